@@ -1,0 +1,3 @@
+from quantadvise.cli.app import main
+
+main()

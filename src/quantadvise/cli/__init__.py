@@ -1,0 +1,1 @@
+"""The typer CLI: thin glue over quantadvise.api."""

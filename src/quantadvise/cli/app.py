@@ -1,0 +1,83 @@
+"""The ``quantadvise`` command: a thin typer app over the Python API.
+
+Errors are mapped here, once: a :class:`~quantadvise.errors.QuantAdviseError` or a usage error
+becomes one ``Error: ...`` line on stderr and exit code 2. Commands never catch.
+
+Start-up is kept near the floor of importing typer: only the invoked command's module is imported
+and registered (``quantadvise --help`` registers them all).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from ..errors import QuantAdviseError
+
+# command name -> (module under quantadvise.cli, function, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "size": ("size", "size_cmd", "Whole-model memory for a scheme, per component, with KV cache and GPU fit."),
+}
+
+HELP = (
+    "Which quantization scheme to deploy, what it costs in memory, how fast it runs on your GPU at "
+    "your batch size, whether your engine accepts it — and a CI gate for all of it.\n\n"
+    "Exit codes: 0 ok, 1 gate findings, 2 usage/config/input error."
+)
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    app = typer.Typer(
+        name="quantadvise",
+        help=HELP,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+    names = [only] if only in COMMANDS else list(COMMANDS)
+    for name in names:
+        module, func, short = COMMANDS[name]
+        fn = getattr(importlib.import_module(f"quantadvise.cli.{module}"), func)
+        app.command(name, short_help=short)(fn)
+    if len(names) == 1:
+        # A single registered command would become the whole app; keep it a sub-command.
+        app.callback()(lambda: None)
+    return app
+
+
+def _version_requested(args: Sequence[str]) -> bool:
+    return len(args) == 1 and args[0] in ("--version", "-V")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the CLI and exit with its code (0 ok, 1 findings, 2 error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if _version_requested(args):
+        from .. import __version__
+
+        sys.stdout.write(f"quantadvise {__version__}\n")
+        raise SystemExit(0)
+    app = build_app(args[0] if args else None)
+    try:
+        code = app(args=args, prog_name="quantadvise", standalone_mode=False)
+    except QuantAdviseError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        code = exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("Aborted.\n")
+        code = 1
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument, bad value
+        fmt = getattr(exc, "format_message", None)
+        msg = fmt() if callable(fmt) else str(exc)
+        cmd = args[0] if args and args[0] in COMMANDS else None
+        where = f"quantadvise {cmd} --help" if cmd else "quantadvise --help"
+        sys.stderr.write(f"Error: {' '.join(msg.split())} (see `{where}`)\n")
+        code = getattr(exc, "exit_code", 2)
+    except KeyboardInterrupt:
+        code = 130
+    raise SystemExit(code if isinstance(code, int) else 0)

@@ -1,0 +1,71 @@
+"""Options shared by several commands, defined once; output helpers (stdout = report only)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class TableJsonCsv(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="Output format; json puts only the report on stdout.",
+                 envvar="QUANTADVISE_FORMAT", case_sensitive=False),
+]
+ModelArg = Annotated[
+    str,
+    typer.Argument(help="Bundled id or alias, local folder / config.json, or a Hub id (cache first).",
+                   envvar="QUANTADVISE_MODEL", show_default=True),
+]
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="Bundled id or alias, local folder / config.json, or a Hub id.",
+                 envvar="QUANTADVISE_MODEL"),
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option("--gpu", help="GPU id or alias (h100, a100-80gb, mi300x ...).", envvar="QUANTADVISE_GPU"),
+]
+GpusOpt = Annotated[
+    int, typer.Option("--gpus", min=1, help="GPUs (tensor parallel).", envvar="QUANTADVISE_GPUS")
+]
+KvOpt = Annotated[
+    str | None,
+    typer.Option("--kv-dtype", help="KV cache dtype preset (kv-fp8, kv-int8-token-head, ... or auto).",
+                 envvar="QUANTADVISE_KV_DTYPE"),
+]
+CtxOpt = Annotated[int | None, typer.Option("--ctx", help="Context length per sequence (tokens).")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
+
+
+def emit(text: str) -> None:
+    """Write the report to stdout (and nothing else goes there)."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def emit_report(kind: str, fmt: object, result: object, **options: object) -> None:
+    """Warnings to stderr, then the rendered report alone on stdout."""
+    from ..report import render
+
+    for w in getattr(result, "warnings", ()) or ():
+        warn(w)
+    emit(render(kind, getattr(fmt, "value", fmt), result, **options))
+
+

@@ -1,0 +1,77 @@
+"""``quantadvise size``: whole-model memory under a scheme."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import BatchOpt, CtxOpt, FormatOpt, GpuOpt, GpusOpt, KvOpt, ModelArg, emit_report
+
+DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
+
+
+def size_cmd(
+    model: ModelArg = DEFAULT_MODEL,
+    scheme: Annotated[
+        str | None,
+        typer.Option("--scheme", "-s", help="Preset id/alias (w4a16, awq, gptq, fp8-dynamic, nvfp4 ...) or a "
+                     "scheme YAML file.", envvar="QUANTADVISE_SCHEME"),
+    ] = None,
+    bits: Annotated[int | None, typer.Option("--bits", help="Integer weight bits (2-8; 16 = unquantized).")] = None,
+    group: Annotated[
+        int | None, typer.Option("--group", help="Weight group size along K (-1 = per-channel); default 128.")
+    ] = None,
+    sym: Annotated[
+        bool | None,
+        typer.Option("--sym/--asym", help="With --bits: symmetric (no zero-point) or asymmetric [default: asym, "
+                     "a scale and a zero-point per group as AWQ/GPTQ store them]."),
+    ] = None,
+    lm_head: Annotated[
+        bool | None, typer.Option("--lm-head/--no-lm-head", help="Quantize lm_head too [default: no].")
+    ] = None,
+    embedding: Annotated[
+        bool | None, typer.Option("--embedding/--no-embedding", help="Quantize the embedding [default: no].")
+    ] = None,
+    kv_dtype: KvOpt = None,
+    ctx: CtxOpt = None,
+    batch: BatchOpt = 1,
+    gpu: GpuOpt = None,
+    gpus: GpusOpt = 1,
+    mtp: Annotated[bool, typer.Option("--mtp", help="Include a multi-token-prediction module (DeepSeek-V3).")] = False,
+    memory_utilization: Annotated[
+        float, typer.Option("--memory-utilization", help="Fraction of GPU memory the engine may use (vLLM's "
+                            "--gpu-memory-utilization).")
+    ] = 0.90,
+    reserve_gb: Annotated[
+        float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB (CUDA context, activations, "
+                            "CUDA graphs).")
+    ] = 2.0,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Whole-model memory for a scheme: every component's params, bits per param and bytes, the
+    ratio against bf16, effective bits per quantized weight (scales and zero-points included),
+    the KV cache for --batch x --ctx, and whether it fits --gpu.
+
+    Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
+    """
+    from .. import api
+
+    report = api.size(
+        model,
+        scheme,
+        bits=bits,
+        group=group,
+        symmetric=sym,
+        lm_head=lm_head,
+        embedding=embedding,
+        kv_dtype=kv_dtype,
+        ctx=ctx,
+        batch=batch,
+        gpu=gpu,
+        gpus=gpus,
+        include_mtp=mtp,
+        memory_utilization=memory_utilization,
+        reserve_bytes=int(reserve_gb * 1024**3),
+    )
+    emit_report("size", fmt, report)

@@ -1,0 +1,83 @@
+"""One exception hierarchy for everything a user can get wrong.
+
+Every error a user can cause is a :class:`QuantAdviseError`. The CLI maps the whole family, in one
+place, to ``Error: <message>`` (plus an optional hint) on stderr and exit code 2. Library callers
+catch :class:`QuantAdviseError` and read ``.message`` / ``.hint`` / ``.field``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class QuantAdviseError(Exception):
+    """Base class: bad input, bad data or an unreachable source. Exit code 2 in the CLI."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.field = field
+
+    def __str__(self) -> str:  # one line, always
+        text = self.message if not self.hint else f"{self.message} ({self.hint})"
+        return " ".join(text.split())
+
+
+class InputError(QuantAdviseError):
+    """A flag, argument or value the user gave is invalid."""
+
+
+class UnknownNameError(InputError):
+    """A model / GPU / scheme / engine name that is not known, with close matches."""
+
+    def __init__(self, kind: str, name: str, candidates: Iterable[str], *, hint: str | None = None):
+        cands = list(candidates)
+        close = difflib.get_close_matches(name.lower(), [c.lower() for c in cands], n=3, cutoff=0.5)
+        by_lower = {c.lower(): c for c in cands}
+        self.suggestions = [by_lower[c] for c in close]
+        msg = f"unknown {kind} '{name}'"
+        if self.suggestions:
+            msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"
+        super().__init__(msg, hint=hint, field=kind)
+
+
+class ConfigError(QuantAdviseError):
+    """A file (config.json, YAML scheme, workload, deployment, profile) is malformed."""
+
+
+class SchemeError(InputError):
+    """A quantization scheme is not a valid point of the design space (the reason says why)."""
+
+
+class DataError(QuantAdviseError):
+    """A shipped data table failed validation (a packaging bug, not a user error)."""
+
+
+class SourceUnavailableError(QuantAdviseError):
+    """A model could not be fetched (offline, gated, not found on the Hub)."""
+
+
+def format_validation_error(exc: object, where: str) -> str:
+    """Turn a pydantic ValidationError into one line naming the first bad field.
+
+    ``where`` names the file or object being validated. Only the first error is reported in full,
+    with a count of the rest, so the message stays on one line.
+    """
+    errors = exc.errors()  # type: ignore[attr-defined]
+    if not errors:
+        return f"{where}: invalid"
+    first = errors[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p != "__root__") or "(top level)"
+    kind = first.get("type", "")
+    msg = first.get("msg", "invalid value")
+    if kind == "extra_forbidden":
+        msg = "unknown key (check spelling; see the documented keys)"
+    elif kind == "missing":
+        msg = "required key is missing"
+    msg = msg.removeprefix("Value error, ")
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: field '{loc}': {msg}{more}"

@@ -1,0 +1,79 @@
+"""GPU rows of data/hardware.yaml: memory, bandwidth, dense peaks per math format, interconnect.
+
+Pure domain type; ``registry`` loads the rows.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MATH_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6")
+
+
+class PeakFlops(BaseModel):
+    """Dense (no 2:4 sparsity) tensor-core peak per math format, FLOP/s; null = no such datapath."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    fp32: float | None = None
+    tf32: float | None = None
+    bf16: float | None = None
+    fp16: float | None = None
+    fp8: float | None = None
+    int8: float | None = None
+    int4: float | None = None
+    fp4: float | None = None
+    fp6: float | None = None
+
+
+class Interconnect(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    kind: str
+    bandwidth_bytes_per_s: float = Field(gt=0)  # per GPU, per direction
+    note: str = ""
+
+
+class GPU(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+    vendor: str
+    architecture: str
+    compute_capability: str | None = None
+    gfx_target: str | None = None
+    memory_bytes: int = Field(gt=0)
+    memory_note: str = ""
+    bandwidth_bytes_per_s: float = Field(gt=0)
+    l2_cache_bytes: int | None = None
+    sm_count: int | None = None
+    peak_flops: PeakFlops
+    interconnect: Interconnect | None = None
+    tdp_watts: float | None = None
+    source: str
+    as_of: date
+    notes: str = ""
+
+    def peak(self, math: str) -> float | None:
+        """Dense peak for a math datapath; fp16/bf16 fall back to each other."""
+        v = getattr(self.peak_flops, math, None)
+        if v is None and math in ("bf16", "fp16"):
+            v = getattr(self.peak_flops, "fp16" if math == "bf16" else "bf16", None)
+        return v
+
+    def has_math(self, math: str) -> bool:
+        return self.peak(math) is not None
+
+    @property
+    def capability(self) -> int | None:
+        """Compute capability as vLLM compares it: "9.0" -> 90."""
+        if not self.compute_capability:
+            return None
+        major, _, minor = self.compute_capability.partition(".")
+        return int(major) * 10 + int(minor or 0)
+
+    def ridge(self, math: str) -> float | None:
+        """FLOP per byte where the roofline turns from memory- to compute-bound."""
+        p = self.peak(math)
+        return None if p is None else p / self.bandwidth_bytes_per_s

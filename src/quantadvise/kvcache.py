@@ -1,0 +1,97 @@
+"""KV-cache geometry and bytes.
+
+Per layer and token, a GQA/MHA layer caches K and V: ``2 x kv_heads x head_dim`` elements; an MLA
+layer caches one compressed latent plus the decoupled RoPE key: ``kv_lora_rank + qk_rope_head_dim``
+elements (what vLLM's MLA backends store). Linear-attention / recurrent layers keep a fixed state and
+no per-token KV. Sliding-window layers hold at most ``window`` tokens per sequence: vLLM's hybrid KV
+cache manager allocates sliding-window layers in their own group and frees blocks that fall out of
+the window, so a sequence of length C costs ``min(C, window)`` tokens there (partial pages ignored).
+
+Scales: a per-tensor or per-head scale is a constant per layer (not per token) and is ignored; a
+per-token(-head) or per-group scale is stored with every token and counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .formats import get_format
+from .model import ModelArch
+from .scheme import TensorQuant
+
+BF16_BITS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class KVGeometry:
+    tensors: int  # 2 for K and V, 1 for an MLA latent
+    heads: int  # KV heads (1 for MLA)
+    width: int  # elements per head per token
+    full_layers: int
+    sliding_layers: int
+    window: int | None
+    linear_layers: int
+
+    @property
+    def elements_per_token_layer(self) -> int:
+        return self.tensors * self.heads * self.width
+
+
+def geometry(arch: ModelArch) -> KVGeometry:
+    al = arch.attention_layers
+    if arch.is_mla:
+        return KVGeometry(1, 1, arch.kv_lora_rank + arch.qk_rope_head_dim, al.full, al.sliding, al.window, al.linear)
+    return KVGeometry(2, arch.num_kv_heads, arch.head_dim, al.full, al.sliding, al.window, al.linear)
+
+
+def bits_per_row(kv: TensorQuant | None, width: int) -> float:
+    """Bits to store one head's ``width`` elements for one token, token-wise metadata included."""
+    if kv is None or not kv.is_quantized:
+        return float(width * (kv.bits if kv is not None else BF16_BITS))
+    bits = width * kv.bits
+    for scale in (kv.scale, kv.scale2):
+        if scale is None or scale.group.row == -1:
+            continue  # per-tensor / per-head: a constant per layer, not per token
+        per_row = scale.group.count(1, width)
+        bits += per_row * scale.bits
+        if scale is kv.scale and not kv.symmetric and kv.zero_format:
+            bits += per_row * get_format(kv.zero_format).bits
+    return float(bits)
+
+
+def bytes_per_token_layer(arch: ModelArch, kv: TensorQuant | None) -> float:
+    g = geometry(arch)
+    return g.tensors * g.heads * bits_per_row(kv, g.width) / 8
+
+
+def cached_tokens(arch: ModelArch, ctx: int) -> float:
+    """Layer-tokens one sequence of length ``ctx`` keeps: full layers x ctx + sliding x min(ctx, W)."""
+    g = geometry(arch)
+    sliding = g.sliding_layers * min(ctx, g.window) if g.window else 0
+    return g.full_layers * ctx + sliding
+
+
+def sequence_bytes(arch: ModelArch, kv: TensorQuant | None, ctx: int) -> float:
+    """KV bytes held by one sequence of ``ctx`` tokens."""
+    return cached_tokens(arch, ctx) * bytes_per_token_layer(arch, kv)
+
+
+def bytes_per_token(arch: ModelArch, kv: TensorQuant | None) -> float:
+    """KV bytes per token across all layers that cache every token (sliding layers excluded once
+    the window is full; this is the marginal cost of one more token of a long sequence)."""
+    g = geometry(arch)
+    return g.full_layers * bytes_per_token_layer(arch, kv)
+
+
+def bytes_per_token_short(arch: ModelArch, kv: TensorQuant | None) -> float:
+    """KV bytes per token while the sequence is shorter than every window (all attention layers)."""
+    g = geometry(arch)
+    return (g.full_layers + g.sliding_layers) * bytes_per_token_layer(arch, kv)
+
+
+def max_sequences(arch: ModelArch, kv: TensorQuant | None, ctx: int, budget_bytes: float) -> int:
+    per_seq = sequence_bytes(arch, kv, ctx)
+    if per_seq <= 0:
+        return 0
+    return max(0, math.floor(budget_bytes / per_seq))

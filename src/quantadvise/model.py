@@ -1,0 +1,538 @@
+"""Model architecture (parsed from a Hugging Face config.json dict) and its parameter inventory.
+
+The inventory lists every parameter group the checkpoint holds, with its component, role, shape
+and multiplicity. Sizing, the roofline and checkpoint matching all consume this one inventory.
+Which tensors exist per architecture follows the Hugging Face ``transformers`` modeling files
+(LlamaForCausalLM, MistralForCausalLM, Qwen2/Qwen3(-MoE), Gemma2, Phi3, Mixtral, DeepseekV3,
+GptOss); the numbers all come from the config.
+
+Pure: takes dicts, returns frozen objects; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .errors import ConfigError
+
+# Components shown in the size table, in display order.
+COMPONENTS = (
+    "embedding",
+    "attention",
+    "mla",
+    "mlp",
+    "shared_experts",
+    "experts",
+    "router",
+    "norm",
+    "bias",
+    "other",
+    "lm_head",
+    "mtp",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamGroup:
+    """``count`` identical tensors of ``shape``. Linear weights are ``(N, K)`` = (out, in)."""
+
+    name: str
+    component: str
+    role: str
+    shape: tuple[int, ...]
+    count: int = 1
+    linear: bool = False
+    experts: int | None = None  # for routed-expert groups: experts per MoE layer (E)
+    mtp: bool = False  # part of a multi-token-prediction module (not loaded for plain serving)
+
+    @property
+    def params(self) -> int:
+        n = self.count
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def n(self) -> int:
+        return self.shape[0]
+
+    @property
+    def k(self) -> int:
+        return self.shape[1] if len(self.shape) > 1 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionLayers:
+    full: int
+    sliding: int
+    linear: int
+    window: int | None
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """The parts of a config.json that decide parameter shapes, KV geometry and MoE routing."""
+
+    model_type: str
+    architecture: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    intermediate_size: int
+    tie_word_embeddings: bool
+    # attention details
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    fused_qkv: bool = False
+    fused_gate_up: bool = False
+    mlp_bias: bool = False
+    attention_sinks: bool = False
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int | None = None
+    # MoE
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int = 0
+    shared_expert_gate: bool = False
+    moe_layers: tuple[int, ...] = ()
+    router_bias: bool = False
+    expert_bias: bool = False
+    score_correction_bias: bool = False
+    # MLA
+    q_lora_rank: int | None = None
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    # multi-token prediction
+    num_mtp_layers: int = 0
+    torch_dtype: str = "bfloat16"
+    max_position_embeddings: int | None = None
+    raw_quantization_config: dict[str, Any] | None = field(default=None, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    # -- kinds ----------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def kind(self) -> str:
+        parts = []
+        parts.append("MoE" if self.is_moe else "dense")
+        if self.is_mla:
+            parts.append("MLA")
+        elif self.num_kv_heads < self.num_heads:
+            parts.append("GQA" if self.num_kv_heads > 1 else "MQA")
+        else:
+            parts.append("MHA")
+        if self.attention_layers.sliding:
+            parts.append("sliding-window")
+        if self.attention_layers.linear:
+            parts.append("linear-attention")
+        return " ".join(parts)
+
+    @cached_property
+    def attention_layers(self) -> AttentionLayers:
+        types = self.layer_types or ("full_attention",) * self.num_layers
+        sliding = sum(1 for t in types if t in ("sliding_attention", "sliding_window", "local"))
+        linear = sum(1 for t in types if t in ("linear_attention", "mamba", "recurrent", "conv"))
+        full = len(types) - sliding - linear
+        return AttentionLayers(full, sliding, linear, self.sliding_window if sliding else None)
+
+    @cached_property
+    def inventory(self) -> Inventory:
+        return build_inventory(self)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    arch: ModelArch
+    groups: tuple[ParamGroup, ...]
+
+    def serving_groups(self, include_mtp: bool = False) -> tuple[ParamGroup, ...]:
+        return self.groups if include_mtp else tuple(g for g in self.groups if not g.mtp)
+
+    def total_params(self, include_mtp: bool = False) -> int:
+        return sum(g.params for g in self.serving_groups(include_mtp))
+
+    def params_by_component(self, include_mtp: bool = False) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for g in self.serving_groups(include_mtp):
+            comp = "mtp" if g.mtp else g.component
+            out[comp] = out.get(comp, 0) + g.params
+        return {c: out[c] for c in COMPONENTS if c in out}
+
+    def linear_groups(self, include_mtp: bool = False) -> tuple[ParamGroup, ...]:
+        return tuple(g for g in self.serving_groups(include_mtp) if g.linear)
+
+    def decoder_linear_params(self) -> int:
+        """Parameters in the decoder's linear matrices (not embedding, not lm_head, not MTP)."""
+        return sum(
+            g.params for g in self.groups if g.linear and not g.mtp and g.component not in ("embedding", "lm_head")
+        )
+
+    def decoder_linear_matrices(self) -> int:
+        return sum(
+            g.count for g in self.groups if g.linear and not g.mtp and g.component not in ("embedding", "lm_head")
+        )
+
+    def active_params(self, include_mtp: bool = False) -> int:
+        """Parameters touched per token: routed experts count k of E."""
+        total = 0
+        for g in self.serving_groups(include_mtp):
+            if g.experts:
+                total += g.params * self.arch.experts_per_token // g.experts
+            else:
+                total += g.params
+        return total
+
+
+# -------------------------------------------------------------------------------------------------
+# Parsing config.json
+# -------------------------------------------------------------------------------------------------
+
+# model_type -> structural traits of the transformers modeling code (which tensors exist).
+_TRAITS: dict[str, dict[str, Any]] = {
+    "llama": {},
+    "mistral": {},
+    "mixtral": {},
+    "qwen2": {"qkv_bias": True},
+    "qwen2_moe": {"qkv_bias": True, "shared_expert_gate": True},
+    "qwen3": {"qk_norm": True},
+    "qwen3_moe": {"qk_norm": True},
+    "gemma": {},
+    "gemma2": {"norms_per_layer": 4},
+    "gemma3_text": {"norms_per_layer": 4, "qk_norm": True},
+    "phi3": {"fused_qkv": True, "fused_gate_up": True},
+    "deepseek_v2": {},
+    "deepseek_v3": {"score_correction_bias": True},
+    "gpt_oss": {"qkv_bias": True, "o_bias": True, "attention_sinks": True, "router_bias": True, "expert_bias": True},
+}
+
+
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Multimodal wrappers keep the language model under text_config."""
+    tc = cfg.get("text_config")
+    if isinstance(tc, dict) and "hidden_size" in tc:
+        merged = dict(tc)
+        for key in ("quantization_config", "compression_config", "tie_word_embeddings"):
+            if key in cfg and key not in merged:
+                merged[key] = cfg[key]
+        return merged
+    return cfg
+
+
+def _req_int(cfg: dict[str, Any], *keys: str, where: str, minimum: int = 1) -> int:
+    for key in keys:
+        if key in cfg and cfg[key] is not None:
+            v = cfg[key]
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"{where}: field '{key}' must be an integer, got {v!r}", field=key)
+            if v < minimum:
+                raise ConfigError(f"{where}: field '{key}' must be >= {minimum}, got {v}", field=key)
+            return v
+    raise ConfigError(
+        f"{where}: required field '{keys[0]}' is missing",
+        hint="pass the model's config.json from its Hugging Face repository",
+        field=keys[0],
+    )
+
+
+def _opt_int(cfg: dict[str, Any], *keys: str, default: int = 0, where: str) -> int:
+    for key in keys:
+        if key in cfg and cfg[key] is not None:
+            v = cfg[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{where}: field '{key}' must be a non-negative integer, got {v!r}", field=key)
+            return v
+    return default
+
+
+def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
+    """Build a :class:`ModelArch` from a config.json dict; ConfigError names the bad field."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
+    cfg = _text_config(cfg)
+    model_type = cfg.get("model_type")
+    if not isinstance(model_type, str):
+        raise ConfigError(f"{where}: field 'model_type' is missing or not a string", field="model_type")
+    archs = cfg.get("architectures") or [model_type]
+    traits = dict(_TRAITS.get(model_type, {}))
+    warnings: list[str] = []
+    if model_type not in _TRAITS:
+        warnings.append(
+            f"model_type '{model_type}' is not one quantadvise knows tensor by tensor; assuming a Llama-like "
+            "decoder (q/k/v/o, gated MLP, 2 norms per layer) — check the parameter total against the checkpoint"
+        )
+
+    hidden = _req_int(cfg, "hidden_size", "d_model", "n_embd", where=where)
+    layers = _req_int(cfg, "num_hidden_layers", "n_layer", "num_layers", where=where)
+    heads = _req_int(cfg, "num_attention_heads", "n_head", where=where)
+    kv_heads = _opt_int(cfg, "num_key_value_heads", default=heads, where=where) or heads
+    head_dim = _opt_int(cfg, "head_dim", default=0, where=where)
+    if not head_dim:
+        if hidden % heads:
+            raise ConfigError(f"{where}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
+                              "set head_dim", field="head_dim")
+        head_dim = hidden // heads
+    if heads % kv_heads:
+        raise ConfigError(
+            f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}",
+            field="num_key_value_heads",
+        )
+    vocab = _req_int(cfg, "vocab_size", where=where)
+    inter = _opt_int(cfg, "intermediate_size", "ffn_dim", "n_inner", default=0, where=where)
+
+    tie = cfg.get("tie_word_embeddings")
+    if tie is None:
+        # transformers' PretrainedConfig default is True; gemma-family configs rely on it.
+        tie = True
+    if not isinstance(tie, bool):
+        raise ConfigError(f"{where}: field 'tie_word_embeddings' must be true or false", field="tie_word_embeddings")
+
+    attention_bias = bool(cfg.get("attention_bias", False))
+    if attention_bias and model_type not in ("qwen2", "qwen2_moe"):
+        traits["qkv_bias"] = True
+        traits["o_bias"] = True
+    mlp_bias = bool(cfg.get("mlp_bias", False))
+
+    # sliding window / layer types
+    layer_types = cfg.get("layer_types")
+    sliding = cfg.get("sliding_window")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or len(layer_types) != layers:
+            raise ConfigError(f"{where}: field 'layer_types' must list one type per layer ({layers})",
+                              field="layer_types")
+        lt = tuple(str(t) for t in layer_types)
+    elif model_type == "gemma2" and sliding:
+        # Gemma-2 alternates local (sliding) and global attention, starting with local (layer 0).
+        lt = tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers))
+    elif model_type == "gemma3_text" and sliding:
+        pattern = _opt_int(cfg, "sliding_window_pattern", default=6, where=where) or 6
+        lt = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers))
+    elif sliding and cfg.get("use_sliding_window", model_type in ("mistral", "mixtral")) and model_type in (
+        "mistral",
+        "mixtral",
+    ):
+        lt = ("sliding_attention",) * layers
+    else:
+        lt = ()
+    if sliding is not None and (isinstance(sliding, bool) or not isinstance(sliding, int) or sliding < 1):
+        raise ConfigError(f"{where}: field 'sliding_window' must be a positive integer", field="sliding_window")
+
+    # MoE
+    n_experts = _opt_int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0, where=where)
+    k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+                         default=0, where=where)
+    moe_inter = _opt_int(cfg, "moe_intermediate_size", default=0, where=where) or inter
+    n_shared = _opt_int(cfg, "n_shared_experts", "num_shared_experts", default=0, where=where)
+    shared_inter = _opt_int(cfg, "shared_expert_intermediate_size", default=0, where=where)
+    if shared_inter and not n_shared:
+        n_shared = 1
+    if n_shared and not shared_inter:
+        shared_inter = moe_inter * n_shared
+        n_shared_count = 1  # DeepSeek fuses n shared experts into one MLP of n x moe_intermediate
+    else:
+        n_shared_count = n_shared
+    moe_layers: tuple[int, ...] = ()
+    if n_experts:
+        if not k_experts or k_experts > n_experts:
+            raise ConfigError(
+                f"{where}: MoE config needs num_experts_per_tok between 1 and {n_experts}",
+                field="num_experts_per_tok",
+            )
+        first_dense = _opt_int(cfg, "first_k_dense_replace", default=0, where=where)
+        freq = _opt_int(cfg, "moe_layer_freq", "decoder_sparse_step", default=1, where=where) or 1
+        mlp_only = set(cfg.get("mlp_only_layers") or [])
+        moe_layers = tuple(
+            i for i in range(layers) if i >= first_dense and (i % freq == 0 if model_type.startswith("deepseek")
+                                                              else (i + 1) % freq == 0) and i not in mlp_only
+        )
+        if not inter and len(moe_layers) < layers:
+            raise ConfigError(f"{where}: dense layers need 'intermediate_size'", field="intermediate_size")
+    elif not inter:
+        raise ConfigError(f"{where}: required field 'intermediate_size' is missing", field="intermediate_size")
+
+    # MLA
+    kv_lora = _opt_int(cfg, "kv_lora_rank", default=0, where=where)
+    q_lora = cfg.get("q_lora_rank")
+    if q_lora is not None and (isinstance(q_lora, bool) or not isinstance(q_lora, int) or q_lora < 1):
+        raise ConfigError(f"{where}: field 'q_lora_rank' must be a positive integer or null", field="q_lora_rank")
+    qk_nope = _opt_int(cfg, "qk_nope_head_dim", default=0, where=where)
+    qk_rope = _opt_int(cfg, "qk_rope_head_dim", default=0, where=where)
+    v_head = _opt_int(cfg, "v_head_dim", default=0, where=where)
+    if kv_lora and not (qk_nope and qk_rope and v_head):
+        raise ConfigError(f"{where}: MLA config (kv_lora_rank) needs qk_nope_head_dim, qk_rope_head_dim and "
+                          "v_head_dim", field="qk_nope_head_dim")
+
+    if n_experts and model_type == "deepseek_v3" or cfg.get("topk_method") == "noaux_tc":
+        traits["score_correction_bias"] = True
+    traits.setdefault("qkv_bias", False)
+
+    qc = cfg.get("quantization_config") or cfg.get("compression_config")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+
+    return ModelArch(
+        model_type=model_type,
+        architecture=str(archs[0]),
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        intermediate_size=inter,
+        tie_word_embeddings=tie,
+        qkv_bias=traits.get("qkv_bias", False),
+        o_bias=traits.get("o_bias", False),
+        qk_norm=traits.get("qk_norm", False),
+        norms_per_layer=traits.get("norms_per_layer", 2),
+        fused_qkv=traits.get("fused_qkv", False),
+        fused_gate_up=traits.get("fused_gate_up", False),
+        mlp_bias=mlp_bias,
+        attention_sinks=traits.get("attention_sinks", False),
+        layer_types=lt,
+        sliding_window=sliding if lt and any(t.startswith("sliding") for t in lt) else None,
+        num_experts=n_experts,
+        experts_per_token=k_experts,
+        moe_intermediate_size=moe_inter if n_experts else 0,
+        num_shared_experts=n_shared_count,
+        shared_expert_intermediate_size=shared_inter,
+        shared_expert_gate=traits.get("shared_expert_gate", False) and bool(shared_inter),
+        moe_layers=moe_layers,
+        router_bias=traits.get("router_bias", False),
+        expert_bias=traits.get("expert_bias", False),
+        score_correction_bias=traits.get("score_correction_bias", False) and bool(n_experts),
+        q_lora_rank=q_lora,
+        kv_lora_rank=kv_lora,
+        qk_nope_head_dim=qk_nope,
+        qk_rope_head_dim=qk_rope,
+        v_head_dim=v_head,
+        num_mtp_layers=_opt_int(cfg, "num_nextn_predict_layers", default=0, where=where),
+        torch_dtype=str(dtype),
+        max_position_embeddings=cfg.get("max_position_embeddings")
+        if isinstance(cfg.get("max_position_embeddings"), int)
+        else None,
+        raw_quantization_config=qc if isinstance(qc, dict) else None,
+        warnings=tuple(warnings),
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# Inventory
+# -------------------------------------------------------------------------------------------------
+
+
+def _decoder_layer_groups(a: ModelArch, n_dense: int, n_moe: int, *, prefix: str, mtp: bool) -> list[ParamGroup]:
+    """Parameter groups of ``n_dense`` dense + ``n_moe`` MoE decoder layers."""
+    h = a.hidden_size
+    n_layers = n_dense + n_moe
+    out: list[ParamGroup] = []
+
+    def add(name: str, comp: str, role: str, shape: tuple[int, ...], count: int, linear: bool = False,
+            experts: int | None = None) -> None:
+        if count > 0:
+            out.append(ParamGroup(f"{prefix}.{name}", comp, role, shape, count, linear, experts, mtp))
+
+    # attention
+    if a.is_mla:
+        qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            add("self_attn.q_a_proj.weight", "mla", "q_a", (a.q_lora_rank, h), n_layers, True)
+            add("self_attn.q_a_layernorm.weight", "norm", "norm", (a.q_lora_rank,), n_layers)
+            add("self_attn.q_b_proj.weight", "mla", "q_b", (a.num_heads * qk_head, a.q_lora_rank), n_layers, True)
+        else:
+            add("self_attn.q_proj.weight", "mla", "q", (a.num_heads * qk_head, h), n_layers, True)
+        add("self_attn.kv_a_proj_with_mqa.weight", "mla", "kv_a", (a.kv_lora_rank + a.qk_rope_head_dim, h),
+            n_layers, True)
+        add("self_attn.kv_a_layernorm.weight", "norm", "norm", (a.kv_lora_rank,), n_layers)
+        add("self_attn.kv_b_proj.weight", "mla", "kv_b",
+            (a.num_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), n_layers, True)
+        add("self_attn.o_proj.weight", "mla", "o", (h, a.num_heads * a.v_head_dim), n_layers, True)
+    else:
+        q_out = a.num_heads * a.head_dim
+        kv_out = a.num_kv_heads * a.head_dim
+        if a.fused_qkv:
+            add("self_attn.qkv_proj.weight", "attention", "qkv", (q_out + 2 * kv_out, h), n_layers, True)
+        else:
+            add("self_attn.q_proj.weight", "attention", "q", (q_out, h), n_layers, True)
+            add("self_attn.k_proj.weight", "attention", "k", (kv_out, h), n_layers, True)
+            add("self_attn.v_proj.weight", "attention", "v", (kv_out, h), n_layers, True)
+        add("self_attn.o_proj.weight", "attention", "o", (h, q_out), n_layers, True)
+        if a.qkv_bias:
+            add("self_attn.qkv_bias", "bias", "bias", (q_out + 2 * kv_out,), n_layers)
+        if a.o_bias:
+            add("self_attn.o_proj.bias", "bias", "bias", (h,), n_layers)
+        if a.qk_norm:
+            add("self_attn.q_norm.weight", "norm", "norm", (a.head_dim,), n_layers)
+            add("self_attn.k_norm.weight", "norm", "norm", (a.head_dim,), n_layers)
+        if a.attention_sinks:
+            add("self_attn.sinks", "other", "sink", (a.num_heads,), n_layers)
+    add("norms", "norm", "norm", (h,), n_layers * a.norms_per_layer)
+
+    # dense MLP
+    def mlp(name: str, comp: str, inter: int, count: int, experts: int | None = None) -> None:
+        if a.fused_gate_up:
+            add(f"{name}.gate_up_proj.weight", comp, "gate_up", (2 * inter, h), count, True, experts)
+        else:
+            add(f"{name}.gate_proj.weight", comp, "gate", (inter, h), count, True, experts)
+            add(f"{name}.up_proj.weight", comp, "up", (inter, h), count, True, experts)
+        add(f"{name}.down_proj.weight", comp, "down", (h, inter), count, True, experts)
+        if a.mlp_bias or (experts and a.expert_bias):
+            add(f"{name}.gate_up_proj.bias", "bias", "bias", (2 * inter,), count, experts=experts)
+            add(f"{name}.down_proj.bias", "bias", "bias", (h,), count, experts=experts)
+
+    mlp("mlp", "mlp", a.intermediate_size, n_dense)
+    if n_moe:
+        e = a.num_experts
+        add("mlp.gate.weight", "router", "router", (e, h), n_moe, True)
+        if a.router_bias:
+            add("mlp.gate.bias", "bias", "bias", (e,), n_moe)
+        if a.score_correction_bias:
+            add("mlp.gate.e_score_correction_bias", "other", "router_bias", (e,), n_moe)
+        mlp("mlp.experts", "experts", a.moe_intermediate_size, n_moe * e, experts=e)
+        if a.shared_expert_intermediate_size:
+            mlp("mlp.shared_experts", "shared_experts", a.shared_expert_intermediate_size,
+                n_moe * max(1, a.num_shared_experts))
+            if a.shared_expert_gate:
+                add("mlp.shared_expert_gate.weight", "router", "router", (1, h), n_moe, True)
+    return out
+
+
+def build_inventory(a: ModelArch) -> Inventory:
+    h, v = a.hidden_size, a.vocab_size
+    groups: list[ParamGroup] = [ParamGroup("model.embed_tokens.weight", "embedding", "embedding", (v, h), 1, True)]
+    n_moe = len(a.moe_layers)
+    groups += _decoder_layer_groups(a, a.num_layers - n_moe, n_moe, prefix="model.layers.*", mtp=False)
+    groups.append(ParamGroup("model.norm.weight", "norm", "norm", (h,), 1))
+    if not a.tie_word_embeddings:
+        groups.append(ParamGroup("lm_head.weight", "lm_head", "lm_head", (v, h), 1, True))
+    if a.num_mtp_layers:
+        m = a.num_mtp_layers
+        # DeepSeek-V3's MTP module (HF checkpoint layer index num_hidden_layers): its own embedding
+        # and output head copies, enorm/hnorm, the 2H->H projection, one full MoE decoder layer and
+        # the shared head's norm.
+        groups.append(ParamGroup("model.layers.mtp.embed_tokens.weight", "embedding", "embedding", (v, h), m,
+                                 True, mtp=True))
+        groups.append(ParamGroup("model.layers.mtp.norms", "norm", "norm", (h,), 3 * m, mtp=True))
+        groups.append(ParamGroup("model.layers.mtp.eh_proj.weight", "other", "eh_proj", (h, 2 * h), m, True,
+                                 mtp=True))
+        groups += _decoder_layer_groups(a, 0 if n_moe else m, m if n_moe else 0, prefix="model.layers.mtp",
+                                        mtp=True)
+        groups.append(ParamGroup("model.layers.mtp.shared_head.head.weight", "lm_head", "lm_head", (v, h), m,
+                                 True, mtp=True))
+    return Inventory(a, tuple(groups))

@@ -1,0 +1,365 @@
+"""The only reader of the shipped ``data/`` tables.
+
+Each YAML file is parsed once per process (libyaml when available) and each row is validated by a
+pydantic model with ``extra="forbid"`` when it is first used; ``validate_all()`` validates every
+row (the data tests call it). Names resolve case-insensitively through ids and aliases, treating
+``_`` and ``-`` alike, and an unknown name suggests the closest ones.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError, DataError, SchemeError, UnknownNameError, format_validation_error
+from .hardware import GPU
+from .scheme import Layout, LayerPolicy, Scheme, TensorQuant
+
+
+def data_dir() -> Path:
+    """``quantadvise/data`` inside an installed wheel, else the repository's ``data/``."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "data"
+    if packaged.is_dir():
+        return packaged
+    repo = here.parent.parent / "data"
+    if repo.is_dir():
+        return repo
+    raise DataError("the quantadvise data tables are missing (reinstall the package)")
+
+
+def _yaml_load(text: str, where: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - SafeLoader / CSafeLoader only
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}:{line}: invalid YAML: {problem}") from None
+
+
+def load_yaml_file(path: Path) -> Any:
+    """Parse a user or data YAML file; errors name the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return _yaml_load(text, str(path))
+
+
+@cache
+def _table(name: str) -> Any:
+    path = data_dir() / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise DataError(f"data table {name} is missing from the installation") from None
+    return _yaml_load(text, f"data/{name}")
+
+
+def norm_name(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+class Row(BaseModel):
+    """Base of every data row: a stable id, aliases, and where the facts come from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    id: str
+    aliases: tuple[str, ...] = ()
+    source: str
+    as_of: date
+
+
+class _Index:
+    """id/alias -> raw row dict, built once per table section."""
+
+    def __init__(self, kind: str, rows: list[dict[str, Any]], where: str):
+        self.kind = kind
+        self.rows = rows
+        self.by_name: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if not isinstance(row, dict) or "id" not in row:
+                raise DataError(f"{where}: every {kind} row needs an id")
+            for n in (row["id"], *row.get("aliases", ())):
+                key = norm_name(str(n))
+                other = self.by_name.get(key)
+                if other is not None and other is not row:
+                    raise DataError(f"{where}: name '{n}' is used by both '{other['id']}' and '{row['id']}'")
+                self.by_name[key] = row
+
+    def ids(self) -> list[str]:
+        return [r["id"] for r in self.rows]
+
+    def names(self) -> list[str]:
+        out = []
+        for r in self.rows:
+            out.append(r["id"])
+            out.extend(r.get("aliases", ()))
+        return out
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.by_name.get(norm_name(name))
+
+    def require(self, name: str, hint: str | None = None) -> dict[str, Any]:
+        row = self.get(name)
+        if row is None:
+            raise UnknownNameError(self.kind, name, self.names(), hint=hint)
+        return row
+
+
+# -------------------------------------------------------------------------------------------------
+# Schemes
+# -------------------------------------------------------------------------------------------------
+
+
+class DeployHints(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    checkpoint_format: str | None = None  # awq | gptq | compressed-tensors | modelopt | fp8
+    quant_method: str | None = None
+    compressed_tensors_preset: str | None = None
+    llmcompressor_scheme: str | None = None
+    online: str | None = None  # vLLM --quantization online shorthand producing it from bf16
+    vllm_kv_cache_dtype: str | None = None
+    sglang_kv_cache_dtype: str | None = None
+
+
+class SchemePreset(Row):
+    description: str = ""
+    weight: TensorQuant | None = None
+    activation: TensorQuant | None = None
+    kv_cache: TensorQuant | None = None
+    accumulation: str | None = None
+    policy: LayerPolicy = LayerPolicy()
+    layout: str | None = None
+    deploy: DeployHints = DeployHints()
+
+
+class KvPreset(Row):
+    description: str = ""
+    kv_cache: TensorQuant
+    deploy: DeployHints = DeployHints()
+
+
+@cache
+def _schemes_doc() -> dict[str, Any]:
+    doc = _table("schemes.yaml")
+    if not isinstance(doc, dict):
+        raise DataError("data/schemes.yaml: expected a mapping")
+    return doc
+
+
+@cache
+def _scheme_index() -> _Index:
+    return _Index("scheme", list(_schemes_doc().get("schemes", [])), "data/schemes.yaml")
+
+
+@cache
+def _kv_index() -> _Index:
+    return _Index("KV cache dtype", list(_schemes_doc().get("kv_presets", [])), "data/schemes.yaml")
+
+
+@cache
+def layouts() -> dict[str, Layout]:
+    out = {}
+    for raw in _schemes_doc().get("layouts", []):
+        try:
+            lay = Layout.model_validate(raw)
+        except ValidationError as exc:
+            raise DataError(format_validation_error(exc, "data/schemes.yaml layouts")) from None
+        out[lay.id] = lay
+    return out
+
+
+def scheme_from_preset(p: SchemePreset) -> Scheme:
+    lay = None
+    if p.layout is not None:
+        lay = layouts().get(p.layout)
+        if lay is None:
+            raise DataError(f"scheme '{p.id}' names unknown layout '{p.layout}'")
+    try:
+        return Scheme(
+            id=p.id,
+            weight=p.weight,
+            activation=p.activation,
+            kv_cache=p.kv_cache,
+            accumulation=p.accumulation,
+            policy=p.policy,
+            layout=lay,
+            description=p.description,
+        )
+    except ValidationError as exc:
+        raise SchemeError(format_validation_error(exc, f"scheme '{p.id}'")) from None
+
+
+@cache
+def scheme_preset(name: str) -> SchemePreset:
+    raw = _scheme_index().require(name, hint="`quantadvise size --help` lists the presets")
+    try:
+        return SchemePreset.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/schemes.yaml scheme '{raw['id']}'")) from None
+
+
+def get_scheme(name: str) -> Scheme:
+    """A named scheme preset (id or alias, case-insensitive)."""
+    return scheme_from_preset(scheme_preset(name))
+
+
+def scheme_ids() -> list[str]:
+    return _scheme_index().ids()
+
+
+@cache
+def kv_preset(name: str) -> KvPreset:
+    raw = _kv_index().require(name, hint="KV presets: " + ", ".join(_kv_index().ids()))
+    try:
+        return KvPreset.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/schemes.yaml kv preset '{raw['id']}'")) from None
+
+
+def get_kv(name: str) -> TensorQuant:
+    return kv_preset(name).kv_cache
+
+
+def kv_ids() -> list[str]:
+    return _kv_index().ids()
+
+
+def load_scheme_file(path: Path) -> Scheme:
+    """A user scheme in YAML: the same keys as a row of data/schemes.yaml (source/as_of optional)."""
+    doc = load_yaml_file(path)
+    if isinstance(doc, dict) and "schemes" in doc:
+        rows = doc["schemes"]
+        if not isinstance(rows, list) or len(rows) != 1:
+            raise ConfigError(f"{path}: a scheme file holds one scheme (got {len(rows) if isinstance(rows, list) else 'no list'})")
+        doc = rows[0]
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping with the scheme's keys")
+    doc = dict(doc)
+    doc.setdefault("id", path.stem)
+    doc.setdefault("source", str(path.name))
+    doc.setdefault("as_of", date.today())
+    if isinstance(doc.get("layout"), dict):
+        lay_raw = dict(doc.pop("layout"))
+        lay_raw.setdefault("source", path.name)
+        lay_raw.setdefault("as_of", date.today())
+        try:
+            lay = Layout.model_validate(lay_raw)
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, f"{path} layout")) from None
+        doc["layout"] = None
+        preset = _validate_user_preset(doc, path)
+        return scheme_from_preset(preset).model_copy(update={"layout": lay})
+    return scheme_from_preset(_validate_user_preset(doc, path))
+
+
+def _validate_user_preset(doc: dict[str, Any], path: Path) -> SchemePreset:
+    try:
+        return SchemePreset.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(path))) from None
+
+
+# -------------------------------------------------------------------------------------------------
+# Bundled models
+# -------------------------------------------------------------------------------------------------
+
+
+class ModelRow(Row):
+    config: str
+    family: str
+    published_params: int = Field(gt=0)
+    params_source: str
+    notes: str = ""
+
+
+@cache
+def _model_index() -> _Index:
+    doc = _table("models.yaml")
+    return _Index("model", list(doc.get("models", [])), "data/models.yaml")
+
+
+def find_bundled_model(name: str) -> ModelRow | None:
+    raw = _model_index().get(name)
+    if raw is None:
+        return None
+    try:
+        return ModelRow.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/models.yaml model '{raw['id']}'")) from None
+
+
+def bundled_model_names() -> list[str]:
+    return _model_index().names()
+
+
+def bundled_model_ids() -> list[str]:
+    return _model_index().ids()
+
+
+def bundled_config(row: ModelRow) -> dict[str, Any]:
+    path = data_dir() / row.config
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"bundled config {row.config} is unreadable: {exc}") from None
+
+
+# -------------------------------------------------------------------------------------------------
+# GPUs
+# -------------------------------------------------------------------------------------------------
+
+
+@cache
+def _gpu_index() -> _Index:
+    doc = _table("hardware.yaml")
+    return _Index("GPU", list(doc.get("gpus", [])), "data/hardware.yaml")
+
+
+@cache
+def get_gpu(name: str) -> GPU:
+    """A GPU row by id, alias or the name the driver prints (case-insensitive)."""
+    raw = _gpu_index().require(name, hint="`quantadvise roofline --help` lists the GPUs")
+    try:
+        return GPU.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/hardware.yaml GPU '{raw['id']}'")) from None
+
+
+def gpu_ids() -> list[str]:
+    return _gpu_index().ids()
+
+
+# -------------------------------------------------------------------------------------------------
+# Validation of everything (tests, `quantadvise data check`)
+# -------------------------------------------------------------------------------------------------
+
+
+def validate_all() -> dict[str, int]:
+    """Validate every row of every table; returns row counts per table."""
+    counts = {"layouts": len(layouts())}
+    for sid in scheme_ids():
+        scheme_from_preset(scheme_preset(sid))
+    counts["schemes"] = len(scheme_ids())
+    for kid in kv_ids():
+        kv_preset(kid)
+    counts["kv_presets"] = len(kv_ids())
+    for mid in bundled_model_ids():
+        row = find_bundled_model(mid)
+        assert row is not None
+        bundled_config(row)
+    counts["models"] = len(bundled_model_ids())
+    for gid in gpu_ids():
+        get_gpu(gid)
+    counts["gpus"] = len(gpu_ids())
+    return counts

@@ -1,0 +1,30 @@
+"""Renderers: pure ``(result) -> str`` functions, one per (command, format).
+
+``render(kind, fmt, result)`` looks the renderer up lazily, so a JSON run never imports the table
+code. A test asserts every (command, format) the CLI offers has a renderer here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+RENDERERS: dict[tuple[str, str], str] = {
+    ("size", "table"): "quantadvise.report.size:table",
+    ("size", "json"): "quantadvise.report:to_json",
+}
+
+
+def to_json(result: Any) -> str:
+    """JSON is the result model's own dump (it carries schema_version); never a hand-built dict."""
+    return json.dumps(result.model_dump(mode="json"), indent=2)
+
+
+def render(kind: str, fmt: str, result: Any, **options: Any) -> str:
+    target = RENDERERS.get((kind, fmt))
+    if target is None:
+        raise KeyError(f"no renderer for {kind} in {fmt}")
+    module, func = target.split(":")
+    fn = getattr(importlib.import_module(module), func)
+    return fn(result, **options)
