@@ -36,9 +36,13 @@ class UnknownNameError(InputError):
 
     def __init__(self, kind: str, name: str, candidates: Iterable[str], *, hint: str | None = None):
         cands = list(candidates)
-        close = difflib.get_close_matches(name.lower(), [c.lower() for c in cands], n=3, cutoff=0.5)
         by_lower = {c.lower(): c for c in cands}
-        self.suggestions = [by_lower[c] for c in close]
+        low = name.lower().strip()
+        # names that extend what was typed ("a100" -> "a100-80gb") first, then spelling neighbours
+        prefix = sorted((c for c in by_lower if c.startswith(low) and c != low), key=len)[:3]
+        close = difflib.get_close_matches(low, list(by_lower), n=3, cutoff=0.5)
+        picked = list(dict.fromkeys(prefix + close))[:3]
+        self.suggestions = [by_lower[c] for c in picked]
         msg = f"unknown {kind} '{name}'"
         if self.suggestions:
             msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"

@@ -271,6 +271,9 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
     if not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' is missing or not a string", field="model_type")
     archs = cfg.get("architectures") or [model_type]
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ConfigError(f"{where}: field 'architectures' must be a list of class names, got {archs!r:.60}",
+                          field="architectures")
     traits = dict(_TRAITS.get(model_type, {}))
     warnings: list[str] = []
     if model_type not in _TRAITS:

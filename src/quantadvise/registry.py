@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, DataError, SchemeError, UnknownNameError, format_validation_error
 from .hardware import GPU
+from .priors import AccuracyRule
 from .scheme import Layout, LayerPolicy, Scheme, TensorQuant
 
 
@@ -340,6 +341,60 @@ def gpu_ids() -> list[str]:
     return _gpu_index().ids()
 
 
+def gpu_names() -> list[str]:
+    """Every GPU id and alias (for validating names without raising)."""
+    return _gpu_index().names()
+
+
+def scheme_names(name: str) -> tuple[str, ...]:
+    """A preset's id and aliases (empty when ``name`` is not a preset: a user scheme file)."""
+    raw = _scheme_index().get(name)
+    if raw is None:
+        return ()
+    return (str(raw["id"]), *(str(a) for a in raw.get("aliases", ())))
+
+
+# -------------------------------------------------------------------------------------------------
+# Performance (efficiency) profiles for the roofline
+# -------------------------------------------------------------------------------------------------
+
+
+@cache
+def default_perf_profile():  # -> perfprofile.PerfProfile (imported lazily: most commands never need it)
+    """The shipped efficiency profile, data/perf_profile.yaml."""
+    from .perfprofile import parse_profile
+
+    try:
+        return parse_profile(_table("perf_profile.yaml"), "data/perf_profile.yaml")
+    except ConfigError as exc:
+        raise DataError(str(exc)) from None
+
+
+def load_perf_profile(path: Path):  # -> perfprofile.PerfProfile
+    """A user ``--profile FILE`` (same format as data/perf_profile.yaml)."""
+    from .perfprofile import parse_profile
+
+    return parse_profile(load_yaml_file(path), str(path))
+
+
+# -------------------------------------------------------------------------------------------------
+# Accuracy priors
+# -------------------------------------------------------------------------------------------------
+
+
+@cache
+def accuracy_rules() -> tuple[AccuracyRule, ...]:
+    """Published accuracy evidence the recommender applies as a veto (data/accuracy.yaml)."""
+    doc = _table("accuracy.yaml")
+    out = []
+    for raw in doc.get("rules", []):
+        try:
+            out.append(AccuracyRule.model_validate(raw))
+        except ValidationError as exc:
+            raise DataError(format_validation_error(exc, f"data/accuracy.yaml rule '{raw.get('id')}'")) from None
+    return tuple(out)
+
+
 # -------------------------------------------------------------------------------------------------
 # Validation of everything (tests, `quantadvise data check`)
 # -------------------------------------------------------------------------------------------------
@@ -362,4 +417,113 @@ def validate_all() -> dict[str, int]:
     for gid in gpu_ids():
         get_gpu(gid)
     counts["gpus"] = len(gpu_ids())
+    default_perf_profile()
+    counts["perf_profiles"] = 1
+    counts["accuracy_rules"] = len(accuracy_rules())
+    return counts
+
+
+# -------------------------------------------------------------------------------------------------
+# Engines (data/engines/<engine>-<version>.yaml; adding a release is adding a file)
+# -------------------------------------------------------------------------------------------------
+
+_ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "sgl": "sglang", "sgl-project": "sglang"}
+
+
+def _version_key(version: str) -> tuple[int | str, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in version.replace("-", ".").split("."))
+
+
+@cache
+def _engine_files() -> dict[str, dict[str, Any]]:
+    """Every data/engines/*.yaml, by id, parsed (not yet validated)."""
+    folder = data_dir() / "engines"
+    if not folder.is_dir():
+        raise DataError("data/engines is missing from the installation")
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        where = f"data/engines/{path.name}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            raise DataError(f"{where} is unreadable") from None
+        doc = _yaml_load(text, where)
+        if not isinstance(doc, dict) or "id" not in doc:
+            raise DataError(f"{where}: expected a mapping with an id")
+        if f"{doc['id']}.yaml" != path.name:
+            raise DataError(f"{where}: id '{doc['id']}' must match the file name")
+        out[doc["id"]] = doc
+    return out
+
+
+def engine_names() -> list[str]:
+    """Engines with at least one release on file (vllm, sglang)."""
+    return sorted({d["engine"] for d in _engine_files().values() if d.get("kind") == "engine"})
+
+
+def engine_versions(engine: str) -> list[str]:
+    """Releases on file for an engine, oldest first."""
+    name = _engine_name(engine)
+    vs = [d["version"] for d in _engine_files().values() if d.get("kind") == "engine" and d["engine"] == name]
+    return sorted(vs, key=_version_key)
+
+
+def _engine_name(engine: str) -> str:
+    key = engine.strip().lower()
+    name = _ENGINE_ALIASES.get(key, key)
+    if name not in engine_names():
+        raise UnknownNameError("engine", engine, engine_names(), hint="engines on file: " + ", ".join(engine_names()))
+    return name
+
+
+@cache
+def get_engine(engine: str, version: str | None = None) -> Any:
+    """One engine release (an :class:`quantadvise.engines.EngineData`); the newest when ``version``
+    is None or 'latest'."""
+    from .engines import EngineData
+
+    name = _engine_name(engine)
+    versions = engine_versions(name)
+    if version is None or version.strip().lower() in ("", "latest"):
+        version = versions[-1]
+    version = version.strip().removeprefix("v")
+    if version not in versions:
+        raise UnknownNameError(f"{name} version", version, versions,
+                               hint=f"{name} releases on file: {', '.join(versions)} (add one: docs/data.md)")
+    raw = _engine_files()[f"{name}-{version}"]
+    try:
+        return EngineData.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/engines/{name}-{version}.yaml")) from None
+
+
+@cache
+def format_library(library: str = "compressed-tensors", version: str | None = None) -> Any:
+    """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
+    from .engines import FormatLibrary
+
+    docs = [d for d in _engine_files().values() if d.get("kind") == "library" and d.get("library") == library]
+    if not docs:
+        raise UnknownNameError("format library", library, sorted({d.get("library", "") for d in
+                                                                   _engine_files().values() if d.get("library")}))
+    docs.sort(key=lambda d: _version_key(d["version"]))
+    chosen = docs[-1] if version is None else next((d for d in docs if d["version"] == version), None)
+    if chosen is None:
+        raise UnknownNameError(f"{library} version", version or "", [d["version"] for d in docs])
+    try:
+        return FormatLibrary.model_validate(chosen)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/engines/{chosen['id']}.yaml")) from None
+
+
+def validate_engines() -> dict[str, int]:
+    """Validate every engine and library file; returns rows per file."""
+    counts = {}
+    for doc_id, doc in _engine_files().items():
+        if doc.get("kind") == "library":
+            lib = format_library(doc["library"], doc["version"])
+            counts[doc_id] = len(lib.presets)
+        else:
+            eng = get_engine(doc["engine"], doc["version"])
+            counts[doc_id] = len(eng.methods)
     return counts

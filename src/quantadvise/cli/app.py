@@ -10,6 +10,7 @@ and registered (``quantadvise --help`` registers them all).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -19,7 +20,12 @@ from ..errors import QuantAdviseError
 
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "recommend": ("recommend", "recommend_cmd", "Walk the decision tree from a workload to a scheme, with the numbers behind every branch."),
     "size": ("size", "size_cmd", "Whole-model memory for a scheme, per component, with KV cache and GPU fit."),
+    "roofline": ("roofline", "roofline_cmd", "Decode step time, tokens/s and bound per scheme as batch and context grow (a model)."),
+    "accuracy": ("accuracy", "accuracy_cmd", "Accuracy evidence: delta with a CI, flips and KL between a baseline and a quantized run."),
+    "engines": ("engines", "engines_cmd", "What vLLM / SGLang accept, version by version: methods, KV dtypes, diff."),
+    "inspect": ("inspect", "inspect_cmd", "A checkpoint's quantization_config as six axes, its size on disk, each engine's verdict."),
 }
 
 HELP = (
@@ -57,6 +63,10 @@ def _version_requested(args: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and exit with its code (0 ok, 1 findings, 2 error)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Pydantic plugins (observability hooks found through package entry points) cost a scan of every
+    # installed distribution's metadata on first model build; a one-shot CLI process does not need
+    # them. Set PYDANTIC_DISABLE_PLUGINS yourself to override.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if _version_requested(args):
         from .. import __version__
 

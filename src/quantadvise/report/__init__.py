@@ -11,8 +11,24 @@ import json
 from typing import Any
 
 RENDERERS: dict[tuple[str, str], str] = {
+    ("recommend", "table"): "quantadvise.report.recommend:table",
+    ("recommend", "explain"): "quantadvise.report.recommend:explain",
+    ("recommend", "json"): "quantadvise.report:to_json",
     ("size", "table"): "quantadvise.report.size:table",
     ("size", "json"): "quantadvise.report:to_json",
+    ("roofline", "table"): "quantadvise.report.roofline:table",
+    ("roofline", "json"): "quantadvise.report:to_json",
+    ("roofline", "csv"): "quantadvise.report.roofline:to_csv",
+    ("accuracy", "table"): "quantadvise.report.accuracy:table",
+    ("accuracy", "json"): "quantadvise.report:to_json",
+    ("engines", "table"): "quantadvise.report.engines:listing",
+    ("engines", "json"): "quantadvise.report:to_json",
+    ("engine_method", "table"): "quantadvise.report.engines:method",
+    ("engine_method", "json"): "quantadvise.report:to_json",
+    ("engines_diff", "table"): "quantadvise.report.engines:diff",
+    ("engines_diff", "json"): "quantadvise.report:to_json",
+    ("inspect", "table"): "quantadvise.report.inspect:table",
+    ("inspect", "json"): "quantadvise.report:to_json",
 }
 
 

@@ -1,0 +1,72 @@
+"""``quantadvise accuracy``: per-sample accuracy evidence for a quantized model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import FormatOpt, emit_report
+
+
+def _fraction(value: str) -> float:
+    """'0.01' or '1%' -> 0.01; a bare number above 1 is ambiguous and refused."""
+    text = value.strip()
+    try:
+        if text.endswith("%"):
+            return float(text[:-1]) / 100
+        x = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"'{value}' is not a number; give a fraction (0.01) or a percentage (1%)") from None
+    if x > 1:
+        raise typer.BadParameter(f"'{value}' is above 1; give a fraction (0.01) or a percentage ({x:g}%)")
+    return x
+
+
+def accuracy_cmd(
+    base: Annotated[Path, typer.Argument(metavar="BASE", help="Baseline results: an lm-eval samples_*.jsonl, a plain JSONL "
+                                         "(id, correct[, logprobs]) or a folder of them.")],
+    quant: Annotated[Path, typer.Argument(metavar="QUANT", help="Quantized-model results, same format and evaluation as BASE.")],
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="lm-eval per-sample 0/1 metric [default: acc, else exact_match, "
+                                 "acc_norm ...].")
+    ] = None,
+    filter_: Annotated[
+        str | None, typer.Option("--filter", help="lm-eval filter when a task logs several (gsm8k: strict-match, "
+                                 "flexible-extract) [default: the first].")
+    ] = None,
+    max_delta: Annotated[
+        float | None, typer.Option("--max-delta", parser=_fraction, metavar="FRACTION|PCT",
+                                   help="Largest accuracy drop allowed, e.g. 0.01 or 1% (= 1 percentage point).")
+    ] = None,
+    max_flips: Annotated[
+        float | None, typer.Option("--max-flips", parser=_fraction, metavar="FRACTION|PCT",
+                                   help="Largest share of answers allowed to change correctness, e.g. 5%.")
+    ] = None,
+    max_kl: Annotated[
+        float | None, typer.Option("--max-kl", min=0, help="Largest mean KL(base || quant) in nats (needs log-probs).")
+    ] = None,
+    min_samples: Annotated[
+        int | None, typer.Option("--min-samples", min=1, help="Fewest paired items that count as evidence.")
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Confidence level of the delta interval.")
+    ] = 0.95,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Compare a baseline and a quantized model item by item: accuracy delta with a confidence
+    interval for the paired difference, flips (answers that changed correctness, both ways), McNemar's
+    exact p and mean KL divergence when log-probs are present. With --max-delta / --max-flips /
+    --max-kl / --min-samples it is a gate: exit 1 when a task fails one.
+
+    Example: quantadvise accuracy base/ w4a16/ --max-delta 1% --max-flips 5%
+    """
+    from .. import api
+
+    report = api.accuracy(
+        base, quant, metric=metric, filter=filter_, confidence=confidence, max_delta=max_delta, max_flips=max_flips,
+        max_kl=max_kl, min_samples=min_samples,
+    )
+    emit_report("accuracy", fmt, report)
+    raise typer.Exit(report.exit_code())

@@ -1,0 +1,55 @@
+"""``quantadvise engines``: the engines' quantization registries, version by version."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import FormatOpt, emit_report
+
+ACTIONS = ("list", "show", "diff")
+
+
+def engines_cmd(
+    action: Annotated[
+        str, typer.Argument(help="list (every method), show METHOD (one method), diff (two engines side by side); "
+                            "a method name alone means show.", show_default=True)
+    ] = "list",
+    name: Annotated[str | None, typer.Argument(help="The method for show (awq, fp8, compressed-tensors ...).")] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", "-e", help="vllm or sglang (NAME==VERSION also works).",
+                          envvar="QUANTADVISE_ENGINE")
+    ] = "vllm",
+    version: Annotated[
+        str | None, typer.Option("--version", help="Engine release on file [default: the newest].")
+    ] = None,
+    other: Annotated[str, typer.Option("--other", help="The second engine for diff.")] = "sglang",
+    fmt: FormatOpt = "table",
+) -> None:
+    """The --quantization methods an engine release accepts (config class, minimum compute
+    capability, activation dtypes, optimized or not), its KV cache dtypes and online shorthands;
+    one method in detail; or vLLM and SGLang side by side.
+
+    Example: quantadvise engines diff
+    """
+    from .. import api
+
+    act = action.strip().lower()
+    if act not in ACTIONS:
+        if name is not None:
+            from ..errors import InputError
+
+            raise InputError(f"unknown action '{action}' (choose list, show METHOD or diff)", field="action")
+        act, name = "show", action
+    if act == "list":
+        emit_report("engines", fmt, api.engines_list(engine, version))
+    elif act == "show":
+        if not name:
+            from ..errors import InputError
+
+            raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
+        emit_report("engine_method", fmt, api.engines_show(name, engine, version))
+    else:
+        first = f"{engine}=={version}" if version else engine
+        emit_report("engines_diff", fmt, api.engines_diff(first, other))

@@ -1,0 +1,94 @@
+"""``quantadvise recommend``: a workload walks the decision tree to a scheme."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from .common import emit_report
+
+
+class RecFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def recommend_cmd(
+    batch: Annotated[int | None, typer.Option("--batch", "-b", help="Max concurrent sequences [default: 1].")] = None,
+    ctx: Annotated[int | None, typer.Option("--ctx", help="Tokens per sequence, prompt + output [default: 2048].")]
+    = None,
+    prompt: Annotated[int | None, typer.Option("--prompt", help="Prompt tokens per sequence.")] = None,
+    output: Annotated[int | None, typer.Option("--output", help="Output tokens per sequence.")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="sync (low concurrency, latency) | continuous (async continuous batching, "
+                     "throughput) | auto [default: auto: sync up to batch 4]."),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="general | reasoning | code | long-generation | retrieval [default: general]."),
+    ] = None,
+    tolerance: Annotated[
+        float | None,
+        typer.Option("--accuracy-tolerance", help="Max accuracy drop you accept, %-points [default: 1.0]."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Bundled id, local config.json / folder, or Hub id "
+                     "[default: meta-llama/Meta-Llama-3-8B].", envvar="QUANTADVISE_MODEL"),
+    ] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias [default: h100-sxm].",
+                                            envvar="QUANTADVISE_GPU")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang [default: vllm].",
+                                               envvar="QUANTADVISE_ENGINE")] = None,
+    engine_version: Annotated[
+        str | None, typer.Option("--engine-version", help="Engine release [default: newest bundled].")
+    ] = None,
+    kv_dtype: Annotated[
+        str | None, typer.Option("--kv-dtype", help="Force the KV cache dtype (kv-bf16, kv-fp8 ...) instead of "
+                                 "letting the tree decide.")
+    ] = None,
+    headroom: Annotated[float | None, typer.Option("--headroom", help="Fraction of usable memory to keep free.")]
+    = None,
+    memory_utilization: Annotated[
+        float | None, typer.Option("--memory-utilization", help="Engine share of GPU memory [default: 0.90].")
+    ] = None,
+    reserve_gb: Annotated[float | None, typer.Option("--reserve-gb", help="Runtime reserve per GPU, GiB [default: 2].")]
+    = None,
+    candidates: Annotated[
+        str | None, typer.Option("--candidates", help="Comma-separated schemes to weigh (default: the built-in set).")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Efficiency profile YAML (measured with `quantadvise calibrate`).")
+    ] = None,
+    ideal: Annotated[bool, typer.Option("--ideal", help="Spec-sheet roofline: no efficiency losses.")] = False,
+    workload: Annotated[
+        str | None, typer.Option("--workload", "-w", help="Workload YAML file (same keys as these flags); flags win.")
+    ] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
+    fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)] = RecFormat.table,
+) -> None:
+    """Recommend a scheme for a workload: fit, roofline, KV cache, engine filter, accuracy veto —
+    every branch with its numbers — and how to deploy it on vLLM and SGLang.
+
+    Example: quantadvise recommend --batch 64 --ctx 2048
+    """
+    import sys
+
+    from .. import api
+
+    base = api.load_workload(workload) if workload else {}
+    flags = {
+        "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
+        "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
+        "engine_version": engine_version, "kv_dtype": kv_dtype, "headroom": headroom,
+        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile,
+        "ideal": ideal or None,
+        "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
+    }
+    result = api.recommend(base, **flags)
+    kind = "explain" if explain and fmt.value == "table" else fmt.value
+    emit_report("recommend", kind, result, **({"color": sys.stdout.isatty()} if kind == "explain" else {}))

@@ -1,0 +1,97 @@
+"""``quantadvise roofline``: decode step time, tokens/s and bound per scheme x batch x context."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import KvOpt, ModelOpt, TableJsonCsv, emit_report
+
+DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
+CURVE_POINTS = 160
+
+
+def roofline_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    gpu: Annotated[
+        str, typer.Option("--gpu", help="GPU id or alias (h100, h200, a100-80gb, l40s, mi300x, b200 ...).",
+                          envvar="QUANTADVISE_GPU")
+    ] = "h100-sxm",
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (modelled).",
+                                      envvar="QUANTADVISE_GPUS")] = 1,
+    scheme: Annotated[
+        str | None,
+        typer.Option("--scheme", "-s", help="Comma-separated presets or scheme YAML files [default: bf16, w4a16 "
+                     "and w8a8-fp8, or w8a8-int8 on GPUs without fp8].", envvar="QUANTADVISE_SCHEME"),
+    ] = None,
+    kv_dtype: KvOpt = None,
+    batch: Annotated[
+        str, typer.Option("--batch", "-b", help="Batches: 1,8,64,512 or a range 1..512 (doubling) or 16..256:16.")
+    ] = "1,8,64,512",
+    ctx: Annotated[str, typer.Option("--ctx", help="Context tokens per sequence: 2048 or 512,2k,32k.")] = "2048",
+    prompt: Annotated[
+        int | None, typer.Option("--prompt", help="Prompt tokens: adds the prefill time (TTFT) per point.")
+    ] = None,
+    group: Annotated[
+        int | None, typer.Option("--group", help="Weight group size along K for every scheme with per-group "
+                                 "weight scales [default: each preset's; the default list fits the model].")
+    ] = None,
+    ideal: Annotated[
+        bool, typer.Option("--ideal", help="Spec-sheet peaks: efficiency 1, no dequantisation cost.")
+    ] = False,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="Efficiency profile YAML layered over the default "
+                                  "(docs/roofline.md).", dir_okay=False)
+    ] = None,
+    decoder_only: Annotated[
+        bool, typer.Option("--decoder-only", help="Count only decoder linear matrices, KV and the residual "
+                           "stream (the chapter's accounting; no embedding, lm_head, norms, logits).")
+    ] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write step time and tokens/s vs batch to FILE.png or FILE.svg "
+                                  "(needs the [plot] extra).", dir_okay=False)
+    ] = None,
+    chart: Annotated[
+        bool, typer.Option("--chart/--no-chart", help="Terminal chart under the table when it is wide enough.")
+    ] = True,
+    fmt: Annotated[
+        TableJsonCsv,
+        typer.Option("--format", "-f", help="table, json (the report only on stdout) or csv (one row per point).",
+                     envvar="QUANTADVISE_FORMAT", case_sensitive=False),
+    ] = TableJsonCsv.table,
+) -> None:
+    """Predict what a decode step costs and why, per scheme, as batch and context grow: step time,
+    tokens/s, memory- or compute-bound, bytes of weights / KV / activations, each scheme's ridge
+    batch and where the fastest scheme changes. A roofline model, not a measurement.
+
+    Example: quantadvise roofline --model meta-llama/Llama-3-8B --gpu h100 --batch 1..1024
+    """
+    from .. import api
+
+    width = shutil.get_terminal_size((0, 0)).columns if (fmt == TableJsonCsv.table and chart) else 0
+    result = api.roofline(
+        model,
+        scheme,
+        gpu=gpu,
+        gpus=gpus,
+        kv_dtype=kv_dtype,
+        batches=batch,
+        ctx=ctx,
+        prompt=prompt,
+        group=group,
+        ideal=ideal,
+        profile=profile,
+        scope="decoder" if decoder_only else "full",
+        curve_points=CURVE_POINTS if (plot is not None or width) else 0,
+    )
+    if plot is not None:
+        from ..report.roofline import write_plot
+
+        write_plot(result, plot)
+    emit_report("roofline", fmt, result, **({"width": width} if fmt == TableJsonCsv.table else {}))
+    if plot is not None:
+        sys.stderr.write(f"wrote {plot}\n")

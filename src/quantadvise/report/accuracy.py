@@ -1,0 +1,55 @@
+"""Human table for ``quantadvise accuracy``."""
+
+from __future__ import annotations
+
+from ..accuracy import CI_METHOD_TEXT, AccuracyReport
+from .text import Table
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.2f}%"
+
+
+def _pp(x: float) -> str:
+    return f"{x * 100:+.2f}"
+
+
+def table(r: AccuracyReport) -> str:
+    lines = [f"accuracy evidence: baseline {r.base}  vs  quantized {r.quant}", ""]
+    t = Table(
+        ["task", "metric", "n", "base", "quant", "delta pp", f"{r.confidence:.0%} CI pp", "flips", "lost/gained",
+         "McNemar p", "KL nats"],
+        align="llrrrrrrrrr",
+    )
+    for a in r.tasks:
+        metric = a.metric + (f" [{a.filter}]" if a.filter and a.filter != "none" else "")
+        t.add(
+            a.task, metric, f"{a.n:,}", _pct(a.base_accuracy), _pct(a.quant_accuracy), _pp(a.delta),
+            f"{_pp(a.delta_ci_low)} to {_pp(a.delta_ci_high)}", _pct(a.flip_rate), f"{a.lost}/{a.gained}",
+            f"{a.mcnemar_p:.3g}", "—" if a.kl is None else f"{a.kl.mean_nats:.4g}",
+        )
+    lines.append(t.render())
+    lines.append("")
+    lines.append(
+        f"delta = quantized - baseline accuracy in percentage points; CI: {CI_METHOD_TEXT}. flips = answers whose "
+        "correctness changed (lost = right before, wrong after). KL = mean KL(base || quant) over items with "
+        "log-probs (softmax over the choices)."
+    )
+    unmatched = [a for a in r.tasks if a.unmatched_base or a.unmatched_quant]
+    for a in unmatched:
+        lines.append(
+            f"{a.task}: {a.unmatched_base} item(s) only in the baseline, {a.unmatched_quant} only in the quantized "
+            f"run (e.g. {', '.join(a.unmatched_examples)}); not counted."
+        )
+    if r.checks:
+        lines.append("")
+        c = Table(["task", "check", "result", "detail"], align="llll")
+        for row in r.checks:
+            c.add(row.task, row.check, row.status.upper(), row.message)
+        lines.append(c.render())
+        lines.append("")
+        failed = r.failed
+        lines.append(
+            f"FAILED: {len(failed)} of {len(r.checks)} checks." if failed else f"passed: all {len(r.checks)} checks."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""Human output for ``quantadvise recommend``: the scheme, the trace, alternatives, how to deploy;
+``explain`` renders the decision tree with rich, the chosen path highlighted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..advisor import Recommendation
+from .text import Table, gb
+
+NODE_LABELS = {
+    "fit": "a. fit",
+    "roofline": "b. roofline",
+    "kv": "c. KV cache",
+    "engine": "d. engine",
+    "accuracy": "e. accuracy",
+}
+
+
+def _axes_rows(axes: dict[str, Any]) -> Table:
+    t = Table(["role", "dtype", "granularity", "scale", "static/dynamic", "symmetric", "zero-point", "scale2"],
+              align="llllllll")
+    for role, key in (("weights", "weights"), ("activations", "activations"), ("kv cache", "kv_cache")):
+        ax = axes.get(key)
+        if not ax or ax.get("dtype") in ("bf16", "fp16", None) and not ax.get("granularity"):
+            t.add(role, (ax or {}).get("dtype") or "bf16", "-", "-", "-", "-", "-", "-")
+            continue
+        s2 = ax.get("scale2")
+        t.add(
+            role,
+            ax["dtype"],
+            ax.get("granularity") or "-",
+            ax.get("scale_dtype") or "-",
+            "-" if ax.get("dynamic") is None else ("dynamic" if ax["dynamic"] else "static"),
+            "yes" if ax.get("symmetric") else "no",
+            ax.get("zero_point_dtype") or "-",
+            f"{s2['dtype']} per-tensor" if s2 else "-",
+        )
+    return t
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1e3:,.2f}"
+
+
+def table(r: Recommendation) -> str:
+    w = r.workload
+    perf = r.performance
+    lines = [
+        f"Recommendation: {r.scheme['id']} — {r.scheme['description']}",
+        f"  {w.get('model_id')} on {w['gpus']} x {w['gpu']}, {w['engine']} {w.get('engine_version') or ''}".rstrip()
+        + f"; batch {w['batch']}, context {w['context']:,} tokens, {w['serving_mode']} serving, task {w['task']}",
+        "",
+        _axes_rows(r.scheme["axes"]).render(),
+        f"accumulation {r.scheme['axes']['accumulation']} on {r.scheme['axes']['math']} tensor cores; "
+        f"lm_head {'quantized' if r.scheme['axes']['lm_head_quantized'] else 'bf16'}; "
+        f"KV cache {r.kv['dtype']} ({gb(r.kv['bytes_total'])} for the batch)",
+        "",
+        "Why (the decision tree):",
+    ]
+    for node in r.trace:
+        lines.append(f"  {NODE_LABELS.get(node.node, node.node):12s} {node.decision}")
+        lines.extend(f"  {'':12s} - {reason}" for reason in node.reasons)
+    lines.append("")
+    vs = []
+    if perf.get("speedup_vs_bf16"):
+        vs.append(f"{perf['speedup_vs_bf16']:.2f}x bf16")
+    if perf.get("vs_runner_up"):
+        vs.append(f"{perf['vs_runner_up']:.2f}x the runner-up {perf['runner_up']}")
+    lines.append(
+        f"Predicted: {_ms(perf['step_time_s'])} ms per decode step, {perf['tokens_per_s']:,.0f} tokens/s"
+        + (f", TTFT {_ms(perf['ttft_s'])} ms" if perf.get("ttft_s") else "")
+        + (f" ({', '.join(vs)})" if vs else "")
+        + f" — {perf['model_note']} ({perf['profile']})"
+    )
+    lines += ["", "Alternatives:"]
+    t = Table(["scheme", "status", "ms/step", "tokens/s", "vs bf16", "weights GB", "why"], align="llrrrrl")
+    for a in r.alternatives:
+        t.add(
+            a.scheme,
+            a.status,
+            _ms(a.step_time_s),
+            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
+            "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
+            "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",
+            _clip(a.reason),
+        )
+    lines.append(t.render())
+    lines += ["", "Deploy:"]
+    for engine, cmd in r.engine_args.items():
+        if cmd:
+            lines.append(f"  {engine}: {cmd}")
+    ck = r.checkpoint
+    if ck.get("summary"):
+        lines.append(f"  checkpoint: {ck['summary']}")
+    if ck.get("recipe"):
+        lines.append(f"  llm-compressor: {ck['recipe']}")
+    lines += ["", "Assumptions:"]
+    lines.extend(f"  - {a}" for a in r.assumptions)
+    return "\n".join(lines)
+
+
+def explain(r: Recommendation, color: bool = False) -> str:
+    """The decision tree as a rich Tree, the chosen path in bold green (plain text unless
+    ``color``; the path is also marked with arrows so it survives without colour)."""
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]workload[/]: batch {r.workload['batch']}, ctx {r.workload['context']:,}, "
+                f"{r.workload['serving_mode']}, task {r.workload['task']} on {r.workload['gpus']} x {r.workload['gpu']}")
+    node = root
+    for t in r.trace:
+        branch = node.add(f"[bold cyan]{NODE_LABELS.get(t.node, t.node)}[/] [green]{_escape(t.decision)}[/]")
+        for reason in t.reasons:
+            branch.add(f"[dim]{_escape(reason)}[/]")
+        if t.node == "roofline":
+            for a in r.alternatives:
+                if a.step_time_s is None:
+                    continue
+                style = "bold green" if a.status == "recommended" else "dim"
+                branch.add(f"[{style}]{a.scheme}: {a.step_time_s * 1e3:,.2f} ms/step, {a.tokens_per_s or 0:,.0f} tok/s "
+                           f"({a.status})[/]")
+        if t.node == "accuracy":
+            for a in r.alternatives:
+                if a.status == "vetoed":
+                    branch.add(f"[red]✗ {a.scheme}: {_escape(a.reason)}[/]")
+        node = branch
+    node.add(f"[bold green]→ {r.scheme['id']}[/] + KV {r.kv['dtype']}")
+    buf = StringIO()
+    Console(file=buf, width=110, force_terminal=color, color_system="standard" if color else None,
+            highlight=False).print(root)
+    return buf.getvalue().rstrip()
+
+
+def _clip(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")

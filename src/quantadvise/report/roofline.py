@@ -1,0 +1,373 @@
+"""Renderers for ``quantadvise roofline``: table (with an optional terminal chart), CSV, and the
+matplotlib plot (the optional ``[plot]`` extra, imported only when a plot is asked for)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from ..errors import InputError
+from ..roofline import CurveOut, RooflineResult
+from .text import Table, gb, seconds_h
+
+MARKERS = "abcdefghijklmnopqrstuvwxyz"
+CHART_MIN_WIDTH = 60
+CHART_HEIGHT = 14
+
+
+def pct(share: float) -> str:
+    """A share as a percentage that keeps tiny shares readable (0.0018%)."""
+    v = share * 100
+    if v == 0:
+        return "0%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    return f"{v:.2g}%"
+
+
+def _batch(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def _profile_line(r: RooflineResult) -> str:
+    p = r.profile
+    if p["ideal"]:
+        return "profile: ideal (spec sheet: peak bandwidth and FLOP/s, no dequantisation cost)"
+    mem = p["memory_efficiency"]
+    mem_s = f"{mem:.0%}" if isinstance(mem, float | int) else "curve"
+    comp = {s.math: s.compute_efficiency for s in r.schemes}
+    comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(comp.items()))
+    deq = "dequant cost on" if p["dequant"] else "no dequant cost"
+    return (f"profile: {p['id']} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
+            "--ideal for the spec sheet)")
+
+
+def header(r: RooflineResult) -> list[str]:
+    m, g = r.model, r.gpu
+    src = f"{m.get('source', '?')}; {m.get('kind')}"
+    lines = [
+        f"{m.get('id', '?')} ({src}) on {r.gpus} x {g['name']} — decode step roofline (a model, not a measurement)",
+        _profile_line(r),
+        f"KV cache {r.kv_dtype}: {r.kv_bytes_per_token:,.0f} B/token; bandwidth "
+        f"{g['bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s per GPU"
+        + (f" ({g['aggregate_bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s aggregate, {g['interconnect']} "
+           f"{g['interconnect_bytes_per_s'] / 1e9:,.0f} GB/s per direction)" if r.gpus > 1 else "")
+        + ("; scope: decoder linear matrices + KV + residual stream (the chapter's accounting)"
+           if r.scope == "decoder" else ""),
+    ]
+    return lines
+
+
+def schemes_table(r: RooflineResult) -> str:
+    t = Table(["scheme", "math", "runs", "bytes/weight", "weights/GPU", "ridge FLOP/B", "compute-bound from"],
+              align="lllrrrr")
+    for s in r.schemes:
+        rb = r.ridge_batch.get(s.scheme)
+        runs = s.execution + (" + dequant" if s.dequant else "")
+        t.add(s.scheme, s.math, runs, f"{s.bytes_per_weight:.3f}", gb(s.weights_bytes_per_gpu),
+              f"{s.ridge_flop_per_byte:,.0f}", "never" if rb is None else f"B = {_batch(rb)}")
+    return t.render()
+
+
+def points_table(r: RooflineResult) -> str:
+    cols = ["ctx", "batch", "scheme", "step", "tok/s", "bound", "weights", "KV", "act", "FLOP/B", "GB/GPU"]
+    align = "rrllrlrrrrr"
+    if r.prompt is not None:
+        cols.append(f"TTFT@{r.prompt:,}")
+        align += "r"
+    t = Table(cols, align=align)
+    best: dict[tuple[int, int], float] = {}
+    for p in r.points:
+        key = (p.ctx, p.batch)
+        best[key] = min(best.get(key, math.inf), p.step_time_s)
+    last = None
+    for p in r.points:
+        key = (p.ctx, p.batch)
+        first = key != last
+        last = key
+        mark = " *" if p.step_time_s == best[key] and len(r.schemes) > 1 else ""
+        row = [
+            f"{p.ctx:,}" if first else "",
+            f"{p.batch:,}" if first else "",
+            p.scheme + mark,
+            seconds_h(p.step_time_s),
+            f"{p.tokens_per_s:,.0f}",
+            p.bound,
+            pct(p.byte_shares.weights),
+            pct(p.byte_shares.kv),
+            pct(p.byte_shares.activations),
+            f"{p.intensity_flop_per_byte:,.1f}",
+            f"{p.memory_per_gpu_bytes / 1e9:,.1f}" + ("" if p.fits else "!"),
+        ]
+        if r.prompt is not None:
+            row.append(seconds_h(p.ttft_s) if p.ttft_s is not None else "")
+        t.add(*row)
+    return t.render()
+
+
+def crossover_lines(r: RooflineResult) -> list[str]:
+    if len(r.schemes) < 2:
+        return []
+    if not r.crossovers:
+        hi = r.crossover_search_max_batch
+        return [f"crossovers: none between batch 1 and {hi:,.0f} — the ranking does not change"]
+    out = []
+    by_ctx: dict[int, list[str]] = {}
+    for c in r.crossovers:
+        by_ctx.setdefault(c.ctx, []).append(f"{c.faster_below} -> {c.faster_above} at B = {_batch(c.batch)}")
+    for ctx, items in by_ctx.items():
+        out.append(f"crossovers at ctx {ctx:,} (faster below -> faster above): " + "; ".join(items))
+    return out
+
+
+def table(r: RooflineResult, width: int = 0) -> str:
+    """Header, per-scheme ridge table, the points, crossovers, notes; a terminal chart when
+    ``width`` (the terminal's columns) is wide enough and the result carries curves."""
+    lines = [*header(r), "", schemes_table(r), "", points_table(r), ""]
+    lines.append("* = fastest at that batch and context; bytes and FLOPs are per GPU; "
+                 "! = weights + KV do not fit in GPU memory")
+    lines.extend(crossover_lines(r))
+    lines.extend(f"note: {n}" for n in r.notes)
+    if width >= CHART_MIN_WIDTH and r.curves:
+        for ctx in sorted({c.ctx for c in r.curves})[:3]:
+            lines.append("")
+            lines.extend(chart(r, ctx, width))
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------------------
+# CSV
+# -------------------------------------------------------------------------------------------------
+
+CSV_COLUMNS = (
+    "scheme", "batch", "ctx", "step_time_s", "tokens_per_s", "bound", "bytes_weights", "bytes_kv",
+    "bytes_activations", "flops", "intensity_flop_per_byte", "share_weights", "share_kv", "share_activations",
+    "memory_per_gpu_bytes", "fits", "ttft_s", "gpu", "gpus", "model", "kv_dtype", "profile",
+)
+
+
+def to_csv(r: RooflineResult) -> str:
+    """One row per point; units in the column names; full float precision."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for p in r.points:
+        w.writerow([
+            p.scheme, p.batch, p.ctx, repr(p.step_time_s), repr(p.tokens_per_s), p.bound,
+            repr(p.bytes.weights), repr(p.bytes.kv), repr(p.bytes.activations), repr(p.flops),
+            repr(p.intensity_flop_per_byte), repr(p.byte_shares.weights), repr(p.byte_shares.kv),
+            repr(p.byte_shares.activations), p.memory_per_gpu_bytes, str(p.fits).lower(),
+            "" if p.ttft_s is None else repr(p.ttft_s), r.gpu["id"], r.gpus, r.model.get("id", ""), r.kv_dtype,
+            r.profile["id"],
+        ])
+    return buf.getvalue().rstrip("\n")
+
+
+# -------------------------------------------------------------------------------------------------
+# Terminal chart
+# -------------------------------------------------------------------------------------------------
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    ticks = []
+    e = math.floor(math.log10(lo))
+    while 10**e <= hi * 1.0000001:
+        for m in (1, 2, 5):
+            v = m * 10**e
+            if lo * 0.9999999 <= v <= hi * 1.0000001:
+                ticks.append(float(v))
+        e += 1
+    return ticks
+
+
+def _si(v: float) -> str:
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if v >= div:
+            x = v / div
+            return f"{x:.0f}{unit}" if x >= 10 else f"{x:.1f}{unit}".replace(".0", "")
+    return f"{v:.0f}" if v >= 10 or v == int(v) else f"{v:.1f}"
+
+
+def chart(r: RooflineResult, ctx: int, width: int) -> list[str]:
+    """tokens/s vs batch on log-log axes, one letter per scheme; ``^`` under the axis marks each
+    scheme's ridge batch (its letter below it), ``X`` marks a crossover on the curves."""
+    curves = [c for c in r.curves if c.ctx == ctx]
+    if not curves:
+        return []
+    label_w = 7
+    cols = max(20, min(width, 120) - label_w - 2)
+    rows = CHART_HEIGHT
+    xs0, xs1 = curves[0].batch[0], curves[0].batch[-1]
+    ys = [y for c in curves for y in c.tokens_per_s]
+    y0, y1 = min(ys), max(ys)
+    if y1 <= y0:
+        y1 = y0 * 1.1
+    lx0, lx1, ly0, ly1 = math.log(xs0), math.log(xs1), math.log(y0), math.log(y1)
+
+    def col_of(x: float) -> int:
+        return round((math.log(x) - lx0) / (lx1 - lx0) * (cols - 1))
+
+    def row_of(y: float) -> int:
+        return rows - 1 - round((math.log(y) - ly0) / (ly1 - ly0) * (rows - 1))
+
+    grid = [[" "] * cols for _ in range(rows)]
+    for i, c in enumerate(curves):
+        mark = MARKERS[i % len(MARKERS)]
+        for col in range(cols):
+            x = math.exp(lx0 + (lx1 - lx0) * col / (cols - 1))
+            y = _interp(c, x)
+            rr = row_of(y)
+            cell = grid[rr][col]
+            grid[rr][col] = mark if cell == " " or cell == mark else "+"
+    by_scheme = {c.scheme: c for c in curves}
+    for cr in r.crossovers:
+        if cr.ctx == ctx and xs0 <= cr.batch <= xs1 and cr.a in by_scheme:
+            grid[row_of(_interp(by_scheme[cr.a], cr.batch))][col_of(cr.batch)] = "X"
+    legend = ", ".join(f"{MARKERS[i % len(MARKERS)]} = {c.scheme}" for i, c in enumerate(curves))
+    out = [f"tokens/s vs batch at ctx {ctx:,}, log-log (a roofline model)",
+           f"{legend}; + = overlap, X = crossover, ^ = ridge batch"]
+    for i, row in enumerate(grid):
+        y = math.exp(ly1 - (ly1 - ly0) * i / (rows - 1))
+        label = _si(y) if i in (0, rows // 2, rows - 1) else ""
+        out.append(f"{label:>{label_w}} |" + "".join(row).rstrip())
+    out.append(" " * label_w + " +" + "-" * cols)
+    axis = [" "] * cols
+    ridge_row = [" "] * cols
+    for i, c in enumerate(curves):
+        rb = r.ridge_batch.get(c.scheme)
+        if rb is not None and xs0 <= rb <= xs1:
+            col = col_of(rb)
+            axis[col] = "^"
+            ridge_row[col] = MARKERS[i % len(MARKERS)] if ridge_row[col] == " " else "+"
+    out.append(" " * label_w + "  " + "".join(axis).rstrip())
+    if any(ch != " " for ch in ridge_row):
+        out.append(" " * label_w + "  " + "".join(ridge_row).rstrip())
+    ticks = " " * cols
+    tick_chars = list(ticks)
+    for v in _log_ticks(xs0, xs1):
+        s = _si(v)
+        col = col_of(v)
+        start = min(max(0, col - len(s) // 2), cols - len(s))
+        if all(ch == " " for ch in tick_chars[max(0, start - 1): start + len(s) + 1]):
+            tick_chars[start:start + len(s)] = s
+    out.append(" " * label_w + "  " + "".join(tick_chars).rstrip())
+    out.append(" " * label_w + "  " + "batch (sequences per decode step)".center(cols).rstrip())
+    return out
+
+
+def _interp(c: CurveOut, x: float) -> float:
+    """tokens/s at batch x from the sampled curve (linear in log-log between samples)."""
+    bs, ys = c.batch, c.tokens_per_s
+    if x <= bs[0]:
+        return ys[0]
+    if x >= bs[-1]:
+        return ys[-1]
+    lo, hi = 0, len(bs) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if bs[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    t = (math.log(x) - math.log(bs[lo])) / (math.log(bs[hi]) - math.log(bs[lo]))
+    return math.exp(math.log(ys[lo]) + t * (math.log(ys[hi]) - math.log(ys[lo])))
+
+
+# -------------------------------------------------------------------------------------------------
+# Plot (matplotlib, optional)
+# -------------------------------------------------------------------------------------------------
+
+PLOT_SUFFIXES = (".png", ".svg")
+
+
+def write_plot(r: RooflineResult, path: Path) -> Path:
+    """Step time and tokens/s vs batch, one curve per scheme (line style per context), requested
+    points as dots, ridge batches as dotted verticals, crossovers as black X with their batch."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(f"--plot {path}: the file must end in .png or .svg", field="plot")
+    if not r.curves:
+        raise InputError("--plot needs at least two different batches to draw curves (e.g. --batch 1..512)",
+                         field="plot")
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'quantadvise[plot]'", field="plot") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "quantadvise"
+    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", ":", "-."]
+    ctxs = sorted({c.ctx for c in r.curves})
+    scheme_ids = [s.scheme for s in r.schemes]
+    for c in r.curves:
+        color = colors[scheme_ids.index(c.scheme) % len(colors)]
+        style = styles[ctxs.index(c.ctx) % len(styles)]
+        label = c.scheme if len(ctxs) == 1 else f"{c.scheme}, ctx {c.ctx:,}"
+        ax_t.plot(c.batch, [t * 1e3 for t in c.step_time_s], style, color=color, label=label)
+        ax_r.plot(c.batch, c.tokens_per_s, style, color=color, label=label)
+    for p in r.points:
+        color = colors[scheme_ids.index(p.scheme) % len(colors)]
+        ax_t.plot([p.batch], [p.step_time_s * 1e3], "o", color=color, markersize=4)
+        ax_r.plot([p.batch], [p.tokens_per_s], "o", color=color, markersize=4)
+    lo, hi = r.curves[0].batch[0], r.curves[0].batch[-1]
+    ridges: list[tuple[float, list[str]]] = []  # schemes whose ridge batches coincide share one label
+    for sid in scheme_ids:
+        rb = r.ridge_batch.get(sid)
+        if rb is None or not lo <= rb <= hi:
+            continue
+        color = colors[scheme_ids.index(sid) % len(colors)]
+        for ax in (ax_t, ax_r):
+            ax.axvline(rb, color=color, linestyle=":", linewidth=1.2, alpha=0.8)
+        for x, names in ridges:
+            if abs(x - rb) <= 0.02 * rb:
+                names.append(sid)
+                break
+        else:
+            ridges.append((rb, [sid]))
+    for i, (rb, names) in enumerate(sorted(ridges)):
+        color = colors[scheme_ids.index(names[0]) % len(colors)] if len(names) == 1 else "dimgray"
+        ax_r.annotate(f"ridge {', '.join(names)}: B={_batch(rb)}", (rb, 0.02 + 0.3 * (i % 2)),
+                      xycoords=("data", "axes fraction"), rotation=90, fontsize=7, color=color, ha="right",
+                      va="bottom")
+    curve_of = {(c.scheme, c.ctx): c for c in r.curves}
+    for i, cr in enumerate(sorted(r.crossovers, key=lambda c: c.batch)):
+        if not lo <= cr.batch <= hi or (cr.a, cr.ctx) not in curve_of:
+            continue
+        c = curve_of[(cr.a, cr.ctx)]
+        y_r = _interp(c, cr.batch)
+        y_t = cr.batch / y_r * 1e3
+        for ax, y in ((ax_t, y_t), (ax_r, y_r)):
+            ax.plot([cr.batch], [y], "x", color="black", markersize=9, markeredgewidth=2)
+        ax_r.annotate(f"{cr.faster_below}→{cr.faster_above}\nB={_batch(cr.batch)}", (cr.batch, y_r),
+                      textcoords="offset points", xytext=(-12, -30 - 22 * (i % 2)), fontsize=7, ha="right",
+                      arrowprops={"arrowstyle": "-", "color": "gray", "linewidth": 0.6})
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    plain = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+    for ax, ylabel in ((ax_t, "decode step time (ms)"), (ax_r, "tokens/s (batch / step time)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(plain)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 10 else f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+        ax.set_xlabel("batch (sequences per decode step)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    ax_r.legend(loc="lower right", fontsize=8)
+    prof = "ideal spec sheet" if r.profile["ideal"] else f"profile {r.profile['id']}"
+    ctx_s = ", ".join(f"{c:,}" for c in ctxs)
+    fig.suptitle(
+        f"{r.model.get('id', '?')} on {r.gpus} x {r.gpu['name']} — ctx {ctx_s}, KV {r.kv_dtype}, {prof} "
+        "(roofline model, not a measurement)", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["table", "to_csv", "chart", "write_plot", "pct"]

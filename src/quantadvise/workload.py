@@ -1,0 +1,140 @@
+"""A serving workload: what the decision tree starts from.
+
+Flags or a YAML file (``--workload FILE``) with the same keys; unknown keys and bad values are
+rejected with the field named. Pure: validation only.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError, format_validation_error
+
+DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
+DEFAULT_GPU = "h100-sxm"
+DEFAULT_ENGINE = "vllm"
+SYNC_MAX_BATCH = 4  # "auto" serving mode: at most this many concurrent sequences is synchronous
+
+
+class Task(str, Enum):
+    general = "general"
+    reasoning = "reasoning"
+    code = "code"
+    long_generation = "long-generation"
+    retrieval = "retrieval"
+
+
+class Mode(str, Enum):
+    auto = "auto"
+    sync = "sync"
+    continuous = "continuous"
+
+
+TASK_ALIASES = {"math": "reasoning", "reasoning/math": "reasoning", "long": "long-generation",
+                "long-context": "retrieval", "rag": "retrieval", "chat": "general"}
+MODE_ALIASES = {"async": "continuous", "continuous-batching": "continuous", "synchronous": "sync",
+                "offline": "continuous", "online": "auto"}
+
+
+class Workload(BaseModel):
+    """What is served, on what, and how it is used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True,
+                              validate_default=True)
+
+    model: str = DEFAULT_MODEL
+    gpu: str = DEFAULT_GPU
+    gpus: int = Field(default=1, ge=1, le=1024)
+    engine: str = DEFAULT_ENGINE
+    engine_version: str | None = None
+    batch: int = Field(default=1, ge=1, le=1_000_000, description="max concurrent sequences")
+    ctx: int | None = Field(default=None, ge=1, le=10_000_000, description="tokens per sequence (prompt+output)")
+    prompt: int | None = Field(default=None, ge=0, le=10_000_000)
+    output: int | None = Field(default=None, ge=1, le=10_000_000)
+    mode: Mode = Mode.auto
+    task: Task = Task.general
+    accuracy_tolerance: float = Field(default=1.0, gt=0, le=100, description="max accuracy drop, %-points")
+    memory_utilization: float = Field(default=0.90, gt=0, le=1)
+    headroom: float = Field(default=0.0, ge=0, lt=1, description="fraction of usable memory to keep free")
+    reserve_gb: float = Field(default=2.0, ge=0)
+    kv_dtype: str | None = None
+    candidates: tuple[str, ...] | None = None
+    profile: str | None = None
+    ideal: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+            task = data.get("task")
+            if isinstance(task, str):
+                data["task"] = TASK_ALIASES.get(task.lower(), task.lower())
+            mode = data.get("mode")
+            if isinstance(mode, str):
+                data["mode"] = MODE_ALIASES.get(mode.lower(), mode.lower())
+            if isinstance(data.get("engine"), str):
+                data["engine"] = data["engine"].lower()
+        return data
+
+    @model_validator(mode="after")
+    def _lengths(self) -> Workload:
+        if self.engine not in ("vllm", "sglang"):
+            raise ValueError(f"engine must be vllm or sglang, got '{self.engine}'")
+        if self.ctx is not None and self.prompt is not None and self.output is not None:
+            if self.prompt + self.output > self.ctx:
+                raise ValueError(f"prompt ({self.prompt}) + output ({self.output}) exceed ctx ({self.ctx})")
+        return self
+
+    # -- derived --------------------------------------------------------------------------------
+    @property
+    def context(self) -> int:
+        """Tokens each sequence holds at its longest (what the KV cache must fit)."""
+        if self.ctx is not None:
+            return self.ctx
+        if self.prompt is not None or self.output is not None:
+            return (self.prompt or 0) + (self.output or 256)
+        return 2048
+
+    @property
+    def output_tokens(self) -> int:
+        if self.output is not None:
+            return self.output
+        if self.prompt is not None and self.ctx is not None:
+            return max(1, self.ctx - self.prompt)
+        return max(1, min(256, self.context // 2))
+
+    @property
+    def prompt_tokens(self) -> int:
+        if self.prompt is not None:
+            return self.prompt
+        return max(0, self.context - self.output_tokens)
+
+    @property
+    def decode_context(self) -> int:
+        """Tokens a sequence holds on average while it decodes: the prompt plus half the output.
+        Decode steps are priced at this length."""
+        return self.prompt_tokens + (self.output_tokens + 1) // 2
+
+    @property
+    def kv_tokens_per_sequence(self) -> int:
+        """Tokens of KV cache each sequence needs at the requested concurrency. Continuous batching
+        holds sequences at every stage of their generation, so the steady state is the average
+        (prompt + output/2); synchronous batches grow in lockstep to the full context."""
+        return self.decode_context if self.serving_mode == "continuous" else self.context
+
+    @property
+    def serving_mode(self) -> str:
+        if self.mode != "auto":
+            return str(self.mode)
+        return "sync" if self.batch <= SYNC_MAX_BATCH else "continuous"
+
+
+def parse_workload(data: dict[str, Any], where: str = "workload") -> Workload:
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None

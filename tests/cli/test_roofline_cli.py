@@ -1,0 +1,212 @@
+"""`quantadvise roofline` end to end through the real entry point: table, JSON, CSV, chart, plot,
+profiles, errors and exit codes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+POINT_KEYS = {"scheme", "batch", "ctx", "step_time_s", "tokens_per_s", "bound", "bytes", "flops"}
+
+
+def test_default_run_shows_three_schemes_and_crossovers(cli):
+    r = cli("roofline", "--no-chart")
+    assert r.code == 0, r.stderr
+    # default schemes on an fp8-capable GPU: bf16, w4a16 and w8a8-fp8 (the fp8-dynamic preset)
+    for s in ("bf16", "w4a16", "fp8-dynamic"):
+        assert s in r.stdout
+    assert "a model, not a measurement" in r.stdout
+    assert "crossovers at ctx 2,048" in r.stdout
+
+
+def test_default_schemes_follow_the_gpu(cli):
+    r = cli("roofline", "--gpu", "a100-80gb", "--batch", "1", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert [s["scheme"] for s in r.json()["schemes"]] == ["bf16", "w4a16", "w8a8-int8"]  # no fp8 on Ampere
+
+
+def test_json_schema(cli):
+    r = cli("roofline", "--scheme", "bf16,w4a16,w8a8-fp8", "--batch", "1,8,64,512", "--ctx", "0,2048",
+            "--ideal", "-f", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert doc["schema_version"] == 1
+    assert len(doc["points"]) == 3 * 4 * 2
+    for p in doc["points"]:
+        assert POINT_KEYS <= set(p)
+        assert set(p["bytes"]) == {"weights", "kv", "activations"}
+        assert p["bound"] in ("memory", "compute", "communication")
+        assert p["tokens_per_s"] == pytest.approx(p["batch"] / p["step_time_s"])
+    assert set(doc["ridge_batch"]) == {"bf16", "w4a16", "fp8-dynamic"}
+    assert round(doc["ridge_batch"]["bf16"]) == 295  # 989.4e12 / 3.35e12
+    (c,) = [c for c in doc["crossovers"] if c["ctx"] == 0]
+    assert (c["a"], c["b"], round(c["batch"])) == ("w4a16", "fp8-dynamic", 148)
+
+
+def test_json_fields_are_documented():
+    # docs/roofline.md documents every field the JSON carries (checked against the code).
+    from quantadvise import api
+
+    doc_text = (REPO / "docs" / "roofline.md").read_text()
+    doc = api.roofline(batches="1..512", prompt=128, curve_points=8).model_dump(mode="json")
+    keys = set(doc) | set(doc["points"][0]) | set(doc["schemes"][0]) | set(doc["crossovers"][0])
+    keys |= set(doc["points"][0]["time"]) | set(doc["gpu"]) | set(doc["profile"]) | set(doc["curves"][0])
+    keys |= set(doc["points"][0]["bytes"]) | set(doc["model"])
+    missing = sorted(k for k in keys if f"`{k}`" not in doc_text and f"`{k}[]`" not in doc_text)
+    assert not missing, f"undocumented JSON fields: {missing}"
+
+
+def test_csv_one_row_per_point(cli):
+    r = cli("roofline", "--batch", "1..16", "--ctx", "1k,4k", "-f", "csv")
+    assert r.code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 3 * 5 * 2  # 3 schemes x batches 1,2,4,8,16 x 2 contexts
+    assert {row["ctx"] for row in rows} == {"1024", "4096"}
+    row = rows[0]
+    assert float(row["tokens_per_s"]) == pytest.approx(int(row["batch"]) / float(row["step_time_s"]))
+
+
+def test_chart_when_the_terminal_is_wide(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    r = cli("roofline", "--batch", "1..512")
+    assert r.code == 0, r.stderr
+    assert "tokens/s vs batch at ctx 2,048" in r.stdout
+    assert "a = bf16" in r.stdout and "^" in r.stdout
+    chart = r.stdout[r.stdout.index("tokens/s vs batch"):]
+    assert max(len(line) for line in chart.splitlines()) <= 100
+    r2 = cli("roofline", "--batch", "1..512", "--no-chart")
+    assert "tokens/s vs batch" not in r2.stdout
+    monkeypatch.setenv("COLUMNS", "40")
+    assert "tokens/s vs batch" not in cli("roofline", "--batch", "1..512").stdout
+
+
+def test_prompt_adds_ttft(cli):
+    r = cli("roofline", "--batch", "1", "--prompt", "2048", "--scheme", "bf16", "-f", "json")
+    (p,) = r.json()["points"]
+    # bf16 prefill of 2048 tokens is compute-bound: at least 2 x 2048 x 8.03e9 FLOP / (0.70 x 989.4e12)
+    assert p["ttft_s"] >= 2 * 2048 * 6.979e9 / (0.70 * 989.4e12)
+    assert "TTFT@2,048" in cli("roofline", "--batch", "1", "--prompt", "2048", "--no-chart").stdout
+
+
+def test_gpus_split_the_weights(cli):
+    one = cli("roofline", "--scheme", "bf16", "--batch", "1", "-f", "json").json()
+    two = cli("roofline", "--scheme", "bf16", "--batch", "1", "--gpus", "2", "-f", "json").json()
+    assert two["schemes"][0]["weights_bytes_per_gpu"] == pytest.approx(one["schemes"][0]["weights_bytes_per_gpu"] / 2,
+                                                                       abs=1)
+    assert two["gpu"]["aggregate_bandwidth_bytes_per_s"] == 2 * 3.35e12
+    assert any("tensor parallel over 2 GPUs is a model" in n for n in two["notes"])
+
+
+def test_profile_file_is_layered_over_the_default(cli, tmp_path):
+    prof = tmp_path / "slow.yaml"
+    prof.write_text("schema_version: 1\nid: slow\nsource: test\nas_of: 2026-11-29\n"
+                    "gpus:\n  - gpu: h100\n    memory_efficiency: 0.4\n")
+    base = cli("roofline", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "-f", "json").json()
+    slow = cli("roofline", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "--profile", str(prof), "-f", "json")
+    assert slow.code == 0, slow.stderr
+    # bf16 at batch 1 is memory-bound throughout: half the bandwidth efficiency (0.4 vs 0.8), twice the time
+    assert slow.json()["points"][0]["step_time_s"] == pytest.approx(2 * base["points"][0]["step_time_s"], rel=1e-9)
+    assert slow.json()["profile"]["id"] == "default+slow"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--gpu", "h100x"), "unknown GPU 'h100x'"),
+        (("--batch", "0"), "--batch must be >= 1"),
+        (("--ctx", "-5"), "--ctx must be >= 0"),
+        (("--ctx=-5",), "--ctx must be >= 0"),
+        (("--scheme", "w4a8-fp8", "--gpu", "a100-80gb"), "cannot run on NVIDIA A100"),
+        (("--scheme", "nope"), "unknown scheme 'nope'"),
+        (("--gpus", "3"), "do not split over 3 GPUs"),
+        (("--ideal", "--profile", "p.yaml"), "not both"),
+        (("--kv-dtype", "kv-nvfp4"), "needs fp4 hardware"),
+        (("--plot", "out.jpg"), "must end in .png or .svg"),
+        (("--format", "xml"), "--format"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(cli, args, needle):
+    r = cli("roofline", *args)
+    assert r.code == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and needle in lines[0], r.stderr
+
+
+def test_bad_profile_is_one_line_exit_2(cli, tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("id: bad\nsource: s\nas_of: 2026-11-29\ndefaults:\n  memory_eficiency: 0.8\n")
+    r = cli("roofline", "--profile", str(p))
+    assert r.code == 2 and "memory_eficiency" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    p.write_text("gpus:\n  - gpu: h100z\n")
+    r = cli("roofline", "--profile", str(p))
+    assert r.code == 2 and "unknown GPU 'h100z'" in r.stderr
+
+
+def test_emulated_scheme_warns_on_stderr_and_keeps_stdout_clean(cli):
+    r = cli("roofline", "--scheme", "nvfp4,fp8-dynamic", "--gpu", "h100", "--batch", "1", "-f", "json")
+    assert r.code == 0
+    assert re.search(r"^warning: nvfp4: .*weight-only", r.stderr, re.M)
+    doc = r.json()  # stdout is the report only
+    assert doc["schemes"][0]["execution"] == "weight-only"
+
+
+def test_plot_png_and_svg(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    png, svg = tmp_path / "r.png", tmp_path / "r.svg"
+    r = cli("roofline", "--batch", "1..1024", "--ctx", "0", "--ideal", "--plot", str(png), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in r.stderr
+    r = cli("roofline", "--batch", "1..1024", "--ctx", "0", "--ideal", "--plot", str(svg), "-f", "json")
+    text = svg.read_text()
+    # the crossover near 148 and the ridge labels are in the drawing
+    assert "B=148" in text and "B=76.1" in text and "B=295" in text
+
+
+def test_plot_without_matplotlib_is_a_clear_error(cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    r = cli("roofline", "--batch", "1..64", "--plot", "x.png")
+    assert r.code == 2 and "pip install 'quantadvise[plot]'" in r.stderr
+
+
+def test_plot_needs_a_batch_range(cli):
+    r = cli("roofline", "--batch", "8", "--plot", "x.png")
+    assert r.code == 2 and "at least two different batches" in r.stderr
+
+
+def test_every_output_format_has_a_renderer():
+    from quantadvise.cli.common import TableJsonCsv
+    from quantadvise.report import RENDERERS
+
+    for fmt in TableJsonCsv:
+        assert ("roofline", fmt.value) in RENDERERS
+
+
+def test_default_list_fits_the_group_to_the_model_and_group_flag(cli):
+    # gpt-oss: K = 2880 = 2^6 x 45, so g128 does not divide it and g64 does.
+    r = cli("roofline", "-m", "openai/gpt-oss-20b", "--batch", "1", "-f", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert [s["scheme"] for s in doc["schemes"]] == ["bf16", "w4a16-g64", "fp8-dynamic"]
+    assert any("group 64" in n for n in doc["notes"])
+    # an explicit scheme keeps its group and says which flag fixes it
+    bad = cli("roofline", "-m", "openai/gpt-oss-20b", "--scheme", "w4a16", "--batch", "1")
+    assert bad.code == 2 and "--group 64" in bad.stderr
+    ok = cli("roofline", "-m", "openai/gpt-oss-20b", "--scheme", "w4a16", "--group", "32", "--batch", "1", "-f", "json")
+    assert ok.code == 0 and ok.json()["schemes"][0]["scheme"] == "w4a16-g32"
+
+
+def test_golden_table_and_chart_at_100_columns(cli, monkeypatch):
+    # Human output at a pinned width, spec-sheet profile (regenerate after an intended change with
+    # `COLUMNS=100 quantadvise roofline --ideal --ctx 0 --batch 1..1024 > tests/golden/roofline_h100_ideal.txt`).
+    monkeypatch.setenv("COLUMNS", "100")
+    r = cli("roofline", "--ideal", "--ctx", "0", "--batch", "1..1024")
+    assert r.code == 0 and r.stderr == ""
+    assert r.stdout == (REPO / "tests" / "golden" / "roofline_h100_ideal.txt").read_text()
