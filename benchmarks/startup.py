@@ -33,6 +33,7 @@ app()
 """
 
 COMMANDS = {
+    "recommend --batch 64 --ctx 2048": ["recommend", "--batch", "64", "--ctx", "2048"],
     "size": ["size", "meta-llama/Llama-3-8B", "--bits", "4"],
     "size --format json": ["size", "meta-llama/Llama-3-8B", "--bits", "4", "--format", "json"],
 }

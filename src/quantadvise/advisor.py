@@ -131,6 +131,7 @@ class Option:
     engine: EngineVerdict | None = None
     family: str = ""
     priority: int = 0  # position in the candidate list (tie-break)
+    partial: bool = False  # weights fit, but not the KV cache for the whole batch
     base_score_s: float = math.inf  # score with a bf16 KV cache (what "vs bf16" compares against)
 
     @property
@@ -169,7 +170,8 @@ def rank(options: list[Option]) -> list[Option]:
             j += 1
         out.extend(sorted(by_speed[i:j], key=lambda o: o.priority))
         i = j
-    return out
+    # candidates that hold the whole batch come before those that fit only part of it
+    return [o for o in out if not o.partial] + [o for o in out if o.partial]
 
 
 def _family(s: Scheme) -> str:
@@ -218,14 +220,16 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     for o in options:
         if not o.weights_bytes or o in full:
             continue
-        if full or o.weights_bytes + one_seq_q > ctx.budget_bytes:
+        room = ctx.budget_bytes - o.weights_bytes
+        n = max(0, math.floor(room / one_seq_q)) if one_seq_q else 0
+        o.reason = (
+            f"{o.weights_bytes / 1e9:.1f} GB weights leave room for {n} of {w.batch} sequences "
+            f"({ctx.quant_kv}) in the {ctx.budget_bytes / 1e9:.1f} GB budget"
+        )
+        if n < 1:
             o.status = "does-not-fit"
-            room = ctx.budget_bytes - o.weights_bytes
-            n = max(0, math.floor(room / one_seq_q)) if one_seq_q else 0
-            o.reason = (
-                f"{o.weights_bytes / 1e9:.1f} GB weights leave room for {n} of {w.batch} sequences "
-                f"({ctx.quant_kv}) in the {ctx.budget_bytes / 1e9:.1f} GB budget"
-            )
+        else:
+            o.partial = True  # kept, ranked after every candidate that holds the whole batch
     room_for_weights = ctx.budget_bytes - kv_bf16
     must = bf16_weights > room_for_weights
     numbers = {
@@ -262,11 +266,18 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
             f"must quantize: the bf16 KV cache alone ({kv_bf16 / 1e9:.1f} GB for {kv_desc}) exceeds the "
             f"{ctx.budget_bytes / 1e9:.1f} GB budget — the KV cache must be quantized or spread over more GPUs"
         )
+    partial = [o.id for o in options if o.partial and o.status != "does-not-fit"]
+    numbers["fit_partially"] = partial
     if not full:
         decision += (
             f"; no candidate holds all {w.batch} sequences even with {ctx.quant_kv}, so the ones whose weights fit "
             "stay and the KV node states the concurrency that fits"
             if fitting else "; not even one sequence fits next to any candidate's weights"
+        )
+    elif partial:
+        decision += (
+            f"; {', '.join(o.id for o in full)} hold all {w.batch} sequences and rank first; "
+            f"{', '.join(partial)} fit only part of the batch and rank after them"
         )
     return TraceNode(node="fit", decision=decision, numbers=numbers)
 
@@ -359,6 +370,10 @@ def node_roofline(ctx: Context, options: list[Option]) -> TraceNode:
                 f"({cross:.0f}) " if cross else f"batch {w.batch} is past {best_wo.id}'s ridge ({ridge_wo:.0f}) "
             )
             reasons[-1] += "-> the predicted step time decides"
+    if regime == "unknown" and wo and wo[0].ridge:
+        regime = "memory-bound" if w.batch < wo[0].ridge else "compute-bound"
+        reasons.append(f"batch {w.batch} is {'below' if regime == 'memory-bound' else 'past'} {wo[0].id}'s ridge "
+                       f"({wo[0].ridge:.0f}); no W+A candidate on {wa_math} to compare against")
     numbers["regime"] = regime
     if ranked:
         top = ranked[0]
@@ -369,7 +384,8 @@ def node_roofline(ctx: Context, options: list[Option]) -> TraceNode:
         if runner is not None:
             vs += f", {runner.score_s / top.score_s:.2f}x the runner-up {runner.id}"
         decision = (
-            f"{regime}: fastest is {top.id} ({_family(top.scheme)}) at {top.step_s * 1e3:.2f} ms per step, "
+            (f"{regime}: " if regime != "unknown" else "")
+            + f"fastest is {top.id} ({_family(top.scheme)}) at {top.step_s * 1e3:.2f} ms per step, "
             f"{top.throughput:,.0f} tokens/s ({vs})"
         )
         if regime in ("memory-bound", "compute-bound"):
@@ -604,7 +620,7 @@ def node_accuracy(ctx: Context, ranked: list[Option]) -> TraceNode:
     numbers = {"task": w.task, "tolerance_pct": w.accuracy_tolerance, "vetoed": vetoed, "cautions": cautions}
     after = ranked[0].id if ranked else None
     reasons = []
-    if before and after != before:
+    if before and after and after != before:
         reasons.append(
             f"the veto removed the fastest candidate {before} ({', '.join(vetoed.get(before, []))}); "
             f"the runner-up {after} is chosen"
@@ -718,8 +734,19 @@ def recommend(
         "profile": winner.efficiency.profile_id,
         "model_note": "roofline prediction with the efficiency profile, not a measurement",
     }
+    per_seq = sequence_bytes(ctx.arch, kv_t, w.kv_tokens_per_sequence)
+    max_conc = max(0, math.floor((ctx.budget_bytes - winner.weights_bytes) / per_seq)) if per_seq else w.batch
+    if max_conc < w.batch:
+        need = _gpus_needed(ctx, winner, kv_t)
+        warnings.append(
+            f"{winner.id} with {ctx.kv_name} holds {max_conc} of the {w.batch} sequences ({w.kv_tokens_per_sequence:,} "
+            f"tokens each) on {w.gpus} x {ctx.gpu.name}; serving all {w.batch} needs "
+            + (f"{need} GPUs (--gpus {need})" if need else f"more than {MAX_GPUS_SEARCH} GPUs")
+        )
     kv_info = {
         "dtype": ctx.kv_name,
+        "max_concurrency": max_conc,
+        "fits_requested_concurrency": max_conc >= w.batch,
         "description": kv_t.describe("kv_cache") if kv_t is not None else "bf16 (model dtype)",
         "tokens_per_sequence": w.kv_tokens_per_sequence,
         "bytes_per_sequence": round(sequence_bytes(ctx.arch, kv_t, w.kv_tokens_per_sequence)),

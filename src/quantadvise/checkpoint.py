@@ -21,8 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
-from .formats import get_format
-from .scheme import GroupShape, Scheme, ScaleSpec, TensorQuant
+from .scheme import GroupShape, ScaleSpec, Scheme, TensorQuant
 
 SCHEMA_VERSION = 1
 
@@ -253,7 +252,8 @@ def _str_list(d: dict[str, Any], key: str, where: str, default: Any = ()) -> tup
     out = []
     for i, item in enumerate(v):
         if not isinstance(item, str):
-            raise _fail(f"{where}.{key}[{i}]", f"must be a string (a layer name, re:regex or class name), got {_short(item)}")
+            raise _fail(f"{where}.{key}[{i}]",
+                        f"must be a string (a layer name, re:regex or class name), got {_short(item)}")
         out.append(item)
     return tuple(out)
 
@@ -264,7 +264,10 @@ def _int(d: dict[str, Any], key: str, where: str, *, default: Any = _MISSING, lo
     if v is None:
         return None
     if isinstance(v, int) and ((lo is not None and v < lo) or (hi is not None and v > hi)):
-        rng = f"between {lo} and {hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        if lo is not None and hi is not None:
+            rng = f"between {lo} and {hi}"
+        else:
+            rng = f">= {lo}" if lo is not None else f"<= {hi}"
         raise _fail(f"{where}.{key}", f"must be {rng}, got {v}")
     return v
 
@@ -370,7 +373,8 @@ def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
     if dyn == "local" and strategy != "tensor_group":
         raise _fail(f"{where}.dynamic", "'local' dynamic scales need strategy 'tensor_group'")
     if strategy == "token" and dyn is False:
-        raise _fail(f"{where}.strategy", "strategy 'token' needs dynamic: true (a per-token scale is computed at run time)")
+        raise _fail(f"{where}.strategy",
+                    "strategy 'token' needs dynamic: true (a per-token scale is computed at run time)")
     if role == "weights" and dyn is not False:
         raise _fail(f"{where}.dynamic", "weights are known at load time, so their scales are static (dynamic: false)")
     sym = _get(raw, "symmetric", where, bool, default=True)
@@ -514,7 +518,8 @@ def parse_checkpoint(config: Any, sidecars: dict[str, Any] | None = None) -> Che
             groups = tuple(g.model_copy(update={"layout": "gptq-autogptq" if g.layout == "gptq" else g.layout})
                            for g in ck.groups)
             ck = ck.model_copy(update={"groups": groups, "tied_lm_head_stored": True,
-                                       "producer": ck.producer if ck.producer != "AutoGPTQ / GPTQModel" else "AutoGPTQ"})
+                                       "producer": "AutoGPTQ" if ck.producer == "AutoGPTQ / GPTQModel"
+                                       else ck.producer})
         return ck
     return None
 
@@ -599,7 +604,8 @@ def _parse_ct(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) ->
     kv_tq = None
     if kv_raw is not None:
         if not isinstance(kv_raw, dict):
-            raise _fail(f"{where}.kv_cache_scheme", f"must be an object of quantization arguments, got {_short(kv_raw)}")
+            raise _fail(f"{where}.kv_cache_scheme",
+                        f"must be an object of quantization arguments, got {_short(kv_raw)}")
         kv_args = _parse_kv_args(kv_raw, f"{where}.kv_cache_scheme")
         kv_tq = _kv_tensor_quant(kv_args)
     sparsity = qc.get("sparsity_config")
@@ -742,7 +748,8 @@ def _parse_fp8(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -
         if len(block) != 2:
             raise _fail(f"{where}.weight_block_size",
                         f"must have 2 dimensions [rows, cols], got {len(block)}",
-                        hint="the engines refuse it too: 'The quantization block size of weight must have 2 dimensions'")
+                        hint="the engines refuse it too: "
+                        "'The quantization block size of weight must have 2 dimensions'")
         block_t = tuple(block)
     elem = "fp8_e4m3" if fmt == "e4m3" else "fp8_e5m2"
     if block_t is not None:
@@ -779,7 +786,8 @@ def _parse_fp8(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -
 
 
 _MODELOPT_ALGOS = {
-    "FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-channel", "FP8_PB_WO": "fp8-block-wo", "FP8_BLOCK_SCALES": "fp8-block",
+    "FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-channel", "FP8_PB_WO": "fp8-block-wo",
+    "FP8_BLOCK_SCALES": "fp8-block",
     "NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "W4A16_NVFP4": "nvfp4-a16", "NVFP4_W4A16": "nvfp4-a16",
     "MXFP8": "mxfp8", "W4A8_AWQ": "w4a8-awq", "INT4_AWQ": "int4-awq", "W4A16_AWQ": "int4-awq",
     "INT8_SQ": "int8-sq", "W8A8_SQ": "int8-sq", "W4A8_NVFP4_FP8": "nvfp4-fp8", "MIXED_PRECISION": "mixed",
@@ -812,7 +820,8 @@ def _modelopt_args(algo: str, group: int | None, where: str) -> tuple[QArgs | No
         return nv_w, QArgs(num_bits=8, type="float", strategy="tensor", scale_dtype="fp32"), None
     if kind == "mxfp8":
         return (QArgs(num_bits=8, type="float", strategy="group", group_size=32, scale_dtype="e8m0"),
-                QArgs(num_bits=8, type="float", strategy="group", group_size=32, dynamic=True, scale_dtype="e8m0"), None)
+                QArgs(num_bits=8, type="float", strategy="group", group_size=32, dynamic=True, scale_dtype="e8m0"),
+                None)
     if kind in ("int4-awq", "w4a8-awq"):
         w = QArgs(num_bits=4, type="int", strategy="group", group_size=group or 128, scale_dtype="fp16")
         a = QArgs(num_bits=8, type="float", strategy="tensor", scale_dtype="fp32") if kind == "w4a8-awq" else None
@@ -863,7 +872,8 @@ def _parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: st
         by_algo: dict[tuple[str, int | None], list[str]] = {}
         for lname, spec in layers.items():
             if not isinstance(spec, dict):
-                raise _fail(f"{found}.quantized_layers.{lname}", f"must be an object with quant_algo, got {_short(spec)}")
+                raise _fail(f"{found}.quantized_layers.{lname}",
+                            f"must be an object with quant_algo, got {_short(spec)}")
             la = _get(spec, "quant_algo", f"{found}.quantized_layers.{lname}", str)
             lg = _group_size(spec, "group_size", f"{found}.quantized_layers.{lname}", default=None)
             by_algo.setdefault((la.upper(), lg), []).append(lname)

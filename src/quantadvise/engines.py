@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .checkpoint import CheckpointQuant, QArgs, QuantGroup
+    from .checkpoint import CheckpointQuant, QArgs
 
 SCHEMA_VERSION = 1
 Severity = Literal["error", "warning", "info"]
@@ -675,7 +675,8 @@ def resolve(
         else:
             steps.append(f"{ck.found_in} is read because --quantization {user} asks for it")
         for rw in engine.rewrites:
-            if ck_method and ck_method.startswith(rw.checkpoint_method_prefix) and rw.quant_algo.matches(ck.quant_algo) \
+            if ck_method and ck_method.startswith(rw.checkpoint_method_prefix) \
+                    and rw.quant_algo.matches(ck.quant_algo) \
                     and (rw.has_nvfp4_layers is None or rw.has_nvfp4_layers == bool(ck.has_nvfp4_layers)):
                 steps.append(f"{engine.display_name} parses quant_algo {ck.quant_algo} as '{rw.becomes}'")
                 ck_method = rw.becomes
@@ -762,7 +763,8 @@ def resolve(
                 + (f" ({ck.family} checkpoints do not load here)" if ck is not None and ck_method == resolved else ""),
                 subject=resolved, quantization=resolved, supported=_pylist(engine.registered_names))
         return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
-    steps.append(f"'{resolved}' -> {method.config_class}" + (f" (get_name {method.canonical})" if method.canonical else ""))
+    steps.append(f"'{resolved}' -> {method.config_class}"
+                 + (f" (get_name {method.canonical})" if method.canonical else ""))
 
     # 7. platform allow-list
     plist = engine.platform_list(platform) if platform != "cuda" else None
@@ -785,10 +787,10 @@ def resolve(
         exempt = ex is not None and resolved in ex.methods and capability is not None and \
             capability >= ex.min_capability and (ex.max_capability is None or capability <= ex.max_capability)
         if not exempt:
-            ctx.add("not_optimized", "warning", f"'{resolved}' is outside {engine.label}'s optimized list: it loads but "
-                    "may run slower than bf16" + ("; the checkpoint's Marlin path (drop --quantization) is optimized"
-                                                   if resolved in ("awq", "gptq") and ck is not None and
-                                                   _marlin_ok(resolved, ck, engine, capability) else ""),
+            marlin = resolved in ("awq", "gptq") and ck is not None and _marlin_ok(resolved, ck, engine, capability)
+            ctx.add("not_optimized", "warning", f"'{resolved}' is outside {engine.label}'s optimized list: it "
+                    "loads but may run slower than bf16"
+                    + ("; the checkpoint's Marlin path (drop --quantization) is optimized" if marlin else ""),
                     subject=resolved, quantization=resolved)
 
     # 10. compute capability
@@ -835,8 +837,9 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
         if g.weights is None:
             continue
         if g.weights.actorder in ct.rejects_actorder:
-            ctx.add("ct_actorder_rejected", "error", f"config group '{g.name}': weights.actorder '{g.weights.actorder}' "
-                    f"is refused by {engine.label} (re-export with actorder 'weight')", subject=g.name)
+            ctx.add("ct_actorder_rejected", "error", f"config group '{g.name}': weights.actorder "
+                    f"'{g.weights.actorder}' is refused by {engine.label} (re-export with actorder 'weight')",
+                    subject=g.name)
         if ct.attention_only_groups == "skipped" and g.targets and all(t.endswith("Attention") for t in g.targets):
             ctx.add("ct_attention_group_skipped", "warning", f"config group '{g.name}' targets only attention "
                     f"modules; {engine.label} skips it", subject=g.name)
@@ -876,8 +879,8 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
         out.append(GroupDispatch(group=g.name, scheme_class=scheme, label=chosen.label, min_capability=min_cap,
                                  row=chosen.id, note=note))
         if capability is not None and min_cap is not None and capability < min_cap:
-            ctx.add("scheme_capability_too_low", "error", f"config group '{g.name}' dispatches to {scheme}, which needs "
-                    f"compute capability {min_cap}; this GPU has {capability}", subject=g.name,
+            ctx.add("scheme_capability_too_low", "error", f"config group '{g.name}' dispatches to {scheme}, which "
+                    f"needs compute capability {min_cap}; this GPU has {capability}", subject=g.name,
                     min_capability=min_cap, capability=capability)
     return out
 

@@ -9,6 +9,8 @@ row (the data tests call it). Names resolve case-insensitively through ids and a
 from __future__ import annotations
 
 import json
+import os
+import pickle
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -56,14 +58,60 @@ def load_yaml_file(path: Path) -> Any:
     return _yaml_load(text, str(path))
 
 
-@cache
-def _table(name: str) -> Any:
-    path = data_dir() / name
+def cache_dir() -> Path | None:
+    """Where parsed data tables are cached between runs (None: caching off).
+
+    ``QUANTADVISE_CACHE_DIR`` (empty or "off" disables it), else ``$XDG_CACHE_HOME/quantadvise``,
+    else ``~/.cache/quantadvise``."""
+    env = os.environ.get("QUANTADVISE_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "quantadvise"
+
+
+def data_yaml(path: Path, where: str) -> Any:
+    """A shipped YAML table, parsed. Parsing YAML costs tens of milliseconds per command, so the
+    parsed document is kept in the user cache, keyed by the file's path, size and mtime; a changed
+    file, an unreadable cache or an unwritable cache directory all fall back to parsing."""
+    try:
+        st = path.stat()
+    except OSError:
+        raise DataError(f"{where} is missing from the installation") from None
+    folder = cache_dir()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    slot = None
+    if folder is not None:
+        import hashlib
+
+        slot = folder / f"{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]}.pickle"
+        try:
+            with slot.open("rb") as fh:
+                stored_key, doc = pickle.load(fh)
+            if stored_key == key:
+                return doc
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
+            pass
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
-        raise DataError(f"data table {name} is missing from the installation") from None
-    return _yaml_load(text, f"data/{name}")
+        raise DataError(f"{where} is unreadable") from None
+    doc = _yaml_load(text, where)
+    if slot is not None:
+        try:
+            slot.parent.mkdir(parents=True, exist_ok=True)
+            tmp = slot.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump((key, doc), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, slot)
+        except OSError:
+            pass  # a read-only home is fine: parse every time
+    return doc
+
+
+@cache
+def _table(name: str) -> Any:
+    return data_yaml(data_dir() / name, f"data/{name}")
 
 
 def norm_name(name: str) -> str:
@@ -443,11 +491,7 @@ def _engine_files() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("*.yaml")):
         where = f"data/engines/{path.name}"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            raise DataError(f"{where} is unreadable") from None
-        doc = _yaml_load(text, where)
+        doc = data_yaml(path, where)
         if not isinstance(doc, dict) or "id" not in doc:
             raise DataError(f"{where}: expected a mapping with an id")
         if f"{doc['id']}.yaml" != path.name:

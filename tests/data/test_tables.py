@@ -81,3 +81,23 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     data_path, total = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
+
+
+def test_parsed_tables_are_cached_and_invalidated(tmp_path, monkeypatch):
+    # The cache returns exactly what parsing returns, and a changed file is parsed again.
+    monkeypatch.setenv("QUANTADVISE_CACHE_DIR", str(tmp_path / "cache"))
+    table = tmp_path / "t.yaml"
+    table.write_text("rows: [{id: a, as_of: 2026-11-29}]\n")
+    first = registry.data_yaml(table, "t.yaml")
+    assert list((tmp_path / "cache").glob("*.pickle"))
+    assert registry.data_yaml(table, "t.yaml") == first == yaml.safe_load(table.read_text())
+    table.write_text("rows: [{id: b, as_of: 2026-11-30}, {id: c, as_of: 2026-12-01}]\n")
+    assert [r["id"] for r in registry.data_yaml(table, "t.yaml")["rows"]] == ["b", "c"]
+    # a corrupt cache entry is ignored, never an error
+    for f in (tmp_path / "cache").glob("*.pickle"):
+        f.write_bytes(b"not a pickle")
+    assert registry.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
+    # caching can be switched off
+    monkeypatch.setenv("QUANTADVISE_CACHE_DIR", "off")
+    assert registry.cache_dir() is None
+    assert registry.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"

@@ -320,3 +320,19 @@ def test_mutated_configs_never_raise_anything_else(case):
             disk_size(parse_config(cfg), ck, registry.layouts())
     except QuantAdviseError as exc:
         assert "\n" not in str(exc)
+
+
+def test_disk_size_agrees_with_size_model_for_a_uniform_checkpoint():
+    # A compressed-tensors W4A16 checkpoint that quantizes every decoder linear and ignores lm_head
+    # is the w4a16 preset (int4 g128 symmetric, ct-pack-quantized layout) under the default policy:
+    # the placement path and sizing.size_model must give the same bytes.
+    from quantadvise.sizing import size_model
+
+    cfg = registry.bundled_config(registry.find_bundled_model("meta-llama/Meta-Llama-3-8B"))
+    ck = parse_quantization_config({**W4, "ignore": ["lm_head"]})
+    arch = parse_config(cfg)
+    w4a16 = size_model(arch, registry.get_scheme("w4a16")).total_bytes
+    assert disk_size(arch, ck, registry.layouts()).total_bytes == w4a16
+    # without the ignore entry the class target "Linear" takes lm_head too (as vLLM matches it)
+    assert disk_size(arch, parse_quantization_config(W4), registry.layouts()).total_bytes < size_model(
+        arch, registry.get_scheme("w4a16")).total_bytes

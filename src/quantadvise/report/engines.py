@@ -10,7 +10,7 @@ def _bits(v: int | tuple[int, ...] | list[int] | None) -> str:
     if v is None:
         return "-"
     if isinstance(v, (list, tuple)):
-        return "/".join(str(x) for x in v)
+        return "|".join(str(x) for x in v)
     return str(v)
 
 
