@@ -235,8 +235,7 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
-    from .errors import UnknownNameError
-    from .perfprofile import IDEAL, PerfProfile, resolve
+    from .perfprofile import resolve
     from .roofline import fit_weight_group, parse_batches, parse_contexts
     from .roofline import roofline as run
 
@@ -260,19 +259,7 @@ def roofline(
         fitted = [fit_weight_group(arch, s) for s in resolved]
         resolved = [s for s, _ in fitted]
         notes = [n for _, n in fitted if n]
-    if ideal and profile is not None:
-        raise InputError("give --ideal (the spec sheet) or --profile FILE, not both", field="profile")
-    if ideal:
-        profiles: list[PerfProfile] = [IDEAL]
-    else:
-        profiles = [registry.default_perf_profile()]
-        if profile is not None:
-            user = profile if isinstance(profile, PerfProfile) else registry.load_perf_profile(Path(profile))
-            known = {registry.norm_name(n) for n in registry.gpu_names()}
-            for entry in user.gpus:
-                if registry.norm_name(entry.gpu) not in known:
-                    raise UnknownNameError("GPU", entry.gpu, registry.gpu_names(), hint=f"in profile {user.id}")
-            profiles.append(user)
+    profiles = load_profiles(ideal, profile)
     gpu_names = (g.id, g.name, *g.aliases)
     effs = [resolve(profiles, gpu_names, registry.scheme_names(s.id) or (s.id,)) for s in resolved]
     kv, kv_name = resolve_kv(kv_dtype)

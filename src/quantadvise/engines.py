@@ -209,7 +209,13 @@ class ArgsMatch(_Data):
             return False
         if self.dynamic and a.dynamic not in self.dynamic:
             return False
-        return not (self.scale_dtype and (a.scale_dtype or "") not in self.scale_dtype)
+        if self.scale_dtype:
+            from .checkpoint import _SCALE_DTYPES
+
+            # the data writes torch dtype names (uint8 = MX e8m0 scales); QArgs holds normalized formats
+            wanted = {_SCALE_DTYPES.get(d.lower(), d) for d in self.scale_dtype}
+            return (a.scale_dtype or "") in wanted
+        return True
 
 
 class Dispatch(_Row):

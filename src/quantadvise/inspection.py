@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .checkpoint import CheckpointQuant, with_presets
 from .engines import EngineData, EngineResolution, resolve
 from .model import ModelArch
-from .placement import DiskSize, assign, disk_size
+from .placement import DiskSize, disk_size
 from .scheme import Layout, Scheme
 
 SCHEMA_VERSION = 1
@@ -138,13 +138,3 @@ def inspect_checkpoint(
         left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu_info,
         engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings,
     )
-
-
-def unquantized_components(ck: CheckpointQuant | None, arch: ModelArch) -> list[str]:
-    """Components that stay 16-bit in this checkpoint (for the one-line summary)."""
-    if ck is None:
-        return ["everything"]
-    comps: dict[str, bool] = {}
-    for m, g in assign(arch, ck):
-        comps[m.group.component] = comps.get(m.group.component, False) or g is not None
-    return [c for c, q in comps.items() if not q]

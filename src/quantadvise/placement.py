@@ -131,45 +131,41 @@ class Matcher:
         self.style = style
         self.exact: set[str] = set()
         self.classes: set[str] = set()
-        self.regex: list[re.Pattern[str]] = []
-        self.globs: list[str] = []
+        regexes: list[str] = []
         self.subs: list[str] = []
         for p in patterns:
-            if p.startswith("re:"):
+            body = p[3:] if p.startswith("re:") else p if style == "regex" else None
+            if body is not None:
                 try:
-                    self.regex.append(re.compile(p[3:]))
-                except re.error:
-                    self.exact.add(p)
-            elif style == "regex":
-                try:
-                    self.regex.append(re.compile(p))
+                    re.compile(body)
+                    regexes.append(f"(?:{body})")
                 except re.error:
                     self.exact.add(p)
             elif any(c in p for c in "*?["):
-                self.globs.append(p)
+                # a glob covers the module it names and everything under it
+                g = fnmatch.translate(p).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
+                regexes.append(f"(?:{g})(?:\\..*)?\\Z")
             elif style == "substring":
                 self.subs.append(p)
             else:
                 self.exact.add(p)
                 if p[:1].isupper() and "." not in p:
                     self.classes.add(p)
+        self.regex = re.compile("|".join(regexes), re.S) if regexes else None
 
     def __bool__(self) -> bool:
-        return bool(self.exact or self.regex or self.globs or self.subs or self.classes)
+        return bool(self.exact or self.regex or self.subs or self.classes)
 
     def by_name(self, m: Module) -> bool:
         name = m.name
-        if name in self.exact or any(name.startswith(p + ".") for p in self.exact if p):
-            return True
-        # vLLM / compressed-tensors also accept a suffix (lm_head, mlp.gate) and the name without
-        # the leading "model."
-        parts = name.split(".")
-        for i in range(1, len(parts)):
-            if ".".join(parts[i:]) in self.exact:
-                return True
-        if any(r.match(name) for r in self.regex):
-            return True
-        if any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(name, g + ".*") for g in self.globs):
+        if self.exact:
+            parts = name.split(".")
+            # the module itself, a parent (a name covers the modules under it), or a suffix without
+            # the leading "model." (vLLM and compressed-tensors accept lm_head, mlp.gate ...)
+            for i in range(1, len(parts) + 1):
+                if ".".join(parts[:i]) in self.exact or ".".join(parts[i - 1:]) in self.exact:
+                    return True
+        if self.regex is not None and self.regex.match(name):
             return True
         return any(s in name for s in self.subs)
 

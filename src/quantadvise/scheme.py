@@ -333,6 +333,7 @@ class Layout(_Frozen):
     description: str = ""
     tensors: dict[str, tuple[str, tuple[str | int, ...]]]
     asymmetric_only: dict[str, tuple[str, tuple[str | int, ...]]] = Field(default_factory=dict)
+    stores_tied_lm_head: bool = False  # the export writes lm_head.weight even when it is tied
     source: str
     as_of: date
 

@@ -188,12 +188,18 @@ def size_model(
         c["baseline"] += base
         c["n"] += 1
 
+    if arch.tie_word_embeddings and scheme.layout is not None and scheme.layout.stores_tied_lm_head:
+        # The export writes the tied head again (engines tie it back at load): count it on disk.
+        emb = next(g for g in groups if g.component == "embedding" and not g.mtp)
+        c = comp.setdefault("lm_head", {"params": 0, "bytes": 0, "baseline": 0, "q": 0, "n": 0})
+        c["bytes"] += emb.params * BASELINE_BYTES_PER_PARAM
+        c["n"] += 1
     components = [
         ComponentSize(
             component=name,
             params=v["params"],
             bytes=v["bytes"],
-            bits_per_param=v["bytes"] * 8 / v["params"] if v["params"] else 0.0,
+            bits_per_param=v["bytes"] * 8 / v["params"] if v["params"] else 16.0,
             baseline_bytes=v["baseline"],
             quantized=v["q"] > 0,
             tensor_groups=v["n"],
@@ -214,7 +220,11 @@ def size_model(
         mtp_params = sum(g.params for g in inv.groups if g.mtp)
         notes.append(f"multi-token-prediction module ({mtp_params:,} params) excluded; include it with --mtp")
     if arch.tie_word_embeddings:
-        notes.append("embedding and lm_head are tied: one matrix, counted once")
+        if "lm_head" in comp:
+            notes.append(f"embedding and lm_head are tied, but {scheme.layout.id if scheme.layout else 'this'} "
+                         "checkpoints store lm_head.weight again (engines tie it back at load)")
+        else:
+            notes.append("embedding and lm_head are tied: one matrix, counted once")
 
     kv_report = None
     if ctx is not None:

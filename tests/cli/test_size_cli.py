@@ -166,3 +166,12 @@ def test_version_and_help(cli):
     assert r.code == 0 and r.stdout.startswith("quantadvise ")
     h = cli("size", "--help")
     assert h.code == 0 and "--bits" in h.stdout and "--kv-dtype" in h.stdout
+
+
+def test_golden_table(cli):
+    # The human table is deterministic (no terminal probing); its numbers are checked in test_sizing.
+    from pathlib import Path
+
+    golden = Path(__file__).resolve().parents[1] / "golden" / "size_llama3_8b_w4_g128.txt"
+    r = cli("size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128")
+    assert r.stdout == golden.read_text()
