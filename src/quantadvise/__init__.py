@@ -52,6 +52,17 @@ _API = {
     "EngineData": "engines",
     "EngineResolution": "engines",
     "Finding": "engines",
+    "calibrate": "api",
+    "validate": "api",
+    "CalibrationResult": "calibrate",
+    "ValidationResult": "calibrate",
+    "check": "api",
+    "check_init": "api",
+    "predict": "api",
+    "Prediction": "advisor",
+    "GateResult": "gate",
+    "GateFinding": "gate",
+    "DeploymentConfig": "deployconfig",
 }
 
 __all__ = sorted(_API) + ["__version__"]

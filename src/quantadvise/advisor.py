@@ -321,6 +321,7 @@ def node_roofline(ctx: Context, options: list[Option]) -> TraceNode:
         "decode_ctx": w.decode_context,
         "mode": mode,
         "profile": live[0].efficiency.profile_id if live else None,
+        "speed_model": {o.id: o.efficiency.model for o in live},
         "ridge_batch": {o.id: (round(o.ridge, 1) if o.ridge else None) for o in live},
         "step_time_s": {o.id: o.step_s for o in live},
         "tokens_per_s": {o.id: o.throughput for o in live},
@@ -732,7 +733,10 @@ def recommend(
         "vs_runner_up": (ranked[1].score_s / winner.score_s) if len(ranked) > 1 else None,
         "runner_up": ranked[1].id if len(ranked) > 1 else None,
         "profile": winner.efficiency.profile_id,
-        "model_note": "roofline prediction with the efficiency profile, not a measurement",
+        "model_note": ("prediction from the measured curves of a calibrated profile (fitted to its shapes)"
+                       if winner.efficiency.model == "calibrated" else
+                       "roofline prediction with the efficiency profile, not a measurement"),
+        "speed_model": winner.efficiency.model,
     }
     per_seq = sequence_bytes(ctx.arch, kv_t, w.kv_tokens_per_sequence)
     max_conc = max(0, math.floor((ctx.budget_bytes - winner.weights_bytes) / per_seq)) if per_seq else w.batch
@@ -777,3 +781,45 @@ def raise_no_winner(ctx: Context, trace: list[TraceNode], options: list[Option])
                 None)
     hint = f"try --gpus {need}" if need else "add GPUs, relax --accuracy-tolerance or lower --batch / --ctx"
     raise InputError(f"no scheme can serve this workload: {last.decision}", hint=hint, field="workload")
+
+
+# -------------------------------------------------------------------------------------------------
+# pricing one given scheme (the CI gate's performance rules use the same step model and scoring)
+# -------------------------------------------------------------------------------------------------
+
+
+class Prediction(_Out):
+    """One scheme priced at a workload exactly as the tree prices its candidates."""
+
+    schema_version: int = SCHEMA_VERSION
+    scheme: str
+    kv_dtype: str
+    gpu: str
+    gpus: int
+    batch: int
+    decode_ctx: int
+    mode: str
+    step_time_s: float
+    seconds_per_token: float  # per output token as the workload experiences it (continuous: prefill included)
+    tokens_per_s: float
+    ttft_s: float | None = None
+    profile: str
+    model_note: str = "roofline prediction with the efficiency profile, not a measurement"
+    speed_model: str = "default-efficiency"  # perfprofile.MODELS: ideal | default-efficiency | calibrated-ceilings | calibrated
+
+
+def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, efficiency: Efficiency, *,
+            kv: TensorQuant | None = None, kv_name: str = "kv-bf16") -> Prediction:
+    """Price ``scheme`` (with the KV cache ``kv``) at ``workload``: the StepModel and the scoring the
+    roofline node uses, so a candidate priced here and in :func:`recommend` gets the same numbers."""
+    sm = StepModel(arch, scheme, gpu, kv=kv, gpus=workload.gpus, efficiency=efficiency, path=datapath(scheme, gpu))
+    mode = workload.serving_mode
+    step, per_token, ttft, tps = _score(None, sm, workload, mode)  # type: ignore[arg-type]
+    return Prediction(
+        scheme=scheme.id, kv_dtype=kv_name, gpu=gpu.id, gpus=workload.gpus, batch=workload.batch,
+        decode_ctx=workload.decode_context, mode=mode, step_time_s=step, seconds_per_token=per_token,
+        tokens_per_s=tps, ttft_s=ttft, profile=efficiency.profile_id, speed_model=efficiency.model,
+        model_note=("prediction from the measured curves of a calibrated profile (fitted to its shapes)"
+                    if efficiency.model == "calibrated" else
+                    "roofline prediction with the efficiency profile, not a measurement"),
+    )

@@ -28,6 +28,21 @@ A value is a number or a curve ``{batch: [...], value: [...]}``: piecewise linea
 flat beyond both ends. "batch" is the M dimension of the step's GEMMs: sequences in a decode step,
 prompt tokens in a prefill. Lookups layer ``defaults`` < the GPU's entry < that entry's scheme.
 
+A profile written by ``quantadvise calibrate`` adds, on its GPU entry, a ``calibration`` block (what
+was measured, where, with which driver / CUDA / torch: :class:`Calibration`) and, per measured
+scheme, a ``linear`` fit (:class:`LinearFit`) that replaces the roofline of that scheme's linear
+layers (docs/calibration.md)::
+
+    gpus:
+      - gpu: h100-sxm
+        memory_efficiency: 0.91          # measured read bandwidth / spec sheet
+        compute_efficiency: {bf16: 0.74, fp8: 0.66, int8: 0.70}   # measured GEMM / spec sheet
+        schemes:
+          w4a16:
+            linear: {kernel: ..., applies_to: [awq, gptq], memory_efficiency: 0.62,
+                     compute_efficiency: 0.035, blend: 3.1, correction: {batch: [...], value: [...]}}
+        calibration: {provenance: {...}, model: ..., shapes: [...], ceilings: {...}, measurements: [...]}
+
 Pure: parses dicts, no I/O (``registry`` reads the files).
 """
 
@@ -163,10 +178,164 @@ class Knobs(_Strict):
         return v
 
 
+class LinearFit(_Strict):
+    """A scheme's measured linear layers on one GPU, as ``calibrate`` fits them.
+
+    Each linear operator of the scheme then takes
+
+        t = (mem^p + comp^p)^(1/p) x correction(M)
+        mem  = stored bytes / (memory_efficiency x peak bandwidth)
+        comp = FLOPs at max(M, m_tile) rows / (compute_efficiency x the datapath's peak)
+
+    instead of the roofline ``max(bytes / bandwidth, FLOPs / peak) + dequant``: p = ``blend``
+    (1: memory and compute times add, as an unfused pre-pass does; large: the roofline's max),
+    ``m_tile`` the fewest rows the kernel computes (one M tile: below it, time does not shrink), and
+    ``correction`` the measured time over the fitted curve at each measured GEMM height M (1 at
+    every point the fit hits exactly; piecewise linear in log2(M) between them, flat beyond the
+    measured range, where the fitted curve alone carries on). At every measured batch the model
+    therefore reproduces the measurement for the calibrated model's shapes; other models reuse the
+    fitted efficiencies. The dequantisation term is not added: the measurement contains it.
+    """
+
+    kernel: str = ""
+    applies_to: tuple[str, ...] = ()  # other scheme ids (or aliases) that run the same kernel class
+    memory_efficiency: float
+    compute_efficiency: float
+    blend: float = Field(default=64.0, ge=1.0, le=64.0)
+    m_tile: float = Field(default=1.0, ge=1.0)
+    correction: Value = 1.0
+
+    @field_validator("memory_efficiency", "compute_efficiency")
+    @classmethod
+    def _eff(cls, v: float, info: Any) -> float:
+        if not 0 < v <= 4.0:
+            raise ValueError(f"linear.{info.field_name} must be in (0, 4], got {v}")
+        return v
+
+    @field_validator("correction")
+    @classmethod
+    def _corr(cls, v: Value) -> Value:
+        for x in v.value if isinstance(v, Curve) else (v,):
+            if not 0 < x <= 100:
+                raise ValueError(f"linear.correction must be in (0, 100], got {x}")
+        return v
+
+    def correction_at(self, m: float) -> float:
+        c = self.correction
+        return c.at(m) if isinstance(c, Curve) else c
+
+    def time(self, mem_s: float, comp_s: float, m: float) -> float:
+        """One operator's seconds from its memory and compute terms (already divided by this fit's
+        efficiencies; ``comp_s`` for ``m`` rows) at GEMM height ``m``."""
+        if m < self.m_tile and m > 0:
+            comp_s *= self.m_tile / m
+        return blend(mem_s, comp_s, self.blend) * self.correction_at(m)
+
+
+def blend(a: float, b: float, p: float) -> float:
+    """``(a^p + b^p)^(1/p)``: a + b at p = 1, max(a, b) as p grows (exactly max at p >= 64)."""
+    hi = a if a > b else b
+    if hi <= 0.0:
+        return 0.0
+    if p >= 64.0:
+        return hi
+    lo = b if a > b else a
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
+
+
+class SchemeKnobs(Knobs):
+    linear: LinearFit | None = None
+
+
+class Provenance(_Strict):
+    """Where a calibration was measured: the GPU as its driver names it, the software stack, when."""
+
+    tool: str
+    command: str = ""
+    backend: str  # torch | simulated
+    simulated: bool = False
+    gpu_name: str
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    torch_version: str | None = None
+    measured_on: date
+    seconds: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _label(self) -> Provenance:
+        if self.simulated != (self.backend == "simulated"):
+            raise ValueError("simulated must be true exactly when backend is 'simulated'")
+        return self
+
+
+class Ceilings(_Strict):
+    """What the GPU really reaches: read bandwidth of a large buffer, and dense GEMM throughput per
+    math format on one large GEMM (keys: bf16, fp8 per-tensor, fp8-rowwise, int8)."""
+
+    read_bandwidth_bytes_per_s: float = Field(gt=0)
+    read_buffer_bytes: int = Field(ge=0)
+    gemm_shape: tuple[int, int, int]  # M, N, K
+    gemm_flops_per_s: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("gemm_flops_per_s")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for key, x in v.items():
+            if x <= 0:
+                raise ValueError(f"gemm_flops_per_s.{key} must be > 0, got {x}")
+        return v
+
+
+class LinearShape(_Strict):
+    """``count`` GEMMs of a weight (N, K) per decode step (engines fuse q/k/v and gate/up)."""
+
+    name: str
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    count: int = Field(ge=1)
+
+
+class Measurement(_Strict):
+    """One scheme's decode-step linear layers (every shape x count), median seconds per batch."""
+
+    scheme: str
+    kernel: str
+    batch: tuple[int, ...]
+    time_s: tuple[float, ...]
+    spread: tuple[float, ...] = ()  # (p90 - p10) / median of the timing samples, per batch
+
+    @model_validator(mode="after")
+    def _check(self) -> Measurement:
+        if not self.batch:
+            raise ValueError("a measurement needs at least one batch")
+        if len(self.time_s) != len(self.batch) or (self.spread and len(self.spread) != len(self.batch)):
+            raise ValueError(f"{self.scheme}: batch, time_s (and spread) must have the same length")
+        if any(b < 1 for b in self.batch) or any(b2 <= b1 for b1, b2 in zip(self.batch, self.batch[1:], strict=False)):
+            raise ValueError(f"{self.scheme}: batches must be >= 1 and strictly increasing")
+        if any(not t > 0 for t in self.time_s):
+            raise ValueError(f"{self.scheme}: every time_s must be > 0")
+        return self
+
+
+class Calibration(_Strict):
+    """The raw record of a ``calibrate`` run on one GPU (``validate`` recomputes everything from it)."""
+
+    provenance: Provenance
+    model: str
+    shapes: tuple[LinearShape, ...]
+    l2_rotation: int = Field(default=1, ge=1)  # copies of each layer's weights cycled to defeat the L2
+    ceilings: Ceilings
+    measurements: tuple[Measurement, ...] = ()
+
+    def measurement(self, scheme: str) -> Measurement | None:
+        return next((m for m in self.measurements if _norm(m.scheme) == _norm(scheme)), None)
+
+
 class GpuKnobs(Knobs):
     gpu: str
-    schemes: dict[str, Knobs] = Field(default_factory=dict)
+    schemes: dict[str, SchemeKnobs] = Field(default_factory=dict)
     source: str | None = None
+    calibration: Calibration | None = None
 
 
 class PerfProfile(_Strict):
@@ -220,6 +389,17 @@ class PerfProfile(_Strict):
         return self.model_dump(mode="json", exclude_defaults=False)
 
 
+MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated")
+"""Which performance model a prediction used, per scheme:
+
+- ``ideal``: the spec sheet (``--ideal``);
+- ``default-efficiency``: round achieved fractions of peak (data/perf_profile.yaml, and any
+  hand-written ``--profile`` keys) with the dequantisation term;
+- ``calibrated-ceilings``: a calibrated profile for this GPU, but no measured curve for this scheme:
+  the roofline with the measured bandwidth and GEMM ceilings;
+- ``calibrated``: the scheme's linear layers follow its measured curve (:class:`LinearFit`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Efficiency:
     """Resolved settings for one (GPU, scheme): constants or curves over batch."""
@@ -231,11 +411,28 @@ class Efficiency:
     dequant: DequantCost | None
     allreduce: AllReduceCost
     step_overhead_s: float
+    linear: LinearFit | None = None  # the scheme's measured linear layers
+    linear_bf16: LinearFit | None = None  # bf16's, for the layers a scheme leaves unquantized
+    calibration: Provenance | None = None  # the calibration that applies to this GPU, if any
+    linear_source: str | None = None  # the scheme key the linear fit was measured as
+    other_calibrations: tuple[str, ...] = ()  # GPUs the profiles hold calibrations for, not this one
 
     @property
     def constant(self) -> bool:
         """True when nothing varies with batch (the fast path precomputes everything)."""
-        return not isinstance(self.memory, Curve) and not any(isinstance(v, Curve) for v in self.compute.values())
+        return (self.linear is None and self.linear_bf16 is None and not isinstance(self.memory, Curve)
+                and not any(isinstance(v, Curve) for v in self.compute.values()))
+
+    @property
+    def model(self) -> str:
+        """Which of :data:`MODELS` this is."""
+        if self.ideal:
+            return "ideal"
+        if self.linear is not None:
+            return "calibrated"
+        if self.calibration is not None:
+            return "calibrated-ceilings"
+        return "default-efficiency"
 
     def memory_at(self, batch: float) -> float:
         m = self.memory
@@ -282,6 +479,11 @@ def resolve(
     dequant: DequantCost | None = None
     allreduce = AllReduceCost(latency_s=0.0, efficiency=1.0)
     overhead = 0.0
+    linear: LinearFit | None = None
+    linear_src: str | None = None
+    linear_bf16: LinearFit | None = None
+    calibration: Provenance | None = None
+    others: list[str] = []
     for profile in profiles:
         for layer in profile.layers(gpu_names, scheme_names):
             if layer.memory_efficiency is not None:
@@ -293,6 +495,17 @@ def resolve(
                 allreduce = layer.allreduce
             if layer.step_overhead_s is not None:
                 overhead = layer.step_overhead_s
+        entry = profile.entry_for(gpu_names)
+        if entry is not None:
+            if entry.calibration is not None:
+                calibration = entry.calibration.provenance
+            fit, src = _linear_for(entry, scheme_names)
+            if fit is not None:
+                linear, linear_src = fit, src
+            bf = _linear_for(entry, ("bf16",))[0]
+            if bf is not None:
+                linear_bf16 = bf
+        others.extend(e.gpu for e in profile.gpus if e.calibration is not None and e is not entry)
     return Efficiency(
         profile_id="+".join(p.id for p in profiles),
         ideal=ideal,
@@ -301,7 +514,51 @@ def resolve(
         dequant=None if ideal else dequant,
         allreduce=allreduce,
         step_overhead_s=overhead,
+        linear=None if ideal else linear,
+        linear_bf16=None if ideal else linear_bf16,
+        calibration=None if ideal else calibration,
+        linear_source=None if ideal else linear_src,
+        other_calibrations=() if (ideal or calibration is not None) else tuple(dict.fromkeys(others)),
     )
+
+
+def _linear_for(entry: GpuKnobs, scheme_names: tuple[str, ...]) -> tuple[LinearFit | None, str | None]:
+    """The measured fit for a scheme: its own entry first, else an entry whose ``applies_to``
+    names it (a scheme of the same kernel class: AWQ and GPTQ run what W4A16 runs)."""
+    wanted = {_norm(n) for n in scheme_names}
+    for key, knobs in entry.schemes.items():
+        if knobs.linear is not None and _norm(key) in wanted:
+            return knobs.linear, key
+    for key, knobs in entry.schemes.items():
+        if knobs.linear is not None and wanted & {_norm(a) for a in knobs.linear.applies_to}:
+            return knobs.linear, key
+    return None, None
+
+
+def describe_models(effs: dict[str, Efficiency]) -> str:
+    """One line saying which performance model each scheme's prediction used (for a report's
+    assumptions / notes; ``check`` and ``recommend`` use it too)."""
+    if not effs:
+        return "no scheme"
+    by_model: dict[str, list[str]] = {}
+    for sid, eff in effs.items():
+        by_model.setdefault(eff.model, []).append(sid)
+    first = next(iter(effs.values()))
+    parts = []
+    if "ideal" in by_model:
+        parts.append("ideal (spec-sheet roofline) for " + ", ".join(by_model["ideal"]))
+    if "calibrated" in by_model:
+        prov = first.calibration
+        where = f" on {prov.gpu_name}, {prov.measured_on.isoformat()}" if prov is not None else ""
+        sim = " — SIMULATED timings, not a measurement" if prov is not None and prov.simulated else ""
+        parts.append(f"calibrated (measured curves{where}{sim}) for " + ", ".join(by_model["calibrated"]))
+    if "calibrated-ceilings" in by_model:
+        parts.append("roofline with the measured ceilings (no measured curve) for "
+                     + ", ".join(by_model["calibrated-ceilings"]))
+    if "default-efficiency" in by_model:
+        parts.append(f"default-efficiency roofline (profile {first.profile_id}) for "
+                     + ", ".join(by_model["default-efficiency"]))
+    return "; ".join(parts)
 
 
 IDEAL = PerfProfile(

@@ -419,10 +419,27 @@ def default_perf_profile():  # -> perfprofile.PerfProfile (imported lazily: most
 
 
 def load_perf_profile(path: Path):  # -> perfprofile.PerfProfile
-    """A user ``--profile FILE`` (same format as data/perf_profile.yaml)."""
+    """A user ``--profile FILE`` (same format as data/perf_profile.yaml), or the name of a profile
+    measured on a real GPU and shipped under data/profiles/ (``h200-2026-11-29``) when no such
+    file exists."""
     from .perfprofile import parse_profile
 
-    return parse_profile(load_yaml_file(path), str(path))
+    p = Path(path)
+    if not p.exists() and p.parent == Path("."):
+        shipped = shipped_profile_paths()
+        key = norm_name(p.name.removesuffix(".yaml").removesuffix(".yml"))
+        if key in shipped:
+            return parse_profile(load_yaml_file(shipped[key]), f"data/profiles/{shipped[key].name}")
+    return parse_profile(load_yaml_file(p), str(path))
+
+
+def shipped_profile_paths(root: Path | None = None) -> dict[str, Path]:
+    """Profiles measured by ``quantadvise calibrate`` on real GPUs and shipped as data
+    (data/profiles/*.yaml), by file stem."""
+    folder = (root or data_dir()) / "profiles"
+    if not folder.is_dir():
+        return {}
+    return {norm_name(f.stem): f for f in sorted(folder.glob("*.yaml"))}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -467,6 +484,19 @@ def validate_all() -> dict[str, int]:
     counts["gpus"] = len(gpu_ids())
     default_perf_profile()
     counts["perf_profiles"] = 1
+    for path in shipped_profile_paths().values():
+        from .perfprofile import parse_profile
+
+        try:
+            prof = parse_profile(load_yaml_file(path), f"data/profiles/{path.name}")
+        except ConfigError as exc:
+            raise DataError(str(exc)) from None
+        for entry in prof.gpus:
+            get_gpu(entry.gpu)
+            if entry.calibration is None or entry.calibration.provenance.simulated:
+                raise DataError(f"data/profiles/{path.name}: a shipped profile must hold a calibration measured "
+                                "on a real GPU (simulated ones belong in tests/fixtures)")
+        counts["perf_profiles"] += 1
     counts["accuracy_rules"] = len(accuracy_rules())
     return counts
 

@@ -50,7 +50,7 @@ from .formats import get_format
 from .hardware import GPU
 from .kvcache import bytes_per_token_layer, bytes_per_token_short, cached_tokens, geometry
 from .model import ModelArch
-from .perfprofile import Curve, Efficiency
+from .perfprofile import Curve, Efficiency, LinearFit, describe_models
 from .scheme import Scheme, TensorQuant
 from .sizing import (
     DEFAULT_MEMORY_UTILIZATION,
@@ -404,6 +404,15 @@ class StepModel:
         self._dq_tile = float(dq.m_tile) if dq else 1.0
         self._dq_s_per_weight = (dq.flops_per_weight / (dq.efficiency * self._vec)) if (dq and self._vec) else 0.0
         self.overhead_s = efficiency.step_overhead_s
+        # measured linear layers (a calibrated profile): the scheme's fit for its quantized
+        # operators (every operator of an unquantized scheme), bf16's fit for the operators the
+        # scheme leaves in 16-bit
+        own = efficiency.linear
+        self._fits: tuple[LinearFit | None, ...] = tuple(
+            own if (o.quantized or not scheme.quantizes_weights) else efficiency.linear_bf16 for o in ops)
+        for o, fit in zip(ops, self._fits, strict=True):
+            if fit is not None:
+                self._peaks.setdefault(o.math, self._peak(o.math))
         self._prep_fast()
 
     def _peak(self, math_fmt: str) -> float:
@@ -423,26 +432,40 @@ class StepModel:
                                       + self.logit_bytes_per_seq) * self._inv_bw
             self._stream_fixed = self.fixed_weight_bytes * self._inv_bw
 
-    def _coefs(self, o: LinearOp, m: float) -> tuple[float, float, float, int, int]:
+    def _coefs(self, o: LinearOp, m: float, fit: LinearFit | None = None) -> tuple[float, float, float, int, int]:
         """(seconds to stream the op's bytes, seconds per token of math, seconds of dequant per
-        pass over all its weights, E, k) at efficiency for GEMM height ``m``."""
+        pass over all its weights, E, k) at efficiency for GEMM height ``m``. With a measured fit
+        the fit's own efficiencies apply and there is no separate dequant term."""
+        if fit is not None:
+            return (o.bytes / (fit.memory_efficiency * self._bw),
+                    o.flops_per_token / (fit.compute_efficiency * self._peaks[o.math]), 0.0, o.experts, o.top_k)
         bw = self.eff.memory_at(m) * self._bw
         peak = self.eff.compute_at(o.math, m) * self._peaks[o.math]
         dq = o.elements * self._dq_s_per_weight if o.dequant else 0.0
         return (o.bytes / bw, o.flops_per_token / peak, dq, o.experts, o.top_k)
+
+    def _all_coefs(self, m: float) -> tuple[tuple[float, float, float, int, int], ...]:
+        return tuple(self._coefs(o, m, fit) for o, fit in zip(self.linears, self._fits, strict=True))
+
+    @property
+    def calibrated(self) -> bool:
+        """True when some linear operator follows a measured curve."""
+        return any(f is not None for f in self._fits)
 
     # -- the two steps ----------------------------------------------------------------------------
     def cached_tokens(self, ctx: int) -> float:
         """Layer-tokens of KV one sequence of ``ctx`` tokens reads (kvcache.cached_tokens)."""
         return cached_tokens(self.arch, ctx)
 
-    def _linear_time(self, tokens: float, coefs: tuple, logits_tokens: float
+    def _linear_time(self, tokens: float, coefs: tuple, logits_tokens: float, decoder_only: bool = False
                      ) -> tuple[float, float, float, float, float, float]:
         """(time, bytes, flops, dequant s, memory-bound s, compute-bound s) of all linears for
         ``tokens`` tokens (lm_head sees ``logits_tokens``: only the last token of a prompt)."""
         t = b = f = dq_total = mem_s = comp_s = 0.0
         inv_tile = 1.0 / self._dq_tile
-        for o, (mem_t, comp_per_tok, dq, e, k) in zip(self.linears, coefs, strict=True):
+        for o, (mem_t, comp_per_tok, dq, e, k), fit in zip(self.linears, coefs, self._fits, strict=True):
+            if decoder_only and not o.decoder:
+                continue
             n_tok = logits_tokens if o.component == "lm_head" else tokens
             if e:
                 frac = 1.0 - (1.0 - k / e) ** n_tok
@@ -453,6 +476,18 @@ class StepModel:
             else:
                 rows = n_tok
                 bytes_ = o.bytes
+            if fit is not None:
+                # measured: the fitted blend of the two terms, times the measured correction
+                comp_t = comp_per_tok * n_tok
+                op_t = fit.time(mem_t, comp_t, rows) if n_tok > 0 else 0.0
+                t += op_t
+                if comp_t > mem_t:
+                    comp_s += op_t
+                else:
+                    mem_s += op_t
+                b += bytes_
+                f += o.flops_per_token * n_tok
+                continue
             if dq:
                 dq *= rows * inv_tile if rows > self._dq_tile else 1.0
             comp_t = comp_per_tok * n_tok + dq
@@ -491,7 +526,7 @@ class StepModel:
             inv_bw = self._inv_bw
             attn_inv_peak = self._attn_inv_peak
         else:
-            coefs = tuple(self._coefs(o, m) for o in self.linears)
+            coefs = self._all_coefs(m)
             inv_bw = 1.0 / (self.eff.memory_at(m) * self._bw)
             attn_inv_peak = 1.0 / (self.eff.compute_at("bf16", m) * self._peaks["bf16"])
         lin_t, w_bytes, flops, dq_s, mem_s, comp_s = self._linear_time(tokens, coefs, seqs)
@@ -532,6 +567,21 @@ class StepModel:
         """Step time only: ``cached`` = :meth:`cached_tokens` of the context."""
         return self.decode_times((batch,), cached)[0]
 
+    def linear_time(self, batch: float, *, decoder_only: bool = True) -> float:
+        """Seconds the (decoder) linear layers of one decode step at ``batch`` take — the part of
+        the step ``calibrate`` measures (no attention, embedding rows, norms or activations)."""
+        coefs = self._coef if self._constant else self._all_coefs(batch)
+        return self._linear_time(batch, coefs, batch, decoder_only=decoder_only)[0]
+
+    def linear_terms(self, *, decoder_only: bool = True) -> tuple[float, float]:
+        """The spec-sheet roofline's two terms for the (decoder) linear layers: (seconds to stream
+        their stored bytes at peak bandwidth, seconds of math per row of M at each datapath's peak).
+        A calibration fit's efficiencies are fractions of these."""
+        ops = self.decoder_ops if decoder_only else self.linears
+        mem = sum(o.bytes for o in ops) / self._bw
+        comp = sum(o.flops_per_token / self._peaks[o.math] for o in ops)
+        return mem, comp
+
     def decode_times(self, batches: tuple[float, ...] | list[float], cached: float) -> list[float]:
         """Step times for many batches at one context (the sweep's hot path: no objects built,
         every batch-independent constant folded in :meth:`_prep_fast`)."""
@@ -567,10 +617,11 @@ class StepModel:
     def linear_balance(self, batch: float, decoder_only: bool = True) -> float:
         """Compute time minus memory time of the (decoder) linear layers at ``batch``: negative
         while they are memory-bound."""
-        ops = self.decoder_ops if decoder_only else self.linears
         total = 0.0
-        for o in ops:
-            mem_t, comp_per_tok, dq, e, k = self._coefs(o, batch)
+        for o, fit in zip(self.linears, self._fits, strict=True):
+            if decoder_only and not o.decoder:
+                continue
+            mem_t, comp_per_tok, dq, e, k = self._coefs(o, batch, fit)
             if e:
                 frac = 1.0 - (1.0 - k / e) ** batch
                 mem_t *= frac
@@ -580,7 +631,8 @@ class StepModel:
                 rows = batch
             if dq and rows > self._dq_tile:
                 dq *= rows / self._dq_tile
-            total += comp_per_tok * batch + dq - mem_t
+            tile = max(1.0, fit.m_tile / rows) if fit is not None and rows > 0 else 1.0
+            total += comp_per_tok * batch * tile + dq - mem_t
         return total
 
     def ridge_batch(self, hi: float = SEARCH_MAX_BATCH) -> float | None:
@@ -721,6 +773,7 @@ class SchemeSummary(_Out):
     ridge_flop_per_byte: float
     memory_efficiency: float
     compute_efficiency: float
+    model: str = "default-efficiency"  # ideal | default-efficiency | calibrated-ceilings | calibrated
 
 
 class Crossover(_Out):
@@ -812,18 +865,21 @@ def roofline(
         ridge[scheme.id] = rb
         at = rb or 1.0
         resident[scheme.id] = size_model(arch, scheme).total_bytes / gpus
+        fit = eff.linear
         summaries.append(SchemeSummary(
             scheme=scheme.id,
             description=scheme.description,
             math=path.math,
             execution=path.execution,
-            dequant=path.dequant and eff.dequant is not None,
+            dequant=path.dequant and eff.dequant is not None and fit is None,
             bytes_per_weight=sm.bytes_per_weight(),
             weights_bytes_per_gpu=math.ceil(resident[scheme.id]),
             peak_flops_per_s=sm._peaks[path.math],
-            ridge_flop_per_byte=sm.ridge_flop_per_byte(at),
-            memory_efficiency=eff.memory_at(at),
-            compute_efficiency=eff.compute_at(path.math, at),
+            ridge_flop_per_byte=(fit.compute_efficiency * sm._peaks[path.math]) / (fit.memory_efficiency * sm._bw)
+            if fit is not None else sm.ridge_flop_per_byte(at),
+            memory_efficiency=fit.memory_efficiency if fit is not None else eff.memory_at(at),
+            compute_efficiency=fit.compute_efficiency if fit is not None else eff.compute_at(path.math, at),
+            model=eff.model,
         ))
 
     points: list[Point] = []
@@ -883,13 +939,28 @@ def roofline(
                 curves.append(CurveOut(scheme=scheme.id, ctx=ctx, batch=xs, step_time_s=ts,
                                        tokens_per_s=[x / t for x, t in zip(xs, ts, strict=True)]))
 
+    calibrated = [s.id for s, e in zip(schemes, efficiencies, strict=True) if e.linear is not None]
     notes = [
+        ("a model fitted to measurements: the linear layers of " + ", ".join(calibrated) + " follow their measured "
+         "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
+        if calibrated else
         "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed",
         *(notes or []),
     ]
     eff0 = efficiencies[0]
     if eff0.ideal:
         notes.append("ideal: spec-sheet peaks, no dequantisation cost, no communication latency")
+    by_id = {s.id: e for s, e in zip(schemes, efficiencies, strict=True)}
+    calib = next((e.calibration for e in efficiencies if e.calibration is not None), None)
+    if calib is not None:
+        notes.append("speed model: " + describe_models(by_id))
+        if calib.simulated:
+            warnings.append(f"profile {eff0.profile_id} holds SIMULATED timings (calibrate --backend simulated), "
+                            "not a measurement of a GPU")
+    others = next((e.other_calibrations for e in efficiencies if e.other_calibrations), ())
+    if others:
+        warnings.append(f"profile {eff0.profile_id} holds measurements for {', '.join(others)}, not for {gpu.id}: "
+                        "the default efficiencies apply")
     if gpus > 1:
         ic = gpu.interconnect
         notes.append(
@@ -938,6 +1009,8 @@ def roofline(
             "dequant": eff0.dequant.model_dump(mode="json") if eff0.dequant else None,
             "allreduce": eff0.allreduce.model_dump(mode="json"),
             "step_overhead_s": eff0.step_overhead_s,
+            "models": {sid: e.model for sid, e in by_id.items()},
+            "calibration": calib.model_dump(mode="json") if calib is not None else None,
         },
         prompt=prompt,
         schemes=summaries,

@@ -158,7 +158,7 @@ def test_emulated_scheme_warns_on_stderr_and_keeps_stdout_clean(cli):
 
 
 def test_plot_png_and_svg(cli, tmp_path):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401 - the [test] extra installs it; a missing one must fail, not skip
     png, svg = tmp_path / "r.png", tmp_path / "r.svg"
     r = cli("roofline", "--batch", "1..1024", "--ctx", "0", "--ideal", "--plot", str(png), "-f", "json")
     assert r.code == 0, r.stderr

@@ -29,6 +29,18 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("engines_diff", "json"): "quantadvise.report:to_json",
     ("inspect", "table"): "quantadvise.report.inspect:table",
     ("inspect", "json"): "quantadvise.report:to_json",
+    ("check", "table"): "quantadvise.report.gate:table",
+    ("check", "json"): "quantadvise.report:to_json",
+    ("check", "markdown"): "quantadvise.report.gate:markdown",
+    ("check", "github"): "quantadvise.report.gate:github",
+    ("check", "sarif"): "quantadvise.report.gate:sarif",
+    ("check", "junit"): "quantadvise.report.gate:junit",
+    ("check_init", "table"): "quantadvise.report.gate:init_table",
+    ("check_init", "json"): "quantadvise.report:to_json",
+    ("calibrate", "table"): "quantadvise.report.calibrate:calibrate_table",
+    ("calibrate", "json"): "quantadvise.report:to_json",
+    ("validate", "table"): "quantadvise.report.calibrate:validate_table",
+    ("validate", "json"): "quantadvise.report:to_json",
 }
 
 

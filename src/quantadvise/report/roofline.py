@@ -40,6 +40,15 @@ def _profile_line(r: RooflineResult) -> str:
     comp = {s.math: s.compute_efficiency for s in r.schemes}
     comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(comp.items()))
     deq = "dequant cost on" if p["dequant"] else "no dequant cost"
+    measured = [s.scheme for s in r.schemes if s.model == "calibrated"]
+    if p.get("calibration"):
+        c = p["calibration"]
+        sim = ", SIMULATED" if c.get("simulated") else ""
+        comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(p["compute_efficiency"].items())
+                           if isinstance(v, float | int) and k in ("bf16", "fp8", "int8"))
+        return (f"profile: {p['id']} (calibrated on '{c['gpu_name']}', {c['measured_on']}{sim}: measured curves for "
+                f"{', '.join(measured) or 'no listed scheme'}; measured ceilings: memory {mem_s} of peak bandwidth, "
+                f"GEMM {comp_s} of peak)")
     return (f"profile: {p['id']} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
             "--ideal for the spec sheet)")
 
@@ -65,7 +74,7 @@ def schemes_table(r: RooflineResult) -> str:
               align="lllrrrr")
     for s in r.schemes:
         rb = r.ridge_batch.get(s.scheme)
-        runs = s.execution + (" + dequant" if s.dequant else "")
+        runs = s.execution + (" + dequant" if s.dequant else "") + (" (measured)" if s.model == "calibrated" else "")
         t.add(s.scheme, s.math, runs, f"{s.bytes_per_weight:.3f}", gb(s.weights_bytes_per_gpu),
               f"{s.ridge_flop_per_byte:,.0f}", "never" if rb is None else f"B = {_batch(rb)}")
     return t.render()

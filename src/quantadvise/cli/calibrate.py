@@ -1,0 +1,99 @@
+"""``quantadvise calibrate``: measure the GPU and write an efficiency profile (docs/calibration.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .common import FormatOpt, ModelOpt, emit_report
+
+DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
+
+
+def calibrate_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    schemes: Annotated[
+        str | None,
+        typer.Option("--schemes", "-s", help="Comma-separated schemes to measure [default: bf16, fp8-tensor, "
+                     "fp8-dynamic, w8a8-int8, w4a16 — every scheme with a torch kernel].")
+    ] = None,
+    batches: Annotated[
+        str, typer.Option("--batches", "-b", help="Batches (GEMM heights) to time: 1..4096 (doubling), 1,8,64 "
+                          "or 16..256:16; at least 4.")
+    ] = "1..4096",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Profile YAML to write [default: <profile id>.yaml here].",
+                                  dir_okay=False)
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="torch (the local CUDA GPU; pip install 'quantadvise[gpu]') or "
+                          "simulated (a synthetic GPU for demos and tests: not a measurement).")
+    ] = "torch",
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU row (id or alias) [default: the name the driver reports]; "
+                                 "required with --backend simulated.", envvar="QUANTADVISE_GPU")
+    ] = None,
+    seconds: Annotated[
+        float, typer.Option("--seconds", min=1.0, help="Timing budget in seconds (setup comes on top).")
+    ] = 240.0,
+    seed: Annotated[int, typer.Option("--seed", help="Noise seed of the simulated backend.")] = 0,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
+    ] = True,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Measure this GPU: achieved read bandwidth, dense GEMM throughput per math format, and the
+    linear layers of a decode step of --model's shapes at every batch for each scheme with a torch
+    kernel. Writes an efficiency profile that roofline, recommend and check take with --profile;
+    `quantadvise validate FILE` shows how well it predicts.
+
+    Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
+    """
+    from .. import api
+
+    args = ["--model", model, "--batches", batches, "--backend", backend, "--seconds", f"{seconds:g}"]
+    args += ["--schemes", schemes] if schemes else []
+    args += ["--gpu", gpu] if gpu else []
+    args += ["--seed", str(seed)] if backend == "simulated" else []
+    command = "quantadvise calibrate " + " ".join(shlex.quote(a) for a in args)
+    bar = _ProgressBar() if progress else None
+    try:
+        result = api.calibrate(model, schemes, batches=batches, backend=backend, gpu=gpu, seconds=seconds, seed=seed,
+                               out=out, command=command, progress=bar)
+    finally:
+        if bar is not None:
+            bar.stop()
+    emit_report("calibrate", fmt, result)
+    sys.stderr.write(f"wrote {result.profile_path}\n")
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, started on the first update (rich is imported lazily); silent
+    when stderr is not a terminal (CI logs get the summary, not a redrawn bar)."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        self._off = not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if self._off:
+            return
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("calibrate"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=Console(file=sys.stderr), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(what, total=total)
+        self._bar.update(self._task, completed=done, total=total, description=what)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,122 @@
+"""``quantadvise check``: the CI gate for a deployment repository."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import emit, warn
+
+
+class CheckFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    github = "github"
+    sarif = "sarif"
+    junit = "junit"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+
+
+def check_cmd(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="PATHS", help="Files or folders with the engine commands: shell scripts, "
+                       "Dockerfiles, Kubernetes manifests, Helm values, compose files [default: the config's "
+                       "deployment: list, else its folder, else .].", show_default=False),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="quantadvise.yaml or pyproject.toml [default: the nearest "
+                                  "quantadvise.yaml / [tool.quantadvise] up to the repository root].",
+                                  envvar="QUANTADVISE_CONFIG")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The checkpoint served: Hub id or local "
+                                              "folder / config.json.", envvar="QUANTADVISE_MODEL")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias (h100, l4, a100-80gb ...).",
+                                            envvar="QUANTADVISE_GPU")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="GPUs per replica, as declared.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang, when no command says.",
+                                               envvar="QUANTADVISE_ENGINE")] = None,
+    engine_version: Annotated[
+        str | None, typer.Option("--engine-version", help="Engine release to check against (wins over the image "
+                                 "tag) [default: the image tag, else the config, else the newest on file].")
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Concurrent sequences at peak "
+                                                    "[default: workload.concurrency, else --max-num-seqs].")] = None,
+    ctx: Annotated[int | None, typer.Option("--ctx", min=1, help="Tokens per sequence, prompt + output.")] = None,
+    quantization: Annotated[
+        str | None, typer.Option("--quantization", "-q", help="The scheme the deployment should run (a preset: "
+                                 "w4a16, awq, fp8-dynamic ...), checked for drift.")
+    ] = None,
+    kv_cache_dtype: Annotated[
+        str | None, typer.Option("--kv-cache-dtype", help="The KV cache dtype it should run (auto, fp8 ...).")
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", help="general | reasoning | code | long-generation | "
+                                             "retrieval.")] = None,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="Efficiency profile YAML for the speed rules (measured with "
+                                  "`quantadvise calibrate`).")
+    ] = None,
+    fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
+                                             case_sensitive=False)] = CheckFormat.table,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of "
+                                                "stdout (a one-line summary goes to stderr).")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails the build "
+                                                   "[default: the config's fail_on, else error].",
+                                                   case_sensitive=False)] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 whatever the findings (2 still means "
+                                            "the check could not run).")] = False,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="Ignore findings recorded in FILE "
+                                                  "(fingerprints: rule + subject, not line numbers).")] = None,
+    write_baseline: Annotated[Path | None, typer.Option("--write-baseline", help="Record every current finding "
+                                                        "in FILE (they then pass).")] = None,
+    init: Annotated[bool, typer.Option("--init", help="Write a commented starter quantadvise.yaml (at --config, "
+                                       "else ./quantadvise.yaml), filled in from PATHS.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --init: overwrite an existing file.")] = False,
+) -> None:
+    """Check a deployment in CI: the engine commands in PATHS and quantadvise.yaml against rules
+    QA1xx (the engine refuses or misbehaves), QA2xx (speed), QA3xx (memory), QA4xx (accuracy
+    evidence) and QA5xx (drift between checkpoint, flags and declaration). Findings name file and
+    line. Exit 0 pass, 1 findings at or above --fail-on, 2 the check could not run.
+
+    Example: quantadvise check k8s/ --gpu h100 --format github
+    """
+    from .. import api
+    from ..report import render
+
+    if init:
+        result = api.check_init(config, paths or None, force=force)
+        emit(render("check_init", "json" if fmt.value == "json" else "table", result))
+        return
+    report = api.check(
+        paths or None, config=config, model=model, gpu=gpu, gpus=gpus, engine=engine, engine_version=engine_version,
+        concurrency=concurrency, ctx=ctx, quantization=quantization, kv_cache_dtype=kv_cache_dtype, task=task,
+        profile=profile, fail_on=fail_on.value if fail_on else None, baseline=baseline, write_baseline=write_baseline,
+    )
+    for w in report.warnings:
+        warn(w)
+    text = render("check", fmt.value, report)
+    if output is not None:
+        from ..errors import InputError
+
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--output: cannot write {output}: {exc.strerror or exc}", field="output") from None
+        c = report.counts()
+        warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {c['error']} error(s), "
+                     f"{c['warning']} warning(s); {fmt.value} report written to {output}")
+        import sys
+
+        sys.stderr.write(warn_line + "\n")
+    else:
+        emit(text)
+    raise typer.Exit(report.exit_code(exit_zero=exit_zero))

@@ -1,0 +1,46 @@
+"""``quantadvise validate``: how well each performance model predicts a calibrated profile."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import FormatOpt, emit_report
+
+
+def validate_cmd(
+    profile: Annotated[
+        Path, typer.Argument(metavar="PROFILE", help="A profile written by `quantadvise calibrate` (or the name of "
+                             "one shipped under data/profiles/).", dir_okay=False)
+    ],
+    max_error: Annotated[
+        float, typer.Option("--max-error", min=0.1, help="Largest calibrated-model error allowed at any batch, "
+                            "percent; exit 1 above it.")
+    ] = 15.0,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write measured vs predicted (every model) per scheme to FILE.png "
+                                  "or FILE.svg (needs the [plot] extra).", dir_okay=False)
+    ] = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Predicted vs measured decode-linear time per scheme and batch, with the error of the ideal
+    (spec sheet), default-efficiency, measured-ceilings and calibrated models. The calibrated model
+    is checked leave-one-out: its prediction at each batch is fitted without that batch. Exit 1
+    when it misses by more than --max-error anywhere.
+
+    Example: quantadvise validate h100-sxm-2026-11-29.yaml --plot validate.png
+    """
+    from .. import api
+
+    result = api.validate(profile, max_error=max_error / 100)
+    if plot is not None:
+        from ..report.calibrate import write_validation_plot
+
+        write_validation_plot(result, plot)
+    emit_report("validate", fmt, result)
+    if plot is not None:
+        sys.stderr.write(f"wrote {plot}\n")
+    raise typer.Exit(result.exit_code())

@@ -1,0 +1,169 @@
+"""Renderers for ``quantadvise calibrate`` and ``quantadvise validate`` (tables, and the validate
+plot through the optional ``[plot]`` extra, imported only when a plot is asked for)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..calibrate import VALIDATE_MODELS, CalibrationResult, ValidationResult
+from ..errors import InputError
+from .text import Table
+
+MODEL_LABELS = {"ideal": "ideal", "default-efficiency": "default", "calibrated-ceilings": "ceilings",
+                "calibrated": "calibrated (LOO)"}
+
+
+def _ms(s: float) -> str:
+    if not math.isfinite(s):
+        return "n/a"
+    v = s * 1e3
+    return f"{v:,.3f}" if v < 100 else f"{v:,.1f}"
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x * 100:+.1f}%"
+
+
+def _tflops(x: float) -> str:
+    return f"{x / 1e12:,.1f} TFLOP/s"
+
+
+def calibrate_table(r: CalibrationResult) -> str:
+    p, g = r.provenance, r.gpu
+    sim = " — SIMULATED, not a measurement" if p["simulated"] else ""
+    stack = ", ".join(f"{k} {v}" for k, v in (("driver", p.get("driver_version")), ("CUDA", p.get("cuda_version")),
+                                              ("torch", p.get("torch_version"))) if v)
+    lines = [
+        f"calibration of {g['id']} (the driver says '{g['driver_name']}'){sim}",
+        f"{p['backend']} backend, {p['measured_on']}" + (f", {stack}" if stack else "")
+        + (f", {p['seconds']:,.0f} s" if p.get("seconds") else ""),
+        "shapes of " + r.model + ": " + ", ".join(f"{s['name']} {s['n']}x{s['k']}" for s in r.shapes)
+        + (f", x {r.shapes[0]['count']} layers" if r.shapes else ""),
+        "",
+    ]
+    c = r.ceilings
+    t = Table(["ceiling", "measured", "spec sheet", "achieved"], align="lrrr")
+    bw = c["read_bandwidth_bytes_per_s"]
+    t.add("read bandwidth", f"{bw / 1e12:,.2f} TB/s", f"{g['bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s",
+          f"{bw / g['bandwidth_bytes_per_s']:.1%}")
+    peaks = g.get("peak_flops_per_s", {})
+    for fmt, v in c["gemm_flops_per_s"].items():
+        peak = peaks.get("fp8" if fmt == "fp8-rowwise" else fmt)
+        t.add(f"GEMM {fmt} {'x'.join(str(d) for d in c['gemm_shape'])}", _tflops(v),
+              _tflops(peak) if peak else "-", f"{v / peak:.1%}" if peak else "-")
+    lines += [t.render(), ""]
+    if r.schemes:
+        batches = r.schemes[0].batch
+        t = Table(["batch", *(s.scheme for s in r.schemes)], align="r" * (1 + len(r.schemes)),
+                  title="decode-step linear layers, ms (median; * = fastest at that batch)")
+        for i, b in enumerate(batches):
+            row_t = [s.time_s[i] if i < len(s.time_s) else math.inf for s in r.schemes]
+            best = min(row_t)
+            t.add(f"{b:,}", *(_ms(x) + ("*" if x == best and len(r.schemes) > 1 else "") for x in row_t))
+        lines += [t.render(), ""]
+        t = Table(["scheme", "mem eff", "compute eff", "blend p", "M tile", "ridge M", "fit rms", "also applies to"],
+                  align="lrrrrrrl", title="fitted curve per scheme (t = ((mem/eff)^p + (compute/eff)^p)^(1/p) "
+                  "x measured correction)")
+        for s in r.schemes:
+            t.add(s.scheme, f"{s.memory_efficiency:.3f}", f"{s.compute_efficiency:.4f}", f"{s.blend:.2f}",
+                  f"{s.m_tile:g}", "-" if s.fitted_ridge_batch is None else f"{s.fitted_ridge_batch:,.0f}",
+                  f"{s.rms_fit_error:.1%}", ", ".join(s.applies_to) or "-")
+        lines += [t.render()]
+    for sid, why in r.skipped.items():
+        lines.append(f"skipped {sid}: {why}")
+    lines += [f"note: {n}" for n in r.notes]
+    if r.profile_path:
+        lines.append(f"profile: {r.profile_path} (use it with --profile; check it with `quantadvise validate "
+                     f"{r.profile_path}`)")
+    return "\n".join(lines)
+
+
+def validate_table(r: ValidationResult) -> str:
+    lines = []
+    for c in r.calibrations:
+        sim = " — SIMULATED timings, not a measurement" if c["simulated"] else ""
+        lines.append(f"validate {r.profile}: decode-step linear layers of {c['model']} on {c['gpu']} "
+                     f"('{c['gpu_name']}', {c['backend']} backend, {c['measured_on']}){sim}")
+    lines.append("")
+    t = Table(["scheme", "batch", "measured", *(MODEL_LABELS[m] for m in VALIDATE_MODELS)],
+              align="lr" + "r" * (1 + len(VALIDATE_MODELS)),
+              title="decode-step linear layers: ms, and each model's prediction in ms (error vs measured)")
+    multi = len({s.gpu for s in r.schemes}) > 1
+    for s in r.schemes:
+        name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
+        for i, p in enumerate(s.points):
+            t.add(name if i == 0 else "", f"{p.batch:,}", _ms(p.measured_s),
+                  *(f"{_ms(p.predicted_s[m])} ({_pct(p.error[m])})" for m in VALIDATE_MODELS))
+    lines += [t.render(), ""]
+    t = Table(["scheme", *(f"{MODEL_LABELS[m]} max|err|" for m in VALIDATE_MODELS), "calibrated mean|err|",
+               f"within {r.max_error:.0%}"], align="l" + "r" * (len(VALIDATE_MODELS) + 2),
+              title="largest error per model (over every measured batch)")
+    for s in r.schemes:
+        name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
+        t.add(name, *(_pct(s.max_abs_error[m]).lstrip("+") for m in VALIDATE_MODELS),
+              _pct(s.mean_abs_error["calibrated"]).lstrip("+"), "yes" if s.within else "NO")
+    lines += [t.render(), ""]
+    verdict = "PASS" if r.passed else "FAIL"
+    lines.append(f"{verdict}: the calibrated model is {'within' if r.passed else 'NOT within'} {r.max_error:.0%} of "
+                 "the measurement at every batch of every scheme" + ("" if r.passed else " (exit 1)"))
+    lines.append(f"method: {r.method}")
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+PLOT_SUFFIXES = (".png", ".svg")
+_STYLES = {"ideal": ":", "default-efficiency": "-.", "calibrated-ceilings": "--", "calibrated": "-"}
+
+
+def write_validation_plot(r: ValidationResult, path: Path) -> Path:
+    """One panel per scheme: measured time vs batch as dots, each model's prediction as a line
+    (log-log), the calibrated one leave-one-out."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(f"--plot {path}: the file must end in .png or .svg", field="plot")
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'quantadvise[plot]'", field="plot") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "quantadvise"
+    n = len(r.schemes)
+    cols = min(3, max(1, n))
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False, constrained_layout=True)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    plain = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 10 else f"{v:g}")
+    for idx, s in enumerate(r.schemes):
+        ax = axes[idx // cols][idx % cols]
+        bs = [p.batch for p in s.points]
+        ax.plot(bs, [p.measured_s * 1e3 for p in s.points], "o", color="black", label="measured", markersize=5)
+        for j, m in enumerate(VALIDATE_MODELS):
+            ys = [p.predicted_s[m] * 1e3 for p in s.points]
+            ax.plot(bs, ys, _STYLES[m], color=colors[j % len(colors)],
+                    label=f"{MODEL_LABELS[m]} (max {s.max_abs_error[m]:.0%})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(plain)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+        ax.set_title(f"{s.gpu} {s.scheme}", fontsize=10)
+        ax.set_xlabel("batch (GEMM rows)")
+        ax.set_ylabel("decode linear layers (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    for idx in range(n, rows * cols):
+        axes[idx // cols][idx % cols].axis("off")
+    sim = any(c["simulated"] for c in r.calibrations)
+    fig.suptitle(f"{r.profile}: measured vs predicted" + (" (SIMULATED timings)" if sim else ""), fontsize=11)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["calibrate_table", "validate_table", "write_validation_plot"]

@@ -1,0 +1,327 @@
+"""Renderers for ``quantadvise check``: table, markdown (a PR comment), GitHub workflow commands,
+SARIF 2.1.0 (code scanning) and JUnit XML. Each is a pure ``(GateResult) -> str``; JSON is the
+result's own dump (``report.to_json``)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from ..gate import RULE_BY_ID, RULES, SEVERITY_RANK, GateFinding, GateResult, InitResult, TargetReport
+from .text import gb, seconds_h
+
+WIDTH = 100
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _summary(r: GateResult) -> str:
+    c = r.counts()
+    parts = [f"{c['error']} error{'s' if c['error'] != 1 else ''}",
+             f"{c['warning']} warning{'s' if c['warning'] != 1 else ''}"]
+    if c["note"]:
+        parts.append(f"{c['note']} note{'s' if c['note'] != 1 else ''}")
+    text = ", ".join(parts)
+    if r.suppressed:
+        text += f"; {len(r.suppressed)} in the baseline"
+    return text
+
+
+def _verdict(r: GateResult) -> str:
+    return "PASS" if r.passed else "FAIL"
+
+
+def _target_lines(t: TargetReport) -> list[str]:
+    out = [t.label]
+    served = f"{t.scheme} ({t.scheme_from})" if t.scheme else t.checkpoint
+    declared = f"; declared {t.declared_scheme}" if t.declared_scheme and t.declared_scheme != t.scheme else ""
+    out.append(f"  {t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
+    kv = f"KV {t.kv_cache_dtype}" + (f" (declared {t.declared_kv_cache_dtype})" if t.declared_kv_cache_dtype
+                                     and t.declared_kv_cache_dtype != t.kv_cache_dtype else "")
+    out.append(f"  {kv} · {t.gpus} x {t.gpu} · {t.concurrency} sequences x {t.ctx:,} tokens ({t.mode} batching)")
+    m = t.memory
+    if m is not None:
+        fit = (f"{m.headroom:.0%} headroom" if m.fits else f"does not fit ({m.max_concurrency} sequences fit)")
+        out.append(f"  memory: {gb(m.weights_bytes)} weights + {gb(m.kv_bytes)} KV of a {gb(m.budget_bytes)} budget: "
+                   f"{fit}")
+    p = t.performance
+    if p is not None:
+        rec = ""
+        if p.recommended is not None and p.recommended_tokens_per_s:
+            rec = f"; recommended {p.recommended} ({p.recommended_kv_dtype}) {p.recommended_tokens_per_s:,.0f} tokens/s"
+        out.append(f"  speed: {p.tokens_per_s:,.0f} tokens/s, {p.speedup_vs_bf16:.2f}x bf16, step "
+                   f"{seconds_h(p.step_time_s)}{rec} (a model, not a measurement)")
+    for a in t.assumptions:
+        out.append(f"  assumed: {a}")
+    for n in t.notes:
+        out.append(f"  note: {n}")
+    return out
+
+
+def _finding_block(f: GateFinding, indent: str = "          ") -> list[str]:
+    head = f"{f.severity:<8}  {f.rule_id} {f.rule}  {f.location}"
+    body = textwrap.wrap(f.message, WIDTH - len(indent), break_on_hyphens=False) or [""]
+    lines = [head, *(indent + b for b in body)]
+    if f.engine_message:
+        lines.extend(indent + b for b in textwrap.wrap(f"engine says: {f.engine_message}", WIDTH - len(indent),
+                                                       break_on_hyphens=False))
+    return lines
+
+
+def table(r: GateResult) -> str:
+    out = [f"quantadvise check: {_verdict(r)} — {_summary(r)} (fail on {r.fail_on})"]
+    scanned = f"{len(r.files_scanned)} file{'s' if len(r.files_scanned) != 1 else ''}"
+    out.append(f"config: {r.config_file or 'none (flags only)'} · scanned {', '.join(r.paths) or '-'} ({scanned}) · "
+               f"{len(r.targets)} deployment{'s' if len(r.targets) != 1 else ''}")
+    for t in r.targets:
+        out.append("")
+        out.extend(_target_lines(t))
+    if r.accuracy:
+        out.append("")
+        out.append("accuracy evidence:")
+        for e in r.accuracy:
+            kl = f", KL {e.kl_mean_nats:.4g} nats" if e.kl_mean_nats is not None else ""
+            bad = f"  FAILS {', '.join(e.failed)}" if e.failed else ""
+            out.append(f"  {e.task}: {e.quant_accuracy:.2%} vs {e.base_accuracy:.2%} ({e.delta * 100:+.2f} pp, 95% CI "
+                       f"{e.delta_ci_low * 100:+.2f} to {e.delta_ci_high * 100:+.2f}), flips {e.flip_rate:.2%}{kl}, "
+                       f"n={e.n}{bad}")
+    out.append("")
+    if r.findings:
+        for f in r.findings:
+            out.extend(_finding_block(f))
+    else:
+        out.append("no findings" + (f" ({len(r.suppressed)} in the baseline)" if r.suppressed else ""))
+    for n in r.notes:
+        out.append(f"note: {n}")
+    if r.baseline_written:
+        out.append(f"wrote the baseline {r.baseline_written}: {len(r.suppressed)} finding(s) accepted")
+    ran = sum(1 for s in r.rules if s.status in ("pass", "fail"))
+    out.append("")
+    failed = sum(1 for s in r.rules if s.status == "fail")
+    out.append(f"{ran} rules checked, {failed} failed; rule reference: docs/ci.md")
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------------------
+# Markdown (a pull-request comment)
+# -------------------------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    text = " ".join(text.split())  # a table cell is one line
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def markdown(r: GateResult) -> str:
+    icon = "✅" if r.passed else "❌"
+    out = [f"### {icon} quantadvise check: {_verdict(r)} — {_summary(r)}", ""]
+    if r.findings:
+        out += ["| Severity | Rule | Where | Finding |", "|---|---|---|---|"]
+        for f in r.findings:
+            where = f"`{_md(f.location)}`" if f.file else "—"
+            out.append(f"| {f.severity} | **{f.rule_id}** {f.rule} | {where} | {_md(f.message)} |")
+        out.append("")
+    else:
+        out += ["No findings." + (f" {len(r.suppressed)} accepted in the baseline." if r.suppressed else ""), ""]
+    if r.targets:
+        out += [f"<details><summary>{len(r.targets)} deployment{'s' if len(r.targets) != 1 else ''} checked</summary>",
+                "", "| Deployment | Engine | Served | KV | GPUs | Load | Memory | Predicted |",
+                "|---|---|---|---|---|---|---|---|"]
+        for t in r.targets:
+            m, p = t.memory, t.performance
+            mem = "—" if m is None else (f"{gb(m.weights_bytes + m.kv_bytes)} of {gb(m.budget_bytes)}"
+                                         + ("" if m.fits else " (does not fit)"))
+            speed = "—" if p is None else f"{p.tokens_per_s:,.0f} tok/s ({p.speedup_vs_bf16:.2f}x bf16)"
+            out.append(f"| `{_md(t.label)}` | {t.engine} {t.engine_version} | {_md(t.scheme or t.checkpoint)} | "
+                       f"{t.kv_cache_dtype} | {t.gpus} x {t.gpu} | {t.concurrency} x {t.ctx:,} | {mem} | {speed} |")
+        out += ["", "</details>", ""]
+    if r.accuracy:
+        out += ["<details><summary>Accuracy evidence</summary>", "",
+                "| Task | n | Baseline | Quantized | Δ (95% CI) | Flips | KL |", "|---|---|---|---|---|---|---|"]
+        for e in r.accuracy:
+            kl = f"{e.kl_mean_nats:.4g}" if e.kl_mean_nats is not None else "—"
+            out.append(f"| {_md(e.task)} | {e.n} | {e.base_accuracy:.2%} | {e.quant_accuracy:.2%} | "
+                       f"{e.delta * 100:+.2f} pp ({e.delta_ci_low * 100:+.2f} to {e.delta_ci_high * 100:+.2f}) | "
+                       f"{e.flip_rate:.2%} | {kl} |")
+        out += ["", "</details>", ""]
+    failed = sum(1 for s in r.rules if s.status == "fail")
+    ran = sum(1 for s in r.rules if s.status in ("pass", "fail"))
+    out.append(f"<sub>{ran} rules checked, {failed} failed; fail on {r.fail_on}. Speed and memory are roofline "
+               "models, not measurements. Rules: docs/ci.md.</sub>")
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------------------
+# GitHub workflow commands
+# -------------------------------------------------------------------------------------------------
+
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+_GH_LEVEL = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def github(r: GateResult) -> str:
+    """One ``::error file=F,line=L,title=T::message`` workflow command per finding (GitHub turns
+    them into annotations on the pull request), then a summary line."""
+    out = []
+    for f in r.findings:
+        props = []
+        if f.file:
+            props.append(f"file={_gh_prop(f.file)}")
+            if f.line:
+                props.append(f"line={f.line}")
+        props.append(f"title={_gh_prop(f'{f.rule_id} {f.rule}')}")
+        out.append(f"::{_GH_LEVEL[f.severity]} {','.join(props)}::{_gh_data(f.message)}")
+    out.append(f"quantadvise check: {_verdict(r)} — {_summary(r)} (fail on {r.fail_on}); rules: docs/ci.md")
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------------------
+# SARIF 2.1.0
+# -------------------------------------------------------------------------------------------------
+
+
+def _docs_base() -> str | None:
+    """An absolute URL of docs/ci.md when the installed package names a GitHub repository."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("quantadvise").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        url = url.strip().rstrip("/")
+        if label.strip().lower() in ("repository", "source", "homepage", "code") and url.startswith("https://github.com/"):
+            return f"{url}/blob/main/docs/ci.md"
+    return None
+
+
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
+
+
+def _pascal(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("-"))
+
+
+def sarif(r: GateResult) -> str:
+    from .. import __version__
+
+    base = _docs_base()
+    index = {rule.id: i for i, rule in enumerate(RULES)}
+    overrides = {s.rule_id: s.severity for s in r.rules}
+    rules = []
+    for rule in RULES:
+        desc: dict[str, Any] = {
+            "id": rule.id,
+            "name": _pascal(rule.name),
+            "shortDescription": {"text": rule.title},
+            "fullDescription": {"text": rule.rationale},
+            "help": {"text": f"{rule.rationale} (docs/ci.md#{rule.anchor})",
+                     "markdown": f"**{rule.id} {rule.name}**: {rule.rationale}\n\nSee `docs/ci.md#{rule.anchor}`."},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[overrides.get(rule.id, rule.severity)]},
+            "properties": {"tags": ["quantization", rule.family], "family": rule.family},
+        }
+        if base is not None:
+            desc["helpUri"] = f"{base}#{rule.anchor}"
+        rules.append(desc)
+
+    def result(f: GateFinding, suppressed: bool) -> dict[str, Any]:
+        res: dict[str, Any] = {
+            "ruleId": f.rule_id,
+            "ruleIndex": index[f.rule_id],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "partialFingerprints": {"quantadvise/v1": f.fingerprint},
+            "properties": {"subject": f.subject, **({"target": f.target} if f.target else {}),
+                           **({"engineMessage": f.engine_message} if f.engine_message else {})},
+        }
+        if f.file:
+            loc: dict[str, Any] = {"artifactLocation": {"uri": f.file}}
+            if f.line:
+                loc["region"] = {"startLine": f.line}
+            res["locations"] = [{"physicalLocation": loc}]
+        if suppressed:
+            why = f"accepted in the baseline {r.baseline_file or r.baseline_written}"
+            res["suppressions"] = [{"kind": "external", "justification": why}]
+        return res
+
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "quantadvise", "version": __version__, "semanticVersion": __version__,
+                                "rules": rules}},
+            "invocations": [{"executionSuccessful": True,
+                             **({"properties": {"config": r.config_file}} if r.config_file else {})}],
+            "columnKind": "utf16CodeUnits",
+            "results": [result(f, False) for f in r.findings] + [result(f, True) for f in r.suppressed],
+        }],
+    }
+    return json.dumps(doc, indent=2)
+
+
+# -------------------------------------------------------------------------------------------------
+# JUnit XML
+# -------------------------------------------------------------------------------------------------
+
+
+def junit(r: GateResult) -> str:
+    """One testcase per rule: a failure lists the findings at or above fail-on; findings below it go
+    to system-out; rules that did not apply are skipped."""
+    import xml.etree.ElementTree as ET
+
+    floor = SEVERITY_RANK[r.fail_on]
+    by_rule: dict[str, list[GateFinding]] = {}
+    for f in r.findings:
+        by_rule.setdefault(f.rule_id, []).append(f)
+    cases = []
+    failures = skipped = 0
+    for s in r.rules:
+        rule = RULE_BY_ID[s.rule_id]
+        case = ET.Element("testcase", {"classname": f"quantadvise.{rule.family}", "name": f"{rule.id} {rule.name}"})
+        found = by_rule.get(rule.id, [])
+        bad = [f for f in found if SEVERITY_RANK[f.severity] >= floor]
+        low = [f for f in found if SEVERITY_RANK[f.severity] < floor]
+        if bad:
+            failures += 1
+            fail = ET.SubElement(case, "failure", {
+                "message": f"{len(bad)} finding{'s' if len(bad) != 1 else ''}: {bad[0].message}",
+                "type": bad[0].severity})
+            fail.text = "\n".join(f"{f.location}: {f.severity}: {f.message}" for f in bad)
+        elif s.status in ("skipped", "off"):
+            skipped += 1
+            ET.SubElement(case, "skipped", {"message": s.reason})
+        if low:
+            ET.SubElement(case, "system-out").text = "\n".join(f"{f.location}: {f.severity}: {f.message}" for f in low)
+        cases.append(case)
+    attrs = {"name": "quantadvise check", "tests": str(len(cases)), "failures": str(failures), "errors": "0",
+             "skipped": str(skipped)}
+    suites = ET.Element("testsuites", attrs)
+    suite = ET.SubElement(suites, "testsuite", attrs)
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "fail_on", "value": r.fail_on})
+    if r.config_file:
+        ET.SubElement(props, "property", {"name": "config", "value": r.config_file})
+    suite.extend(cases)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode")
+
+
+# -------------------------------------------------------------------------------------------------
+# check --init
+# -------------------------------------------------------------------------------------------------
+
+
+def init_table(r: InitResult) -> str:
+    verb = "overwrote" if r.overwritten else "wrote"
+    filled = ", ".join(f"{k}" for k in r.prefilled if k != "deployment") or "nothing (no engine command given)"
+    return (f"{verb} {r.path}: filled in from the deployment: {filled}; keys left commented out are not checked.\n"
+            f"Edit it, then run `quantadvise check`.")
