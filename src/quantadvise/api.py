@@ -907,7 +907,8 @@ def check(
     base_path = Path(baseline) if baseline is not None else (Path(loaded.path(cfg.baseline)) if cfg.baseline else None)
     if base_path is not None and not base_path.is_absolute():
         base_path = root / base_path
-    known = _read_baseline(base_path) if base_path is not None else set()
+    # writing a baseline accepts everything anyway: the old one need not exist (first adoption)
+    known = _read_baseline(base_path) if base_path is not None and write_baseline is None else set()
     active, suppressed = gate.split_baseline(findings, known)
     written = None
     if write_baseline is not None:
@@ -952,6 +953,9 @@ def check_init(
     target = Path(path) if path is not None else root / "quantadvise.yaml"
     if not target.is_absolute():
         target = root / target
+    if target.suffix.lower() not in (".yaml", ".yml"):
+        raise InputError(f"--init writes YAML: give a .yaml path, not {target.name} (in pyproject.toml, copy the keys "
+                         "under [tool.quantadvise] by hand)", field="init")
     existed = target.exists()
     if existed and not force:
         raise InputError(f"{_relative_to(root)(target)} already exists; pass --force to overwrite it", field="init")
@@ -1311,7 +1315,8 @@ def _gate_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Path,
     declared_kv = None
     if cfg.kv_cache_dtype is not None:
         declared_kv = _declared(loaded, "kv_cache_dtype", lambda: registry.kv_preset(cfg.kv_cache_dtype)).id  # type: ignore[arg-type]
-        gate.kv_drift(out, site, declared=declared_kv, served=kv_id, served_from=kv_from, declared_as=cfg.kv_cache_dtype)
+        gate.kv_drift(out, site, declared=declared_kv, served=kv_id, served_from=kv_from,
+                      declared_as=cfg.kv_cache_dtype)
     else:
         out.skip("QA503", "no kv_cache_dtype declared")
 

@@ -287,3 +287,11 @@ def test_workload_validation():
         api.recommend(task="poetry")
     with pytest.raises(ConfigError, match="exceed ctx"):
         api.recommend(ctx=1000, prompt=900, output=200)
+
+
+def test_public_api_exports_resolve():
+    import quantadvise as qa
+
+    for name in qa.__all__:
+        assert getattr(qa, name) is not None, name
+    assert qa.recommend is api.recommend

@@ -468,3 +468,14 @@ def test_predict_agrees_with_recommend_for_every_ranked_candidate():
         p = api.predict(w, alt.scheme, kv_dtype=kv)
         assert p.tokens_per_s == pytest.approx(alt.tokens_per_s, rel=1e-12), alt.scheme
         assert p.step_time_s == pytest.approx(alt.step_time_s, rel=1e-12), alt.scheme
+
+
+def test_sarif_help_uri_when_the_package_names_its_repository(monkeypatch):
+    monkeypatch.setattr(rgate, "_docs_base", lambda: "https://github.com/example/quantadvise/blob/main/docs/ci.md")
+    doc = json.loads(rgate.sarif(_sample_result()))
+    _sarif_validator().validate(doc)
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[0]["helpUri"] == "https://github.com/example/quantadvise/blob/main/docs/ci.md#qa100"
+    monkeypatch.setattr(rgate, "_docs_base", lambda: None)  # no absolute URL known: no helpUri, the anchor in help
+    rules = json.loads(rgate.sarif(_sample_result()))["runs"][0]["tool"]["driver"]["rules"]
+    assert "helpUri" not in rules[0] and "docs/ci.md#qa100" in rules[0]["help"]["text"]
