@@ -34,7 +34,7 @@ from .kvcache import sequence_bytes
 from .model import ModelArch
 from .perfprofile import Efficiency
 from .priors import AccuracyRule, Verdict, judge
-from .roofline import StepModel, check_tensor_parallel, crossings, datapath
+from .perfmodel import StepModel, check_tensor_parallel, crossings, datapath
 from .scheme import Scheme, TensorQuant
 from .sizing import size_model
 from .workload import Workload

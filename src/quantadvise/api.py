@@ -142,7 +142,7 @@ def size(
 from typing import TYPE_CHECKING  # noqa: E402 - kept beside the functions that use it
 
 if TYPE_CHECKING:
-    from .accuracy import AccuracyReport, AccuracyThresholds
+    from .accuracy_stats import AccuracyReport, AccuracyThresholds
     from .deploy import DeploymentScan
 
 
@@ -165,11 +165,11 @@ def accuracy(
     confidence interval, flips, McNemar's p and mean KL; with thresholds, pass/fail checks.
 
     ``max_delta`` / ``max_flips`` are fractions (0.01 = 1 percentage point), ``max_kl`` nats;
-    ``thresholds`` (an :class:`~quantadvise.accuracy.AccuracyThresholds`) and ``per_task``
+    ``thresholds`` (an :class:`~quantadvise.accuracy_stats.AccuracyThresholds`) and ``per_task``
     (task -> thresholds) are the gate's way in. Returns an ``AccuracyReport``; its
     ``exit_code()`` is 1 when a check fails.
     """
-    from .accuracy import AccuracyThresholds, compare
+    from .accuracy_stats import AccuracyThresholds, compare
     from .evidence import load_evidence
 
     flags = {"max_delta_drop": max_delta, "max_flip_rate": max_flips, "max_kl": max_kl, "min_samples": min_samples}
@@ -201,7 +201,7 @@ def read_deployment(paths: str | Path | list[str | Path], *, env: dict[str, str]
 
 if TYPE_CHECKING:
     from .perfprofile import PerfProfile
-    from .roofline import RooflineResult
+    from .perfmodel import RooflineResult
 
 
 def roofline(
@@ -236,8 +236,8 @@ def roofline(
     295
     """
     from .perfprofile import resolve
-    from .roofline import fit_weight_group, parse_batches, parse_contexts
-    from .roofline import roofline as run
+    from .perfmodel import fit_weight_group, parse_batches, parse_contexts
+    from .perfmodel import roofline as run
 
     arch, info = load_model(model)
     g = get_gpu(gpu)
@@ -669,7 +669,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
 # -------------------------------------------------------------------------------------------------
 
 if TYPE_CHECKING:
-    from .calibrate import CalibrationResult, Progress, ValidationResult
+    from .calibration import CalibrationResult, Progress, ValidationResult
 
 
 def calibrate(
@@ -695,9 +695,9 @@ def calibrate(
     import time
 
     from . import __version__
-    from .calibrate import parse_schemes, profile_yaml, run_calibration
+    from .calibration import parse_schemes, profile_yaml, run_calibration
     from .errors import UnknownNameError
-    from .roofline import parse_batches
+    from .perfmodel import parse_batches
     from .timing import get_backend
 
     arch, info = load_model(model)
@@ -742,7 +742,7 @@ def validate(profile: str | Path | PerfProfile, *, max_error: float = 0.15) -> V
     the error of the ideal, default-efficiency, measured-ceilings and calibrated models (the last
     leave-one-out over batches). ``max_error`` is a fraction; ``.passed`` / ``.exit_code()`` say
     whether the calibrated model is within it at every measured batch."""
-    from .calibrate import validate as run
+    from .calibration import validate as run
     from .perfprofile import PerfProfile
 
     prof = profile if isinstance(profile, PerfProfile) else registry.load_perf_profile(Path(profile))
@@ -1052,7 +1052,7 @@ def _read_baseline(path: Path) -> set[str]:
 
 def _gate_evidence(loaded: LoadedConfig, out: Findings, rel: Any, notes: list[str]) -> list[Any]:
     from . import gate
-    from .accuracy import AccuracyThresholds
+    from .accuracy_stats import AccuracyThresholds
     from .errors import ConfigError
 
     a = loaded.config.accuracy
@@ -1176,7 +1176,7 @@ def _gate_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Path,
     from .hub import read_sidecar, resolve_model
     from .kvcache import bytes_per_token, sequence_bytes
     from .perfprofile import resolve as resolve_eff
-    from .roofline import check_tensor_parallel
+    from .perfmodel import check_tensor_parallel
     from .sizing import size_model
     from .workload import parse_workload
 

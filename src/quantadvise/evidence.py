@@ -1,4 +1,4 @@
-"""Read per-sample evaluation results into :class:`~quantadvise.accuracy.TaskSamples`.
+"""Read per-sample evaluation results into :class:`~quantadvise.accuracy_stats.TaskSamples`.
 
 Two formats, detected per file from its first record:
 
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .accuracy import Sample, TaskSamples
+from .accuracy_stats import Sample, TaskSamples
 from .errors import ConfigError, InputError
 
 # Preferred 0/1 metrics, in order, when --metric is not given.

@@ -13,7 +13,7 @@
   tested (and demonstrated) on a machine without a GPU. Its numbers are not measurements; profiles
   it writes say so in their provenance.
 
-Both implement :class:`quantadvise.calibrate.Backend`.
+Both implement :class:`quantadvise.calibration.Backend`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from .calibrate import DeviceInfo, Kernel, Timing
+from .calibration import DeviceInfo, Kernel, Timing
 from .errors import InputError
 from .hardware import GPU
 from .perfprofile import LinearShape, blend

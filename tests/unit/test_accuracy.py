@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from quantadvise import api
-from quantadvise.accuracy import (
+from quantadvise.accuracy_stats import (
     AccuracyThresholds,
     Sample,
     TaskSamples,

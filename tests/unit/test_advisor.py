@@ -290,8 +290,17 @@ def test_workload_validation():
 
 
 def test_public_api_exports_resolve():
+    # Every exported API function is the api function, even after the computation modules have been
+    # imported (a submodule named like an API function would shadow it on the package).
+    import importlib
+    import types
+
     import quantadvise as qa
 
+    for mod in ("perfmodel", "accuracy_stats", "calibration", "advisor", "sizing", "inspection", "gate"):
+        importlib.import_module(f"quantadvise.{mod}")
     for name in qa.__all__:
-        assert getattr(qa, name) is not None, name
-    assert qa.recommend is api.recommend
+        value = getattr(qa, name)
+        assert not isinstance(value, types.ModuleType), f"quantadvise.{name} is a module, not the API"
+    for fn in ("size", "recommend", "roofline", "inspect", "check", "accuracy", "calibrate", "validate"):
+        assert getattr(qa, fn) is getattr(api, fn)

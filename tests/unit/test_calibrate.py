@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from quantadvise import api, registry
-from quantadvise.calibrate import (
+from quantadvise.calibration import (
     DEFAULT_BATCHES,
     KERNELS,
     DeviceInfo,
@@ -39,7 +39,7 @@ from quantadvise.perfprofile import (
     parse_profile,
     resolve,
 )
-from quantadvise.roofline import StepModel
+from quantadvise.perfmodel import StepModel
 from quantadvise.timing import SimulatedBackend
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "simulated-h100-sxm.yaml"

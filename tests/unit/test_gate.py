@@ -304,7 +304,7 @@ def test_evidence_required_below_eight_bits_only():
 
 
 def test_accuracy_findings_from_checks():
-    from quantadvise.accuracy import AccuracyCheck
+    from quantadvise.accuracy_stats import AccuracyCheck
 
     checks = [
         AccuracyCheck(task="gsm8k", check="delta", status="pass", value=0.0, threshold=0.01, message="ok"),

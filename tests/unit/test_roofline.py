@@ -11,7 +11,7 @@ import yaml
 from quantadvise import api, registry
 from quantadvise.errors import ConfigError, InputError, SchemeError
 from quantadvise.perfprofile import IDEAL, Curve, parse_profile, resolve
-from quantadvise.roofline import (
+from quantadvise.perfmodel import (
     StepModel,
     crossings,
     datapath,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..calibrate import VALIDATE_MODELS, CalibrationResult, ValidationResult
+from ..calibration import VALIDATE_MODELS, CalibrationResult, ValidationResult
 from ..errors import InputError
 from .text import Table
 

@@ -49,7 +49,7 @@ from .perfprofile import (
     blend,
     resolve,
 )
-from .roofline import StepModel, datapath
+from .perfmodel import StepModel, datapath
 from .scheme import Scheme
 
 SCHEMA_VERSION = 1
