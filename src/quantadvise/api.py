@@ -593,6 +593,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
             "format": o.deploy.get("checkpoint_format") if o.scheme.quantizes_weights else None,
             "compressed_tensors_preset": o.deploy.get("compressed_tensors_preset"),
             "summary": plan.checkpoint_summary(o.scheme, o.deploy),
+            "alternatives": list(o.deploy.get("alternatives") or ()),
             "recipe": plan.llmcompressor_recipe(o.scheme, o.deploy, str(model_id)),
             "quantization_config": plan.quantization_config(o.scheme, o.deploy),
             "path_placeholder": path,

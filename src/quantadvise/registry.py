@@ -179,6 +179,7 @@ class DeployHints(BaseModel):
     online: str | None = None  # vLLM --quantization online shorthand producing it from bf16
     vllm_kv_cache_dtype: str | None = None
     sglang_kv_cache_dtype: str | None = None
+    alternatives: tuple[str, ...] = ()  # other checkpoint formats that carry the same scheme
 
 
 class SchemePreset(Row):

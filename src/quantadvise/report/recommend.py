@@ -93,6 +93,8 @@ def table(r: Recommendation) -> str:
     ck = r.checkpoint
     if ck.get("summary"):
         lines.append(f"  checkpoint: {ck['summary']}")
+    for alt in ck.get("alternatives") or ():
+        lines.append(f"       or: {alt}")
     if ck.get("recipe"):
         lines.append(f"  llm-compressor: {ck['recipe']}")
     lines += ["", "Assumptions:"]
