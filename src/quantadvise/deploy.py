@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .files import read_text
 from .errors import ConfigError, InputError
 
 SCHEMA_VERSION = 1
@@ -1606,13 +1607,6 @@ def _iter_files(root: Path) -> Iterable[Path]:
             yield p
 
 
-def _read_text(p: Path) -> str:
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
 
 
 def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> DeploymentScan:
@@ -1648,13 +1642,13 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
             if kind is None:
                 if not explicit and f.suffix:
                     continue
-                text = _read_text(f) if explicit or size < 200_000 else ""
+                text = read_text(f) if explicit or size < 200_000 else ""
                 head = text[:200]
                 kind = classify(f, head) or ("shell" if explicit else None)
                 if kind is None:
                     continue
             else:
-                text = _read_text(f)
+                text = read_text(f)
             if kind == "yaml" and ("templates" in f.parts or "{{" in text):
                 try:
                     _yaml_nodes(text, str(f))
@@ -1667,7 +1661,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
             if kind == "yaml":
                 envfile = f.parent / ".env"
                 if envfile.is_file():
-                    dotenv = parse_dotenv(_read_text(envfile))
+                    dotenv = parse_dotenv(read_text(envfile))
                 dotenv = {**dotenv, **(env or {})}
             scanned.append(str(f))
             try:

@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from .files import read_text
 from .errors import ConfigError
 
 CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
@@ -394,20 +395,13 @@ def find_config(start: Path) -> Path | None:
             if p.is_file():
                 return p
         py = folder / "pyproject.toml"
-        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", _read(py), re.M):
+        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py), re.M):
             return py
         if (folder / ".git").exists():
             return None
     return None
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
@@ -415,7 +409,7 @@ def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no such configuration file: {p}", hint="`quantadvise check --init` writes a starter")
-    text = _read(p)
+    text = read_text(p)
     name = display or str(p)
     if p.name == "pyproject.toml" or p.suffix == ".toml":
         parsed = parse_pyproject(text, name)

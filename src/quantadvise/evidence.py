@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .accuracy_stats import Sample, TaskSamples
+from .files import read_text
 from .errors import ConfigError, InputError
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
@@ -249,13 +250,6 @@ def _parse_plain(records: list[tuple[int, dict[str, Any]]], file: str, task: str
 # --- I/O ------------------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | None = None,
@@ -265,7 +259,7 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
     if not p.exists():
         raise InputError(f"{role}: no such file or directory: {p}", field=role)
     if p.is_file():
-        return parse_jsonl(_read(p), str(p), metric=metric, filter=filter)
+        return parse_jsonl(read_text(p), str(p), metric=metric, filter=filter)
     files = sorted(p.rglob("samples_*.jsonl")) or sorted(p.rglob("*.jsonl"))
     if not files:
         raise ConfigError(f"{p}: no samples_*.jsonl or *.jsonl files under this directory",
@@ -282,7 +276,7 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
             newest[t] = (ts, f)
     tasks: list[TaskSamples] = []
     for t, (_, f) in sorted(newest.items()):
-        for ts in parse_jsonl(_read(f), str(f), metric=metric, filter=filter, task=t):
+        for ts in parse_jsonl(read_text(f), str(f), metric=metric, filter=filter, task=t):
             tasks.append(ts)
     if dropped:
         tasks[0] = dataclasses.replace(tasks[0], warnings=(*tasks[0].warnings, "ignored " + "; ".join(dropped)))

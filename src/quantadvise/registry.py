@@ -51,11 +51,9 @@ def _yaml_load(text: str, where: str) -> Any:
 
 def load_yaml_file(path: Path) -> Any:
     """Parse a user or data YAML file; errors name the file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return _yaml_load(text, str(path))
+    from .files import read_text
+
+    return _yaml_load(read_text(path), str(path))
 
 
 def cache_dir() -> Path | None:
