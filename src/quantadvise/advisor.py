@@ -691,14 +691,19 @@ def recommend(
         raise_no_winner(ctx, trace, options)
     assert winner is not None
     winner.status = "recommended"
+    def behind(o: Option) -> str:
+        ratio = o.score_s / winner.score_s
+        if ratio <= 1 + TIE:
+            return (f"ties with {winner.id} (within {TIE:.1%} per output token); {winner.id} comes first in the "
+                    "candidate order")
+        return f"{ratio:.2f}x slower than {winner.id} per output token"
+
     if len(ranked) > 1:
         ranked[1].status = "runner-up"
-        ranked[1].reason = (
-            f"{ranked[1].score_s / winner.score_s:.2f}x slower than {winner.id} per output token"
-        )
+        ranked[1].reason = behind(ranked[1])
     for o in ranked[2:]:
         o.status = "slower"
-        o.reason = f"{o.score_s / winner.score_s:.2f}x slower than {winner.id} per output token"
+        o.reason = behind(o)
     winner.reason = "fastest candidate that fits, loads in the engine and passes the accuracy veto"
 
     alternatives = []

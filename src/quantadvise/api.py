@@ -513,15 +513,20 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
     names = list(w.candidates) if w.candidates else list(DEFAULT_CANDIDATES)
     if "bf16" not in [registry.scheme_preset(n).id for n in names]:
         names.insert(0, "bf16")
+    from .perfmodel import fit_weight_group
+
     seen: set[str] = set()
     picks = []
+    group_notes: list[str] = []
     for n in names:
         preset = registry.scheme_preset(n)
         if preset.id in seen:
             continue
         seen.add(preset.id)
-        scheme = registry.scheme_from_preset(preset)
-        eff = resolve_eff(profiles, gpu_names, registry.scheme_names(scheme.id) or (scheme.id,))
+        scheme, regroup_note = fit_weight_group(arch, registry.scheme_from_preset(preset))
+        if regroup_note:
+            group_notes.append(regroup_note)
+        eff = resolve_eff(profiles, gpu_names, registry.scheme_names(preset.id) or (preset.id,))
         picks.append((scheme, preset.deploy.model_dump(), eff))
     # a calibrated profile: weigh only the kernels it measured (and bf16, the baseline), so the advice
     # follows the measurement rather than a roofline guess for the schemes it did not time
@@ -642,6 +647,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
             + " — a model, not a measurement; calibrate with --profile"
         )
     assumptions.append("candidates: " + ", ".join(s.id for s, _, _ in picks))
+    assumptions.extend(group_notes)
 
     options = advisor.build_options(arch, g, w, picks, kv_options, quant_kv)
     ctx = advisor.Context(
