@@ -32,9 +32,9 @@ from .errors import QuantAdviseError
 from .hardware import GPU
 from .kvcache import sequence_bytes
 from .model import ModelArch
+from .perfmodel import StepModel, check_tensor_parallel, crossings, datapath
 from .perfprofile import Efficiency
 from .priors import AccuracyRule, Verdict, judge
-from .perfmodel import StepModel, check_tensor_parallel, crossings, datapath
 from .scheme import Scheme, TensorQuant
 from .sizing import size_model
 from .workload import Workload

@@ -15,7 +15,12 @@ from .errors import InputError
 from .hardware import GPU
 from .model import ModelArch, parse_config
 from .scheme import Scheme, TensorQuant, custom_weight_scheme
-from .sizing import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_BYTES, SizeReport, size_model
+from .sizing import (
+    DEFAULT_MEMORY_UTILIZATION,
+    DEFAULT_RESERVE_BYTES,
+    SizeReport,
+    size_model,
+)
 
 DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
 DEFAULT_GPU = "h100-sxm"
@@ -200,8 +205,8 @@ def read_deployment(paths: str | Path | list[str | Path], *, env: dict[str, str]
 
 
 if TYPE_CHECKING:
-    from .perfprofile import PerfProfile
     from .perfmodel import RooflineResult
+    from .perfprofile import PerfProfile
 
 
 def roofline(
@@ -235,9 +240,9 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
-    from .perfprofile import resolve
     from .perfmodel import fit_weight_group, parse_batches, parse_contexts
     from .perfmodel import roofline as run
+    from .perfprofile import resolve
 
     arch, info = load_model(model)
     g = get_gpu(gpu)
@@ -375,7 +380,12 @@ def inspect(
     ``model``: a bundled id, a local folder or JSON file (config.json, or a bare quantization_config
     / hf_quant_config.json), a Hub id in the local cache or on the Hub, or a config.json dict.
     ``engines``: ``"vllm"``, ``"sglang==0.5.23"``, a list, or None for every engine on file."""
-    from .checkpoint import SIDECARS, model_dtype_format, parse_checkpoint, parse_quantization_config
+    from .checkpoint import (
+        SIDECARS,
+        model_dtype_format,
+        parse_checkpoint,
+        parse_quantization_config,
+    )
     from .inspection import inspect_checkpoint
 
     if isinstance(model, dict):
@@ -601,7 +611,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
             "alternatives": list(o.deploy.get("alternatives") or ()),
             "recipe": plan.llmcompressor_recipe(o.scheme, o.deploy, str(model_id)),
             "quantization_config": plan.quantization_config(o.scheme, o.deploy),
-            "path_placeholder": path,
+            "suggested_path": path,
             "notes": notes,
         }
         if online and engine.engine == "vllm" and engine.shorthand(online) is not None:
@@ -842,7 +852,13 @@ def check(
     import os
 
     from . import gate
-    from .deployconfig import DeploymentConfig, LoadedConfig, find_config, load_config, with_flags
+    from .deployconfig import (
+        DeploymentConfig,
+        LoadedConfig,
+        find_config,
+        load_config,
+        with_flags,
+    )
     from .errors import ConfigError
 
     root = Path(cwd) if cwd is not None else Path.cwd()
@@ -1182,8 +1198,8 @@ def _gate_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Path,
     from .errors import ConfigError, QuantAdviseError
     from .hub import read_sidecar, resolve_model
     from .kvcache import bytes_per_token, sequence_bytes
-    from .perfprofile import resolve as resolve_eff
     from .perfmodel import check_tensor_parallel
+    from .perfprofile import resolve as resolve_eff
     from .sizing import size_model
     from .workload import parse_workload
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import InputError
 from .hardware import GPU
 from .model import ModelArch
+from .perfmodel import StepModel, datapath
 from .perfprofile import (
     IDEAL,
     Calibration,
@@ -49,7 +50,6 @@ from .perfprofile import (
     blend,
     resolve,
 )
-from .perfmodel import StepModel, datapath
 from .scheme import Scheme
 
 SCHEMA_VERSION = 1

@@ -43,8 +43,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .files import read_text
 from .errors import ConfigError, InputError
+from .files import read_text
 
 SCHEMA_VERSION = 1
 

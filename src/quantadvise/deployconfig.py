@@ -31,8 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from .files import read_text
 from .errors import ConfigError
+from .files import read_text
 
 CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
 DEFAULT_MAX_SLOWDOWN = 0.25

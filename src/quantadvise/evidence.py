@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .accuracy_stats import Sample, TaskSamples
-from .files import read_text
 from .errors import ConfigError, InputError
+from .files import read_text
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
 PREFERRED_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "pass_at_1", "em", "correct")

@@ -154,8 +154,8 @@ def _from_hub(repo_id: str) -> Path:
             f"model '{repo_id}' is not bundled or in the local Hugging Face cache, and HF_HUB_OFFLINE is set",
             hint=offline_hint,
         )
-    from huggingface_hub import hf_hub_download
     from huggingface_hub import errors as hf_errors
+    from huggingface_hub import hf_hub_download
 
     try:
         return Path(hf_hub_download(repo_id, "config.json"))

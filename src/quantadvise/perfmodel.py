@@ -48,7 +48,12 @@ from pydantic import BaseModel, ConfigDict
 from .errors import DataError, InputError, SchemeError
 from .formats import get_format
 from .hardware import GPU
-from .kvcache import bytes_per_token_layer, bytes_per_token_short, cached_tokens, geometry
+from .kvcache import (
+    bytes_per_token_layer,
+    bytes_per_token_short,
+    cached_tokens,
+    geometry,
+)
 from .model import ModelArch
 from .perfprofile import Curve, Efficiency, LinearFit, describe_models
 from .scheme import Scheme, TensorQuant

@@ -18,10 +18,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError, DataError, SchemeError, UnknownNameError, format_validation_error
+from .errors import (
+    ConfigError,
+    DataError,
+    SchemeError,
+    UnknownNameError,
+    format_validation_error,
+)
 from .hardware import GPU
 from .priors import AccuracyRule
-from .scheme import Layout, LayerPolicy, Scheme, TensorQuant
+from .scheme import LayerPolicy, Layout, Scheme, TensorQuant
 
 
 def data_dir() -> Path:

@@ -20,7 +20,13 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import InputError
 from .hardware import GPU
-from .kvcache import bytes_per_token, bytes_per_token_layer, geometry, max_sequences, sequence_bytes
+from .kvcache import (
+    bytes_per_token,
+    bytes_per_token_layer,
+    geometry,
+    max_sequences,
+    sequence_bytes,
+)
 from .model import COMPONENTS, Inventory, ModelArch, ParamGroup
 from .scheme import Scheme, TensorQuant
 

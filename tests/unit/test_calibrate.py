@@ -28,6 +28,7 @@ from quantadvise.calibration import (
     validate,
 )
 from quantadvise.errors import ConfigError, InputError
+from quantadvise.perfmodel import StepModel
 from quantadvise.perfprofile import (
     IDEAL,
     Calibration,
@@ -39,7 +40,6 @@ from quantadvise.perfprofile import (
     parse_profile,
     resolve,
 )
-from quantadvise.perfmodel import StepModel
 from quantadvise.timing import SimulatedBackend
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "simulated-h100-sxm.yaml"

@@ -10,7 +10,6 @@ import yaml
 
 from quantadvise import api, registry
 from quantadvise.errors import ConfigError, InputError, SchemeError
-from quantadvise.perfprofile import IDEAL, Curve, parse_profile, resolve
 from quantadvise.perfmodel import (
     StepModel,
     crossings,
@@ -20,6 +19,7 @@ from quantadvise.perfmodel import (
     parse_batches,
     parse_contexts,
 )
+from quantadvise.perfprofile import IDEAL, Curve, parse_profile, resolve
 
 # The chapter's H100 SXM constants.
 PI_BF16, PI_FP8, BETA = 989.4e12, 1979e12, 3.35e12

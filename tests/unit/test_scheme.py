@@ -6,8 +6,13 @@ import pytest
 
 from quantadvise import registry
 from quantadvise.errors import QuantAdviseError, SchemeError, UnknownNameError
-from quantadvise.scheme import GroupShape, Scheme, TensorQuant, build_scheme, custom_weight_scheme
-
+from quantadvise.scheme import (
+    GroupShape,
+    Scheme,
+    TensorQuant,
+    build_scheme,
+    custom_weight_scheme,
+)
 
 # --- GroupShape -------------------------------------------------------------------------------
 

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from .common import BatchOpt, CtxOpt, FormatOpt, GpuOpt, GpusOpt, KvOpt, ModelArg, emit_report
+from .common import (
+    BatchOpt,
+    CtxOpt,
+    FormatOpt,
+    GpuOpt,
+    GpusOpt,
+    KvOpt,
+    ModelArg,
+    emit_report,
+)
 
 DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
 

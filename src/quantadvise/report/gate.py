@@ -8,7 +8,15 @@ import json
 import textwrap
 from typing import Any
 
-from ..gate import RULE_BY_ID, RULES, SEVERITY_RANK, GateFinding, GateResult, InitResult, TargetReport
+from ..gate import (
+    RULE_BY_ID,
+    RULES,
+    SEVERITY_RANK,
+    GateFinding,
+    GateResult,
+    InitResult,
+    TargetReport,
+)
 from .text import gb, seconds_h
 
 WIDTH = 100
