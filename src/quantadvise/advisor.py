@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import QuantAdviseError
 from .hardware import GPU
-from .kvcache import sequence_bytes
+from .kvcache import max_sequences, sequence_bytes
 from .model import ModelArch
 from .perfmodel import StepModel, check_tensor_parallel, crossings, datapath
 from .perfprofile import Efficiency
@@ -209,7 +209,6 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     kv_bf16 = sequence_bytes(a, None, tokens) * w.batch
     qkv, _ = ctx.kv_options[ctx.quant_kv]
     kv_q = sequence_bytes(a, qkv, tokens) * w.batch
-    one_seq_q = sequence_bytes(a, qkv, tokens)
     bf16_weights = next((o.weights_bytes for o in options if not o.scheme.quantizes_weights), 0)
     for o in options:
         if not o.weights_bytes:
@@ -220,8 +219,7 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     for o in options:
         if not o.weights_bytes or o in full:
             continue
-        room = ctx.budget_bytes - o.weights_bytes
-        n = max(0, math.floor(room / one_seq_q)) if one_seq_q else 0
+        n = max_sequences(a, qkv, tokens, ctx.budget_bytes - o.weights_bytes)
         o.reason = (
             f"{o.weights_bytes / 1e9:.1f} GB weights leave room for {n} of {w.batch} sequences "
             f"({ctx.quant_kv}) in the {ctx.budget_bytes / 1e9:.1f} GB budget"
@@ -448,8 +446,7 @@ def node_kv(ctx: Context, options: list[Option], ranked: list[Option]) -> TraceN
         if best is None:
             return TraceNode(node="kv", decision="no candidate to size the KV cache for", numbers=numbers)
         per_seq = sequence_bytes(a, qkv, w.kv_tokens_per_sequence)
-        room = ctx.budget_bytes - best.weights_bytes
-        max_seq = max(0, math.floor(room / per_seq)) if per_seq else 0
+        max_seq = max_sequences(a, qkv, w.kv_tokens_per_sequence, ctx.budget_bytes - best.weights_bytes)
         need = _gpus_needed(ctx, best, qkv)
         numbers.update(kv_dtype=ctx.quant_kv, max_concurrency=max_seq, gpus_needed=need,
                        smallest_weights=best.id, kv_bytes_per_sequence=round(per_seq))
@@ -472,8 +469,8 @@ def node_kv(ctx: Context, options: list[Option], ranked: list[Option]) -> TraceN
     qkv, _ = ctx.kv_options[ctx.quant_kv]
     kv_q = sequence_bytes(a, qkv, tokens)
     room = ctx.budget_bytes - top.weights_bytes
-    max_bf16 = max(0, math.floor(room / kv_bf16)) if kv_bf16 else 0
-    max_q = max(0, math.floor(room / kv_q)) if kv_q else 0
+    max_bf16 = max_sequences(a, None, tokens, room)
+    max_q = max_sequences(a, qkv, tokens, room)
     numbers.update(
         kv_share_of_step_bytes=round(share, 4),
         kv_bytes_per_sequence_bf16=round(kv_bf16),
@@ -744,7 +741,8 @@ def recommend(
         "speed_model": winner.efficiency.model,
     }
     per_seq = sequence_bytes(ctx.arch, kv_t, w.kv_tokens_per_sequence)
-    max_conc = max(0, math.floor((ctx.budget_bytes - winner.weights_bytes) / per_seq)) if per_seq else w.batch
+    max_conc = (max_sequences(ctx.arch, kv_t, w.kv_tokens_per_sequence, ctx.budget_bytes - winner.weights_bytes)
+                if per_seq else w.batch)  # no per-token KV (linear attention): the batch is not KV-bound
     if max_conc < w.batch:
         need = _gpus_needed(ctx, winner, kv_t)
         warnings.append(

@@ -546,17 +546,11 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
         picks = [pk for pk in picks if pk[2].model == "calibrated" or pk[0].id == "bf16"]
 
     quant_kv = QUANTIZED_KV[w.engine]
-    kv_ids = {"kv-bf16", quant_kv}
-    forced = w.kv_dtype is not None
-    if forced:
-        kv_ids.add(registry.kv_preset(w.kv_dtype).id)  # type: ignore[arg-type]
-    kv_options = {}
-    for kid in kv_ids:
-        p = registry.kv_preset(kid)
-        kv_options[p.id] = (None if not p.kv_cache.is_quantized else p.kv_cache, p.deploy.model_dump())
-    if forced:
-        quant_kv = registry.kv_preset(w.kv_dtype).id if registry.kv_preset(w.kv_dtype).kv_cache.is_quantized \
-            else quant_kv  # type: ignore[arg-type]
+    forced = registry.kv_preset(w.kv_dtype) if w.kv_dtype is not None else None
+    presets = [registry.kv_preset("kv-bf16"), registry.kv_preset(quant_kv), *([forced] if forced else [])]
+    kv_options = {p.id: (p.kv_cache if p.kv_cache.is_quantized else None, p.deploy.model_dump()) for p in presets}
+    if forced is not None and forced.kv_cache.is_quantized:
+        quant_kv = forced.id  # the tree's "quantized KV" is the one the workload asked for
 
     def kv_flag(eng: Any, kv_id: str | None) -> str | None:
         if kv_id is None or kv_id == "kv-bf16":
@@ -594,7 +588,8 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
         cmds: dict[str, str | None] = {}
         notes = []
         for eng in (engine, other):
-            v = check(eng, o, kv_id)
+            # the chosen engine already judged the winner in the tree's engine node (same KV dtype)
+            v = o.engine if eng is engine and o.engine is not None else check(eng, o, kv_id)
             kw = dict(quantization=v.quantization_flag, kv=v.kv_cache_dtype_flag, batch=w.batch, ctx=w.context,
                       gpus=w.gpus, memory_utilization=w.memory_utilization)
             if v.supported:
@@ -663,7 +658,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
     ctx = advisor.Context(
         arch=arch, gpu=g, workload=w, kv_options=kv_options, quant_kv=quant_kv, rules=registry.accuracy_rules(),
         engine_check=lambda o, kv_id: check(engine, o, kv_id), engine_label=engine.label,
-        kv_name=registry.kv_preset(w.kv_dtype).id if forced else "kv-bf16", forced_kv=forced,  # type: ignore[arg-type]
+        kv_name=forced.id if forced else "kv-bf16", forced_kv=forced is not None,
     )
     rec = advisor.recommend(ctx, options, assumptions, info, deploy_builder)
     warn = list(arch.warnings) + [x for x in rec.warnings if x not in arch.warnings]
