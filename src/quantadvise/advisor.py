@@ -685,7 +685,7 @@ def recommend(
     winner = ranked[0] if ranked else None
     warnings: list[str] = []
     if winner is None:
-        raise_no_winner(ctx, trace, options)
+        raise_no_winner(trace)
     assert winner is not None
     winner.status = "recommended"
     def behind(o: Option) -> str:
@@ -776,7 +776,7 @@ def recommend(
     )
 
 
-def raise_no_winner(ctx: Context, trace: list[TraceNode], options: list[Option]) -> None:
+def raise_no_winner(trace: list[TraceNode]) -> None:
     from .errors import InputError
 
     last = next((t for t in reversed(trace) if "no candidate" in t.decision or "every" in t.decision), trace[-1])
