@@ -55,7 +55,7 @@ ID=$("$PY" -c "import json, sys; print(json.load(open(sys.argv[1]))['profile']['
 mv "$OUT/profile.yaml" "$OUT/profiles/$ID.yaml"
 "$PY" -c "
 import json, sys
-from quantadvise.calibration import CalibrationResult
+from quantadvise.perf.calibration import CalibrationResult
 from quantadvise.report import render
 r = CalibrationResult.model_validate(json.load(open(sys.argv[1])))
 print(render('calibrate', 'table', r.model_copy(update={'profile_path': sys.argv[2]})))

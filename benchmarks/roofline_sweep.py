@@ -15,9 +15,9 @@ import argparse
 import statistics
 import time
 
-from quantadvise import api, registry
-from quantadvise.perfmodel import StepModel
-from quantadvise.perfprofile import IDEAL, resolve
+from quantadvise import api, catalog
+from quantadvise.perf.step import StepModel
+from quantadvise.perf.profiles import IDEAL, resolve
 
 GPUS = ("h100-sxm", "h100-pcie", "h200", "h20", "b200", "a100-80gb", "a10g", "l4", "l40s", "mi300x")
 SCHEMES = ("bf16", "w4a16", "awq", "gptq", "w8a16", "fp8-dynamic", "w8a8-int8", "nvfp4")
@@ -31,7 +31,7 @@ def sweep(arch, gpus, schemes, profiles) -> int:
     for g in gpus:
         names = (g.id, g.name, *g.aliases)
         for s in schemes:
-            sm = StepModel(arch, s, g, efficiency=resolve(profiles, names, registry.scheme_names(s.id)))
+            sm = StepModel(arch, s, g, efficiency=resolve(profiles, names, catalog.scheme_names(s.id)))
             for ctx in CONTEXTS:
                 n += len(sm.decode_times(BATCHES, sm.cached_tokens(ctx)))
     return n
@@ -43,7 +43,7 @@ def sweep_detailed(arch, gpus, schemes, profiles) -> int:
     for g in gpus:
         names = (g.id, g.name, *g.aliases)
         for s in schemes:
-            sm = StepModel(arch, s, g, efficiency=resolve(profiles, names, registry.scheme_names(s.id)))
+            sm = StepModel(arch, s, g, efficiency=resolve(profiles, names, catalog.scheme_names(s.id)))
             for ctx in CONTEXTS:
                 ct = sm.cached_tokens(ctx)
                 for b in BATCHES:
@@ -60,9 +60,9 @@ def main() -> None:
     args = ap.parse_args()
 
     arch, _ = api.load_model(args.model)
-    gpus = [registry.get_gpu(g) for g in GPUS]
+    gpus = [catalog.get_gpu(g) for g in GPUS]
     schemes = [api.resolve_scheme(s) for s in SCHEMES]
-    profiles = [IDEAL] if args.ideal else [registry.default_perf_profile()]
+    profiles = [IDEAL] if args.ideal else [catalog.default_perf_profile()]
     sweep(arch, gpus, schemes, profiles)  # warm caches (model parse, pydantic schema builds)
 
     for label, fn in (("step time", sweep), ("full breakdown", sweep_detailed)):

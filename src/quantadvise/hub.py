@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from . import catalog
 from .errors import ConfigError, SourceUnavailableError, UnknownNameError
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config.json is kilobytes; refuse to parse junk blobs
@@ -80,9 +80,9 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
     if not name or not name.strip():
         raise ConfigError("model name is empty", hint="pass a Hub id such as meta-llama/Llama-3.1-8B or a path")
     name = name.strip()
-    row = registry.find_bundled_model(name)
+    row = catalog.find_bundled_model(name)
     if row is not None:
-        cfg = registry.bundled_config(row)
+        cfg = catalog.bundled_config(row)
         return (
             ModelSource(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source),
             cfg,
@@ -100,7 +100,7 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
         raise UnknownNameError(
             "model",
             name,
-            registry.bundled_model_names(),
+            catalog.bundled_model_names(),
             hint="use a bundled id, an org/name Hub id, or a path to config.json",
         )
     cached = _from_cache(name)
@@ -164,7 +164,7 @@ def _from_hub(repo_id: str) -> Path:
             f"model '{repo_id}' is gated on the Hub", hint="run `huggingface-cli login` after accepting its licence"
         ) from None
     except hf_errors.RepositoryNotFoundError:
-        raise UnknownNameError("model", repo_id, registry.bundled_model_names(),
+        raise UnknownNameError("model", repo_id, catalog.bundled_model_names(),
                                hint="not found on the Hugging Face Hub either") from None
     except hf_errors.EntryNotFoundError:
         raise SourceUnavailableError(f"model '{repo_id}' has no config.json on the Hub") from None

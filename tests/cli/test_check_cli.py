@@ -80,7 +80,7 @@ def test_passing_example_exits_0(cli, monkeypatch):
     # KV fp8: 32 layers x 8 heads x 128 x (K, V) x 1 byte = 65,536 B/token; continuous batching holds
     # prompt + output/2 = 2048 + 256 tokens per sequence; x 16 sequences
     assert m["kv_bytes"] == 16 * (2048 + 256) * 65_536 == 2_415_919_104
-    from quantadvise.registry import get_gpu
+    from quantadvise.catalog import get_gpu
 
     l4 = get_gpu("l4").memory_bytes
     assert m["budget_bytes"] == int(l4 * 0.90 - 2 * GiB)  # --gpu-memory-utilization=0.90, 2 GiB reserve
@@ -330,7 +330,7 @@ def test_init_writes_a_prefilled_starter_and_refuses_to_overwrite(cli, tmp_path,
     monkeypatch.chdir(root)
     r = cli("check", "--init", "run.sh")
     assert r.code == 0 and r.stdout.startswith("wrote quantadvise.yaml")
-    from quantadvise.deployconfig import load_config
+    from quantadvise.gate.config import load_config
 
     cfg = load_config(root / "quantadvise.yaml").config
     assert (cfg.model, cfg.engine, cfg.gpus, cfg.kv_cache_dtype) == ("org/some-model-AWQ", "vllm", 2, "fp8")
@@ -402,11 +402,12 @@ def test_pyproject_table_is_discovered(cli, tmp_path, monkeypatch):
 def test_qa1_refusals_from_a_compose_file_and_version_fallback(cli, tmp_path, monkeypatch):
     """SGLang on an H100 with an NVFP4 checkpoint: its NVFP4 scheme needs SM100 (QA103); the image
     tag names a release not on file (QA100) and another than declared (QA506)."""
-    from quantadvise import plan, registry
+    from quantadvise import catalog
+    from quantadvise.advisor import plan
 
     cfg = bundled_config("meta-llama/Llama-3.1-8B.json")
-    preset = registry.scheme_preset("nvfp4")
-    scheme = registry.scheme_from_preset(preset)
+    preset = catalog.scheme_preset("nvfp4")
+    scheme = catalog.scheme_from_preset(preset)
     cfg["quantization_config"] = plan.quantization_config(scheme, preset.deploy.model_dump())
     compose = ("services:\n"
                "  llm:\n"

@@ -63,12 +63,12 @@ def test_kv_and_gpu(cli):
 
 
 def test_local_folder(cli, tmp_path):
-    from quantadvise import registry
+    from quantadvise import catalog
 
-    row = registry.find_bundled_model("meta-llama/Llama-3-8B")
+    row = catalog.find_bundled_model("meta-llama/Llama-3-8B")
     folder = tmp_path / "m"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(registry.bundled_config(row)))
+    (folder / "config.json").write_text(json.dumps(catalog.bundled_config(row)))
     r = cli("size", str(folder), "--bits", "4", "-f", "json")
     assert r.code == 0 and r.json()["model"]["source"] == "local"
     assert r.json()["total_bytes"] == 5_727_854_592
@@ -76,15 +76,15 @@ def test_local_folder(cli, tmp_path):
 
 def test_hf_cache_is_used_offline(cli, tmp_path, monkeypatch):
     # A config placed in the HF cache layout resolves with HF_HUB_OFFLINE=1 and no network.
-    from quantadvise import registry
+    from quantadvise import catalog
 
-    row = registry.find_bundled_model("Qwen/Qwen2.5-7B")
+    row = catalog.find_bundled_model("Qwen/Qwen2.5-7B")
     hub = tmp_path / "hf-home" / "hub" / "models--someorg--custom-7b"
     snap = hub / "snapshots" / "abc123"
     snap.mkdir(parents=True)
     (hub / "refs").mkdir()
     (hub / "refs" / "main").write_text("abc123")
-    (snap / "config.json").write_text(json.dumps(registry.bundled_config(row)))
+    (snap / "config.json").write_text(json.dumps(catalog.bundled_config(row)))
     r = cli("size", "someorg/custom-7b", "-f", "json")
     assert r.code == 0, r.stderr
     assert r.json()["model"]["source"] == "cache"

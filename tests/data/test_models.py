@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from quantadvise import api, registry
+from quantadvise import api, catalog
 
 
 def llama_like(V, H, L, I, nh, nkv, hd, tied=False, qkv_bias=False, qk_norm=False, norms=2):
@@ -118,8 +118,8 @@ def test_deepseek_v3_with_and_without_mtp():
 
 
 def test_every_bundled_model_is_covered():
-    assert set(HAND) | {"deepseek-ai/DeepSeek-V3"} == set(registry.bundled_model_ids())
-    assert len(registry.bundled_model_ids()) >= 12
+    assert set(HAND) | {"deepseek-ai/DeepSeek-V3"} == set(catalog.bundled_model_ids())
+    assert len(catalog.bundled_model_ids()) >= 12
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from quantadvise import registry
+from quantadvise import catalog
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {
@@ -21,7 +21,7 @@ TABLES = {
 
 
 def test_every_table_validates():
-    counts = registry.validate_all()
+    counts = catalog.validate_all()
     assert counts["schemes"] >= 15 and counts["kv_presets"] >= 5 and counts["models"] >= 12
     assert counts["gpus"] >= 15
 
@@ -47,7 +47,7 @@ def test_unknown_keys_in_data_rows_are_rejected():
 
 def test_h100_sxm_has_the_chapter_constants():
     # The chapter: 989.4 TFLOP/s bf16, 1979 fp8, 3.35 TB/s.
-    h = registry.get_gpu("H100-SXM-80GB")
+    h = catalog.get_gpu("H100-SXM-80GB")
     assert h.peak("bf16") == 989.4e12 and h.peak("fp8") == 1979e12
     assert h.bandwidth_bytes_per_s == 3.35e12
 
@@ -69,7 +69,7 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         assert required in names
     # Imported from the unpacked wheel (as an installed package would be), it finds its own data.
     code = (
-        "import quantadvise.registry as r, quantadvise.api as a;"
+        "import quantadvise.catalog as r, quantadvise.api as a;"
         "print(r.data_dir());"
         "print(a.size('meta-llama/Llama-3-8B', bits=4).total_bytes)"
     )
@@ -88,16 +88,16 @@ def test_parsed_tables_are_cached_and_invalidated(tmp_path, monkeypatch):
     monkeypatch.setenv("QUANTADVISE_CACHE_DIR", str(tmp_path / "cache"))
     table = tmp_path / "t.yaml"
     table.write_text("rows: [{id: a, as_of: 2026-11-29}]\n")
-    first = registry.data_yaml(table, "t.yaml")
+    first = catalog.data_yaml(table, "t.yaml")
     assert list((tmp_path / "cache").glob("*.pickle"))
-    assert registry.data_yaml(table, "t.yaml") == first == yaml.safe_load(table.read_text())
+    assert catalog.data_yaml(table, "t.yaml") == first == yaml.safe_load(table.read_text())
     table.write_text("rows: [{id: b, as_of: 2026-11-30}, {id: c, as_of: 2026-12-01}]\n")
-    assert [r["id"] for r in registry.data_yaml(table, "t.yaml")["rows"]] == ["b", "c"]
+    assert [r["id"] for r in catalog.data_yaml(table, "t.yaml")["rows"]] == ["b", "c"]
     # a corrupt cache entry is ignored, never an error
     for f in (tmp_path / "cache").glob("*.pickle"):
         f.write_bytes(b"not a pickle")
-    assert registry.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
+    assert catalog.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
     # caching can be switched off
     monkeypatch.setenv("QUANTADVISE_CACHE_DIR", "off")
-    assert registry.cache_dir() is None
-    assert registry.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
+    assert catalog.cache_dir() is None
+    assert catalog.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"

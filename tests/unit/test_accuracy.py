@@ -25,7 +25,9 @@ from pathlib import Path
 import pytest
 
 from quantadvise import api
-from quantadvise.accuracy_stats import (
+from quantadvise.errors import ConfigError, InputError
+from quantadvise.evals.evidence import load_evidence, parse_jsonl, task_from_filename
+from quantadvise.evals.stats import (
     AccuracyThresholds,
     Sample,
     TaskSamples,
@@ -36,8 +38,6 @@ from quantadvise.accuracy_stats import (
     wilson_interval,
     z_value,
 )
-from quantadvise.errors import ConfigError, InputError
-from quantadvise.evidence import load_evidence, parse_jsonl, task_from_filename
 
 ACC = Path(__file__).resolve().parent.parent / "fixtures" / "accuracy"
 LM_BASE = ACC / "lm_eval" / "base"

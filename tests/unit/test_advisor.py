@@ -7,7 +7,8 @@ import shlex
 
 import pytest
 
-from quantadvise import advisor, api, registry
+from quantadvise import api, catalog
+from quantadvise.advisor import tree as advisor
 from quantadvise.errors import QuantAdviseError
 
 
@@ -59,7 +60,7 @@ def test_batch_512_continuous_is_w8a8_fp8_on_h100():
 
 def test_batch_512_on_a100_is_w8a8_int8():
     # A100 has no fp8 tensor cores (peak_flops.fp8 is null) but int8 at 2x bf16: W8A8-INT8.
-    gpu = registry.get_gpu("a100-80gb")
+    gpu = catalog.get_gpu("a100-80gb")
     assert gpu.peak("fp8") is None and gpu.peak("int8") == 2 * gpu.peak("bf16")
     r = api.recommend(batch=512, ctx=2048, gpu="a100-80gb")
     a = axes(r)
@@ -198,9 +199,9 @@ def test_engine_refuses_w4a8_fp8_off_sm90():
 
 def test_engine_node_ranks_not_optimized_methods_last():
     # The node itself: a method SGLang marks "not fully optimized" ranks after optimized ones.
-    s_fast = registry.get_scheme("w4a16")
-    s_slow = registry.get_scheme("fp8-dynamic")
-    from quantadvise.perfprofile import IDEAL, resolve
+    s_fast = catalog.get_scheme("w4a16")
+    s_slow = catalog.get_scheme("fp8-dynamic")
+    from quantadvise.perf.profiles import IDEAL, resolve
 
     eff = resolve([IDEAL], ("h100-sxm",))
     fast = advisor.Option(scheme=s_fast, deploy={}, efficiency=eff, score_s=1.0)
@@ -213,7 +214,7 @@ def test_engine_node_ranks_not_optimized_methods_last():
                                                    "slower than non-quantized models."])
         return advisor.EngineVerdict(supported=True, resolved_method="w8a8_fp8", optimized=True)
 
-    ctx = advisor.Context(arch=None, gpu=registry.get_gpu("h100"), workload=None, kv_options={}, quant_kv="kv-fp8",
+    ctx = advisor.Context(arch=None, gpu=catalog.get_gpu("h100"), workload=None, kv_options={}, quant_kv="kv-fp8",
                           rules=(), engine_check=check, engine_label="SGLang 0.5.23")
     ranked = [fast, slow]
     t = advisor.node_engine(ctx, ranked)
@@ -247,11 +248,11 @@ SCENARIOS = [
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
 def test_recommendation_flags_are_accepted_by_the_engine(scenario):
-    from quantadvise.checkpoint import parse_quantization_config
-    from quantadvise.engines import resolve
+    from quantadvise.checkpoint.dialects import parse_quantization_config
+    from quantadvise.engines.schema import resolve
 
     r = api.recommend(**scenario)
-    gpu = registry.get_gpu(r.workload["gpu"])
+    gpu = catalog.get_gpu(r.workload["gpu"])
     qc = r.checkpoint["quantization_config"]
     ck = parse_quantization_config(qc) if qc else None
     for engine_name, cmd in r.engine_args.items():
@@ -262,7 +263,7 @@ def test_recommendation_flags_are_accepted_by_the_engine(scenario):
         if "--kv-cache-dtype" in argv:
             flag = argv[argv.index("--kv-cache-dtype") + 1]
         quant = argv[argv.index("--quantization") + 1] if "--quantization" in argv else None
-        eng = registry.get_engine(engine_name)
+        eng = catalog.get_engine(engine_name)
         res = resolve(eng, ck, capability=gpu.capability, kv_cache_dtype=flag, quantization=quant)
         errors = [f.message for f in res.findings if f.severity == "error"]
         assert not errors, (engine_name, cmd, errors)
@@ -297,7 +298,8 @@ def test_public_api_exports_resolve():
 
     import quantadvise as qa
 
-    for mod in ("perfmodel", "accuracy_stats", "calibration", "advisor", "sizing", "inspection", "gate"):
+    for mod in ("perf.step", "evals.stats", "perf.calibration", "advisor.tree", "sizing", "engines.inspection",
+                "gate.rules", "api.core", "evals.evidence", "checkpoint.dialects"):
         importlib.import_module(f"quantadvise.{mod}")
     for name in qa.__all__:
         value = getattr(qa, name)

@@ -1,6 +1,6 @@
 """Calibration (issue 7): the profile schema, the fit, the step model with measured curves, leave-one-
 out validation, and the advice following the measurement — all on CPU, with fake timing backends
-(the simulated GPU of quantadvise.timing, and small fakes defined here). No torch needed.
+(the simulated GPU of quantadvise.perf.backends, and small fakes defined here). No torch needed.
 
 Every expected figure is derived in the test from the model's definition or the spec sheet."""
 
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from quantadvise import api, registry
-from quantadvise.calibration import (
+from quantadvise import api, catalog
+from quantadvise.errors import ConfigError, InputError
+from quantadvise.perf.backends import SimulatedBackend
+from quantadvise.perf.calibration import (
     DEFAULT_BATCHES,
     KERNELS,
     DeviceInfo,
@@ -27,9 +29,7 @@ from quantadvise.calibration import (
     run_calibration,
     validate,
 )
-from quantadvise.errors import ConfigError, InputError
-from quantadvise.perfmodel import StepModel
-from quantadvise.perfprofile import (
+from quantadvise.perf.profiles import (
     IDEAL,
     Calibration,
     LinearFit,
@@ -40,7 +40,7 @@ from quantadvise.perfprofile import (
     parse_profile,
     resolve,
 )
-from quantadvise.timing import SimulatedBackend
+from quantadvise.perf.step import StepModel
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "simulated-h100-sxm.yaml"
 LLAMA = "meta-llama/Meta-Llama-3-8B"
@@ -55,15 +55,15 @@ def _arch():
 
 
 def _schemes(ids=tuple(KERNELS)):
-    return {s: registry.get_scheme(s) for s in ids}
+    return {s: catalog.get_scheme(s) for s in ids}
 
 
 def _presets():
-    return {s: registry.get_scheme(s) for s in registry.scheme_ids()}
+    return {s: catalog.get_scheme(s) for s in catalog.scheme_ids()}
 
 
 def _simulated(gpu="h100", seed=0, schemes=tuple(KERNELS), batches=DEFAULT_BATCHES, backend=None):
-    g = registry.get_gpu(gpu)
+    g = catalog.get_gpu(gpu)
     prof, res = run_calibration(backend or SimulatedBackend(g, seed=seed), arch=_arch(), model_id=LLAMA, gpu=g,
                                 schemes=_schemes(schemes), presets=_presets(), batches=batches, seconds=10,
                                 tool="quantadvise test", today=date(2026, 11, 29))
@@ -105,7 +105,7 @@ def test_decode_shapes_fuse_qkv_and_gate_up():
 
 
 def test_kernel_classes_share_one_measurement_between_layouts():
-    cls = {s: kernel_class(registry.get_scheme(s)) for s in registry.scheme_ids()}
+    cls = {s: kernel_class(catalog.get_scheme(s)) for s in catalog.scheme_ids()}
     assert cls["w4a16"] == cls["awq"] == cls["gptq"] == cls["w4a16-asym"] == "int4-weight-only-g128"
     assert cls["bf16"] == "bf16"
     assert cls["fp8-tensor"] != cls["fp8-dynamic"]  # per-tensor static vs row-wise dynamic: different kernels
@@ -140,7 +140,7 @@ def test_step_model_follows_a_linear_fit():
     # mem = 2 bytes x 6,979,321,856 / (0.8 x 3.35e12); comp = 2 x B x 6,979,321,856 / (0.7 x 989.4e12)
     fit = LinearFit(memory_efficiency=0.8, compute_efficiency=0.7, blend=4.0)
     eff = replace(resolve([IDEAL], H100, ("bf16",)), ideal=False, linear=fit)
-    sm = StepModel(_arch(), registry.get_scheme("bf16"), registry.get_gpu("h100"), efficiency=eff, scope="decoder")
+    sm = StepModel(_arch(), catalog.get_scheme("bf16"), catalog.get_gpu("h100"), efficiency=eff, scope="decoder")
     for b in (1, 64, 295, 4096):
         mem = 2 * DECODER_PARAMS / (0.8 * BW_H100)
         comp = 2 * b * DECODER_PARAMS / (0.7 * BF16_H100)
@@ -164,7 +164,7 @@ def test_profile_schema_round_trips(sim):
     assert parse_profile(yaml.safe_load(yaml.safe_dump(prof.to_dict())), "p.yaml") == prof
     assert "SIMULATED" in text.splitlines()[1]
     # the fixture is a file the current code reads back unchanged
-    fixture = registry.load_perf_profile(FIXTURE)
+    fixture = catalog.load_perf_profile(FIXTURE)
     assert parse_profile(yaml.safe_load(profile_yaml(fixture)), "again") == fixture
 
 
@@ -172,7 +172,7 @@ def test_fixture_is_what_the_simulated_backend_writes(sim):
     # tests/fixtures/profiles/simulated-h100-sxm.yaml = `quantadvise calibrate --backend simulated
     # --gpu h100 --seed 0` (regenerate it with that command when the simulated GPU changes)
     prof, _ = sim
-    fixture = registry.load_perf_profile(FIXTURE)
+    fixture = catalog.load_perf_profile(FIXTURE)
     a, b = fixture.gpus[0], prof.gpus[0]
     assert a.calibration.measurements == b.calibration.measurements
     assert a.calibration.ceilings == b.calibration.ceilings
@@ -206,10 +206,10 @@ def test_schema_rejects_bad_calibration_records(sim):
 
 def test_existing_profiles_stay_valid():
     # data/perf_profile.yaml and a hand-written profile without any calibration keys still load
-    assert registry.default_perf_profile().id == "default"
+    assert catalog.default_perf_profile().id == "default"
     p = parse_profile({"id": "u", "source": "s", "as_of": "2026-11-29",
                        "gpus": [{"gpu": "h100", "schemes": {"w4a16": {"compute_efficiency": {"bf16": 0.55}}}}]})
-    assert resolve([registry.default_perf_profile(), p], H100, ("w4a16",)).model == "default-efficiency"
+    assert resolve([catalog.default_perf_profile(), p], H100, ("w4a16",)).model == "default-efficiency"
 
 
 # -------------------------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ class RooflineGPU:
 
 
 def test_run_spends_the_budget_and_reports_progress():
-    g = registry.get_gpu("h100")
+    g = catalog.get_gpu("h100")
     fake = RooflineGPU(g)
     ticks = []
     batches = (1, 16, 256, 4096)
@@ -279,7 +279,7 @@ def test_run_spends_the_budget_and_reports_progress():
 
 def test_old_gpus_skip_kernels_they_lack():
     # an A100 (SM80) has no fp8 tensor cores: fp8-tensor (SM89) and fp8-dynamic (SM90) are skipped
-    g = registry.get_gpu("a100-80gb")
+    g = catalog.get_gpu("a100-80gb")
     prof, res = run_calibration(RooflineGPU(g, capability=80), arch=_arch(), model_id=LLAMA, gpu=g,
                                 schemes=_schemes(), presets=_presets(), batches=(1, 8, 64, 512), seconds=1,
                                 tool="t")
@@ -289,12 +289,12 @@ def test_old_gpus_skip_kernels_they_lack():
 
 
 def test_run_refuses_bad_requests():
-    g = registry.get_gpu("h100")
+    g = catalog.get_gpu("h100")
     kw = dict(arch=_arch(), model_id=LLAMA, gpu=g, presets=_presets(), seconds=1, tool="t")
     with pytest.raises(InputError, match="at least 4"):
         run_calibration(RooflineGPU(g), schemes=_schemes(("bf16",)), batches=(1, 2, 4), **kw)
     with pytest.raises(InputError, match="no torch kernel for scheme 'nvfp4'"):
-        run_calibration(RooflineGPU(g), schemes={"nvfp4": registry.get_scheme("nvfp4")}, batches=DEFAULT_BATCHES,
+        run_calibration(RooflineGPU(g), schemes={"nvfp4": catalog.get_scheme("nvfp4")}, batches=DEFAULT_BATCHES,
                         **kw)
 
 
@@ -306,7 +306,7 @@ def test_simulated_gpu_behaves_like_real_kernels_not_a_roofline(sim):
     # unfused dynamic activation quantization: fp8 slower than bf16 at small batch...
     assert all(t["fp8-dynamic"][b] > t["bf16"][b] for b in (1, 2, 4, 8, 16))
     # ... though its weights are half the bytes: the spec-sheet roofline predicts it 2x faster there
-    ideal = {s: StepModel(_arch(), registry.get_scheme(s), registry.get_gpu("h100"),
+    ideal = {s: StepModel(_arch(), catalog.get_scheme(s), catalog.get_gpu("h100"),
                           efficiency=resolve([IDEAL], H100, (s,)), scope="decoder").linear_time(1)
              for s in ("bf16", "fp8-dynamic")}
     assert ideal["bf16"] / ideal["fp8-dynamic"] == pytest.approx(2.0, rel=0.01)
@@ -314,11 +314,11 @@ def test_simulated_gpu_behaves_like_real_kernels_not_a_roofline(sim):
 
 def test_calibrated_model_reproduces_every_measured_point(sim):
     prof, _ = sim
-    g, arch = registry.get_gpu("h100"), _arch()
+    g, arch = catalog.get_gpu("h100"), _arch()
     for m in prof.gpus[0].calibration.measurements:
-        eff = resolve([registry.default_perf_profile(), prof], H100, registry.scheme_names(m.scheme))
+        eff = resolve([catalog.default_perf_profile(), prof], H100, catalog.scheme_names(m.scheme))
         assert eff.model == "calibrated"
-        sm = StepModel(arch, registry.get_scheme(m.scheme), g, efficiency=eff, scope="decoder")
+        sm = StepModel(arch, catalog.get_scheme(m.scheme), g, efficiency=eff, scope="decoder")
         for b, t in zip(m.batch, m.time_s, strict=True):
             assert sm.linear_time(b) == pytest.approx(t, rel=2e-4), (m.scheme, b)  # 5 significant digits stored
 
@@ -327,7 +327,7 @@ def test_extrapolation_past_the_largest_batch_is_the_compute_slope(sim):
     # beyond 4096 the correction stays at its last value and the fitted curve grows linearly with M
     prof, _ = sim
     eff = resolve([prof], H100, ("bf16",))
-    sm = StepModel(_arch(), registry.get_scheme("bf16"), registry.get_gpu("h100"), efficiency=eff, scope="decoder")
+    sm = StepModel(_arch(), catalog.get_scheme("bf16"), catalog.get_gpu("h100"), efficiency=eff, scope="decoder")
     assert 1.9 < sm.linear_time(8192) / sm.linear_time(4096) <= 2.0
     assert sm.linear_time(16384) / sm.linear_time(8192) == pytest.approx(2.0, rel=0.02)
 
@@ -338,8 +338,8 @@ def test_extrapolation_past_the_largest_batch_is_the_compute_slope(sim):
 
 
 def _validate(prof):
-    return validate(prof, registry.default_perf_profile(), archs={LLAMA: _arch()},
-                    gpus={e.gpu: registry.get_gpu(e.gpu) for e in prof.gpus},
+    return validate(prof, catalog.default_perf_profile(), archs={LLAMA: _arch()},
+                    gpus={e.gpu: catalog.get_gpu(e.gpu) for e in prof.gpus},
                     schemes=_schemes())
 
 
@@ -378,7 +378,7 @@ def test_leave_one_out_never_uses_the_point_it_predicts(sim):
 def test_a_cliff_between_two_measured_batches_fails_validation():
     # a kernel that becomes 1.7x faster above M = 64 (a switch no interpolation can see from its
     # neighbours): validate must say so rather than pass
-    g = registry.get_gpu("h100")
+    g = catalog.get_gpu("h100")
 
     class Cliff(RooflineGPU):
         def linear_step(self, kernel, shapes, batch, budget_s):
@@ -394,7 +394,7 @@ def test_a_cliff_between_two_measured_batches_fails_validation():
 
 def test_validate_refuses_a_profile_without_measurements():
     with pytest.raises(InputError, match="no calibration block"):
-        validate(registry.default_perf_profile(), registry.default_perf_profile(), archs={}, gpus={}, schemes={})
+        validate(catalog.default_perf_profile(), catalog.default_perf_profile(), archs={}, gpus={}, schemes={})
 
 
 # -------------------------------------------------------------------------------------------------
@@ -404,10 +404,10 @@ def test_validate_refuses_a_profile_without_measurements():
 
 def test_resolve_names_the_model_per_scheme(sim):
     prof, _ = sim
-    default = registry.default_perf_profile()
+    default = catalog.default_perf_profile()
 
     def model(gpu_names, scheme):
-        return resolve([default, prof], gpu_names, registry.scheme_names(scheme)).model
+        return resolve([default, prof], gpu_names, catalog.scheme_names(scheme)).model
 
     assert model(H100, "w4a16") == "calibrated"
     assert model(H100, "awq") == "calibrated"  # through applies_to: the same int4 weight-only kernel
@@ -415,7 +415,7 @@ def test_resolve_names_the_model_per_scheme(sim):
     assert model(("a100-80gb",), "w4a16") == "default-efficiency"  # measured on another GPU
     assert resolve([default, prof], ("a100-80gb",), ("bf16",)).other_calibrations == ("h100-sxm",)
     assert resolve([IDEAL], H100, ("w4a16",)).model == "ideal"
-    awq = resolve([default, prof], H100, registry.scheme_names("awq"))
+    awq = resolve([default, prof], H100, catalog.scheme_names("awq"))
     assert awq.linear_source == "w4a16" and awq.linear == prof.gpus[0].schemes["w4a16"].linear
     line = describe_models({"w4a16": awq, "w8a16": resolve([default, prof], H100, ("w8a16",))})
     assert "calibrated" in line and "SIMULATED" in line and "measured ceilings" in line
@@ -485,16 +485,16 @@ def test_calibration_record_is_kept_whole(sim):
 def test_a_shipped_profile_is_found_by_name_and_must_be_measured(monkeypatch, tmp_path):
     from quantadvise.errors import DataError
 
-    assert registry.shipped_profile_paths(tmp_path) == {}
+    assert catalog.shipped_profile_paths(tmp_path) == {}
     (tmp_path / "profiles").mkdir()
     (tmp_path / "profiles" / "H100-SXM-2026-11-29.yaml").write_text(FIXTURE.read_text())
-    found = registry.shipped_profile_paths(tmp_path)
+    found = catalog.shipped_profile_paths(tmp_path)
     assert list(found) == ["h100-sxm-2026-11-29"]
-    monkeypatch.setattr(registry, "shipped_profile_paths", lambda root=None: found)
-    assert registry.load_perf_profile(Path("h100-sxm-2026-11-29")).gpus[0].gpu == "h100-sxm"
+    monkeypatch.setattr(catalog, "shipped_profile_paths", lambda root=None: found)
+    assert catalog.load_perf_profile(Path("h100-sxm-2026-11-29")).gpus[0].gpu == "h100-sxm"
     # the fixture is simulated: the data checks refuse to ship it
     with pytest.raises(DataError, match="simulated"):
-        registry.validate_all()
+        catalog.validate_all()
 
 
 @pytest.mark.torch
@@ -506,7 +506,7 @@ def test_torch_kernels_run_on_cpu(kind):
     # has its own int4 pack/mm ops, used here instead).
     import torch
 
-    from quantadvise.timing import _make_input, _make_op
+    from quantadvise.perf.backends import _make_input, _make_op
 
     op = _make_op(torch, kind, 256, 512, torch.device("cpu"))
     for m in (1, 17, 64):  # 17: just above _int_mm's M > 16 rule; smaller M is padded
@@ -529,7 +529,7 @@ def test_torch_backend_without_torch_is_a_clear_error(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
-    from quantadvise.timing import TorchBackend
+    from quantadvise.perf.backends import TorchBackend
 
     with pytest.raises(InputError, match=r"needs PyTorch with CUDA: pip install 'quantadvise\[gpu\]'"):
         TorchBackend()
@@ -537,14 +537,14 @@ def test_torch_backend_without_torch_is_a_clear_error(monkeypatch):
 
 def test_torch_backend_without_cuda_is_a_clear_error(monkeypatch):
     _fake_torch(monkeypatch, cuda=False)
-    from quantadvise.timing import TorchBackend
+    from quantadvise.perf.backends import TorchBackend
 
     with pytest.raises(InputError, match="found no CUDA GPU"):
         TorchBackend()
 
 
 def test_torch_backend_refuses_rocm_and_old_torch(monkeypatch):
-    from quantadvise.timing import TorchBackend
+    from quantadvise.perf.backends import TorchBackend
 
     _fake_torch(monkeypatch, cuda=True, hip="6.2")
     with pytest.raises(InputError, match="ROCm build"):

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quantadvise import registry
-from quantadvise.checkpoint import parse_checkpoint, parse_quantization_config
-from quantadvise.engines import resolve
+from quantadvise import catalog
+from quantadvise.checkpoint.dialects import parse_checkpoint, parse_quantization_config
+from quantadvise.checkpoint.placement import disk_size
+from quantadvise.engines.schema import resolve
 from quantadvise.errors import ConfigError, QuantAdviseError
 from quantadvise.model import parse_config
-from quantadvise.placement import disk_size
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ALL = sorted(FIXTURES.glob("*.json"))
@@ -176,7 +176,7 @@ def test_predicted_size_matches_published_bytes(path):
     ck = parse_checkpoint(cfg, side)
     arch = parse_config(cfg)
     stored = "fp16" if (cfg.get("torch_dtype") in ("float16", "float32")) else "bf16"
-    ds = disk_size(arch, ck, registry.layouts(), stored_dtype=stored, tied_lm_head_stored=ck.tied_lm_head_stored)
+    ds = disk_size(arch, ck, catalog.layouts(), stored_dtype=stored, tied_lm_head_stored=ck.tied_lm_head_stored)
     pub = d["published_size"]["total_size_bytes"]
     assert abs(ds.total_bytes - pub) / pub < 0.005
     # file_bytes_sum includes the safetensors JSON header, so the tensors never exceed it
@@ -194,7 +194,7 @@ def test_w4a16_pack_quantized_llama31_8b_to_the_byte():
     # Total 5,700,595,200 = the index total_size reported in llm-compressor#1215.
     d = load(FIXTURES / "llm-compressor-issue-1215-llama-3.1-8b-instruct-w4a16-ct.json")
     ck = parse_checkpoint(d["config"], _synthesized(d))
-    ds = disk_size(parse_config(d["config"]), ck, registry.layouts())
+    ds = disk_size(parse_config(d["config"]), ck, catalog.layouts())
     assert ds.total_bytes == 3_598_716_416 + 2_101_346_304 + 532_480 == 5_700_595_200
     # packed int32 words are not parameters: the quantized params are the 32 * 218,103,808 weights
     assert ds.quantized_params == 32 * 218_103_808
@@ -206,8 +206,8 @@ def test_autogptq_stores_a_tied_lm_head_twice():
     d = load(FIXTURES / "almheiri-llama-3.2-1b-instruct-gptq-int4.json")
     arch = parse_config(d["config"])
     ck = parse_checkpoint(d["config"], _synthesized(d))
-    stored = disk_size(arch, ck, registry.layouts(), stored_dtype="fp16", tied_lm_head_stored=True)
-    once = disk_size(arch, ck, registry.layouts(), stored_dtype="fp16", tied_lm_head_stored=False)
+    stored = disk_size(arch, ck, catalog.layouts(), stored_dtype="fp16", tied_lm_head_stored=True)
+    once = disk_size(arch, ck, catalog.layouts(), stored_dtype="fp16", tied_lm_head_stored=False)
     assert stored.total_bytes - once.total_bytes == 128256 * 2048 * 2
 
 
@@ -215,7 +215,7 @@ def test_mxfp4_quantizes_only_the_experts():
     d = load(FIXTURES / "openai-gpt-oss-120b-mxfp4.json")
     arch = parse_config(d["config"])
     ck = parse_checkpoint(d["config"])
-    ds = disk_size(arch, ck, registry.layouts())
+    ds = disk_size(arch, ck, catalog.layouts())
     assert [c.component for c in ds.components if c.quantized] == ["experts"]
     experts = next(c for c in ds.components if c.component == "experts")
     # e2m1 (4 bits) + one e8m0 byte per 32 weights = 4.25 bits per expert weight
@@ -311,13 +311,13 @@ def mutated(draw):
 @given(mutated())
 def test_mutated_configs_never_raise_anything_else(case):
     cfg, side = case
-    engines = [registry.get_engine("vllm"), registry.get_engine("sglang")]
+    engines = [catalog.get_engine("vllm"), catalog.get_engine("sglang")]
     try:
         ck = parse_checkpoint(cfg, side)
         for e in engines:
             resolve(e, ck, capability=80, quantization=None)
         if ck is not None and isinstance(cfg, dict) and "model_type" in cfg:
-            disk_size(parse_config(cfg), ck, registry.layouts())
+            disk_size(parse_config(cfg), ck, catalog.layouts())
     except QuantAdviseError as exc:
         assert "\n" not in str(exc)
 
@@ -328,11 +328,11 @@ def test_disk_size_agrees_with_size_model_for_a_uniform_checkpoint():
     # the placement path and sizing.size_model must give the same bytes.
     from quantadvise.sizing import size_model
 
-    cfg = registry.bundled_config(registry.find_bundled_model("meta-llama/Meta-Llama-3-8B"))
+    cfg = catalog.bundled_config(catalog.find_bundled_model("meta-llama/Meta-Llama-3-8B"))
     ck = parse_quantization_config({**W4, "ignore": ["lm_head"]})
     arch = parse_config(cfg)
-    w4a16 = size_model(arch, registry.get_scheme("w4a16")).total_bytes
-    assert disk_size(arch, ck, registry.layouts()).total_bytes == w4a16
+    w4a16 = size_model(arch, catalog.get_scheme("w4a16")).total_bytes
+    assert disk_size(arch, ck, catalog.layouts()).total_bytes == w4a16
     # without the ignore entry the class target "Linear" takes lm_head too (as vLLM matches it)
-    assert disk_size(arch, parse_quantization_config(W4), registry.layouts()).total_bytes < size_model(
-        arch, registry.get_scheme("w4a16")).total_bytes
+    assert disk_size(arch, parse_quantization_config(W4), catalog.layouts()).total_bytes < size_model(
+        arch, catalog.get_scheme("w4a16")).total_bytes

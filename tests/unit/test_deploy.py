@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from quantadvise import api
-from quantadvise.deploy import (
+from quantadvise.artifacts.scan import (
     EngineInvocation,
     parse_dockerfile,
     parse_image,
@@ -187,7 +187,7 @@ def test_docker_run_with_the_vllm_image_passes_args_to_its_entrypoint():
 
 @pytest.mark.parametrize(("request_", "count"), [("2", 2), ('"device=0,1"', 2), ("device=GPU-3f2a", 1), ("all", None)])
 def test_gpu_request_count(request_, count):
-    from quantadvise.deploy import gpu_request_count
+    from quantadvise.artifacts.scan import gpu_request_count
 
     assert gpu_request_count(request_) == count
 

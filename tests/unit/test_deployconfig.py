@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise.deployconfig import (
+from quantadvise.errors import ConfigError
+from quantadvise.gate.config import (
     LoadedConfig,
     find_config,
     load_config,
@@ -18,7 +19,6 @@ from quantadvise.deployconfig import (
     starter_config,
     with_flags,
 )
-from quantadvise.errors import ConfigError
 
 GOOD = """\
 version: 1

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from quantadvise import registry
-from quantadvise.checkpoint import parse_checkpoint, parse_quantization_config
-from quantadvise.engines import EngineData, resolve
+from quantadvise import catalog
+from quantadvise.checkpoint.dialects import parse_checkpoint, parse_quantization_config
+from quantadvise.engines.schema import EngineData, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "checkpoints"
-VLLM = registry.get_engine("vllm", "0.33.0")
-SGL = registry.get_engine("sglang", "0.5.23")
+VLLM = catalog.get_engine("vllm", "0.33.0")
+SGL = catalog.get_engine("sglang", "0.5.23")
 
 
 def fixture_ck(name: str):
@@ -65,7 +65,7 @@ def test_vllm_counts_match_the_reference():
 
 
 def test_compressed_tensors_presets_match_the_reference():
-    lib = registry.format_library("compressed-tensors")
+    lib = catalog.format_library("compressed-tensors")
     # engines.md 4.3: 33 names in 0.20.1, 30 in 0.18.0, 17 in 0.17.0
     assert len(lib.presets) == 33
     assert len(lib.preset_history["0.18.0"]) == 30 and len(lib.preset_history["0.17.0"]) == 17
@@ -110,16 +110,16 @@ def test_adding_an_engine_version_is_adding_a_file(tmp_path, monkeypatch):
     doc["methods"] = [m for m in doc["methods"] if m["id"] != "fp_quant"]
     doc["override_order"] = [o for o in doc["override_order"] if o != "fp_quant"]
     (data / "engines" / "vllm-0.34.0.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    monkeypatch.setattr(registry, "data_dir", lambda: data)
-    for f in (registry._engine_files, registry.get_engine, registry.format_library):
+    monkeypatch.setattr(catalog, "data_dir", lambda: data)
+    for f in (catalog._engine_files, catalog.get_engine, catalog.format_library):
         f.cache_clear()
     try:
-        assert registry.engine_versions("vllm") == ["0.33.0", "0.34.0"]
-        assert registry.get_engine("vllm").version == "0.34.0"  # newest by default
-        assert registry.get_engine("vllm", "0.33.0").method("fp_quant") is not None
-        assert registry.get_engine("vllm", "0.34.0").method("fp_quant") is None
+        assert catalog.engine_versions("vllm") == ["0.33.0", "0.34.0"]
+        assert catalog.get_engine("vllm").version == "0.34.0"  # newest by default
+        assert catalog.get_engine("vllm", "0.33.0").method("fp_quant") is not None
+        assert catalog.get_engine("vllm", "0.34.0").method("fp_quant") is None
     finally:
-        for f in (registry._engine_files, registry.get_engine, registry.format_library):
+        for f in (catalog._engine_files, catalog.get_engine, catalog.format_library):
             f.cache_clear()
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise import gate
-from quantadvise.deploy import parse_shell
-from quantadvise.engines import Finding
-from quantadvise.gate import Findings, GateResult, PerfCheck, Site, memory_fit
+from quantadvise.artifacts.scan import parse_shell
+from quantadvise.engines.schema import Finding
+from quantadvise.gate import rules as gate
+from quantadvise.gate.rules import Findings, GateResult, PerfCheck, Site, memory_fit
 from quantadvise.report import RENDERERS, render
 from quantadvise.report import gate as rgate
 
@@ -61,7 +61,7 @@ def test_docs_ci_md_documents_every_rule_with_its_severity_and_anchor():
 
 
 def test_every_engine_finding_kind_maps_to_a_rule_or_is_informational():
-    from quantadvise import engines
+    from quantadvise.engines import schema as engines
 
     src = inspect.getsource(engines)
     emitted = set(re.findall(r'ctx\.add\(\s*"([a-z0-9_]+)",\s*"(error|warning|info)"', src))
@@ -187,7 +187,7 @@ def test_parallelism_and_artifact_findings_from_a_real_script():
     inv = parse_shell(text, "serve.sh")[0]
     s = Site(key="serve.sh#vllm", label="serve.sh:2", file="serve.sh", line=inv.line, flag_lines=inv.flag_lines)
     out = Findings()
-    from quantadvise.api import _unresolved
+    from quantadvise.api.core import _unresolved
 
     gate.artifact_findings(out, s, inv.warnings, _unresolved(inv))
     got = sorted((x.rule_id, x.line) for x in out.items)
@@ -304,7 +304,7 @@ def test_evidence_required_below_eight_bits_only():
 
 
 def test_accuracy_findings_from_checks():
-    from quantadvise.accuracy_stats import AccuracyCheck
+    from quantadvise.evals.stats import AccuracyCheck
 
     checks = [
         AccuracyCheck(task="gsm8k", check="delta", status="pass", value=0.0, threshold=0.01, message="ok"),
@@ -324,7 +324,7 @@ def test_accuracy_findings_from_checks():
 
 
 def test_scheme_drift_kind_vs_variant():
-    from quantadvise.registry import get_scheme
+    from quantadvise.catalog import get_scheme
 
     def run(declared: str, served: str) -> set[str]:
         out = Findings()

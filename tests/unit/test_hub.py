@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from quantadvise import hub, registry
+from quantadvise import catalog, hub
 from quantadvise.errors import SourceUnavailableError, UnknownNameError
 
 
@@ -16,7 +16,7 @@ def online(monkeypatch):
 
 
 def test_hub_download_is_config_json_only(online, monkeypatch, tmp_path):
-    cfg = registry.bundled_config(registry.find_bundled_model("Qwen/Qwen3-8B"))
+    cfg = catalog.bundled_config(catalog.find_bundled_model("Qwen/Qwen3-8B"))
     target = tmp_path / "config.json"
     target.write_text(json.dumps(cfg))
     calls = []

@@ -8,9 +8,10 @@ import math
 import pytest
 import yaml
 
-from quantadvise import api, registry
+from quantadvise import api, catalog
 from quantadvise.errors import ConfigError, InputError, SchemeError
-from quantadvise.perfmodel import (
+from quantadvise.perf.profiles import IDEAL, Curve, parse_profile, resolve
+from quantadvise.perf.step import (
     StepModel,
     crossings,
     datapath,
@@ -19,7 +20,6 @@ from quantadvise.perfmodel import (
     parse_batches,
     parse_contexts,
 )
-from quantadvise.perfprofile import IDEAL, Curve, parse_profile, resolve
 
 # The chapter's H100 SXM constants.
 PI_BF16, PI_FP8, BETA = 989.4e12, 1979e12, 3.35e12
@@ -34,10 +34,10 @@ LLAMA = "meta-llama/Llama-3-8B"
 
 def step_model(model=LLAMA, scheme="bf16", gpu="h100", *, ideal=True, scope="full", gpus=1, kv=None, profiles=None):
     arch, _ = api.load_model(model)
-    g = registry.get_gpu(gpu)
+    g = catalog.get_gpu(gpu)
     s = api.resolve_scheme(scheme)
-    profs = profiles or ([IDEAL] if ideal else [registry.default_perf_profile()])
-    eff = resolve(profs, (g.id, g.name, *g.aliases), registry.scheme_names(s.id) or (s.id,))
+    profs = profiles or ([IDEAL] if ideal else [catalog.default_perf_profile()])
+    eff = resolve(profs, (g.id, g.name, *g.aliases), catalog.scheme_names(s.id) or (s.id,))
     return StepModel(arch, s, g, kv=api.resolve_kv(kv)[0], gpus=gpus, efficiency=eff, scope=scope)
 
 
@@ -77,7 +77,7 @@ def test_w4a16_turns_compute_bound_near_74():
     assert PI_BF16 / BETA * 0.5 / 2 == pytest.approx(73.8, abs=0.05)
     arch, _ = api.load_model(LLAMA)
     per_channel = api.resolve_scheme(None, bits=4, group=-1, symmetric=True)
-    g = registry.get_gpu("h100")
+    g = catalog.get_gpu("h100")
     sm_ch = StepModel(arch, per_channel, g, efficiency=resolve([IDEAL], (g.id,)))
     b_ch = (E / 2 + 2 * SUM_N) / E
     assert sm_ch.ridge_batch() == pytest.approx(PI_BF16 / BETA * b_ch / 2, rel=1e-6)
@@ -240,14 +240,14 @@ def test_mixtral_reads_k_experts_at_batch_1_and_all_at_large_batch():
     ],
 )
 def test_datapath(scheme, gpu, math_fmt, execution, dequant):
-    p = datapath(api.resolve_scheme(scheme), registry.get_gpu(gpu))
+    p = datapath(api.resolve_scheme(scheme), catalog.get_gpu(gpu))
     assert (p.math, p.execution, p.dequant) == (math_fmt, execution, dequant)
     assert (p.note is not None) == (execution != "native")
 
 
 def test_a_scheme_no_engine_can_run_is_an_error():
     with pytest.raises(SchemeError, match="no fp8 tensor cores"):
-        datapath(api.resolve_scheme("w4a8-fp8"), registry.get_gpu("a100-80gb"))
+        datapath(api.resolve_scheme("w4a8-fp8"), catalog.get_gpu("a100-80gb"))
 
 
 def test_emulated_scheme_is_shown_with_a_warning():
@@ -348,7 +348,7 @@ def test_fast_path_matches_full_step():
 
 
 def test_default_profile_round_trips():
-    p = registry.default_perf_profile()
+    p = catalog.default_perf_profile()
     again = parse_profile(yaml.safe_load(yaml.safe_dump(p.to_dict())), "roundtrip")
     assert again == p
 
@@ -368,10 +368,10 @@ def test_profile_rejects_unknown_keys_and_bad_values():
 def test_profile_layers_gpu_and_scheme_over_defaults():
     user = parse_profile({"id": "u", "source": "s", "as_of": "2026-11-29", "gpus": [
         {"gpu": "H100", "memory_efficiency": 0.5, "schemes": {"W4A16": {"compute_efficiency": {"bf16": 0.25}}}}]})
-    default = registry.default_perf_profile()
-    g = registry.get_gpu("h100-sxm")
+    default = catalog.default_perf_profile()
+    g = catalog.get_gpu("h100-sxm")
     names = (g.id, g.name, *g.aliases)
-    e = resolve([default, user], names, registry.scheme_names("w4a16"))
+    e = resolve([default, user], names, catalog.scheme_names("w4a16"))
     assert e.memory_at(1) == 0.5 and e.compute_at("bf16", 1) == 0.25 and e.compute_at("fp8", 1) == 0.65
     e_bf16 = resolve([default, user], names, ("bf16",))
     assert e_bf16.compute_at("bf16", 1) == 0.70  # the scheme override does not leak
@@ -405,11 +405,11 @@ def test_search_helpers():
 
 
 def test_shipped_profile_is_sourced_and_names_known_gpus():
-    p = registry.default_perf_profile()
+    p = catalog.default_perf_profile()
     assert p.source and p.as_of and not p.ideal
-    known = {registry.norm_name(n) for n in registry.gpu_names()}
+    known = {catalog.norm_name(n) for n in catalog.gpu_names()}
     for entry in p.gpus:
-        assert registry.norm_name(entry.gpu) in known
+        assert catalog.norm_name(entry.gpu) in known
         assert entry.source
     # every math format a GPU row can have gets a default efficiency
     from quantadvise.hardware import MATH_FORMATS

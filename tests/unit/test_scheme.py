@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quantadvise import registry
+from quantadvise import catalog
 from quantadvise.errors import QuantAdviseError, SchemeError, UnknownNameError
 from quantadvise.scheme import (
     GroupShape,
@@ -75,12 +75,12 @@ def test_block_scale_counted_exactly_with_partial_tiles():
 
 def test_nvfp4_two_level_scale():
     # NVFP4: 4 + 8/16 per element + one fp32 per tensor: 4.5 + 32/(N*K).
-    nv = registry.get_scheme("nvfp4").weight
+    nv = catalog.get_scheme("nvfp4").weight
     assert nv.effective_bits(4096, 4096) == pytest.approx(4.5 + 32 / (4096 * 4096))
 
 
 def test_mxfp4_has_no_second_level():
-    mx = registry.get_scheme("mxfp4").weight
+    mx = catalog.get_scheme("mxfp4").weight
     assert mx.scale2 is None
     assert mx.effective_bits(4096, 4096) == pytest.approx(4 + 8 / 32)  # 4.25
 
@@ -142,7 +142,7 @@ def test_invalid_combinations_give_the_reason(data, reason):
 
 
 def test_valid_w8a8_int_accumulates_in_int32_by_default():
-    s = registry.get_scheme("w8a8-int8")
+    s = catalog.get_scheme("w8a8-int8")
     assert s.math_format == "int8" and s.accumulation_format == "int32"
 
 
@@ -164,8 +164,8 @@ REQUIRED_KV = ["kv-fp8", "kv-fp8-head", "kv-int8-token-head", "kv-int4-token-hea
 
 
 def test_required_presets_exist():
-    assert set(REQUIRED_PRESETS) <= set(registry.scheme_ids())
-    assert set(REQUIRED_KV) <= set(registry.kv_ids())
+    assert set(REQUIRED_PRESETS) <= set(catalog.scheme_ids())
+    assert set(REQUIRED_KV) <= set(catalog.kv_ids())
 
 
 @pytest.mark.parametrize(
@@ -181,34 +181,34 @@ def test_required_presets_exist():
     ],
 )
 def test_aliases_resolve(alias, preset):
-    assert registry.get_scheme(alias).id == preset
+    assert catalog.get_scheme(alias).id == preset
 
 
 def test_unknown_preset_suggests():
     with pytest.raises(UnknownNameError) as exc:
-        registry.get_scheme("w4a61")
+        catalog.get_scheme("w4a61")
     assert "did you mean" in str(exc.value)
 
 
 def test_preset_axes_match_their_definitions():
-    fb = registry.get_scheme("fp8-block")
+    fb = catalog.get_scheme("fp8-block")
     assert fb.weight.scale.group.is_block and fb.activation.scale.dynamic
     assert fb.activation.scale.group.col == 128  # 1x128 activation group pairs with 128x128 blocks
-    w4 = registry.get_scheme("w4a8-fp8")
+    w4 = catalog.get_scheme("w4a8-fp8")
     assert w4.weight.format == "int4" and w4.math_format == "fp8"
-    nv = registry.get_scheme("nvfp4")
+    nv = catalog.get_scheme("nvfp4")
     assert nv.math_format == "fp4" and nv.weight.scale2.format == "fp32"
-    assert registry.get_scheme("nvfp4-a16").weight_only
-    assert registry.get_scheme("awq").weight.zero_format == "uint4"
+    assert catalog.get_scheme("nvfp4-a16").weight_only
+    assert catalog.get_scheme("awq").weight.zero_format == "uint4"
 
 
 def test_group_override_and_per_channel():
-    s = registry.get_scheme("w4a16").with_weight_group(-1)
+    s = catalog.get_scheme("w4a16").with_weight_group(-1)
     assert s.weight.scale.group.is_per_row
-    s2 = registry.get_scheme("w4a16").with_weight_group(64)
+    s2 = catalog.get_scheme("w4a16").with_weight_group(64)
     assert s2.weight.scale.group.col == 64
     with pytest.raises(QuantAdviseError):
-        registry.get_scheme("bf16").with_weight_group(64)
+        catalog.get_scheme("bf16").with_weight_group(64)
 
 
 @pytest.mark.parametrize("bits", [0, 1, 9, 17, -4])
@@ -222,7 +222,7 @@ def test_custom_bits_16_is_unquantized():
 
 
 def test_scheme_copies_are_revalidated():
-    s = registry.get_scheme("w4a16")
+    s = catalog.get_scheme("w4a16")
     with pytest.raises(QuantAdviseError):
         s.with_weight_group(0)
     assert isinstance(s.with_policy(quantize_lm_head=True), Scheme)

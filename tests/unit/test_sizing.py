@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from quantadvise import api, registry
+from quantadvise import api, catalog
 
 # Llama-3-8B (the chapter): V=128256, H=4096, 224 decoder linear matrices holding 6,979,321,856
 # params, untied embedding + lm_head 2 x 525,336,576, norms 65 x 4096 = 266,240.
@@ -115,7 +115,7 @@ def test_kv_cache_per_token_head_scales_counted():
 
 def test_fit_on_gpu():
     # H100 SXM row: 81,559 MiB. Usable = 0.9 x that; reserve 2 GiB; weights bf16 16,060,522,496 B.
-    gpu = registry.get_gpu("h100")
+    gpu = catalog.get_gpu("h100")
     r = api.size("meta-llama/Llama-3-8B", gpu="h100", ctx=8192, batch=1)
     usable = int(gpu.memory_bytes * 0.9)
     free = usable - BF16 - 2 * 1024**3

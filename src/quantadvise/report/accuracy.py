@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..accuracy_stats import CI_METHOD_TEXT, AccuracyReport
+from ..evals.stats import CI_METHOD_TEXT, AccuracyReport
 from .text import Table
 
 

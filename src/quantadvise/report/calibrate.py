@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..calibration import VALIDATE_MODELS, CalibrationResult, ValidationResult
 from ..errors import InputError
+from ..perf.calibration import VALIDATE_MODELS, CalibrationResult, ValidationResult
 from .text import Table
 
 MODEL_LABELS = {"ideal": "ideal", "default-efficiency": "default", "calibrated-ceilings": "ceilings",

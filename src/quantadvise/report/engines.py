@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..engines import EngineDiff, EngineListing, Method, MethodDetail
+from ..engines.schema import EngineDiff, EngineListing, Method, MethodDetail
 from .text import Table
 
 

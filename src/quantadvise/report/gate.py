@@ -8,7 +8,7 @@ import json
 import textwrap
 from typing import Any
 
-from ..gate import (
+from ..gate.rules import (
     RULE_BY_ID,
     RULES,
     SEVERITY_RANK,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..inspection import InspectReport
+from ..engines.inspection import InspectReport
 from .text import Table, count_h, gb, gib
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..advisor import Recommendation
+from ..advisor.tree import Recommendation
 from .text import Table, gb
 
 NODE_LABELS = {

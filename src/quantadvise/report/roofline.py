@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
-from ..perfmodel import CurveOut, RooflineResult
+from ..perf.step import CurveOut, RooflineResult
 from .text import Table, gb, seconds_h
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"

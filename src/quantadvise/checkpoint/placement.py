@@ -1,0 +1,336 @@
+"""Which tensors a checkpoint quantizes, and the bytes it stores on disk.
+
+A checkpoint's config groups name their layers three ways — exact module names, ``re:`` regexes
+and module class names (compressed-tensors), glob patterns (ModelOpt, Quark, gpt-oss), substrings
+(transformers' ``modules_to_not_convert``) — or not at all (AWQ, GPTQ, fp8 and bitsandbytes
+quantize every decoder linear layer). This module expands the model inventory into the Hugging Face
+module names the patterns are written against (``model.layers.3.self_attn.q_proj``,
+``model.layers.3.block_sparse_moe.experts.7.w1`` ...), decides for every one which group (if any)
+quantizes it, and sizes the checkpoint with :func:`quantadvise.sizing.linear_bytes` and the
+checkpoint's on-disk layout (packed int32 words are not parameters: a 4-bit pack-quantized layer
+stores N*K/8 int32 words for N*K parameters).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..model import COMPONENTS, ModelArch, ParamGroup
+from ..scheme import Layout
+from ..sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
+from .dialects import CheckpointQuant, QuantGroup
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One weight tensor of the checkpoint: its module path, class name and inventory group."""
+
+    name: str
+    cls: str
+    group: ParamGroup
+    layer: int | None
+
+
+# -------------------------------------------------------------------------------------------------
+# Module names, per transformers modeling file
+# -------------------------------------------------------------------------------------------------
+
+_MIXTRAL_EXPERT = {"gate": "w1", "up": "w3", "down": "w2"}
+
+
+def _leaf(arch: ModelArch, g: ParamGroup) -> tuple[str, str]:
+    """(module path under model.layers.<i>, class name) for a linear group."""
+    mt = arch.model_type
+    comp, role = g.component, g.role
+    if comp in ("attention", "mla"):
+        return f"self_attn.{role}_proj" if role in ("q", "k", "v", "o", "qkv", "q_a", "q_b", "kv_b") else (
+            "self_attn.kv_a_proj_with_mqa" if role == "kv_a" else f"self_attn.{role}"), "Linear"
+    if comp == "mlp":
+        return f"mlp.{role}_proj", "Linear"
+    if comp == "router":
+        if role == "router" and g.shape[0] == 1:
+            return "mlp.shared_expert_gate", "Linear"
+        if mt == "mixtral":
+            return "block_sparse_moe.gate", "Linear"
+        if mt == "gpt_oss":
+            return "mlp.router", "GptOssTopKRouter"
+        if mt.startswith("deepseek"):
+            return "mlp.gate", "MoEGate"
+        return "mlp.gate", "Linear"
+    if comp == "shared_experts":
+        base = "mlp.shared_expert" if mt.startswith("qwen") else "mlp.shared_experts"
+        return f"{base}.{role}_proj", "Linear"
+    if comp == "experts":
+        if mt == "mixtral":
+            return f"block_sparse_moe.experts.{{e}}.{_MIXTRAL_EXPERT.get(role, role)}", "Linear"
+        if mt == "gpt_oss":
+            return f"mlp.experts.{role}_proj", "GptOssExperts"
+        return f"mlp.experts.{{e}}.{role}_proj", "Linear"
+    return f"{comp}.{role}", "Linear"
+
+
+def modules(arch: ModelArch, include_mtp: bool = True) -> list[Module]:
+    """Every linear weight of the checkpoint as a module path (experts one by one)."""
+    out: list[Module] = []
+    moe = set(arch.moe_layers)
+    dense = [i for i in range(arch.num_layers) if i not in moe]
+    mtp_layers = [arch.num_layers + j for j in range(arch.num_mtp_layers)]
+    for g in arch.inventory.serving_groups(include_mtp):
+        if not g.linear:
+            continue
+        if g.component == "embedding":
+            names = [f"model.layers.{i}.embed_tokens" for i in mtp_layers] if g.mtp else ["model.embed_tokens"]
+            out.extend(Module(n, "Embedding", g, None) for n in names)
+            continue
+        if g.component == "lm_head":
+            names = [f"model.layers.{i}.shared_head.head" for i in mtp_layers] if g.mtp else ["lm_head"]
+            out.extend(Module(n, "Linear", g, None) for n in names)
+            continue
+        if g.role == "eh_proj":
+            out.extend(Module(f"model.layers.{i}.eh_proj", "Linear", g, i) for i in mtp_layers)
+            continue
+        leaf, cls = _leaf(arch, g)
+        if g.mtp:
+            layers = mtp_layers
+        elif g.component in ("experts", "router", "shared_experts"):
+            layers = sorted(moe)
+        elif g.component == "mlp":
+            layers = dense
+        else:
+            layers = list(range(arch.num_layers))
+        per_layer = max(1, g.count // max(1, len(layers)))
+        for i in layers:
+            if "{e}" in leaf:
+                for e in range(per_layer):
+                    out.append(Module(f"model.layers.{i}.{leaf.format(e=e)}", cls, g, i))
+            else:
+                out.extend(Module(f"model.layers.{i}.{leaf}", cls, g, i) for _ in range(per_layer))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# Pattern matching
+# -------------------------------------------------------------------------------------------------
+
+
+class Matcher:
+    """Compiled name patterns in one of the dialects checkpoints use."""
+
+    def __init__(self, patterns: tuple[str, ...], style: str):
+        self.style = style
+        self.exact: set[str] = set()
+        self.classes: set[str] = set()
+        regexes: list[str] = []
+        self.subs: list[str] = []
+        for p in patterns:
+            body = p[3:] if p.startswith("re:") else p if style == "regex" else None
+            if body is not None:
+                try:
+                    re.compile(body)
+                    regexes.append(f"(?:{body})")
+                except re.error:
+                    self.exact.add(p)
+            elif any(c in p for c in "*?["):
+                # a glob covers the module it names and everything under it
+                g = fnmatch.translate(p).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
+                regexes.append(f"(?:{g})(?:\\..*)?\\Z")
+            elif style == "substring":
+                self.subs.append(p)
+            else:
+                self.exact.add(p)
+                if p[:1].isupper() and "." not in p:
+                    self.classes.add(p)
+        self.regex = re.compile("|".join(regexes), re.S) if regexes else None
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.regex or self.subs or self.classes)
+
+    def by_name(self, m: Module) -> bool:
+        name = m.name
+        if self.exact:
+            parts = name.split(".")
+            # the module itself, a parent (a name covers the modules under it), or a suffix without
+            # the leading "model." (vLLM and compressed-tensors accept lm_head, mlp.gate ...)
+            for i in range(1, len(parts) + 1):
+                if ".".join(parts[:i]) in self.exact or ".".join(parts[i - 1:]) in self.exact:
+                    return True
+        if self.regex is not None and self.regex.match(name):
+            return True
+        return any(s in name for s in self.subs)
+
+    def by_class(self, m: Module) -> bool:
+        if m.cls in self.classes:
+            return True
+        # "Linear" targets every linear layer; fused MoE expert modules count as Linear in the engines
+        return "Linear" in self.classes and m.cls in ("GptOssExperts",)
+
+    def matches(self, m: Module) -> bool:
+        return self.by_name(m) or self.by_class(m)
+
+
+def _in_scope(group: QuantGroup, m: Module, ck: CheckpointQuant) -> bool:
+    comp = m.group.component
+    if group.scope == "experts":
+        return comp == "experts"
+    if group.scope == "unknown":
+        return False
+    if comp == "embedding":
+        return False
+    if comp == "lm_head":
+        return bool(ck.quantize_lm_head)
+    if comp == "router":
+        return group.scope == "all_linears" and m.cls == "Linear"
+    return group.scope in ("decoder_linears", "all_linears")
+
+
+class Assignment(_Out):
+    """One config group's share of the model."""
+
+    group: str
+    modules: int
+    params: int
+    bytes: int
+    components: list[str]
+    example: str | None = None
+
+
+class DiskSize(_Out):
+    """Predicted bytes of the checkpoint's tensors (what a safetensors index calls total_size)."""
+
+    total_bytes: int
+    baseline_bytes: int
+    total_params: int
+    quantized_params: int
+    compression_ratio: float
+    components: list[ComponentSize]
+    groups: list[Assignment]
+    unquantized_linear: list[str]  # example module names left 16-bit
+    unquantized_linear_modules: int
+    stored_dtype: str
+    includes_mtp: bool
+    lm_head_stored_separately: bool
+    notes: list[str] = []
+
+
+def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> list[tuple[Module, QuantGroup | None]]:
+    """For every linear module, the config group that quantizes it (None: left unquantized)."""
+    ignore = Matcher(ck.ignore, ck.ignore_style)
+    matchers = [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups]
+    out: list[tuple[Module, QuantGroup | None]] = []
+    for m in modules(arch, include_mtp):
+        chosen: QuantGroup | None = None
+        if not (ignore and ignore.by_name(m)):
+            # vLLM's find_matched_target: names and regexes first, then class names
+            for g, mt in matchers:
+                if g.scope == "patterns" and mt.by_name(m):
+                    chosen = g
+                    break
+            if chosen is None:
+                for g, mt in matchers:
+                    if g.scope == "patterns" and mt.by_class(m):
+                        chosen = g
+                        break
+            if chosen is None:
+                for g, _ in matchers:
+                    if g.scope != "patterns" and _in_scope(g, m, ck):
+                        chosen = g
+                        break
+        if chosen is not None and not chosen.quantizes_weights:
+            chosen = None
+        out.append((m, chosen))
+    return out
+
+
+def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, Layout], *,
+              stored_dtype: str = "bf16", include_mtp: bool = True,
+              tied_lm_head_stored: bool = False) -> DiskSize:
+    """Bytes of every tensor the checkpoint stores: quantized linears in their layout (packed words,
+    scales, zero-points, g_idx), everything else in the 16-bit ``stored_dtype``."""
+    from ..formats import get_format
+
+    unq_bytes = get_format(stored_dtype).bits // 8
+    assigned = assign(arch, ck, include_mtp) if ck is not None else [(m, None) for m in modules(arch, include_mtp)]
+    by_group: dict[int, QuantGroup | None] = {}
+    comp: dict[str, dict[str, int]] = {}
+    per_group: dict[str, dict[str, Any]] = {}
+    unq_linear: list[str] = []
+    unq_count = 0
+    q_params = 0
+    schemes: dict[str, Any] = {}
+    lin_ids: set[int] = set()
+    for m, g in assigned:
+        lin_ids.add(id(m.group))
+        params = m.group.n * m.group.k
+        name = "mtp" if m.group.mtp else m.group.component
+        c = comp.setdefault(name, {"params": 0, "bytes": 0, "q": 0, "n": 0})
+        if g is None or params == 0:
+            b = params * unq_bytes
+            if m.group.component not in ("embedding", "lm_head") and not m.group.mtp:
+                unq_count += 1
+                if len(unq_linear) < 6:
+                    unq_linear.append(m.name)
+        else:
+            s = schemes.get(g.name)
+            if s is None:
+                s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
+            b = linear_bytes(s, m.group.n, m.group.k)
+            c["q"] += params
+            q_params += params
+            pg = per_group.setdefault(g.name, {"modules": 0, "params": 0, "bytes": 0, "components": set(),
+                                               "example": m.name})
+            pg["modules"] += 1
+            pg["params"] += params
+            pg["bytes"] += b
+            pg["components"].add(name)
+        c["params"] += params
+        c["bytes"] += b
+        by_group[id(m.group)] = g
+    # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
+    for g in arch.inventory.serving_groups(include_mtp):
+        if g.linear and id(g) in lin_ids:
+            continue
+        name = "mtp" if g.mtp else g.component
+        c = comp.setdefault(name, {"params": 0, "bytes": 0, "q": 0, "n": 0})
+        c["params"] += g.params
+        c["bytes"] += g.params * unq_bytes
+    notes: list[str] = []
+    lm_stored = False
+    if tied_lm_head_stored and arch.tie_word_embeddings:
+        emb = arch.vocab_size * arch.hidden_size
+        c = comp.setdefault("lm_head", {"params": 0, "bytes": 0, "q": 0, "n": 0})
+        c["params"] += emb
+        c["bytes"] += emb * unq_bytes
+        lm_stored = True
+        notes.append("embedding and lm_head are tied, but this producer (AutoGPTQ) writes lm_head.weight as a "
+                     "second copy")
+    components = [
+        ComponentSize(component=name, params=v["params"], bytes=v["bytes"],
+                      bits_per_param=v["bytes"] * 8 / v["params"] if v["params"] else 0.0,
+                      baseline_bytes=v["params"] * BASELINE_BYTES_PER_PARAM, quantized=v["q"] > 0, tensor_groups=v["n"])
+        for name in COMPONENTS if (v := comp.get(name))
+    ]
+    total = sum(c.bytes for c in components)
+    params = sum(c.params for c in components)
+    if arch.num_mtp_layers and include_mtp:
+        notes.append("includes the multi-token-prediction module stored in the checkpoint")
+    groups = [Assignment(group=k, modules=v["modules"], params=v["params"], bytes=v["bytes"],
+                         components=sorted(v["components"], key=COMPONENTS.index), example=v["example"])
+              for k, v in per_group.items()]
+    return DiskSize(
+        total_bytes=total, baseline_bytes=params * BASELINE_BYTES_PER_PARAM, total_params=params,
+        quantized_params=q_params, compression_ratio=(params * BASELINE_BYTES_PER_PARAM) / total if total else 1.0,
+        components=components, groups=groups, unquantized_linear=unq_linear, unquantized_linear_modules=unq_count,
+        stored_dtype=stored_dtype, includes_mtp=bool(arch.num_mtp_layers and include_mtp),
+        lm_head_stored_separately=lm_stored, notes=notes,
+    )

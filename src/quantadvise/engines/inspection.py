@@ -1,0 +1,140 @@
+"""``inspect``: one checkpoint read back into the six axes, sized on disk, and run past each engine.
+
+Composes the pure pieces: :mod:`quantadvise.checkpoint` (quantization_config -> groups of axes),
+:mod:`quantadvise.placement` (which layers each group takes; bytes on disk through the sizing
+code and the checkpoint's layout) and :func:`quantadvise.engines.resolve` (what each engine
+release does with it). Pure: the caller supplies the parsed files and the data rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..checkpoint.dialects import CheckpointQuant, with_presets
+from ..checkpoint.placement import DiskSize, disk_size
+from ..model import ModelArch
+from ..scheme import Layout, Scheme
+from .schema import EngineData, EngineResolution, resolve
+
+SCHEMA_VERSION = 1
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class GroupRow(_Out):
+    """The chapter's one-line-per-group print, done properly: one config group's six axes and the
+    layers it takes."""
+
+    group: str
+    targets: list[str]
+    format: str | None
+    weights: str | None
+    activations: str | None
+    output_activations: str | None = None
+    accumulation: str | None = None
+    preset: str | None = None
+    ct_preset: str | None = None
+    labels: list[str] = Field(default_factory=list)
+    modules: int | None = None  # linear modules the group quantizes in this model (None: no architecture)
+    params: int | None = None
+    bytes: int | None = None
+    example: str | None = None
+    scheme_error: str | None = None
+    axes: dict[str, Any] = Field(default_factory=dict)
+
+
+class InspectReport(_Out):
+    schema_version: int = SCHEMA_VERSION
+    model: dict[str, Any]
+    checkpoint: CheckpointQuant | None
+    summary: str
+    groups: list[GroupRow]
+    left_unquantized: list[str]  # example linear modules left 16-bit (besides embedding / lm_head)
+    left_unquantized_modules: int | None
+    ignore: list[str]
+    kv_cache: str | None
+    size: DiskSize | None
+    gpu: dict[str, Any] | None
+    engines: list[EngineResolution]
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _acc(s: Scheme | None) -> str | None:
+    return s.accumulation_format if s is not None else None
+
+
+def inspect_checkpoint(
+    ck: CheckpointQuant | None,
+    arch: ModelArch | None,
+    *,
+    model_info: dict[str, Any],
+    engines: list[EngineData],
+    layouts: dict[str, Layout],
+    presets: list[Scheme],
+    library: Any = None,
+    capability: int | None = None,
+    platform: str = "cuda",
+    gpu_info: dict[str, Any] | None = None,
+    quantization: str | None = None,
+    kv_cache_dtype: str | None = None,
+    allow_deprecated: bool = False,
+    stored_dtype: str = "bf16",
+) -> InspectReport:
+    if ck is not None:
+        ck = with_presets(ck, presets, library)
+    notes: list[str] = []
+    warnings: list[str] = list(ck.warnings) if ck else []
+    size = None
+    per_group: dict[str, tuple[int, int, int, str | None]] = {}
+    unq: list[str] = []
+    unq_n: int | None = None
+    if arch is not None:
+        warnings.extend(arch.warnings)
+        size = disk_size(arch, ck, layouts, stored_dtype=stored_dtype,
+                         tied_lm_head_stored=bool(ck and ck.tied_lm_head_stored))
+        for a in size.groups:
+            per_group[a.group] = (a.modules, a.params, a.bytes, a.example)
+        unq, unq_n = size.unquantized_linear, size.unquantized_linear_modules
+        if ck is not None and ck.is_quantized and not size.quantized_params:
+            warnings.append("no layer of this model matches the checkpoint's targets: check the targets and ignore "
+                            "patterns against the module names")
+    elif ck is not None:
+        notes.append("no architecture (config.json without model_type): layers and size on disk are not computed")
+    rows: list[GroupRow] = []
+    for g in (ck.groups if ck else ()):
+        s = None
+        if g.weight is not None and g.scheme_error is None:
+            try:
+                s = g.scheme()
+            except ValueError:
+                s = None
+        m = per_group.get(g.name)
+        rows.append(GroupRow(
+            group=g.name, targets=list(g.targets), format=g.format,
+            weights=g.weight.describe("weight") if g.weight else None,
+            activations=g.activation.describe("activation") if g.activation else None,
+            output_activations=g.output_activations.describe() if g.output_activations else None,
+            accumulation=_acc(s), preset=g.preset, ct_preset=g.ct_preset, labels=list(g.labels),
+            modules=m[0] if m else (0 if arch is not None else None), params=m[1] if m else None,
+            bytes=m[2] if m else None, example=m[3] if m else None, scheme_error=g.scheme_error, axes=g.axes(),
+        ))
+    resolutions = [
+        resolve(e, ck, capability=capability, platform=platform, quantization=quantization,
+                kv_cache_dtype=kv_cache_dtype, model_type=arch.model_type if arch else model_info.get("model_type"),
+                model_dtype=arch.torch_dtype if arch else model_info.get("torch_dtype"),
+                allow_deprecated=allow_deprecated)
+        for e in engines
+    ]
+    kv = ck.kv_cache_quant.describe("kv_cache") if ck is not None and ck.kv_cache_quant is not None else (
+        f"ModelOpt kv_cache_quant_algo {ck.kv_cache_algo}" if ck is not None and ck.kv_cache_algo else None)
+    summary = ck.summary() if ck is not None else "unquantized (no quantization_config)"
+    return InspectReport(
+        model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
+        left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu_info,
+        engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings,
+    )

@@ -1,0 +1,490 @@
+"""Accuracy evidence: how a quantized model's answers compare with its baseline's, item by item.
+
+The inputs are per-sample results of the same evaluation run twice — once on the baseline, once on
+the quantized model — paired by item id (``evidence.py`` reads them from files). For each task:
+
+- **accuracy delta** ``quant - base`` with a confidence interval for the *paired* difference:
+  Newcombe's hybrid score ("square-and-add") interval, method 10 of Newcombe (1998), built from
+  the Wilson score intervals of the two accuracies and their correlation. Unlike the Wald interval
+  it does not collapse to a point when no answer changed, and it stays inside [-1, 1];
+- **flips**: answers whose correctness changed, in either direction (Dutta et al., "Accuracy is
+  Not All You Need", arXiv:2407.09141) — a small delta can hide many flips that cancel out;
+- **McNemar's exact test** p-value (two-sided, conditional on the discordant pairs);
+- **KL(base || quant)** per item, averaged, when both files carry log-probs: each item's values are
+  softmax-normalised (per-choice log-likelihoods of a multiple-choice task become the model's
+  distribution over the choices; a full log-distribution is unchanged by it).
+
+Thresholds turn a report into pass/fail rows (:meth:`AccuracyReport.evaluate`) — what the CI gate
+consumes. docs/accuracy.md gives the formulas with a worked example.
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InputError
+
+SCHEMA_VERSION = 1
+CI_METHOD = "newcombe-hybrid-score"
+CI_METHOD_TEXT = "Newcombe hybrid score interval for a paired difference (Newcombe 1998, method 10)"
+_EPS = 1e-12  # a threshold compared with a ratio of counts: 1/100 must not fail "max 0.01"
+
+
+# --- inputs (built by evidence.py; plain dataclasses: an eval has tens of thousands of items) ----
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One evaluated item: its id, whether the answer was right, and optional log-probs."""
+
+    id: str
+    correct: bool
+    line: int
+    logprobs: tuple[float, ...] | Mapping[str, float] | None = None
+    doc_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskSamples:
+    """All items of one task from one file."""
+
+    task: str
+    file: str
+    format: Literal["lm-eval", "jsonl"]
+    metric: str
+    samples: tuple[Sample, ...]
+    filter: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class KLStats(_Out):
+    """KL(base || quant) in nats over the items where both sides have log-probs."""
+
+    items: int
+    mean_nats: float
+    max_nats: float
+    max_id: str
+    skipped_items: int = 0  # paired items without log-probs on one side
+
+
+class TaskAccuracy(_Out):
+    task: str
+    base_file: str
+    quant_file: str
+    metric: str
+    filter: str | None = None
+    n: int
+    base_correct: int
+    quant_correct: int
+    base_accuracy: float
+    quant_accuracy: float
+    delta: float  # quant - base, fraction (0.01 = 1 percentage point)
+    delta_ci_low: float
+    delta_ci_high: float
+    both_correct: int
+    lost: int  # right on the baseline, wrong after quantization
+    gained: int  # wrong on the baseline, right after quantization
+    both_wrong: int
+    flips: int
+    flip_rate: float
+    mcnemar_p: float
+    kl: KLStats | None = None
+    unmatched_base: int = 0
+    unmatched_quant: int = 0
+    unmatched_examples: list[str] = []
+
+    @property
+    def drop(self) -> float:
+        """Accuracy lost to quantization (positive = worse), as a fraction; exact ratio of counts."""
+        return (self.lost - self.gained) / self.n
+
+    def evaluate(self, thresholds: AccuracyThresholds) -> list[AccuracyCheck]:
+        """One row per threshold that is set: pass, fail, or skipped (no log-probs for KL)."""
+        rows: list[AccuracyCheck] = []
+        t = thresholds
+        if t.min_samples is not None:
+            ok = self.n >= t.min_samples
+            rows.append(AccuracyCheck(
+                task=self.task, check="samples", status="pass" if ok else "fail", value=self.n,
+                threshold=t.min_samples,
+                message=f"{self.n} paired items" + ("" if ok else f" < minimum {t.min_samples}: too few to be evidence"),
+            ))
+        if t.max_delta_drop is not None:
+            ok = self.drop <= t.max_delta_drop + _EPS
+            ci = f"CI of the delta {_pp(self.delta_ci_low)} to {_pp(self.delta_ci_high)}"
+            rows.append(AccuracyCheck(
+                task=self.task, check="delta", status="pass" if ok else "fail", value=self.drop,
+                threshold=t.max_delta_drop,
+                message=(f"{self.metric} {self.quant_accuracy:.2%} vs {self.base_accuracy:.2%} baseline: "
+                         f"drop {_pp(self.drop, sign=False)} {'<=' if ok else '>'} max {_pp(t.max_delta_drop, sign=False)} "
+                         f"({ci})"),
+            ))
+        if t.max_flip_rate is not None:
+            ok = self.flip_rate <= t.max_flip_rate + _EPS
+            rows.append(AccuracyCheck(
+                task=self.task, check="flips", status="pass" if ok else "fail", value=self.flip_rate,
+                threshold=t.max_flip_rate,
+                message=(f"{self.flips} of {self.n} answers changed correctness ({self.flip_rate:.2%}: {self.lost} "
+                         f"lost, {self.gained} gained) {'<=' if ok else '>'} max {t.max_flip_rate:.2%}"),
+            ))
+        if t.max_kl is not None:
+            if self.kl is None:
+                rows.append(AccuracyCheck(
+                    task=self.task, check="kl", status="skipped", value=None, threshold=t.max_kl,
+                    message="no log-probs on both sides: KL not checked (log per-choice log-likelihoods or "
+                            "'logprobs' to check it)",
+                ))
+            else:
+                ok = self.kl.mean_nats <= t.max_kl + _EPS
+                rows.append(AccuracyCheck(
+                    task=self.task, check="kl", status="pass" if ok else "fail", value=self.kl.mean_nats,
+                    threshold=t.max_kl,
+                    message=(f"mean KL(base||quant) {self.kl.mean_nats:.4g} nats over {self.kl.items} items "
+                             f"{'<=' if ok else '>'} max {t.max_kl:.4g} (largest {self.kl.max_nats:.4g} at id "
+                             f"{self.kl.max_id})"),
+                ))
+        return rows
+
+
+class AccuracyThresholds(_Out):
+    """Limits per task; ``None`` = not checked. Fractions, not percent: 0.01 = 1 percentage point."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    max_delta_drop: float | None = Field(default=None, ge=0, le=1)
+    max_flip_rate: float | None = Field(default=None, ge=0, le=1)
+    max_kl: float | None = Field(default=None, ge=0)
+    min_samples: int | None = Field(default=None, ge=1)
+
+    @property
+    def empty(self) -> bool:
+        return all(v is None for v in self.model_dump().values())
+
+    def overlay(self, other: AccuracyThresholds | None) -> AccuracyThresholds:
+        """``other``'s set fields replace this one's (per-task limits over the defaults)."""
+        if other is None:
+            return self
+        return self.model_copy(update={k: v for k, v in other.model_dump().items() if v is not None})
+
+
+class AccuracyCheck(_Out):
+    """A findings-like row: one threshold on one task."""
+
+    task: str
+    check: Literal["evidence", "samples", "delta", "flips", "kl"]
+    status: Literal["pass", "fail", "skipped"]
+    value: float | None
+    threshold: float | None  # None for "evidence": a task the thresholds name is missing
+    message: str
+
+
+class AccuracyReport(_Out):
+    schema_version: int = SCHEMA_VERSION
+    base: str
+    quant: str
+    confidence: float
+    ci_method: str = CI_METHOD
+    tasks: list[TaskAccuracy]
+    only_in_base: list[str] = []  # tasks without a counterpart
+    only_in_quant: list[str] = []
+    thresholds: AccuracyThresholds | None = None
+    task_thresholds: dict[str, AccuracyThresholds] = {}
+    checks: list[AccuracyCheck] = []
+    warnings: list[str] = []
+
+    def evaluate(
+        self, thresholds: AccuracyThresholds | None = None, per_task: Mapping[str, AccuracyThresholds] | None = None
+    ) -> list[AccuracyCheck]:
+        """Check every task against ``thresholds``, overlaid by ``per_task[task]`` where given."""
+        base = thresholds or AccuracyThresholds()
+        per_task = dict(per_task or {})
+        rows: list[AccuracyCheck] = []
+        for t in self.tasks:
+            rows.extend(t.evaluate(base.overlay(per_task.get(t.task))))
+        present = ", ".join(t.task for t in self.tasks) or "none"
+        for name in sorted(set(per_task) - {t.task for t in self.tasks}):
+            rows.append(AccuracyCheck(
+                task=name, check="evidence", status="fail", value=None, threshold=None,
+                message=f"thresholds are set for task '{name}' but the evidence has no such task (present: {present})",
+            ))
+        return rows
+
+    def with_checks(
+        self, thresholds: AccuracyThresholds | None, per_task: Mapping[str, AccuracyThresholds] | None = None
+    ) -> AccuracyReport:
+        """This report with ``checks`` filled in (and the thresholds recorded)."""
+        checks = self.evaluate(thresholds, per_task)
+        return self.model_copy(update={
+            "thresholds": thresholds, "task_thresholds": dict(per_task or {}), "checks": checks,
+        })
+
+    @property
+    def failed(self) -> list[AccuracyCheck]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    def exit_code(self) -> int:
+        """0 when every check passes (or none was asked for), 1 when one fails."""
+        return 1 if self.failed else 0
+
+
+# --- statistics (pure functions, each testable by hand) ------------------------------------------
+
+
+def z_value(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be between 0 and 1 (exclusive), got {confidence}", field="confidence")
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``successes / n``."""
+    if n <= 0:
+        raise ValueError("wilson_interval needs n > 0")
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_delta_ci(both: int, lost: int, gained: int, neither: int, z: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (method 10) for ``quant_accuracy - base_accuracy``.
+
+    2x2 table, rows = baseline right/wrong, columns = quantized right/wrong::
+
+                    quant right  quant wrong
+        base right     both         lost
+        base wrong     gained       neither
+
+    Each accuracy gets its Wilson interval ``(l, u)``; ``phi`` estimates their correlation from
+    ``both*neither - lost*gained``, shrunk towards 0 by ``n/2`` when positive and set to 0 when a
+    margin is empty. The interval is ``d - delta, d + epsilon`` with
+    ``delta = sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)`` and
+    ``epsilon = sqrt((u2 - p2)^2 - 2 phi (u2 - p2)(p1 - l1) + (p1 - l1)^2)``, ``p1`` the baseline's
+    accuracy and ``p2`` the quantized one's, ``d = p2 - p1``.
+    """
+    n = both + lost + gained + neither
+    base_right, quant_right = both + lost, both + gained
+    p1, p2 = base_right / n, quant_right / n
+    l1, u1 = wilson_interval(base_right, n, z)
+    l2, u2 = wilson_interval(quant_right, n, z)
+    margins = (base_right, n - base_right, quant_right, n - quant_right)
+    if 0 in margins:
+        phi = 0.0
+    else:
+        a = both * neither - lost * gained
+        corr = a - n / 2 if a > n / 2 else (a if a < 0 else 0.0)
+        phi = corr / math.sqrt(math.prod(margins))
+    d = p2 - p1
+    lower = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+    upper = math.sqrt(max(0.0, (u2 - p2) ** 2 - 2 * phi * (u2 - p2) * (p1 - l1) + (p1 - l1) ** 2))
+    return max(-1.0, d - lower), min(1.0, d + upper)
+
+
+def mcnemar_exact_p(lost: int, gained: int) -> float:
+    """Two-sided exact McNemar p-value: a binomial test of ``lost`` vs ``gained`` at p = 1/2."""
+    m = lost + gained
+    if m == 0:
+        return 1.0
+    k = min(lost, gained)
+    tail = sum(math.comb(m, i) for i in range(k + 1)) / 2**m
+    return min(1.0, 2 * tail)
+
+
+def _log_softmax(values: Sequence[float]) -> list[float]:
+    top = max(values)
+    if top == -math.inf:
+        raise ValueError("all log-probs are -inf")
+    lse = top + math.log(sum(math.exp(v - top) for v in values))
+    return [v - lse for v in values]
+
+
+def kl_divergence(base: Sequence[float], quant: Sequence[float]) -> float:
+    """KL(P || Q) in nats, P and Q the softmax of two aligned vectors of log-probs/log-likelihoods."""
+    if len(base) != len(quant):
+        raise ValueError("log-prob vectors differ in length")
+    lp, lq = _log_softmax(base), _log_softmax(quant)
+    total = 0.0
+    for a, b in zip(lp, lq, strict=True):
+        if a == -math.inf:
+            continue
+        if b == -math.inf:
+            return math.inf
+        total += math.exp(a) * (a - b)
+    return max(0.0, total)
+
+
+def _aligned(base: tuple[float, ...] | Mapping[str, float], quant: tuple[float, ...] | Mapping[str, float],
+             ) -> tuple[list[float], list[float], bool] | None:
+    """Two log-prob records on a common support: (base, quant, supports differed) or None."""
+    if isinstance(base, Mapping) and isinstance(quant, Mapping):
+        keys = sorted(set(base) & set(quant))
+        if len(keys) < 2:
+            return None
+        return [base[k] for k in keys], [quant[k] for k in keys], set(base) != set(quant)
+    if isinstance(base, Mapping) or isinstance(quant, Mapping):
+        return None
+    if len(base) != len(quant) or len(base) < 2:
+        return None
+    return list(base), list(quant), False
+
+
+# --- pairing and the report ------------------------------------------------------------------------
+
+
+def compare_task(base: TaskSamples, quant: TaskSamples, *, confidence: float = 0.95,
+                 task: str | None = None) -> tuple[TaskAccuracy, list[str]]:
+    """Pair two runs of one task by id and compute delta, CI, flips, McNemar and KL."""
+    name = task or base.task
+    z = z_value(confidence)
+    qmap = {s.id: s for s in quant.samples}
+    bids = {s.id for s in base.samples}
+    pairs = [(s, qmap[s.id]) for s in base.samples if s.id in qmap]
+    only_base = [s.id for s in base.samples if s.id not in qmap]
+    only_quant = [s.id for s in quant.samples if s.id not in bids]
+    warnings: list[str] = []
+    if not pairs:
+        raise InputError(
+            f"task '{name}': no item id appears in both {base.file} and {quant.file} "
+            f"({len(base.samples)} and {len(quant.samples)} items)",
+            hint="both files must come from the same evaluation (same task, same doc ids)",
+            field="ids",
+        )
+    mism = [(b, q) for b, q in pairs if b.doc_hash and q.doc_hash and b.doc_hash != q.doc_hash]
+    if mism:
+        b, q = mism[0]
+        raise InputError(
+            f"task '{name}': {len(mism)} paired item(s) are different documents (doc_hash differs; first: doc_id "
+            f"{b.id} at {base.file} line {b.line} and {quant.file} line {q.line})",
+            hint="re-run both evaluations with the same task version, dataset and --limit",
+            field="doc_hash",
+        )
+    if only_base or only_quant:
+        warnings.append(
+            f"task '{name}': {len(only_base)} item(s) only in the baseline and {len(only_quant)} only in the "
+            f"quantized run were left out; {len(pairs)} paired"
+        )
+    both = sum(1 for b, q in pairs if b.correct and q.correct)
+    lost = sum(1 for b, q in pairs if b.correct and not q.correct)
+    gained = sum(1 for b, q in pairs if not b.correct and q.correct)
+    neither = len(pairs) - both - lost - gained
+    n = len(pairs)
+    lo, hi = paired_delta_ci(both, lost, gained, neither, z)
+
+    kls: list[tuple[float, str]] = []
+    skipped = differed = 0
+    for b, q in pairs:
+        if b.logprobs is None or q.logprobs is None:
+            skipped += 1
+            continue
+        aligned = _aligned(b.logprobs, q.logprobs)
+        if aligned is None:
+            raise InputError(
+                f"task '{name}': id {b.id} has log-probs that cannot be compared ({base.file} line {b.line}, "
+                f"{quant.file} line {q.line}): the two must be lists of the same length (2 or more) or "
+                f"mappings sharing 2 or more keys",
+                field="logprobs",
+            )
+        bl, ql, diff = aligned
+        differed += diff
+        kls.append((kl_divergence(bl, ql), b.id))
+    kl = None
+    if kls:
+        worst = max(kls, key=lambda t: t[0])
+        kl = KLStats(items=len(kls), mean_nats=math.fsum(v for v, _ in kls) / len(kls), max_nats=worst[0],
+                     max_id=worst[1], skipped_items=skipped)
+        if skipped:
+            warnings.append(f"task '{name}': KL over {len(kls)} of {n} items; {skipped} lack log-probs on one side")
+        if differed:
+            warnings.append(
+                f"task '{name}': {differed} item(s) have top-k log-prob mappings with different keys; KL is "
+                f"computed over the shared keys, renormalised (an approximation)"
+            )
+    result = TaskAccuracy(
+        task=name, base_file=base.file, quant_file=quant.file, metric=base.metric, filter=base.filter, n=n,
+        base_correct=both + lost, quant_correct=both + gained,
+        base_accuracy=(both + lost) / n, quant_accuracy=(both + gained) / n,
+        delta=(gained - lost) / n, delta_ci_low=lo, delta_ci_high=hi,
+        both_correct=both, lost=lost, gained=gained, both_wrong=neither,
+        flips=lost + gained, flip_rate=(lost + gained) / n, mcnemar_p=mcnemar_exact_p(lost, gained), kl=kl,
+        unmatched_base=len(only_base), unmatched_quant=len(only_quant),
+        unmatched_examples=(only_base + only_quant)[:5],
+    )
+    return result, warnings
+
+
+def compare(
+    base: Sequence[TaskSamples],
+    quant: Sequence[TaskSamples],
+    *,
+    base_label: str = "base",
+    quant_label: str = "quant",
+    confidence: float = 0.95,
+    thresholds: AccuracyThresholds | None = None,
+    per_task: Mapping[str, AccuracyThresholds] | None = None,
+) -> AccuracyReport:
+    """Pair tasks by name (one task on each side pairs whatever the names) and compare each."""
+    warnings = [w for ts in (*base, *quant) for w in ts.warnings]
+    if len(base) == 1 and len(quant) == 1:
+        pairs = [(base[0].task, base[0], quant[0])]
+        if base[0].metric != quant[0].metric:
+            raise InputError(
+                f"the baseline is scored by '{base[0].metric}' ({base[0].file}) and the quantized run by "
+                f"'{quant[0].metric}' ({quant[0].file})",
+                hint="choose one metric with --metric", field="metric",
+            )
+    else:
+        bmap, qmap = {t.task: t for t in base}, {t.task: t for t in quant}
+        pairs = [(name, bmap[name], qmap[name]) for name in sorted(bmap) if name in qmap]
+        if not pairs:
+            raise InputError(
+                f"no task appears on both sides (baseline: {', '.join(sorted(bmap)) or 'none'}; "
+                f"quantized: {', '.join(sorted(qmap)) or 'none'})",
+                field="tasks",
+            )
+    tasks: list[TaskAccuracy] = []
+    for name, b, q in pairs:
+        if b.metric != q.metric:
+            raise InputError(
+                f"task '{name}': the baseline is scored by '{b.metric}' and the quantized run by '{q.metric}'",
+                hint="choose one metric with --metric", field="metric",
+            )
+        t, w = compare_task(b, q, confidence=confidence, task=name)
+        tasks.append(t)
+        warnings.extend(w)
+    paired = {n for n, _, _ in pairs}
+    single = len(base) == 1 and len(quant) == 1
+    only_b = [] if single else sorted({t.task for t in base} - paired)
+    only_q = [] if single else sorted({t.task for t in quant} - paired)
+    if only_b or only_q:
+        warnings.append(
+            "tasks without a counterpart were left out: "
+            + "; ".join(x for x in (f"baseline only: {', '.join(only_b)}" if only_b else "",
+                                    f"quantized only: {', '.join(only_q)}" if only_q else "") if x)
+        )
+    report = AccuracyReport(
+        base=base_label, quant=quant_label, confidence=confidence, tasks=tasks, only_in_base=only_b,
+        only_in_quant=only_q, warnings=warnings,
+    )
+    if thresholds is not None or per_task:
+        report = report.with_checks(thresholds, per_task)
+    return report
+
+
+def _pp(x: float, *, sign: bool = True) -> str:
+    """A fraction as percentage points: 0.0125 -> '+1.25 pp'."""
+    return f"{x * 100:+.2f} pp" if sign else f"{x * 100:.2f} pp"

@@ -1,0 +1,525 @@
+"""The deployment description the CI gate checks against: ``quantadvise.yaml``.
+
+Found, in order: ``--config FILE``; else walking up from the working directory, in each folder
+``.quantadvise.yaml``, ``quantadvise.yaml`` (``.yml`` too) or a ``pyproject.toml`` with a
+``[tool.quantadvise]`` table, stopping after the repository root (the folder holding ``.git``).
+Every key is schema-validated (unknown keys rejected); an error is one line naming the file, the
+line and the key. Paths inside (deployment artifacts, accuracy evidence, profile, baseline) are
+relative to the file.
+
+Parsing is pure over text (:func:`parse_yaml_config`, :func:`parse_pyproject`); :func:`find_config`
+and :func:`load_config` read files. :func:`starter_config` writes the commented starter that
+``quantadvise check --init`` saves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import ConfigError
+from ..files import read_text
+
+CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
+DEFAULT_MAX_SLOWDOWN = 0.25
+DEFAULT_EVIDENCE_BITS = 8
+
+
+def _fraction(value: Any) -> Any:
+    """``0.25`` or ``"25%"`` -> 0.25 (a bare number above 1 stays, for the range check to refuse)."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            return value  # let pydantic name the type error
+    return value
+
+
+Fraction = Annotated[float, BeforeValidator(_fraction)]
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _snake(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+        return data
+
+
+class WorkloadConfig(_Cfg):
+    """What the deployment serves at peak: the gate's memory and speed rules use it."""
+
+    concurrency: int | None = Field(default=None, ge=1, le=1_000_000)
+    ctx: int | None = Field(default=None, ge=1, le=10_000_000)
+    prompt: int | None = Field(default=None, ge=0, le=10_000_000)
+    output: int | None = Field(default=None, ge=1, le=10_000_000)
+    mode: str | None = None
+    task: str | None = None
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        from ..workload import MODE_ALIASES, Mode
+
+        if v is None:
+            return v
+        m = MODE_ALIASES.get(v.lower(), v.lower())
+        if m not in {x.value for x in Mode}:
+            raise ValueError(f"must be one of sync, continuous, auto (got '{v}')")
+        return m
+
+    @field_validator("task")
+    @classmethod
+    def _task(cls, v: str | None) -> str | None:
+        from ..workload import TASK_ALIASES, Task
+
+        if v is None:
+            return v
+        t = TASK_ALIASES.get(v.lower(), v.lower())
+        if t not in {x.value for x in Task}:
+            raise ValueError(f"must be one of {', '.join(x.value for x in Task)} (got '{v}')")
+        return t
+
+
+class Thresholds(_Cfg):
+    max_slowdown_vs_recommended: Fraction | None = Field(default=DEFAULT_MAX_SLOWDOWN, ge=0, le=100)
+    min_memory_headroom: Fraction | None = Field(default=None, ge=0, lt=1)
+    evidence_below_bits: int = Field(default=DEFAULT_EVIDENCE_BITS, ge=1, le=16)
+
+
+class TaskLimits(_Cfg):
+    """Accuracy limits (fractions: 0.01 = 1 percentage point; '1%' works too)."""
+
+    max_delta_drop: Fraction | None = Field(default=None, ge=0, le=1)
+    max_flip_rate: Fraction | None = Field(default=None, ge=0, le=1)
+    max_kl: float | None = Field(default=None, ge=0)
+    min_samples: int | None = Field(default=None, ge=1)
+
+    def limits(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("max_delta_drop", "max_flip_rate", "max_kl", "min_samples")
+                if getattr(self, k) is not None}
+
+
+class AccuracyConfig(TaskLimits):
+    baseline: str
+    quantized: str
+    metric: str | None = None
+    filter: str | None = None
+    confidence: float = Field(default=0.95, ge=0.5, lt=1)
+    tasks: dict[str, TaskLimits] = {}
+
+
+def _rule_id(v: str) -> str:
+    from .rules import RULE_BY_ID
+
+    rid = v.strip().upper()
+    if rid not in RULE_BY_ID:
+        raise ValueError(f"unknown rule id '{v}' (rules are QA100 ... QA506, see docs/ci.md)")
+    return rid
+
+
+def _setting(v: Any) -> Any:
+    return "off" if v is False else v  # YAML 1.1 reads a bare `off` as false
+
+
+RuleId = Annotated[str, AfterValidator(_rule_id)]
+RuleSetting = Annotated[Literal["error", "warning", "note", "off"], BeforeValidator(_setting)]
+
+
+class DeploymentConfig(_Cfg):
+    """``quantadvise.yaml``: what is deployed, on what, for which workload, held to which limits."""
+
+    version: Literal[1] = 1
+    model: str | None = None
+    engine: Literal["vllm", "sglang"] | None = None
+    engine_version: str | None = None
+    gpu: str | None = None
+    gpus: int | None = Field(default=None, ge=1, le=1024)
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    reserve_gb: float | None = Field(default=None, ge=0)
+    workload: WorkloadConfig = WorkloadConfig()
+    thresholds: Thresholds = Thresholds()
+    accuracy: AccuracyConfig | None = None
+    deployment: list[str] = []
+    profile: str | None = None
+    fail_on: Literal["error", "warning"] | None = None
+    baseline: str | None = None
+    rules: dict[RuleId, RuleSetting] = {}
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("engine_version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    @field_validator("deployment", mode="before")
+    @classmethod
+    def _paths(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+# -------------------------------------------------------------------------------------------------
+# Parsing with line numbers
+# -------------------------------------------------------------------------------------------------
+
+
+def _norm(key: Any) -> str:
+    return str(key).replace("-", "_")
+
+
+def _yaml_lines(node: Any, file: str) -> dict[str, int]:
+    """Dotted key path -> 1-based line of every mapping key (list items as ``key.0``); a key given
+    twice in one mapping is an error (PyYAML would silently keep the last)."""
+    lines: dict[str, int] = {}
+
+    def walk(n: Any, path: str, free_keys: bool) -> None:
+        kind = type(n).__name__
+        if kind == "MappingNode":
+            seen: dict[str, int] = {}
+            for k, v in n.value:
+                raw = str(k.value)
+                name = raw if free_keys else _norm(raw)
+                line = k.start_mark.line + 1
+                if name in seen:
+                    where = f"{path}.{raw}" if path else raw
+                    raise ConfigError(f"{file}: line {line}: key '{where}' is given twice (first at line {seen[name]})")
+                seen[name] = line
+                child = f"{path}.{name}" if path else name
+                lines[child] = line
+                # task names and rule ids are data, not field names: kept as written
+                walk(v, child, free_keys=child in ("accuracy.tasks", "rules"))
+        elif kind == "SequenceNode":
+            for i, item in enumerate(n.value):
+                child = f"{path}.{i}"
+                lines[child] = item.start_mark.line + 1
+                walk(item, child, False)
+
+    walk(node, "", False)
+    return lines
+
+
+_PYDANTIC_TAG = re.compile(r"\[key\]|function-[\w-]+|int|float|str|bool|none"
+                           r"|(?:literal|list|dict|union|tagged-union|json-or-python|lax-or-strict)\[.*\]")
+
+
+def _validation_error(exc: ValidationError, file: str, lines: Mapping[str, int]) -> ConfigError:
+    errors = exc.errors()
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p != "__root__"]
+    # pydantic adds the validator's name for Annotated / union branches; keep only real keys
+    path = [p for p in loc if not _PYDANTIC_TAG.fullmatch(p)]
+    key = ".".join(path) or "(top level)"
+    line = None
+    for n in range(len(path), 0, -1):
+        line = lines.get(".".join(path[:n]))
+        if line is not None:
+            break
+    kind = first.get("type", "")
+    msg = first.get("msg", "invalid value").removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        msg = "unknown key (check spelling; docs/ci.md lists the keys)"
+    elif kind == "missing":
+        msg = "required key is missing"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    at = f" line {line}:" if line else ""
+    return ConfigError(f"{file}:{at} key '{key}': {msg}{more}", field=key)
+
+
+def validate(data: Any, file: str, lines: Mapping[str, int] | None = None) -> DeploymentConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: expected a mapping of keys (model, gpu, workload ...), got {type(data).__name__}")
+    try:
+        return DeploymentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc, file, lines or {}) from None
+
+
+def parse_yaml_config(text: str, file: str) -> tuple[DeploymentConfig, dict[str, int]]:
+    """A ``quantadvise.yaml`` text -> (config, key path -> line)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=loader))
+        docs = list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{file}:{line} invalid YAML: {problem}") from None
+    nodes = [n for n in nodes if n is not None]
+    docs = [d for d in docs if d is not None]
+    if len(docs) > 1:
+        raise ConfigError(f"{file}: holds {len(docs)} YAML documents; a deployment description is one")
+    lines = _yaml_lines(nodes[0], file) if nodes else {}
+    return validate(docs[0] if docs else {}, file, lines), lines
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_TOML_PART = r"""(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)"""
+_TOML_KEY = re.compile(rf"^\s*({_TOML_PART}(?:\s*\.\s*{_TOML_PART})*)\s*=")
+
+
+def _toml_lines(text: str, table: str = "tool.quantadvise") -> dict[str, int]:
+    """Key path (below ``table``) -> line, for the key/value lines and sub-table headers of a TOML text."""
+    lines: dict[str, int] = {}
+    current: list[str] | None = None
+
+    def parts(dotted: str) -> list[str]:
+        return [p.strip().strip("\"'") for p in re.findall(r"""(?:"[^"]*"|'[^']*'|[^.]+)""", dotted)]
+
+    prefix = parts(table)
+    for i, raw in enumerate(text.splitlines(), start=1):
+        h = _TOML_HEADER.match(raw)
+        if h and not raw.lstrip().startswith("[["):
+            p = parts(h.group(1))
+            current = p[len(prefix):] if p[:len(prefix)] == prefix else None
+            if current:
+                lines.setdefault(".".join(_norm(x) for x in current), i)
+            continue
+        if current is None:
+            continue
+        k = _TOML_KEY.match(raw)
+        if k:
+            path = [*current, *parts(k.group(1))]
+            free = (len(path) > 2 and path[:2] == ["accuracy", "tasks"]) or path[:1] == ["rules"]
+            lines.setdefault(".".join(x if free else _norm(x) for x in path), i)
+    return lines
+
+
+def parse_pyproject(text: str, file: str) -> tuple[DeploymentConfig, dict[str, int]] | None:
+    """``[tool.quantadvise]`` of a pyproject.toml text, or None when it has no such table."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    table = doc.get("tool", {}).get("quantadvise") if isinstance(doc.get("tool"), dict) else None
+    if table is None:
+        return None
+    lines = _toml_lines(text)
+    return validate(table, f"{file} [tool.quantadvise]", lines), lines
+
+
+# -------------------------------------------------------------------------------------------------
+# The loaded configuration and what the command line adds
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: DeploymentConfig
+    file: str | None = None  # None: no file (flags only)
+    lines: Mapping[str, int] = field(default_factory=dict)
+    base_dir: str = "."  # relative paths in the file resolve against it
+
+    def path(self, value: str) -> str:
+        """A path from the file, relative to the file's folder."""
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else Path(self.base_dir) / p)
+
+
+# the keys a flag can set, by their dotted config path
+FLAG_KEYS = {
+    "model": "model", "engine": "engine", "engine_version": "engine_version", "gpu": "gpu", "gpus": "gpus",
+    "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype", "concurrency": "workload.concurrency",
+    "ctx": "workload.ctx", "task": "workload.task", "profile": "profile", "fail_on": "fail_on",
+}
+
+
+def with_flags(loaded: LoadedConfig, flags: Mapping[str, Any]) -> LoadedConfig:
+    """The configuration with command-line values laid over it (validated by the same schema); a key
+    a flag set has no line in the file any more."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if not given:
+        return loaded
+    data = loaded.config.model_dump(exclude_unset=True)
+    lines = dict(loaded.lines)
+    for name, value in given.items():
+        path = FLAG_KEYS[name].split(".")
+        target = data
+        for p in path[:-1]:
+            target = target.setdefault(p, {})
+            if not isinstance(target, dict):  # pragma: no cover - the schema makes these mappings
+                target = {}
+        target[path[-1]] = value
+        lines.pop(FLAG_KEYS[name], None)
+    try:
+        cfg = DeploymentConfig.model_validate(data)
+    except ValidationError as exc:
+        err = _validation_error(exc, "command line", {})
+        raise ConfigError(err.message.replace("key '", "option for '"), field=err.field) from None
+    return LoadedConfig(cfg, loaded.file, lines, loaded.base_dir)
+
+
+# -------------------------------------------------------------------------------------------------
+# Files
+# -------------------------------------------------------------------------------------------------
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest configuration walking up from ``start``: a quantadvise.yaml (any of
+    :data:`CONFIG_NAMES`) or a pyproject.toml with ``[tool.quantadvise]``; stops after the folder
+    holding ``.git``."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        for name in CONFIG_NAMES:
+            p = folder / name
+            if p.is_file():
+                return p
+        py = folder / "pyproject.toml"
+        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py), re.M):
+            return py
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+
+
+def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
+    """Read and validate one configuration file (YAML, or pyproject.toml's ``[tool.quantadvise]``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no such configuration file: {p}", hint="`quantadvise check --init` writes a starter")
+    text = read_text(p)
+    name = display or str(p)
+    if p.name == "pyproject.toml" or p.suffix == ".toml":
+        parsed = parse_pyproject(text, name)
+        if parsed is None:
+            raise ConfigError(f"{name}: has no [tool.quantadvise] table")
+    else:
+        parsed = parse_yaml_config(text, name)
+    cfg, lines = parsed
+    return LoadedConfig(cfg, name, lines, str(p.parent))
+
+
+# -------------------------------------------------------------------------------------------------
+# The starter file
+# -------------------------------------------------------------------------------------------------
+
+
+def _yaml_scalar(v: Any) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return str(v)
+    s = str(v)
+    plain = re.fullmatch(r"[A-Za-z0-9_./@:+-]+", s)
+    looks_typed = re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?|true|false|null|~|yes|no|on|off", s, re.I)
+    if plain and not looks_typed:
+        return s
+    return json.dumps(s)
+
+
+def starter_config(values: Mapping[str, Any] | None = None) -> str:
+    """The commented ``quantadvise.yaml`` that ``check --init`` writes. ``values`` (read from the
+    deployment artifacts) fill in what is known; what is not stays commented out with an example,
+    so the gate never checks a guess."""
+    v = dict(values or {})
+
+    def line(key: str, example: Any, comment: str, indent: str = "") -> str:
+        text = f"{key}: {_yaml_scalar(v[key.strip()])}" if v.get(key.strip()) is not None else \
+            f"# {key}: {_yaml_scalar(example)}"
+        return f"{indent}{text:<{40 - len(indent)}}# {comment}"
+
+    paths = v.get("deployment") or ["."]
+    dep = "\n".join(f"  - {_yaml_scalar(p)}" for p in paths)
+    return f"""\
+# quantadvise.yaml: the deployment `quantadvise check` holds to account in CI.
+# Every key is documented in docs/ci.md; relative paths are relative to this file.
+# Keys left commented out are not checked: fill them in.
+version: 1
+
+# The checkpoint the engine serves: a Hugging Face id, or a local folder / config.json. Vendor the
+# checkpoint's config.json next to this file to run the gate without Hub access.
+{line("model", "meta-llama/Llama-3.1-8B-Instruct", "Hub id or local path")}
+{line("engine", "vllm", "vllm | sglang")}
+{line("engine_version", "0.33.0", "a release on file (quantadvise engines list)")}
+{line("gpu", "h100", "the GPU every replica runs on")}
+{line("gpus", 1, "GPUs per replica (tensor x pipeline parallel)")}
+
+# What the deployment is meant to run: a scheme preset (bf16, w4a16, awq, gptq, fp8-dynamic,
+# fp8-block, nvfp4, mxfp4 ...) and a KV cache dtype (auto, fp8, fp8_e5m2 ...). The gate reports
+# drift when the checkpoint or the engine flags say otherwise.
+{line("quantization", "w4a16", "scheme preset")}
+{line("kv_cache_dtype", "auto", "auto = the model dtype")}
+
+workload:
+{line("concurrency", 32, "concurrent sequences at peak", "  ")}
+{line("ctx", 4096, "tokens per sequence, prompt + output", "  ")}
+  task: general                         # general | reasoning | code | long-generation | retrieval
+  mode: auto                            # sync | continuous | auto (sync up to 4 sequences)
+
+# Engine commands to check: shell scripts, Dockerfiles, Kubernetes manifests, Helm values, compose files.
+deployment:
+{dep}
+
+thresholds:
+  max_slowdown_vs_recommended: 25%      # QA202: slower than `quantadvise recommend`'s pick by more
+  min_memory_headroom: 10%              # QA304: share of the memory budget left free at peak
+  evidence_below_bits: 8                # QA401: schemes below this many bits need accuracy evidence
+
+# Per-sample results of the same evaluation on the baseline and on the served checkpoint
+# (lm-eval --log_samples samples_*.jsonl, or JSONL lines of id / correct / logprobs).
+# accuracy:
+#   baseline: evals/bf16/
+#   quantized: evals/quantized/
+#   max_delta_drop: 1%                  # accuracy lost, percentage points
+#   max_flip_rate: 5%                   # answers that changed correctness (arXiv:2407.09141)
+#   max_kl: 0.05                        # mean KL(base || quant) in nats (needs log-probs)
+#   tasks:
+#     gsm8k: {{max_delta_drop: 2%}}
+
+# fail_on: error                        # or warning
+# baseline: .quantadvise-baseline.json  # findings accepted earlier (quantadvise check --write-baseline)
+# rules:
+#   QA202: error                        # a rule's severity: error | warning | note | off
+"""
+
+
+__all__ = [
+    "CONFIG_NAMES",
+    "AccuracyConfig",
+    "DeploymentConfig",
+    "LoadedConfig",
+    "TaskLimits",
+    "Thresholds",
+    "WorkloadConfig",
+    "find_config",
+    "load_config",
+    "parse_pyproject",
+    "parse_yaml_config",
+    "starter_config",
+    "validate",
+    "with_flags",
+]

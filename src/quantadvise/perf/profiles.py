@@ -1,0 +1,600 @@
+"""Efficiency profiles for the roofline: how far below the spec sheet a GPU really runs.
+
+A pure roofline divides bytes by peak bandwidth and FLOPs by peak FLOP/s. Real kernels reach a
+fraction of both, and weight-only kernels pay for dequantising every weight they load. A profile
+holds those fractions, per GPU and per math format, optionally varying with batch, optionally per
+scheme. The shipped default is ``data/perf_profile.yaml``; ``--profile FILE`` replaces it; ``--ideal``
+uses :data:`IDEAL` (the spec sheet: every efficiency 1, no dequantisation cost, no latency).
+
+The format (docs/roofline.md documents every key)::
+
+    schema_version: 1
+    id: my-cluster
+    source: where the numbers come from
+    as_of: 2026-11-29
+    defaults:                       # any GPU without its own entry
+      memory_efficiency: 0.80       # fraction of peak HBM bandwidth
+      compute_efficiency: {bf16: 0.70, fp8: 0.65, int8: 0.65, fp4: 0.60}
+      dequant: {flops_per_weight: 2.0, m_tile: 64, efficiency: 1.0}
+      allreduce: {latency_s: 1.0e-5, efficiency: 0.7}
+      step_overhead_s: 0.0
+    gpus:
+      - gpu: h100-sxm               # id or alias
+        memory_efficiency: {batch: [1, 64, 512], value: [0.72, 0.80, 0.84]}   # a curve
+        schemes:                    # per-scheme overrides (measured curves plug in here)
+          w4a16: {compute_efficiency: {bf16: 0.55}}
+
+A value is a number or a curve ``{batch: [...], value: [...]}``: piecewise linear in log2(batch),
+flat beyond both ends. "batch" is the M dimension of the step's GEMMs: sequences in a decode step,
+prompt tokens in a prefill. Lookups layer ``defaults`` < the GPU's entry < that entry's scheme.
+
+A profile written by ``quantadvise calibrate`` adds, on its GPU entry, a ``calibration`` block (what
+was measured, where, with which driver / CUDA / torch: :class:`Calibration`) and, per measured
+scheme, a ``linear`` fit (:class:`LinearFit`) that replaces the roofline of that scheme's linear
+layers (docs/calibration.md)::
+
+    gpus:
+      - gpu: h100-sxm
+        memory_efficiency: 0.91          # measured read bandwidth / spec sheet
+        compute_efficiency: {bf16: 0.74, fp8: 0.66, int8: 0.70}   # measured GEMM / spec sheet
+        schemes:
+          w4a16:
+            linear: {kernel: ..., applies_to: [awq, gptq], memory_efficiency: 0.62,
+                     compute_efficiency: 0.035, blend: 3.1, correction: {batch: [...], value: [...]}}
+        calibration: {provenance: {...}, model: ..., shapes: [...], ceilings: {...}, measurements: [...]}
+
+Pure: parses dicts, no I/O (``registry`` reads the files).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from datetime import date
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import ConfigError, format_validation_error
+
+SCHEMA_VERSION = 1
+MATH_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Curve(_Strict):
+    """A quantity that varies with batch: points ``(batch[i], value[i])``, batch strictly rising."""
+
+    batch: tuple[float, ...]
+    value: tuple[float, ...]
+
+    @model_validator(mode="after")
+    def _check(self) -> Curve:
+        if not self.batch:
+            raise ValueError("a curve needs at least one point")
+        if len(self.batch) != len(self.value):
+            raise ValueError(f"batch has {len(self.batch)} points but value has {len(self.value)}")
+        if any(b < 1 for b in self.batch):
+            raise ValueError("curve batches must be >= 1")
+        if any(b2 <= b1 for b1, b2 in zip(self.batch, self.batch[1:], strict=False)):
+            raise ValueError("curve batches must be strictly increasing")
+        return self
+
+    def at(self, batch: float) -> float:
+        """Piecewise linear in log2(batch); constant outside the measured range."""
+        xs, ys = self.batch, self.value
+        if batch <= xs[0]:
+            return ys[0]
+        if batch >= xs[-1]:
+            return ys[-1]
+        i = bisect_right(xs, batch)
+        x0, x1 = math.log2(xs[i - 1]), math.log2(xs[i])
+        t = (math.log2(batch) - x0) / (x1 - x0)
+        return ys[i - 1] + t * (ys[i] - ys[i - 1])
+
+
+def _to_value(v: Any) -> Any:
+    """A mapping is a curve; report its own error rather than "not a valid number"."""
+    if isinstance(v, dict):
+        try:
+            return Curve.model_validate(v)
+        except ValidationError as exc:
+            errs = exc.errors()
+            msg = str(errs[0].get("msg", exc)).removeprefix("Value error, ") if errs else str(exc)
+            raise ValueError(f"curve: {msg}") from None
+    return v
+
+
+Value = Annotated[float | Curve, BeforeValidator(_to_value)]
+
+
+def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | None:
+    vals = [] if v is None else (v.value if isinstance(v, Curve) else (v,))
+    for x in vals:
+        if not 0 < x <= upper:
+            raise ValueError(f"{what} must be in (0, {upper:g}], got {x}")
+    return v
+
+
+class DequantCost(_Strict):
+    """Work a weight-only kernel spends turning stored weights into the math format.
+
+    Every stored weight costs ``flops_per_weight`` FLOP on the GPU's vector (CUDA-core / SIMD)
+    units, at ``efficiency`` of the vector fp32 peak, once per ``m_tile`` rows of the batch (Marlin-
+    style kernels re-dequantise each weight tile for every slice of M they process; the model
+    amortises this smoothly as max(1, M / m_tile) passes). The time adds to the GEMM's compute time
+    (it competes with the tensor cores, not with the memory stream)."""
+
+    flops_per_weight: float = Field(default=2.0, ge=0)
+    m_tile: int = Field(default=64, ge=1)
+    efficiency: float = 1.0
+
+    @field_validator("efficiency")
+    @classmethod
+    def _eff(cls, v: float) -> float:
+        _check_fraction(v, "dequant.efficiency")
+        return v
+
+
+class AllReduceCost(_Strict):
+    """Tensor-parallel collectives: a fixed ``latency_s`` per collective plus the ring volume over
+    ``efficiency`` x the interconnect's per-direction bandwidth."""
+
+    latency_s: float = Field(default=1.0e-5, ge=0)
+    efficiency: float = 0.7
+
+    @field_validator("efficiency")
+    @classmethod
+    def _eff(cls, v: float) -> float:
+        _check_fraction(v, "allreduce.efficiency")
+        return v
+
+
+class Knobs(_Strict):
+    """One layer of settings; any key left out falls through to the layer below."""
+
+    memory_efficiency: Value | None = None
+    compute_efficiency: dict[str, Value] = Field(default_factory=dict)
+    dequant: DequantCost | None = None
+    allreduce: AllReduceCost | None = None
+    step_overhead_s: float | None = Field(default=None, ge=0)
+
+    @field_validator("memory_efficiency")
+    @classmethod
+    def _mem(cls, v: Value | None) -> Value | None:
+        return _check_fraction(v, "memory_efficiency")
+
+    @field_validator("compute_efficiency")
+    @classmethod
+    def _comp(cls, v: dict[str, Value]) -> dict[str, Value]:
+        for key, val in v.items():
+            if key not in MATH_KEYS:
+                raise ValueError(f"unknown math format '{key}' (use {', '.join(MATH_KEYS)})")
+            _check_fraction(val, f"compute_efficiency.{key}")
+        return v
+
+
+class LinearFit(_Strict):
+    """A scheme's measured linear layers on one GPU, as ``calibrate`` fits them.
+
+    Each linear operator of the scheme then takes
+
+        t = (mem^p + comp^p)^(1/p) x correction(M)
+        mem  = stored bytes / (memory_efficiency x peak bandwidth)
+        comp = FLOPs at max(M, m_tile) rows / (compute_efficiency x the datapath's peak)
+
+    instead of the roofline ``max(bytes / bandwidth, FLOPs / peak) + dequant``: p = ``blend``
+    (1: memory and compute times add, as an unfused pre-pass does; large: the roofline's max),
+    ``m_tile`` the fewest rows the kernel computes (one M tile: below it, time does not shrink), and
+    ``correction`` the measured time over the fitted curve at each measured GEMM height M (1 at
+    every point the fit hits exactly; piecewise linear in log2(M) between them, flat beyond the
+    measured range, where the fitted curve alone carries on). At every measured batch the model
+    therefore reproduces the measurement for the calibrated model's shapes; other models reuse the
+    fitted efficiencies. The dequantisation term is not added: the measurement contains it.
+    """
+
+    kernel: str = ""
+    applies_to: tuple[str, ...] = ()  # other scheme ids (or aliases) that run the same kernel class
+    memory_efficiency: float
+    compute_efficiency: float
+    blend: float = Field(default=64.0, ge=1.0, le=64.0)
+    m_tile: float = Field(default=1.0, ge=1.0)
+    correction: Value = 1.0
+
+    @field_validator("memory_efficiency", "compute_efficiency")
+    @classmethod
+    def _eff(cls, v: float, info: Any) -> float:
+        if not 0 < v <= 4.0:
+            raise ValueError(f"linear.{info.field_name} must be in (0, 4], got {v}")
+        return v
+
+    @field_validator("correction")
+    @classmethod
+    def _corr(cls, v: Value) -> Value:
+        for x in v.value if isinstance(v, Curve) else (v,):
+            if not 0 < x <= 100:
+                raise ValueError(f"linear.correction must be in (0, 100], got {x}")
+        return v
+
+    def correction_at(self, m: float) -> float:
+        c = self.correction
+        return c.at(m) if isinstance(c, Curve) else c
+
+    def time(self, mem_s: float, comp_s: float, m: float) -> float:
+        """One operator's seconds from its memory and compute terms (already divided by this fit's
+        efficiencies; ``comp_s`` for ``m`` rows) at GEMM height ``m``."""
+        if m < self.m_tile and m > 0:
+            comp_s *= self.m_tile / m
+        return blend(mem_s, comp_s, self.blend) * self.correction_at(m)
+
+
+def blend(a: float, b: float, p: float) -> float:
+    """``(a^p + b^p)^(1/p)``: a + b at p = 1, max(a, b) as p grows (exactly max at p >= 64)."""
+    hi = a if a > b else b
+    if hi <= 0.0:
+        return 0.0
+    if p >= 64.0:
+        return hi
+    lo = b if a > b else a
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
+
+
+class SchemeKnobs(Knobs):
+    linear: LinearFit | None = None
+
+
+class Provenance(_Strict):
+    """Where a calibration was measured: the GPU as its driver names it, the software stack, when."""
+
+    tool: str
+    command: str = ""
+    backend: str  # torch | simulated
+    simulated: bool = False
+    gpu_name: str
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    torch_version: str | None = None
+    measured_on: date
+    seconds: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _label(self) -> Provenance:
+        if self.simulated != (self.backend == "simulated"):
+            raise ValueError("simulated must be true exactly when backend is 'simulated'")
+        return self
+
+
+class Ceilings(_Strict):
+    """What the GPU really reaches: read bandwidth of a large buffer, and dense GEMM throughput per
+    math format on one large GEMM (keys: bf16, fp8 per-tensor, fp8-rowwise, int8)."""
+
+    read_bandwidth_bytes_per_s: float = Field(gt=0)
+    read_buffer_bytes: int = Field(ge=0)
+    gemm_shape: tuple[int, int, int]  # M, N, K
+    gemm_flops_per_s: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("gemm_flops_per_s")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for key, x in v.items():
+            if x <= 0:
+                raise ValueError(f"gemm_flops_per_s.{key} must be > 0, got {x}")
+        return v
+
+
+class LinearShape(_Strict):
+    """``count`` GEMMs of a weight (N, K) per decode step (engines fuse q/k/v and gate/up)."""
+
+    name: str
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    count: int = Field(ge=1)
+
+
+class Measurement(_Strict):
+    """One scheme's decode-step linear layers (every shape x count), median seconds per batch."""
+
+    scheme: str
+    kernel: str
+    batch: tuple[int, ...]
+    time_s: tuple[float, ...]
+    spread: tuple[float, ...] = ()  # (p90 - p10) / median of the timing samples, per batch
+
+    @model_validator(mode="after")
+    def _check(self) -> Measurement:
+        if not self.batch:
+            raise ValueError("a measurement needs at least one batch")
+        if len(self.time_s) != len(self.batch) or (self.spread and len(self.spread) != len(self.batch)):
+            raise ValueError(f"{self.scheme}: batch, time_s (and spread) must have the same length")
+        if any(b < 1 for b in self.batch) or any(b2 <= b1 for b1, b2 in zip(self.batch, self.batch[1:], strict=False)):
+            raise ValueError(f"{self.scheme}: batches must be >= 1 and strictly increasing")
+        if any(not t > 0 for t in self.time_s):
+            raise ValueError(f"{self.scheme}: every time_s must be > 0")
+        return self
+
+
+class Calibration(_Strict):
+    """The raw record of a ``calibrate`` run on one GPU (``validate`` recomputes everything from it)."""
+
+    provenance: Provenance
+    model: str
+    shapes: tuple[LinearShape, ...]
+    l2_rotation: int = Field(default=1, ge=1)  # copies of each layer's weights cycled to defeat the L2
+    ceilings: Ceilings
+    measurements: tuple[Measurement, ...] = ()
+
+    def measurement(self, scheme: str) -> Measurement | None:
+        return next((m for m in self.measurements if _norm(m.scheme) == _norm(scheme)), None)
+
+
+class GpuKnobs(Knobs):
+    gpu: str
+    schemes: dict[str, SchemeKnobs] = Field(default_factory=dict)
+    source: str | None = None
+    calibration: Calibration | None = None
+
+
+class PerfProfile(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    description: str = ""
+    source: str
+    as_of: date
+    ideal: bool = False
+    defaults: Knobs = Knobs()
+    gpus: tuple[GpuKnobs, ...] = ()
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != SCHEMA_VERSION:
+            raise ValueError(f"this quantadvise reads profile schema_version {SCHEMA_VERSION}, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _unique(self) -> PerfProfile:
+        seen: set[str] = set()
+        for entry in self.gpus:
+            key = _norm(entry.gpu)
+            if key in seen:
+                raise ValueError(f"gpu '{entry.gpu}' has two entries; merge them")
+            seen.add(key)
+        return self
+
+    # -- lookup -----------------------------------------------------------------------------------
+    def entry_for(self, names: tuple[str, ...]) -> GpuKnobs | None:
+        """The entry naming any of ``names`` (a GPU's id, name and aliases)."""
+        wanted = {_norm(n) for n in names}
+        for entry in self.gpus:
+            if _norm(entry.gpu) in wanted:
+                return entry
+        return None
+
+    def layers(self, gpu_names: tuple[str, ...], scheme_names: tuple[str, ...] = ()) -> list[Knobs]:
+        """This profile's settings for one GPU and scheme (its id and aliases), lowest precedence first."""
+        out: list[Knobs] = [self.defaults]
+        entry = self.entry_for(gpu_names)
+        if entry is not None:
+            out.append(entry)
+            wanted = {_norm(n) for n in scheme_names}
+            out.extend(k for key, k in entry.schemes.items() if _norm(key) in wanted)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML-ready form (``parse_profile(p.to_dict())`` round-trips)."""
+        return self.model_dump(mode="json", exclude_defaults=False)
+
+
+MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated")
+"""Which performance model a prediction used, per scheme:
+
+- ``ideal``: the spec sheet (``--ideal``);
+- ``default-efficiency``: round achieved fractions of peak (data/perf_profile.yaml, and any
+  hand-written ``--profile`` keys) with the dequantisation term;
+- ``calibrated-ceilings``: a calibrated profile for this GPU, but no measured curve for this scheme:
+  the roofline with the measured bandwidth and GEMM ceilings;
+- ``calibrated``: the scheme's linear layers follow its measured curve (:class:`LinearFit`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiency:
+    """Resolved settings for one (GPU, scheme): constants or curves over batch."""
+
+    profile_id: str
+    ideal: bool
+    memory: Value
+    compute: dict[str, Value]
+    dequant: DequantCost | None
+    allreduce: AllReduceCost
+    step_overhead_s: float
+    linear: LinearFit | None = None  # the scheme's measured linear layers
+    linear_bf16: LinearFit | None = None  # bf16's, for the layers a scheme leaves unquantized
+    calibration: Provenance | None = None  # the calibration that applies to this GPU, if any
+    linear_source: str | None = None  # the scheme key the linear fit was measured as
+    other_calibrations: tuple[str, ...] = ()  # GPUs the profiles hold calibrations for, not this one
+
+    @property
+    def constant(self) -> bool:
+        """True when nothing varies with batch (the fast path precomputes everything)."""
+        return (self.linear is None and self.linear_bf16 is None and not isinstance(self.memory, Curve)
+                and not any(isinstance(v, Curve) for v in self.compute.values()))
+
+    @property
+    def model(self) -> str:
+        """Which of :data:`MODELS` this is."""
+        if self.ideal:
+            return "ideal"
+        if self.linear is not None:
+            return "calibrated"
+        if self.calibration is not None:
+            return "calibrated-ceilings"
+        return "default-efficiency"
+
+    def memory_at(self, batch: float) -> float:
+        m = self.memory
+        return m.at(batch) if isinstance(m, Curve) else m
+
+    def compute_at(self, math_format: str, batch: float) -> float:
+        v = self.compute.get(math_format)
+        if v is None and math_format in ("bf16", "fp16"):
+            v = self.compute.get("fp16" if math_format == "bf16" else "bf16")
+        if v is None:
+            return 1.0 if self.ideal or not self.compute else _fallback(self.compute, batch)
+        return v.at(batch) if isinstance(v, Curve) else v
+
+    def summary(self, batch: float = 1.0) -> dict[str, Any]:
+        return {
+            "memory": round(self.memory_at(batch), 4),
+            "compute": {k: round(self.compute_at(k, batch), 4) for k in sorted(self.compute)},
+        }
+
+
+def _fallback(compute: dict[str, Value], batch: float) -> float:
+    """A math format the profile does not list runs at the profile's lowest listed efficiency."""
+    vals = [v.at(batch) if isinstance(v, Curve) else v for v in compute.values()]
+    return min(vals)
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def resolve(
+    profiles: list[PerfProfile] | tuple[PerfProfile, ...],
+    gpu_names: tuple[str, ...],
+    scheme_names: tuple[str, ...] = (),
+) -> Efficiency:
+    """Flatten the profiles (later ones override earlier ones; inside each: defaults < the GPU's
+    entry < that entry's scheme) into the settings one step model uses. A user ``--profile`` is
+    layered over the shipped default, so it only needs the keys it changes."""
+    if not profiles:
+        raise ValueError("resolve() needs at least one profile")
+    ideal = any(p.ideal for p in profiles)
+    mem: Value = 1.0
+    comp: dict[str, Value] = {}
+    dequant: DequantCost | None = None
+    allreduce = AllReduceCost(latency_s=0.0, efficiency=1.0)
+    overhead = 0.0
+    linear: LinearFit | None = None
+    linear_src: str | None = None
+    linear_bf16: LinearFit | None = None
+    calibration: Provenance | None = None
+    others: list[str] = []
+    for profile in profiles:
+        for layer in profile.layers(gpu_names, scheme_names):
+            if layer.memory_efficiency is not None:
+                mem = layer.memory_efficiency
+            comp.update(layer.compute_efficiency)
+            if layer.dequant is not None:
+                dequant = layer.dequant
+            if layer.allreduce is not None:
+                allreduce = layer.allreduce
+            if layer.step_overhead_s is not None:
+                overhead = layer.step_overhead_s
+        entry = profile.entry_for(gpu_names)
+        if entry is not None:
+            if entry.calibration is not None:
+                calibration = entry.calibration.provenance
+            fit, src = _linear_for(entry, scheme_names)
+            if fit is not None:
+                linear, linear_src = fit, src
+            bf = _linear_for(entry, ("bf16",))[0]
+            if bf is not None:
+                linear_bf16 = bf
+        others.extend(e.gpu for e in profile.gpus if e.calibration is not None and e is not entry)
+    return Efficiency(
+        profile_id="+".join(p.id for p in profiles),
+        ideal=ideal,
+        memory=mem,
+        compute=comp,
+        dequant=None if ideal else dequant,
+        allreduce=allreduce,
+        step_overhead_s=overhead,
+        linear=None if ideal else linear,
+        linear_bf16=None if ideal else linear_bf16,
+        calibration=None if ideal else calibration,
+        linear_source=None if ideal else linear_src,
+        other_calibrations=() if (ideal or calibration is not None) else tuple(dict.fromkeys(others)),
+    )
+
+
+def _linear_for(entry: GpuKnobs, scheme_names: tuple[str, ...]) -> tuple[LinearFit | None, str | None]:
+    """The measured fit for a scheme: its own entry first, else an entry whose ``applies_to``
+    names it (a scheme of the same kernel class: AWQ and GPTQ run what W4A16 runs)."""
+    wanted = {_norm(n) for n in scheme_names}
+    for key, knobs in entry.schemes.items():
+        if knobs.linear is not None and _norm(key) in wanted:
+            return knobs.linear, key
+    for key, knobs in entry.schemes.items():
+        if knobs.linear is not None and wanted & {_norm(a) for a in knobs.linear.applies_to}:
+            return knobs.linear, key
+    return None, None
+
+
+def describe_models(effs: dict[str, Efficiency]) -> str:
+    """One line saying which performance model each scheme's prediction used (for a report's
+    assumptions / notes; ``check`` and ``recommend`` use it too)."""
+    if not effs:
+        return "no scheme"
+    by_model: dict[str, list[str]] = {}
+    for sid, eff in effs.items():
+        by_model.setdefault(eff.model, []).append(sid)
+    first = next(iter(effs.values()))
+    parts = []
+    if "ideal" in by_model:
+        parts.append("ideal (spec-sheet roofline) for " + ", ".join(by_model["ideal"]))
+    if "calibrated" in by_model:
+        prov = first.calibration
+        where = f" on {prov.gpu_name}, {prov.measured_on.isoformat()}" if prov is not None else ""
+        sim = " — SIMULATED timings, not a measurement" if prov is not None and prov.simulated else ""
+        parts.append(f"calibrated (measured curves{where}{sim}) for " + ", ".join(by_model["calibrated"]))
+    if "calibrated-ceilings" in by_model:
+        parts.append("roofline with the measured ceilings (no measured curve) for "
+                     + ", ".join(by_model["calibrated-ceilings"]))
+    if "default-efficiency" in by_model:
+        parts.append(f"default-efficiency roofline (profile {first.profile_id}) for "
+                     + ", ".join(by_model["default-efficiency"]))
+    return "; ".join(parts)
+
+
+IDEAL = PerfProfile(
+    id="ideal",
+    description="spec-sheet roofline: peak bandwidth and peak FLOP/s, no dequantisation cost, no latency",
+    source="the GPU rows of data/hardware.yaml",
+    as_of=date(2026, 11, 29),
+    ideal=True,
+    defaults=Knobs(
+        memory_efficiency=1.0,
+        compute_efficiency={},
+        allreduce=AllReduceCost(latency_s=0.0, efficiency=1.0),
+        step_overhead_s=0.0,
+    ),
+)
+
+
+def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:
+    """Validate a profile document; a bad key or value is one ConfigError line naming the field."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected a mapping with schema_version, id, source, as_of, defaults, gpus")
+    doc = dict(doc)
+    if doc.get("ideal"):
+        raise ConfigError(f"{where}: field 'ideal' is reserved for the built-in spec-sheet profile (use --ideal)")
+    doc.setdefault("id", where.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    doc.setdefault("source", where)
+    doc.setdefault("as_of", date.today())
+    try:
+        return PerfProfile.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
