@@ -100,7 +100,7 @@ def test_missing_file_exit_2(cli, tmp_path):
 
 def test_json_fields_are_documented():
     # docs/accuracy.md names every field the JSON carries (checked against the code, not by hand)
-    from quantadvise import api
+    import quantadvise as api
 
     doc_text = (Path(__file__).resolve().parent.parent.parent / "docs" / "accuracy.md").read_text()
     doc = api.accuracy(BASE, QUANT, max_delta=0.01, max_kl=0.1).model_dump(mode="json")

@@ -51,7 +51,7 @@ def test_json_schema(cli):
 
 def test_json_fields_are_documented():
     # docs/roofline.md documents every field the JSON carries (checked against the code).
-    from quantadvise import api
+    import quantadvise as api
 
     doc_text = (REPO / "docs" / "roofline.md").read_text()
     doc = api.roofline(batches="1..512", prompt=128, curve_points=8).model_dump(mode="json")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from quantadvise import api, catalog
+import quantadvise as api
+from quantadvise import catalog
 
 
 def llama_like(V, H, L, I, nh, nkv, hd, tied=False, qkv_bias=False, qk_norm=False, norms=2):

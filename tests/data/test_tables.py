@@ -69,7 +69,7 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         assert required in names
     # Imported from the unpacked wheel (as an installed package would be), it finds its own data.
     code = (
-        "import quantadvise.catalog as r, quantadvise.api as a;"
+        "import quantadvise.catalog as r, quantadvise as a;"
         "print(r.data_dir());"
         "print(a.size('meta-llama/Llama-3-8B', bits=4).total_bytes)"
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise import api
+import quantadvise as api
 from quantadvise.errors import ConfigError, InputError
 from quantadvise.evals.evidence import load_evidence, parse_jsonl, task_from_filename
 from quantadvise.evals.stats import (

@@ -7,7 +7,8 @@ import shlex
 
 import pytest
 
-from quantadvise import api, catalog
+import quantadvise as api
+from quantadvise import catalog
 from quantadvise.advisor import tree as advisor
 from quantadvise.errors import QuantAdviseError
 
@@ -299,7 +300,7 @@ def test_public_api_exports_resolve():
     import quantadvise as qa
 
     for mod in ("perf.step", "evals.stats", "perf.calibration", "advisor.tree", "sizing", "engines.inspection",
-                "gate.rules", "api.core", "evals.evidence", "checkpoint.dialects"):
+                "gate.rules", "api.check", "evals.evidence", "checkpoint.dialects"):
         importlib.import_module(f"quantadvise.{mod}")
     for name in qa.__all__:
         value = getattr(qa, name)

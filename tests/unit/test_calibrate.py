@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from quantadvise import api, catalog
+import quantadvise as api
+from quantadvise import catalog
 from quantadvise.errors import ConfigError, InputError
 from quantadvise.perf.backends import SimulatedBackend
 from quantadvise.perf.calibration import (

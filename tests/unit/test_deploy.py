@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise import api
+import quantadvise as api
 from quantadvise.artifacts.scan import (
     EngineInvocation,
     parse_dockerfile,

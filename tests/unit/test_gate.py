@@ -187,7 +187,7 @@ def test_parallelism_and_artifact_findings_from_a_real_script():
     inv = parse_shell(text, "serve.sh")[0]
     s = Site(key="serve.sh#vllm", label="serve.sh:2", file="serve.sh", line=inv.line, flag_lines=inv.flag_lines)
     out = Findings()
-    from quantadvise.api.core import _unresolved
+    from quantadvise.api.check import _unresolved
 
     gate.artifact_findings(out, s, inv.warnings, _unresolved(inv))
     got = sorted((x.rule_id, x.line) for x in out.items)
@@ -457,7 +457,7 @@ def test_every_check_format_has_a_renderer():
 
 
 def test_predict_agrees_with_recommend_for_every_ranked_candidate():
-    from quantadvise import api
+    import quantadvise as api
 
     w = {"batch": 64, "ctx": 2048, "gpu": "h100"}
     rec = api.recommend(w)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise import api
+import quantadvise as api
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 

@@ -8,7 +8,8 @@ import math
 import pytest
 import yaml
 
-from quantadvise import api, catalog
+import quantadvise as api
+from quantadvise import catalog
 from quantadvise.errors import ConfigError, InputError, SchemeError
 from quantadvise.perf.profiles import IDEAL, Curve, parse_profile, resolve
 from quantadvise.perf.step import (

@@ -147,7 +147,7 @@ def test_valid_w8a8_int_accumulates_in_int32_by_default():
 
 
 def test_group_that_does_not_divide_k_is_rejected_by_sizing():
-    from quantadvise import api
+    import quantadvise as api
     from quantadvise.errors import InputError
 
     with pytest.raises(InputError, match="does not divide the reduction dimension K=4096"):

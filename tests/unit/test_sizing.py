@@ -6,7 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from quantadvise import api, catalog
+import quantadvise as api
+from quantadvise import catalog
 
 # Llama-3-8B (the chapter): V=128256, H=4096, 224 decoder linear matrices holding 6,979,321,856
 # params, untied embedding + lm_head 2 x 525,336,576, norms 65 x 4096 = 266,240.

@@ -1,15 +1,8 @@
-"""The Python API: one function per CLI command (see ``quantadvise/__init__.py`` for the list).
+"""The Python API, one small module per command: each resolves names and files (the only I/O the
+commands do), calls the pure core and returns a typed result whose ``model_dump(mode="json")`` is
+exactly what ``--format json`` prints.
 
-Imported lazily: ``from quantadvise import api; api.size(...)`` loads only what ``size`` needs."""
-
-from __future__ import annotations
-
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    value = getattr(importlib.import_module("quantadvise.api.core"), name)
-    globals()[name] = value
-    return value
+Import the functions from ``quantadvise`` (``quantadvise.size``, ``quantadvise.recommend`` ...) or
+from their module here (``quantadvise.api.size.size``). This package deliberately exports nothing
+itself: a submodule named like its function (``api.size``) would shadow it once imported.
+"""

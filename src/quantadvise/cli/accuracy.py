@@ -62,9 +62,9 @@ def accuracy_cmd(
 
     Example: quantadvise accuracy base/ w4a16/ --max-delta 1% --max-flips 5%
     """
-    from .. import api
+    from ..api.accuracy import accuracy
 
-    report = api.accuracy(
+    report = accuracy(
         base, quant, metric=metric, filter=filter_, confidence=confidence, max_delta=max_delta, max_flips=max_flips,
         max_kl=max_kl, min_samples=min_samples,
     )

@@ -53,7 +53,7 @@ def calibrate_cmd(
 
     Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
     """
-    from .. import api
+    from ..api.calibrate import calibrate
 
     args = ["--model", model, "--batches", batches, "--backend", backend, "--seconds", f"{seconds:g}"]
     args += ["--schemes", schemes] if schemes else []
@@ -62,7 +62,7 @@ def calibrate_cmd(
     command = "quantadvise calibrate " + " ".join(shlex.quote(a) for a in args)
     bar = _ProgressBar() if progress else None
     try:
-        result = api.calibrate(model, schemes, batches=batches, backend=backend, gpu=gpu, seconds=seconds, seed=seed,
+        result = calibrate(model, schemes, batches=batches, backend=backend, gpu=gpu, seconds=seconds, seed=seed,
                                out=out, command=command, progress=bar)
     finally:
         if bar is not None:

@@ -88,14 +88,14 @@ def check_cmd(
 
     Example: quantadvise check k8s/ --gpu h100 --format github
     """
-    from .. import api
+    from ..api.check import check, check_init
     from ..report import render
 
     if init:
-        result = api.check_init(config, paths or None, force=force)
+        result = check_init(config, paths or None, force=force)
         emit(render("check_init", "json" if fmt.value == "json" else "table", result))
         return
-    report = api.check(
+    report = check(
         paths or None, config=config, model=model, gpu=gpu, gpus=gpus, engine=engine, engine_version=engine_version,
         concurrency=concurrency, ctx=ctx, quantization=quantization, kv_cache_dtype=kv_cache_dtype, task=task,
         profile=profile, fail_on=fail_on.value if fail_on else None, baseline=baseline, write_baseline=write_baseline,

@@ -33,7 +33,7 @@ def engines_cmd(
 
     Example: quantadvise engines diff
     """
-    from .. import api
+    from ..api.engines import engines_diff, engines_list, engines_show
 
     act = action.strip().lower()
     if act not in ACTIONS:
@@ -43,13 +43,13 @@ def engines_cmd(
             raise InputError(f"unknown action '{action}' (choose list, show METHOD or diff)", field="action")
         act, name = "show", action
     if act == "list":
-        emit_report("engines", fmt, api.engines_list(engine, version))
+        emit_report("engines", fmt, engines_list(engine, version))
     elif act == "show":
         if not name:
             from ..errors import InputError
 
             raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
-        emit_report("engine_method", fmt, api.engines_show(name, engine, version))
+        emit_report("engine_method", fmt, engines_show(name, engine, version))
     else:
         first = f"{engine}=={version}" if version else engine
-        emit_report("engines_diff", fmt, api.engines_diff(first, other))
+        emit_report("engines_diff", fmt, engines_diff(first, other))

@@ -39,9 +39,9 @@ def inspect_cmd(
 
     Example: quantadvise inspect ./Meta-Llama-3-8B-Instruct-AWQ --gpu a10g --engine sglang
     """
-    from .. import api
+    from ..api.inspect import inspect
 
-    report = api.inspect(
+    report = inspect(
         model, engines=engine or None, gpu=gpu, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated,
     )

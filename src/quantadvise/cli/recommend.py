@@ -78,9 +78,10 @@ def recommend_cmd(
     """
     import sys
 
-    from .. import api
+    from ..api.common import load_workload
+    from ..api.recommend import recommend
 
-    base = api.load_workload(workload) if workload else {}
+    base = load_workload(workload) if workload else {}
     flags = {
         "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
         "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
@@ -89,6 +90,6 @@ def recommend_cmd(
         "ideal": ideal or None,
         "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
     }
-    result = api.recommend(base, **flags)
+    result = recommend(base, **flags)
     kind = "explain" if explain and fmt.value == "table" else fmt.value
     emit_report("recommend", kind, result, **({"color": sys.stdout.isatty()} if kind == "explain" else {}))

@@ -70,10 +70,10 @@ def roofline_cmd(
 
     Example: quantadvise roofline --model meta-llama/Llama-3-8B --gpu h100 --batch 1..1024
     """
-    from .. import api
+    from ..api.roofline import roofline
 
     width = shutil.get_terminal_size((0, 0)).columns if (fmt == TableJsonCsv.table and chart) else 0
-    result = api.roofline(
+    result = roofline(
         model,
         scheme,
         gpu=gpu,

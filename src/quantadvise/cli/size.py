@@ -64,9 +64,9 @@ def size_cmd(
 
     Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
     """
-    from .. import api
+    from ..api.size import size
 
-    report = api.size(
+    report = size(
         model,
         scheme,
         bits=bits,

@@ -33,9 +33,9 @@ def validate_cmd(
 
     Example: quantadvise validate h100-sxm-2026-11-29.yaml --plot validate.png
     """
-    from .. import api
+    from ..api.calibrate import validate
 
-    result = api.validate(profile, max_error=max_error / 100)
+    result = validate(profile, max_error=max_error / 100)
     if plot is not None:
         from ..report.calibrate import write_validation_plot
 

@@ -1,0 +1,56 @@
+"""``accuracy``: per-sample evaluation results of a baseline and a quantized run, compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..evals.stats import AccuracyReport, AccuracyThresholds
+
+
+def accuracy(
+    base: str | Path,
+    quant: str | Path,
+    *,
+    metric: str | None = None,
+    filter: str | None = None,
+    confidence: float = 0.95,
+    max_delta: float | None = None,
+    max_flips: float | None = None,
+    max_kl: float | None = None,
+    min_samples: int | None = None,
+    thresholds: AccuracyThresholds | None = None,
+    per_task: dict[str, AccuracyThresholds] | None = None,
+) -> AccuracyReport:
+    """Compare per-sample results of a baseline and a quantized run (files or folders of
+    lm-eval ``samples_*.jsonl`` or plain JSONL): per task the accuracy delta with a paired
+    confidence interval, flips, McNemar's p and mean KL; with thresholds, pass/fail checks.
+
+    ``max_delta`` / ``max_flips`` are fractions (0.01 = 1 percentage point), ``max_kl`` nats;
+    ``thresholds`` (an :class:`~quantadvise.accuracy_stats.AccuracyThresholds`) and ``per_task``
+    (task -> thresholds) are the gate's way in. Returns an ``AccuracyReport``; its
+    ``exit_code()`` is 1 when a check fails.
+    """
+    from ..evals.evidence import load_evidence
+    from ..evals.stats import AccuracyThresholds, compare
+
+    flags = {"max_delta_drop": max_delta, "max_flip_rate": max_flips, "max_kl": max_kl, "min_samples": min_samples}
+    if any(v is not None for v in flags.values()):
+        from pydantic import ValidationError
+
+        from ..errors import format_validation_error
+
+        try:
+            given = AccuracyThresholds(**{k: v for k, v in flags.items() if v is not None})
+        except ValidationError as exc:
+            raise InputError(format_validation_error(exc, "thresholds"), field="thresholds") from None
+        thresholds = (thresholds or AccuracyThresholds()).overlay(given)
+    b = load_evidence(base, metric=metric, filter=filter, role="BASE")
+    q = load_evidence(quant, metric=metric, filter=filter, role="QUANT")
+    return compare(b, q, base_label=str(base), quant_label=str(quant), confidence=confidence,
+                   thresholds=thresholds, per_task=per_task)
+
+

@@ -1,0 +1,21 @@
+"""``read_deployment``: the engine commands in a deployment repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..artifacts.scan import DeploymentScan
+
+
+def read_deployment(paths: str | Path | list[str | Path], *, env: dict[str, str] | None = None) -> DeploymentScan:
+    """Engine invocations (``vllm serve``, ``python -m sglang.launch_server`` ...) found in shell
+    scripts, Dockerfiles, Kubernetes manifests, Helm values and docker-compose files under
+    ``paths``, each with its file and line and the flags that matter. Returns a ``DeploymentScan``.
+    """
+    from ..artifacts.scan import read_paths
+
+    return read_paths([paths] if isinstance(paths, str | Path) else list(paths), env=env)
+
+

@@ -1,0 +1,141 @@
+"""What every API function shares: resolve a model, scheme, KV dtype, GPU, engine release or
+efficiency profile by name (bundled data, local files, the HF cache, the Hub) into the values the
+pure core takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import catalog, defaults
+from ..errors import InputError
+from ..hardware import GPU
+from ..model import ModelArch, parse_config
+from ..scheme import Scheme, TensorQuant, custom_weight_scheme
+
+if TYPE_CHECKING:
+    from ..engines.schema import EngineData
+
+
+def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, dict[str, Any]]:
+    """A model architecture from a bundled id, a local path, the HF cache or the Hub (in that
+    order), from a config.json dict, or passed through. Returns (arch, info about the source)."""
+    if isinstance(model, ModelArch):
+        return model, {"id": model.architecture, "source": "object"}
+    if isinstance(model, dict):
+        return parse_config(model, "config"), {"id": model.get("_name_or_path", "config"), "source": "dict"}
+    from ..hub import resolve_model
+
+    src, cfg = resolve_model(model)
+    arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
+    info = {"id": src.id, "source": src.kind, "location": src.location}
+    if src.published_params is not None:
+        info["published_params"] = src.published_params
+    return arch, info
+
+
+def resolve_scheme(
+    scheme: str | Scheme | None = None,
+    *,
+    bits: int | None = None,
+    group: int | None = None,
+    symmetric: bool | None = None,
+    lm_head: bool | None = None,
+    embedding: bool | None = None,
+) -> Scheme:
+    """A scheme from a preset name, a YAML file path, a Scheme, or ``bits``/``group``/``symmetric``.
+
+    ``bits`` builds integer weight-only quantization with one scale per ``group`` (default 128) and,
+    unless ``symmetric``, a zero-point per group — the form AWQ and GPTQ checkpoints store."""
+    if bits is not None and scheme is not None:
+        raise InputError("give either --scheme or --bits, not both", field="scheme")
+    if bits is not None:
+        s = custom_weight_scheme(bits, 128 if group is None else group, bool(symmetric))
+    else:
+        if symmetric is not None:
+            raise InputError(
+                "--sym/--asym apply to --bits; a preset fixes its symmetry (e.g. w4a16 vs w4a16-asym)",
+                field="symmetric",
+            )
+        if isinstance(scheme, Scheme):
+            s = scheme
+        elif scheme is None:
+            s = catalog.get_scheme("bf16")
+        elif scheme.endswith((".yaml", ".yml")) or Path(scheme).is_file():
+            s = catalog.load_scheme_file(Path(scheme))
+        else:
+            s = catalog.get_scheme(scheme)
+        if group is not None:
+            s = s.with_weight_group(group)
+    changes = {}
+    if lm_head is not None:
+        changes["quantize_lm_head"] = lm_head
+    if embedding is not None:
+        changes["quantize_embedding"] = embedding
+    if changes and s.quantizes_weights:
+        s = s.with_policy(**changes)
+    return s
+
+
+def resolve_kv(kv_dtype: str | TensorQuant | None) -> tuple[TensorQuant | None, str]:
+    if kv_dtype is None:
+        return None, "bf16"
+    if isinstance(kv_dtype, TensorQuant):
+        return kv_dtype, kv_dtype.format
+    preset = catalog.kv_preset(kv_dtype)
+    return preset.kv_cache, preset.id
+
+
+def get_gpu(gpu: str | GPU) -> GPU:
+    return gpu if isinstance(gpu, GPU) else catalog.get_gpu(gpu)
+
+
+
+def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> EngineData:
+    """One engine release from data/engines/ (``engine`` may carry the version: ``vllm==0.33.0``)."""
+    name, ver = _split_engine(engine)
+    return catalog.get_engine(name, version or ver)
+
+
+def _split_engine(spec: str) -> tuple[str, str | None]:
+    import re
+
+    m = re.fullmatch(r"\s*([A-Za-z][\w-]*?)\s*(?:(?:==|@|:)\s*v?([\w.+-]+))?\s*", spec or "")
+    if not m:
+        raise InputError(f"--engine expects NAME or NAME==VERSION (vllm, sglang==0.5.23), got '{spec}'",
+                         field="engine")
+    return m.group(1), m.group(2)
+
+
+
+def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None) -> list[Any]:
+    """The efficiency profiles a prediction uses: the spec sheet (``ideal``), or the shipped
+    default with a user profile (file or PerfProfile) layered over it."""
+    from ..errors import UnknownNameError
+    from ..perf.profiles import IDEAL, PerfProfile
+
+    if ideal and profile is not None:
+        raise InputError("give --ideal (the spec sheet) or --profile FILE, not both", field="profile")
+    if ideal:
+        return [IDEAL]
+    profiles = [catalog.default_perf_profile()]
+    if profile is not None:
+        user = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
+        known = {catalog.norm_name(n) for n in catalog.gpu_names()}
+        for entry in user.gpus:
+            if catalog.norm_name(entry.gpu) not in known:
+                raise UnknownNameError("GPU", entry.gpu, catalog.gpu_names(), hint=f"in profile {user.id}")
+        profiles.append(user)
+    return profiles
+
+
+def load_workload(path: str | Path) -> dict[str, Any]:
+    """A workload YAML file as a dict (validated by :func:`recommend`)."""
+    from ..errors import ConfigError
+
+    doc = catalog.load_yaml_file(Path(path))
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping of workload keys (batch, ctx, gpu, task ...)")
+    return doc
+
+

@@ -1,0 +1,96 @@
+"""``roofline``: decode step time, tokens/s and bound per scheme x batch x context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import catalog, defaults
+from ..errors import InputError
+from ..hardware import GPU
+from ..model import ModelArch
+from ..scheme import Scheme, TensorQuant
+from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+
+if TYPE_CHECKING:
+    from ..perf.profiles import PerfProfile
+    from ..perf.step import RooflineResult
+
+
+def roofline(
+    model: str | dict[str, Any] | ModelArch = defaults.MODEL,
+    schemes: str | Scheme | list[str | Scheme] | None = None,
+    *,
+    gpu: str | GPU = defaults.GPU,
+    gpus: int = 1,
+    kv_dtype: str | TensorQuant | None = None,
+    batches: str | int | list[int] = "1,8,64,512",
+    ctx: str | int | list[int] = 2048,
+    prompt: int | None = None,
+    group: int | None = None,
+    ideal: bool = False,
+    profile: str | Path | PerfProfile | None = None,
+    scope: str = "full",
+    curve_points: int = 0,
+) -> RooflineResult:
+    """Decode step time, tokens/s, bound, byte shares and FLOPs per scheme x batch x context on
+    ``gpus`` x ``gpu``; each scheme's ridge batch; pairwise crossover batches; TTFT for ``prompt``.
+
+    ``schemes``: names / YAML paths (a list or ``"bf16,w4a16,fp8-dynamic"``); default bf16, w4a16
+    and w8a8-fp8 (w8a8-int8 on GPUs without fp8). ``batches``: ``"1,8,64,512"`` or ``"1..512"``.
+    Efficiencies come from data/perf_profile.yaml, with ``profile`` (a file or a PerfProfile)
+    layered over it; ``ideal=True`` uses the spec sheet instead. ``scope="decoder"`` counts only
+    the decoder linear matrices, KV and the residual stream (the chapter's accounting). ``group``
+    sets the weight group size of every scheme with per-group weight scales; without it the
+    default list picks a group that divides the model's K (gpt-oss: 64), explicit schemes keep theirs.
+
+    >>> r = roofline("meta-llama/Llama-3-8B", "bf16,fp8-dynamic", gpu="h100", ideal=True, batches=1, ctx=0)
+    >>> round(r.ridge_batch["bf16"])
+    295
+    """
+    from ..perf.profiles import resolve
+    from ..perf.step import fit_weight_group, parse_batches, parse_contexts
+    from ..perf.step import roofline as run
+
+    arch, info = load_model(model)
+    g = get_gpu(gpu)
+    use_default_list = schemes is None
+    if schemes is None:
+        schemes = ["bf16", "w4a16", "w8a8-fp8" if g.has_math("fp8") else "w8a8-int8"]
+    elif isinstance(schemes, str):
+        schemes = [s.strip() for s in schemes.split(",") if s.strip()]
+        if not schemes:
+            raise InputError("--scheme needs at least one name, e.g. bf16,w4a16,w8a8-fp8", field="scheme")
+    elif isinstance(schemes, Scheme):
+        schemes = [schemes]
+    resolved = [resolve_scheme(s) for s in schemes]
+    notes: list[str] = []
+    if group is not None:
+        resolved = [s.with_weight_group(group) if s.weight is not None and s.weight.scale is not None
+                    and s.weight.scale.group.is_per_group else s for s in resolved]
+    elif use_default_list:
+        fitted = [fit_weight_group(arch, s) for s in resolved]
+        resolved = [s for s, _ in fitted]
+        notes = [n for _, n in fitted if n]
+    profiles = load_profiles(ideal, profile)
+    gpu_names = (g.id, g.name, *g.aliases)
+    effs = [resolve(profiles, gpu_names, catalog.scheme_names(s.id) or (s.id,)) for s in resolved]
+    kv, kv_name = resolve_kv(kv_dtype)
+    return run(
+        arch,
+        resolved,
+        g,
+        effs,
+        model_info=info,
+        kv=kv,
+        kv_name=kv_name,
+        batches=parse_batches(batches),
+        contexts=parse_contexts(ctx),
+        prompt=prompt,
+        gpus=gpus,
+        scope=scope,
+        curve_points=curve_points,
+        notes=notes,
+    )
+
+

@@ -1,0 +1,59 @@
+"""``size``: whole-model memory under a scheme."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import defaults
+from ..hardware import GPU
+from ..model import ModelArch
+from ..scheme import Scheme, TensorQuant
+from ..sizing import SizeReport, size_model
+from .common import get_gpu, load_model, resolve_kv, resolve_scheme
+
+
+def size(
+    model: str | dict[str, Any] | ModelArch = defaults.MODEL,
+    scheme: str | Scheme | None = None,
+    *,
+    bits: int | None = None,
+    group: int | None = None,
+    symmetric: bool | None = None,
+    lm_head: bool | None = None,
+    embedding: bool | None = None,
+    kv_dtype: str | TensorQuant | None = None,
+    ctx: int | None = None,
+    batch: int = 1,
+    gpu: str | GPU | None = None,
+    gpus: int = 1,
+    include_mtp: bool = False,
+    memory_utilization: float = defaults.MEMORY_UTILIZATION,
+    reserve_bytes: int = defaults.RESERVE_BYTES,
+) -> SizeReport:
+    """Whole-model memory of ``model`` under a scheme, per component, with optional KV and fit.
+
+    >>> r = size("meta-llama/Llama-3-8B", bits=4, group=128)
+    >>> round(r.total_bytes / 1e9, 2)
+    5.73
+    """
+    arch, info = load_model(model)
+    s = resolve_scheme(scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
+    kv, kv_name = resolve_kv(kv_dtype)
+    if gpu is not None and ctx is None:
+        ctx = 0
+    return size_model(
+        arch,
+        s,
+        model_info=info,
+        include_mtp=include_mtp,
+        kv=kv,
+        kv_name=kv_name,
+        ctx=ctx,
+        batch=batch,
+        gpu=get_gpu(gpu) if gpu is not None else None,
+        gpus=gpus,
+        memory_utilization=memory_utilization,
+        reserve_bytes=reserve_bytes,
+    )
+
+

@@ -1,0 +1,54 @@
+"""Every default quantadvise assumes, defined once.
+
+The CLI, the Python API, the advisor and the gate read these names; a default written anywhere
+else is a bug. Where a default mirrors an engine's own, the comment names the source line.
+"""
+
+from __future__ import annotations
+
+GiB = 1024**3
+
+# -- what is served, on what (the bundled defaults that `recommend` starts from) -------------------
+MODEL = "meta-llama/Meta-Llama-3-8B"
+GPU = "h100-sxm"
+ENGINE = "vllm"
+ENGINES = ("vllm", "sglang")  # the engines quantadvise models
+
+# -- the workload --------------------------------------------------------------------------------
+BATCH = 1  # concurrent sequences
+CONTEXT = 2048  # tokens per sequence (prompt + output) when neither --ctx nor --prompt/--output is given
+OUTPUT_TOKENS = 256  # output tokens when only a context or a prompt is given (capped at half the context)
+SYNC_MAX_BATCH = 4  # "auto" serving mode: at most this many concurrent sequences run as one synchronous batch
+ACCURACY_TOLERANCE = 1.0  # max accuracy drop the user accepts, %-points
+
+# -- memory ---------------------------------------------------------------------------------------
+# vLLM's --gpu-memory-utilization default (vllm/config/cache.py: gpu_memory_utilization = 0.9)
+MEMORY_UTILIZATION = 0.90
+# per-GPU runtime reserve outside the engine's weights + KV: CUDA context, activation peak, CUDA graphs
+RESERVE_GB = 2.0
+RESERVE_BYTES = int(RESERVE_GB * GiB)
+BASELINE_BYTES_PER_PARAM = 2  # the bf16 baseline every compression ratio divides
+
+# -- the decision tree ----------------------------------------------------------------------------
+# Schemes the recommender weighs unless the workload names its own; on a near-tie the earlier wins.
+CANDIDATES = (
+    "bf16", "w4a16", "awq", "fp8-dynamic", "w8a8-int8", "w8a16", "fp8-block", "w4a8-fp8",
+    "nvfp4", "nvfp4-a16", "mxfp4", "mxfp8", "w3a16",
+)
+QUANTIZED_KV = "kv-fp8"  # the quantized KV cache the tree weighs against bf16 (both engines accept fp8)
+TIE = 0.005  # predictions within 0.5% of each other are a tie: the candidate order decides
+KV_SHARE_THRESHOLD = 0.25  # choose a quantized KV cache when KV is at least this share of step bytes
+MAX_GPUS_SEARCH = 64  # the KV node's search for the GPU count that fits
+
+# -- roofline --------------------------------------------------------------------------------------
+ROOFLINE_BATCHES = "1,8,64,512"
+ROOFLINE_CONTEXTS = "2048"
+
+# -- the gate -------------------------------------------------------------------------------------
+MAX_SLOWDOWN_VS_RECOMMENDED = 0.25  # QA202: slower than the recommendation by more than this fraction
+EVIDENCE_BELOW_BITS = 8  # QA401: accuracy evidence required below this many bits per weight
+
+# -- calibration ----------------------------------------------------------------------------------
+CALIBRATION_BATCHES = "1..4096"
+CALIBRATION_SECONDS = 240.0
+MAX_VALIDATION_ERROR = 0.15

@@ -1,0 +1,33 @@
+"""One base for every result quantadvise returns, and the one JSON schema version.
+
+Every command's result is a :class:`Result`: a frozen pydantic model whose
+``model_dump(mode="json")`` is exactly what ``--format json`` prints, stamped with
+:data:`SCHEMA_VERSION`. Nested pieces derive from :class:`Out`. Data rows and user files
+validated on the way in derive from :class:`Strict` (unknown keys rejected).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+# The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,
+# calibrate, validate). A change that renames or removes a field bumps it, with a CHANGELOG entry.
+SCHEMA_VERSION = 1
+
+
+class Out(BaseModel):
+    """A piece of a result: frozen, built lazily (no schema cost until first used)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class Result(Out):
+    """A command's whole result."""
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class Strict(BaseModel):
+    """Validated input: a data row, a config file, a profile. Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
