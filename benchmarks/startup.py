@@ -5,7 +5,7 @@
 Reports the median wall time of each command run as a fresh process, next to two floors measured
 the same way on the same machine:
 
-- import floor: ``python -c "import typer, pydantic, rich"`` (the issues' reference);
+- import floor: ``python -c "import typer, pydantic, rich, yaml"`` (the issues' reference);
 - typer floor: a one-command typer app that parses one option and returns (typer >= 0.26 builds a
   pydantic TypeAdapter per option at run time, so any typer CLI pays this).
 
@@ -34,8 +34,8 @@ app()
 
 COMMANDS = {
     "recommend --batch 64 --ctx 2048": ["recommend", "--batch", "64", "--ctx", "2048"],
-    "size": ["size", "meta-llama/Llama-3-8B", "--bits", "4"],
-    "size --format json": ["size", "meta-llama/Llama-3-8B", "--bits", "4", "--format", "json"],
+    "size meta-llama/Llama-3-8B --bits 4 --group 128": ["size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128"],
+    "size ... --format json": ["size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128", "--format", "json"],
 }
 
 
@@ -62,11 +62,11 @@ def main() -> None:
         f.write(TYPER_APP)
         typer_app = f.name
     try:
-        floor = median_wall([sys.executable, "-c", "import typer, pydantic, rich"], args.runs, env)
+        floor = median_wall([sys.executable, "-c", "import typer, pydantic, rich, yaml"], args.runs, env)
         typer_floor = median_wall([sys.executable, typer_app, "--x", "2"], args.runs, env)
     finally:
         os.unlink(typer_app)
-    print(f"{'import floor (import typer, pydantic, rich)':48s} {floor * 1e3:7.1f} ms   1.00x")
+    print(f"{'import floor (import typer, pydantic, rich, yaml)':48s} {floor * 1e3:7.1f} ms   1.00x")
     print(f"{'typer floor (one-command typer app)':48s} {typer_floor * 1e3:7.1f} ms   {typer_floor / floor:4.2f}x")
     for label, cmd in COMMANDS.items():
         if args.command and label not in args.command:

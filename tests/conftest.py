@@ -26,7 +26,6 @@ def _isolate(monkeypatch, tmp_path):
     for key in list(os.environ):
         if key.startswith("QUANTADVISE_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("QUANTADVISE_CACHE_DIR", str(tmp_path / "qa-cache"))
     monkeypatch.chdir(tmp_path)
 
 

@@ -1,6 +1,7 @@
 """The only reader of the shipped ``data/`` tables.
 
-Each YAML file is parsed once per process (libyaml when available) and each row is validated by a
+Each table is read once per process (from its compiled JSON form in a wheel install, else parsed as
+YAML with the safe loader; see ``tables.py``) and each row is validated by a
 pydantic model with ``extra="forbid"`` when it is first used; ``validate_all()`` validates every
 row (the data tests call it). Names resolve case-insensitively through ids and aliases, treating
 ``_`` and ``-`` alike, and an unknown name suggests the closest ones.
@@ -9,8 +10,6 @@ row (the data tests call it). Names resolve case-insensitively through ids and a
 from __future__ import annotations
 
 import json
-import os
-import pickle
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -45,9 +44,10 @@ def data_dir() -> Path:
 def _yaml_load(text: str, where: str) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from .tables import parse_yaml
+
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - SafeLoader / CSafeLoader only
+        return parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -62,55 +62,29 @@ def load_yaml_file(path: Path) -> Any:
     return _yaml_load(read_text(path), str(path))
 
 
-def cache_dir() -> Path | None:
-    """Where parsed data tables are cached between runs (None: caching off).
-
-    ``QUANTADVISE_CACHE_DIR`` (empty or "off" disables it), else ``$XDG_CACHE_HOME/quantadvise``,
-    else ``~/.cache/quantadvise``."""
-    env = os.environ.get("QUANTADVISE_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "quantadvise"
-
-
 def data_yaml(path: Path, where: str) -> Any:
-    """A shipped YAML table, parsed. Parsing YAML costs tens of milliseconds per command, so the
-    parsed document is kept in the user cache, keyed by the file's path, size and mtime; a changed
-    file, an unreadable cache or an unwritable cache directory all fall back to parsing."""
+    """A shipped YAML table, parsed: from its compiled JSON form (written beside it when the wheel is
+    built, see ``tables.py``) when that was compiled from exactly these bytes, else from the YAML.
+    Neither path can run code; there is no cache outside the installation."""
+    from .tables import SUFFIX, load_compiled
+
     try:
-        st = path.stat()
+        raw = path.read_bytes()
     except OSError:
         raise DataError(f"{where} is missing from the installation") from None
-    folder = cache_dir()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    slot = None
-    if folder is not None:
-        import hashlib
-
-        slot = folder / f"{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]}.pickle"
-        try:
-            with slot.open("rb") as fh:
-                stored_key, doc = pickle.load(fh)
-            if stored_key == key:
-                return doc
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
-            pass
     try:
-        text = path.read_text(encoding="utf-8")
+        compiled = path.with_name(path.name + SUFFIX).read_bytes()
     except OSError:
-        raise DataError(f"{where} is unreadable") from None
-    doc = _yaml_load(text, where)
-    if slot is not None:
-        try:
-            slot.parent.mkdir(parents=True, exist_ok=True)
-            tmp = slot.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as fh:
-                pickle.dump((key, doc), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, slot)
-        except OSError:
-            pass  # a read-only home is fine: parse every time
-    return doc
+        compiled = None
+    if compiled is not None:
+        ok, doc = load_compiled(raw, compiled)
+        if ok:
+            return doc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{where} is not UTF-8 text") from None
+    return _yaml_load(text, where)
 
 
 @cache

@@ -67,37 +67,66 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     for required in ("quantadvise/data/schemes.yaml", "quantadvise/data/hardware.yaml", "quantadvise/data/models.yaml",
                      "quantadvise/data/models/meta-llama/Meta-Llama-3-8B.json"):
         assert required in names
+    # every YAML table ships with its compiled JSON form (hatch_build.py)
+    yamls = sorted(n for n in names if n.startswith("quantadvise/data/") and n.endswith(".yaml"))
+    assert len(yamls) >= 8 and all(n + ".json" in names for n in yamls), [n for n in yamls if n + ".json" not in names]
     # Imported from the unpacked wheel (as an installed package would be), it finds its own data.
     code = (
         "import quantadvise.catalog as r, quantadvise as a;"
         "print(r.data_dir());"
-        "print(a.size('meta-llama/Llama-3-8B', bits=4).total_bytes)"
+        "print(a.size('meta-llama/Llama-3-8B', bits=4).total_bytes);"
+        "import sys; print('yaml' in sys.modules)"
     )
     res = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
         env={"PYTHONPATH": str(tmp_path / "site"), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
     assert res.returncode == 0, res.stderr
-    data_path, total = res.stdout.split()
+    data_path, total, parsed_yaml = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
+    assert parsed_yaml == "False"  # the tables came from their compiled form: no YAML parsed
 
 
-def test_parsed_tables_are_cached_and_invalidated(tmp_path, monkeypatch):
-    # The cache returns exactly what parsing returns, and a changed file is parsed again.
-    monkeypatch.setenv("QUANTADVISE_CACHE_DIR", str(tmp_path / "cache"))
+def test_compiled_tables_equal_the_yaml_and_never_shadow_an_edit(tmp_path):
+    # The wheel ships <table>.yaml.json beside each table (hatch_build.py). The loader takes it only
+    # when it was compiled from exactly the YAML beside it: dates come back as ISO strings (pydantic
+    # reads them), everything else is identical; an edited table is parsed again; a corrupt or
+    # foreign compiled file is ignored, never an error. No pickle: nothing loaded can run code.
+    import datetime
+
+    from quantadvise import tables
+
     table = tmp_path / "t.yaml"
-    table.write_text("rows: [{id: a, as_of: 2026-11-29}]\n")
-    first = catalog.data_yaml(table, "t.yaml")
-    assert list((tmp_path / "cache").glob("*.pickle"))
-    assert catalog.data_yaml(table, "t.yaml") == first == yaml.safe_load(table.read_text())
-    table.write_text("rows: [{id: b, as_of: 2026-11-30}, {id: c, as_of: 2026-12-01}]\n")
+    table.write_text("rows: [{id: a, as_of: 2026-11-29, x: 1.5, ok: true, none: null}]\n")
+    compiled = tmp_path / "t.yaml.json"
+    compiled.write_bytes(tables.compile_yaml(table.read_bytes()))
+    doc = catalog.data_yaml(table, "t.yaml")
+    assert doc == {"rows": [{"id": "a", "as_of": "2026-11-29", "x": 1.5, "ok": True, "none": None}]}
+    assert yaml.safe_load(table.read_text())["rows"][0]["as_of"] == datetime.date(2026, 11, 29)
+    table.write_text("rows: [{id: b}, {id: c}]\n")  # edited after compiling: the YAML wins
     assert [r["id"] for r in catalog.data_yaml(table, "t.yaml")["rows"]] == ["b", "c"]
-    # a corrupt cache entry is ignored, never an error
-    for f in (tmp_path / "cache").glob("*.pickle"):
-        f.write_bytes(b"not a pickle")
+    compiled.write_bytes(b"\x80 not json")
     assert catalog.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
-    # caching can be switched off
-    monkeypatch.setenv("QUANTADVISE_CACHE_DIR", "off")
-    assert catalog.cache_dir() is None
+    compiled.write_text('{"format": "quantadvise-table/1", "sha256": "0", "data": {"rows": []}}')
     assert catalog.data_yaml(table, "t.yaml")["rows"][0]["id"] == "b"
+
+
+def test_every_shipped_table_compiles_to_the_same_document():
+    import datetime
+
+    from quantadvise import tables
+
+    def plain(x):
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [plain(v) for v in x]
+        return x.isoformat() if isinstance(x, datetime.date) else x
+
+    paths = sorted((REPO / "data").rglob("*.yaml"))
+    assert len(paths) >= 8
+    for path in paths:
+        raw = path.read_bytes()
+        ok, doc = tables.load_compiled(raw, tables.compile_yaml(raw))
+        assert ok and doc == plain(yaml.safe_load(raw)), path.name
