@@ -1,6 +1,6 @@
 """The import layers, enforced (docs/architecture.md draws them).
 
-    cli/  ->  api/  ->  catalog, hub, files, artifacts/, evals/evidence, gate/files, perf/backends  (I/O)
+    cli/  ->  api/  ->  catalog, hub, files, artifacts/, evals/evidence, gate/files, perf/backends, perf/profile_file  (I/O)
      |          \\->  the pure core (domain types, sizing, perf/, checkpoint/, engines/, advisor/, evals/, gate/)
      \\-> report/ (renderers: result -> str)
 
@@ -23,7 +23,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "quantadvise"
 
-IO_MODULES = {"catalog", "hub", "files", "artifacts", "evals.evidence", "gate.files", "perf.backends"}
+IO_MODULES = {"catalog", "tables", "hub", "files", "artifacts.scan", "artifacts.shell", "artifacts.dockerfile",
+              "artifacts.manifests", "artifacts.launch", "evals.evidence", "gate.files", "perf.backends",
+              "perf.profile_file"}
 THIRD_PARTY_UI = {"typer", "rich", "click"}
 CORE_BANNED_THIRD_PARTY = THIRD_PARTY_UI | {"huggingface_hub", "yaml"}
 FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "iterdir", "glob", "rglob", "mkdir",

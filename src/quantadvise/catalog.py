@@ -26,7 +26,8 @@ from .errors import (
 )
 from .evals.priors import AccuracyRule
 from .hardware import GPU
-from .scheme import LayerPolicy, Layout, Scheme, TensorQuant
+from .layout import Layout
+from .scheme import DeployHints, LayerPolicy, Scheme, TensorQuant
 
 
 def data_dir() -> Path:
@@ -146,18 +147,6 @@ class _Index:
 # -------------------------------------------------------------------------------------------------
 # Schemes
 # -------------------------------------------------------------------------------------------------
-
-
-class DeployHints(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-    checkpoint_format: str | None = None  # awq | gptq | compressed-tensors | modelopt | fp8
-    quant_method: str | None = None
-    compressed_tensors_preset: str | None = None
-    llmcompressor_scheme: str | None = None
-    online: str | None = None  # vLLM --quantization online shorthand producing it from bf16
-    vllm_kv_cache_dtype: str | None = None
-    sglang_kv_cache_dtype: str | None = None
-    alternatives: tuple[str, ...] = ()  # other checkpoint formats that carry the same scheme
 
 
 class SchemePreset(Row):
@@ -533,7 +522,7 @@ def _engine_name(engine: str) -> str:
 def get_engine(engine: str, version: str | None = None) -> Any:
     """One engine release (an :class:`quantadvise.engines.EngineData`); the newest when ``version``
     is None or 'latest'."""
-    from .engines.schema import EngineData
+    from .engines.data import EngineData
 
     name = _engine_name(engine)
     versions = engine_versions(name)
@@ -553,7 +542,7 @@ def get_engine(engine: str, version: str | None = None) -> Any:
 @cache
 def format_library(library: str = "compressed-tensors", version: str | None = None) -> Any:
     """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
-    from .engines.schema import FormatLibrary
+    from .engines.data import FormatLibrary
 
     docs = [d for d in _engine_files().values() if d.get("kind") == "library" and d.get("library") == library]
     if not docs:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import ConfigError
+from .results import OmitNone
 
 # Components shown in the size table, in display order.
 COMPONENTS = (
@@ -32,6 +33,29 @@ COMPONENTS = (
     "lm_head",
     "mtp",
 )
+
+
+class ModelSource(OmitNone):
+    """Where a model's config came from, as reports show it: its id, how it was found (bundled,
+    local, cache, hub, dict, object), the path or URL, and the published parameter count when
+    the bundled table has one."""
+
+    omit_if_none: ClassVar[tuple[str, ...]] = ("location", "published_params")
+
+    id: str
+    source: str
+    location: str | None = None
+    published_params: int | None = None
+
+
+class ModelSummary(ModelSource):
+    """A model as a report names it: where it came from, and what kind of model it is."""
+
+    omit_if_none: ClassVar[tuple[str, ...]] = ("location", "published_params")
+
+    kind: str
+    architecture: str
+    model_type: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ validated on the way in derive from :class:`Strict` (unknown keys rejected).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 # The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,
 # calibrate, validate). A change that renames or removes a field bumps it, with a CHANGELOG entry.
@@ -19,6 +21,22 @@ class Out(BaseModel):
     """A piece of a result: frozen, built lazily (no schema cost until first used)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class OmitNone(Out):
+    """A piece whose optional keys are absent from the JSON, not null, when unset (e.g. a deploy
+    hint an engine does not have). ``omit_if_none`` names them."""
+
+    omit_if_none: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self.omit_if_none:
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
 
 
 class Result(Out):

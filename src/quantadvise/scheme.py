@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from .errors import SchemeError
 from .formats import UNQUANTIZED, get_format
+from .layout import Layout
 
 
 class _Frozen(BaseModel):
@@ -264,23 +264,41 @@ class TensorQuant(_Frozen):
         parts.append("symmetric" if self.symmetric else f"asymmetric ({self.zero_format} zero-point)")
         return ", ".join(parts)
 
-    def axes(self, role: str = "weight") -> dict[str, Any]:
-        """The axes of this tensor role as a flat, JSON-friendly dict."""
-        return {
-            "dtype": self.format,
-            "bits": self.bits,
-            "granularity": self.granularity(role),
-            "group_shape": [self.scale.group.row, self.scale.group.col] if self.scale else None,
-            "scale_dtype": self.scale.format if self.scale else None,
-            "dynamic": self.scale.dynamic if self.scale else None,
-            "symmetric": self.symmetric,
-            "zero_point_dtype": self.zero_format,
-            "scale2": (
-                {"dtype": self.scale2.format, "group_shape": [self.scale2.group.row, self.scale2.group.col]}
-                if self.scale2
-                else None
-            ),
-        }
+    def axes(self, role: str = "weight") -> TensorAxes:
+        """The axes of this tensor role, flat (what reports show)."""
+        return TensorAxes(
+            dtype=self.format,
+            bits=self.bits,
+            granularity=self.granularity(role),
+            group_shape=[self.scale.group.row, self.scale.group.col] if self.scale else None,
+            scale_dtype=self.scale.format if self.scale else None,
+            dynamic=self.scale.dynamic if self.scale else None,
+            symmetric=self.symmetric,
+            zero_point_dtype=self.zero_format,
+            scale2=(Scale2Axes(dtype=self.scale2.format, group_shape=[self.scale2.group.row, self.scale2.group.col])
+                    if self.scale2 else None),
+        )
+
+
+class Scale2Axes(_Frozen):
+    """The second-level scale (NVFP4's per-tensor fp32 over fp8 group scales)."""
+
+    dtype: str
+    group_shape: list[int]
+
+
+class TensorAxes(_Frozen):
+    """One tensor role's six axes, flat: what ``recommend``, ``size`` and ``inspect`` report."""
+
+    dtype: str
+    bits: int
+    granularity: str | None = None
+    group_shape: list[int] | None = None
+    scale_dtype: str | None = None
+    dynamic: bool | None = None
+    symmetric: bool
+    zero_point_dtype: str | None = None
+    scale2: Scale2Axes | None = None
 
 
 # Roles of the inventory that a scheme can leave in 16-bit.
@@ -319,91 +337,6 @@ class LayerPolicy(_Frozen):
         if self.only is not None and component not in self.only:
             return False
         return component not in self.keep
-
-
-class Layout(_Frozen):
-    """A checkpoint's on-disk tensor layout for one quantized linear layer.
-
-    Each tensor is ``name: [dtype, [dim, dim, ...]]`` with dims written over N (output channels),
-    K (input channels), G (scale groups along K: ceil(K/g), 1 when per-channel) and b (weight
-    bits). ``/`` is a ceiling division, as packing rounds up.
-    """
-
-    id: str
-    description: str = ""
-    tensors: dict[str, tuple[str, tuple[str | int, ...]]]
-    asymmetric_only: dict[str, tuple[str, tuple[str | int, ...]]] = Field(default_factory=dict)
-    stores_tied_lm_head: bool = False  # the export writes lm_head.weight even when it is tied
-    source: str
-    as_of: date
-
-    def stored_bytes(self, n: int, k: int, group: int | None, bits: int, symmetric: bool) -> int:
-        env = {"N": n, "K": k, "G": 1 if group is None else math.ceil(k / group), "b": bits}
-        tensors = dict(self.tensors)
-        if not symmetric:
-            tensors.update(self.asymmetric_only)
-        total = 0
-        for dtype, dims in tensors.values():
-            elems = 1
-            for d in dims:
-                elems *= _eval_dim(d, env)
-            total += elems * get_format(dtype).bits
-        return math.ceil(total / 8)
-
-
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
-
-
-def _eval_dim(expr: str | int, env: dict[str, int]) -> int:
-    """Evaluate a tiny shape expression: integers, names from ``env``, + - * and ceil-division /."""
-    if isinstance(expr, int):
-        return expr
-    tokens: list[str | int] = []
-    for num, name, op in _TOKEN.findall(expr):
-        if num:
-            tokens.append(int(num))
-        elif name:
-            if name not in env:
-                raise ValueError(f"unknown name '{name}' in shape expression '{expr}'")
-            tokens.append(env[name])
-        elif op.strip():
-            if op not in "+-*/()":
-                raise ValueError(f"bad character '{op}' in shape expression '{expr}'")
-            tokens.append(op)
-    pos = 0
-
-    def atom() -> int:
-        nonlocal pos
-        tok = tokens[pos]
-        pos += 1
-        if tok == "(":
-            v = add()
-            pos += 1  # ')'
-            return v
-        assert isinstance(tok, int), f"bad shape expression '{expr}'"
-        return tok
-
-    def mul() -> int:
-        nonlocal pos
-        v = atom()
-        while pos < len(tokens) and tokens[pos] in ("*", "/"):
-            op = tokens[pos]
-            pos += 1
-            rhs = atom()
-            v = v * rhs if op == "*" else -(-v // rhs)
-        return v
-
-    def add() -> int:
-        nonlocal pos
-        v = mul()
-        while pos < len(tokens) and tokens[pos] in ("+", "-"):
-            op = tokens[pos]
-            pos += 1
-            rhs = mul()
-            v = v + rhs if op == "+" else v - rhs
-        return v
-
-    return add()
 
 
 class Scheme(_Frozen):
@@ -520,6 +453,7 @@ class Scheme(_Frozen):
                 f"--group must be -1 (per-channel) or a positive integer, got {group}", field="group"
             )
         w = self.weight
+        assert w is not None and w.scale is not None  # quantizes_weights with a scale, checked above
         new_scale = w.scale.model_copy(update={"group": w.scale.group.with_col(group)})
         suffix = "ch" if group == -1 else str(group)
         new_id = self.id if self.id.endswith(f"-g{suffix}") else f"{self.id}-g{suffix}"
@@ -531,17 +465,44 @@ class Scheme(_Frozen):
     def with_kv(self, kv: TensorQuant | None) -> Scheme:
         return _copy_scheme(self, kv_cache=kv)
 
-    def axes(self) -> dict[str, Any]:
-        return {
-            "weights": self.weight.axes("weight") if self.weight else None,
-            "activations": self.activation.axes("activation") if self.activation else None,
-            "kv_cache": self.kv_cache.axes("kv_cache") if self.kv_cache else None,
-            "accumulation": self.accumulation_format,
-            "math": self.math_format,
-            "lm_head_quantized": self.policy.quantize_lm_head,
-            "embedding_quantized": self.policy.quantize_embedding,
-            "layout": self.layout.id if self.layout else None,
-        }
+    def axes(self) -> SchemeAxes:
+        return SchemeAxes(
+            weights=self.weight.axes("weight") if self.weight else None,
+            activations=self.activation.axes("activation") if self.activation else None,
+            kv_cache=self.kv_cache.axes("kv_cache") if self.kv_cache else None,
+            accumulation=self.accumulation_format,
+            math=self.math_format,
+            lm_head_quantized=self.policy.quantize_lm_head,
+            embedding_quantized=self.policy.quantize_embedding,
+            layout=self.layout.id if self.layout else None,
+        )
+
+
+class SchemeAxes(_Frozen):
+    """A whole scheme's axes per role, plus accumulation, math datapath and layer policy."""
+
+    weights: TensorAxes | None = None
+    activations: TensorAxes | None = None
+    kv_cache: TensorAxes | None = None
+    accumulation: str
+    math: str
+    lm_head_quantized: bool
+    embedding_quantized: bool
+    layout: str | None = None
+
+
+class DeployHints(_Frozen):
+    """How a scheme preset is deployed: the checkpoint format that carries it, the engines' flags, the
+    llm-compressor preset that writes it (a row of data/schemes.yaml)."""
+
+    checkpoint_format: str | None = None  # awq | gptq | compressed-tensors | modelopt | fp8
+    quant_method: str | None = None
+    compressed_tensors_preset: str | None = None
+    llmcompressor_scheme: str | None = None
+    online: str | None = None  # vLLM --quantization online shorthand producing it from bf16
+    vllm_kv_cache_dtype: str | None = None
+    sglang_kv_cache_dtype: str | None = None
+    alternatives: tuple[str, ...] = ()  # other checkpoint formats that carry the same scheme
 
 
 def _invalid(message: str) -> ValueError:

@@ -14,10 +14,9 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
+from . import defaults
 from .errors import InputError
 from .hardware import GPU
 from .kvcache import (
@@ -27,21 +26,46 @@ from .kvcache import (
     max_sequences,
     sequence_bytes,
 )
-from .model import COMPONENTS, Inventory, ModelArch, ParamGroup
-from .scheme import Scheme, TensorQuant
+from .model import COMPONENTS, Inventory, ModelArch, ModelSource, ModelSummary, ParamGroup
+from .results import Out as _Out
+from .results import Result
+from .scheme import Scheme, SchemeAxes, TensorQuant
 
-SCHEMA_VERSION = 1
-BASELINE_BYTES_PER_PARAM = 2  # bf16
-GiB = 1024**3
-
-# vLLM's default --gpu-memory-utilization, and what quantadvise reserves per GPU inside that
-# budget for the CUDA context, the activation peak of the profiling run and CUDA graphs.
-DEFAULT_MEMORY_UTILIZATION = 0.90
-DEFAULT_RESERVE_BYTES = 2 * GiB
+BASELINE_BYTES_PER_PARAM = defaults.BASELINE_BYTES_PER_PARAM
+GiB = defaults.GiB
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What weights and KV cache may occupy on ``gpus`` GPUs: the one budget ``size``, ``recommend``
+    and ``check`` all use. Per GPU the engine takes ``floor(memory x utilization x (1 - headroom))``
+    (vLLM's --gpu-memory-utilization is a per-GPU fraction) and the runtime reserve (CUDA context,
+    activation peak, CUDA graphs) comes out of that; tensor parallelism multiplies both."""
+
+    gpus: int
+    memory_bytes: int  # all GPUs
+    usable_bytes: int  # the engine's share, all GPUs
+    reserve_bytes: int  # the runtime reserve, all GPUs
+
+    @property
+    def budget_bytes(self) -> int:
+        """Room for weights + KV cache."""
+        return self.usable_bytes - self.reserve_bytes
+
+
+def memory_budget(gpu_memory_bytes: int, *, gpus: int = 1, memory_utilization: float = defaults.MEMORY_UTILIZATION,
+                  reserve_bytes: int = defaults.RESERVE_BYTES, headroom: float = 0.0) -> MemoryBudget:
+    """The memory budget of ``gpus`` GPUs of ``gpu_memory_bytes`` each (``reserve_bytes`` per GPU;
+    ``headroom`` a fraction of the engine's share kept free)."""
+    if gpus < 1:
+        raise InputError(f"--gpus must be >= 1, got {gpus}", field="gpus")
+    if not 0 < memory_utilization <= 1:
+        raise InputError(f"memory utilization must be in (0, 1], got {memory_utilization}", field="memory_utilization")
+    if reserve_bytes < 0:
+        raise InputError(f"the runtime reserve must be >= 0 GiB, got {reserve_bytes / GiB:g}", field="reserve_gb")
+    per_gpu = math.floor(gpu_memory_bytes * memory_utilization * (1 - headroom))
+    return MemoryBudget(gpus=gpus, memory_bytes=gpu_memory_bytes * gpus, usable_bytes=per_gpu * gpus,
+                        reserve_bytes=reserve_bytes * gpus)
 
 
 class ComponentSize(_Out):
@@ -83,10 +107,15 @@ class FitReport(_Out):
     headroom_bytes: int
 
 
-class SizeReport(_Out):
-    schema_version: int = SCHEMA_VERSION
-    model: dict[str, Any]
-    scheme: dict[str, Any]
+class SchemeRef(_Out):
+    id: str
+    description: str
+    axes: SchemeAxes
+
+
+class SizeReport(Result):
+    model: ModelSummary
+    scheme: SchemeRef
     total_params: int
     quantized_params: int
     total_bytes: int
@@ -157,7 +186,7 @@ def size_model(
     arch: ModelArch,
     scheme: Scheme,
     *,
-    model_info: dict[str, Any] | None = None,
+    model_info: ModelSource | None = None,
     include_mtp: bool = False,
     kv: TensorQuant | None = None,
     kv_name: str | None = None,
@@ -165,8 +194,8 @@ def size_model(
     batch: int = 1,
     gpu: GPU | None = None,
     gpus: int = 1,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+    memory_utilization: float = defaults.MEMORY_UTILIZATION,
+    reserve_bytes: int = defaults.RESERVE_BYTES,
 ) -> SizeReport:
     inv = arch.inventory
     groups = inv.serving_groups(include_mtp)
@@ -248,9 +277,9 @@ def size_model(
         )
 
     return SizeReport(
-        model={**(model_info or {}), "kind": arch.kind, "architecture": arch.architecture,
-               "model_type": arch.model_type},
-        scheme={"id": scheme.id, "description": scheme.description, "axes": scheme.axes()},
+        model=ModelSummary(**(model_info or ModelSource(id=arch.architecture, source="object")).model_dump(),
+                           kind=arch.kind, architecture=arch.architecture, model_type=arch.model_type),
+        scheme=SchemeRef(id=scheme.id, description=scheme.description, axes=scheme.axes()),
         total_params=total_params,
         quantized_params=q_params,
         total_bytes=total_bytes,
@@ -293,13 +322,9 @@ def fit_report(
     memory_utilization: float,
     reserve_bytes: int,
 ) -> FitReport:
-    if gpus < 1:
-        raise InputError(f"--gpus must be >= 1, got {gpus}", field="gpus")
-    if not 0 < memory_utilization <= 1:
-        raise InputError(f"memory utilization must be in (0, 1], got {memory_utilization}", field="memory_utilization")
-    usable = int(gpu.memory_bytes * memory_utilization) * gpus
-    reserve = reserve_bytes * gpus
-    free = usable - weights_bytes - reserve
+    b = memory_budget(gpu.memory_bytes, gpus=gpus, memory_utilization=memory_utilization, reserve_bytes=reserve_bytes)
+    usable, reserve = b.usable_bytes, b.reserve_bytes
+    free = b.budget_bytes - weights_bytes
     per_tok = bytes_per_token(arch, kv) or 1.0
     max_seq = max_sequences(arch, kv, ctx, max(free, 0)) if ctx else None
     return FitReport(

@@ -9,14 +9,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import defaults
 from .errors import ConfigError, format_validation_error
 
-DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
-DEFAULT_GPU = "h100-sxm"
-DEFAULT_ENGINE = "vllm"
-SYNC_MAX_BATCH = 4  # "auto" serving mode: at most this many concurrent sequences is synchronous
+SYNC_MAX_BATCH = defaults.SYNC_MAX_BATCH
 
 
 class Task(str, Enum):
@@ -39,54 +37,88 @@ MODE_ALIASES = {"async": "continuous", "continuous-batching": "continuous", "syn
                 "offline": "continuous", "online": "auto"}
 
 
-class Workload(BaseModel):
-    """What is served, on what, and how it is used."""
+def _choice(v: Any, aliases: dict[str, str], allowed: tuple[str, ...]) -> Any:
+    """A mode / task name, its aliases resolved; anything else names the allowed values."""
+    if not isinstance(v, str):
+        return v
+    name = aliases.get(v.strip().lower(), v.strip().lower())
+    if name not in allowed:
+        raise ValueError(f"must be one of {', '.join(allowed)} (got '{v}')")
+    return name
+
+
+class WorkloadSpec(BaseModel):
+    """The load itself: how many sequences at once, how long they are, how they are served, what
+    for. The one schema for these keys: ``recommend``'s workload (flags or ``--workload FILE``)
+    extends it, and ``check`` reads it as the ``workload:`` section of quantadvise.yaml, where an
+    unset key (None) means "not declared". ``concurrency`` is accepted for ``batch``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True,
-                              validate_default=True)
+                              validate_default=True, populate_by_name=True)
 
-    model: str = DEFAULT_MODEL
-    gpu: str = DEFAULT_GPU
-    gpus: int = Field(default=1, ge=1, le=1024)
-    engine: str = DEFAULT_ENGINE
-    engine_version: str | None = None
-    batch: int = Field(default=1, ge=1, le=1_000_000, description="max concurrent sequences")
+    batch: int | None = Field(default=None, ge=1, le=1_000_000, validation_alias=AliasChoices("batch", "concurrency"),
+                              description="max concurrent sequences")
     ctx: int | None = Field(default=None, ge=1, le=10_000_000, description="tokens per sequence (prompt+output)")
     prompt: int | None = Field(default=None, ge=0, le=10_000_000)
     output: int | None = Field(default=None, ge=1, le=10_000_000)
-    mode: Mode = Mode.auto
-    task: Task = Task.general
-    accuracy_tolerance: float = Field(default=1.0, gt=0, le=100, description="max accuracy drop, %-points")
-    memory_utilization: float = Field(default=0.90, gt=0, le=1)
-    headroom: float = Field(default=0.0, ge=0, lt=1, description="fraction of usable memory to keep free")
-    reserve_gb: float = Field(default=2.0, ge=0)
-    kv_dtype: str | None = None
-    candidates: tuple[str, ...] | None = None
-    profile: str | None = None
-    ideal: bool = False
+    mode: Mode | None = None
+    task: Task | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
-            task = data.get("task")
-            if isinstance(task, str):
-                data["task"] = TASK_ALIASES.get(task.lower(), task.lower())
-            mode = data.get("mode")
-            if isinstance(mode, str):
-                data["mode"] = MODE_ALIASES.get(mode.lower(), mode.lower())
+            if "batch" in data and "concurrency" in data:
+                raise ValueError("give batch or concurrency (the same thing), not both")
             if isinstance(data.get("engine"), str):
                 data["engine"] = data["engine"].lower()
         return data
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, v: Any) -> Any:
+        return _choice(v, MODE_ALIASES, ("sync", "continuous", "auto"))
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _task(cls, v: Any) -> Any:
+        return _choice(v, TASK_ALIASES, tuple(t.value for t in Task))
+
     @model_validator(mode="after")
-    def _lengths(self) -> Workload:
-        if self.engine not in ("vllm", "sglang"):
-            raise ValueError(f"engine must be vllm or sglang, got '{self.engine}'")
+    def _lengths(self) -> WorkloadSpec:
         if self.ctx is not None and self.prompt is not None and self.output is not None:
             if self.prompt + self.output > self.ctx:
                 raise ValueError(f"prompt ({self.prompt}) + output ({self.output}) exceed ctx ({self.ctx})")
+        return self
+
+
+class Workload(WorkloadSpec):
+    """What is served, on what, and how it is used: the decision tree's input."""
+
+    model: str = defaults.MODEL
+    gpu: str = defaults.GPU
+    gpus: int = Field(default=1, ge=1, le=1024)
+    engine: str = defaults.ENGINE
+    engine_version: str | None = None
+    batch: int = Field(default=defaults.BATCH, ge=1, le=1_000_000,
+                       validation_alias=AliasChoices("batch", "concurrency"), description="max concurrent sequences")
+    mode: Mode = Mode.auto
+    task: Task = Task.general
+    accuracy_tolerance: float = Field(default=defaults.ACCURACY_TOLERANCE, gt=0, le=100,
+                                      description="max accuracy drop, %-points")
+    memory_utilization: float = Field(default=defaults.MEMORY_UTILIZATION, gt=0, le=1)
+    headroom: float = Field(default=0.0, ge=0, lt=1, description="fraction of usable memory to keep free")
+    reserve_gb: float = Field(default=defaults.RESERVE_GB, ge=0)
+    kv_dtype: str | None = None
+    candidates: tuple[str, ...] | None = None
+    profile: str | None = None
+    ideal: bool = False
+
+    @model_validator(mode="after")
+    def _engine(self) -> Workload:
+        if self.engine not in defaults.ENGINES:
+            raise ValueError(f"engine must be {' or '.join(defaults.ENGINES)}, got '{self.engine}'")
         return self
 
     # -- derived --------------------------------------------------------------------------------
@@ -96,8 +128,8 @@ class Workload(BaseModel):
         if self.ctx is not None:
             return self.ctx
         if self.prompt is not None or self.output is not None:
-            return (self.prompt or 0) + (self.output or 256)
-        return 2048
+            return (self.prompt or 0) + (self.output or defaults.OUTPUT_TOKENS)
+        return defaults.CONTEXT
 
     @property
     def output_tokens(self) -> int:
@@ -105,7 +137,7 @@ class Workload(BaseModel):
             return self.output
         if self.prompt is not None and self.ctx is not None:
             return max(1, self.ctx - self.prompt)
-        return max(1, min(256, self.context // 2))
+        return max(1, min(defaults.OUTPUT_TOKENS, self.context // 2))
 
     @property
     def prompt_tokens(self) -> int:

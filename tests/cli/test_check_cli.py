@@ -330,11 +330,11 @@ def test_init_writes_a_prefilled_starter_and_refuses_to_overwrite(cli, tmp_path,
     monkeypatch.chdir(root)
     r = cli("check", "--init", "run.sh")
     assert r.code == 0 and r.stdout.startswith("wrote quantadvise.yaml")
-    from quantadvise.gate.config import load_config
+    from quantadvise.gate.files import load_config
 
     cfg = load_config(root / "quantadvise.yaml").config
     assert (cfg.model, cfg.engine, cfg.gpus, cfg.kv_cache_dtype) == ("org/some-model-AWQ", "vllm", 2, "fp8")
-    assert (cfg.workload.concurrency, cfg.workload.ctx, cfg.deployment) == (48, 16384, ["run.sh"])
+    assert (cfg.workload.batch, cfg.workload.ctx, cfg.deployment) == (48, 16384, ["run.sh"])
     assert cfg.gpu is None and cfg.quantization is None  # never guessed
     r = cli("check", "--init")
     assert r.code == 2 and r.stderr.strip() == "Error: quantadvise.yaml already exists; pass --force to overwrite it"
@@ -408,7 +408,7 @@ def test_qa1_refusals_from_a_compose_file_and_version_fallback(cli, tmp_path, mo
     cfg = bundled_config("meta-llama/Llama-3.1-8B.json")
     preset = catalog.scheme_preset("nvfp4")
     scheme = catalog.scheme_from_preset(preset)
-    cfg["quantization_config"] = plan.quantization_config(scheme, preset.deploy.model_dump())
+    cfg["quantization_config"] = plan.quantization_config(scheme, preset.deploy)
     compose = ("services:\n"
                "  llm:\n"
                "    image: lmsysorg/sglang:v0.4.9\n"

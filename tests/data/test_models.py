@@ -96,7 +96,7 @@ def test_hand_derivations_are_the_published_numbers():
 def test_bundled_model_params(model_id):
     arch, info = api.load_model(model_id)
     assert arch.inventory.total_params() == HAND[model_id]
-    assert info["published_params"] == HAND[model_id]
+    assert info.published_params == HAND[model_id]
 
 
 def test_deepseek_v3_with_and_without_mtp():
@@ -115,7 +115,7 @@ def test_deepseek_v3_with_and_without_mtp():
         if g.linear and g.component not in ("embedding", "lm_head", "router") and g.role != "eh_proj"
     )
     assert scales == 41_540_496
-    assert info["published_params"] == DSV3_MAIN + DSV3_MTP + scales
+    assert info.published_params == DSV3_MAIN + DSV3_MTP + scales
 
 
 def test_every_bundled_model_is_covered():
@@ -133,7 +133,7 @@ def test_every_bundled_model_is_covered():
 )
 def test_aliases(alias, canonical):
     _, info = api.load_model(alias)
-    assert info["id"] == canonical
+    assert info.id == canonical
 
 
 def test_architecture_kinds():

@@ -8,8 +8,7 @@ import shlex
 import pytest
 
 import quantadvise as api
-from quantadvise import catalog
-from quantadvise.advisor import tree as advisor
+from quantadvise import catalog, defaults
 from quantadvise.errors import QuantAdviseError
 
 
@@ -18,7 +17,7 @@ def node(rec, name):
 
 
 def axes(rec):
-    return rec.scheme["axes"]
+    return rec.scheme.axes.model_dump()
 
 
 # --- the chapter's three batch regimes on Llama-3-8B, ctx 2048 --------------------------------
@@ -29,7 +28,7 @@ def test_batch_1_is_4bit_weight_only():
     # efficiencies): the step is memory-bound and the fewest weight bytes win. 3-bit is faster still
     # but the accuracy veto removes it at a 1% tolerance, so 4-bit weight-only wins.
     r = api.recommend(batch=1, ctx=2048)
-    assert r.scheme["family"] == "weight-only 4-bit"
+    assert r.scheme.family == "weight-only 4-bit"
     assert axes(r)["weights"]["bits"] == 4 and axes(r)["activations"] is None
     roof = node(r, "roofline")
     assert roof.numbers["regime"] == "memory-bound"
@@ -87,7 +86,7 @@ def test_batch_16_at_32k_quantizes_the_kv_cache():
     # 16 sequences x ~32.6k tokens x 131,072 B/token (bf16) = ~68 GB of KV against ~6-9 GB of
     # weights: KV dominates the bytes of every step, so fp8 KV halves most of the step.
     r = api.recommend(batch=16, ctx=32768)
-    assert r.kv["dtype"] == "kv-fp8"
+    assert r.kv.dtype == "kv-fp8"
     kv = node(r, "kv")
     assert kv.numbers["kv_share_of_step_bytes"] > 0.5
     assert kv.numbers["kv_bytes_bf16"] == 2 * kv.numbers["kv_bytes_quantized"]
@@ -102,7 +101,7 @@ def test_batch_64_at_32k_does_not_fit_one_h100():
     # fit, and how many GPUs would serve all 64.
     r = api.recommend(batch=64, ctx=32768)
     kv = node(r, "kv")
-    assert r.kv["dtype"] == "kv-fp8"
+    assert r.kv.dtype == "kv-fp8"
     assert kv.numbers["fits_requested_concurrency"] is False
     largest = kv.numbers["largest_concurrency_that_fits"]
     per_seq = kv.numbers["kv_bytes_per_sequence_quantized"]
@@ -117,13 +116,13 @@ def test_batch_64_at_32k_does_not_fit_one_h100():
 def test_kv_stays_bf16_when_small():
     r = api.recommend(batch=1, ctx=2048)
     kv = node(r, "kv")
-    assert r.kv["dtype"] == "kv-bf16" and kv.numbers["kv_share_of_step_bytes"] < advisor.KV_SHARE_THRESHOLD
+    assert r.kv.dtype == "kv-bf16" and kv.numbers["kv_share_of_step_bytes"] < defaults.KV_SHARE_THRESHOLD
     assert "--kv-cache-dtype" not in r.engine_args["vllm"]
 
 
 def test_forced_kv_dtype_is_respected():
     r = api.recommend(batch=1, ctx=2048, kv_dtype="kv-fp8")
-    assert r.kv["dtype"] == "kv-fp8" and "set by the workload" in node(r, "kv").decision
+    assert r.kv.dtype == "kv-fp8" and "set by the workload" in node(r, "kv").decision
 
 
 # --- model size decides whether, not which ----------------------------------------------------
@@ -135,9 +134,9 @@ def test_llama_70b_on_one_h100_must_quantize_and_keeps_kv_room():
     r = api.recommend(model="meta-llama/Llama-3.1-70B", batch=8, ctx=4096)
     fit = node(r, "fit")
     assert fit.numbers["must_quantize"] is True and "must quantize" in fit.decision
-    assert r.scheme["id"] in fit.numbers["fits_requested_concurrency"]
+    assert r.scheme.id in fit.numbers["fits_requested_concurrency"]
     winner = next(a for a in r.alternatives if a.status == "recommended")
-    assert winner.weights_bytes + r.kv["bytes_total"] <= fit.numbers["budget_bytes"]
+    assert winner.weights_bytes + r.kv.bytes_total <= fit.numbers["budget_bytes"]
 
 
 def test_llama_70b_on_two_h100_need_not_quantize():
@@ -164,7 +163,7 @@ def test_reasoning_on_a_memory_tight_setup_vetoes_sub4_weights():
     assert "reasoning-sub4-weights" in acc.numbers["vetoed"]["w3a16"]
     assert "reasoning-sub4-weights" in acc.numbers["vetoed"]["w2a16"]
     assert "w2a16" in acc.decision and "w3a16" in acc.decision
-    assert r.kv["fits_requested_concurrency"] is False
+    assert r.kv.fits_requested_concurrency is False
     assert any("holds" in w and "needs 2 GPUs" in w for w in r.warnings)
 
 
@@ -183,7 +182,7 @@ def test_reasoning_vetoes_w4a4():
 def test_int8_w8a8_vetoed_under_half_a_point():
     # INT8 W8A8 loses 1-3% (arXiv:2411.02355): a 0.5-point tolerance vetoes it; FP8 stays.
     r = api.recommend(batch=512, ctx=2048, gpu="a100-80gb", accuracy_tolerance=0.5)
-    assert r.scheme["id"] != "w8a8-int8"
+    assert r.scheme.id != "w8a8-int8"
     assert "int8-w8a8-tight-tolerance" in node(r, "accuracy").numbers["vetoed"]["w8a8-int8"]
 
 
@@ -195,30 +194,37 @@ def test_engine_refuses_w4a8_fp8_off_sm90():
     r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="l40s", batch=8, ctx=4096, gpus=2)
     alt = next(a for a in r.alternatives if a.scheme == "w4a8-fp8")
     assert alt.status in ("not-supported", "cannot-run")
-    assert r.scheme["id"] != "w4a8-fp8"
+    assert r.scheme.id != "w4a8-fp8"
 
 
-def test_engine_node_ranks_not_optimized_methods_last():
-    # The node itself: a method SGLang marks "not fully optimized" ranks after optimized ones.
+def test_engine_node_ranks_not_optimized_methods_last(monkeypatch):
+    # The node itself: a method SGLang marks "not fully optimized" ranks after optimized ones. The
+    # engine's verdicts are stubbed here (the resolver has its own tests); the node orders by them.
+    from quantadvise.advisor import veto
+    from quantadvise.advisor.options import Context, Option
+    from quantadvise.advisor.result import EngineVerdict
+    from quantadvise.scheme import DeployHints
+
     s_fast = catalog.get_scheme("w4a16")
     s_slow = catalog.get_scheme("fp8-dynamic")
     from quantadvise.perf.profiles import IDEAL, resolve
 
     eff = resolve([IDEAL], ("h100-sxm",))
-    fast = advisor.Option(scheme=s_fast, deploy={}, efficiency=eff, score_s=1.0)
-    slow = advisor.Option(scheme=s_slow, deploy={}, efficiency=eff, score_s=2.0)
+    fast = Option(scheme=s_fast, deploy=DeployHints(), efficiency=eff, score_s=1.0)
+    slow = Option(scheme=s_slow, deploy=DeployHints(), efficiency=eff, score_s=2.0)
 
-    def check(o, kv):
+    def check(ctx, engine, o, kv):
         if o is fast:
-            return advisor.EngineVerdict(supported=True, resolved_method="awq", optimized=False,
-                                         messages=["awq quantization is not fully optimized yet. The speed can be "
-                                                   "slower than non-quantized models."])
-        return advisor.EngineVerdict(supported=True, resolved_method="w8a8_fp8", optimized=True)
+            return EngineVerdict(supported=True, resolved_method="awq", optimized=False,
+                                 messages=["awq quantization is not fully optimized yet. The speed can be "
+                                           "slower than non-quantized models."])
+        return EngineVerdict(supported=True, resolved_method="w8a8_fp8", optimized=True)
 
-    ctx = advisor.Context(arch=None, gpu=catalog.get_gpu("h100"), workload=None, kv_options={}, quant_kv="kv-fp8",
-                          rules=(), engine_check=check, engine_label="SGLang 0.5.23")
+    monkeypatch.setattr(veto, "engine_verdict", check)
+    ctx = Context(arch=None, gpu=catalog.get_gpu("h100"), workload=None, kv_options={}, quant_kv="kv-fp8",
+                  rules=(), engine=catalog.get_engine("sglang", "0.5.23"))
     ranked = [fast, slow]
-    t = advisor.node_engine(ctx, ranked)
+    t = veto.node_engine(ctx, ranked)
     assert [o.id for o in ranked] == ["fp8-dynamic", "w4a16"]
     assert "not fully optimized" in t.reasons[0] and "not fully optimized" in fast.cautions[0]
 
@@ -249,12 +255,12 @@ SCENARIOS = [
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
 def test_recommendation_flags_are_accepted_by_the_engine(scenario):
-    from quantadvise.checkpoint.dialects import parse_quantization_config
-    from quantadvise.engines.schema import resolve
+    from quantadvise.checkpoint.parse import parse_quantization_config
+    from quantadvise.engines.resolution import resolve
 
     r = api.recommend(**scenario)
-    gpu = catalog.get_gpu(r.workload["gpu"])
-    qc = r.checkpoint["quantization_config"]
+    gpu = catalog.get_gpu(r.workload.gpu)
+    qc = r.checkpoint.quantization_config
     ck = parse_quantization_config(qc) if qc else None
     for engine_name, cmd in r.engine_args.items():
         if cmd is None:
@@ -270,7 +276,7 @@ def test_recommendation_flags_are_accepted_by_the_engine(scenario):
         assert not errors, (engine_name, cmd, errors)
         if flag is not None:
             assert eng.kv_dtype(flag) is not None
-    assert r.engine_args[r.workload["engine"]] is not None  # the chosen engine always gets a command
+    assert r.engine_args[r.workload.engine] is not None  # the chosen engine always gets a command
 
 
 def test_nothing_fits_is_a_clear_error():
@@ -300,7 +306,7 @@ def test_public_api_exports_resolve():
     import quantadvise as qa
 
     for mod in ("perf.step", "evals.stats", "perf.calibration", "advisor.tree", "sizing", "engines.inspection",
-                "gate.rules", "api.check", "evals.evidence", "checkpoint.dialects"):
+                "gate.rules", "api.check", "evals.evidence", "checkpoint.parse"):
         importlib.import_module(f"quantadvise.{mod}")
     for name in qa.__all__:
         value = getattr(qa, name)

@@ -24,12 +24,11 @@ from quantadvise.perf.calibration import (
     DeviceInfo,
     Timing,
     decode_shapes,
-    fit_params,
     kernel_class,
-    profile_yaml,
     run_calibration,
-    validate,
 )
+from quantadvise.perf.fit import fit_params
+from quantadvise.perf.profile_file import profile_yaml
 from quantadvise.perf.profiles import (
     IDEAL,
     Calibration,
@@ -42,6 +41,7 @@ from quantadvise.perf.profiles import (
     resolve,
 )
 from quantadvise.perf.step import StepModel
+from quantadvise.perf.validation import validate
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "simulated-h100-sxm.yaml"
 LLAMA = "meta-llama/Meta-Llama-3-8B"
@@ -426,8 +426,8 @@ def test_roofline_says_which_model_it_used(sim):
     r = api.roofline(LLAMA, "bf16,w4a16,w8a16", gpu="h100", profile=FIXTURE, batches="1,16", ctx=0)
     assert {s.scheme: s.model for s in r.schemes} == {"bf16": "calibrated", "w4a16": "calibrated",
                                                       "w8a16": "calibrated-ceilings"}
-    assert r.profile["models"]["w4a16"] == "calibrated"
-    assert r.profile["calibration"]["simulated"] is True
+    assert r.profile.models["w4a16"] == "calibrated"
+    assert r.profile.calibration.simulated is True
     assert any("SIMULATED" in w for w in r.warnings)
     assert any("measured curves" in n for n in r.notes)
     # the measured crossover: w4a16 wins at 1 and loses to bf16 by 16, as the (simulated) kernels do
@@ -450,17 +450,17 @@ def test_recommend_follows_the_measurement():
     # the (simulated) measurement says the int4 kernel loses to bf16 by batch 16
     base = api.recommend(batch=16, ctx=2048, mode="sync")
     cal = api.recommend(batch=16, ctx=2048, mode="sync", profile=str(FIXTURE))
-    assert base.scheme["family"] == "weight-only 4-bit"
-    assert cal.scheme["id"] not in ("w4a16", "awq", "gptq", "w4a16-asym")
+    assert base.scheme.family == "weight-only 4-bit"
+    assert cal.scheme.id not in ("w4a16", "awq", "gptq", "w4a16-asym")
     roof = next(t for t in cal.trace if t.node == "roofline")
-    assert roof.numbers["speed_model"][cal.scheme["id"]] == "calibrated"
+    assert roof.numbers["speed_model"][cal.scheme.id] == "calibrated"
     assert any(a.startswith("speed:") and "calibrated" in a for a in cal.assumptions)
     assert any("not weighed" in a and "w8a16" in a for a in cal.assumptions)
-    assert cal.performance["speed_model"] == "calibrated"
+    assert cal.performance.speed_model == "calibrated"
     assert any("SIMULATED" in w for w in cal.warnings)
     # batch 1: the measured int4 kernel is the fastest, so the advice is still weight-only 4-bit
     one = api.recommend(batch=1, ctx=2048, profile=str(FIXTURE))
-    assert one.scheme["family"] == "weight-only 4-bit"
+    assert one.scheme.family == "weight-only 4-bit"
     # one scheme priced alone (what the CI gate uses) says which model priced it too
     p = api.predict({"batch": 16, "ctx": 2048, "profile": str(FIXTURE)}, "w4a16")
     assert p.speed_model == "calibrated" and "measured" in p.model_note

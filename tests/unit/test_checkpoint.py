@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quantadvise import catalog
-from quantadvise.checkpoint.dialects import parse_checkpoint, parse_quantization_config
+from quantadvise.checkpoint.parse import parse_checkpoint, parse_quantization_config
 from quantadvise.checkpoint.placement import disk_size
-from quantadvise.engines.schema import resolve
+from quantadvise.engines.resolution import resolve
 from quantadvise.errors import ConfigError, QuantAdviseError
 from quantadvise.model import parse_config
 

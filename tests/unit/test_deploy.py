@@ -11,15 +11,12 @@ from pathlib import Path
 import pytest
 
 import quantadvise as api
-from quantadvise.artifacts.scan import (
-    EngineInvocation,
-    parse_dockerfile,
-    parse_image,
-    parse_shell,
-    parse_yaml,
-    read_paths,
-    split_shell,
-)
+from quantadvise.artifacts.dockerfile import parse_dockerfile
+from quantadvise.artifacts.invocation import EngineInvocation
+from quantadvise.artifacts.launch import parse_image, parse_shell
+from quantadvise.artifacts.manifests import parse_yaml
+from quantadvise.artifacts.scan import read_paths
+from quantadvise.artifacts.shell import split_shell
 from quantadvise.errors import ConfigError, InputError
 
 DEPLOY = Path(__file__).resolve().parent.parent / "fixtures" / "deploy"
@@ -187,7 +184,7 @@ def test_docker_run_with_the_vllm_image_passes_args_to_its_entrypoint():
 
 @pytest.mark.parametrize(("request_", "count"), [("2", 2), ('"device=0,1"', 2), ("device=GPU-3f2a", 1), ("all", None)])
 def test_gpu_request_count(request_, count):
-    from quantadvise.artifacts.scan import gpu_request_count
+    from quantadvise.artifacts.launch import gpu_request_count
 
     assert gpu_request_count(request_) == count
 

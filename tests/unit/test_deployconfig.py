@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 from quantadvise.errors import ConfigError
-from quantadvise.gate.config import (
-    LoadedConfig,
-    find_config,
-    load_config,
-    parse_pyproject,
-    parse_yaml_config,
-    starter_config,
-    with_flags,
-)
+from quantadvise.gate.config import LoadedConfig, starter_config, with_flags
+from quantadvise.gate.files import find_config, load_config, parse_pyproject, parse_yaml_config
 
 GOOD = """\
 version: 1
@@ -154,7 +147,7 @@ def test_pyproject_table_parses_with_lines():
     parsed = parse_pyproject(PYPROJECT, "pyproject.toml")
     assert parsed is not None
     cfg, lines = parsed
-    assert cfg.gpu == "h100" and cfg.workload.concurrency == 8
+    assert cfg.gpu == "h100" and cfg.workload.batch == 8
     assert cfg.thresholds.min_memory_headroom == pytest.approx(0.15)
     assert cfg.accuracy is not None and cfg.accuracy.tasks["gsm8k"].max_delta_drop == 0.02
     assert lines["gpu"] == line_of(PYPROJECT, 'gpu = "h100"')
@@ -207,7 +200,7 @@ def test_load_config_resolves_paths_against_the_file(tmp_path):
 def test_flags_override_the_file_and_drop_its_lines():
     cfg, lines = parse_yaml_config(GOOD, "q.yaml")
     loaded = with_flags(LoadedConfig(cfg, "q.yaml", lines, "."), {"gpu": "h100", "concurrency": 64, "model": None})
-    assert loaded.config.gpu == "h100" and loaded.config.workload.concurrency == 64
+    assert loaded.config.gpu == "h100" and loaded.config.workload.batch == 64
     assert loaded.config.workload.prompt == 2048  # the rest of the workload stays
     assert "gpu" not in loaded.lines and "workload.concurrency" not in loaded.lines
     assert loaded.lines["model"] == lines["model"]
@@ -222,6 +215,6 @@ def test_the_starter_is_valid_and_leaves_unknowns_commented_out():
     text = starter_config({"model": "org/model-awq", "engine": "sglang", "gpus": 4, "concurrency": 96,
                            "deployment": ["k8s/", "run.sh"]})
     cfg, _ = parse_yaml_config(text, "quantadvise.yaml")
-    assert (cfg.model, cfg.engine, cfg.gpus, cfg.workload.concurrency) == ("org/model-awq", "sglang", 4, 96)
+    assert (cfg.model, cfg.engine, cfg.gpus, cfg.workload.batch) == ("org/model-awq", "sglang", 4, 96)
     assert cfg.deployment == ["k8s/", "run.sh"]
     assert "# gpu: h100" in text  # the GPU is never read from artifacts: left for the user

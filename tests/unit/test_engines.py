@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from quantadvise import catalog
-from quantadvise.checkpoint.dialects import parse_checkpoint, parse_quantization_config
-from quantadvise.engines.schema import EngineData, resolve
+from quantadvise.checkpoint.parse import parse_checkpoint, parse_quantization_config
+from quantadvise.engines.data import EngineData
+from quantadvise.engines.resolution import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "checkpoints"

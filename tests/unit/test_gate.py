@@ -13,10 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise.artifacts.scan import parse_shell
-from quantadvise.engines.schema import Finding
-from quantadvise.gate import rules as gate
-from quantadvise.gate.rules import Findings, GateResult, PerfCheck, Site, memory_fit
+from quantadvise.artifacts.launch import parse_shell
+from quantadvise.engines.resolution import Finding
+from quantadvise.gate.accuracy import accuracy_findings, evidence_required
+from quantadvise.gate.drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
+from quantadvise.gate.engine import artifact_findings, engine_findings, parallelism_findings
+from quantadvise.gate.findings import Findings, Site, split_baseline
+from quantadvise.gate.memory import memory_findings, memory_fit
+from quantadvise.gate.result import GateResult, PerfCheck
+from quantadvise.gate.rules import FAMILY_PREFIX, RULE_BY_ID, RULES, fingerprint, rule_for_kind
+from quantadvise.gate.speed import performance_findings
 from quantadvise.report import RENDERERS, render
 from quantadvise.report import gate as rgate
 
@@ -38,12 +44,12 @@ def site(**kw) -> Site:
 
 
 def test_rule_ids_are_unique_stable_and_in_their_family():
-    ids = [r.id for r in gate.RULES]
+    ids = [r.id for r in RULES]
     assert len(ids) == len(set(ids)) == 28
-    assert len({r.name for r in gate.RULES}) == len(ids)
-    for r in gate.RULES:
+    assert len({r.name for r in RULES}) == len(ids)
+    for r in RULES:
         assert re.fullmatch(r"QA[1-5]\d\d", r.id)
-        assert r.id.startswith(gate.FAMILY_PREFIX[r.family]), r.id
+        assert r.id.startswith(FAMILY_PREFIX[r.family]), r.id
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.name)
         assert r.severity in ("error", "warning")
         assert r.help_uri == f"docs/ci.md#{r.id.lower()}"
@@ -52,30 +58,30 @@ def test_rule_ids_are_unique_stable_and_in_their_family():
 
 def test_docs_ci_md_documents_every_rule_with_its_severity_and_anchor():
     doc = (REPO / "docs" / "ci.md").read_text()
-    for r in gate.RULES:
+    for r in RULES:
         assert f'<a id="{r.id.lower()}"></a>' in doc, r.id
         assert f"#### {r.id} {r.name} ({r.severity})" in doc, r.id
         assert f"| {r.id} | {r.name} | {r.severity} |" in doc, r.id
     documented = set(re.findall(r'<a id="(qa\d+)"></a>', doc))
-    assert documented == {r.id.lower() for r in gate.RULES}  # no stale anchors either
+    assert documented == {r.id.lower() for r in RULES}  # no stale anchors either
 
 
 def test_every_engine_finding_kind_maps_to_a_rule_or_is_informational():
-    from quantadvise.engines import schema as engines
+    from quantadvise.engines import resolution as engines
 
     src = inspect.getsource(engines)
     emitted = set(re.findall(r'ctx\.add\(\s*"([a-z0-9_]+)",\s*"(error|warning|info)"', src))
     assert len(emitted) >= 20
     for kind, severity in emitted:
-        rid = gate.rule_for_kind(kind, severity)
+        rid = rule_for_kind(kind, severity)
         if severity == "info" and kind != "marlin_forced_off":
             assert rid is None, kind  # notes, not findings
         else:
-            assert rid in gate.RULE_BY_ID, kind
+            assert rid in RULE_BY_ID, kind
             # an error the engine raises never maps to a warning-only rule, and the reverse
-            assert gate.RULE_BY_ID[rid].severity == ("error" if severity == "error" else "warning"), kind
-    assert gate.rule_for_kind("some_future_refusal", "error") == "QA104"
-    assert gate.rule_for_kind("some_future_warning", "warning") == "QA106"
+            assert RULE_BY_ID[rid].severity == ("error" if severity == "error" else "warning"), kind
+    assert rule_for_kind("some_future_refusal", "error") == "QA104"
+    assert rule_for_kind("some_future_warning", "warning") == "QA106"
 
 
 # --- fingerprints, findings, exit codes, baselines ------------------------------------------------
@@ -86,8 +92,8 @@ def test_fingerprint_is_rule_plus_subject_never_the_line():
     a.add("QA102", "m1", subject="k8s/d.yaml#vllm|method_mismatch|gptq", file="k8s/d.yaml", line=26)
     b.add("QA102", "another wording", subject="k8s/d.yaml#vllm|method_mismatch|gptq", file="k8s/d.yaml", line=40)
     assert a.items[0].fingerprint == b.items[0].fingerprint
-    assert a.items[0].fingerprint != gate.fingerprint("QA102", "other.yaml#vllm|method_mismatch|gptq")
-    assert a.items[0].fingerprint != gate.fingerprint("QA101", "k8s/d.yaml#vllm|method_mismatch|gptq")
+    assert a.items[0].fingerprint != fingerprint("QA102", "other.yaml#vllm|method_mismatch|gptq")
+    assert a.items[0].fingerprint != fingerprint("QA101", "k8s/d.yaml#vllm|method_mismatch|gptq")
     a.add("QA102", "same thing again", subject="k8s/d.yaml#vllm|method_mismatch|gptq")
     assert len(a.items) == 1  # reported once
 
@@ -135,8 +141,8 @@ def test_split_baseline_by_fingerprint():
     f = Findings()
     f.add("QA102", "a", subject="one")
     f.add("QA201", "b", subject="two")
-    known = {gate.fingerprint("QA201", "two"), "not-a-finding-any-more"}
-    new, old = gate.split_baseline(f.items, known)
+    known = {fingerprint("QA201", "two"), "not-a-finding-any-more"}
+    new, old = split_baseline(f.items, known)
     assert [x.rule_id for x in new] == ["QA102"] and [x.rule_id for x in old] == ["QA201"]
     statuses = {s.rule_id: s for s in f.statuses(old)}
     assert statuses["QA201"].baselined == 1
@@ -152,7 +158,7 @@ def _finding(kind: str, severity: str, subject: str | None = None) -> Finding:
 
 def test_engine_findings_map_to_rules_on_the_flag_lines():
     out = Findings()
-    notes = gate.engine_findings(out, site(), [
+    notes = engine_findings(out, site(), [
         _finding("method_mismatch", "error", "gptq"),
         _finding("kv_dtype_unknown", "error", "fp8_e9"),
         _finding("ct_no_scheme", "error", "group_0"),
@@ -171,7 +177,7 @@ def test_engine_findings_map_to_rules_on_the_flag_lines():
 def test_engine_findings_fall_back_to_the_config_lines_without_a_command():
     s = site(file=None, line=None, flag_lines={})
     out = Findings()
-    gate.engine_findings(out, s, [_finding("kv_dtype_unknown", "error")], "vLLM 0.33.0")
+    engine_findings(out, s, [_finding("kv_dtype_unknown", "error")], "vLLM 0.33.0")
     assert (out.items[0].file, out.items[0].line) == ("quantadvise.yaml", 8)
 
 
@@ -187,18 +193,18 @@ def test_parallelism_and_artifact_findings_from_a_real_script():
     inv = parse_shell(text, "serve.sh")[0]
     s = Site(key="serve.sh#vllm", label="serve.sh:2", file="serve.sh", line=inv.line, flag_lines=inv.flag_lines)
     out = Findings()
-    from quantadvise.api.check import _unresolved
+    from quantadvise.gate.target import unresolved as _unresolved
 
-    gate.artifact_findings(out, s, inv.warnings, _unresolved(inv))
+    artifact_findings(out, s, inv.warnings, _unresolved(inv))
     got = sorted((x.rule_id, x.line) for x in out.items)
     # line 3: "--max-num-seqs lots" is not an integer (the engine refuses it) -> QA108;
     # line 5: --kv-cache-dtype again (first at 4) -> QA109; line 6: $QUANT unresolved -> QA110
     assert got == [("QA108", 3), ("QA109", 5), ("QA110", 6)]
     out = Findings()
-    gate.parallelism_findings(out, s, tp=4, pp=2, gpus_given=4, split_error=None)
+    parallelism_findings(out, s, tp=4, pp=2, gpus_given=4, split_error=None)
     assert "4 x pipeline-parallel-size 2 = 8 GPUs, but the container is given 4" in out.items[0].message
     out = Findings()
-    gate.parallelism_findings(out, s, tp=2, pp=1, gpus_given=2, split_error=None)
+    parallelism_findings(out, s, tp=2, pp=1, gpus_given=2, split_error=None)
     assert out.items == [] and "QA107" in out.ran
 
 
@@ -226,7 +232,7 @@ def _perf(speedup: float, slowdown: float | None, tps: float = 1000.0) -> PerfCh
 )
 def test_performance_findings(speedup, slowdown, limit, expected):
     out = Findings()
-    gate.performance_findings(out, site(), _perf(speedup, slowdown), max_slowdown=limit)
+    performance_findings(out, site(), _perf(speedup, slowdown), max_slowdown=limit)
     assert {x.rule_id for x in out.items} == expected
     for x in out.items:
         assert (x.file, x.line) == ("k8s/d.yaml", 21)  # the --quantization line
@@ -279,7 +285,7 @@ def test_memory_fit_arithmetic():
 )
 def test_memory_findings(util, weights, conc, mml, engine, headroom, expected):
     out = Findings()
-    gate.memory_findings(out, site(), _fit(util, weights, conc, 4096 if conc > 1 else 1024, mml=mml), engine=engine,
+    memory_findings(out, site(), _fit(util, weights, conc, 4096 if conc > 1 else 1024, mml=mml), engine=engine,
                          min_headroom=headroom)
     assert {x.rule_id for x in out.items} == expected
     lines = {x.rule_id: x.line for x in out.items}
@@ -296,10 +302,10 @@ def test_memory_findings(util, weights, conc, mml, engine, headroom, expected):
 def test_evidence_required_below_eight_bits_only():
     for bits, evidence, expected in ((4, False, 1), (4, True, 0), (8, False, 0), (None, False, 0)):
         out = Findings()
-        gate.evidence_required(out, site(), scheme="x", bits=bits, below=8, evidence=evidence)
+        evidence_required(out, site(), scheme="x", bits=bits, below=8, evidence=evidence)
         assert len(out.items) == expected
     out = Findings()
-    gate.evidence_required(out, site(), scheme="w4a16", bits=4, below=8, evidence=False)
+    evidence_required(out, site(), scheme="w4a16", bits=4, below=8, evidence=False)
     assert (out.items[0].file, out.items[0].line) == ("quantadvise.yaml", 7)  # the declared quantization
 
 
@@ -313,7 +319,7 @@ def test_accuracy_findings_from_checks():
         AccuracyCheck(task="mmlu", check="evidence", status="fail", value=None, threshold=None, message="missing"),
     ]
     out = Findings()
-    gate.accuracy_findings(out, checks, {"gsm8k": "evals/q/gsm8k.jsonl"}, "quantadvise.yaml",
+    accuracy_findings(out, checks, {"gsm8k": "evals/q/gsm8k.jsonl"}, "quantadvise.yaml",
                            {"accuracy": 20, "accuracy.tasks.mmlu": 25})
     got = [(x.rule_id, x.file, x.line) for x in out.items]
     assert got == [("QA402", "evals/q/gsm8k.jsonl", None), ("QA403", "evals/q/gsm8k.jsonl", None),
@@ -328,7 +334,7 @@ def test_scheme_drift_kind_vs_variant():
 
     def run(declared: str, served: str) -> set[str]:
         out = Findings()
-        gate.scheme_drift(out, site(), declared_id=declared, declared=get_scheme(declared), served_id=served,
+        scheme_drift(out, site(), declared_id=declared, declared=get_scheme(declared), served_id=served,
                           served=get_scheme(served), served_from="the checkpoint")
         return {x.rule_id for x in out.items}
 
@@ -343,13 +349,13 @@ def test_scheme_drift_kind_vs_variant():
 
 def test_kv_model_workload_and_engine_drift():
     out = Findings()
-    gate.kv_drift(out, site(), declared="kv-fp8", served="kv-bf16", served_from="--kv-cache-dtype auto")
-    gate.kv_drift(out, site(), declared="kv-fp8", served="kv-fp8", served_from="x")
-    gate.model_drift(out, site(), declared="Org/Model", served="org/model/")  # the same id
-    gate.model_drift(out, site(), declared="org/model-fp8", served="org/model-awq")
-    gate.workload_drift(out, site(), concurrency=64, max_num_seqs=32, ctx=8192, max_model_len=4096,
+    kv_drift(out, site(), declared="kv-fp8", served="kv-bf16", served_from="--kv-cache-dtype auto")
+    kv_drift(out, site(), declared="kv-fp8", served="kv-fp8", served_from="x")
+    model_drift(out, site(), declared="Org/Model", served="org/model/")  # the same id
+    model_drift(out, site(), declared="org/model-fp8", served="org/model-awq")
+    workload_drift(out, site(), concurrency=64, max_num_seqs=32, ctx=8192, max_model_len=4096,
                         max_model_len_source="--max-model-len", gpus=1, parallel=2)
-    gate.engine_drift(out, site(), declared_engine="sglang", served_engine="vllm", declared_version="v0.33.0",
+    engine_drift(out, site(), declared_engine="sglang", served_engine="vllm", declared_version="v0.33.0",
                       served_version="0.33.0", version_from="tag")
     got = [(x.rule_id, x.line) for x in out.items]
     assert got == [("QA503", 22), ("QA504", 20), ("QA505", 23), ("QA505", 24), ("QA505", 25), ("QA506", 20)]
@@ -400,13 +406,13 @@ def test_sarif_validates_against_the_2_1_0_schema():
     doc = json.loads(rgate.sarif(_sample_result()))
     _sarif_validator().validate(doc)
     run = doc["runs"][0]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [r.id for r in gate.RULES]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [r.id for r in RULES]
     res = run["results"]
     first = res[0]
     assert first["ruleId"] == "QA102" and run["tool"]["driver"]["rules"][first["ruleIndex"]]["id"] == "QA102"
     assert first["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "k8s/d,1.yaml"},
                                                          "region": {"startLine": 26}}
-    assert first["partialFingerprints"]["quantadvise/v1"] == gate.fingerprint("QA102", "a|1")
+    assert first["partialFingerprints"]["quantadvise/v1"] == fingerprint("QA102", "a|1")
     assert "region" not in res[2]["locations"][0]["physicalLocation"]  # a file without a line
     assert "locations" not in res[3]
     assert res[-1]["ruleId"] == "QA303" and res[-1]["suppressions"][0]["kind"] == "external"
@@ -426,12 +432,12 @@ def test_junit_parses_one_case_per_rule():
     root = ET.fromstring(rgate.junit(_sample_result()))
     assert root.tag == "testsuites"
     cases = root.findall("./testsuite/testcase")
-    assert [c.get("name").split()[0] for c in cases] == [r.id for r in gate.RULES]
+    assert [c.get("name").split()[0] for c in cases] == [r.id for r in RULES]
     failed = {c.get("name").split()[0] for c in cases if c.find("failure") is not None}
     assert failed == {"QA102", "QA402", "QA401"}  # errors at fail-on error; QA202 is a warning
     qa202 = next(c for c in cases if c.get("name").startswith("QA202"))
     assert "100% slower" in qa202.find("system-out").text
-    assert root.get("failures") == "3" and root.get("tests") == str(len(gate.RULES))
+    assert root.get("failures") == "3" and root.get("tests") == str(len(RULES))
     qa102 = next(c for c in cases if c.get("name").startswith("QA102"))
     assert qa102.find("failure").text.startswith("k8s/d,1.yaml:26: error:")
 
@@ -461,7 +467,7 @@ def test_predict_agrees_with_recommend_for_every_ranked_candidate():
 
     w = {"batch": 64, "ctx": 2048, "gpu": "h100"}
     rec = api.recommend(w)
-    kv = rec.kv["dtype"]
+    kv = rec.kv.dtype
     ranked = [a for a in rec.alternatives if a.status in ("recommended", "runner-up", "slower")]
     assert len(ranked) >= 5
     for alt in ranked:

@@ -11,16 +11,11 @@ import yaml
 import quantadvise as api
 from quantadvise import catalog
 from quantadvise.errors import ConfigError, InputError, SchemeError
+from quantadvise.perf.datapath import datapath
+from quantadvise.perf.inputs import parse_batches, parse_contexts
 from quantadvise.perf.profiles import IDEAL, Curve, parse_profile, resolve
-from quantadvise.perf.step import (
-    StepModel,
-    crossings,
-    datapath,
-    expected_experts,
-    first_root,
-    parse_batches,
-    parse_contexts,
-)
+from quantadvise.perf.solve import crossings, first_root
+from quantadvise.perf.step import StepModel, expected_experts
 
 # The chapter's H100 SXM constants.
 PI_BF16, PI_FP8, BETA = 989.4e12, 1979e12, 3.35e12

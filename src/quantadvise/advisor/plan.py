@@ -8,11 +8,12 @@ scheme; the recommender feeds it through the same checkpoint parser and engine r
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from ..formats import get_format
-from ..scheme import Scheme, TensorQuant
+from ..scheme import DeployHints, Scheme, TensorQuant
+from .options import Context, Option
+from .result import CheckpointPlan, EngineVerdict
 
 
 def _ct_args(t: TensorQuant, role: str) -> dict[str, Any]:
@@ -58,14 +59,14 @@ def _ct_format(s: Scheme) -> str:
     return "pack-quantized"
 
 
-def quantization_config(scheme: Scheme, deploy: dict[str, Any]) -> dict[str, Any] | None:
+def quantization_config(scheme: Scheme, deploy: DeployHints) -> dict[str, Any] | None:
     """The quantization_config a checkpoint of ``scheme`` declares (None for bf16)."""
     if not scheme.quantizes_weights:
         return None
     w = scheme.weight
     assert w is not None
     group = w.scale.group.reduction_group if w.scale else None
-    fmt = deploy.get("checkpoint_format") or "compressed-tensors"
+    fmt = deploy.checkpoint_format or "compressed-tensors"
     if fmt == "awq":
         return {"quant_method": "awq", "bits": w.bits, "group_size": group or -1, "zero_point": not w.symmetric,
                 "version": "gemm"}
@@ -86,10 +87,10 @@ def quantization_config(scheme: Scheme, deploy: dict[str, Any]) -> dict[str, Any
     return cfg
 
 
-def llmcompressor_recipe(scheme: Scheme, deploy: dict[str, Any], model_id: str) -> str | None:
+def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str) -> str | None:
     """One line of llm-compressor that produces the checkpoint."""
-    preset = deploy.get("llmcompressor_scheme")
-    fmt = deploy.get("checkpoint_format")
+    preset = deploy.llmcompressor_scheme
+    fmt = deploy.checkpoint_format
     if not scheme.quantizes_weights:
         return None
     ignore = '[]' if scheme.policy.quantize_lm_head else '["lm_head"]'
@@ -119,43 +120,58 @@ def llmcompressor_recipe(scheme: Scheme, deploy: dict[str, Any], model_id: str) 
             f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
 
 
-def checkpoint_summary(scheme: Scheme, deploy: dict[str, Any]) -> str:
+def checkpoint_summary(scheme: Scheme, deploy: DeployHints) -> str:
     if not scheme.quantizes_weights:
         return "the original bf16 checkpoint"
-    fmt = deploy.get("checkpoint_format") or "compressed-tensors"
+    fmt = deploy.checkpoint_format or "compressed-tensors"
     if fmt == "awq":
         return "an AWQ checkpoint (AutoAWQ, GEMM layout, w_bit 4, q_group_size 128, zero_point true)"
     if fmt == "gptq":
         return "a GPTQ checkpoint (AutoGPTQ / GPTQModel, bits 4, group_size 128, sym true, desc_act false)"
-    preset = deploy.get("compressed_tensors_preset")
+    preset = deploy.compressed_tensors_preset
     return f"a compressed-tensors checkpoint, preset {preset}" if preset else "a compressed-tensors checkpoint"
 
 
-def vllm_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
-                 memory_utilization: float) -> str:
-    args = ["vllm", "serve", model]
-    if quantization:
-        args += ["--quantization", quantization]
-    if kv:
-        args += ["--kv-cache-dtype", kv]
-    args += ["--max-num-seqs", str(batch), "--max-model-len", str(ctx)]
-    if gpus > 1:
-        args += ["--tensor-parallel-size", str(gpus)]
-    if abs(memory_utilization - 0.90) > 1e-9:
-        args += ["--gpu-memory-utilization", f"{memory_utilization:g}"]
-    return shlex.join(args)
+def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], CheckpointPlan]:
+    """How to serve the winner: one command per engine (the chosen engine first; None where that
+    engine refuses it, with its reason in the notes) and the checkpoint that carries it."""
+    from ..engines.flags import engine_command
+    from .verdict import engine_verdict, kv_flag
 
+    w = ctx.workload
+    model_id = ctx.model_id or w.model
+    short = model_id.rsplit("/", 1)[-1]
+    path = model_id if not winner.scheme.quantizes_weights else f"./{short}-{winner.scheme.id}"
 
-def sglang_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
-                   memory_utilization: float) -> str:
-    args = ["python", "-m", "sglang.launch_server", "--model-path", model]
-    if quantization:
-        args += ["--quantization", quantization]
-    if kv:
-        args += ["--kv-cache-dtype", kv]
-    args += ["--max-running-requests", str(batch), "--context-length", str(ctx)]
-    if gpus > 1:
-        args += ["--tp-size", str(gpus)]
-    if abs(memory_utilization - 0.90) > 1e-9:
-        args += ["--mem-fraction-static", f"{memory_utilization:g}"]
-    return shlex.join(args)
+    def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
+        return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=w.batch,
+                              max_model_len=w.context, tensor_parallel_size=w.gpus,
+                              gpu_memory_utilization=w.memory_utilization)
+
+    commands: dict[str, str | None] = {}
+    notes = []
+    for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
+        # the chosen engine already judged the winner in the engine node (same KV dtype)
+        v: EngineVerdict = (winner.engine if eng is ctx.engine and winner.engine is not None
+                            else engine_verdict(ctx, eng, winner, ctx.kv_name))
+        if v.supported:
+            commands[eng.engine] = command(eng.engine, path, v.quantization_flag, v.kv_cache_dtype_flag)
+        else:
+            commands[eng.engine] = None
+            notes.append(f"{eng.label} refuses it: " + "; ".join(v.messages))
+    d = winner.deploy
+    online = None
+    if d.online and ctx.engine.engine == "vllm" and ctx.engine.shorthand(d.online) is not None:
+        online = command("vllm", model_id, d.online, kv_flag(ctx, ctx.engine, ctx.kv_name))
+    plan = CheckpointPlan(
+        format=d.checkpoint_format if winner.scheme.quantizes_weights else None,
+        compressed_tensors_preset=d.compressed_tensors_preset,
+        summary=checkpoint_summary(winner.scheme, d),
+        alternatives=list(d.alternatives),
+        recipe=llmcompressor_recipe(winner.scheme, d, model_id),
+        quantization_config=quantization_config(winner.scheme, d),
+        suggested_path=path,
+        notes=notes,
+        online=online,
+    )
+    return commands, plan

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..artifacts.scan import DeploymentScan
+    from ..artifacts.invocation import DeploymentScan
 
 
-def read_deployment(paths: str | Path | list[str | Path], *, env: dict[str, str] | None = None) -> DeploymentScan:
+def read_deployment(paths: str | Path | Sequence[str | Path], *, env: dict[str, str] | None = None) -> DeploymentScan:
     """Engine invocations (``vllm serve``, ``python -m sglang.launch_server`` ...) found in shell
     scripts, Dockerfiles, Kubernetes manifests, Helm values and docker-compose files under
     ``paths``, each with its file and line and the flags that matter. Returns a ``DeploymentScan``.

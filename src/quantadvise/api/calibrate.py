@@ -13,18 +13,19 @@ from ..scheme import Scheme
 from .common import get_gpu, load_model
 
 if TYPE_CHECKING:
-    from ..perf.calibration import CalibrationResult, Progress, ValidationResult
+    from ..perf.calibration import CalibrationResult, Progress
     from ..perf.profiles import PerfProfile
+    from ..perf.validation import ValidationResult
 
 
 def calibrate(
     model: str | dict[str, Any] | ModelArch = defaults.MODEL,
     schemes: str | list[str] | None = None,
     *,
-    batches: str | int | list[int] = "1..4096",
+    batches: str | int | list[int] = defaults.CALIBRATION_BATCHES,
     backend: str = "torch",
     gpu: str | GPU | None = None,
-    seconds: float = 240.0,
+    seconds: float = defaults.CALIBRATION_SECONDS,
     seed: int = 0,
     out: str | Path | None = None,
     command: str = "",
@@ -42,8 +43,9 @@ def calibrate(
     from .. import __version__
     from ..errors import UnknownNameError
     from ..perf.backends import get_backend
-    from ..perf.calibration import parse_schemes, profile_yaml, run_calibration
-    from ..perf.step import parse_batches
+    from ..perf.calibration import parse_schemes, run_calibration
+    from ..perf.inputs import parse_batches
+    from ..perf.profile_file import write_profile
 
     arch, info = load_model(model)
     resolved: dict[str, Scheme] = {}
@@ -65,7 +67,7 @@ def calibrate(
                                  field="gpu") from None
         presets = {sid: catalog.get_scheme(sid) for sid in catalog.scheme_ids()}
         profile, result = run_calibration(
-            be, arch=arch, model_id=str(info.get("id")), gpu=row, schemes=resolved, presets=presets, batches=bs,
+            be, arch=arch, model_id=info.id, gpu=row, schemes=resolved, presets=presets, batches=bs,
             seconds=seconds, tool=f"quantadvise {__version__}", command=command, progress=progress,
             clock=lambda: time.perf_counter() - started,
         )
@@ -75,20 +77,21 @@ def calibrate(
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(f"--out {path}: the profile is YAML; name the file .yaml", field="out")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(profile_yaml(profile), encoding="utf-8")
+        write_profile(profile, path)
     except OSError as exc:
         raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})", field="out") from None
     return result.model_copy(update={"profile_path": str(path)})
 
 
-def validate(profile: str | Path | PerfProfile, *, max_error: float = 0.15) -> ValidationResult:
+def validate(
+    profile: str | Path | PerfProfile, *, max_error: float = defaults.MAX_VALIDATION_ERROR
+) -> ValidationResult:
     """Predicted vs measured decode-linear time per scheme and batch for a calibrated profile, with
     the error of the ideal, default-efficiency, measured-ceilings and calibrated models (the last
     leave-one-out over batches). ``max_error`` is a fraction; ``.passed`` / ``.exit_code()`` say
     whether the calibrated model is within it at every measured batch."""
-    from ..perf.calibration import validate as run
     from ..perf.profiles import PerfProfile
+    from ..perf.validation import validate as run
 
     prof = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
     archs: dict[str, ModelArch] = {}

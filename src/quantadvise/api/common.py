@@ -10,28 +10,25 @@ from typing import TYPE_CHECKING, Any
 from .. import catalog, defaults
 from ..errors import InputError
 from ..hardware import GPU
-from ..model import ModelArch, parse_config
+from ..model import ModelArch, ModelSource, parse_config
 from ..scheme import Scheme, TensorQuant, custom_weight_scheme
 
 if TYPE_CHECKING:
-    from ..engines.schema import EngineData
+    from ..engines.data import EngineData
 
 
-def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, dict[str, Any]]:
+def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, ModelSource]:
     """A model architecture from a bundled id, a local path, the HF cache or the Hub (in that
-    order), from a config.json dict, or passed through. Returns (arch, info about the source)."""
+    order), from a config.json dict, or passed through. Returns (arch, where it came from)."""
     if isinstance(model, ModelArch):
-        return model, {"id": model.architecture, "source": "object"}
+        return model, ModelSource(id=model.architecture, source="object")
     if isinstance(model, dict):
-        return parse_config(model, "config"), {"id": model.get("_name_or_path", "config"), "source": "dict"}
+        return parse_config(model, "config"), ModelSource(id=str(model.get("_name_or_path", "config")), source="dict")
     from ..hub import resolve_model
 
     src, cfg = resolve_model(model)
     arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
-    info = {"id": src.id, "source": src.kind, "location": src.location}
-    if src.published_params is not None:
-        info["published_params"] = src.published_params
-    return arch, info
+    return arch, ModelSource(id=src.id, source=src.kind, location=src.location, published_params=src.published_params)
 
 
 def resolve_scheme(

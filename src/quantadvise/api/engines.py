@@ -8,13 +8,13 @@ from .. import catalog
 from .common import get_engine
 
 if TYPE_CHECKING:
-    from ..engines.schema import EngineDiff, EngineListing, MethodDetail
+    from ..engines.listing import EngineDiff, EngineListing, MethodDetail
 
 
 def engines_list(engine: str = "vllm", version: str | None = None) -> EngineListing:
     """Every method an engine release accepts, with config class, minimum capability, activation
     dtypes, optimized flag; its KV cache dtypes, online shorthands and override order."""
-    from ..engines.schema import listing
+    from ..engines.listing import listing
 
     return listing(get_engine(engine, version))
 
@@ -22,7 +22,7 @@ def engines_list(engine: str = "vllm", version: str | None = None) -> EngineList
 def engines_show(method: str, engine: str = "vllm", version: str | None = None) -> MethodDetail:
     """One method in one engine release: its row, the names sharing its config class, the
     overrides that produce it, and the same name in the other engines on file."""
-    from ..engines.schema import method_detail
+    from ..engines.listing import method_detail
 
     e = get_engine(engine, version)
     others = [catalog.get_engine(n) for n in catalog.engine_names() if n != e.engine]
@@ -37,7 +37,7 @@ def engines_show(method: str, engine: str = "vllm", version: str | None = None) 
 
 def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     """Two engine registries side by side: methods only in one, KV cache dtypes, optimized flags."""
-    from ..engines.schema import diff
+    from ..engines.listing import diff
 
     return diff(get_engine(a), get_engine(b))
 

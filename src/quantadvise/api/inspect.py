@@ -11,29 +11,31 @@ from ..model import parse_config
 from .common import get_engine, get_gpu
 
 if TYPE_CHECKING:
-    from ..engines.inspection import InspectReport
+    from ..engines.inspection import GpuTarget, InspectReport
 
 
-def gpu_target(gpu: str | GPU | int | None) -> tuple[dict[str, Any] | None, int | None, str]:
-    """(description, compute capability as the engines compare it, platform) for --gpu: a GPU id
-    or alias, or a bare capability (``sm75``, ``7.5``, ``75``)."""
+def gpu_target(gpu: str | GPU | int | None) -> GpuTarget | None:
+    """The --gpu the engines are judged on (its compute capability as they compare it, and its
+    platform): a GPU id or alias, or a bare capability (``sm75``, ``7.5``, ``75``)."""
     import re
 
+    from ..engines.inspection import GpuTarget
+
     if gpu is None:
-        return None, None, "cuda"
+        return None
     if isinstance(gpu, int):
-        return {"id": f"sm{gpu}", "capability": gpu, "platform": "cuda"}, gpu, "cuda"
+        return GpuTarget(id=f"sm{gpu}", capability=gpu)
     if isinstance(gpu, str):
         m = re.fullmatch(r"\s*(?:sm_?)?(\d{1,2})(?:\.(\d))?\s*", gpu.lower())
         if m and (m.group(2) is not None or gpu.lower().strip().startswith("sm") or len(m.group(1)) == 2):
             cap = int(m.group(1)) * 10 + int(m.group(2)) if m.group(2) is not None else int(m.group(1))
             if cap < 10:
                 cap *= 10
-            return {"id": f"sm{cap}", "capability": cap, "platform": "cuda"}, cap, "cuda"
+            return GpuTarget(id=f"sm{cap}", capability=cap)
     g = get_gpu(gpu)
     platform = "rocm" if g.vendor.lower() in ("amd",) else "cuda"
-    return ({"id": g.id, "name": g.name, "capability": g.capability, "platform": platform,
-             "compute_capability": g.compute_capability}, g.capability, platform)
+    return GpuTarget(id=g.id, name=g.name, capability=g.capability, platform=platform,
+                     compute_capability=g.compute_capability)
 
 
 def inspect(
@@ -52,41 +54,43 @@ def inspect(
     ``model``: a bundled id, a local folder or JSON file (config.json, or a bare quantization_config
     / hf_quant_config.json), a Hub id in the local cache or on the Hub, or a config.json dict.
     ``engines``: ``"vllm"``, ``"sglang==0.5.23"``, a list, or None for every engine on file."""
-    from ..checkpoint.dialects import (
+    from ..checkpoint.parse import (
         SIDECARS,
         model_dtype_format,
         parse_checkpoint,
         parse_quantization_config,
     )
-    from ..engines.inspection import inspect_checkpoint
+    from ..engines.inspection import InspectedModel, inspect_checkpoint
 
     if isinstance(model, dict):
-        cfg, info, side = model, {"id": model.get("_name_or_path", "config"), "source": "dict"}, dict(sidecars or {})
+        cfg, side = model, dict(sidecars or {})
+        info = InspectedModel(id=str(model.get("_name_or_path", "config")), source="dict")
     else:
         from ..hub import read_sidecar, resolve_model
 
         src, cfg = resolve_model(model)
-        info = {"id": src.id, "source": src.kind, "location": src.location}
+        info = InspectedModel(id=src.id, source=src.kind, location=src.location)
         side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
         side.update(sidecars or {})
     if not isinstance(cfg, dict):
         from ..errors import ConfigError
 
-        raise ConfigError(f"{info.get('location', info['id'])}: expected a JSON object, got {type(cfg).__name__}")
+        raise ConfigError(f"{info.where}: expected a JSON object, got {type(cfg).__name__}")
     arch = None
     if "model_type" in cfg or "text_config" in cfg:
-        arch = parse_config(cfg, info.get("location", info["id"]))
-        info.update(model_type=arch.model_type, architecture=arch.architecture, kind=arch.kind,
-                    torch_dtype=arch.torch_dtype)
+        arch = parse_config(cfg, info.where)
+        info = info.model_copy(update={"model_type": arch.model_type, "architecture": arch.architecture,
+                                       "kind": arch.kind, "torch_dtype": arch.torch_dtype})
         ck = parse_checkpoint(cfg, side)
     elif "quant_method" in cfg or "config_groups" in cfg or "global_quant_config" in cfg:
-        ck = parse_quantization_config(cfg, found_in=str(info.get("location", "quantization_config")))
+        ck = parse_quantization_config(
+            cfg, found_in=info.location if info.location is not None else "quantization_config")
         ck = ck.model_copy(update={"found_in": "quantization_config"})
     elif "quantization" in cfg and "producer" in cfg:
         ck = parse_quantization_config(None, hf_quant_config=cfg)
     else:
         # no model_type and no quant_method: let the config parser name what is missing
-        parse_config(cfg, info.get("location", info["id"]))
+        parse_config(cfg, info.where)
         ck = None  # pragma: no cover - parse_config raised
     if engines is None:
         specs = catalog.engine_names()
@@ -97,7 +101,7 @@ def inspect(
     if len(specs) == 1 and specs[0].strip().lower() in ("all", "both"):
         specs = catalog.engine_names()
     rows = [get_engine(s) for s in specs]
-    gpu_info, capability, platform = gpu_target(gpu)
+    target = gpu_target(gpu)
     stored = model_dtype_format(cfg.get("torch_dtype") or cfg.get("dtype"))
     notes = []
     if stored == "fp32" and ck is not None and ck.is_quantized:
@@ -107,8 +111,8 @@ def inspect(
     presets = [catalog.get_scheme(s) for s in catalog.scheme_ids()]
     report = inspect_checkpoint(
         ck, arch, model_info=info, engines=rows, layouts=catalog.layouts(), presets=presets,
-        library=catalog.format_library("compressed-tensors"), capability=capability, platform=platform,
-        gpu_info=gpu_info, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
+        library=catalog.format_library("compressed-tensors"), gpu=target,
+        quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated, stored_dtype=stored,
     )
     return report.model_copy(update={"notes": notes + report.notes}) if notes else report

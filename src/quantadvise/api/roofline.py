@@ -14,7 +14,7 @@ from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_sche
 
 if TYPE_CHECKING:
     from ..perf.profiles import PerfProfile
-    from ..perf.step import RooflineResult
+    from ..perf.roofline import RooflineResult
 
 
 def roofline(
@@ -24,8 +24,8 @@ def roofline(
     gpu: str | GPU = defaults.GPU,
     gpus: int = 1,
     kv_dtype: str | TensorQuant | None = None,
-    batches: str | int | list[int] = "1,8,64,512",
-    ctx: str | int | list[int] = 2048,
+    batches: str | int | list[int] = defaults.ROOFLINE_BATCHES,
+    ctx: str | int | list[int] = defaults.ROOFLINE_CONTEXTS,
     prompt: int | None = None,
     group: int | None = None,
     ideal: bool = False,
@@ -48,9 +48,9 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
+    from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.profiles import resolve
-    from ..perf.step import fit_weight_group, parse_batches, parse_contexts
-    from ..perf.step import roofline as run
+    from ..perf.roofline import roofline as run
 
     arch, info = load_model(model)
     g = get_gpu(gpu)

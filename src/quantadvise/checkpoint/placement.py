@@ -17,19 +17,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict
-
+from ..layout import Layout
 from ..model import COMPONENTS, ModelArch, ParamGroup
-from ..scheme import Layout
+from ..results import Out
+from ..scheme import Scheme
 from ..sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
-from .dialects import CheckpointQuant, QuantGroup
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+from .quant import CheckpointQuant, QuantGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +189,7 @@ def _in_scope(group: QuantGroup, m: Module, ck: CheckpointQuant) -> bool:
     return group.scope in ("decoder_linears", "all_linears")
 
 
-class Assignment(_Out):
+class Assignment(Out):
     """One config group's share of the model."""
 
     group: str
@@ -205,7 +200,7 @@ class Assignment(_Out):
     example: str | None = None
 
 
-class DiskSize(_Out):
+class DiskSize(Out):
     """Predicted bytes of the checkpoint's tensors (what a safetensors index calls total_size)."""
 
     total_bytes: int
@@ -252,6 +247,18 @@ def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> li
     return out
 
 
+@dataclass(slots=True)
+class _Tally:
+    """Running totals of one component (or of one config group)."""
+
+    params: int = 0
+    bytes: int = 0
+    quantized_params: int = 0
+    modules: int = 0
+    components: set[str] = field(default_factory=set)
+    example: str | None = None
+
+
 def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, Layout], *,
               stored_dtype: str = "bf16", include_mtp: bool = True,
               tied_lm_head_stored: bool = False) -> DiskSize:
@@ -261,19 +268,18 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
 
     unq_bytes = get_format(stored_dtype).bits // 8
     assigned = assign(arch, ck, include_mtp) if ck is not None else [(m, None) for m in modules(arch, include_mtp)]
-    by_group: dict[int, QuantGroup | None] = {}
-    comp: dict[str, dict[str, int]] = {}
-    per_group: dict[str, dict[str, Any]] = {}
+    comp: dict[str, _Tally] = {}
+    per_group: dict[str, _Tally] = {}
     unq_linear: list[str] = []
     unq_count = 0
     q_params = 0
-    schemes: dict[str, Any] = {}
+    schemes: dict[str, Scheme] = {}
     lin_ids: set[int] = set()
     for m, g in assigned:
         lin_ids.add(id(m.group))
         params = m.group.n * m.group.k
         name = "mtp" if m.group.mtp else m.group.component
-        c = comp.setdefault(name, {"params": 0, "bytes": 0, "q": 0, "n": 0})
+        c = comp.setdefault(name, _Tally())
         if g is None or params == 0:
             b = params * unq_bytes
             if m.group.component not in ("embedding", "lm_head") and not m.group.mtp:
@@ -285,47 +291,45 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
             if s is None:
                 s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
             b = linear_bytes(s, m.group.n, m.group.k)
-            c["q"] += params
+            c.quantized_params += params
             q_params += params
-            pg = per_group.setdefault(g.name, {"modules": 0, "params": 0, "bytes": 0, "components": set(),
-                                               "example": m.name})
-            pg["modules"] += 1
-            pg["params"] += params
-            pg["bytes"] += b
-            pg["components"].add(name)
-        c["params"] += params
-        c["bytes"] += b
-        by_group[id(m.group)] = g
+            pg = per_group.setdefault(g.name, _Tally(example=m.name))
+            pg.modules += 1
+            pg.params += params
+            pg.bytes += b
+            pg.components.add(name)
+        c.params += params
+        c.bytes += b
     # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
-    for g in arch.inventory.serving_groups(include_mtp):
-        if g.linear and id(g) in lin_ids:
+    for pgroup in arch.inventory.serving_groups(include_mtp):
+        if pgroup.linear and id(pgroup) in lin_ids:
             continue
-        name = "mtp" if g.mtp else g.component
-        c = comp.setdefault(name, {"params": 0, "bytes": 0, "q": 0, "n": 0})
-        c["params"] += g.params
-        c["bytes"] += g.params * unq_bytes
+        c = comp.setdefault("mtp" if pgroup.mtp else pgroup.component, _Tally())
+        c.params += pgroup.params
+        c.bytes += pgroup.params * unq_bytes
     notes: list[str] = []
     lm_stored = False
     if tied_lm_head_stored and arch.tie_word_embeddings:
         emb = arch.vocab_size * arch.hidden_size
-        c = comp.setdefault("lm_head", {"params": 0, "bytes": 0, "q": 0, "n": 0})
-        c["params"] += emb
-        c["bytes"] += emb * unq_bytes
+        c = comp.setdefault("lm_head", _Tally())
+        c.params += emb
+        c.bytes += emb * unq_bytes
         lm_stored = True
         notes.append("embedding and lm_head are tied, but this producer (AutoGPTQ) writes lm_head.weight as a "
                      "second copy")
     components = [
-        ComponentSize(component=name, params=v["params"], bytes=v["bytes"],
-                      bits_per_param=v["bytes"] * 8 / v["params"] if v["params"] else 0.0,
-                      baseline_bytes=v["params"] * BASELINE_BYTES_PER_PARAM, quantized=v["q"] > 0, tensor_groups=v["n"])
+        ComponentSize(component=name, params=v.params, bytes=v.bytes,
+                      bits_per_param=v.bytes * 8 / v.params if v.params else 0.0,
+                      baseline_bytes=v.params * BASELINE_BYTES_PER_PARAM, quantized=v.quantized_params > 0,
+                      tensor_groups=0)  # not counted for a checkpoint (the key is kept for the JSON)
         for name in COMPONENTS if (v := comp.get(name))
     ]
     total = sum(c.bytes for c in components)
     params = sum(c.params for c in components)
     if arch.num_mtp_layers and include_mtp:
         notes.append("includes the multi-token-prediction module stored in the checkpoint")
-    groups = [Assignment(group=k, modules=v["modules"], params=v["params"], bytes=v["bytes"],
-                         components=sorted(v["components"], key=COMPONENTS.index), example=v["example"])
+    groups = [Assignment(group=k, modules=v.modules, params=v.params, bytes=v.bytes,
+                         components=sorted(v.components, key=COMPONENTS.index), example=v.example)
               for k, v in per_group.items()]
     return DiskSize(
         total_bytes=total, baseline_bytes=params * BASELINE_BYTES_PER_PARAM, total_params=params,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, emit_report
+from .common import Format, FormatOpt, emit_report
 
 
 def _fraction(value: str) -> float:
@@ -53,7 +53,7 @@ def accuracy_cmd(
     confidence: Annotated[
         float, typer.Option("--confidence", min=0.5, max=0.999, help="Confidence level of the delta interval.")
     ] = 0.95,
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Compare a baseline and a quantized model item by item: accuracy delta with a confidence
     interval for the paired difference, flips (answers that changed correctness, both ways), McNemar's

@@ -9,13 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import FormatOpt, ModelOpt, emit_report
-
-DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
+from .. import defaults
+from .common import Format, FormatOpt, ModelOpt, emit_report
 
 
 def calibrate_cmd(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelOpt = defaults.MODEL,
     schemes: Annotated[
         str | None,
         typer.Option("--schemes", "-s", help="Comma-separated schemes to measure [default: bf16, fp8-tensor, "
@@ -24,7 +23,7 @@ def calibrate_cmd(
     batches: Annotated[
         str, typer.Option("--batches", "-b", help="Batches (GEMM heights) to time: 1..4096 (doubling), 1,8,64 "
                           "or 16..256:16; at least 4.")
-    ] = "1..4096",
+    ] = defaults.CALIBRATION_BATCHES,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Profile YAML to write [default: <profile id>.yaml here].",
                                   dir_okay=False)
@@ -39,12 +38,12 @@ def calibrate_cmd(
     ] = None,
     seconds: Annotated[
         float, typer.Option("--seconds", min=1.0, help="Timing budget in seconds (setup comes on top).")
-    ] = 240.0,
+    ] = defaults.CALIBRATION_SECONDS,
     seed: Annotated[int, typer.Option("--seed", help="Noise seed of the simulated backend.")] = 0,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = True,
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Measure this GPU: achieved read bandwidth, dense GEMM throughput per math format, and the
     linear layers of a decode step of --model's shapes at every batch for each scheme with a torch
@@ -63,7 +62,7 @@ def calibrate_cmd(
     bar = _ProgressBar() if progress else None
     try:
         result = calibrate(model, schemes, batches=batches, backend=backend, gpu=gpu, seconds=seconds, seed=seed,
-                               out=out, command=command, progress=bar)
+                           out=out, command=command, progress=bar)
     finally:
         if bar is not None:
             bar.stop()

@@ -60,12 +60,12 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def emit_report(kind: str, fmt: object, result: object, **options: object) -> None:
+def emit_report(kind: str, fmt: str | Enum, result: object, **options: object) -> None:
     """Warnings to stderr, then the rendered report alone on stdout."""
     from ..report import render
 
     for w in getattr(result, "warnings", ()) or ():
         warn(w)
-    emit(render(kind, getattr(fmt, "value", fmt), result, **options))
+    emit(render(kind, fmt.value if isinstance(fmt, Enum) else fmt, result, **options))
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, emit_report
+from .common import Format, FormatOpt, emit_report
 
 ACTIONS = ("list", "show", "diff")
 
@@ -25,7 +25,7 @@ def engines_cmd(
         str | None, typer.Option("--version", help="Engine release on file [default: the newest].")
     ] = None,
     other: Annotated[str, typer.Option("--other", help="The second engine for diff.")] = "sglang",
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """The --quantization methods an engine release accepts (config class, minimum compute
     capability, activation dtypes, optimized or not), its KV cache dtypes and online shorthands;

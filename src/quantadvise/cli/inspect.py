@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, GpuOpt, emit_report
+from .common import Format, FormatOpt, GpuOpt, emit_report
 
 
 def inspect_cmd(
@@ -29,7 +29,7 @@ def inspect_cmd(
         bool, typer.Option("--allow-deprecated-quantization", help="As vLLM's flag: deprecated methods warn "
                            "instead of refusing.")
     ] = False,
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Read a checkpoint's quantization_config back into the six axes (one row per config group,
     with the layers it takes), predict its size on disk from the sizing code and its on-disk

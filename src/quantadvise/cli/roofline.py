@@ -9,18 +9,18 @@ from typing import Annotated
 
 import typer
 
+from .. import defaults
 from .common import KvOpt, ModelOpt, TableJsonCsv, emit_report
 
-DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
 CURVE_POINTS = 160
 
 
 def roofline_cmd(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelOpt = defaults.MODEL,
     gpu: Annotated[
         str, typer.Option("--gpu", help="GPU id or alias (h100, h200, a100-80gb, l40s, mi300x, b200 ...).",
                           envvar="QUANTADVISE_GPU")
-    ] = "h100-sxm",
+    ] = defaults.GPU,
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (modelled).",
                                       envvar="QUANTADVISE_GPUS")] = 1,
     scheme: Annotated[
@@ -31,8 +31,10 @@ def roofline_cmd(
     kv_dtype: KvOpt = None,
     batch: Annotated[
         str, typer.Option("--batch", "-b", help="Batches: 1,8,64,512 or a range 1..512 (doubling) or 16..256:16.")
-    ] = "1,8,64,512",
-    ctx: Annotated[str, typer.Option("--ctx", help="Context tokens per sequence: 2048 or 512,2k,32k.")] = "2048",
+    ] = defaults.ROOFLINE_BATCHES,
+    ctx: Annotated[
+        str, typer.Option("--ctx", help="Context tokens per sequence: 2048 or 512,2k,32k.")
+    ] = defaults.ROOFLINE_CONTEXTS,
     prompt: Annotated[
         int | None, typer.Option("--prompt", help="Prompt tokens: adds the prefill time (TTFT) per point.")
     ] = None,

@@ -6,9 +6,11 @@ from typing import Annotated
 
 import typer
 
+from .. import defaults
 from .common import (
     BatchOpt,
     CtxOpt,
+    Format,
     FormatOpt,
     GpuOpt,
     GpusOpt,
@@ -17,11 +19,9 @@ from .common import (
     emit_report,
 )
 
-DEFAULT_MODEL = "meta-llama/Meta-Llama-3-8B"
-
 
 def size_cmd(
-    model: ModelArg = DEFAULT_MODEL,
+    model: ModelArg = defaults.MODEL,
     scheme: Annotated[
         str | None,
         typer.Option("--scheme", "-s", help="Preset id/alias (w4a16, awq, gptq, fp8-dynamic, nvfp4 ...) or a "
@@ -51,12 +51,12 @@ def size_cmd(
     memory_utilization: Annotated[
         float, typer.Option("--memory-utilization", help="Fraction of GPU memory the engine may use (vLLM's "
                             "--gpu-memory-utilization).")
-    ] = 0.90,
+    ] = defaults.MEMORY_UTILIZATION,
     reserve_gb: Annotated[
         float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB (CUDA context, activations, "
                             "CUDA graphs).")
-    ] = 2.0,
-    fmt: FormatOpt = "table",
+    ] = defaults.RESERVE_GB,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Whole-model memory for a scheme: every component's params, bits per param and bytes, the
     ratio against bf16, effective bits per quantized weight (scales and zero-points included),
@@ -81,6 +81,6 @@ def size_cmd(
         gpus=gpus,
         include_mtp=mtp,
         memory_utilization=memory_utilization,
-        reserve_bytes=int(reserve_gb * 1024**3),
+        reserve_bytes=int(reserve_gb * defaults.GiB),
     )
     emit_report("size", fmt, report)

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, emit_report
+from .. import defaults
+from .common import Format, FormatOpt, emit_report
 
 
 def validate_cmd(
@@ -19,12 +20,12 @@ def validate_cmd(
     max_error: Annotated[
         float, typer.Option("--max-error", min=0.1, help="Largest calibrated-model error allowed at any batch, "
                             "percent; exit 1 above it.")
-    ] = 15.0,
+    ] = round(defaults.MAX_VALIDATION_ERROR * 100, 6),
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write measured vs predicted (every model) per scheme to FILE.png "
                                   "or FILE.svg (needs the [plot] extra).", dir_okay=False)
     ] = None,
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Predicted vs measured decode-linear time per scheme and batch, with the error of the ideal
     (spec sheet), default-efficiency, measured-ceilings and calibrated models. The calibrated model

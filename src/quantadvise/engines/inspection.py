@@ -1,31 +1,69 @@
 """``inspect``: one checkpoint read back into the six axes, sized on disk, and run past each engine.
 
 Composes the pure pieces: :mod:`quantadvise.checkpoint` (quantization_config -> groups of axes),
-:mod:`quantadvise.placement` (which layers each group takes; bytes on disk through the sizing
-code and the checkpoint's layout) and :func:`quantadvise.engines.resolve` (what each engine
-release does with it). Pure: the caller supplies the parsed files and the data rows.
+:mod:`quantadvise.checkpoint.placement` (which layers each group takes; bytes on disk through the
+sizing code and the checkpoint's layout) and :func:`quantadvise.engines.resolution.resolve` (what
+each engine release does with it). Pure: the caller supplies the parsed files and the data rows.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..checkpoint.dialects import CheckpointQuant, with_presets
 from ..checkpoint.placement import DiskSize, disk_size
-from ..model import ModelArch
-from ..scheme import Layout, Scheme
-from .schema import EngineData, EngineResolution, resolve
+from ..checkpoint.presets import with_presets
+from ..checkpoint.quant import CheckpointQuant
+from ..layout import Layout
+from ..model import ModelArch, ModelSource
+from ..results import Out, Result
+from ..scheme import Scheme
+from .data import EngineData, FormatLibrary
+from .resolution import EngineResolution, resolve
 
-SCHEMA_VERSION = 1
+
+class InspectedModel(ModelSource):
+    """Which model was inspected and where it came from. ``location`` is absent for a config dict;
+    the architecture fields are absent when the config has none (a bare quantization_config):
+    left out of the JSON, not null."""
+
+    omit_if_none: ClassVar[tuple[str, ...]] = ("location", "published_params", "model_type", "architecture", "kind",
+                                               "torch_dtype")
+
+    model_type: str | None = None
+    architecture: str | None = None
+    kind: str | None = None  # "dense GQA", "MoE MLA" ...
+    torch_dtype: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The location, else the id (for messages)."""
+        return self.location if self.location is not None else self.id
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+class GpuTarget(Out):
+    """The ``--gpu`` the engines are judged on: a GPU row, or a bare compute capability (``sm75``).
+
+    A bare capability names no GPU: ``name`` and ``compute_capability`` are then left out of the JSON
+    (for a GPU row they are always there, ``compute_capability`` null where the row has none)."""
+
+    id: str
+    name: str | None = None  # None: a bare capability
+    capability: int | None  # as the engines compare it: "9.0" -> 90
+    platform: str = "cuda"
+    compute_capability: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _leave_out_for_bare_capability(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if self.name is None:
+            out.pop("name", None)
+            out.pop("compute_capability", None)
+        return out
 
 
-class GroupRow(_Out):
+class GroupRow(Out):
     """The chapter's one-line-per-group print, done properly: one config group's six axes and the
     layers it takes."""
 
@@ -47,9 +85,8 @@ class GroupRow(_Out):
     axes: dict[str, Any] = Field(default_factory=dict)
 
 
-class InspectReport(_Out):
-    schema_version: int = SCHEMA_VERSION
-    model: dict[str, Any]
+class InspectReport(Result):
+    model: InspectedModel
     checkpoint: CheckpointQuant | None
     summary: str
     groups: list[GroupRow]
@@ -58,7 +95,7 @@ class InspectReport(_Out):
     ignore: list[str]
     kv_cache: str | None
     size: DiskSize | None
-    gpu: dict[str, Any] | None
+    gpu: GpuTarget | None
     engines: list[EngineResolution]
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -72,14 +109,12 @@ def inspect_checkpoint(
     ck: CheckpointQuant | None,
     arch: ModelArch | None,
     *,
-    model_info: dict[str, Any],
+    model_info: InspectedModel,
     engines: list[EngineData],
     layouts: dict[str, Layout],
     presets: list[Scheme],
-    library: Any = None,
-    capability: int | None = None,
-    platform: str = "cuda",
-    gpu_info: dict[str, Any] | None = None,
+    library: FormatLibrary | None = None,
+    gpu: GpuTarget | None = None,
     quantization: str | None = None,
     kv_cache_dtype: str | None = None,
     allow_deprecated: bool = False,
@@ -124,9 +159,10 @@ def inspect_checkpoint(
             bytes=m[2] if m else None, example=m[3] if m else None, scheme_error=g.scheme_error, axes=g.axes(),
         ))
     resolutions = [
-        resolve(e, ck, capability=capability, platform=platform, quantization=quantization,
-                kv_cache_dtype=kv_cache_dtype, model_type=arch.model_type if arch else model_info.get("model_type"),
-                model_dtype=arch.torch_dtype if arch else model_info.get("torch_dtype"),
+        resolve(e, ck, capability=gpu.capability if gpu else None, platform=gpu.platform if gpu else "cuda",
+                quantization=quantization, kv_cache_dtype=kv_cache_dtype,
+                model_type=arch.model_type if arch else model_info.model_type,
+                model_dtype=arch.torch_dtype if arch else model_info.torch_dtype,
                 allow_deprecated=allow_deprecated)
         for e in engines
     ]
@@ -135,6 +171,6 @@ def inspect_checkpoint(
     summary = ck.summary() if ck is not None else "unquantized (no quantization_config)"
     return InspectReport(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
-        left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu_info,
+        left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu,
         engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings,
     )

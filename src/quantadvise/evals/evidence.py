@@ -276,8 +276,7 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
             newest[t] = (ts, f)
     tasks: list[TaskSamples] = []
     for t, (_, f) in sorted(newest.items()):
-        for ts in parse_jsonl(read_text(f), str(f), metric=metric, filter=filter, task=t):
-            tasks.append(ts)
+        tasks.extend(parse_jsonl(read_text(f), str(f), metric=metric, filter=filter, task=t))
     if dropped:
         tasks[0] = dataclasses.replace(tasks[0], warnings=(*tasks[0].warnings, "ignored " + "; ".join(dropped)))
     names = [t.task for t in tasks]

@@ -1,15 +1,11 @@
 """The deployment description the CI gate checks against: ``quantadvise.yaml``.
 
-Found, in order: ``--config FILE``; else walking up from the working directory, in each folder
-``.quantadvise.yaml``, ``quantadvise.yaml`` (``.yml`` too) or a ``pyproject.toml`` with a
-``[tool.quantadvise]`` table, stopping after the repository root (the folder holding ``.git``).
 Every key is schema-validated (unknown keys rejected); an error is one line naming the file, the
 line and the key. Paths inside (deployment artifacts, accuracy evidence, profile, baseline) are
 relative to the file.
 
-Parsing is pure over text (:func:`parse_yaml_config`, :func:`parse_pyproject`); :func:`find_config`
-and :func:`load_config` read files. :func:`starter_config` writes the commented starter that
-``quantadvise check --init`` saves.
+This module is the schema and its validation (pure); ``files.py`` finds and reads the file.
+:func:`starter_config` writes the commented starter that ``quantadvise check --init`` saves.
 """
 
 from __future__ import annotations
@@ -31,12 +27,9 @@ from pydantic import (
     model_validator,
 )
 
+from .. import defaults
 from ..errors import ConfigError
-from ..files import read_text
-
-CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
-DEFAULT_MAX_SLOWDOWN = 0.25
-DEFAULT_EVIDENCE_BITS = 8
+from ..workload import WorkloadSpec
 
 
 def _fraction(value: Any) -> Any:
@@ -64,45 +57,10 @@ class _Cfg(BaseModel):
         return data
 
 
-class WorkloadConfig(_Cfg):
-    """What the deployment serves at peak: the gate's memory and speed rules use it."""
-
-    concurrency: int | None = Field(default=None, ge=1, le=1_000_000)
-    ctx: int | None = Field(default=None, ge=1, le=10_000_000)
-    prompt: int | None = Field(default=None, ge=0, le=10_000_000)
-    output: int | None = Field(default=None, ge=1, le=10_000_000)
-    mode: str | None = None
-    task: str | None = None
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str | None) -> str | None:
-        from ..workload import MODE_ALIASES, Mode
-
-        if v is None:
-            return v
-        m = MODE_ALIASES.get(v.lower(), v.lower())
-        if m not in {x.value for x in Mode}:
-            raise ValueError(f"must be one of sync, continuous, auto (got '{v}')")
-        return m
-
-    @field_validator("task")
-    @classmethod
-    def _task(cls, v: str | None) -> str | None:
-        from ..workload import TASK_ALIASES, Task
-
-        if v is None:
-            return v
-        t = TASK_ALIASES.get(v.lower(), v.lower())
-        if t not in {x.value for x in Task}:
-            raise ValueError(f"must be one of {', '.join(x.value for x in Task)} (got '{v}')")
-        return t
-
-
 class Thresholds(_Cfg):
-    max_slowdown_vs_recommended: Fraction | None = Field(default=DEFAULT_MAX_SLOWDOWN, ge=0, le=100)
+    max_slowdown_vs_recommended: Fraction | None = Field(default=defaults.MAX_SLOWDOWN_VS_RECOMMENDED, ge=0, le=100)
     min_memory_headroom: Fraction | None = Field(default=None, ge=0, lt=1)
-    evidence_below_bits: int = Field(default=DEFAULT_EVIDENCE_BITS, ge=1, le=16)
+    evidence_below_bits: int = Field(default=defaults.EVIDENCE_BELOW_BITS, ge=1, le=16)
 
 
 class TaskLimits(_Cfg):
@@ -157,7 +115,7 @@ class DeploymentConfig(_Cfg):
     kv_cache_dtype: str | None = None
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     reserve_gb: float | None = Field(default=None, ge=0)
-    workload: WorkloadConfig = WorkloadConfig()
+    workload: WorkloadSpec = WorkloadSpec()
     thresholds: Thresholds = Thresholds()
     accuracy: AccuracyConfig | None = None
     deployment: list[str] = []
@@ -185,41 +143,6 @@ class DeploymentConfig(_Cfg):
 # -------------------------------------------------------------------------------------------------
 # Parsing with line numbers
 # -------------------------------------------------------------------------------------------------
-
-
-def _norm(key: Any) -> str:
-    return str(key).replace("-", "_")
-
-
-def _yaml_lines(node: Any, file: str) -> dict[str, int]:
-    """Dotted key path -> 1-based line of every mapping key (list items as ``key.0``); a key given
-    twice in one mapping is an error (PyYAML would silently keep the last)."""
-    lines: dict[str, int] = {}
-
-    def walk(n: Any, path: str, free_keys: bool) -> None:
-        kind = type(n).__name__
-        if kind == "MappingNode":
-            seen: dict[str, int] = {}
-            for k, v in n.value:
-                raw = str(k.value)
-                name = raw if free_keys else _norm(raw)
-                line = k.start_mark.line + 1
-                if name in seen:
-                    where = f"{path}.{raw}" if path else raw
-                    raise ConfigError(f"{file}: line {line}: key '{where}' is given twice (first at line {seen[name]})")
-                seen[name] = line
-                child = f"{path}.{name}" if path else name
-                lines[child] = line
-                # task names and rule ids are data, not field names: kept as written
-                walk(v, child, free_keys=child in ("accuracy.tasks", "rules"))
-        elif kind == "SequenceNode":
-            for i, item in enumerate(n.value):
-                child = f"{path}.{i}"
-                lines[child] = item.start_mark.line + 1
-                walk(item, child, False)
-
-    walk(node, "", False)
-    return lines
 
 
 _PYDANTIC_TAG = re.compile(r"\[key\]|function-[\w-]+|int|float|str|bool|none"
@@ -260,73 +183,6 @@ def validate(data: Any, file: str, lines: Mapping[str, int] | None = None) -> De
         raise _validation_error(exc, file, lines or {}) from None
 
 
-def parse_yaml_config(text: str, file: str) -> tuple[DeploymentConfig, dict[str, int]]:
-    """A ``quantadvise.yaml`` text -> (config, key path -> line)."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        nodes = list(yaml.compose_all(text, Loader=loader))
-        docs = list(yaml.load_all(text, Loader=loader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = f" line {mark.line + 1}:" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{file}:{line} invalid YAML: {problem}") from None
-    nodes = [n for n in nodes if n is not None]
-    docs = [d for d in docs if d is not None]
-    if len(docs) > 1:
-        raise ConfigError(f"{file}: holds {len(docs)} YAML documents; a deployment description is one")
-    lines = _yaml_lines(nodes[0], file) if nodes else {}
-    return validate(docs[0] if docs else {}, file, lines), lines
-
-
-_TOML_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
-_TOML_PART = r"""(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)"""
-_TOML_KEY = re.compile(rf"^\s*({_TOML_PART}(?:\s*\.\s*{_TOML_PART})*)\s*=")
-
-
-def _toml_lines(text: str, table: str = "tool.quantadvise") -> dict[str, int]:
-    """Key path (below ``table``) -> line, for the key/value lines and sub-table headers of a TOML text."""
-    lines: dict[str, int] = {}
-    current: list[str] | None = None
-
-    def parts(dotted: str) -> list[str]:
-        return [p.strip().strip("\"'") for p in re.findall(r"""(?:"[^"]*"|'[^']*'|[^.]+)""", dotted)]
-
-    prefix = parts(table)
-    for i, raw in enumerate(text.splitlines(), start=1):
-        h = _TOML_HEADER.match(raw)
-        if h and not raw.lstrip().startswith("[["):
-            p = parts(h.group(1))
-            current = p[len(prefix):] if p[:len(prefix)] == prefix else None
-            if current:
-                lines.setdefault(".".join(_norm(x) for x in current), i)
-            continue
-        if current is None:
-            continue
-        k = _TOML_KEY.match(raw)
-        if k:
-            path = [*current, *parts(k.group(1))]
-            free = (len(path) > 2 and path[:2] == ["accuracy", "tasks"]) or path[:1] == ["rules"]
-            lines.setdefault(".".join(x if free else _norm(x) for x in path), i)
-    return lines
-
-
-def parse_pyproject(text: str, file: str) -> tuple[DeploymentConfig, dict[str, int]] | None:
-    """``[tool.quantadvise]`` of a pyproject.toml text, or None when it has no such table."""
-    import tomllib
-
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
-    table = doc.get("tool", {}).get("quantadvise") if isinstance(doc.get("tool"), dict) else None
-    if table is None:
-        return None
-    lines = _toml_lines(text)
-    return validate(table, f"{file} [tool.quantadvise]", lines), lines
-
 
 # -------------------------------------------------------------------------------------------------
 # The loaded configuration and what the command line adds
@@ -349,9 +205,13 @@ class LoadedConfig:
 # the keys a flag can set, by their dotted config path
 FLAG_KEYS = {
     "model": "model", "engine": "engine", "engine_version": "engine_version", "gpu": "gpu", "gpus": "gpus",
-    "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype", "concurrency": "workload.concurrency",
+    "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype", "concurrency": "workload.batch",
     "ctx": "workload.ctx", "task": "workload.task", "profile": "profile", "fail_on": "fail_on",
 }
+
+
+# the key a flag sets may be written under its alias in the file (workload.concurrency = workload.batch)
+_ALSO_WRITTEN_AS = {"concurrency": ("workload.concurrency",)}
 
 
 def with_flags(loaded: LoadedConfig, flags: Mapping[str, Any]) -> LoadedConfig:
@@ -370,55 +230,14 @@ def with_flags(loaded: LoadedConfig, flags: Mapping[str, Any]) -> LoadedConfig:
             if not isinstance(target, dict):  # pragma: no cover - the schema makes these mappings
                 target = {}
         target[path[-1]] = value
-        lines.pop(FLAG_KEYS[name], None)
+        for key in (FLAG_KEYS[name], *_ALSO_WRITTEN_AS.get(name, ())):
+            lines.pop(key, None)
     try:
         cfg = DeploymentConfig.model_validate(data)
     except ValidationError as exc:
         err = _validation_error(exc, "command line", {})
         raise ConfigError(err.message.replace("key '", "option for '"), field=err.field) from None
     return LoadedConfig(cfg, loaded.file, lines, loaded.base_dir)
-
-
-# -------------------------------------------------------------------------------------------------
-# Files
-# -------------------------------------------------------------------------------------------------
-
-
-def find_config(start: Path) -> Path | None:
-    """The nearest configuration walking up from ``start``: a quantadvise.yaml (any of
-    :data:`CONFIG_NAMES`) or a pyproject.toml with ``[tool.quantadvise]``; stops after the folder
-    holding ``.git``."""
-    here = start.resolve()
-    for folder in (here, *here.parents):
-        for name in CONFIG_NAMES:
-            p = folder / name
-            if p.is_file():
-                return p
-        py = folder / "pyproject.toml"
-        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py), re.M):
-            return py
-        if (folder / ".git").exists():
-            return None
-    return None
-
-
-
-
-def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
-    """Read and validate one configuration file (YAML, or pyproject.toml's ``[tool.quantadvise]``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"no such configuration file: {p}", hint="`quantadvise check --init` writes a starter")
-    text = read_text(p)
-    name = display or str(p)
-    if p.name == "pyproject.toml" or p.suffix == ".toml":
-        parsed = parse_pyproject(text, name)
-        if parsed is None:
-            raise ConfigError(f"{name}: has no [tool.quantadvise] table")
-    else:
-        parsed = parse_yaml_config(text, name)
-    cfg, lines = parsed
-    return LoadedConfig(cfg, name, lines, str(p.parent))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -439,6 +258,28 @@ def _yaml_scalar(v: Any) -> str:
     if plain and not looks_typed:
         return s
     return json.dumps(s)
+
+
+def starter_values(inv: Any | None, deployment: list[str]) -> dict[str, Any]:
+    """The keys ``check --init`` fills in from the first engine command found (an
+    ``artifacts.invocation.EngineInvocation``), and the deployment paths it scanned."""
+    values: dict[str, Any] = {"deployment": deployment}
+    if inv is None:
+        return values
+    values["engine"] = inv.engine
+    if inv.engine_version:
+        values["engine_version"] = inv.engine_version
+    if inv.model and "$" not in inv.model:
+        values["model"] = inv.model
+    if inv.max_num_seqs:
+        values["concurrency"] = inv.max_num_seqs
+    if inv.max_model_len:
+        values["ctx"] = inv.max_model_len
+    tp, pp = inv.tensor_parallel_size or 1, inv.pipeline_parallel_size or 1
+    values["gpus"] = tp * pp
+    if inv.kv_cache_dtype:
+        values["kv_cache_dtype"] = inv.kv_cache_dtype
+    return values
 
 
 def starter_config(values: Mapping[str, Any] | None = None) -> str:
@@ -505,21 +346,3 @@ thresholds:
 # rules:
 #   QA202: error                        # a rule's severity: error | warning | note | off
 """
-
-
-__all__ = [
-    "CONFIG_NAMES",
-    "AccuracyConfig",
-    "DeploymentConfig",
-    "LoadedConfig",
-    "TaskLimits",
-    "Thresholds",
-    "WorkloadConfig",
-    "find_config",
-    "load_config",
-    "parse_pyproject",
-    "parse_yaml_config",
-    "starter_config",
-    "validate",
-    "with_flags",
-]

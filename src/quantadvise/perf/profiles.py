@@ -43,7 +43,7 @@ layers (docs/calibration.md)::
                      compute_efficiency: 0.035, blend: 3.1, correction: {batch: [...], value: [...]}}
         calibration: {provenance: {...}, model: ..., shapes: [...], ceilings: {...}, measurements: [...]}
 
-Pure: parses dicts, no I/O (``registry`` reads the files).
+Pure: parses dicts, no I/O (``catalog`` reads the files).
 """
 
 from __future__ import annotations
@@ -55,9 +55,7 @@ from datetime import date
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -65,16 +63,15 @@ from pydantic import (
 )
 
 from ..errors import ConfigError, format_validation_error
+from ..results import Strict
 
-SCHEMA_VERSION = 1
+# The format version of a profile file (its own ``schema_version`` key), not of a JSON report
+# (``results.SCHEMA_VERSION``): a change that renames or removes a profile key bumps it.
+PROFILE_SCHEMA_VERSION = 1
 MATH_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class Curve(_Strict):
+class Curve(Strict):
     """A quantity that varies with batch: points ``(batch[i], value[i])``, batch strictly rising."""
 
     batch: tuple[float, ...]
@@ -128,7 +125,7 @@ def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | N
     return v
 
 
-class DequantCost(_Strict):
+class DequantCost(Strict):
     """Work a weight-only kernel spends turning stored weights into the math format.
 
     Every stored weight costs ``flops_per_weight`` FLOP on the GPU's vector (CUDA-core / SIMD)
@@ -148,7 +145,7 @@ class DequantCost(_Strict):
         return v
 
 
-class AllReduceCost(_Strict):
+class AllReduceCost(Strict):
     """Tensor-parallel collectives: a fixed ``latency_s`` per collective plus the ring volume over
     ``efficiency`` x the interconnect's per-direction bandwidth."""
 
@@ -162,7 +159,7 @@ class AllReduceCost(_Strict):
         return v
 
 
-class Knobs(_Strict):
+class Knobs(Strict):
     """One layer of settings; any key left out falls through to the layer below."""
 
     memory_efficiency: Value | None = None
@@ -186,7 +183,7 @@ class Knobs(_Strict):
         return v
 
 
-class LinearFit(_Strict):
+class LinearFit(Strict):
     """A scheme's measured linear layers on one GPU, as ``calibrate`` fits them.
 
     Each linear operator of the scheme then takes
@@ -255,7 +252,7 @@ class SchemeKnobs(Knobs):
     linear: LinearFit | None = None
 
 
-class Provenance(_Strict):
+class Provenance(Strict):
     """Where a calibration was measured: the GPU as its driver names it, the software stack, when."""
 
     tool: str
@@ -276,7 +273,7 @@ class Provenance(_Strict):
         return self
 
 
-class Ceilings(_Strict):
+class Ceilings(Strict):
     """What the GPU really reaches: read bandwidth of a large buffer, and dense GEMM throughput per
     math format on one large GEMM (keys: bf16, fp8 per-tensor, fp8-rowwise, int8)."""
 
@@ -294,7 +291,7 @@ class Ceilings(_Strict):
         return v
 
 
-class LinearShape(_Strict):
+class LinearShape(Strict):
     """``count`` GEMMs of a weight (N, K) per decode step (engines fuse q/k/v and gate/up)."""
 
     name: str
@@ -303,7 +300,7 @@ class LinearShape(_Strict):
     count: int = Field(ge=1)
 
 
-class Measurement(_Strict):
+class Measurement(Strict):
     """One scheme's decode-step linear layers (every shape x count), median seconds per batch."""
 
     scheme: str
@@ -325,7 +322,7 @@ class Measurement(_Strict):
         return self
 
 
-class Calibration(_Strict):
+class Calibration(Strict):
     """The raw record of a ``calibrate`` run on one GPU (``validate`` recomputes everything from it)."""
 
     provenance: Provenance
@@ -346,8 +343,8 @@ class GpuKnobs(Knobs):
     calibration: Calibration | None = None
 
 
-class PerfProfile(_Strict):
-    schema_version: int = SCHEMA_VERSION
+class PerfProfile(Strict):
+    schema_version: int = PROFILE_SCHEMA_VERSION
     id: str
     description: str = ""
     source: str
@@ -359,8 +356,8 @@ class PerfProfile(_Strict):
     @field_validator("schema_version")
     @classmethod
     def _version(cls, v: int) -> int:
-        if v != SCHEMA_VERSION:
-            raise ValueError(f"this quantadvise reads profile schema_version {SCHEMA_VERSION}, got {v}")
+        if v != PROFILE_SCHEMA_VERSION:
+            raise ValueError(f"this quantadvise reads profile schema_version {PROFILE_SCHEMA_VERSION}, got {v}")
         return v
 
     @model_validator(mode="after")
@@ -453,12 +450,6 @@ class Efficiency:
         if v is None:
             return 1.0 if self.ideal or not self.compute else _fallback(self.compute, batch)
         return v.at(batch) if isinstance(v, Curve) else v
-
-    def summary(self, batch: float = 1.0) -> dict[str, Any]:
-        return {
-            "memory": round(self.memory_at(batch), 4),
-            "compute": {k: round(self.compute_at(k, batch), 4) for k in sorted(self.compute)},
-        }
 
 
 def _fallback(compute: dict[str, Value], batch: float) -> float:

@@ -7,7 +7,9 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
-from ..perf.calibration import VALIDATE_MODELS, CalibrationResult, ValidationResult
+from ..perf.calibration import CalibrationResult
+from ..perf.profiles import MODELS
+from ..perf.validation import ValidationResult
 from .text import Table
 
 MODEL_LABELS = {"ideal": "ideal", "default-efficiency": "default", "calibrated-ceilings": "ceilings",
@@ -31,26 +33,26 @@ def _tflops(x: float) -> str:
 
 def calibrate_table(r: CalibrationResult) -> str:
     p, g = r.provenance, r.gpu
-    sim = " — SIMULATED, not a measurement" if p["simulated"] else ""
-    stack = ", ".join(f"{k} {v}" for k, v in (("driver", p.get("driver_version")), ("CUDA", p.get("cuda_version")),
-                                              ("torch", p.get("torch_version"))) if v)
+    sim = " — SIMULATED, not a measurement" if p.simulated else ""
+    stack = ", ".join(f"{k} {v}" for k, v in (("driver", p.driver_version), ("CUDA", p.cuda_version),
+                                              ("torch", p.torch_version)) if v)
     lines = [
-        f"calibration of {g['id']} (the driver says '{g['driver_name']}'){sim}",
-        f"{p['backend']} backend, {p['measured_on']}" + (f", {stack}" if stack else "")
-        + (f", {p['seconds']:,.0f} s" if p.get("seconds") else ""),
-        "shapes of " + r.model + ": " + ", ".join(f"{s['name']} {s['n']}x{s['k']}" for s in r.shapes)
-        + (f", x {r.shapes[0]['count']} layers" if r.shapes else ""),
+        f"calibration of {g.id} (the driver says '{g.driver_name}'){sim}",
+        f"{p.backend} backend, {p.measured_on.isoformat()}" + (f", {stack}" if stack else "")
+        + (f", {p.seconds:,.0f} s" if p.seconds else ""),
+        "shapes of " + r.model + ": " + ", ".join(f"{s.name} {s.n}x{s.k}" for s in r.shapes)
+        + (f", x {r.shapes[0].count} layers" if r.shapes else ""),
         "",
     ]
     c = r.ceilings
     t = Table(["ceiling", "measured", "spec sheet", "achieved"], align="lrrr")
-    bw = c["read_bandwidth_bytes_per_s"]
-    t.add("read bandwidth", f"{bw / 1e12:,.2f} TB/s", f"{g['bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s",
-          f"{bw / g['bandwidth_bytes_per_s']:.1%}")
-    peaks = g.get("peak_flops_per_s", {})
-    for fmt, v in c["gemm_flops_per_s"].items():
+    bw = c.read_bandwidth_bytes_per_s
+    t.add("read bandwidth", f"{bw / 1e12:,.2f} TB/s", f"{g.bandwidth_bytes_per_s / 1e12:,.2f} TB/s",
+          f"{bw / g.bandwidth_bytes_per_s:.1%}")
+    peaks = g.peak_flops_per_s
+    for fmt, v in c.gemm_flops_per_s.items():
         peak = peaks.get("fp8" if fmt == "fp8-rowwise" else fmt)
-        t.add(f"GEMM {fmt} {'x'.join(str(d) for d in c['gemm_shape'])}", _tflops(v),
+        t.add(f"GEMM {fmt} {'x'.join(str(d) for d in c.gemm_shape)}", _tflops(v),
               _tflops(peak) if peak else "-", f"{v / peak:.1%}" if peak else "-")
     lines += [t.render(), ""]
     if r.schemes:
@@ -82,26 +84,26 @@ def calibrate_table(r: CalibrationResult) -> str:
 def validate_table(r: ValidationResult) -> str:
     lines = []
     for c in r.calibrations:
-        sim = " — SIMULATED timings, not a measurement" if c["simulated"] else ""
-        lines.append(f"validate {r.profile}: decode-step linear layers of {c['model']} on {c['gpu']} "
-                     f"('{c['gpu_name']}', {c['backend']} backend, {c['measured_on']}){sim}")
+        sim = " — SIMULATED timings, not a measurement" if c.simulated else ""
+        lines.append(f"validate {r.profile}: decode-step linear layers of {c.model} on {c.gpu} "
+                     f"('{c.gpu_name}', {c.backend} backend, {c.measured_on.isoformat()}){sim}")
     lines.append("")
-    t = Table(["scheme", "batch", "measured", *(MODEL_LABELS[m] for m in VALIDATE_MODELS)],
-              align="lr" + "r" * (1 + len(VALIDATE_MODELS)),
+    t = Table(["scheme", "batch", "measured", *(MODEL_LABELS[m] for m in MODELS)],
+              align="lr" + "r" * (1 + len(MODELS)),
               title="decode-step linear layers: ms, and each model's prediction in ms (error vs measured)")
     multi = len({s.gpu for s in r.schemes}) > 1
     for s in r.schemes:
         name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
         for i, p in enumerate(s.points):
             t.add(name if i == 0 else "", f"{p.batch:,}", _ms(p.measured_s),
-                  *(f"{_ms(p.predicted_s[m])} ({_pct(p.error[m])})" for m in VALIDATE_MODELS))
+                  *(f"{_ms(p.predicted_s[m])} ({_pct(p.error[m])})" for m in MODELS))
     lines += [t.render(), ""]
-    t = Table(["scheme", *(f"{MODEL_LABELS[m]} max|err|" for m in VALIDATE_MODELS), "calibrated mean|err|",
-               f"within {r.max_error:.0%}"], align="l" + "r" * (len(VALIDATE_MODELS) + 2),
+    t = Table(["scheme", *(f"{MODEL_LABELS[m]} max|err|" for m in MODELS), "calibrated mean|err|",
+               f"within {r.max_error:.0%}"], align="l" + "r" * (len(MODELS) + 2),
               title="largest error per model (over every measured batch)")
     for s in r.schemes:
         name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
-        t.add(name, *(_pct(s.max_abs_error[m]).lstrip("+") for m in VALIDATE_MODELS),
+        t.add(name, *(_pct(s.max_abs_error[m]).lstrip("+") for m in MODELS),
               _pct(s.mean_abs_error["calibrated"]).lstrip("+"), "yes" if s.within else "NO")
     lines += [t.render(), ""]
     verdict = "PASS" if r.passed else "FAIL"
@@ -141,7 +143,7 @@ def write_validation_plot(r: ValidationResult, path: Path) -> Path:
         ax = axes[idx // cols][idx % cols]
         bs = [p.batch for p in s.points]
         ax.plot(bs, [p.measured_s * 1e3 for p in s.points], "o", color="black", label="measured", markersize=5)
-        for j, m in enumerate(VALIDATE_MODELS):
+        for j, m in enumerate(MODELS):
             ys = [p.predicted_s[m] * 1e3 for p in s.points]
             ax.plot(bs, ys, _STYLES[m], color=colors[j % len(colors)],
                     label=f"{MODEL_LABELS[m]} (max {s.max_abs_error[m]:.0%})")
@@ -158,7 +160,7 @@ def write_validation_plot(r: ValidationResult, path: Path) -> Path:
         ax.legend(fontsize=7, loc="upper left")
     for idx in range(n, rows * cols):
         axes[idx // cols][idx % cols].axis("off")
-    sim = any(c["simulated"] for c in r.calibrations)
+    sim = any(c.simulated for c in r.calibrations)
     fig.suptitle(f"{r.profile}: measured vs predicted" + (" (SIMULATED timings)" if sim else ""), fontsize=11)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)

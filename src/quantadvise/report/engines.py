@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..engines.schema import EngineDiff, EngineListing, Method, MethodDetail
+from ..engines.data import Method
+from ..engines.listing import EngineDiff, EngineListing, MethodDetail
 from .text import Table
 
 
@@ -42,14 +43,14 @@ def listing(r: EngineListing) -> str:
               ",".join(m.supported_act_dtypes or []) or "-", f"{_bits(m.weight_bits)}/{_bits(m.act_bits)}", _opt(m),
               "; ".join(flags))
     lines = [*head, "", t.render(), ""]
-    parts = [f"{c['methods']} methods", f"{c['real_cli_methods']} real --quantization names",
-             f"{c['registered_cuda']} in the CUDA registry", f"{c['config_classes']} config classes",
-             f"{c['kv_cache_dtypes']} KV cache dtypes"]
-    if "real_cli_not_optimized" in c:
-        parts.append(f"{c['real_cli_not_optimized']} real CLI names outside the optimized list "
-                     f"({c['optimized_allow_list']} entries)")
-    if c.get("deprecated"):
-        parts.append(f"{c['deprecated']} deprecated")
+    parts = [f"{c.methods} methods", f"{c.real_cli_methods} real --quantization names",
+             f"{c.registered_cuda} in the CUDA registry", f"{c.config_classes} config classes",
+             f"{c.kv_cache_dtypes} KV cache dtypes"]
+    if c.real_cli_not_optimized is not None:
+        parts.append(f"{c.real_cli_not_optimized} real CLI names outside the optimized list "
+                     f"({c.optimized_allow_list} entries)")
+    if c.deprecated:
+        parts.append(f"{c.deprecated} deprecated")
     lines.append("; ".join(parts) + ".")
     lines.append("KV cache dtypes: " + ", ".join(k.id for k in r.kv_cache_dtypes))
     if r.shorthands:
@@ -129,7 +130,7 @@ def diff(r: EngineDiff) -> str:
     lines.append(f"only in {a} ({len(r.only_a)}): " + ", ".join(r.only_a))
     lines.append(f"only in {b} ({len(r.only_b)}): " + ", ".join(r.only_b))
     lines.append("")
-    lines.append(f"KV cache dtypes: {a} {ca['kv_cache_dtypes']}, {b} {cb['kv_cache_dtypes']}; in both: "
+    lines.append(f"KV cache dtypes: {a} {ca.kv_cache_dtypes}, {b} {cb.kv_cache_dtypes}; in both: "
                  + ", ".join(r.kv_both))
     lines.append(f"  only in {a}: " + ", ".join(r.kv_only_a))
     lines.append(f"  only in {b}: " + ", ".join(r.kv_only_b))

@@ -8,15 +8,8 @@ import json
 import textwrap
 from typing import Any
 
-from ..gate.rules import (
-    RULE_BY_ID,
-    RULES,
-    SEVERITY_RANK,
-    GateFinding,
-    GateResult,
-    InitResult,
-    TargetReport,
-)
+from ..gate.result import GateFinding, GateResult, InitResult, TargetReport
+from ..gate.rules import RULE_BY_ID, RULES, SEVERITY_RANK
 from .text import gb, seconds_h
 
 WIDTH = 100

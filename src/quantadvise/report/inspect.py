@@ -8,9 +8,9 @@ from .text import Table, count_h, gb, gib
 
 def table(r: InspectReport) -> str:
     m = r.model
-    head = f"{m.get('id', '?')}  ({m.get('source', '?')}"
-    if m.get("kind"):
-        head += f"; {m['kind']}; {m.get('architecture')}"
+    head = f"{m.id}  ({m.source}"
+    if m.kind:
+        head += f"; {m.kind}; {m.architecture}"
     head += ")"
     lines = [head]
     ck = r.checkpoint
@@ -56,7 +56,7 @@ def table(r: InspectReport) -> str:
         )
     lines.append("")
     gpu = r.gpu
-    target = f" on {gpu['id']} (compute capability {gpu['capability'] if gpu.get('capability') is not None else '?'})" \
+    target = f" on {gpu.id} (compute capability {gpu.capability if gpu.capability is not None else '?'})" \
         if gpu else " (no --gpu: capability checks skipped)"
     lines.append(f"engines{target}:")
     for e in r.engines:

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..advisor.tree import Recommendation
+from ..advisor.result import Recommendation
+from ..scheme import SchemeAxes
 from .text import Table, gb
 
 NODE_LABELS = {
@@ -17,24 +16,22 @@ NODE_LABELS = {
 }
 
 
-def _axes_rows(axes: dict[str, Any]) -> Table:
+def _axes_rows(axes: SchemeAxes) -> Table:
     t = Table(["role", "dtype", "granularity", "scale", "static/dynamic", "symmetric", "zero-point", "scale2"],
               align="llllllll")
-    for role, key in (("weights", "weights"), ("activations", "activations"), ("kv cache", "kv_cache")):
-        ax = axes.get(key)
-        if not ax or ax.get("dtype") in ("bf16", "fp16", None) and not ax.get("granularity"):
-            t.add(role, (ax or {}).get("dtype") or "bf16", "-", "-", "-", "-", "-", "-")
+    for role, ax in (("weights", axes.weights), ("activations", axes.activations), ("kv cache", axes.kv_cache)):
+        if ax is None or ax.dtype in ("bf16", "fp16") and not ax.granularity:
+            t.add(role, ax.dtype if ax is not None else "bf16", "-", "-", "-", "-", "-", "-")
             continue
-        s2 = ax.get("scale2")
         t.add(
             role,
-            ax["dtype"],
-            ax.get("granularity") or "-",
-            ax.get("scale_dtype") or "-",
-            "-" if ax.get("dynamic") is None else ("dynamic" if ax["dynamic"] else "static"),
-            "yes" if ax.get("symmetric") else "no",
-            ax.get("zero_point_dtype") or "-",
-            f"{s2['dtype']} per-tensor" if s2 else "-",
+            ax.dtype,
+            ax.granularity or "-",
+            ax.scale_dtype or "-",
+            "-" if ax.dynamic is None else ("dynamic" if ax.dynamic else "static"),
+            "yes" if ax.symmetric else "no",
+            ax.zero_point_dtype or "-",
+            f"{ax.scale2.dtype} per-tensor" if ax.scale2 else "-",
         )
     return t
 
@@ -46,15 +43,16 @@ def _ms(v: float | None) -> str:
 def table(r: Recommendation) -> str:
     w = r.workload
     perf = r.performance
+    axes = r.scheme.axes
     lines = [
-        f"Recommendation: {r.scheme['id']} — {r.scheme['description']}",
-        f"  {w.get('model_id')} on {w['gpus']} x {w['gpu']}, {w['engine']} {w.get('engine_version') or ''}".rstrip()
-        + f"; batch {w['batch']}, context {w['context']:,} tokens, {w['serving_mode']} serving, task {w['task']}",
+        f"Recommendation: {r.scheme.id} — {r.scheme.description}",
+        f"  {w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
+        + f"; batch {w.batch}, context {w.context:,} tokens, {w.serving_mode} serving, task {w.task}",
         "",
-        _axes_rows(r.scheme["axes"]).render(),
-        f"accumulation {r.scheme['axes']['accumulation']} on {r.scheme['axes']['math']} tensor cores; "
-        f"lm_head {'quantized' if r.scheme['axes']['lm_head_quantized'] else 'bf16'}; "
-        f"KV cache {r.kv['dtype']} ({gb(r.kv['bytes_total'])} for the batch)",
+        _axes_rows(axes).render(),
+        f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
+        f"lm_head {'quantized' if axes.lm_head_quantized else 'bf16'}; "
+        f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the batch)",
         "",
         "Why (the decision tree):",
     ]
@@ -63,15 +61,15 @@ def table(r: Recommendation) -> str:
         lines.extend(f"  {'':12s} - {reason}" for reason in node.reasons)
     lines.append("")
     vs = []
-    if perf.get("speedup_vs_bf16"):
-        vs.append(f"{perf['speedup_vs_bf16']:.2f}x bf16")
-    if perf.get("vs_runner_up"):
-        vs.append(f"{perf['vs_runner_up']:.2f}x the runner-up {perf['runner_up']}")
+    if perf.speedup_vs_bf16:
+        vs.append(f"{perf.speedup_vs_bf16:.2f}x bf16")
+    if perf.vs_runner_up:
+        vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
     lines.append(
-        f"Predicted: {_ms(perf['step_time_s'])} ms per decode step, {perf['tokens_per_s']:,.0f} tokens/s"
-        + (f", TTFT {_ms(perf['ttft_s'])} ms" if perf.get("ttft_s") else "")
+        f"Predicted: {_ms(perf.step_time_s)} ms per decode step, {perf.tokens_per_s:,.0f} tokens/s"
+        + (f", TTFT {_ms(perf.ttft_s)} ms" if perf.ttft_s else "")
         + (f" ({', '.join(vs)})" if vs else "")
-        + f" — {perf['model_note']} ({perf['profile']})"
+        + f" — {perf.model_note} ({perf.profile})"
     )
     lines += ["", "Alternatives:"]
     t = Table(["scheme", "status", "ms/step", "tokens/s", "vs bf16", "weights GB", "why"], align="llrrrrl")
@@ -91,12 +89,12 @@ def table(r: Recommendation) -> str:
         if cmd:
             lines.append(f"  {engine}: {cmd}")
     ck = r.checkpoint
-    if ck.get("summary"):
-        lines.append(f"  checkpoint: {ck['summary']}")
-    for alt in ck.get("alternatives") or ():
+    if ck.summary:
+        lines.append(f"  checkpoint: {ck.summary}")
+    for alt in ck.alternatives:
         lines.append(f"       or: {alt}")
-    if ck.get("recipe"):
-        lines.append(f"  llm-compressor: {ck['recipe']}")
+    if ck.recipe:
+        lines.append(f"  llm-compressor: {ck.recipe}")
     lines += ["", "Assumptions:"]
     lines.extend(f"  - {a}" for a in r.assumptions)
     return "\n".join(lines)
@@ -110,8 +108,9 @@ def explain(r: Recommendation, color: bool = False) -> str:
     from rich.console import Console
     from rich.tree import Tree
 
-    root = Tree(f"[bold]workload[/]: batch {r.workload['batch']}, ctx {r.workload['context']:,}, "
-                f"{r.workload['serving_mode']}, task {r.workload['task']} on {r.workload['gpus']} x {r.workload['gpu']}")
+    w = r.workload
+    root = Tree(f"[bold]workload[/]: batch {w.batch}, ctx {w.context:,}, {w.serving_mode}, task {w.task} on "
+                f"{w.gpus} x {w.gpu}")
     node = root
     for t in r.trace:
         branch = node.add(f"[bold cyan]{NODE_LABELS.get(t.node, t.node)}[/] [green]{_escape(t.decision)}[/]")
@@ -129,7 +128,7 @@ def explain(r: Recommendation, color: bool = False) -> str:
                 if a.status == "vetoed":
                     branch.add(f"[red]✗ {a.scheme}: {_escape(a.reason)}[/]")
         node = branch
-    node.add(f"[bold green]→ {r.scheme['id']}[/] + KV {r.kv['dtype']}")
+    node.add(f"[bold green]→ {r.scheme.id}[/] + KV {r.kv.dtype}")
     buf = StringIO()
     Console(file=buf, width=110, force_terminal=color, color_system="standard" if color else None,
             highlight=False).print(root)

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
-from ..perf.step import CurveOut, RooflineResult
+from ..perf.roofline import CurveOut, RooflineResult
 from .text import Table, gb, seconds_h
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
@@ -33,36 +33,37 @@ def _batch(x: float) -> str:
 
 def _profile_line(r: RooflineResult) -> str:
     p = r.profile
-    if p["ideal"]:
+    if p.ideal:
         return "profile: ideal (spec sheet: peak bandwidth and FLOP/s, no dequantisation cost)"
-    mem = p["memory_efficiency"]
+    mem = p.memory_efficiency
     mem_s = f"{mem:.0%}" if isinstance(mem, float | int) else "curve"
     comp = {s.math: s.compute_efficiency for s in r.schemes}
     comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(comp.items()))
-    deq = "dequant cost on" if p["dequant"] else "no dequant cost"
+    deq = "dequant cost on" if p.dequant else "no dequant cost"
     measured = [s.scheme for s in r.schemes if s.model == "calibrated"]
-    if p.get("calibration"):
-        c = p["calibration"]
-        sim = ", SIMULATED" if c.get("simulated") else ""
-        comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(p["compute_efficiency"].items())
+    c = p.calibration
+    if c is not None:
+        sim = ", SIMULATED" if c.simulated else ""
+        comp_s = ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.compute_efficiency.items())
                            if isinstance(v, float | int) and k in ("bf16", "fp8", "int8"))
-        return (f"profile: {p['id']} (calibrated on '{c['gpu_name']}', {c['measured_on']}{sim}: measured curves for "
-                f"{', '.join(measured) or 'no listed scheme'}; measured ceilings: memory {mem_s} of peak bandwidth, "
-                f"GEMM {comp_s} of peak)")
-    return (f"profile: {p['id']} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
+        return (f"profile: {p.id} (calibrated on '{c.gpu_name}', {c.measured_on.isoformat()}{sim}: measured curves "
+                f"for {', '.join(measured) or 'no listed scheme'}; measured ceilings: memory {mem_s} of peak "
+                f"bandwidth, GEMM {comp_s} of peak)")
+    return (f"profile: {p.id} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
             "--ideal for the spec sheet)")
 
 
 def header(r: RooflineResult) -> list[str]:
     m, g = r.model, r.gpu
-    src = f"{m.get('source', '?')}; {m.get('kind')}"
+    src = f"{m.source or '?'}; {m.kind}"
+    link = f"{g.interconnect_bytes_per_s / 1e9:,.0f}" if g.interconnect_bytes_per_s is not None else "?"
     lines = [
-        f"{m.get('id', '?')} ({src}) on {r.gpus} x {g['name']} — decode step roofline (a model, not a measurement)",
+        f"{m.id or '?'} ({src}) on {r.gpus} x {g.name} — decode step roofline (a model, not a measurement)",
         _profile_line(r),
         f"KV cache {r.kv_dtype}: {r.kv_bytes_per_token:,.0f} B/token; bandwidth "
-        f"{g['bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s per GPU"
-        + (f" ({g['aggregate_bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s aggregate, {g['interconnect']} "
-           f"{g['interconnect_bytes_per_s'] / 1e9:,.0f} GB/s per direction)" if r.gpus > 1 else "")
+        f"{g.bandwidth_bytes_per_s / 1e12:,.2f} TB/s per GPU"
+        + (f" ({g.aggregate_bandwidth_bytes_per_s / 1e12:,.2f} TB/s aggregate, {g.interconnect} "
+           f"{link} GB/s per direction)" if r.gpus > 1 else "")
         + ("; scope: decoder linear matrices + KV + residual stream (the chapter's accounting)"
            if r.scope == "decoder" else ""),
     ]
@@ -168,8 +169,8 @@ def to_csv(r: RooflineResult) -> str:
             repr(p.bytes.weights), repr(p.bytes.kv), repr(p.bytes.activations), repr(p.flops),
             repr(p.intensity_flop_per_byte), repr(p.byte_shares.weights), repr(p.byte_shares.kv),
             repr(p.byte_shares.activations), p.memory_per_gpu_bytes, str(p.fits).lower(),
-            "" if p.ttft_s is None else repr(p.ttft_s), r.gpu["id"], r.gpus, r.model.get("id", ""), r.kv_dtype,
-            r.profile["id"],
+            "" if p.ttft_s is None else repr(p.ttft_s), r.gpu.id, r.gpus, r.model.id or "", r.kv_dtype,
+            r.profile.id,
         ])
     return buf.getvalue().rstrip("\n")
 
@@ -368,10 +369,10 @@ def write_plot(r: RooflineResult, path: Path) -> Path:
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
     ax_r.legend(loc="lower right", fontsize=8)
-    prof = "ideal spec sheet" if r.profile["ideal"] else f"profile {r.profile['id']}"
+    prof = "ideal spec sheet" if r.profile.ideal else f"profile {r.profile.id}"
     ctx_s = ", ".join(f"{c:,}" for c in ctxs)
     fig.suptitle(
-        f"{r.model.get('id', '?')} on {r.gpus} x {r.gpu['name']} — ctx {ctx_s}, KV {r.kv_dtype}, {prof} "
+        f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name} — ctx {ctx_s}, KV {r.kv_dtype}, {prof} "
         "(roofline model, not a measurement)", fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)

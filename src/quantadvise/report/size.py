@@ -9,8 +9,8 @@ from .text import Table, count_h, gb, gib
 def table(r: SizeReport) -> str:
     m = r.model
     head = [
-        f"{m.get('id', '?')}  ({m.get('source', '?')}; {m.get('kind')}; {m.get('architecture')})",
-        f"scheme: {r.scheme['id']}" + (f" — {r.scheme['description']}" if r.scheme.get("description") else ""),
+        f"{m.id}  ({m.source}; {m.kind}; {m.architecture})",
+        f"scheme: {r.scheme.id}" + (f" — {r.scheme.description}" if r.scheme.description else ""),
     ]
     t = Table(["component", "params", "bits/param", "bytes", "GB", "GiB", "bf16 GB"], align="lrrrrrr")
     for c in r.components:
@@ -43,7 +43,7 @@ def table(r: SizeReport) -> str:
         f"{r.compression_ratio:.2f}x smaller{eff}."
     )
     lines.append(f"params: {r.total_params:,}" + (
-        f" (published: {m['published_params']:,})" if m.get("published_params") else ""
+        f" (published: {m.published_params:,})" if m.published_params else ""
     ) + "; * = quantized component")
     if r.kv is not None:
         k = r.kv

@@ -1,504 +1,27 @@
-"""Serving engines, version by version: what each accepts and how it treats a checkpoint.
+"""Resolution: what one engine release does with one checkpoint on one GPU.
 
-Two halves, both pure (no I/O; ``registry`` loads the YAML):
-
-1. The schema of ``data/engines/<engine>-<version>.yaml`` — one file per engine release, every row a
-   pydantic model with ``extra="forbid"``, a stable lowercase ``id``, ``source`` and ``as_of``:
-   methods (the ``--quantization`` names) with their config class, minimum compute capability,
-   activation dtypes and "optimized" flag; KV cache dtypes; online shorthands; the override probe
-   order and what each override fires on; SGLang's compatible-methods and requantization tables;
-   the compressed-tensors dispatch table; and the exact messages the engine prints.
-2. :func:`resolve` — given a parsed checkpoint (:mod:`quantadvise.checkpoint`), an engine release, a
-   GPU's compute capability and the user's ``--quantization`` / ``--kv-cache-dtype``, predict the
-   method the engine resolves to, the compressed-tensors scheme class each config group dispatches
-   to, and every refusal or warning, quoting the engine's own message. Each refusal/warning is a
-   :class:`Finding` with a stable ``kind`` (the CI gate maps kinds to rule ids).
+:func:`resolve` takes a parsed checkpoint (:mod:`quantadvise.checkpoint`), an engine release
+(:class:`~quantadvise.engines.data.EngineData`), a GPU's compute capability and the user's
+``--quantization`` / ``--kv-cache-dtype``, and predicts the method the engine resolves to, the
+compressed-tensors scheme class each config group dispatches to, and every refusal or warning,
+quoting the engine's own message. Each refusal/warning is a :class:`Finding` with a stable ``kind``
+(the CI gate maps kinds to rule ids).
 """
 
 from __future__ import annotations
 
-from datetime import date
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
+
+from ..results import Out
+from .data import EngineData, Method, Override, Severity
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..checkpoint.dialects import CheckpointQuant, QArgs
+    from ..checkpoint.quant import CheckpointQuant
 
-SCHEMA_VERSION = 1
-Severity = Literal["error", "warning", "info"]
 
-
-class _Data(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class _Row(_Data):
-    """A data row: stable id, aliases, where the fact was read and when."""
-
-    id: str
-    aliases: tuple[str, ...] = ()
-    source: str
-    as_of: date
-
-
-# -------------------------------------------------------------------------------------------------
-# Engine data schema
-# -------------------------------------------------------------------------------------------------
-
-
-class PackageSource(_Data):
-    """The published artifact the facts were read from."""
-
-    package: str
-    version: str
-    artifact: str
-    sha256: str
-    commit: str | None = None
-    commit_note: str | None = None
-    pins: dict[str, str] = Field(default_factory=dict)
-    files: tuple[str, ...] = ()
-    read_by: str
-
-
-class SchemeGate(_Data):
-    """A per-scheme minimum capability inside one method (quark, inc, compressed-tensors)."""
-
-    scheme: str
-    min_capability: int
-
-
-class Method(_Row):
-    """One ``--quantization`` name (or a registry-only name detected from checkpoints)."""
-
-    config_class: str | None
-    canonical: str | None = None  # get_name() when it differs from id (aliases collapsing to one class)
-    kind: Literal[
-        "checkpoint", "online", "online_shorthand", "checkpoint_or_online", "kernel_override",
-        "online_requant", "escape_hatch",
-    ] = "checkpoint"
-    min_capability: int | None
-    effective_min_capability: int | None = None  # when kernels need more than the config-level gate
-    supported_act_dtypes: tuple[str, ...] | None
-    weight_bits: int | tuple[int, ...] | None = None
-    act_bits: int | tuple[int, ...] | None = None
-    weight_type: str | None = None
-    optimized: bool | None = None  # SGLang's allow-list; None where the concept does not exist
-    deprecated: bool = False
-    cli_choice: bool = True  # offered on --quantization
-    registered: bool = True  # in the CUDA registry (SGLang's gptq / mlx_q* are CLI choices only)
-    registered_on: tuple[str, ...] = ()
-    rocm_allowed: bool | None = None
-    kv_scales_on_attention: Literal["always", "with_kv_scheme", "never"] | None = None
-    scheme_gates: tuple[SchemeGate, ...] = ()
-    notes: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.id
-
-    @property
-    def class_name(self) -> str:
-        return self.canonical or self.id
-
-
-class KvCacheDtype(_Row):
-    """One ``--kv-cache-dtype`` choice and its constraints."""
-
-    mode: str
-    storage: str | None = None  # quantadvise number format of the stored KV, None = model dtype
-    alias_of: str | None = None
-    min_capability: int | None = None
-    capability_majors: tuple[int, ...] = ()  # only these GPU generations (e.g. SGLang nvfp4: SM100/SM120)
-    not_on: tuple[str, ...] = ()  # platforms that refuse it (cpu)
-    requires: str = ""
-    notes: str = ""
-
-
-class ShorthandSpec(_Data):
-    weight: str
-    activation: str | None = None
-    scheme: str | None = None  # the quantadvise preset id it amounts to
-
-
-class Shorthand(_Row):
-    """An online ``--quantization`` shorthand and what it expands to."""
-
-    linear: ShorthandSpec | None
-    moe: ShorthandSpec | None
-    deferred: bool = False  # the checkpoint's own quantization metadata wins when present
-    effective_min_capability: int | None = None
-    notes: str = ""
-
-
-class QuantAlgoMatch(_Data):
-    equals: tuple[str, ...] = ()
-    contains: tuple[str, ...] = ()
-
-    def matches(self, algo: str | None) -> bool:
-        a = (algo or "").upper()
-        if self.equals and a in self.equals:
-            return True
-        return bool(self.contains) and any(c in a for c in self.contains)
-
-
-class Override(_Row):
-    """``override_quantization_method``: a config class claiming a checkpoint (the probe loop).
-
-    ``id`` is what the override returns (``checkpoint`` = keep the checkpoint's own method);
-    ``probed_as`` lists the probe-order names whose class carries this override."""
-
-    returns: str
-    probed_as: tuple[str, ...]
-    checkpoint_methods: tuple[str, ...] = ()
-    checkpoint_method_prefix: str | None = None
-    quant_algo: QuantAlgoMatch | None = None
-    model_types: tuple[str, ...] = ()
-    user_in: tuple[str | None, ...] | None = None  # None = any user value
-    requires_marlin: Literal["gptq", "awq"] | None = None
-    platforms: tuple[str, ...] = ()  # empty = every platform
-    not_platforms: tuple[str, ...] = ()
-    notes: str = ""
-
-
-class Rewrite(_Row):
-    """How the engine reads a checkpoint's method before probing (SGLang's ModelOpt parsing)."""
-
-    checkpoint_method_prefix: str
-    quant_algo: QuantAlgoMatch
-    has_nvfp4_layers: bool | None = None
-    becomes: str
-    notes: str = ""
-
-
-class Compatible(_Row):
-    """SGLang's compatible_quantization_methods: CLI ``id`` may run on these checkpoint methods."""
-
-    checkpoint_methods: tuple[str, ...]
-
-
-class PlatformList(_Row):
-    """A platform allow-list (``supported_quantization``); anything else is refused there."""
-
-    allowed: tuple[str, ...]
-
-
-class ArgsMatch(_Data):
-    """A predicate over one role's quantization args (compressed-tensors QuantizationArgs)."""
-
-    type: Literal["int", "float"] | None = None
-    num_bits: tuple[int, ...] = ()
-    strategy: tuple[str, ...] = ()
-    group_size: tuple[int, ...] = ()
-    symmetric: bool | None = None
-    dynamic: tuple[bool | str, ...] = ()
-    scale_dtype: tuple[str, ...] = ()
-
-    def matches(self, a: QArgs | None) -> bool:
-        if a is None:
-            return False
-        if self.type is not None and a.type != self.type:
-            return False
-        if self.num_bits and a.num_bits not in self.num_bits:
-            return False
-        if self.strategy and a.strategy not in self.strategy:
-            return False
-        if self.group_size and a.group_size not in self.group_size:
-            return False
-        if self.symmetric is not None and a.symmetric != self.symmetric:
-            return False
-        if self.dynamic and a.dynamic not in self.dynamic:
-            return False
-        if self.scale_dtype:
-            from ..checkpoint.dialects import _SCALE_DTYPES
-
-            # the data writes torch dtype names (uint8 = MX e8m0 scales); QArgs holds normalized formats
-            wanted = {_SCALE_DTYPES.get(d.lower(), d) for d in self.scale_dtype}
-            return (a.scale_dtype or "") in wanted
-        return True
-
-
-class Dispatch(_Row):
-    """One row of the compressed-tensors scheme dispatch (first match wins, ``order``)."""
-
-    order: int
-    scheme: str | None  # None: the row raises (``error`` names the message)
-    weights: ArgsMatch
-    activations: ArgsMatch | Literal["none", "any"] = "any"
-    output_activations: ArgsMatch | None = None
-    formats: tuple[str, ...] = ()  # empty = any format
-    min_capability: int | None = None
-    exact_capability: int | None = None  # only this GPU generation can take the row
-    fallback: str | None = None  # scheme used below ``fallback_below`` (W8A8Fp8 -> W8A16Fp8)
-    fallback_below: int | None = None
-    fallback_min_capability: int | None = None
-    error: str | None = None  # finding kind when the row refuses (its message, if recorded, has that id)
-    label: str = ""  # short human label (W4A16, W8A8-FP8 ...)
-    notes: str = ""
-
-
-class KvSchemeRule(_Data):
-    """What a compressed-tensors ``kv_cache_scheme`` must be for the engine to use it."""
-
-    types: tuple[str, ...]
-    num_bits: tuple[int, ...]
-    type_and_bits: Literal["either_must_match", "both_must_match"]
-    strategies: tuple[str, ...]
-    symmetric: bool = True
-    dynamic: tuple[bool, ...] = ()
-    on_violation: Literal["error", "ignore"]
-    auto_dtype: str | None = None  # what --kv-cache-dtype auto becomes when the scheme is present
-    source: str
-    as_of: date
-    notes: str = ""
-
-
-class CompressedTensors(_Data):
-    pinned_version: str | None = None
-    kv_cache_scheme: KvSchemeRule
-    rejects_actorder: tuple[str, ...] = ()  # weight actorder values the engine refuses
-    rejects_sparsity: bool = False
-    attention_only_groups: Literal["skipped", "used"] = "used"
-    activation_formats: tuple[str, ...] = ()  # formats under which activation args are read
-    dispatch: tuple[Dispatch, ...] = ()
-    source: str
-    as_of: date
-
-
-class Message(_Row):
-    """An exact message the engine prints. ``text`` is a str.format template; ``parts`` is used
-    instead when the engine passes several arguments to the exception (Python then prints the
-    argument tuple, not a sentence)."""
-
-    severity: Severity
-    exception: str  # ValueError, NotImplementedError, RuntimeError, logger.warning, logger.info
-    text: str | None = None
-    parts: tuple[str, ...] = ()
-    notes: str = ""
-
-    @model_validator(mode="after")
-    def _one_form(self) -> Message:
-        if (self.text is None) == (not self.parts):
-            raise ValueError("a message has either 'text' or 'parts'")
-        return self
-
-    def render(self, **values: Any) -> str:
-        fmt = _SafeFormat(values)
-        if self.text is not None:
-            return self.text.format_map(fmt)
-        return repr(tuple(p.format_map(fmt) for p in self.parts))
-
-
-class _SafeFormat(dict):  # type: ignore[type-arg]
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-class AutoKv(_Row):
-    """What ``--kv-cache-dtype auto`` becomes for a checkpoint that declares a KV algorithm."""
-
-    checkpoint_kv: str  # fp8 | nvfp4 (ModelOpt kv_cache_quant_algo, lowercased) or kv_cache_scheme
-    becomes: str
-
-
-class NotOptimizedExempt(_Data):
-    methods: tuple[str, ...]
-    min_capability: int
-    max_capability: int | None = None
-
-
-class EngineData(_Data):
-    """One engine release: everything quantadvise knows about it, from one YAML file."""
-
-    schema_version: int = SCHEMA_VERSION
-    id: str
-    engine: str
-    version: str
-    kind: Literal["engine"] = "engine"
-    display_name: str
-    source: PackageSource
-    as_of: date
-    quantization_flag: str
-    kv_cache_dtype_flag: str
-    methods: tuple[Method, ...]
-    optimized_allow_list: tuple[str, ...] | None = None
-    not_optimized_exempt: NotOptimizedExempt | None = None
-    overrides: tuple[Override, ...] = ()
-    override_order: tuple[str, ...] = ()
-    override_order_note: str = ""
-    rewrites: tuple[Rewrite, ...] = ()
-    compatible: tuple[Compatible, ...] = ()
-    requantization_methods: tuple[str, ...] = ()
-    marlin_group_sizes: tuple[int, ...] = ()
-    marlin_min_capability: int | None = None
-    platform_lists: tuple[PlatformList, ...] = ()
-    shorthands: tuple[Shorthand, ...] = ()
-    kv_cache_dtypes: tuple[KvCacheDtype, ...]
-    auto_kv: tuple[AutoKv, ...] = ()
-    compressed_tensors: CompressedTensors | None = None
-    messages: tuple[Message, ...]
-    history: dict[str, dict[str, int]] = Field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> EngineData:
-        if self.id != f"{self.engine}-{self.version}":
-            raise ValueError(f"id must be '<engine>-<version>', got '{self.id}'")
-        names = [m.id for m in self.methods]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"duplicate method ids: {dup}")
-        known = set(names)
-        for o in self.override_order:
-            if o not in known:
-                raise ValueError(f"override_order names unknown method '{o}'")
-        for ov in self.overrides:
-            if ov.returns not in known and ov.returns != "checkpoint":
-                raise ValueError(f"override '{ov.id}' returns unknown method '{ov.returns}'")
-        if self.optimized_allow_list is not None:
-            allow = set(self.optimized_allow_list)
-            for m in self.methods:
-                if m.kind == "escape_hatch":
-                    continue
-                if m.optimized is None or m.optimized != (m.id in allow):
-                    raise ValueError(f"method '{m.id}': optimized={m.optimized} disagrees with the allow-list")
-        else:
-            bad = [m.id for m in self.methods if m.optimized is not None]
-            if bad:
-                raise ValueError(f"no optimized allow-list in this engine, but {bad} set optimized")
-        kv = [k.id for k in self.kv_cache_dtypes]
-        if len(set(kv)) != len(kv):
-            raise ValueError("duplicate kv cache dtype ids")
-        msg_ids = [m.id for m in self.messages]
-        if len(set(msg_ids)) != len(msg_ids):
-            raise ValueError("duplicate message ids")
-        return self
-
-    # -- lookups ----------------------------------------------------------------------------------
-    @property
-    def label(self) -> str:
-        return f"{self.display_name} {self.version}"
-
-    def method(self, name: str | None) -> Method | None:
-        if name is None:
-            return None
-        for m in self.methods:
-            if m.id == name:
-                return m
-        return None
-
-    def message(self, kind: str) -> Message | None:
-        for m in self.messages:
-            if m.id == kind:
-                return m
-        return None
-
-    def kv_dtype(self, name: str) -> KvCacheDtype | None:
-        for k in self.kv_cache_dtypes:
-            if k.id == name:
-                return k
-        return None
-
-    def platform_list(self, platform: str) -> PlatformList | None:
-        for p in self.platform_lists:
-            if p.id == platform:
-                return p
-        return None
-
-    def shorthand(self, name: str | None) -> Shorthand | None:
-        for s in self.shorthands:
-            if s.id == name:
-                return s
-        return None
-
-    @property
-    def registered_names(self) -> list[str]:
-        """The names the engine's registry accepts on CUDA (its 'Must be one of' list)."""
-        return [m.id for m in self.methods if m.registered and m.kind != "escape_hatch"]
-
-    @property
-    def real_cli_methods(self) -> list[Method]:
-        return [m for m in self.methods if m.cli_choice and m.kind != "escape_hatch"]
-
-
-# -------------------------------------------------------------------------------------------------
-# compressed-tensors (the checkpoint-format library both engines read): presets and vocabulary
-# -------------------------------------------------------------------------------------------------
-
-
-class PresetArgs(_Data):
-    """compressed-tensors QuantizationArgs of one preset role."""
-
-    num_bits: int
-    type: Literal["int", "float"]
-    strategy: str
-    symmetric: bool = True
-    dynamic: bool | Literal["local"] = False
-    group_size: int | None = None
-    block_structure: tuple[int, int] | None = None
-    scale_dtype: str | None = None
-    zp_dtype: str | None = None
-    observer: str | None = None
-
-
-class CtPreset(_Row):
-    """A named preset scheme (``W4A16``, ``FP8_DYNAMIC`` ...); ``name`` is the library's spelling."""
-
-    name: str
-    weights: PresetArgs | None = None
-    input_activations: PresetArgs | None = None
-    alias_of: str | None = None
-
-
-class FormatLibrary(_Data):
-    """A checkpoint-format library release (compressed-tensors): vocabulary and presets."""
-
-    schema_version: int = SCHEMA_VERSION
-    id: str
-    library: str
-    version: str
-    kind: Literal["library"] = "library"
-    source: PackageSource
-    as_of: date
-    strategies: tuple[str, ...]
-    types: tuple[str, ...]
-    activation_orderings: tuple[str, ...]
-    compression_formats: tuple[str, ...]
-    input_activation_strategies: tuple[str, ...]
-    presets: tuple[CtPreset, ...]
-    preset_history: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FormatLibrary:
-        if self.id != f"{self.library}-{self.version}":
-            raise ValueError(f"id must be '<library>-<version>', got '{self.id}'")
-        names = {p.name for p in self.presets}
-        for p in self.presets:
-            if p.alias_of is not None and p.alias_of not in names:
-                raise ValueError(f"preset '{p.name}' is an alias of unknown preset '{p.alias_of}'")
-            for role in (p.weights, p.input_activations):
-                if role is not None and role.strategy not in self.strategies:
-                    raise ValueError(f"preset '{p.name}': unknown strategy '{role.strategy}'")
-        return self
-
-    def preset(self, name: str) -> CtPreset | None:
-        for p in self.presets:
-            if p.name == name:
-                return self.preset(p.alias_of) if p.alias_of else p
-        return None
-
-
-# -------------------------------------------------------------------------------------------------
-# Resolution: what an engine release does with a checkpoint
-# -------------------------------------------------------------------------------------------------
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class Finding(_Out):
+class Finding(Out):
     """One refusal, warning or note an engine gives, with the engine's own words.
 
     ``kind`` is stable (the CI gate maps kinds to rule ids such as QA1xx); ``message`` is
@@ -517,7 +40,7 @@ class Finding(_Out):
     source: str | None = None
 
 
-class GroupDispatch(_Out):
+class GroupDispatch(Out):
     """The kernel scheme one config group dispatches to (compressed-tensors and per-scheme gates)."""
 
     group: str
@@ -528,7 +51,7 @@ class GroupDispatch(_Out):
     note: str = ""
 
 
-class EngineResolution(_Out):
+class EngineResolution(Out):
     """What one engine release does with one checkpoint on one GPU."""
 
     engine: str
@@ -558,9 +81,6 @@ class EngineResolution(_Out):
         if self.refused:
             return "refused"
         return "warnings" if any(f.severity == "warning" for f in self.findings) else "ok"
-
-
-_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def serving_dtype(torch_dtype: str | None) -> str:
@@ -611,6 +131,8 @@ class _Ctx:
     def __init__(self, engine: EngineData):
         self.engine = engine
         self.findings: list[Finding] = []
+        self.checkpoint_method: str | None = None  # quant_method as the engine reads it
+        self.resolved: str | None = None  # the method it resolves to
 
     def add(self, kind: str, severity: Severity, message: str, subject: str | None = None, **values: Any) -> None:
         msg = self.engine.message(kind)
@@ -644,13 +166,12 @@ def resolve(
     user = quantization.strip().lower() if quantization else None
     dtype = serving_dtype(model_dtype)
     kv = (kv_cache_dtype or "auto").strip().lower()
-    res: dict[str, Any] = {"checkpoint_method": None, "resolved": None}
 
     def done(method: Method | None = None, groups: list[GroupDispatch] | None = None,
              kv_resolved: str | None = None) -> EngineResolution:
         return EngineResolution(
             engine=engine.engine, version=engine.version, label=engine.label, platform=platform, capability=capability,
-            user_quantization=user, checkpoint_method=res["checkpoint_method"], resolved_method=res["resolved"],
+            user_quantization=user, checkpoint_method=ctx.checkpoint_method, resolved_method=ctx.resolved,
             config_class=method.config_class if method else None, method_kind=method.kind if method else None,
             min_capability=method.min_capability if method else None, optimized=method.optimized if method else None,
             steps=steps, groups=groups or [], kv_cache_dtype=kv, kv_cache_dtype_resolved=kv_resolved,
@@ -687,7 +208,7 @@ def resolve(
                 steps.append(f"{engine.display_name} parses quant_algo {ck.quant_algo} as '{rw.becomes}'")
                 ck_method = rw.becomes
                 break
-    res["checkpoint_method"] = ck_method
+    ctx.checkpoint_method = ck_method
 
     # 2. override probing
     if ck_method is not None and ck is not None and user not in engine.requantization_methods:
@@ -744,7 +265,7 @@ def resolve(
             ctx.add("method_mismatch", "error", f"the checkpoint declares '{ck_method}' but --quantization is "
                     f"'{user}'; drop --quantization (or pass {ck_method})", subject=user, quantization=user,
                     checkpoint_method=ck_method)
-            res["resolved"] = None
+            ctx.resolved = None
             return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
 
     # 5. vLLM: --quantization fp8 on an unquantized checkpoint is the online shorthand now
@@ -755,7 +276,7 @@ def resolve(
                 subject="fp8")
         steps.append("--quantization fp8 without checkpoint metadata -> fp8_per_tensor")
         resolved = "fp8_per_tensor"
-    res["resolved"] = resolved
+    ctx.resolved = resolved
     if resolved is None:
         steps.append("no quantization: 16-bit weights")
         return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
@@ -793,10 +314,11 @@ def resolve(
         exempt = ex is not None and resolved in ex.methods and capability is not None and \
             capability >= ex.min_capability and (ex.max_capability is None or capability <= ex.max_capability)
         if not exempt:
-            marlin = resolved in ("awq", "gptq") and ck is not None and _marlin_ok(resolved, ck, engine, capability)
+            fits_marlin = resolved in ("awq", "gptq") and ck is not None and \
+                _marlin_ok(resolved, ck, engine, capability)
             ctx.add("not_optimized", "warning", f"'{resolved}' is outside {engine.label}'s optimized list: it "
                     "loads but may run slower than bf16"
-                    + ("; the checkpoint's Marlin path (drop --quantization) is optimized" if marlin else ""),
+                    + ("; the checkpoint's Marlin path (drop --quantization) is optimized" if fits_marlin else ""),
                     subject=resolved, quantization=resolved)
 
     # 10. compute capability
@@ -984,121 +506,3 @@ def _check_kv_scheme(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant) -> bool
                 subject="kv_cache_scheme")
     return False
 
-
-# -------------------------------------------------------------------------------------------------
-# Listings for `quantadvise engines` (pure views over the data)
-# -------------------------------------------------------------------------------------------------
-
-
-class EngineListing(_Out):
-    schema_version: int = SCHEMA_VERSION
-    engine: str
-    version: str
-    label: str
-    source: PackageSource
-    as_of: date
-    counts: dict[str, int]
-    methods: list[Method]
-    kv_cache_dtypes: list[KvCacheDtype]
-    shorthands: list[Shorthand]
-    override_order: list[str]
-    optimized_allow_list: list[str] | None
-    notes: list[str]
-    warnings: list[str] = Field(default_factory=list)
-
-
-class MethodDetail(_Out):
-    schema_version: int = SCHEMA_VERSION
-    engine: str
-    version: str
-    label: str
-    method: Method
-    same_class: list[str]  # other names that collapse onto this config class
-    overrides: list[Override]  # overrides that return this method
-    runs_on_checkpoints: list[str]  # SGLang compatible table: checkpoint methods this CLI name accepts
-    platforms: dict[str, bool]
-    shorthand: Shorthand | None = None
-    elsewhere: dict[str, Method | None] = Field(default_factory=dict)  # the same name in other engines
-    warnings: list[str] = Field(default_factory=list)
-
-
-class DiffRow(_Out):
-    name: str
-    a: Method | None
-    b: Method | None
-
-
-class EngineDiff(_Out):
-    schema_version: int = SCHEMA_VERSION
-    a: str
-    b: str
-    counts: dict[str, dict[str, int]]
-    only_a: list[str]
-    only_b: list[str]
-    both: list[DiffRow]
-    kv_only_a: list[str]
-    kv_only_b: list[str]
-    kv_both: list[str]
-    not_optimized: dict[str, list[str]]  # per engine: real CLI names outside its optimized list
-    warnings: list[str] = Field(default_factory=list)
-
-
-def counts(e: EngineData) -> dict[str, int]:
-    real = e.real_cli_methods
-    out = {
-        "methods": len(e.methods),
-        "cli_choices": sum(1 for m in e.methods if m.cli_choice),
-        "real_cli_methods": len(real),
-        "registered_cuda": len(e.registered_names),
-        "kv_cache_dtypes": len(e.kv_cache_dtypes),
-        "deprecated": sum(1 for m in e.methods if m.deprecated),
-        "online_shorthands": len(e.shorthands),
-        "override_order": len(e.override_order),
-        "config_classes": len({m.config_class for m in e.methods if m.config_class}),
-    }
-    if e.optimized_allow_list is not None:
-        out["optimized_allow_list"] = len(e.optimized_allow_list)
-        out["real_cli_not_optimized"] = sum(1 for m in real if m.optimized is False)
-    return out
-
-
-def listing(e: EngineData) -> EngineListing:
-    return EngineListing(
-        engine=e.engine, version=e.version, label=e.label, source=e.source, as_of=e.as_of, counts=counts(e),
-        methods=list(e.methods), kv_cache_dtypes=list(e.kv_cache_dtypes), shorthands=list(e.shorthands),
-        override_order=list(e.override_order),
-        optimized_allow_list=list(e.optimized_allow_list) if e.optimized_allow_list is not None else None,
-        notes=list(e.notes),
-    )
-
-
-def method_detail(e: EngineData, name: str, others: list[EngineData]) -> MethodDetail | None:
-    m = e.method(name.strip().lower())
-    if m is None:
-        return None
-    same = [x.id for x in e.methods if x.id != m.id and x.config_class == m.config_class and m.config_class]
-    plats = {"cuda": m.registered}
-    for p in e.platform_lists:
-        plats[p.id] = m.id in p.allowed
-    compat = next((c.checkpoint_methods for c in e.compatible if c.id == m.id), ())
-    return MethodDetail(
-        engine=e.engine, version=e.version, label=e.label, method=m, same_class=same,
-        overrides=[o for o in e.overrides if o.returns == m.id], runs_on_checkpoints=list(compat), platforms=plats,
-        shorthand=e.shorthand(m.id), elsewhere={o.label: o.method(m.id) for o in others},
-    )
-
-
-def diff(a: EngineData, b: EngineData) -> EngineDiff:
-    """The two registries side by side: the table the chapter asks readers to regenerate."""
-    an = [m.id for m in a.methods if m.kind != "escape_hatch"]
-    bn = [m.id for m in b.methods if m.kind != "escape_hatch"]
-    both = [DiffRow(name=n, a=a.method(n), b=b.method(n)) for n in sorted(set(an) & set(bn))]
-    ak, bk = [k.id for k in a.kv_cache_dtypes], [k.id for k in b.kv_cache_dtypes]
-    return EngineDiff(
-        a=a.label, b=b.label, counts={a.label: counts(a), b.label: counts(b)},
-        only_a=sorted(set(an) - set(bn)), only_b=sorted(set(bn) - set(an)), both=both,
-        kv_only_a=[k for k in ak if k not in bk], kv_only_b=[k for k in bk if k not in ak],
-        kv_both=[k for k in ak if k in bk],
-        not_optimized={e.label: [m.id for m in e.real_cli_methods if m.optimized is False] for e in (a, b)
-                       if e.optimized_allow_list is not None},
-    )

@@ -1,0 +1,50 @@
+"""What an engine release does with a candidate: the candidate's checkpoint (the quantization_config
+llm-compressor / AutoAWQ / AutoGPTQ would write for it, :func:`plan.quantization_config`) goes
+through the same checkpoint parser and engine resolver ``quantadvise inspect`` uses, with the KV
+cache dtype flag the tree would pass. Pure: the engine release is a value in the context."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .options import BF16_KV, Context, Option
+from .plan import quantization_config
+from .result import EngineVerdict
+
+if TYPE_CHECKING:
+    from ..engines.data import EngineData
+
+
+def kv_flag(ctx: Context, engine: EngineData, kv_id: str | None) -> str | None:
+    """The --kv-cache-dtype value ``engine`` takes for the KV preset ``kv_id`` (None: the default, or
+    the engine has no flag value for it)."""
+    if kv_id is None or kv_id == BF16_KV:
+        return None
+    hints = ctx.kv_options[kv_id].hints
+    return hints.vllm_kv_cache_dtype if engine.engine == "vllm" else hints.sglang_kv_cache_dtype
+
+
+def engine_verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str | None) -> EngineVerdict:
+    """``engine``'s verdict on ``option``'s checkpoint (None: the unquantized checkpoint) served with
+    the KV preset ``kv_id`` on the context's GPU."""
+    from ..checkpoint.parse import parse_quantization_config
+    from ..engines.resolution import resolve
+
+    flag = kv_flag(ctx, engine, kv_id)
+    if kv_id not in (None, BF16_KV) and flag is None:
+        return EngineVerdict(supported=False, messages=[f"{engine.label} has no --kv-cache-dtype for {kv_id}"])
+    qc = quantization_config(option.scheme, option.deploy) if option is not None else None
+    ck = parse_quantization_config(qc) if qc is not None else None
+    res = resolve(engine, ck, capability=ctx.gpu.capability, platform=ctx.platform, kv_cache_dtype=flag,
+                  model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype)
+    msgs = [f.engine_message or f.message for f in res.findings if f.severity in ("error", "warning")]
+    return EngineVerdict(
+        supported=not res.refused and (ck is None or res.resolved_method is not None),
+        method=ck.quant_method if ck else None,
+        resolved_method=res.resolved_method or ("unquantized" if ck is None else None),
+        scheme_class=next((gd.scheme_class for gd in res.groups if gd.scheme_class), None),
+        optimized=res.optimized,
+        quantization_flag=None,
+        kv_cache_dtype_flag=flag,
+        messages=msgs,
+    )

@@ -1,0 +1,348 @@
+"""Engine launches in commands: which command starts vLLM or SGLang (``vllm serve MODEL``,
+``python -m vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``,
+``sglang serve``, ``docker run IMAGE ARGS`` of an engine image), and its flags read into an
+:class:`~quantadvise.artifacts.invocation.EngineInvocation`: the flags in
+:mod:`quantadvise.engines.flags` typed and located, every other flag kept in ``other``.
+
+A shell script is a list of such commands (:func:`parse_shell`); the Dockerfile and YAML readers
+hand theirs to :func:`invocation_from_words` too. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..engines.flags import ENGINES, SGLANG_MODULES, VLLM_MODULES, Engine, Flag, is_boolean
+from .invocation import EngineInvocation, Source
+from .shell import Word, split_shell
+
+# Text that holds an engine launch (decides whether a file's parse errors matter, and which YAML strings
+# are read as commands).
+ENGINE_MARKER = re.compile(
+    r"\b(?:vllm\s+serve|sglang\s+serve|-m\s+(?:vllm\.entrypoints\.(?:openai\.)?api_server"
+    r"|vllm\.entrypoints\.cli\.main|sglang(?:_router)?\.launch_server))\b"
+)
+_PIP_PIN = re.compile(r"""(?:^|[\s"'])(vllm|sglang)(?:\[[^\]]*\])?==(\d[\w.+\-]*)""")
+_NOT_LAUNCH = frozenset({"echo", "printf", "logger", "grep", "sed", "awk", "#"})
+_WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "uv", "uvx", "run", "poetry", "pipenv", "timeout",
+                       "numactl", "taskset", "nice", "stdbuf", "setsid", "srun", "command", "ray", "job", "submit",
+                       "--"})
+
+
+@dataclass
+class LaunchContext:
+    """Where a command was found, and what its file says about it beyond its words."""
+
+    file: str
+    source: Source
+    context: str | None = None
+    image: str | None = None
+    engine_version: str | None = None
+    implicit: Engine | None = None  # the image's entrypoint is this engine's server
+    line: int | None = None  # where an implicit invocation starts, when there are no words
+    gpus: tuple[str, int] | None = None  # (the request as written, its line)
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
+    """(engine, whether the image's entrypoint is the engine's server, version from the tag)."""
+    ref = image.split("@", 1)[0]
+    name, tag = ref, None
+    if ":" in ref.rsplit("/", 1)[-1]:
+        name, tag = ref.rsplit(":", 1)
+    last = PurePosixPath(name).name
+    engine: Engine | None = None
+    entry = False
+    if last in ("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"):
+        engine, entry = "vllm", True
+    elif last == "sglang":
+        engine = "sglang"
+    version = None
+    if tag and engine is not None:
+        m = re.match(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:\.post|rc|\.dev|a|b)\d+)?)", tag)
+        version = m.group(1) if m else None
+    return engine, entry, version
+
+
+def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool] | None:
+    """(engine, index of the engine token, index of its first argument, positional model allowed)."""
+    if not words or words[0].text in _NOT_LAUNCH:
+        return None
+    for i, w in enumerate(words):
+        nxt = words[i + 1].text if i + 1 < len(words) else ""
+        base = w.text.rsplit("/", 1)[-1]
+        if base == "vllm" and nxt == "serve":
+            return "vllm", i, i + 2, True
+        if base == "sglang" and nxt == "serve":
+            return "sglang", i, i + 2, False
+        if w.text == "-m" or (w.text.startswith("-m") and w.text[2:] in (*VLLM_MODULES, *SGLANG_MODULES)):
+            mod = nxt if w.text == "-m" else w.text[2:]
+            skip = 2 if w.text == "-m" else 1
+            if mod in VLLM_MODULES:
+                return "vllm", i, i + skip, False
+            if mod == "vllm.entrypoints.cli.main" and i + 2 < len(words) and words[i + 2].text == "serve":
+                return "vllm", i, i + 3, True
+            if mod in SGLANG_MODULES:
+                return "sglang", i, i + skip, False
+    return None
+
+
+def docker_run_image(words: Sequence[Word]) -> tuple[int, str] | None:
+    """Index and name of an engine image in a ``docker run ...`` command."""
+    for i, w in enumerate(words[:-1]):
+        if w.text.rsplit("/", 1)[-1] in ("docker", "podman", "nerdctl") and words[i + 1].text == "run":
+            for j in range(i + 2, len(words)):
+                engine, _, _ = parse_image(words[j].text)
+                if engine is not None and not words[j].text.startswith("-"):
+                    return j, words[j].text
+    return None
+
+
+def _human_int(text: str, suffixes: bool) -> int:
+    t = text.strip()
+    if suffixes:
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", t)
+        if m:
+            num, suf = m.groups()
+            if suf.islower():
+                return int(float(num) * 10 ** (3 * "kmgt".index(suf) + 3))
+            if "." in num:
+                raise ValueError(text)
+            return int(num) * 2 ** (10 * "KMGT".index(suf) + 10)
+    return int(t)
+
+
+def _is_number(text: str) -> bool:
+    return re.fullmatch(r"-?\d+(?:\.\d+)?", text) is not None
+
+
+def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineInvocation | None:
+    """The engine launch in one command's words, if there is one."""
+    found = find_engine(words)
+    image, version = ctx.image, ctx.engine_version
+    run = docker_run_image(words)
+    if run is not None:
+        j, run_image = run
+        for k in range(j):
+            t = words[k].text
+            if t.startswith("--gpus="):
+                ctx = LaunchContext(**{**ctx.__dict__, "gpus": (t.split("=", 1)[1], words[k].line)})
+            elif t == "--gpus" and k + 1 < j:
+                ctx = LaunchContext(**{**ctx.__dict__, "gpus": (words[k + 1].text, words[k].line)})
+        run_engine, entry, tag_version = parse_image(run_image)
+        if found is not None and found[1] > j:
+            image, version = run_image, tag_version or version  # `docker run IMAGE python -m sglang...`
+        elif found is None and entry and run_engine is not None:
+            image, version = run_image, tag_version or version
+            found = (run_engine, j, j + 1, True)  # the arguments go to the image's server entrypoint
+    elif found is None and ctx.implicit is not None:
+        found = (ctx.implicit, -1, 0, True)
+    if found is None:
+        return None
+    engine, at, first_arg, positional = found
+    if at > 0 and words[at].text == "-m" and PurePosixPath(words[at - 1].text).name.startswith("python"):
+        at -= 1  # argv starts at the interpreter: python3 -m sglang.launch_server
+    if image is not None and parse_image(image)[0] not in (None, engine):
+        image, version = None, None  # an SGLang image running vLLM (or the reverse): its tag says nothing
+    args = list(words[first_arg:])
+    line = words[0].line if words else ctx.line or 1
+    argv = [w.text for w in words[max(at, 0):]]
+    if at < 0:
+        argv = ["<image entrypoint>", *argv]
+    return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version)
+
+
+def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchContext, *, line: int, argv: list[str],
+           image: str | None, version: str | None) -> EngineInvocation:
+    table = ENGINES[engine]
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    raw: dict[str, str] = {}
+    other: dict[str, str | bool] = {}
+    warnings = list(ctx.warnings)
+    unresolved: list[str] = []
+    for w in args:
+        unresolved.extend(w.unresolved)
+    where = ctx.file
+
+    def put(flag: Flag, text: str, word: Word, spelled: str) -> None:
+        canon = flag.field
+        if canon in lines and canon != "speculative_config":
+            warnings.append(f"{where}: line {word.line}: {spelled} is given again (first at line {lines[canon]}); "
+                            f"the engine uses the last")
+        lines[canon] = word.line
+        raw[canon] = text
+        if word.unresolved:
+            values[canon] = None
+            return
+        values[canon] = _typed(flag, text, spelled, word, where, warnings)
+
+    i = 0
+    positional_seen = False
+    while i < len(args):
+        w = args[i]
+        t = w.text
+        if t == "--":
+            i += 1
+            continue
+        if t.startswith("-") and len(t) > 1 and not _is_number(t):
+            name, eq, val = t.partition("=")
+            if table.underscores and name.startswith("--"):
+                name = "--" + name[2:].replace("_", "-")
+            flag = table.named(name)
+            base, dot, key = name.partition(".")
+            parent = table.named(base) if flag is None and dot and table.dotted_json else None
+            if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
+                if not eq and i + 1 < len(args):
+                    val, i = args[i + 1].text, i + 1
+                spec = values.get(parent.field)
+                spec = dict(spec) if isinstance(spec, dict) else {}
+                spec[key] = _jsonish(val)
+                values[parent.field] = spec
+                lines.setdefault(parent.field, w.line)
+                raw[parent.field] = json.dumps(spec)
+                i += 1
+                continue
+            if flag is not None:
+                if eq:
+                    put(flag, val, w, name)
+                elif i + 1 < len(args):
+                    v = args[i + 1]
+                    put(flag, v.text, Word(v.text, w.line, v.unresolved), name)
+                    i += 1
+                else:
+                    warnings.append(f"{where}: line {w.line}: {name} has no value")
+                i += 1
+                continue
+            # not understood: kept in `other`
+            nxt = args[i + 1].text if i + 1 < len(args) else ""
+            if eq:
+                other[name] = val
+            elif is_boolean(name) and nxt.lower() in ("true", "false"):
+                other[name] = nxt  # older vLLM: --enable-chunked-prefill False
+                i += 1
+            elif is_boolean(name):
+                other[name] = True
+            elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
+                other[name] = args[i + 1].text
+                i += 1
+            else:
+                other[name] = True
+            lines.setdefault(name, w.line)
+            i += 1
+            continue
+        if positional and not positional_seen:
+            positional_seen = True
+            if "model" in lines:
+                warnings.append(f"{where}: line {w.line}: the model is given both as --model and as the positional "
+                                f"argument; vllm serve uses the positional one")
+            lines["model"] = w.line
+            raw["model"] = t
+            values["model"] = None if w.unresolved else t
+        else:
+            other.setdefault("<positional>", t)
+        i += 1
+    if "model" in raw and values.get("model") is None:
+        values["model"] = raw["model"]  # keep an unresolved model visible: "${MODEL}"
+    if ctx.gpus is not None:
+        text, gline = ctx.gpus
+        raw["gpu_count"], lines["gpu_count"] = text, gline
+        values["gpu_count"] = gpu_request_count(text)
+    if engine == "vllm" and "--config" in other:
+        warnings.append(f"{where}: line {lines['--config']}: flags in --config {other['--config']} are not read; "
+                        f"put the flags that matter on the command line to have them checked")
+    return EngineInvocation(
+        engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, image=image,
+        engine_version=version, argv=argv, flag_lines=lines, raw=raw,
+        unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
+        **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},
+    )
+
+
+def gpu_request_count(text: str) -> int | None:
+    """GPUs in a request: ``2``, ``"device=0,1"``, ``device=GPU-abc`` -> 2, 2, 1; ``all`` -> None."""
+    t = text.strip().strip("'\"")
+    if t.isdigit():
+        return int(t)
+    m = re.search(r"device=([^\s\"']+)", t)
+    if m:
+        return len([d for d in m.group(1).split(",") if d])
+    return None
+
+
+def _jsonish(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+def _typed(flag: Flag, text: str, spelled: str, word: Word, where: str, warnings: list[str]) -> Any:
+    """A flag's value as the engine parses it (None, with a warning, where the engine would refuse it)."""
+    if flag.type == "int":
+        if flag.field == "max_model_len" and text.strip().lower() in ("auto", "-1"):
+            return None  # the engine derives it from the model config
+        try:
+            return _human_int(text, flag.human_int)
+        except ValueError:
+            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not an integer; the engine would "
+                            f"refuse it")
+            return None
+    if flag.type == "float":
+        try:
+            return float(text)
+        except ValueError:
+            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not a number; the engine would refuse it")
+            return None
+    if flag.type == "json":
+        v = _jsonish(text)
+        if not isinstance(v, dict):
+            warnings.append(f"{where}: line {word.line}: {spelled} is not a JSON object")
+        return v
+    return text
+
+
+def pip_versions(text: str) -> dict[str, str]:
+    """Engine versions pinned in ``pip install vllm==0.8.5`` style text."""
+    return {m.group(1): m.group(2) for m in _PIP_PIN.finditer(text)}
+
+
+def with_version(inv: EngineInvocation, versions: Mapping[str, str]) -> EngineInvocation:
+    """The invocation with its engine's pinned version, where no image tag gave one."""
+    if inv.engine_version is None and inv.engine in versions:
+        return inv.model_copy(update={"engine_version": versions[inv.engine]})
+    return inv
+
+
+def launch_position(words: Sequence[Word]) -> bool:
+    """The engine starts the command, after nothing but wrappers, their flags and assignments."""
+    found = find_engine(words)
+    if found is None:
+        return docker_run_image(words) is not None
+    for w in words[:found[1]]:
+        name = PurePosixPath(w.text).name
+        if not (w.assign or name in _WRAPPERS or name.startswith("python") or w.text.startswith("-")
+                or re.fullmatch(r"[\d.]+[smhd]?", w.text)):
+            return False
+    return True
+
+
+# --- shell scripts -------------------------------------------------------------------------------------
+
+
+def parse_shell(text: str, file: str, *, env: Mapping[str, str] | None = None) -> list[EngineInvocation]:
+    """Engine launches in a shell script."""
+    out = []
+    ctx = LaunchContext(file=file, source="shell")
+    for words in split_shell(text, file, env=env):
+        inv = invocation_from_words(words, ctx)
+        if inv is not None:
+            out.append(inv)
+    versions = pip_versions(text)
+    return [with_version(i, versions) for i in out]
+

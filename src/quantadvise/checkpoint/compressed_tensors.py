@@ -1,0 +1,187 @@
+"""The compressed-tensors dialect: ``config_groups`` of ``QuantizationArgs``, ``ignore``,
+``kv_cache_scheme`` and ``sparsity_config``, validated by the library's own rules.
+
+The ``QuantizationArgs`` and ``kv_cache_scheme`` readers are also used by the dialects that write the
+same vocabulary (fp8's and Quark's KV schemes, ModelOpt's config_groups).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..scheme import TensorQuant
+from .args import REQUIRED, field_error, get_field, get_group_size, get_int, get_str_list, scale_dtype_format, short
+from .quant import CheckpointQuant, QArgs, QuantGroup, make_group
+
+STRATEGIES = ("tensor", "channel", "group", "block", "token", "tensor_group", "attn_head")
+COMPRESSION_FORMATS = (
+    "dense", "sparse-bitmask", "sparse-24-bitmask", "int-quantized", "float-quantized", "naive-quantized",
+    "pack-quantized", "marlin-24", "mixed-precision", "nvfp4-pack-quantized", "mxfp4-pack-quantized",
+    "mxfp6-pack-quantized", "mxfp8-quantized", "fakequant",
+)
+_ACTORDERS = ("weight", "static", "group", "dynamic")
+
+
+def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
+    """Validate one compressed-tensors ``QuantizationArgs`` dict (the library's own rules)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise field_error(where, f"must be an object of quantization arguments, got {short(raw)}")
+    bits = get_int(raw, "num_bits", where, default=8, lo=1, hi=64)
+    typ = get_field(raw, "type", where, str, default="int")
+    if typ not in ("int", "float"):
+        raise field_error(f"{where}.type", f"unknown type {short(typ)} (choose int or float)")
+    if typ == "float" and bits not in (4, 6, 8):
+        raise field_error(f"{where}.num_bits", f"float quantization stores 4, 6 or 8 bits, got {bits}")
+    if typ == "int" and not 2 <= bits <= 8:
+        raise field_error(f"{where}.num_bits", f"integer quantization stores 2 to 8 bits, got {bits}")
+    gsize = get_group_size(raw, "group_size", where, default=None)
+    strategy = get_field(raw, "strategy", where, str, default=None)
+    if strategy is None:
+        strategy = "tensor" if gsize is None else ("channel" if gsize == -1 else "group")
+    strategy = strategy.lower()
+    if strategy not in STRATEGIES:
+        raise field_error(f"{where}.strategy", f"unknown strategy {short(strategy)}",
+                          hint="choose one of " + ", ".join(STRATEGIES))
+    block = raw.get("block_structure")
+    block_t: tuple[int, int] | None = None
+    if block is not None:
+        if isinstance(block, str) and re.fullmatch(r"\d+x\d+", block.strip()):
+            r, c = block.strip().split("x")
+            block_t = (int(r), int(c))
+        elif isinstance(block, list) and len(block) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                 and x > 0 for x in block):
+            block_t = (block[0], block[1])
+        else:
+            raise field_error(f"{where}.block_structure",
+                              f"must be [rows, cols] of positive integers, got {short(block)}")
+    if strategy == "block" and block_t is None:
+        raise field_error(f"{where}.block_structure", "strategy 'block' needs block_structure [rows, cols]")
+    if strategy in ("group", "tensor_group") and (gsize is None or gsize <= 0):
+        raise field_error(f"{where}.group_size", f"strategy '{strategy}' needs a positive group_size")
+    if strategy == "channel" and gsize not in (None, -1):
+        raise field_error(f"{where}.group_size", f"strategy 'channel' takes group_size -1 or none, got {gsize}")
+    dyn = raw.get("dynamic", False)
+    if dyn is None:
+        dyn = False
+    if isinstance(dyn, str):
+        if dyn.lower() != "local":
+            raise field_error(f"{where}.dynamic", f"must be true, false or 'local', got {short(dyn)}")
+        dyn = "local"
+    elif not isinstance(dyn, bool):
+        raise field_error(f"{where}.dynamic", f"must be true, false or 'local', got {short(dyn)}")
+    if dyn is True and strategy not in ("token", "tensor", "tensor_group", "group"):
+        raise field_error(f"{where}.dynamic", f"dynamic scales exist only per token, tensor, tensor_group or group, "
+                          f"not '{strategy}'")
+    if dyn == "local" and strategy != "tensor_group":
+        raise field_error(f"{where}.dynamic", "'local' dynamic scales need strategy 'tensor_group'")
+    if strategy == "token" and dyn is False:
+        raise field_error(f"{where}.strategy",
+                          "strategy 'token' needs dynamic: true (a per-token scale is computed at run time)")
+    if role == "weights" and dyn is not False:
+        raise field_error(f"{where}.dynamic",
+                          "weights are known at load time, so their scales are static (dynamic: false)")
+    sym = get_field(raw, "symmetric", where, bool, default=True)
+    actorder = raw.get("actorder")
+    if actorder is True:
+        actorder = "group"
+    elif actorder is False:
+        actorder = None
+    if actorder is not None and (not isinstance(actorder, str) or actorder.lower() not in _ACTORDERS):
+        raise field_error(f"{where}.actorder", f"unknown activation ordering {short(actorder)}",
+                          hint="choose weight, static, group or dynamic")
+    return QArgs(
+        num_bits=bits,
+        type=typ,
+        strategy=strategy,
+        group_size=gsize if strategy in ("group", "tensor_group") else None,
+        block_structure=block_t,
+        symmetric=sym,
+        dynamic=dyn,
+        actorder=actorder.lower() if isinstance(actorder, str) else None,
+        scale_dtype=scale_dtype_format(raw.get("scale_dtype"), f"{where}.scale_dtype"),
+    )
+
+
+def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -> CheckpointQuant:
+    fmt = get_field(qc, "format", where, str, default=None)
+    warnings: list[str] = []
+    if fmt is not None and fmt not in COMPRESSION_FORMATS:
+        warnings.append(f"{where}.format '{fmt}' is not a compressed-tensors 0.20.1 CompressionFormat")
+    groups_raw = get_field(qc, "config_groups", where, dict, default={})
+    groups: list[QuantGroup] = []
+    for gname, g in groups_raw.items():
+        gw = f"{where}.config_groups.{gname}"
+        if not isinstance(g, dict):
+            raise field_error(gw, f"must be an object with targets and weights, got {short(g)}")
+        targets = get_str_list(g, "targets", gw, default=REQUIRED)
+        if not targets:
+            raise field_error(f"{gw}.targets", "must list at least one target (a layer name, re:regex or class name)")
+        gfmt = get_field(g, "format", gw, str, default=None) or fmt
+        weights = parse_ct_args(g.get("weights"), f"{gw}.weights", "weights")
+        acts = parse_ct_args(g.get("input_activations"), f"{gw}.input_activations", "activations")
+        outs = parse_ct_args(g.get("output_activations"), f"{gw}.output_activations", "activations")
+        if weights is None and acts is None and outs is None:
+            warnings.append(f"config group '{gname}' quantizes nothing (no weights or activations)")
+        layout = None
+        if weights is not None and weights.type == "int" and gfmt == "pack-quantized":
+            layout = "ct-pack-quantized"
+        groups.append(make_group(gname, targets, weights, acts, outputs=outs, scale_format=dtype, fmt=gfmt,
+                                 layout=layout, where=gw))
+    ignore = get_str_list(qc, "ignore", where, default=())
+    kv_raw = qc.get("kv_cache_scheme")
+    kv_args = None
+    kv_tq = None
+    if kv_raw is not None:
+        if not isinstance(kv_raw, dict):
+            raise field_error(f"{where}.kv_cache_scheme",
+                              f"must be an object of quantization arguments, got {short(kv_raw)}")
+        kv_args = parse_kv_args(kv_raw, f"{where}.kv_cache_scheme")
+        kv_tq = kv_tensor_quant(kv_args)
+    sparsity = qc.get("sparsity_config")
+    if sparsity is not None and not isinstance(sparsity, dict):
+        raise field_error(f"{where}.sparsity_config", f"must be an object, got {short(sparsity)}")
+    producer = None
+    if isinstance(qc.get("version"), str):
+        producer = f"compressed-tensors {qc['version']}"
+    details: dict[str, Any] = {k: qc[k] for k in ("quantization_status", "global_compression_ratio", "version")
+                               if k in qc}
+    if qc.get("transform_config"):
+        details["transform_config"] = True
+    return CheckpointQuant(
+        quant_method=key, family="compressed-tensors", found_in=where, format=fmt, producer=producer,
+        groups=tuple(groups), ignore=ignore, ignore_style="ct", kv_cache=kv_args, kv_cache_quant=kv_tq,
+        kv_cache_raw=kv_raw, sparsity=sparsity or None, details=details, warnings=tuple(warnings),
+    )
+
+
+def parse_kv_args(raw: dict[str, Any], where: str) -> QArgs:
+    """A kv_cache_scheme is read leniently (each engine decides whether it can use it, and says so),
+    but its fields must still have the right types."""
+    bits = get_int(raw, "num_bits", where, default=8, lo=1, hi=64)
+    typ = get_field(raw, "type", where, str, default="int")
+    strategy = get_field(raw, "strategy", where, str, default="tensor")
+    sym = get_field(raw, "symmetric", where, bool, default=True)
+    dyn = raw.get("dynamic", False)
+    if typ not in ("int", "float"):
+        raise field_error(f"{where}.type", f"unknown type {short(typ)} (choose int or float)")
+    if strategy not in STRATEGIES:
+        raise field_error(f"{where}.strategy", f"unknown strategy {short(strategy)}",
+                          hint="choose one of " + ", ".join(STRATEGIES))
+    if dyn is None:
+        dyn = False
+    if not isinstance(dyn, (bool, str)):
+        raise field_error(f"{where}.dynamic", f"must be true, false or 'local', got {short(dyn)}")
+    gsize = get_group_size(raw, "group_size", where, default=None)
+    return QArgs(num_bits=bits, type=typ, strategy=strategy, group_size=gsize if gsize and gsize > 0 else None,
+                 symmetric=sym, dynamic="local" if dyn == "local" else bool(dyn))
+
+
+def kv_tensor_quant(a: QArgs) -> TensorQuant | None:
+    """The KV cache's six axes when they are a storable format (None for e.g. a 16-bit 'scheme')."""
+    ok = (a.type == "float" and a.num_bits in (4, 6, 8)) or (a.type == "int" and 2 <= a.num_bits <= 8)
+    if not ok or (a.strategy in ("group", "tensor_group") and a.group_size is None) or a.strategy == "block":
+        return None
+    return a.tensor_quant("kv_cache", "fp32")

@@ -1,0 +1,481 @@
+"""The schema of the engine-release data files: ``data/engines/<engine>-<version>.yaml``.
+
+One file per engine release (:class:`EngineData`), every row a :class:`quantadvise.results.Strict`
+model (``extra="forbid"``) with a stable lowercase ``id``, ``source`` and ``as_of``: methods (the
+``--quantization`` names) with their config class, minimum compute capability, activation dtypes and
+"optimized" flag; KV cache dtypes; online shorthands; the override probe order and what each override
+fires on; SGLang's compatible-methods and requantization tables; the compressed-tensors dispatch
+table; and the exact messages the engine prints. The checkpoint-format library (compressed-tensors:
+its vocabulary and named presets) is a file of its own, :class:`FormatLibrary`.
+
+Pure: :mod:`quantadvise.catalog` reads the YAML and validates it against these models.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..results import Strict
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..checkpoint.quant import QArgs
+
+# The format version of the engine-release and format-library data files (their top-level
+# ``schema_version``). Not the JSON report version (:data:`quantadvise.results.SCHEMA_VERSION`).
+DATA_FORMAT_VERSION = 1
+Severity = Literal["error", "warning", "info"]
+
+
+class _Row(Strict):
+    """A data row: stable id, aliases, where the fact was read and when."""
+
+    id: str
+    aliases: tuple[str, ...] = ()
+    source: str
+    as_of: date
+
+
+class PackageSource(Strict):
+    """The published artifact the facts were read from."""
+
+    package: str
+    version: str
+    artifact: str
+    sha256: str
+    commit: str | None = None
+    commit_note: str | None = None
+    pins: dict[str, str] = Field(default_factory=dict)
+    files: tuple[str, ...] = ()
+    read_by: str
+
+
+class SchemeGate(Strict):
+    """A per-scheme minimum capability inside one method (quark, inc, compressed-tensors)."""
+
+    scheme: str
+    min_capability: int
+
+
+class Method(_Row):
+    """One ``--quantization`` name (or a registry-only name detected from checkpoints)."""
+
+    config_class: str | None
+    canonical: str | None = None  # get_name() when it differs from id (aliases collapsing to one class)
+    kind: Literal[
+        "checkpoint", "online", "online_shorthand", "checkpoint_or_online", "kernel_override",
+        "online_requant", "escape_hatch",
+    ] = "checkpoint"
+    min_capability: int | None
+    effective_min_capability: int | None = None  # when kernels need more than the config-level gate
+    supported_act_dtypes: tuple[str, ...] | None
+    weight_bits: int | tuple[int, ...] | None = None
+    act_bits: int | tuple[int, ...] | None = None
+    weight_type: str | None = None
+    optimized: bool | None = None  # SGLang's allow-list; None where the concept does not exist
+    deprecated: bool = False
+    cli_choice: bool = True  # offered on --quantization
+    registered: bool = True  # in the CUDA registry (SGLang's gptq / mlx_q* are CLI choices only)
+    registered_on: tuple[str, ...] = ()
+    rocm_allowed: bool | None = None
+    kv_scales_on_attention: Literal["always", "with_kv_scheme", "never"] | None = None
+    scheme_gates: tuple[SchemeGate, ...] = ()
+    notes: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.id
+
+    @property
+    def class_name(self) -> str:
+        return self.canonical or self.id
+
+
+class KvCacheDtype(_Row):
+    """One ``--kv-cache-dtype`` choice and its constraints."""
+
+    mode: str
+    storage: str | None = None  # quantadvise number format of the stored KV, None = model dtype
+    alias_of: str | None = None
+    min_capability: int | None = None
+    capability_majors: tuple[int, ...] = ()  # only these GPU generations (e.g. SGLang nvfp4: SM100/SM120)
+    not_on: tuple[str, ...] = ()  # platforms that refuse it (cpu)
+    requires: str = ""
+    notes: str = ""
+
+
+class ShorthandSpec(Strict):
+    weight: str
+    activation: str | None = None
+    scheme: str | None = None  # the quantadvise preset id it amounts to
+
+
+class Shorthand(_Row):
+    """An online ``--quantization`` shorthand and what it expands to."""
+
+    linear: ShorthandSpec | None
+    moe: ShorthandSpec | None
+    deferred: bool = False  # the checkpoint's own quantization metadata wins when present
+    effective_min_capability: int | None = None
+    notes: str = ""
+
+
+class QuantAlgoMatch(Strict):
+    equals: tuple[str, ...] = ()
+    contains: tuple[str, ...] = ()
+
+    def matches(self, algo: str | None) -> bool:
+        a = (algo or "").upper()
+        if self.equals and a in self.equals:
+            return True
+        return bool(self.contains) and any(c in a for c in self.contains)
+
+
+class Override(_Row):
+    """``override_quantization_method``: a config class claiming a checkpoint (the probe loop).
+
+    ``id`` is what the override returns (``checkpoint`` = keep the checkpoint's own method);
+    ``probed_as`` lists the probe-order names whose class carries this override."""
+
+    returns: str
+    probed_as: tuple[str, ...]
+    checkpoint_methods: tuple[str, ...] = ()
+    checkpoint_method_prefix: str | None = None
+    quant_algo: QuantAlgoMatch | None = None
+    model_types: tuple[str, ...] = ()
+    user_in: tuple[str | None, ...] | None = None  # None = any user value
+    requires_marlin: Literal["gptq", "awq"] | None = None
+    platforms: tuple[str, ...] = ()  # empty = every platform
+    not_platforms: tuple[str, ...] = ()
+    notes: str = ""
+
+
+class Rewrite(_Row):
+    """How the engine reads a checkpoint's method before probing (SGLang's ModelOpt parsing)."""
+
+    checkpoint_method_prefix: str
+    quant_algo: QuantAlgoMatch
+    has_nvfp4_layers: bool | None = None
+    becomes: str
+    notes: str = ""
+
+
+class Compatible(_Row):
+    """SGLang's compatible_quantization_methods: CLI ``id`` may run on these checkpoint methods."""
+
+    checkpoint_methods: tuple[str, ...]
+
+
+class PlatformList(_Row):
+    """A platform allow-list (``supported_quantization``); anything else is refused there."""
+
+    allowed: tuple[str, ...]
+
+
+class ArgsMatch(Strict):
+    """A predicate over one role's quantization args (compressed-tensors QuantizationArgs)."""
+
+    type: Literal["int", "float"] | None = None
+    num_bits: tuple[int, ...] = ()
+    strategy: tuple[str, ...] = ()
+    group_size: tuple[int, ...] = ()
+    symmetric: bool | None = None
+    dynamic: tuple[bool | str, ...] = ()
+    scale_dtype: tuple[str, ...] = ()
+
+    def matches(self, a: QArgs | None) -> bool:
+        if a is None:
+            return False
+        if self.type is not None and a.type != self.type:
+            return False
+        if self.num_bits and a.num_bits not in self.num_bits:
+            return False
+        if self.strategy and a.strategy not in self.strategy:
+            return False
+        if self.group_size and a.group_size not in self.group_size:
+            return False
+        if self.symmetric is not None and a.symmetric != self.symmetric:
+            return False
+        if self.dynamic and a.dynamic not in self.dynamic:
+            return False
+        if self.scale_dtype:
+            from ..checkpoint.args import SCALE_DTYPES
+
+            # the data writes torch dtype names (uint8 = MX e8m0 scales); QArgs holds normalized formats
+            wanted = {SCALE_DTYPES.get(d.lower(), d) for d in self.scale_dtype}
+            return (a.scale_dtype or "") in wanted
+        return True
+
+
+class Dispatch(_Row):
+    """One row of the compressed-tensors scheme dispatch (first match wins, ``order``)."""
+
+    order: int
+    scheme: str | None  # None: the row raises (``error`` names the message)
+    weights: ArgsMatch
+    activations: ArgsMatch | Literal["none", "any"] = "any"
+    output_activations: ArgsMatch | None = None
+    formats: tuple[str, ...] = ()  # empty = any format
+    min_capability: int | None = None
+    exact_capability: int | None = None  # only this GPU generation can take the row
+    fallback: str | None = None  # scheme used below ``fallback_below`` (W8A8Fp8 -> W8A16Fp8)
+    fallback_below: int | None = None
+    fallback_min_capability: int | None = None
+    error: str | None = None  # finding kind when the row refuses (its message, if recorded, has that id)
+    label: str = ""  # short human label (W4A16, W8A8-FP8 ...)
+    notes: str = ""
+
+
+class KvSchemeRule(Strict):
+    """What a compressed-tensors ``kv_cache_scheme`` must be for the engine to use it."""
+
+    types: tuple[str, ...]
+    num_bits: tuple[int, ...]
+    type_and_bits: Literal["either_must_match", "both_must_match"]
+    strategies: tuple[str, ...]
+    symmetric: bool = True
+    dynamic: tuple[bool, ...] = ()
+    on_violation: Literal["error", "ignore"]
+    auto_dtype: str | None = None  # what --kv-cache-dtype auto becomes when the scheme is present
+    source: str
+    as_of: date
+    notes: str = ""
+
+
+class CompressedTensors(Strict):
+    pinned_version: str | None = None
+    kv_cache_scheme: KvSchemeRule
+    rejects_actorder: tuple[str, ...] = ()  # weight actorder values the engine refuses
+    rejects_sparsity: bool = False
+    attention_only_groups: Literal["skipped", "used"] = "used"
+    activation_formats: tuple[str, ...] = ()  # formats under which activation args are read
+    dispatch: tuple[Dispatch, ...] = ()
+    source: str
+    as_of: date
+
+
+class Message(_Row):
+    """An exact message the engine prints. ``text`` is a str.format template; ``parts`` is used
+    instead when the engine passes several arguments to the exception (Python then prints the
+    argument tuple, not a sentence)."""
+
+    severity: Severity
+    exception: str  # ValueError, NotImplementedError, RuntimeError, logger.warning, logger.info
+    text: str | None = None
+    parts: tuple[str, ...] = ()
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Message:
+        if (self.text is None) == (not self.parts):
+            raise ValueError("a message has either 'text' or 'parts'")
+        return self
+
+    def render(self, **values: Any) -> str:
+        fmt = _SafeFormat(values)
+        if self.text is not None:
+            return self.text.format_map(fmt)
+        return repr(tuple(p.format_map(fmt) for p in self.parts))
+
+
+class _SafeFormat(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+class AutoKv(_Row):
+    """What ``--kv-cache-dtype auto`` becomes for a checkpoint that declares a KV algorithm."""
+
+    checkpoint_kv: str  # fp8 | nvfp4 (ModelOpt kv_cache_quant_algo, lowercased) or kv_cache_scheme
+    becomes: str
+
+
+class NotOptimizedExempt(Strict):
+    methods: tuple[str, ...]
+    min_capability: int
+    max_capability: int | None = None
+
+
+class EngineData(Strict):
+    """One engine release: everything quantadvise knows about it, from one YAML file."""
+
+    schema_version: int = DATA_FORMAT_VERSION
+    id: str
+    engine: str
+    version: str
+    kind: Literal["engine"] = "engine"
+    display_name: str
+    source: PackageSource
+    as_of: date
+    quantization_flag: str
+    kv_cache_dtype_flag: str
+    methods: tuple[Method, ...]
+    optimized_allow_list: tuple[str, ...] | None = None
+    not_optimized_exempt: NotOptimizedExempt | None = None
+    overrides: tuple[Override, ...] = ()
+    override_order: tuple[str, ...] = ()
+    override_order_note: str = ""
+    rewrites: tuple[Rewrite, ...] = ()
+    compatible: tuple[Compatible, ...] = ()
+    requantization_methods: tuple[str, ...] = ()
+    marlin_group_sizes: tuple[int, ...] = ()
+    marlin_min_capability: int | None = None
+    platform_lists: tuple[PlatformList, ...] = ()
+    shorthands: tuple[Shorthand, ...] = ()
+    kv_cache_dtypes: tuple[KvCacheDtype, ...]
+    auto_kv: tuple[AutoKv, ...] = ()
+    compressed_tensors: CompressedTensors | None = None
+    messages: tuple[Message, ...]
+    history: dict[str, dict[str, int]] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EngineData:
+        if self.id != f"{self.engine}-{self.version}":
+            raise ValueError(f"id must be '<engine>-<version>', got '{self.id}'")
+        names = [m.id for m in self.methods]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate method ids: {dup}")
+        known = set(names)
+        for o in self.override_order:
+            if o not in known:
+                raise ValueError(f"override_order names unknown method '{o}'")
+        for ov in self.overrides:
+            if ov.returns not in known and ov.returns != "checkpoint":
+                raise ValueError(f"override '{ov.id}' returns unknown method '{ov.returns}'")
+        if self.optimized_allow_list is not None:
+            allow = set(self.optimized_allow_list)
+            for m in self.methods:
+                if m.kind == "escape_hatch":
+                    continue
+                if m.optimized is None or m.optimized != (m.id in allow):
+                    raise ValueError(f"method '{m.id}': optimized={m.optimized} disagrees with the allow-list")
+        else:
+            bad = [m.id for m in self.methods if m.optimized is not None]
+            if bad:
+                raise ValueError(f"no optimized allow-list in this engine, but {bad} set optimized")
+        kv = [k.id for k in self.kv_cache_dtypes]
+        if len(set(kv)) != len(kv):
+            raise ValueError("duplicate kv cache dtype ids")
+        msg_ids = [m.id for m in self.messages]
+        if len(set(msg_ids)) != len(msg_ids):
+            raise ValueError("duplicate message ids")
+        return self
+
+    # -- lookups ----------------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        return f"{self.display_name} {self.version}"
+
+    def method(self, name: str | None) -> Method | None:
+        if name is None:
+            return None
+        for m in self.methods:
+            if m.id == name:
+                return m
+        return None
+
+    def message(self, kind: str) -> Message | None:
+        for m in self.messages:
+            if m.id == kind:
+                return m
+        return None
+
+    def kv_dtype(self, name: str) -> KvCacheDtype | None:
+        for k in self.kv_cache_dtypes:
+            if k.id == name:
+                return k
+        return None
+
+    def platform_list(self, platform: str) -> PlatformList | None:
+        for p in self.platform_lists:
+            if p.id == platform:
+                return p
+        return None
+
+    def shorthand(self, name: str | None) -> Shorthand | None:
+        for s in self.shorthands:
+            if s.id == name:
+                return s
+        return None
+
+    @property
+    def registered_names(self) -> list[str]:
+        """The names the engine's registry accepts on CUDA (its 'Must be one of' list)."""
+        return [m.id for m in self.methods if m.registered and m.kind != "escape_hatch"]
+
+    @property
+    def real_cli_methods(self) -> list[Method]:
+        return [m for m in self.methods if m.cli_choice and m.kind != "escape_hatch"]
+
+
+# -------------------------------------------------------------------------------------------------
+# compressed-tensors (the checkpoint-format library both engines read): presets and vocabulary
+# -------------------------------------------------------------------------------------------------
+
+
+class PresetArgs(Strict):
+    """compressed-tensors QuantizationArgs of one preset role."""
+
+    num_bits: int
+    type: Literal["int", "float"]
+    strategy: str
+    symmetric: bool = True
+    dynamic: bool | Literal["local"] = False
+    group_size: int | None = None
+    block_structure: tuple[int, int] | None = None
+    scale_dtype: str | None = None
+    zp_dtype: str | None = None
+    observer: str | None = None
+
+
+class CtPreset(_Row):
+    """A named preset scheme (``W4A16``, ``FP8_DYNAMIC`` ...); ``name`` is the library's spelling."""
+
+    name: str
+    weights: PresetArgs | None = None
+    input_activations: PresetArgs | None = None
+    alias_of: str | None = None
+
+
+class FormatLibrary(Strict):
+    """A checkpoint-format library release (compressed-tensors): vocabulary and presets."""
+
+    schema_version: int = DATA_FORMAT_VERSION
+    id: str
+    library: str
+    version: str
+    kind: Literal["library"] = "library"
+    source: PackageSource
+    as_of: date
+    strategies: tuple[str, ...]
+    types: tuple[str, ...]
+    activation_orderings: tuple[str, ...]
+    compression_formats: tuple[str, ...]
+    input_activation_strategies: tuple[str, ...]
+    presets: tuple[CtPreset, ...]
+    preset_history: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FormatLibrary:
+        if self.id != f"{self.library}-{self.version}":
+            raise ValueError(f"id must be '<library>-<version>', got '{self.id}'")
+        names = {p.name for p in self.presets}
+        for p in self.presets:
+            if p.alias_of is not None and p.alias_of not in names:
+                raise ValueError(f"preset '{p.name}' is an alias of unknown preset '{p.alias_of}'")
+            for role in (p.weights, p.input_activations):
+                if role is not None and role.strategy not in self.strategies:
+                    raise ValueError(f"preset '{p.name}': unknown strategy '{role.strategy}'")
+        return self
+
+    def preset(self, name: str) -> CtPreset | None:
+        for p in self.presets:
+            if p.name == name:
+                return self.preset(p.alias_of) if p.alias_of else p
+        return None
+

@@ -1,0 +1,177 @@
+"""The vLLM and SGLang command-line flags quantadvise reads and writes: one table per engine.
+
+Each :class:`Flag` names a field (the :class:`~quantadvise.artifacts.invocation.EngineInvocation`
+attribute it fills), every spelling the engine accepts (the first is the one written), and the
+type the engine parses it as. The deployment-file readers (``artifacts/``) look flags up here; the
+deploy plan writes its ``vllm serve ...`` / ``python -m sglang.launch_server ...`` lines from the
+same rows, so a command quantadvise writes reads back to the fields it was written from. Pure data
+and a few helpers: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..defaults import MEMORY_UTILIZATION
+
+Engine = Literal["vllm", "sglang"]
+FlagType = Literal["str", "int", "float", "json"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    field: str  # the EngineInvocation field it sets
+    names: tuple[str, ...]  # every spelling the engine accepts; names[0] is the one written
+    type: FlagType = "str"
+    human_int: bool = False  # vLLM parses it with human_readable_int: 32k = 32000, 32K = 32768
+    default: float | None = None  # left out of a written command at this value
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+@dataclass(frozen=True)
+class EngineFlags:
+    engine: Engine
+    launch: tuple[str, ...]  # the command written before the model
+    positional_model: bool  # the written command takes the model as its first argument, not as a flag
+    flags: tuple[Flag, ...]  # in the order a written command gives them
+    underscores: bool = False  # --max_model_len is read as --max-model-len (vLLM's FlexibleArgumentParser)
+    dotted_json: bool = False  # --speculative-config.method eagle3 sets one key of a JSON flag (vLLM)
+
+    def named(self, name: str) -> Flag | None:
+        """The flag a spelling names (``-tp``, ``--tp-size`` ...), None when it is not in the table."""
+        return _BY_NAME[self.engine].get(name)
+
+    def for_field(self, field: str) -> Flag:
+        return _BY_FIELD[self.engine][field]
+
+
+# `python -m MODULE` entrypoints that start the server (vllm/entrypoints/openai/api_server.py,
+# sglang/launch_server.py).
+VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+SGLANG_MODULES = ("sglang.launch_server", "sglang_router.launch_server")
+
+VLLM = EngineFlags(
+    engine="vllm",
+    launch=("vllm", "serve"),
+    positional_model=True,
+    underscores=True,
+    dotted_json=True,
+    flags=(
+        Flag("model", ("--model",)),
+        Flag("quantization", ("--quantization", "-q")),
+        Flag("kv_cache_dtype", ("--kv-cache-dtype",)),
+        Flag("max_num_seqs", ("--max-num-seqs",), "int"),
+        Flag("max_model_len", ("--max-model-len",), "int", human_int=True),
+        Flag("tensor_parallel_size", ("--tensor-parallel-size", "-tp"), "int", default=1),
+        Flag("pipeline_parallel_size", ("--pipeline-parallel-size", "-pp"), "int", default=1),
+        Flag("dtype", ("--dtype",)),
+        Flag("gpu_memory_utilization", ("--gpu-memory-utilization",), "float", default=MEMORY_UTILIZATION),
+        Flag("max_num_batched_tokens", ("--max-num-batched-tokens",), "int", human_int=True),
+        Flag("speculative_config", ("--speculative-config",), "json"),
+    ),
+)
+
+SGLANG = EngineFlags(
+    engine="sglang",
+    launch=("python", "-m", SGLANG_MODULES[0]),
+    positional_model=False,
+    flags=(
+        Flag("model", ("--model-path", "--model")),
+        Flag("quantization", ("--quantization",)),
+        Flag("kv_cache_dtype", ("--kv-cache-dtype",)),
+        Flag("max_num_seqs", ("--max-running-requests",), "int"),
+        Flag("max_model_len", ("--context-length",), "int"),
+        Flag("tensor_parallel_size", ("--tp-size", "--tensor-parallel-size", "--tp"), "int", default=1),
+        Flag("pipeline_parallel_size", ("--pp-size", "--pipeline-parallel-size"), "int", default=1),
+        Flag("dtype", ("--dtype",)),
+        # SGLang derives its own fraction from the GPU's memory; a plan writes one only when the workload
+        # departs from quantadvise's default utilization.
+        Flag("gpu_memory_utilization", ("--mem-fraction-static",), "float", default=MEMORY_UTILIZATION),
+    ),
+)
+
+ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
+_BY_NAME = {e: {n: f for f in t.flags for n in f.names} for e, t in ENGINES.items()}
+_BY_FIELD = {e: {f.field: f for f in t.flags} for e, t in ENGINES.items()}
+
+# Flags known to take no value (so the next token is not read as one), both engines'.
+BOOLEAN_FLAGS = frozenset({
+    "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--enable-chunked-prefill",
+    "--disable-log-requests", "--disable-log-stats", "--enable-log-requests", "--enable-lora",
+    "--enable-auto-tool-choice", "--enable-expert-parallel", "--disable-custom-all-reduce",
+    "--disable-sliding-window", "--skip-tokenizer-init", "--disable-frontend-multiprocessing",
+    "--enable-reasoning", "--disable-fastapi-docs", "--enable-prompt-tokens-details", "--enable-sleep-mode",
+    "--async-scheduling", "--enable-eplb", "--headless", "--enable-server-load-tracking",
+    "--enable-force-include-usage", "--enable-request-id-headers", "--disable-uvicorn-access-log",
+    "--use-v2-block-manager", "--enable-log-outputs", "--calculate-kv-scales", "--disable-cascade-attn",
+    "--return-tokens-as-token-ids", "--enable-lora-bias", "--fully-sharded-loras",
+    "--disable-radix-cache", "--disable-cuda-graph", "--disable-cuda-graph-padding", "--enable-torch-compile",
+    "--enable-dp-attention", "--enable-mixed-chunk", "--enable-metrics", "--enable-ep-moe", "--enable-deepep-moe",
+    "--disable-overlap-schedule", "--enable-cache-report", "--log-requests", "--enable-p2p-check",
+    "--enable-nan-detection", "--enable-two-batch-overlap", "--disable-chunked-prefix-cache",
+    "--enable-hierarchical-cache", "--show-time-cost", "--enable-dp-lm-head", "--enable-multimodal",
+    "--allow-auto-truncate", "--enable-memory-saver", "--enable-deterministic-inference",
+    "--enable-priority-scheduling", "--disable-shared-experts-fusion", "--enable-symm-mem",
+})
+BOOLEAN_PREFIXES = ("--enable-", "--disable-", "--no-")
+
+
+def is_boolean(name: str) -> bool:
+    """Whether a flag takes no value."""
+    return name in BOOLEAN_FLAGS or name.startswith(BOOLEAN_PREFIXES)
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+def _written(flag: Flag, value: Any) -> str | None:
+    """The flag's value as written, None when it is left out (unset, or the default)."""
+    if value is None or value == "":
+        return None
+    if flag.default is not None and abs(value - flag.default) <= 1e-9:
+        return None
+    if flag.type == "float":
+        return f"{value:g}"
+    if flag.type == "json" and not isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
+def engine_command(engine: str, model: str, **fields: Any) -> str:
+    """The command that serves ``model`` on ``engine`` with ``fields`` (the table's field names:
+    ``quantization``, ``kv_cache_dtype``, ``max_num_seqs``, ``max_model_len``,
+    ``tensor_parallel_size``, ``gpu_memory_utilization`` ...); unset fields and defaults are left out.
+
+    >>> engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2)
+    'python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2'
+    """
+    table = ENGINES.get(engine)
+    if table is None:
+        raise ValueError(f"no command-line flags on file for engine {engine!r} (known: {', '.join(ENGINES)})")
+    unknown = sorted(set(fields) - set(_BY_FIELD[engine]))
+    if unknown:
+        raise TypeError(f"{engine} has no flag for {', '.join(unknown)}")
+    args = [*table.launch, model] if table.positional_model else [*table.launch, table.for_field("model").name, model]
+    for flag in table.flags:
+        text = _written(flag, fields.get(flag.field))
+        if text is not None:
+            args += [flag.name, text]
+    return shlex.join(args)
+
+
+def vllm_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
+                 memory_utilization: float) -> str:
+    return engine_command("vllm", model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=batch,
+                          max_model_len=ctx, tensor_parallel_size=gpus, gpu_memory_utilization=memory_utilization)
+
+
+def sglang_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
+                   memory_utilization: float) -> str:
+    return engine_command("sglang", model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=batch,
+                          max_model_len=ctx, tensor_parallel_size=gpus, gpu_memory_utilization=memory_utilization)

@@ -1,0 +1,63 @@
+"""QA1xx: the engine refuses the deployment or misbehaves with it (what ``inspect`` predicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .findings import Findings, Site
+from .rules import _KIND_FLAG, rule_for_kind
+
+
+def engine_findings(out: Findings, site: Site, findings: Iterable[Any], engine_label: str) -> list[str]:
+    """Map an engine resolution's findings (``engines.Finding``) to rules; returns the notes for
+    informational ones."""
+    out.ran_rules("QA101", "QA102", "QA103", "QA104", "QA105", "QA106", "QA203", "QA204")
+    notes = []
+    for f in findings:
+        rid = rule_for_kind(f.kind, f.severity)
+        if rid is None:
+            notes.append(f"{engine_label}: {f.message}")
+            continue
+        file, line = site.at(*_KIND_FLAG.get(f.kind, ("quantization", "kv_cache_dtype", "model")))
+        out.add(rid, f"{engine_label}: {f.message}", subject=f"{site.key}|{f.kind}|{f.subject or ''}", file=file,
+                line=line, target=site.label, engine_message=f.engine_message)
+    return notes
+
+
+def parallelism_findings(out: Findings, site: Site, *, tp: int, pp: int, gpus_given: int | None,
+                         split_error: str | None) -> None:
+    out.ran_rules("QA107")
+    if gpus_given is not None and tp * pp > gpus_given:
+        file, line = site.at("tensor_parallel_size", "pipeline_parallel_size", "gpu_count")
+        given_at = f" (line {site.flag_lines['gpu_count']})" if "gpu_count" in site.flag_lines else ""
+        out.add("QA107", f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} = {tp * pp} GPUs, but the "
+                f"container is given {gpus_given}{given_at}: the engine cannot place its workers",
+                subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
+    if split_error:
+        file, line = site.at("tensor_parallel_size", "gpus")
+        out.add("QA107", split_error, subject=f"{site.key}|tp-split", file=file, line=line, target=site.label)
+
+
+_REFUSE = "the engine would refuse it"
+
+
+def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unresolved: Mapping[str, str]) -> None:
+    """An invocation's parse warnings (QA108 when the engine would refuse the value, else QA109) and
+    flags that matter whose value is unresolved (QA110)."""
+    import re
+
+    out.ran_rules("QA108", "QA109", "QA110")
+    for w in warnings:
+        m = re.search(r"line (\d+)", w)
+        line = int(m.group(1)) if m else site.line
+        text = re.sub(r"^.*?: line \d+: ", "", w)
+        rid = "QA108" if _REFUSE in w else "QA109"
+        out.add(rid, text, subject=f"{site.key}|{text}", file=site.file, line=line, target=site.label)
+    for name, raw in unresolved.items():
+        file, line = site.at(name)
+        out.add("QA110", f"{name.replace('_', '-')} is '{raw}', set at run time: not checked (give the variable a "
+                "default in the artifact or declare the value in quantadvise.yaml)",
+                subject=f"{site.key}|unresolved|{name}", file=file, line=line, target=site.label)
+
+

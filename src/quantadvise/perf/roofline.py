@@ -1,0 +1,368 @@
+"""The roofline report: one :class:`~.step.StepModel` per scheme, swept over batches x contexts,
+with each scheme's ridge batch, the pairwise crossovers, optional dense curves for plots, and the
+notes and warnings a reader needs (docs/roofline.md).
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+from .. import defaults
+from ..errors import InputError
+from ..hardware import GPU
+from ..kvcache import bytes_per_token_short
+from ..model import ModelArch, ModelSource
+from ..results import Out, Result
+from ..scheme import Scheme, TensorQuant
+from ..sizing import size_model
+from .datapath import datapath
+from .inputs import parse_batches, parse_contexts
+from .profiles import AllReduceCost, Curve, DequantCost, Efficiency, Provenance, describe_models
+from .solve import Fn, crossings
+from .step import StepModel, check_tensor_parallel
+
+# -------------------------------------------------------------------------------------------------
+# The result
+# -------------------------------------------------------------------------------------------------
+
+
+class ModelInfo(ModelSource):
+    """The model the report is about: where it came from and what it is."""
+
+    kind: str
+    architecture: str
+
+
+class GpuInfo(Out):
+    id: str
+    name: str
+    bandwidth_bytes_per_s: float
+    aggregate_bandwidth_bytes_per_s: float  # x the tensor-parallel size
+    memory_bytes: int
+    interconnect: str | None  # its kind
+    interconnect_bytes_per_s: float | None  # per direction
+
+
+class ProfileInfo(Out):
+    """The efficiency profile the first scheme used (curves appear as ``{batch, value}``)."""
+
+    id: str
+    ideal: bool
+    memory_efficiency: float | Curve
+    compute_efficiency: dict[str, float | Curve]  # math format -> efficiency
+    dequant: DequantCost | None
+    allreduce: AllReduceCost
+    step_overhead_s: float
+    models: dict[str, str]  # scheme -> the performance model that priced it (profiles.MODELS)
+    calibration: Provenance | None  # the measurement behind a calibrated profile, on this GPU
+
+
+class ByteSplit(Out):
+    weights: float
+    kv: float
+    activations: float
+
+
+class TimeSplit(Out):
+    linear_s: float
+    attention_s: float
+    activations_s: float
+    dequant_s: float
+    communication_s: float
+    overhead_s: float
+
+
+class Point(Out):
+    scheme: str
+    batch: int
+    ctx: int
+    step_time_s: float
+    tokens_per_s: float
+    bound: str
+    bytes: ByteSplit
+    byte_shares: ByteSplit
+    flops: float
+    intensity_flop_per_byte: float
+    time: TimeSplit
+    memory_per_gpu_bytes: int
+    fits: bool
+    ttft_s: float | None = None
+
+
+class SchemeSummary(Out):
+    scheme: str
+    description: str
+    math: str
+    execution: str
+    dequant: bool
+    bytes_per_weight: float
+    weights_bytes_per_gpu: int
+    peak_flops_per_s: float
+    ridge_flop_per_byte: float
+    memory_efficiency: float
+    compute_efficiency: float
+    model: str = "default-efficiency"  # ideal | default-efficiency | calibrated-ceilings | calibrated
+
+
+class Crossover(Out):
+    a: str
+    b: str
+    ctx: int
+    batch: float
+    faster_below: str
+    faster_above: str
+
+
+class CurveOut(Out):
+    scheme: str
+    ctx: int
+    batch: list[float]
+    step_time_s: list[float]
+    tokens_per_s: list[float]
+
+
+class RooflineResult(Result):
+    """``quantadvise roofline``: per GPU of the tensor-parallel group; docs/roofline.md §9 lists the fields."""
+
+    model: ModelInfo
+    gpu: GpuInfo
+    gpus: int
+    scope: str
+    kv_dtype: str
+    kv_bytes_per_token: float
+    profile: ProfileInfo
+    prompt: int | None
+    schemes: list[SchemeSummary]
+    ridge_batch: dict[str, float | None]
+    points: list[Point]
+    crossovers: list[Crossover]
+    crossover_search_max_batch: float
+    curves: list[CurveOut] = []
+    notes: list[str] = []
+    warnings: list[str] = []
+
+
+def roofline(
+    arch: ModelArch,
+    schemes: list[Scheme],
+    gpu: GPU,
+    efficiencies: list[Efficiency],
+    *,
+    model_info: ModelSource | None = None,
+    kv: TensorQuant | None = None,
+    kv_name: str = "bf16",
+    batches: str | int | list[int] | tuple[int, ...] = defaults.ROOFLINE_BATCHES,
+    contexts: str | int | list[int] | tuple[int, ...] = defaults.ROOFLINE_CONTEXTS,
+    prompt: int | None = None,
+    gpus: int = 1,
+    scope: str = "full",
+    curve_points: int = 0,
+    notes: list[str] | None = None,
+    memory_utilization: float = defaults.MEMORY_UTILIZATION,
+    reserve_bytes: int = defaults.RESERVE_BYTES,
+) -> RooflineResult:
+    """The whole report: one :class:`StepModel` per scheme, swept over batches x contexts, with
+    ridge batches and pairwise crossovers. ``efficiencies[i]`` belongs to ``schemes[i]``;
+    ``batches`` and ``contexts`` as :func:`.inputs.parse_batches` / :func:`.inputs.parse_contexts`
+    read them; ``model_info`` = where the model came from (:class:`ModelInfo`'s keys)."""
+    if not schemes:
+        raise InputError("give at least one scheme", field="scheme")
+    ids = [s.id for s in schemes]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise InputError(f"scheme '{dup[0]}' is listed twice (aliases name the same preset)", field="scheme")
+    if prompt is not None and prompt < 1:
+        raise InputError(f"--prompt must be >= 1 token, got {prompt}", field="prompt")
+    if kv is not None and kv.is_quantized and kv.math == "fp4" and not gpu.has_math("fp4"):
+        raise InputError(f"KV cache dtype '{kv_name}' needs fp4 hardware (Blackwell / CDNA4); {gpu.name} has none",
+                         field="kv_dtype")
+    batch_list = parse_batches(batches)
+    context_list = parse_contexts(contexts)
+    check_tensor_parallel(arch, gpu, gpus)
+
+    warnings: list[str] = list(arch.warnings)
+    models: list[StepModel] = []
+    summaries: list[SchemeSummary] = []
+    ridge: dict[str, float | None] = {}
+    budget = gpu.memory_bytes * memory_utilization - reserve_bytes
+    resident: dict[str, float] = {}
+    for scheme, eff in zip(schemes, efficiencies, strict=True):
+        path = datapath(scheme, gpu)
+        if path.note:
+            warnings.append(path.note)
+        sm = StepModel(arch, scheme, gpu, kv=kv, gpus=gpus, efficiency=eff, scope=scope, path=path)
+        models.append(sm)
+        rb = sm.ridge_batch()
+        ridge[scheme.id] = rb
+        at = rb or 1.0
+        resident[scheme.id] = size_model(arch, scheme).total_bytes / gpus
+        fit = eff.linear
+        peak = sm.peak_flops_per_s(path.math)
+        summaries.append(SchemeSummary(
+            scheme=scheme.id,
+            description=scheme.description,
+            math=path.math,
+            execution=path.execution,
+            dequant=path.dequant and eff.dequant is not None and fit is None,
+            bytes_per_weight=sm.bytes_per_weight(),
+            weights_bytes_per_gpu=math.ceil(resident[scheme.id]),
+            peak_flops_per_s=peak,
+            ridge_flop_per_byte=(fit.compute_efficiency * peak) / (fit.memory_efficiency * gpu.bandwidth_bytes_per_s)
+            if fit is not None else sm.ridge_flop_per_byte(at),
+            memory_efficiency=fit.memory_efficiency if fit is not None else eff.memory_at(at),
+            compute_efficiency=fit.compute_efficiency if fit is not None else eff.compute_at(path.math, at),
+            model=eff.model,
+        ))
+
+    points: list[Point] = []
+    unfit = 0
+    for ctx in context_list:
+        ttfts = {}
+        for b in batch_list:
+            for scheme, sm in zip(schemes, models, strict=True):
+                c = sm.decode(b, ctx)
+                if prompt is not None:
+                    key = (scheme.id, b)
+                    ttfts[key] = sm.prefill(b, prompt).time_s
+                mem_gpu = resident[scheme.id] + b * sm.cached_tokens(ctx) * sm.kv_per_cached_token
+                fits = mem_gpu <= budget
+                unfit += not fits
+                total_b = c.bytes or 1.0
+                points.append(Point(
+                    scheme=scheme.id,
+                    batch=b,
+                    ctx=ctx,
+                    step_time_s=c.time_s,
+                    tokens_per_s=b / c.time_s,
+                    bound=c.bound,
+                    bytes=ByteSplit(weights=c.weights_bytes, kv=c.kv_bytes, activations=c.activation_bytes),
+                    byte_shares=ByteSplit(weights=c.weights_bytes / total_b, kv=c.kv_bytes / total_b,
+                                          activations=c.activation_bytes / total_b),
+                    flops=c.flops,
+                    intensity_flop_per_byte=c.flops / total_b,
+                    time=TimeSplit(linear_s=c.linear_s, attention_s=c.attention_s, activations_s=c.activations_s,
+                                   dequant_s=c.dequant_s, communication_s=c.communication_s,
+                                   overhead_s=c.overhead_s),
+                    memory_per_gpu_bytes=math.ceil(mem_gpu),
+                    fits=fits,
+                    ttft_s=ttfts.get((scheme.id, b)),
+                ))
+
+    hi = float(max(max(batch_list), 1024))
+    cross: list[Crossover] = []
+    for ctx in context_list:
+        for (sa, ma), (sb, mb) in combinations(list(zip(schemes, models, strict=True)), 2):
+            cached = ma.cached_tokens(ctx)
+            for x in crossings(_gap(ma, mb, cached), 1.0, hi):
+                below = ma.decode_time(x * 0.99, cached) < mb.decode_time(x * 0.99, cached)
+                cross.append(Crossover(a=sa.id, b=sb.id, ctx=ctx, batch=x,
+                                       faster_below=sa.id if below else sb.id,
+                                       faster_above=sb.id if below else sa.id))
+
+    curves: list[CurveOut] = []
+    lo_b, hi_b = float(min(batch_list)), float(max(batch_list))
+    if curve_points > 1 and hi_b > lo_b:
+        xs = [lo_b * (hi_b / lo_b) ** (i / (curve_points - 1)) for i in range(curve_points)]
+        for ctx in context_list:
+            for scheme, sm in zip(schemes, models, strict=True):
+                ct = sm.cached_tokens(ctx)
+                ts = [sm.decode_time(x, ct) for x in xs]
+                curves.append(CurveOut(scheme=scheme.id, ctx=ctx, batch=xs, step_time_s=ts,
+                                       tokens_per_s=[x / t for x, t in zip(xs, ts, strict=True)]))
+
+    calibrated = [s.id for s, e in zip(schemes, efficiencies, strict=True) if e.linear is not None]
+    notes = [
+        ("a model fitted to measurements: the linear layers of " + ", ".join(calibrated) + " follow their measured "
+         "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
+        if calibrated else
+        "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed",
+        *(notes or []),
+    ]
+    eff0 = efficiencies[0]
+    if eff0.ideal:
+        notes.append("ideal: spec-sheet peaks, no dequantisation cost, no communication latency")
+    by_id = {s.id: e for s, e in zip(schemes, efficiencies, strict=True)}
+    calib = next((e.calibration for e in efficiencies if e.calibration is not None), None)
+    if calib is not None:
+        notes.append("speed model: " + describe_models(by_id))
+        if calib.simulated:
+            warnings.append(f"profile {eff0.profile_id} holds SIMULATED timings (calibrate --backend simulated), "
+                            "not a measurement of a GPU")
+    others = next((e.other_calibrations for e in efficiencies if e.other_calibrations), ())
+    if others:
+        warnings.append(f"profile {eff0.profile_id} holds measurements for {', '.join(others)}, not for {gpu.id}: "
+                        "the default efficiencies apply")
+    if gpus > 1:
+        ic = gpu.interconnect
+        notes.append(
+            f"tensor parallel over {gpus} GPUs is a model: weights, experts and heads split {gpus} ways, "
+            f"2 all-reduces per layer over {ic.kind if ic else '?'} at "
+            f"{(ic.bandwidth_bytes_per_s if ic else 0) / 1e9:,.0f} GB/s per direction, not overlapped; bytes and "
+            "FLOPs are per GPU"
+        )
+    if scope == "decoder":
+        notes.append("decoder scope (the chapter's accounting): decoder linear matrices, KV cache and residual "
+                     "stream only; no embedding, lm_head, norms or logits")
+    if arch.attention_layers.linear:
+        notes.append(f"{arch.attention_layers.linear} linear-attention layers cache no per-token KV; their "
+                     "fixed recurrent state is not modelled")
+    if unfit:
+        warnings.append(
+            f"{unfit} of {len(points)} points do not fit in {gpus} x {gpu.name} memory (weights + KV > "
+            f"{memory_utilization:.0%} of memory minus {reserve_bytes / 1024**3:.0f} GiB); their times assume "
+            "they would"
+        )
+    if gpus > 8 and gpu.id != "gb200":
+        warnings.append(f"tensor parallel over {gpus} GPUs crosses the 8-GPU NVLink/Infinity Fabric domain of most "
+                        "platforms; the model still uses the per-GPU interconnect bandwidth")
+
+    ic = gpu.interconnect
+    return RooflineResult(
+        model=ModelInfo(**(model_info or ModelSource(id=arch.architecture, source="object")).model_dump(),
+                        kind=arch.kind, architecture=arch.architecture),
+        gpu=GpuInfo(
+            id=gpu.id,
+            name=gpu.name,
+            bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+            aggregate_bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s * gpus,
+            memory_bytes=gpu.memory_bytes,
+            interconnect=ic.kind if ic else None,
+            interconnect_bytes_per_s=ic.bandwidth_bytes_per_s if ic else None,
+        ),
+        gpus=gpus,
+        scope=scope,
+        kv_dtype=kv_name,
+        kv_bytes_per_token=bytes_per_token_short(arch, kv),
+        profile=ProfileInfo(
+            id=eff0.profile_id,
+            ideal=eff0.ideal,
+            memory_efficiency=eff0.memory,
+            compute_efficiency=dict(sorted(eff0.compute.items())),
+            dequant=eff0.dequant,
+            allreduce=eff0.allreduce,
+            step_overhead_s=eff0.step_overhead_s,
+            models={sid: e.model for sid, e in by_id.items()},
+            calibration=calib,
+        ),
+        prompt=prompt,
+        schemes=summaries,
+        ridge_batch=ridge,
+        points=points,
+        crossovers=cross,
+        crossover_search_max_batch=hi,
+        curves=curves,
+        notes=notes,
+        warnings=warnings,
+    )
+
+
+def _gap(ma: StepModel, mb: StepModel, cached: float) -> Fn:
+    """The relative difference of two schemes' decode step times as a function of batch."""
+    return lambda batch: _rel_diff(ma.decode_time(batch, cached), mb.decode_time(batch, cached))
+
+
+def _rel_diff(a: float, b: float) -> float:
+    return (a - b) / max(a, b)

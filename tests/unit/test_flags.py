@@ -1,0 +1,85 @@
+"""The one engine-flag table: a command the deploy plan writes reads back, through the deployment-file
+reader, to the fields it was written from."""
+
+from __future__ import annotations
+
+import pytest
+
+from quantadvise.artifacts.invocation import EngineInvocation
+from quantadvise.artifacts.launch import parse_shell
+from quantadvise.engines.flags import ENGINES, engine_command, sglang_command, vllm_command
+
+
+def read_back(command: str) -> EngineInvocation:
+    invs = parse_shell(command + "\n", "serve.sh")
+    assert len(invs) == 1, invs
+    return invs[0]
+
+
+ROUND_TRIP = [
+    # quantization, kv, batch, ctx, gpus, memory utilization
+    ("awq_marlin", "fp8", 64, 8192, 2, 0.85),
+    ("fp8", None, 1, 2048, 1, 0.90),
+    (None, "fp8_e5m2", 256, 131072, 8, 0.95),
+    ("compressed-tensors", None, 16, 32768, 4, 0.5),
+]
+
+
+@pytest.mark.parametrize("writer", [vllm_command, sglang_command], ids=["vllm", "sglang"])
+@pytest.mark.parametrize(("quantization", "kv", "batch", "ctx", "gpus", "mem"), ROUND_TRIP)
+def test_a_written_command_reads_back_to_its_fields(writer, quantization, kv, batch, ctx, gpus, mem):
+    cmd = writer("org/model", quantization=quantization, kv=kv, batch=batch, ctx=ctx, gpus=gpus,
+                 memory_utilization=mem)
+    inv = read_back(cmd)
+    assert inv.engine == writer.__name__.removesuffix("_command")
+    assert inv.model == "org/model"
+    assert inv.quantization == quantization
+    assert inv.kv_cache_dtype == kv
+    assert inv.max_num_seqs == batch
+    assert inv.max_model_len == ctx
+    # a default is left out of the command: TP 1, quantadvise's default utilization (vLLM's 0.9)
+    assert inv.tensor_parallel_size == (gpus if gpus > 1 else None)
+    assert inv.gpu_memory_utilization == (mem if mem != 0.90 else None)
+    assert not inv.other and not inv.warnings and not inv.unresolved_env
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_every_flag_in_the_table_round_trips(engine):
+    """Each non-model field written by engine_command (names[0]) is read back, typed, by the reader."""
+    values = {"quantization": "fp8", "kv_cache_dtype": "fp8", "dtype": "bfloat16", "max_num_seqs": 24,
+              "max_model_len": 4096, "tensor_parallel_size": 2, "pipeline_parallel_size": 2,
+              "gpu_memory_utilization": 0.8, "max_num_batched_tokens": 8192,
+              "speculative_config": {"method": "eagle3", "num_speculative_tokens": 3}}
+    fields = {f.field: values[f.field] for f in ENGINES[engine].flags if f.field != "model"}
+    inv = read_back(engine_command(engine, "m", **fields))
+    assert inv.model == "m"
+    assert {k: getattr(inv, k) for k in fields} == fields
+    assert set(inv.flag_lines) == {"model", *fields}
+
+
+def test_every_spelling_names_one_flag():
+    for table in ENGINES.values():
+        names = [n for f in table.flags for n in f.names]
+        assert len(names) == len(set(names)), table.engine
+        assert [f.field for f in table.flags].count("model") == 1
+
+
+def test_the_written_commands_are_pinned():
+    kw = dict(quantization="awq_marlin", kv="fp8", batch=64, ctx=8192, gpus=2, memory_utilization=0.85)
+    assert vllm_command("org/m", **kw) == (
+        "vllm serve org/m --quantization awq_marlin --kv-cache-dtype fp8 --max-num-seqs 64 --max-model-len 8192 "
+        "--tensor-parallel-size 2 --gpu-memory-utilization 0.85")
+    assert sglang_command("org/m", **kw) == (
+        "python -m sglang.launch_server --model-path org/m --quantization awq_marlin --kv-cache-dtype fp8 "
+        "--max-running-requests 64 --context-length 8192 --tp-size 2 --mem-fraction-static 0.85")
+    assert vllm_command("./my model", quantization=None, kv=None, batch=1, ctx=2048, gpus=1,
+                        memory_utilization=0.9) == "vllm serve './my model' --max-num-seqs 1 --max-model-len 2048"
+    assert engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2) == (
+        "python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2")
+
+
+def test_engine_command_refuses_what_it_has_no_flag_for():
+    with pytest.raises(TypeError, match="max_num_batched_tokens"):
+        engine_command("sglang", "m", max_num_batched_tokens=8192)
+    with pytest.raises(ValueError, match="tgi"):
+        engine_command("tgi", "m")
