@@ -12,7 +12,6 @@ GiB = 1024**3
 MODEL = "meta-llama/Meta-Llama-3-8B"
 GPU = "h100-sxm"
 ENGINE = "vllm"
-ENGINES = ("vllm", "sglang")  # the engines quantadvise models
 
 # -- the workload --------------------------------------------------------------------------------
 BATCH = 1  # concurrent sequences

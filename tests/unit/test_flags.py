@@ -7,7 +7,13 @@ import pytest
 
 from quantadvise.artifacts.invocation import EngineInvocation
 from quantadvise.artifacts.launch import parse_shell
-from quantadvise.engines.flags import ENGINES, engine_command, sglang_command, vllm_command
+from quantadvise.engines.flags import ENGINES, engine_command
+
+
+def serving(engine: str, model: str, *, quantization, kv, batch, ctx, gpus, memory_utilization) -> str:
+    """What the deploy plan writes for a recommendation (advisor/plan.py's deploy_plan)."""
+    return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=batch,
+                          max_model_len=ctx, tensor_parallel_size=gpus, gpu_memory_utilization=memory_utilization)
 
 
 def read_back(command: str) -> EngineInvocation:
@@ -25,13 +31,13 @@ ROUND_TRIP = [
 ]
 
 
-@pytest.mark.parametrize("writer", [vllm_command, sglang_command], ids=["vllm", "sglang"])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize(("quantization", "kv", "batch", "ctx", "gpus", "mem"), ROUND_TRIP)
-def test_a_written_command_reads_back_to_its_fields(writer, quantization, kv, batch, ctx, gpus, mem):
-    cmd = writer("org/model", quantization=quantization, kv=kv, batch=batch, ctx=ctx, gpus=gpus,
-                 memory_utilization=mem)
+def test_a_written_command_reads_back_to_its_fields(engine, quantization, kv, batch, ctx, gpus, mem):
+    cmd = serving(engine, "org/model", quantization=quantization, kv=kv, batch=batch, ctx=ctx, gpus=gpus,
+                  memory_utilization=mem)
     inv = read_back(cmd)
-    assert inv.engine == writer.__name__.removesuffix("_command")
+    assert inv.engine == engine
     assert inv.model == "org/model"
     assert inv.quantization == quantization
     assert inv.kv_cache_dtype == kv
@@ -66,14 +72,14 @@ def test_every_spelling_names_one_flag():
 
 def test_the_written_commands_are_pinned():
     kw = dict(quantization="awq_marlin", kv="fp8", batch=64, ctx=8192, gpus=2, memory_utilization=0.85)
-    assert vllm_command("org/m", **kw) == (
+    assert serving("vllm", "org/m", **kw) == (
         "vllm serve org/m --quantization awq_marlin --kv-cache-dtype fp8 --max-num-seqs 64 --max-model-len 8192 "
         "--tensor-parallel-size 2 --gpu-memory-utilization 0.85")
-    assert sglang_command("org/m", **kw) == (
+    assert serving("sglang", "org/m", **kw) == (
         "python -m sglang.launch_server --model-path org/m --quantization awq_marlin --kv-cache-dtype fp8 "
         "--max-running-requests 64 --context-length 8192 --tp-size 2 --mem-fraction-static 0.85")
-    assert vllm_command("./my model", quantization=None, kv=None, batch=1, ctx=2048, gpus=1,
-                        memory_utilization=0.9) == "vllm serve './my model' --max-num-seqs 1 --max-model-len 2048"
+    assert serving("vllm", "./my model", quantization=None, kv=None, batch=1, ctx=2048, gpus=1,
+                   memory_utilization=0.9) == "vllm serve './my model' --max-num-seqs 1 --max-model-len 2048"
     assert engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2) == (
         "python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2")
 

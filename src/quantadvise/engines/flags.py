@@ -163,15 +163,3 @@ def engine_command(engine: str, model: str, **fields: Any) -> str:
         if text is not None:
             args += [flag.name, text]
     return shlex.join(args)
-
-
-def vllm_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
-                 memory_utilization: float) -> str:
-    return engine_command("vllm", model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=batch,
-                          max_model_len=ctx, tensor_parallel_size=gpus, gpu_memory_utilization=memory_utilization)
-
-
-def sglang_command(model: str, *, quantization: str | None, kv: str | None, batch: int, ctx: int, gpus: int,
-                   memory_utilization: float) -> str:
-    return engine_command("sglang", model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=batch,
-                          max_model_len=ctx, tensor_parallel_size=gpus, gpu_memory_utilization=memory_utilization)

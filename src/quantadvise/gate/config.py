@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from .. import defaults
+from ..engines.flags import Engine
 from ..errors import ConfigError
 from ..workload import WorkloadSpec
 
@@ -107,7 +108,7 @@ class DeploymentConfig(_Cfg):
 
     version: Literal[1] = 1
     model: str | None = None
-    engine: Literal["vllm", "sglang"] | None = None
+    engine: Engine | None = None
     engine_version: str | None = None
     gpu: str | None = None
     gpus: int | None = Field(default=None, ge=1, le=1024)
