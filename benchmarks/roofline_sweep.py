@@ -16,8 +16,9 @@ import statistics
 import time
 
 from quantadvise import api, catalog
+from quantadvise.perf.efficiency import resolve
+from quantadvise.perf.profiles import IDEAL
 from quantadvise.perf.step import StepModel
-from quantadvise.perf.profiles import IDEAL, resolve
 
 GPUS = ("h100-sxm", "h100-pcie", "h200", "h20", "b200", "a100-80gb", "a10g", "l4", "l40s", "mi300x")
 SCHEMES = ("bf16", "w4a16", "awq", "gptq", "w8a16", "fp8-dynamic", "w8a8-int8", "nvfp4")

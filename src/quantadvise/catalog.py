@@ -13,7 +13,7 @@ import json
 from datetime import date
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,11 +23,16 @@ from .errors import (
     SchemeError,
     UnknownNameError,
     format_validation_error,
+    norm_name,
 )
-from .evals.priors import AccuracyRule
-from .hardware import GPU
 from .layout import Layout
 from .scheme import DeployHints, LayerPolicy, Scheme, TensorQuant
+
+if TYPE_CHECKING:  # imported where used: `size` needs neither
+    from .engines.data import EngineData, FormatLibrary
+    from .evals.priors import AccuracyRule
+    from .hardware import GPU
+    from .perf.profiles import PerfProfile
 
 
 def data_dir() -> Path:
@@ -91,10 +96,6 @@ def data_yaml(path: Path, where: str) -> Any:
 @cache
 def _table(name: str) -> Any:
     return data_yaml(data_dir() / name, f"data/{name}")
-
-
-def norm_name(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
 
 
 class Row(BaseModel):
@@ -347,6 +348,8 @@ def _gpu_index() -> _Index:
 def get_gpu(name: str) -> GPU:
     """A GPU row by id, alias or the name the driver prints (case-insensitive)."""
     raw = _gpu_index().require(name, hint="`quantadvise roofline --help` lists the GPUs")
+    from .hardware import GPU
+
     try:
         return GPU.model_validate(raw)
     except ValidationError as exc:
@@ -376,7 +379,7 @@ def scheme_names(name: str) -> tuple[str, ...]:
 
 
 @cache
-def default_perf_profile():  # -> perfprofile.PerfProfile (imported lazily: most commands never need it)
+def default_perf_profile() -> PerfProfile:
     """The shipped efficiency profile, data/perf_profile.yaml."""
     from .perf.profiles import parse_profile
 
@@ -386,7 +389,7 @@ def default_perf_profile():  # -> perfprofile.PerfProfile (imported lazily: most
         raise DataError(str(exc)) from None
 
 
-def load_perf_profile(path: Path):  # -> perfprofile.PerfProfile
+def load_perf_profile(path: Path) -> PerfProfile:
     """A user ``--profile FILE`` (same format as data/perf_profile.yaml), or the name of a profile
     measured on a real GPU and shipped under data/profiles/ (``h200-2026-11-29``) when no such
     file exists."""
@@ -418,6 +421,8 @@ def shipped_profile_paths(root: Path | None = None) -> dict[str, Path]:
 @cache
 def accuracy_rules() -> tuple[AccuracyRule, ...]:
     """Published accuracy evidence the recommender applies as a veto (data/accuracy.yaml)."""
+    from .evals.priors import AccuracyRule
+
     doc = _table("accuracy.yaml")
     out = []
     for raw in doc.get("rules", []):
@@ -519,7 +524,7 @@ def _engine_name(engine: str) -> str:
 
 
 @cache
-def get_engine(engine: str, version: str | None = None) -> Any:
+def get_engine(engine: str, version: str | None = None) -> EngineData:
     """One engine release (an :class:`quantadvise.engines.EngineData`); the newest when ``version``
     is None or 'latest'."""
     from .engines.data import EngineData
@@ -540,7 +545,7 @@ def get_engine(engine: str, version: str | None = None) -> Any:
 
 
 @cache
-def format_library(library: str = "compressed-tensors", version: str | None = None) -> Any:
+def format_library(library: str = "compressed-tensors", version: str | None = None) -> FormatLibrary:
     """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
     from .engines.data import FormatLibrary
 

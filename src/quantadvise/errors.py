@@ -11,6 +11,12 @@ import difflib
 from collections.abc import Iterable
 
 
+def norm_name(name: str) -> str:
+    """How every name (GPU, scheme, model alias, profile entry) is compared: case-insensitive, with
+    ``_`` and ``-`` alike."""
+    return name.strip().lower().replace("_", "-")
+
+
 class QuantAdviseError(Exception):
     """Base class: bad input, bad data or an unreachable source. Exit code 2 in the CLI."""
 

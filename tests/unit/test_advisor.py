@@ -207,7 +207,8 @@ def test_engine_node_ranks_not_optimized_methods_last(monkeypatch):
 
     s_fast = catalog.get_scheme("w4a16")
     s_slow = catalog.get_scheme("fp8-dynamic")
-    from quantadvise.perf.profiles import IDEAL, resolve
+    from quantadvise.perf.efficiency import resolve
+    from quantadvise.perf.profiles import IDEAL
 
     eff = resolve([IDEAL], ("h100-sxm",))
     fast = Option(scheme=s_fast, deploy=DeployHints(), efficiency=eff, score_s=1.0)

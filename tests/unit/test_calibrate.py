@@ -27,6 +27,7 @@ from quantadvise.perf.calibration import (
     kernel_class,
     run_calibration,
 )
+from quantadvise.perf.efficiency import describe_models, resolve
 from quantadvise.perf.fit import fit_params
 from quantadvise.perf.profile_file import profile_yaml
 from quantadvise.perf.profiles import (
@@ -36,9 +37,7 @@ from quantadvise.perf.profiles import (
     Measurement,
     PerfProfile,
     blend,
-    describe_models,
     parse_profile,
-    resolve,
 )
 from quantadvise.perf.step import StepModel
 from quantadvise.perf.validation import validate

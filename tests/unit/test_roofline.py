@@ -12,8 +12,9 @@ import quantadvise as api
 from quantadvise import catalog
 from quantadvise.errors import ConfigError, InputError, SchemeError
 from quantadvise.perf.datapath import datapath
+from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.inputs import parse_batches, parse_contexts
-from quantadvise.perf.profiles import IDEAL, Curve, parse_profile, resolve
+from quantadvise.perf.profiles import IDEAL, Curve, parse_profile
 from quantadvise.perf.solve import crossings, first_root
 from quantadvise.perf.step import StepModel, expected_experts
 

@@ -16,7 +16,7 @@ from ..evals.priors import AccuracyRule
 from ..hardware import GPU
 from ..model import ModelArch
 from ..perf.datapath import datapath
-from ..perf.profiles import Efficiency
+from ..perf.efficiency import Efficiency
 from ..perf.step import StepModel
 from ..scheme import DeployHints, Scheme, TensorQuant
 from ..sizing import size_model

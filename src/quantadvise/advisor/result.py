@@ -181,4 +181,4 @@ class Prediction(Result):
     ttft_s: float | None = None
     profile: str
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
-    speed_model: str = "default-efficiency"  # perf.profiles.MODELS: ideal | default-efficiency | calibrated-ceilings | calibrated
+    speed_model: str = "default-efficiency"  # perf.efficiency.MODELS: ideal | default-efficiency | calibrated-ceilings | calibrated

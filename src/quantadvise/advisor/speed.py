@@ -15,7 +15,7 @@ from typing import Any
 from ..hardware import GPU
 from ..model import ModelArch
 from ..perf.datapath import datapath
-from ..perf.profiles import Efficiency
+from ..perf.efficiency import Efficiency
 from ..perf.solve import crossings
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant

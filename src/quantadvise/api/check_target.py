@@ -250,7 +250,7 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     """The deployed scheme and bf16 priced at the deployed workload, next to the recommendation."""
     from ..advisor.speed import predict as price
     from ..gate.target import perf_check
-    from ..perf.profiles import resolve as resolve_eff
+    from ..perf.efficiency import resolve as resolve_eff
     from .common import load_profiles
     from .recommend import recommend
 

@@ -29,6 +29,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
     """
     from ..advisor.options import BF16_KV, Context, KvOption, build_options
     from ..advisor.tree import recommend as walk
+    from ..perf.efficiency import profile_warnings
 
     data = _workload_data(workload, overrides)
     w = _parse(data)
@@ -53,15 +54,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
                   kv_name=forced.id if forced else BF16_KV, forced_kv=forced is not None)
     rec = walk(ctx, build_options(arch, g, w, candidates, kv_options, quant_kv), assumptions)
     warn = list(arch.warnings) + [x for x in rec.warnings if x not in arch.warnings]
-    effs = [c.efficiency for c in candidates]
-    prov = next((e.calibration for e in effs if e.calibration is not None), None)
-    if prov is not None and prov.simulated:
-        warn.append(f"profile {effs[0].profile_id} holds SIMULATED timings (calibrate --backend simulated), "
-                    "not a measurement of a GPU")
-    others = next((e.other_calibrations for e in effs if e.other_calibrations), ())
-    if others:
-        warn.append(f"profile {effs[0].profile_id} holds measurements for {', '.join(others)}, not for {g.id}: "
-                    "the default efficiencies apply")
+    warn += profile_warnings([c.efficiency for c in candidates], g.id)
     return rec.model_copy(update={"warnings": warn})
 
 
@@ -84,8 +77,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU) -> tuple[list[Candidate], 
     each fitted to the model's group constraints and priced by its efficiency curves. With a
     calibrated profile only the measured kernels are weighed (the advice follows the measurement)."""
     from ..advisor.options import Candidate
+    from ..perf.efficiency import resolve as resolve_eff
     from ..perf.inputs import fit_weight_group
-    from ..perf.profiles import resolve as resolve_eff
 
     profiles = load_profiles(w.ideal, w.profile)
     gpu_names = (g.id, g.name, *g.aliases)
@@ -140,7 +133,7 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
     effs = {c.scheme.id: c.efficiency for c in candidates}
     profile_id = candidates[0].efficiency.profile_id
     if any(e.calibration is not None for e in effs.values()):
-        from ..perf.profiles import describe_models
+        from ..perf.efficiency import describe_models
 
         out.append(f"speed: profile '{profile_id}': " + describe_models(effs))
         if unmeasured:
@@ -165,7 +158,7 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     True
     """
     from ..advisor.speed import predict as price
-    from ..perf.profiles import resolve as resolve_eff
+    from ..perf.efficiency import resolve as resolve_eff
 
     w = _parse(_workload_data(workload, overrides))
     arch, _ = load_model(w.model)

@@ -48,8 +48,8 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
+    from ..perf.efficiency import resolve
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
-    from ..perf.profiles import resolve
     from ..perf.roofline import roofline as run
 
     arch, info = load_model(model)

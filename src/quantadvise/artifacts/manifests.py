@@ -14,7 +14,7 @@ YAML is composed to nodes, which carry the lines; PyYAML is imported on first us
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -179,6 +179,19 @@ def _compose_gpus(svc: Any) -> tuple[str, int] | None:
     return None
 
 
+def _item_words(node: Any, file: str, used: set[int], expand: Callable[[str], tuple[str, list[str]]],
+                what: str) -> list[Word]:
+    """A YAML list of strings as words, one per item, each expanded (its unresolved names kept)."""
+    words = []
+    for item in node.value:
+        used.add(id(item))
+        if not _is_scalar(item):
+            raise ConfigError(f"{file}: line {item.start_mark.line + 1}: {what} items must be strings")
+        text, unres = expand(item.value)
+        words.append(Word(text, item.start_mark.line + 1, tuple(unres)))
+    return words
+
+
 def _list_words(node: Any, file: str, env: Mapping[str, str | None], used: set[int],
                 src: Sequence[str] | None = None) -> list[Word] | None:
     """``command`` / ``args`` as words: a YAML list (one word per item, ``$(VAR)`` expanded) or a
@@ -187,14 +200,7 @@ def _list_words(node: Any, file: str, env: Mapping[str, str | None], used: set[i
         return []
     used.add(id(node))
     if _is_seq(node):
-        words = []
-        for item in node.value:
-            used.add(id(item))
-            if not _is_scalar(item):
-                raise ConfigError(f"{file}: line {item.start_mark.line + 1}: command/args items must be strings")
-            text, unres = _k8s_expand(item.value, env)
-            words.append(Word(text, item.start_mark.line + 1, tuple(unres)))
-        return words
+        return _item_words(node, file, used, lambda text: _k8s_expand(text, env), "command/args")
     if _is_scalar(node):
         known = {k: v for k, v in env.items() if v is not None}
         cmds = _scalar_words(node, file, known, expand=True, src=src)
@@ -307,14 +313,7 @@ def _compose_words(node: Any, file: str, env: Mapping[str, str], used: set[int],
         return []
     used.add(id(node))
     if _is_seq(node):
-        out = []
-        for item in node.value:
-            used.add(id(item))
-            if not _is_scalar(item):
-                raise ConfigError(f"{file}: line {item.start_mark.line + 1}: command items must be strings")
-            text, unres = _compose_interpolate(item.value, env)
-            out.append(Word(text, item.start_mark.line + 1, tuple(unres)))
-        return out
+        return _item_words(node, file, used, lambda text: _compose_interpolate(text, env), "command")
     if _is_scalar(node):
         raw_text, lines = _scalar_source(node, src)
         text, unres = _compose_interpolate(raw_text, env)

@@ -5,7 +5,7 @@ Every producer writes its own dialect — compressed-tensors ``config_groups``, 
 ``q_group_size``, GPTQ's ``bits`` / ``sym`` / ``desc_act``, the serialized ``fp8`` config, NVIDIA
 ModelOpt's ``quant_algo`` (in config.json or ``hf_quant_config.json``), gpt-oss ``mxfp4``,
 bitsandbytes, GGUF, Intel AutoRound, AMD Quark and MLX. :func:`parse_quantization_config` picks the
-parser by ``quant_method`` (:data:`PARSERS`) and returns a :class:`~.quant.CheckpointQuant`.
+parser by ``quant_method`` (:data:`PARSERS`, each imported when first needed) and returns a :class:`~.quant.CheckpointQuant`.
 
 Malformed input raises :class:`~quantadvise.errors.ConfigError` naming the field and the fix —
 never another exception. Pure: dicts in, frozen models out.
@@ -13,18 +13,13 @@ never another exception. Pure: dicts in, frozen models out.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
 from .args import field_error, model_dtype_format, short
-from .bnb_gguf_mlx import parse_bitsandbytes, parse_gguf, parse_mlx
-from .compressed_tensors import parse_compressed_tensors
-from .fp8_mxfp4 import parse_fp8, parse_mxfp4
-from .gptq_awq import parse_autoround, parse_awq, parse_gptq
-from .modelopt import parse_modelopt
 from .quant import SIDECARS, CheckpointQuant
-from .quark import parse_quark
 
 # quant_method spellings -> family
 _FAMILIES = {
@@ -46,26 +41,32 @@ _FAMILIES = {
     "quark": "quark",
     "mlx": "mlx",
 }
-METHODS = tuple(sorted(_FAMILIES))
 
 # A dialect parser: (quantization_config, hf_quant_config.json or None, where it was found, the model's
 # 16-bit format, the quant_method as written) -> the checkpoint's quantization.
 Parser = Callable[[dict[str, Any], Any, str, str, str], CheckpointQuant]
 
-# family -> its parser
-PARSERS: dict[str, Parser] = {
-    "compressed-tensors": parse_compressed_tensors,
-    "awq": parse_awq,
-    "gptq": parse_gptq,
-    "fp8": parse_fp8,
-    "modelopt": parse_modelopt,
-    "mxfp4": parse_mxfp4,
-    "bitsandbytes": parse_bitsandbytes,
-    "gguf": parse_gguf,
-    "auto-round": parse_autoround,
-    "quark": parse_quark,
-    "mlx": parse_mlx,
+# family -> "module:function" of its parser, imported when a checkpoint of that family is read
+PARSERS: dict[str, str] = {
+    "compressed-tensors": "compressed_tensors:parse_compressed_tensors",
+    "awq": "gptq_awq:parse_awq",
+    "gptq": "gptq_awq:parse_gptq",
+    "fp8": "fp8_mxfp4:parse_fp8",
+    "modelopt": "modelopt:parse_modelopt",
+    "mxfp4": "fp8_mxfp4:parse_mxfp4",
+    "bitsandbytes": "bnb_gguf_mlx:parse_bitsandbytes",
+    "gguf": "bnb_gguf_mlx:parse_gguf",
+    "auto-round": "gptq_awq:parse_autoround",
+    "quark": "quark:parse_quark",
+    "mlx": "bnb_gguf_mlx:parse_mlx",
 }
+
+
+def parser(family: str) -> Parser:
+    """The dialect parser of a family (its module imported on first use)."""
+    module, _, name = PARSERS[family].partition(":")
+    fn: Parser = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    return fn
 
 
 def find_quantization_config(config: Any) -> tuple[dict[str, Any] | None, str]:
@@ -134,7 +135,7 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
     if qc is None:
         if not isinstance(hf_quant_config, dict):
             raise ConfigError("hf_quant_config.json: expected a JSON object", field="hf_quant_config")
-        return parse_modelopt({}, hf_quant_config, "hf_quant_config.json", model_dtype)
+        return parser("modelopt")({}, hf_quant_config, "hf_quant_config.json", model_dtype, "modelopt")
     if not isinstance(qc, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(qc).__name__} {short(qc)}",
                           hint="quantization_config is an object with a quant_method key", field=where)
@@ -167,12 +168,12 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
             warnings=(f"quant_method '{method}' is not a format quantadvise reads (it reads "
                       + ", ".join(sorted(set(_FAMILIES.values()))) + "); its layers are not sized",),
         )
-    return PARSERS[family](qc, hf_quant_config, where, model_dtype, key)
+    return parser(family)(qc, hf_quant_config, where, model_dtype, key)
 
 
 # The entry points; SIDECARS (quant.py) and model_dtype_format (args.py) come along for the callers
 # that read a checkpoint's files.
 __all__ = [
-    "METHODS", "PARSERS", "SIDECARS", "find_quantization_config", "model_dtype_format", "parse_checkpoint",
+    "PARSERS", "SIDECARS", "find_quantization_config", "model_dtype_format", "parse_checkpoint",
     "parse_quantization_config",
 ]

@@ -105,10 +105,3 @@ def with_presets(ck: CheckpointQuant, presets: list[Scheme], library: CtLibraryL
         for g in ck.groups
     )
     return ck.model_copy(update={"groups": groups})
-
-
-def effective_bits(group: QuantGroup, n: int = 4096, k: int = 4096) -> float | None:
-    """Bits per weight of one n x k matrix under the group's axes (no layout padding)."""
-    if group.weight is None or not group.weight.is_quantized:
-        return None
-    return group.weight.stored_bits(n, k) / (n * k)

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..layout import Layout
 from ..results import Out, Result
-from ..scheme import GroupShape, ScaleSpec, Scheme, TensorQuant
+from ..scheme import GroupShape, ScaleSpec, Scheme, TensorAxes, TensorQuant
 
 # The files beside config.json a quantization config is read from, in the engines' order: ModelOpt's
 # (vLLM and SGLang read it), then the ones only the producers' own loaders read.
@@ -125,11 +125,16 @@ class QuantGroup(Out):
             data["activation"] = self.activation
         return Scheme.model_validate(data)
 
-    def axes(self) -> dict[str, Any]:
-        return {
-            "weights": self.weight.axes("weight") if self.weight else None,
-            "activations": self.activation.axes("activation") if self.activation else None,
-        }
+    def axes(self) -> GroupAxes:
+        return GroupAxes(weights=self.weight.axes("weight") if self.weight else None,
+                         activations=self.activation.axes("activation") if self.activation else None)
+
+
+class GroupAxes(Out):
+    """One config group's weight and activation axes, flat (``inspect`` shows them per group)."""
+
+    weights: TensorAxes | None = None
+    activations: TensorAxes | None = None
 
 
 class CheckpointQuant(Result):

@@ -14,7 +14,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
-from ..checkpoint.quant import CheckpointQuant
+from ..checkpoint.quant import CheckpointQuant, GroupAxes
 from ..layout import Layout
 from ..model import ModelArch, ModelSource
 from ..results import Out, Result
@@ -82,7 +82,7 @@ class GroupRow(Out):
     bytes: int | None = None
     example: str | None = None
     scheme_error: str | None = None
-    axes: dict[str, Any] = Field(default_factory=dict)
+    axes: GroupAxes = GroupAxes()
 
 
 class InspectReport(Result):

@@ -15,7 +15,8 @@ from ..errors import InputError
 from ..hardware import GPU
 from ..model import ModelArch
 from ..scheme import Scheme
-from .profiles import IDEAL, Curve, Efficiency, LinearFit, resolve
+from .efficiency import Efficiency, resolve
+from .profiles import IDEAL, Curve, LinearFit
 from .step import StepModel
 
 SIG_DIGITS = 5  # measured numbers are rounded to this many significant digits (timing noise is ~1%)

@@ -19,8 +19,9 @@ from ..results import Out, Result
 from ..scheme import Scheme, TensorQuant
 from ..sizing import size_model
 from .datapath import datapath
+from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
-from .profiles import AllReduceCost, Curve, DequantCost, Efficiency, Provenance, describe_models
+from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
 
@@ -56,7 +57,7 @@ class ProfileInfo(Out):
     dequant: DequantCost | None
     allreduce: AllReduceCost
     step_overhead_s: float
-    models: dict[str, str]  # scheme -> the performance model that priced it (profiles.MODELS)
+    models: dict[str, str]  # scheme -> the performance model that priced it (efficiency.MODELS)
     calibration: Provenance | None  # the measurement behind a calibrated profile, on this GPU
 
 
@@ -288,13 +289,7 @@ def roofline(
     calib = next((e.calibration for e in efficiencies if e.calibration is not None), None)
     if calib is not None:
         notes.append("speed model: " + describe_models(by_id))
-        if calib.simulated:
-            warnings.append(f"profile {eff0.profile_id} holds SIMULATED timings (calibrate --backend simulated), "
-                            "not a measurement of a GPU")
-    others = next((e.other_calibrations for e in efficiencies if e.other_calibrations), ())
-    if others:
-        warnings.append(f"profile {eff0.profile_id} holds measurements for {', '.join(others)}, not for {gpu.id}: "
-                        "the default efficiencies apply")
+    warnings += profile_warnings(efficiencies, gpu.id)
     if gpus > 1:
         ic = gpu.interconnect
         notes.append(

@@ -49,7 +49,8 @@ from ..model import ModelArch
 from ..scheme import Scheme, TensorQuant
 from ..sizing import check_groups, linear_bytes, quantized_groups
 from .datapath import Datapath, datapath
-from .profiles import Efficiency, LinearFit
+from .efficiency import Efficiency
+from .profiles import LinearFit
 from .solve import first_root
 
 ACT_BYTES = 2  # the residual stream and logits stay 16-bit under every scheme

@@ -1,5 +1,5 @@
 """Validation of a calibrated profile: predicted vs measured decode-linear time per scheme and batch,
-for every performance model (:data:`~.profiles.MODELS`), the calibrated one leave-one-out
+for every performance model (:data:`~.efficiency.MODELS`), the calibrated one leave-one-out
 (docs/calibration.md §3).
 
 Pure: no I/O, no printing.
@@ -18,8 +18,9 @@ from ..model import ModelArch
 from ..results import Out, Result
 from ..scheme import Scheme
 from .calibration import MIN_BATCHES, decode_shapes
+from .efficiency import MODELS, resolve
 from .fit import fit_linear, ideal_model, with_fit
-from .profiles import IDEAL, MODELS, Measurement, PerfProfile, resolve
+from .profiles import IDEAL, Measurement, PerfProfile
 from .step import StepModel
 
 

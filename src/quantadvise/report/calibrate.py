@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.calibration import CalibrationResult
-from ..perf.profiles import MODELS
+from ..perf.efficiency import MODELS
 from ..perf.validation import ValidationResult
 from .text import Table
 
