@@ -193,3 +193,8 @@ def test_no_import_cycles_between_modules():
     for m in sorted(MODULES):
         if m not in seen and (cycle := visit(m)):
             pytest.fail("import cycle: " + " -> ".join(cycle))
+
+
+def test_no_module_is_over_600_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert not long, long

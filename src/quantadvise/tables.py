@@ -5,7 +5,7 @@ documents about 2 ms. The wheel build (``hatch_build.py``) writes ``<table>.yaml
 ``data/**/*.yaml``: the parsed document plus the SHA-256 of the YAML bytes it came from. The loader
 (``catalog.data_yaml``) uses the JSON only when that hash matches the YAML beside it, so an edited
 table is never shadowed by a stale compiled copy; a missing or mismatched one falls back to YAML.
-Nothing here unpickles or evaluates anything: JSON and YAML's safe loader build only plain data.
+Nothing here evaluates anything: JSON and YAML's safe loader build only plain data (str, number, list, dict, date).
 
 Standalone on purpose (stdlib and PyYAML only): the build hook imports it before the package's
 dependencies exist.
