@@ -249,6 +249,16 @@ def get_kv(name: str) -> TensorQuant:
     return kv_preset(name).kv_cache
 
 
+def scheme_names_all() -> list[str]:
+    """Every scheme preset id and alias (for shell completion)."""
+    return _scheme_index().names()
+
+
+def kv_names_all() -> list[str]:
+    """Every KV cache preset id and alias (for shell completion)."""
+    return _kv_index().names()
+
+
 def kv_ids() -> list[str]:
     return _kv_index().ids()
 

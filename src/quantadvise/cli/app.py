@@ -13,8 +13,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from ..errors import QuantAdviseError
 
@@ -29,7 +31,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("check", "check_cmd", "CI gate: engine commands + quantadvise.yaml against rules QA1xx-QA5xx; exit 1 on findings."),
     "calibrate": ("calibrate", "calibrate_cmd", "Measure this GPU (bandwidth, GEMMs, decode linears per scheme) into a --profile."),
     "validate": ("validate", "validate_cmd", "Predicted vs measured per scheme and batch for a calibrated profile, with each model's error."),
+    "list": ("list", "list_cmd", "What is bundled: models, GPUs, schemes, KV presets, engine releases, with aliases."),
 }
+
+# how bare `quantadvise` and `--help` group the commands
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Plan", ("recommend", "size", "roofline")),
+    ("Check", ("inspect", "engines", "check", "accuracy")),
+    ("Measure", ("calibrate", "validate")),
+    ("List", ("list",)),
+)
+COMPLETE_VAR = "_QUANTADVISE_COMPLETE"  # set by the shell completion scripts typer installs
 
 HELP = (
     "Which quantization scheme to deploy, what it costs in memory, how fast it runs on your GPU at "
@@ -38,24 +50,59 @@ HELP = (
 )
 
 
+class GroupedCommands(TyperGroup):
+    """The command list of ``--help``, in the groups of :data:`GROUPS`."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        listed = set()
+        for title, names in GROUPS:
+            rows = []
+            for name in names:
+                cmd = self.get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(formatter.width - 16)))
+                    listed.add(name)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        rest = [(n, c.get_short_help_str(formatter.width - 16)) for n in self.list_commands(ctx)
+                if n not in listed and (c := self.get_command(ctx, n)) is not None and not c.hidden]
+        if rest:
+            with formatter.section("Other"):
+                formatter.write_dl(rest)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"quantadvise {__version__}\n")
+        raise typer.Exit(0)
+
+
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", help="Show the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """Which quantization scheme to deploy (the app's own options; each command has its --help)."""
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     app = typer.Typer(
         name="quantadvise",
         help=HELP,
-        add_completion=False,
+        cls=GroupedCommands,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
-        no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     )
+    app.callback(help=HELP)(_root)
     names = [only] if only in COMMANDS else list(COMMANDS)
     for name in names:
         module, func, short = COMMANDS[name]
         fn = getattr(importlib.import_module(f"quantadvise.cli.{module}"), func)
         app.command(name, short_help=short)(fn)
-    if len(names) == 1:
-        # A single registered command would become the whole app; keep it a sub-command.
-        app.callback()(lambda: None)
     return app
 
 
@@ -75,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         sys.stdout.write(f"quantadvise {__version__}\n")
         raise SystemExit(0)
-    app = build_app(args[0] if args else None)
+    if not args:
+        args = ["--help"]  # bare `quantadvise`: the help, exit 0
+    # shell completion asks about every command; a normal run registers only the one it runs
+    completing = COMPLETE_VAR in os.environ
+    app = build_app(None if completing else args[0])
     try:
         code = app(args=args, prog_name="quantadvise", standalone_mode=False)
     except QuantAdviseError as exc:

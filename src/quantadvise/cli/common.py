@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from . import completion
+
 
 class Format(str, Enum):
     table = "table"
@@ -28,16 +30,17 @@ FormatOpt = Annotated[
 ModelArg = Annotated[
     str,
     typer.Argument(help="Bundled id or alias, local folder / config.json, or a Hub id (cache first).",
-                   envvar="QUANTADVISE_MODEL", show_default=True),
+                   envvar="QUANTADVISE_MODEL", show_default=True, autocompletion=completion.models),
 ]
 ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="Bundled id or alias, local folder / config.json, or a Hub id.",
-                 envvar="QUANTADVISE_MODEL"),
+                 envvar="QUANTADVISE_MODEL", autocompletion=completion.models),
 ]
 GpuOpt = Annotated[
     str | None,
-    typer.Option("--gpu", help="GPU id or alias (h100, a100-80gb, mi300x ...).", envvar="QUANTADVISE_GPU"),
+    typer.Option("--gpu", help="GPU id or alias (h100, a100-80gb, mi300x ...; `quantadvise list gpus`).",
+                 envvar="QUANTADVISE_GPU", autocompletion=completion.gpus),
 ]
 GpusOpt = Annotated[
     int, typer.Option("--gpus", min=1, help="GPUs (tensor parallel).", envvar="QUANTADVISE_GPUS")
@@ -45,7 +48,7 @@ GpusOpt = Annotated[
 KvOpt = Annotated[
     str | None,
     typer.Option("--kv-dtype", help="KV cache dtype preset (kv-fp8, kv-int8-token-head, ... or auto).",
-                 envvar="QUANTADVISE_KV_DTYPE"),
+                 envvar="QUANTADVISE_KV_DTYPE", autocompletion=completion.kv_presets),
 ]
 CtxOpt = Annotated[int | None, typer.Option("--ctx", help="Context length per sequence (tokens).")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from . import completion
 from .common import emit_report
 
 
@@ -37,10 +38,11 @@ def recommend_cmd(
     model: Annotated[
         str | None,
         typer.Option("--model", "-m", help="Bundled id, local config.json / folder, or Hub id "
-                     "[default: meta-llama/Meta-Llama-3-8B].", envvar="QUANTADVISE_MODEL"),
+                     "[default: meta-llama/Meta-Llama-3-8B].", envvar="QUANTADVISE_MODEL",
+                     autocompletion=completion.models),
     ] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias [default: h100-sxm].",
-                                            envvar="QUANTADVISE_GPU")] = None,
+                                            envvar="QUANTADVISE_GPU", autocompletion=completion.gpus)] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang [default: vllm].",
                                                envvar="QUANTADVISE_ENGINE")] = None,
@@ -49,7 +51,7 @@ def recommend_cmd(
     ] = None,
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="Force the KV cache dtype (kv-bf16, kv-fp8 ...) instead of "
-                                 "letting the tree decide.")
+                                 "letting the tree decide.", autocompletion=completion.kv_presets)
     ] = None,
     headroom: Annotated[float | None, typer.Option("--headroom", help="Fraction of usable memory to keep free.")]
     = None,

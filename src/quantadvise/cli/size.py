@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
+from . import completion
 from .common import (
     BatchOpt,
     CtxOpt,
@@ -25,7 +26,7 @@ def size_cmd(
     scheme: Annotated[
         str | None,
         typer.Option("--scheme", "-s", help="Preset id/alias (w4a16, awq, gptq, fp8-dynamic, nvfp4 ...) or a "
-                     "scheme YAML file.", envvar="QUANTADVISE_SCHEME"),
+                     "scheme YAML file.", envvar="QUANTADVISE_SCHEME", autocompletion=completion.schemes),
     ] = None,
     bits: Annotated[int | None, typer.Option("--bits", help="Integer weight bits (2-8; 16 = unquantized).")] = None,
     group: Annotated[

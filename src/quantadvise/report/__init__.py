@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 RENDERERS: dict[tuple[str, str], str] = {
+    ("list", "table"): "quantadvise.report.listing:table",
+    ("list", "json"): "quantadvise.report:to_json",
     ("recommend", "table"): "quantadvise.report.recommend:table",
     ("recommend", "explain"): "quantadvise.report.recommend:explain",
     ("recommend", "json"): "quantadvise.report:to_json",

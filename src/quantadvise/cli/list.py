@@ -1,0 +1,25 @@
+"""``quantadvise list``: what is bundled — models, GPUs, schemes, KV presets, engine releases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import Format, FormatOpt, emit_report
+
+
+def list_cmd(
+    kind: Annotated[str, typer.Argument(help="models | gpus | schemes | kv | engines.")],
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """List what quantadvise bundles, with aliases and key figures: models (published parameter
+    count, kind, context), GPUs (memory, bandwidth, dense peaks), scheme presets (bits, effective
+    bits with scales), KV cache presets (each engine's --kv-cache-dtype value) and engine releases.
+    Any of these names (or an alias) works wherever a command takes one.
+
+    Example: quantadvise list gpus
+    """
+    from ..api.listing import list_bundled
+
+    emit_report("list", fmt, list_bundled(kind))
