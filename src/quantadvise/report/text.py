@@ -1,11 +1,17 @@
-"""A small, dependency-free text table and number formatting for human output.
+"""A small, dependency-free text table, line wrapping and number formatting for human output.
 
-Deterministic (no terminal probing), so golden files are stable; units always shown.
+Deterministic: renderers receive the width to fit (the CLI measures the terminal; ``None`` means
+no limit, ``--wide``), so golden files are stable; units always shown.
 """
 
 from __future__ import annotations
 
+import shlex
+import textwrap
 from collections.abc import Sequence
+
+ELLIPSIS = "…"
+MIN_FLEX = 10  # a shrunk column keeps at least this many characters
 
 
 def gb(n_bytes: float) -> str:
@@ -40,13 +46,64 @@ def seconds_h(s: float) -> str:
     return f"{s * 1e6:,.1f} µs"
 
 
-class Table:
-    """Columns with alignment; ``render()`` draws a header rule and optional footer rows."""
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
 
-    def __init__(self, columns: Sequence[str], align: str | None = None, title: str | None = None):
+
+def wrap(text: str, width: int | None, indent: str = "", subsequent: str | None = None) -> list[str]:
+    """A paragraph as lines of at most ``width`` characters (``None``: one line), broken at spaces;
+    a word longer than the line is broken too, so no line is ever longer than ``width``."""
+    first = indent + text
+    if width is None or len(first) <= width:
+        return [first]
+    rest = indent if subsequent is None else subsequent
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=rest,
+                         break_on_hyphens=False) or [indent]
+
+
+def wrap_command(argv: str, width: int | None, indent: str = "") -> list[str]:
+    """A shell command as copy-pasteable lines: broken between arguments with `` \\`` continuations
+    (a flag stays with its value); ``None`` keeps one line."""
+    first = indent + argv
+    if width is None or len(first) <= width:
+        return [first]
+    try:
+        words = shlex.split(argv)
+    except ValueError:
+        return wrap(argv, width, indent)
+    tokens: list[str] = []
+    for w in words:
+        q = shlex.quote(w)
+        if tokens and tokens[-1].startswith("-") and not q.startswith("-") and " " not in tokens[-1]:
+            tokens[-1] += " " + q  # --flag value
+        else:
+            tokens.append(q)
+    cont = " " * len(indent) + "    "
+    lines: list[str] = []
+    cur = indent + tokens[0]
+    for tok in tokens[1:]:
+        if len(cur) + 1 + len(tok) + 2 > width:  # room for " \\"
+            lines.append(cur + " \\")
+            cur = cont + tok
+        else:
+            cur += " " + tok
+    lines.append(cur)
+    return lines
+
+
+class Table:
+    """Columns with alignment; ``render(width)`` draws a header rule and optional footer rows, fitted
+    to ``width``: first the ``flex`` columns shrink (their cells clipped with an ellipsis, down to
+    :data:`MIN_FLEX`), then the ``drop`` columns are left out, in the order given."""
+
+    def __init__(self, columns: Sequence[str], align: str | None = None, title: str | None = None,
+                 *, flex: Sequence[str] = (), drop: Sequence[str] = ()):
         self.columns = list(columns)
         self.align = align or ("l" + "r" * (len(columns) - 1))
         self.title = title
+        self.flex = [self.columns.index(c) for c in flex]
+        self.drop = [self.columns.index(c) for c in drop]
         self.rows: list[list[str]] = []
         self.footer: list[list[str]] = []
 
@@ -56,15 +113,39 @@ class Table:
     def add_footer(self, *cells: object) -> None:
         self.footer.append([str(c) for c in cells])
 
-    def render(self) -> str:
+    def _fit(self, width: int | None) -> tuple[list[int], list[int]]:
+        """(kept column indexes, their widths)."""
         allrows = [self.columns, *self.rows, *self.footer]
-        widths = [max(len(r[i]) for r in allrows) for i in range(len(self.columns))]
+        natural = [max(len(r[i]) for r in allrows) for i in range(len(self.columns))]
+        keep = list(range(len(self.columns)))
+        widths = dict(enumerate(natural))
+
+        def total() -> int:
+            return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+        if width is None:
+            return keep, [widths[i] for i in keep]
+        for i in self.flex:  # shrink the flexible columns, widest first
+            over = total() - width
+            if over <= 0:
+                break
+            widths[i] = max(MIN_FLEX, len(self.columns[i]), widths[i] - over)
+        for i in self.drop:
+            if total() <= width:
+                break
+            keep.remove(i)
+            for j in self.flex:  # a dropped column gives its room back to the flexible ones
+                widths[j] = min(natural[j], widths[j] + max(0, width - total()))
+        return keep, [widths[i] for i in keep]
+
+    def render(self, width: int | None = None) -> str:
+        keep, widths = self._fit(width)
+        align = [self.align[i] for i in keep]
 
         def fmt(row: list[str]) -> str:
-            cells = [
-                (c.ljust(w) if a == "l" else c.rjust(w)) for c, w, a in zip(row, widths, self.align, strict=True)
-            ]
-            return "  ".join(cells).rstrip()
+            cells = [clip(row[i], w) for i, w in zip(keep, widths, strict=True)]
+            padded = [(c.ljust(w) if a == "l" else c.rjust(w)) for c, w, a in zip(cells, widths, align, strict=True)]
+            return "  ".join(padded).rstrip()
 
         rule = "  ".join("─" * w for w in widths)
         out = []
