@@ -24,8 +24,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "quantadvise"
 
 IO_MODULES = {"catalog", "tables", "hub", "files", "artifacts.scan", "artifacts.shell", "artifacts.dockerfile",
+              "artifacts.programs",
               "artifacts.manifests", "artifacts.launch", "evals.evidence", "gate.files", "perf.backends",
-              "perf.profile_file"}
+              "perf.profile_file", "perf.aiconfigurator"}
 THIRD_PARTY_UI = {"typer", "rich", "click"}
 CORE_BANNED_THIRD_PARTY = THIRD_PARTY_UI | {"huggingface_hub", "yaml"}
 FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "iterdir", "glob", "rglob", "mkdir",
@@ -169,7 +170,8 @@ def test_only_the_loader_finds_the_data_tables():
                 users.append(mod)
             if isinstance(node, ast.Attribute) and node.attr in ("data_dir", "data_yaml", "_table"):
                 users.append(mod)
-    assert set(users) <= {"catalog"}, sorted(set(users))
+    assert all(m == "catalog" or m.startswith("catalog.") for m in users), sorted(set(users))
+    assert set(users) & {"catalog.loader"}  # the check sees the loader itself
 
 
 def test_no_import_cycles_between_modules():

@@ -29,14 +29,17 @@ RESERVE_BYTES = int(RESERVE_GB * GiB)
 BASELINE_BYTES_PER_PARAM = 2  # the bf16 baseline every compression ratio divides
 
 # -- the decision tree ----------------------------------------------------------------------------
-# Schemes the recommender weighs unless the workload names its own; on a near-tie the earlier wins.
+# Schemes the recommender weighs unless the workload names its own (the order never decides a tie).
 CANDIDATES = (
     "bf16", "w4a16", "awq", "fp8-dynamic", "w8a8-int8", "w8a16", "fp8-block", "w4a8-fp8",
     "nvfp4", "nvfp4-a16", "mxfp4", "mxfp8", "w3a16",
 )
 QUANTIZED_KV = "kv-fp8"  # the quantized KV cache the tree weighs against bf16 (both engines accept fp8)
-TIE = 0.005  # predictions within 0.5% of each other are a tie: the candidate order decides
+TIE = 0.005  # predictions within 0.5% of each other are a tie, broken by evidence (advisor.options.evidence_key)
 KV_SHARE_THRESHOLD = 0.25  # choose a quantized KV cache when KV is at least this share of step bytes
+# A re-quantization displaces the checkpoint a model ships only when it is predicted faster by more than
+# the error a calibrated speed profile may have and still pass `quantadvise validate` (MAX_VALIDATION_ERROR)
+NATIVE_MARGIN = 0.15
 MAX_GPUS_SEARCH = 64  # the KV node's search for the GPU count that fits
 
 # -- roofline --------------------------------------------------------------------------------------
@@ -47,7 +50,15 @@ ROOFLINE_CONTEXTS = "2048"
 MAX_SLOWDOWN_VS_RECOMMENDED = 0.25  # QA202: slower than the recommendation by more than this fraction
 EVIDENCE_BELOW_BITS = 8  # QA401: accuracy evidence required below this many bits per weight
 
+# -- the Hugging Face Hub ------------------------------------------------------------------------
+HUB_TIMEOUT_S = 1.5  # the one probe for a config.json before giving up (no retries): offline fails in < 3 s
+HUB_DOWNLOAD_TIMEOUT_S = 20.0  # fetching a config.json once the probe answered
+
 # -- calibration ----------------------------------------------------------------------------------
 CALIBRATION_BATCHES = "1..4096"
 CALIBRATION_SECONDS = 240.0
 MAX_VALIDATION_ERROR = 0.15
+# held-out error a shipped kernel curve must stay within (`validate <gpu>`; issue 12's acceptance bar):
+# median and worst relative error of the held-out decode steps (fused-MoE curves: held-out layers)
+KERNEL_MEDIAN_ERROR = 0.08
+KERNEL_MAX_ERROR = 0.20

@@ -40,7 +40,8 @@ class InputError(QuantAdviseError):
 class UnknownNameError(InputError):
     """A model / GPU / scheme / engine name that is not known, with close matches."""
 
-    def __init__(self, kind: str, name: str, candidates: Iterable[str], *, hint: str | None = None):
+    def __init__(self, kind: str, name: str, candidates: Iterable[str], *, hint: str | None = None,
+                 suggestions: list[str] | None = None):
         cands = list(candidates)
         by_lower = {c.lower(): c for c in cands}
         low = name.lower().strip()
@@ -48,7 +49,8 @@ class UnknownNameError(InputError):
         prefix = sorted((c for c in by_lower if c.startswith(low) and c != low), key=len)[:3]
         close = difflib.get_close_matches(low, list(by_lower), n=3, cutoff=0.5)
         picked = list(dict.fromkeys(prefix + close))[:3]
-        self.suggestions = [by_lower[c] for c in picked]
+        # a caller that knows better (GPUs: the same product family first) gives its own
+        self.suggestions = suggestions if suggestions else [by_lower[c] for c in picked]
         msg = f"unknown {kind} '{name}'"
         if self.suggestions:
             msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"
@@ -91,3 +93,20 @@ def format_validation_error(exc: object, where: str) -> str:
     msg = msg.removeprefix("Value error, ")
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: field '{loc}': {msg}{more}"
+
+
+def check_finite(value: float, name: str, *, minimum: float | None = None, maximum: float | None = None,
+                 above: float | None = None) -> float:
+    """``value`` when it is a finite number in range, else one InputError naming the flag or key
+    (``inf``, ``nan``, ``1e309`` and negatives reach the API as floats the arithmetic cannot use)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number, got {value!r}", field=name.lstrip("-").replace("-", "_"))
+    if minimum is not None and value < minimum:
+        raise InputError(f"{name} must be >= {minimum:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
+    if above is not None and value <= above:
+        raise InputError(f"{name} must be > {above:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
+    if maximum is not None and value > maximum:
+        raise InputError(f"{name} must be <= {maximum:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
+    return float(value)

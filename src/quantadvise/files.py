@@ -1,10 +1,20 @@
-"""Reading user files: one place that turns every failure into a one-line ConfigError."""
+"""Reading user files: one place that turns every failure into a one-line ConfigError, and the
+guards every reader of a user's YAML or JSON applies before trusting its shape (alias bombs,
+absurd nesting)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
+
+# A YAML document whose aliases expand past this many nodes is an alias bomb, not a config (a
+# deployment manifest or quantadvise.yaml has hundreds; the largest Helm values files thousands).
+MAX_YAML_NODES = 200_000
+# Deeper than this a YAML or JSON document describes no model, workload or deployment.
+MAX_NESTING = 100
 
 
 def read_text(path: Path) -> str:
@@ -15,3 +25,103 @@ def read_text(path: Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _children(node: Any) -> list[Any]:
+    kind = type(node).__name__
+    if kind == "SequenceNode":
+        return list(node.value)
+    if kind == "MappingNode":
+        return [x for kv in node.value for x in kv]
+    return []
+
+
+def check_yaml_nodes(roots: Iterable[Any], where: str) -> None:
+    """Refuse composed YAML whose aliases expand past :data:`MAX_YAML_NODES` nodes (the "billion
+    laughs": a few hundred bytes that would take minutes to walk), refer to themselves, or nest past
+    :data:`MAX_NESTING` levels. Linear in the distinct nodes; no recursion."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    for root in roots:
+        if root is None or id(root) in size:
+            continue
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        open_: set[int] = set()
+        while stack:
+            node, done = stack.pop()
+            key = id(node)
+            if done:
+                kids = _children(node)
+                size[key] = 1 + sum(size[id(k)] for k in kids)
+                depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+                open_.discard(key)
+                if size[key] > MAX_YAML_NODES:
+                    raise ConfigError(f"{where}: YAML aliases expand to more than {MAX_YAML_NODES:,} nodes (an alias "
+                                      "bomb?); write the values out")
+                if depth[key] > MAX_NESTING:
+                    raise ConfigError(f"{where}: YAML nested more than {MAX_NESTING} levels deep")
+                continue
+            if key in size:
+                continue
+            if key in open_:
+                raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (recursive YAML)")
+            open_.add(key)
+            stack.append((node, True))
+            for k in _children(node):
+                if id(k) in open_:
+                    raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (recursive YAML)")
+                if id(k) not in size:
+                    stack.append((k, False))
+
+
+def check_yaml_text(text: str, where: str) -> None:
+    """:func:`check_yaml_nodes` on a YAML text (its syntax errors are left to the parser that reports
+    them with their line)."""
+    import yaml
+
+    try:
+        check_yaml_nodes(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), where)
+    except yaml.YAMLError:
+        return
+    except RecursionError:
+        raise ConfigError(f"{where}: YAML nested too deeply") from None
+
+
+def json_depth(doc: Any) -> int:
+    """How deeply a parsed JSON document nests (iteratively)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in node)
+    return deepest
+
+
+def exists(path: str | Path) -> bool:
+    """Whether a path exists, False (not an exception) for names the OS cannot even look up: too
+    long, ``~nosuchuser``, an embedded NUL."""
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def expand(path: str | Path) -> Path:
+    """``~`` expanded where it can be; the path as given where it cannot (``~nosuchuser``)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
+
+
+def is_file(path: str | Path) -> bool:
+    """Whether a path is a file, False for names the OS cannot look up (see :func:`exists`)."""
+    try:
+        return Path(path).expanduser().is_file()
+    except (OSError, RuntimeError, ValueError):
+        return False

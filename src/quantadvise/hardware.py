@@ -77,3 +77,37 @@ class GPU(BaseModel):
         """FLOP per byte where the roofline turns from memory- to compute-bound."""
         p = self.peak(math)
         return None if p is None else p / self.bandwidth_bytes_per_s
+
+
+# words a GPU name carries that say nothing about which GPU it is
+_VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon")
+
+
+def _family(name: str) -> tuple[str, int] | None:
+    """("a", 6000) for "RTX A6000", ("rtx", 3090) for "GeForce RTX 3090", ("h", 100) for "h100-sxm":
+    the letters before the model number (a leading "rtx" dropped before a letter-led number) and the
+    number."""
+    import re
+
+    low = name.lower()
+    for w in _VENDOR_WORDS:
+        low = low.replace(w, " ")
+    low = re.sub(r"\brtx[\s_-]*(?=[a-z]\d)", "", low.strip())
+    m = re.search(r"([a-z]+)[\s_-]*(\d+)", low)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def family_suggestions(name: str, rows: list[tuple[str, tuple[str, ...]]], n: int = 3) -> list[str]:
+    """The ids of the GPUs of the same family as ``name`` (same letters before the model number),
+    closest model number first; empty when no row shares the family. ``rows``: (id, its names)."""
+    want = _family(name)
+    if want is None:
+        return []
+    scored: dict[str, int] = {}
+    for gid, names in rows:
+        for alias in names:
+            fam = _family(alias)
+            if fam is not None and fam[0] == want[0]:
+                d = abs(fam[1] - want[1])
+                scored[gid] = min(d, scored.get(gid, d))
+    return sorted(scored, key=lambda g: (scored[g], g))[:n]

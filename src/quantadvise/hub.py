@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog
-from .errors import ConfigError, SourceUnavailableError, UnknownNameError
+from .errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config.json is kilobytes; refuse to parse junk blobs
+MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rarely passes 1 KiB
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -42,10 +43,17 @@ class ModelSource:
 
 
 def parse_json_text(text: str, where: str) -> Any:
+    from .files import MAX_NESTING, json_depth
+
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: JSON nested too deeply to be a model config") from None
+    if json_depth(doc) > MAX_NESTING:
+        raise ConfigError(f"{where}: JSON nested more than {MAX_NESTING} levels deep; a config.json is a few levels")
+    return doc
 
 
 def read_json_file(path: Path) -> Any:
@@ -66,6 +74,17 @@ def read_json_file(path: Path) -> Any:
     return parse_json_text(text, str(path))
 
 
+def _path(name: str) -> Path | None:
+    """``name`` as a local path, None when the OS cannot even look it up (``~nosuchuser``, a name
+    longer than the file system allows)."""
+    try:
+        p = Path(name).expanduser()
+        p.exists()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return p
+
+
 def _looks_like_path(name: str) -> bool:
     return (
         name.endswith(".json")
@@ -80,6 +99,10 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
     if not name or not name.strip():
         raise ConfigError("model name is empty", hint="pass a Hub id such as meta-llama/Llama-3.1-8B or a path")
     name = name.strip()
+    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 for c in name):
+        raise InputError(f"model name {name[:40]!r}{'...' if len(name) > 40 else ''} ({len(name):,} characters) is not "
+                         "a Hub id or a path", hint="pass a Hub id such as meta-llama/Llama-3.1-8B or a path",
+                         field="model")
     row = catalog.find_bundled_model(name)
     if row is not None:
         cfg = catalog.bundled_config(row)
@@ -87,8 +110,8 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
             ModelSource(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source),
             cfg,
         )
-    path = Path(name).expanduser()
-    if path.exists():
+    path = _path(name)
+    if path is not None and path.exists():
         cfg_path = path / "config.json" if path.is_dir() else path
         if not cfg_path.is_file():
             raise ConfigError(f"{path} has no config.json", hint="pass a model folder or its config.json")
@@ -144,31 +167,70 @@ def _from_cache(repo_id: str) -> Path | None:
     return Path(hit) if isinstance(hit, str) and Path(hit).is_file() else None
 
 
+def _deadline(fn: Any, seconds: float) -> Any:
+    """``fn()`` in a daemon thread, given ``seconds``: returns its value, re-raises its exception, or
+    raises TimeoutError (a DNS lookup or a dead proxy can block past any socket timeout; the thread
+    is left to die with the process)."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=run, name="quantadvise-hub", daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 def _from_hub(repo_id: str) -> Path:
+    """config.json from the Hub: one quick probe (no retries, :data:`defaults.HUB_TIMEOUT_S`), then the
+    download. An unreachable Hub fails in seconds with what happened, not huggingface_hub's minute of
+    retries ending in "entry not found" (its ``LocalEntryNotFoundError`` subclasses
+    ``EntryNotFoundError``)."""
+    from . import defaults
+
     offline_hint = (
-        f"pass a local config.json path, or fetch it once with "
-        f"`huggingface-cli download {repo_id} config.json` and rerun"
+        f"pass a local config.json path, or fetch it once with `hf download {repo_id} config.json` and rerun; "
+        "set HF_HUB_OFFLINE=1 to skip the Hub"
     )
     if _offline():
         raise SourceUnavailableError(
             f"model '{repo_id}' is not bundled or in the local Hugging Face cache, and HF_HUB_OFFLINE is set",
-            hint=offline_hint,
+            hint=offline_hint.removesuffix("; set HF_HUB_OFFLINE=1 to skip the Hub"),
         )
     from huggingface_hub import errors as hf_errors
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
+    def unreachable(why: str) -> SourceUnavailableError:
+        return SourceUnavailableError(f"cannot reach the Hugging Face Hub for '{repo_id}' ({why})", hint=offline_hint)
+
+    timeout = defaults.HUB_TIMEOUT_S
     try:
-        return Path(hf_hub_download(repo_id, "config.json"))
+        _deadline(lambda: get_hf_file_metadata(hf_hub_url(repo_id, "config.json"), timeout=timeout), timeout + 0.3)
+        return Path(_deadline(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=timeout),
+                              defaults.HUB_DOWNLOAD_TIMEOUT_S))
     except hf_errors.GatedRepoError:
         raise SourceUnavailableError(
-            f"model '{repo_id}' is gated on the Hub", hint="run `huggingface-cli login` after accepting its licence"
+            f"model '{repo_id}' is gated on the Hub", hint="run `hf auth login` after accepting its licence"
         ) from None
     except hf_errors.RepositoryNotFoundError:
         raise UnknownNameError("model", repo_id, catalog.bundled_model_names(),
-                               hint="not found on the Hugging Face Hub either") from None
-    except hf_errors.EntryNotFoundError:
-        raise SourceUnavailableError(f"model '{repo_id}' has no config.json on the Hub") from None
-    except Exception as exc:  # noqa: BLE001 - network failures come in many classes
-        raise SourceUnavailableError(
-            f"cannot reach the Hugging Face Hub for '{repo_id}' ({type(exc).__name__})", hint=offline_hint
-        ) from None
+                               hint="not found on the Hugging Face Hub either (private? run `hf auth login`)") from None
+    except hf_errors.LocalEntryNotFoundError as exc:  # a connection failure, after the library's own retries
+        raise unreachable(type(exc.__cause__ or exc).__name__) from None
+    except hf_errors.EntryNotFoundError:  # RemoteEntryNotFoundError: the repository has no config.json
+        raise SourceUnavailableError(f"model '{repo_id}' has no config.json on the Hub",
+                                     hint="pass the folder or config.json of the checkpoint you serve") from None
+    except TimeoutError as exc:
+        raise unreachable(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - network failures come in many classes (httpx2.ConnectError ...)
+        raise unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}") from None

@@ -23,6 +23,7 @@ COMPONENTS = (
     "embedding",
     "attention",
     "mla",
+    "mamba",
     "mlp",
     "shared_experts",
     "experts",
@@ -137,6 +138,14 @@ class ModelArch:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    # hybrid stacks (Nemotron-H): one mixer per layer, "attention" | "mamba" | "mlp" | "moe"
+    block_kinds: tuple[str, ...] = ()
+    gated_mlp: bool = True  # gate_proj + up_proj; False: up_proj only (squared-ReLU MLPs)
+    mamba_heads: int = 0
+    mamba_head_dim: int = 0
+    ssm_state_size: int = 0
+    mamba_groups: int = 0
+    conv_kernel: int = 0
     # multi-token prediction
     num_mtp_layers: int = 0
     torch_dtype: str = "bfloat16"
@@ -174,11 +183,14 @@ class ModelArch:
         types = self.layer_types or ("full_attention",) * self.num_layers
         sliding = sum(1 for t in types if t in ("sliding_attention", "sliding_window", "local"))
         linear = sum(1 for t in types if t in ("linear_attention", "mamba", "recurrent", "conv"))
-        full = len(types) - sliding - linear
+        none = sum(1 for t in types if t in _NO_MIXER)  # a hybrid's MLP / MoE blocks hold no KV
+        full = len(types) - sliding - linear - none
         return AttentionLayers(full, sliding, linear, self.sliding_window if sliding else None)
 
     @cached_property
     def inventory(self) -> Inventory:
+        from .inventory import build_inventory
+
         return build_inventory(self)
 
 
@@ -229,6 +241,11 @@ class Inventory:
 # Parsing config.json
 # -------------------------------------------------------------------------------------------------
 
+_NO_MIXER = ("mlp", "moe")
+# Hybrid layer patterns: Nemotron-H's hybrid_override_pattern letters and layers_block_type words.
+_BLOCK_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_BLOCK_WORDS = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+
 # model_type -> structural traits of the transformers modeling code (which tensors exist).
 _TRAITS: dict[str, dict[str, Any]] = {
     "llama": {},
@@ -245,6 +262,9 @@ _TRAITS: dict[str, dict[str, Any]] = {
     "deepseek_v2": {},
     "deepseek_v3": {"score_correction_bias": True},
     "gpt_oss": {"qkv_bias": True, "o_bias": True, "attention_sinks": True, "router_bias": True, "expert_bias": True},
+    # Nemotron-H: one mixer per block (Mamba-2, attention, MLP or MoE), one norm per block, squared-ReLU
+    # (non-gated) MLPs and experts, a sigmoid router with a score-correction bias
+    "nemotron_h": {"norms_per_layer": 1},
 }
 
 
@@ -260,14 +280,42 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def _req_int(cfg: dict[str, Any], *keys: str, where: str, minimum: int = 1) -> int:
+def _hybrid_blocks(cfg: dict[str, Any], layers: int, where: str) -> tuple[str, ...]:
+    """The mixer of each layer of a hybrid stack (Nemotron-H ``hybrid_override_pattern`` "M*-E" or
+    ``layers_block_type`` words), empty for a plain transformer."""
+    pattern = cfg.get("hybrid_override_pattern")
+    words = cfg.get("layers_block_type")
+    if isinstance(words, list) and words:
+        kinds = [_BLOCK_WORDS.get(str(w).lower()) for w in words]
+        key = "layers_block_type"
+    elif isinstance(pattern, str) and pattern:
+        kinds = [_BLOCK_LETTERS.get(c) for c in pattern]
+        key = "hybrid_override_pattern"
+    else:
+        return ()
+    if None in kinds:
+        raise ConfigError(f"{where}: field '{key}' has a layer kind quantadvise does not know (M, *, -, E / mamba, "
+                          "attention, mlp, moe)", field=key)
+    if len(kinds) != layers:
+        raise ConfigError(f"{where}: field '{key}' names {len(kinds)} layers, num_hidden_layers is {layers}", field=key)
+    return tuple(k for k in kinds if k is not None)
+
+
+MAX_CONFIG_INT = 2**31 - 1  # no dimension of a real model passes int32; larger is junk, not a model
+MAX_LAYERS = 100_000  # the deepest published models have a few hundred layers
+
+
+def _req_int(cfg: dict[str, Any], *keys: str, where: str, minimum: int = 1, maximum: int = MAX_CONFIG_INT) -> int:
     for key in keys:
         if key in cfg and cfg[key] is not None:
             v = cfg[key]
             if isinstance(v, bool) or not isinstance(v, int):
-                raise ConfigError(f"{where}: field '{key}' must be an integer, got {v!r}", field=key)
+                raise ConfigError(f"{where}: field '{key}' must be an integer, got {v!r:.60}", field=key)
             if v < minimum:
                 raise ConfigError(f"{where}: field '{key}' must be >= {minimum}, got {v}", field=key)
+            if v > maximum:
+                raise ConfigError(f"{where}: field '{key}' is {v:.3g}, more than any model has (at most {maximum:,})",
+                                  field=key)
             return v
     raise ConfigError(
         f"{where}: required field '{keys[0]}' is missing",
@@ -281,7 +329,9 @@ def _opt_int(cfg: dict[str, Any], *keys: str, default: int = 0, where: str) -> i
         if key in cfg and cfg[key] is not None:
             v = cfg[key]
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ConfigError(f"{where}: field '{key}' must be a non-negative integer, got {v!r}", field=key)
+                raise ConfigError(f"{where}: field '{key}' must be a non-negative integer, got {v!r:.60}", field=key)
+            if v > MAX_CONFIG_INT:
+                raise ConfigError(f"{where}: field '{key}' is {v:.3g}, more than any model has", field=key)
             return v
     return default
 
@@ -307,10 +357,14 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         )
 
     hidden = _req_int(cfg, "hidden_size", "d_model", "n_embd", where=where)
-    layers = _req_int(cfg, "num_hidden_layers", "n_layer", "num_layers", where=where)
+    layers = _req_int(cfg, "num_hidden_layers", "n_layer", "num_layers", where=where, maximum=MAX_LAYERS)
     heads = _req_int(cfg, "num_attention_heads", "n_head", where=where)
     kv_heads = _opt_int(cfg, "num_key_value_heads", default=heads, where=where) or heads
     head_dim = _opt_int(cfg, "head_dim", default=0, where=where)
+    if not head_dim and _opt_int(cfg, "kv_lora_rank", default=0, where=where):
+        # MLA: a head is qk_nope + qk_rope wide (the checks below ask for both); hidden_size need not divide
+        head_dim = (_opt_int(cfg, "qk_nope_head_dim", default=0, where=where)
+                    + _opt_int(cfg, "qk_rope_head_dim", default=0, where=where))
     if not head_dim:
         if hidden % heads:
             raise ConfigError(f"{where}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
@@ -361,13 +415,18 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
     if sliding is not None and (isinstance(sliding, bool) or not isinstance(sliding, int) or sliding < 1):
         raise ConfigError(f"{where}: field 'sliding_window' must be a positive integer", field="sliding_window")
 
+    blocks = _hybrid_blocks(cfg, layers, where)
+    if blocks:
+        lt = tuple("full_attention" if b == "attention" else b for b in blocks)
+
     # MoE
     n_experts = _opt_int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0, where=where)
     k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
                          default=0, where=where)
     moe_inter = _opt_int(cfg, "moe_intermediate_size", default=0, where=where) or inter
     n_shared = _opt_int(cfg, "n_shared_experts", "num_shared_experts", default=0, where=where)
-    shared_inter = _opt_int(cfg, "shared_expert_intermediate_size", default=0, where=where)
+    shared_inter = _opt_int(cfg, "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", default=0,
+                            where=where)
     if shared_inter and not n_shared:
         n_shared = 1
     if n_shared and not shared_inter:
@@ -389,10 +448,17 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
             i for i in range(layers) if i >= first_dense and (i % freq == 0 if model_type.startswith("deepseek")
                                                               else (i + 1) % freq == 0) and i not in mlp_only
         )
-        if not inter and len(moe_layers) < layers:
+        if blocks:
+            moe_layers = tuple(i for i, b in enumerate(blocks) if b == "moe")
+        if not inter and not blocks and len(moe_layers) < layers:
             raise ConfigError(f"{where}: dense layers need 'intermediate_size'", field="intermediate_size")
-    elif not inter:
+        if not moe_inter and moe_layers:
+            raise ConfigError(f"{where}: MoE layers need 'moe_intermediate_size' (or 'intermediate_size')",
+                              field="moe_intermediate_size")
+    elif not inter and not (blocks and "mlp" not in blocks):
         raise ConfigError(f"{where}: required field 'intermediate_size' is missing", field="intermediate_size")
+    act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or "silu").lower()
+    gated = act not in ("relu2", "relu_squared", "squared_relu")
 
     # MLA
     kv_lora = _opt_int(cfg, "kv_lora_rank", default=0, where=where)
@@ -449,6 +515,13 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         qk_nope_head_dim=qk_nope,
         qk_rope_head_dim=qk_rope,
         v_head_dim=v_head,
+        block_kinds=blocks,
+        gated_mlp=gated,
+        mamba_heads=_opt_int(cfg, "mamba_num_heads", default=0, where=where) if blocks else 0,
+        mamba_head_dim=_opt_int(cfg, "mamba_head_dim", default=0, where=where) if blocks else 0,
+        ssm_state_size=_opt_int(cfg, "ssm_state_size", default=0, where=where) if blocks else 0,
+        mamba_groups=_opt_int(cfg, "n_groups", default=1, where=where) if blocks else 0,
+        conv_kernel=_opt_int(cfg, "conv_kernel", default=4, where=where) if blocks else 0,
         num_mtp_layers=_opt_int(cfg, "num_nextn_predict_layers", default=0, where=where),
         torch_dtype=str(dtype),
         max_position_embeddings=cfg.get("max_position_embeddings")
@@ -457,109 +530,3 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         raw_quantization_config=qc if isinstance(qc, dict) else None,
         warnings=tuple(warnings),
     )
-
-
-# -------------------------------------------------------------------------------------------------
-# Inventory
-# -------------------------------------------------------------------------------------------------
-
-
-def _decoder_layer_groups(a: ModelArch, n_dense: int, n_moe: int, *, prefix: str, mtp: bool) -> list[ParamGroup]:
-    """Parameter groups of ``n_dense`` dense + ``n_moe`` MoE decoder layers."""
-    h = a.hidden_size
-    n_layers = n_dense + n_moe
-    out: list[ParamGroup] = []
-
-    def add(name: str, comp: str, role: str, shape: tuple[int, ...], count: int, linear: bool = False,
-            experts: int | None = None) -> None:
-        if count > 0:
-            out.append(ParamGroup(f"{prefix}.{name}", comp, role, shape, count, linear, experts, mtp))
-
-    # attention
-    if a.is_mla:
-        qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
-        if a.q_lora_rank:
-            add("self_attn.q_a_proj.weight", "mla", "q_a", (a.q_lora_rank, h), n_layers, True)
-            add("self_attn.q_a_layernorm.weight", "norm", "norm", (a.q_lora_rank,), n_layers)
-            add("self_attn.q_b_proj.weight", "mla", "q_b", (a.num_heads * qk_head, a.q_lora_rank), n_layers, True)
-        else:
-            add("self_attn.q_proj.weight", "mla", "q", (a.num_heads * qk_head, h), n_layers, True)
-        add("self_attn.kv_a_proj_with_mqa.weight", "mla", "kv_a", (a.kv_lora_rank + a.qk_rope_head_dim, h),
-            n_layers, True)
-        add("self_attn.kv_a_layernorm.weight", "norm", "norm", (a.kv_lora_rank,), n_layers)
-        add("self_attn.kv_b_proj.weight", "mla", "kv_b",
-            (a.num_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), n_layers, True)
-        add("self_attn.o_proj.weight", "mla", "o", (h, a.num_heads * a.v_head_dim), n_layers, True)
-    else:
-        q_out = a.num_heads * a.head_dim
-        kv_out = a.num_kv_heads * a.head_dim
-        if a.fused_qkv:
-            add("self_attn.qkv_proj.weight", "attention", "qkv", (q_out + 2 * kv_out, h), n_layers, True)
-        else:
-            add("self_attn.q_proj.weight", "attention", "q", (q_out, h), n_layers, True)
-            add("self_attn.k_proj.weight", "attention", "k", (kv_out, h), n_layers, True)
-            add("self_attn.v_proj.weight", "attention", "v", (kv_out, h), n_layers, True)
-        add("self_attn.o_proj.weight", "attention", "o", (h, q_out), n_layers, True)
-        if a.qkv_bias:
-            add("self_attn.qkv_bias", "bias", "bias", (q_out + 2 * kv_out,), n_layers)
-        if a.o_bias:
-            add("self_attn.o_proj.bias", "bias", "bias", (h,), n_layers)
-        if a.qk_norm:
-            add("self_attn.q_norm.weight", "norm", "norm", (a.head_dim,), n_layers)
-            add("self_attn.k_norm.weight", "norm", "norm", (a.head_dim,), n_layers)
-        if a.attention_sinks:
-            add("self_attn.sinks", "other", "sink", (a.num_heads,), n_layers)
-    add("norms", "norm", "norm", (h,), n_layers * a.norms_per_layer)
-
-    # dense MLP
-    def mlp(name: str, comp: str, inter: int, count: int, experts: int | None = None) -> None:
-        if a.fused_gate_up:
-            add(f"{name}.gate_up_proj.weight", comp, "gate_up", (2 * inter, h), count, True, experts)
-        else:
-            add(f"{name}.gate_proj.weight", comp, "gate", (inter, h), count, True, experts)
-            add(f"{name}.up_proj.weight", comp, "up", (inter, h), count, True, experts)
-        add(f"{name}.down_proj.weight", comp, "down", (h, inter), count, True, experts)
-        if a.mlp_bias or (experts and a.expert_bias):
-            add(f"{name}.gate_up_proj.bias", "bias", "bias", (2 * inter,), count, experts=experts)
-            add(f"{name}.down_proj.bias", "bias", "bias", (h,), count, experts=experts)
-
-    mlp("mlp", "mlp", a.intermediate_size, n_dense)
-    if n_moe:
-        e = a.num_experts
-        add("mlp.gate.weight", "router", "router", (e, h), n_moe, True)
-        if a.router_bias:
-            add("mlp.gate.bias", "bias", "bias", (e,), n_moe)
-        if a.score_correction_bias:
-            add("mlp.gate.e_score_correction_bias", "other", "router_bias", (e,), n_moe)
-        mlp("mlp.experts", "experts", a.moe_intermediate_size, n_moe * e, experts=e)
-        if a.shared_expert_intermediate_size:
-            mlp("mlp.shared_experts", "shared_experts", a.shared_expert_intermediate_size,
-                n_moe * max(1, a.num_shared_experts))
-            if a.shared_expert_gate:
-                add("mlp.shared_expert_gate.weight", "router", "router", (1, h), n_moe, True)
-    return out
-
-
-def build_inventory(a: ModelArch) -> Inventory:
-    h, v = a.hidden_size, a.vocab_size
-    groups: list[ParamGroup] = [ParamGroup("model.embed_tokens.weight", "embedding", "embedding", (v, h), 1, True)]
-    n_moe = len(a.moe_layers)
-    groups += _decoder_layer_groups(a, a.num_layers - n_moe, n_moe, prefix="model.layers.*", mtp=False)
-    groups.append(ParamGroup("model.norm.weight", "norm", "norm", (h,), 1))
-    if not a.tie_word_embeddings:
-        groups.append(ParamGroup("lm_head.weight", "lm_head", "lm_head", (v, h), 1, True))
-    if a.num_mtp_layers:
-        m = a.num_mtp_layers
-        # DeepSeek-V3's MTP module (HF checkpoint layer index num_hidden_layers): its own embedding
-        # and output head copies, enorm/hnorm, the 2H->H projection, one full MoE decoder layer and
-        # the shared head's norm.
-        groups.append(ParamGroup("model.layers.mtp.embed_tokens.weight", "embedding", "embedding", (v, h), m,
-                                 True, mtp=True))
-        groups.append(ParamGroup("model.layers.mtp.norms", "norm", "norm", (h,), 3 * m, mtp=True))
-        groups.append(ParamGroup("model.layers.mtp.eh_proj.weight", "other", "eh_proj", (h, 2 * h), m, True,
-                                 mtp=True))
-        groups += _decoder_layer_groups(a, 0 if n_moe else m, m if n_moe else 0, prefix="model.layers.mtp",
-                                        mtp=True)
-        groups.append(ParamGroup("model.layers.mtp.shared_head.head.weight", "lm_head", "lm_head", (v, h), m,
-                                 True, mtp=True))
-    return Inventory(a, tuple(groups))

@@ -53,7 +53,7 @@ class WorkloadSpec(BaseModel):
     extends it, and ``check`` reads it as the ``workload:`` section of quantadvise.yaml, where an
     unset key (None) means "not declared". ``concurrency`` is accepted for ``batch``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True,
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True, allow_inf_nan=False,
                               validate_default=True, populate_by_name=True)
 
     batch: int | None = Field(default=None, ge=1, le=1_000_000, validation_alias=AliasChoices("batch", "concurrency"),

@@ -97,14 +97,15 @@ def test_failing_example_exits_1_with_every_family(cli, monkeypatch):
     got = {(f["rule_id"], f["file"], f["line"]) for f in doc["findings"]}
     q_line = line_of(manifest, "--quantization gptq")
     tp_line = line_of(manifest, "--tensor-parallel-size 2")
-    seqs_line = line_of(manifest, "--max-num-seqs 256")
     cmd_line = line_of(manifest, "exec vllm serve")
+    conc_line = line_of(root / "quantadvise.yaml", "concurrency: 256")
     expected = {
         ("QA102", "k8s/deployment.yaml", q_line),  # --quantization gptq on an AWQ checkpoint
         ("QA107", "k8s/deployment.yaml", tp_line),  # TP 2 in a container given 1 GPU
-        ("QA201", "k8s/deployment.yaml", q_line),
+        # no QA201: vLLM 0.33.0 runs this AWQ checkpoint on Machete (auto_awq.py:263-286), whose measured
+        # streaming keeps it ahead of bf16 at 256 sequences; it is still slower than the recommendation
         ("QA202", "k8s/deployment.yaml", q_line),
-        ("QA303", "k8s/deployment.yaml", seqs_line),
+        ("QA303", "quantadvise.yaml", conc_line),  # the declared workload queues: a warning at the declaration
         ("QA402", "evals/awq/arc_challenge.jsonl", None),
         ("QA402", "evals/awq/gsm8k.jsonl", None),
         ("QA501", "k8s/deployment.yaml", q_line),
@@ -117,6 +118,13 @@ def test_failing_example_exits_1_with_every_family(cli, monkeypatch):
     assert qa102["engine_message"].startswith("Quantization method specified in the model config (awq) does not match")
     qa107 = next(f for f in doc["findings"] if f["rule_id"] == "QA107")
     assert f"given 1 (line {line_of(manifest, 'nvidia.com/gpu: 1')})" in qa107["message"]
+    # QA303, per GPU: floor(85,520,809,984 x 0.92) = 78,679,145,185 - 2 GiB reserve - 5,727,854,592 / 2 weights
+    # (AWQ INT4 g128, the chapter's 5.73 GB, over tensor-parallel 2) = 73,667,734,241 B; x 2 GPUs =
+    # 147,335,468,482 B. One sequence of 8,064 tokens (8,192 - 128: prompt + half the output) x 131,072 B =
+    # 1,056,964,608 B over both GPUs: 139.4 -> 139 run at once of the 256 declared
+    qa303 = next(f for f in doc["findings"] if f["rule_id"] == "QA303")
+    assert qa303["severity"] == "warning" and "139 such sequences run at once" in qa303["message"]
+    assert "137.22 GiB in all" in qa303["message"]  # 147,335,468,482 B / 2**30
     # the evidence, counted here from the files: pairs by id, lost = right before and wrong after
     for task in ("arc_challenge", "gsm8k"):
         base = {o["id"]: o["correct"] for o in map(json.loads, (root / "evals/bf16" / f"{task}.jsonl").open())}
@@ -136,7 +144,7 @@ def test_failing_example_table_is_readable(cli, monkeypatch):
     monkeypatch.chdir(EXAMPLES / "failing-repo")
     r = cli("check")
     assert r.code == 1
-    assert r.stdout.startswith("quantadvise check: FAIL — 10 errors, 2 warnings (fail on error)")
+    assert r.stdout.startswith("quantadvise check: FAIL — 8 errors, 3 warnings (fail on error)")
     assert "engine says: Quantization method specified in the model config (awq)" in r.stdout
 
 
@@ -203,8 +211,8 @@ def test_github_annotations_have_the_right_file_and_line(cli, monkeypatch):
     q_line = line_of(manifest, "--quantization gptq")
     assert (f"::error file=k8s/deployment.yaml,line={q_line},title=QA102 quantization-flag-mismatch::vLLM 0.33.0: the "
             "checkpoint declares 'awq' but --quantization is 'gptq'; drop --quantization (or pass awq)") in lines
-    assert sum(1 for x in lines if x.startswith("::error ")) == 10
-    assert sum(1 for x in lines if x.startswith("::warning ")) == 2
+    assert sum(1 for x in lines if x.startswith("::error ")) == 8
+    assert sum(1 for x in lines if x.startswith("::warning ")) == 3
     accuracy = [x for x in lines if "QA402" in x]
     assert accuracy and all(x.startswith("::error file=evals/awq/") and ",line=" not in x for x in accuracy)
     assert all("%25" in x for x in accuracy if "%" in x.split("::", 2)[2])  # '%' escaped in messages
@@ -217,12 +225,12 @@ def test_sarif_report_validates_and_locates(cli, monkeypatch, tmp_path):
     out = tmp_path / "qa.sarif"
     r = cli("check", "--format", "sarif", "--output", out)
     assert r.code == 1 and r.stdout == ""
-    assert r.stderr.strip() == f"quantadvise check: FAIL — 10 error(s), 2 warning(s); sarif report written to {out}"
+    assert r.stderr.strip() == f"quantadvise check: FAIL — 8 error(s), 3 warning(s); sarif report written to {out}"
     doc = json.loads(out.read_text())
     schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text())
     jsonschema.Draft4Validator(schema).validate(doc)
     results = doc["runs"][0]["results"]
-    assert len(results) == 12
+    assert len(results) == 11
     manifest = EXAMPLES / "failing-repo" / "k8s" / "deployment.yaml"
     qa107 = next(x for x in results if x["ruleId"] == "QA107")
     assert qa107["locations"][0]["physicalLocation"] == {
@@ -239,14 +247,14 @@ def test_junit_and_markdown(cli, monkeypatch):
     root = ET.fromstring(r.stdout)
     cases = root.findall("./testsuite/testcase")
     failed = sorted(c.get("name").split()[0] for c in cases if c.find("failure") is not None)
-    # errors fail the cases; the two warnings (QA202, QA505) go to system-out at --fail-on error
-    assert failed == ["QA102", "QA107", "QA201", "QA303", "QA402", "QA501", "QA503"]
-    assert root.get("failures") == "7"
+    # errors fail the cases; the three warnings (QA202, QA303, QA505) go to system-out at --fail-on error
+    assert failed == ["QA102", "QA107", "QA402", "QA501", "QA503"]
+    assert root.get("failures") == "5"
     r = cli("check", "--format", "junit", "--fail-on", "warning")
     root = ET.fromstring(r.stdout)
-    assert root.get("failures") == "9"
+    assert root.get("failures") == "8"
     md = cli("check", "--format", "markdown")
-    assert md.stdout.startswith("### ❌ quantadvise check: FAIL — 10 errors, 2 warnings")
+    assert md.stdout.startswith("### ❌ quantadvise check: FAIL — 8 errors, 3 warnings")
     assert "| error | **QA102** quantization-flag-mismatch | `k8s/deployment.yaml:" in md.stdout
 
 
@@ -256,17 +264,17 @@ def test_junit_and_markdown(cli, monkeypatch):
 def test_fail_on_warning_and_exit_zero(cli, tmp_path, monkeypatch):
     root = copy_example(tmp_path, "passing-repo")
     cfg = root / "quantadvise.yaml"
-    # AWQ is predicted 0.3% behind recommend's w4a16 here: a zero tolerance makes QA202 (a warning) fire
-    edit(cfg, "  max_slowdown_vs_recommended: 25%", "  max_slowdown_vs_recommended: 0%")
+    # 24 sequences declared against --max-num-seqs 16: QA505, a warning
+    edit(cfg, "  concurrency: 16", "  concurrency: 24")
     monkeypatch.chdir(root)
     r = cli("check", "--format", "json")
-    assert r.code == 0 and rule_ids(r) == {"QA202"}
+    assert r.code == 0 and rule_ids(r) == {"QA505"}
     assert cli("check", "--fail-on", "warning").code == 1
     assert cli("check", "--fail-on", "warning", "--exit-zero").code == 0
     cfg.write_text(cfg.read_text() + "fail_on: warning\n")
     assert cli("check").code == 1
     assert cli("check", "--fail-on", "error").code == 0  # the flag wins over the file
-    cfg.write_text(cfg.read_text() + "rules:\n  QA202: off\n")
+    cfg.write_text(cfg.read_text() + "rules:\n  QA505: off\n")
     assert cli("check").code == 0
 
 
@@ -283,10 +291,10 @@ def test_baseline_survives_moved_lines_but_not_new_findings(cli, tmp_path, monke
     r = cli("check", "--write-baseline", base, "--format", "json")
     assert r.code == 0
     doc = r.json()
-    assert doc["findings"] == [] and len(doc["suppressed"]) == 12
+    assert doc["findings"] == [] and len(doc["suppressed"]) == 11
     assert (root / doc["baseline_written"]).resolve() == base.resolve()  # shown relative: ../baseline.json
     written = json.loads(base.read_text())
-    assert len(written["findings"]) == 12 and all("line" not in f for f in written["findings"])
+    assert len(written["findings"]) == 11 and all("line" not in f for f in written["findings"])
     assert cli("check", "--baseline", base).code == 0
     # move every line of the manifest down: the findings are the same things, so still accepted
     manifest = root / "k8s" / "deployment.yaml"
@@ -334,7 +342,10 @@ def test_init_writes_a_prefilled_starter_and_refuses_to_overwrite(cli, tmp_path,
 
     cfg = load_config(root / "quantadvise.yaml").config
     assert (cfg.model, cfg.engine, cfg.gpus, cfg.kv_cache_dtype) == ("org/some-model-AWQ", "vllm", 2, "fp8")
-    assert (cfg.workload.batch, cfg.workload.ctx, cfg.deployment) == (48, 16384, ["run.sh"])
+    # --max-num-seqs / --max-model-len are caps, not a workload: shown as the commented examples, not declared
+    assert (cfg.workload.batch, cfg.workload.ctx, cfg.deployment) == (None, None, ["run.sh"])
+    text = (root / "quantadvise.yaml").read_text()
+    assert "  # concurrency: 48" in text and "(the command caps it at 48)" in text and "  # ctx: 16384" in text
     assert cfg.gpu is None and cfg.quantization is None  # never guessed
     r = cli("check", "--init")
     assert r.code == 2 and r.stderr.strip() == "Error: quantadvise.yaml already exists; pass --force to overwrite it"
@@ -346,6 +357,19 @@ def test_init_writes_a_prefilled_starter_and_refuses_to_overwrite(cli, tmp_path,
     r = cli("check", "--init", "--force", "--config", "pyproject.toml")
     assert r.code == 2 and "--init writes YAML" in r.stderr
     assert (root / "pyproject.toml").read_text() == "[project]\nname = 'x'\n"  # untouched
+
+
+def test_init_keeps_a_long_model_id_apart_from_its_comment(cli, tmp_path, monkeypatch):
+    """A model id of 35+ characters filled the 40-column field: `model: <id># comment` made the comment
+    part of the id, and the next check exited 2. The starter's own text must read back to the id."""
+    model = "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"  # 50 characters
+    root = make_repo(tmp_path, {"run.sh": f"vllm serve {model}\n"})
+    monkeypatch.chdir(root)
+    assert cli("check", "--init", "run.sh").code == 0
+    from quantadvise.gate.files import load_config
+
+    assert load_config(root / "quantadvise.yaml").config.model == model
+    assert f"model: {model} # Hub id or local path" in (root / "quantadvise.yaml").read_text()
 
 
 # --- without a config file ---------------------------------------------------------------------------
@@ -365,8 +389,14 @@ def test_flags_only_from_a_script(cli, tmp_path, monkeypatch):
     doc = r.json()
     t = doc["targets"][0]
     assert doc["config_file"] is None
-    assert (t["model"], t["scheme"], t["concurrency"], t["ctx"]) == ("meta-llama/Llama-3.1-8B", "bf16", 32, 8192)
-    assert any("--max-num-seqs" in a for a in t["assumptions"])  # concurrency taken from the engine's cap
+    # no workload declared: the speed rules price the engine's batch when saturated, its cap --max-num-seqs 32
+    # (32 sequences of 2,048 tokens fit easily in an H100's KV cache), at `recommend`'s default 2,048-token
+    # context; --max-model-len 8192 is the longest request, not every request
+    assert (t["model"], t["scheme"], t["concurrency"], t["ctx"]) == ("meta-llama/Llama-3.1-8B", "bf16", 32, 2048)
+    assert any(a.startswith("concurrency: 32, the engine's batch when saturated: --max-num-seqs 32") for a in
+               t["assumptions"]), t["assumptions"]
+    assert any("--max-model-len 8,192 is the longest request, not every one" in a for a in t["assumptions"])
+    assert not any(i.startswith("QA3") for i in rule_ids(r))  # it starts, and no workload is declared
     assert "QA401" not in rule_ids(r)  # bf16 needs no evidence
     r = cli("check", "scripts/serve.sh", "--gpu", "h100", "--quantization", "fp8-dynamic", "--format", "json")
     assert "QA501" in rule_ids(r)  # declared on the command line, served bf16
@@ -400,8 +430,9 @@ def test_pyproject_table_is_discovered(cli, tmp_path, monkeypatch):
 
 
 def test_qa1_refusals_from_a_compose_file_and_version_fallback(cli, tmp_path, monkeypatch):
-    """SGLang on an H100 with an NVFP4 checkpoint: its NVFP4 scheme needs SM100 (QA103); the image
-    tag names a release not on file (QA100) and another than declared (QA506)."""
+    """SGLang on an H100 with an NVFP4 (W4A4) checkpoint, image tag v0.5.24: not on file (QA100), so it is
+    checked against the closest release on file, 0.5.23, which serves W4A4 NVFP4 below SM100 weight-only
+    through FP4 Marlin and says so (QA106, a warning); the tag is another release than declared (QA506)."""
     from quantadvise import catalog
     from quantadvise.advisor import plan
 
@@ -411,7 +442,7 @@ def test_qa1_refusals_from_a_compose_file_and_version_fallback(cli, tmp_path, mo
     cfg["quantization_config"] = plan.quantization_config(scheme, preset.deploy)
     compose = ("services:\n"
                "  llm:\n"
-               "    image: lmsysorg/sglang:v0.4.9\n"
+               "    image: lmsysorg/sglang:v0.5.24\n"  # not on file: the newest older release (0.5.23)
                "    command: >\n"
                "      python3 -m sglang.launch_server --model-path /models/llama\n"
                "      --context-length 8192 --max-running-requests 16\n")
@@ -425,12 +456,17 @@ def test_qa1_refusals_from_a_compose_file_and_version_fallback(cli, tmp_path, mo
     })
     monkeypatch.chdir(root)
     r = cli("check", "--format", "json")
-    assert r.code == 1
     found = {(f["rule_id"], f["line"]) for f in r.json()["findings"]}
     cmd = line_of(root / "docker-compose.yml", "sglang.launch_server")
-    assert ("QA103", cmd) in found and ("QA100", cmd) in found and ("QA506", cmd) in found
+    assert ("QA106", cmd) in found and ("QA100", cmd) in found and ("QA506", cmd) in found
+    qa106 = next(f for f in r.json()["findings"] if f["rule_id"] == "QA106")
+    assert "weight-only" in qa106["engine_message"]
+    # SGLang's own flag names, not vLLM's
+    mem = r.json()["targets"][0]["memory"]
+    assert (mem["memory_utilization_flag"], mem["max_num_seqs_flag"]) == ("--mem-fraction-static",
+                                                                          "--max-running-requests")
     t = r.json()["targets"][0]
-    assert t["engine_version"] == "0.5.23" and "closest release on file to 0.4.9" in t["engine_version_from"]
+    assert t["engine_version"] == "0.5.23" and "closest release on file to 0.5.24" in t["engine_version_from"]
     # the same deployment on a B200 (SM100) loads
     edit(root / "quantadvise.yaml", "gpu: h100", "gpu: b200")
     assert "QA103" not in rule_ids(cli("check", "--format", "json"))
@@ -539,7 +575,8 @@ def test_qa502_qa504_qa505_drift(cli, tmp_path, monkeypatch):
     assert ("QA502", line_of(manifest, "- --model")) in got  # symmetric W4A16 declared, AWQ zero-points served
     assert ("QA505", line_of(manifest, "--max-num-seqs")) in got  # the flag's line
     msg = next(f["message"] for f in r.json()["findings"] if f["rule_id"] == "QA505")
-    assert msg == "declared concurrency 24 exceeds --max-num-seqs 16: 8 requests queue"
+    assert msg == (f"declared concurrency 24 exceeds --max-num-seqs 16 (line {line_of(manifest, '--max-num-seqs')}): "
+                   "8 requests queue")
     # a Hub id declared, another served
     flags = make_repo(tmp_path, {"run.sh": "vllm serve meta-llama/Meta-Llama-3-8B --max-model-len 8192\n",
                                  "quantadvise.yaml": "model: meta-llama/Llama-3.1-8B\ngpu: h100\n"})
@@ -582,10 +619,11 @@ def test_every_artifact_kind_in_one_repository(cli, monkeypatch):
     for t in doc["targets"]:
         assert (t["concurrency"], t["ctx"], t["kv_cache_dtype"]) == (32, 4096, "kv-fp8"), t["label"]
     by_file = {t["file"]: t for t in doc["targets"]}
-    # --mem-fraction-static 0.85 / --gpu-memory-utilization=0.85 against the 0.9 default elsewhere
+    # --mem-fraction-static 0.85 / --gpu-memory-utilization=0.85 against vLLM 0.33.0's own default elsewhere:
+    # CacheConfig.gpu_memory_utilization = Field(default=0.92, ...) (vllm/config/cache.py:215)
     assert by_file["compose.yaml"]["memory"]["memory_utilization"] == 0.85
     assert by_file["scripts/serve.sh"]["memory"]["memory_utilization"] == 0.85
-    assert by_file["helm/values.yaml"]["memory"]["memory_utilization"] == 0.9
+    assert by_file["helm/values.yaml"]["memory"]["memory_utilization"] == 0.92
     drift = [f for f in doc["findings"] if f["rule_id"] == "QA505"]
     # vLLM reads "4k" as 4 x 10^3 = 4,000 tokens (4K would be 4,096): shorter than the declared 4,096
     assert [(f["file"], f["line"]) for f in drift] == [("helm/values.yaml", line_of(root / "helm/values.yaml", "4k"))]

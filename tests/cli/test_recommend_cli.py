@@ -10,9 +10,11 @@ def test_readme_command_works_with_no_other_argument(cli):
     assert r.code == 0, r.stderr
     out = r.stdout
     assert out.startswith("Recommendation: ")
-    for label in ("a. fit", "b. roofline", "c. KV cache", "d. engine", "e. accuracy"):
+    for label in ("a. native", "b. fit", "c. engine", "d. accuracy", "e. KV cache", "f. roofline"):
         assert label in out
-    assert "vllm serve" in out and "sglang.launch_server" in out
+    # a command for each engine, or the engine's refusal in its words (the measured kernels put W4A8 first
+    # here, which SGLang 0.5.23's compressed-tensors dispatch does not implement)
+    assert "vllm serve" in out and ("sglang.launch_server" in out or "SGLang 0.5.23 refuses it" in out)
     # it says what it assumed
     assert "meta-llama/Meta-Llama-3-8B (the bundled default" in out
     assert "H100" in out and "vLLM 0.33.0" in out
@@ -27,7 +29,7 @@ def test_json_contract(cli):
         assert key in doc
     assert {"id", "axes"} <= set(doc["scheme"])
     assert set(doc["scheme"]["axes"]) >= {"weights", "activations", "kv_cache", "accumulation"}
-    assert [t["node"] for t in doc["trace"]] == ["fit", "roofline", "kv", "engine", "accuracy"]
+    assert [t["node"] for t in doc["trace"]] == ["native", "fit", "engine", "accuracy", "kv", "roofline"]
     for t in doc["trace"]:
         assert {"node", "decision", "numbers"} <= set(t)
     assert set(doc["engine_args"]) == {"vllm", "sglang"}
@@ -94,4 +96,4 @@ def test_cautions_go_to_stderr_in_json_mode(cli):
     r = cli("recommend", "--batch", "512", "--gpu", "a100-80gb", "-f", "json")
     assert r.code == 0
     r.json()
-    assert "warning:" in r.stderr and "1-3%" in r.stderr
+    assert "warning:" in r.stderr and "expected drop 0-3 points" in r.stderr

@@ -73,7 +73,10 @@ RECOMMEND = {
         "4096",
     ],
     "rec-b200-b256": ["--gpu", "b200", "--batch", "256", "--ctx", "2048"],
-    "rec-kvfp8-sync": ["--batch", "4", "--ctx", "16384", "--kv-dtype", "kv-fp8", "--mode", "sync"],
+    # Meta-Llama-3-8B (the default) serves at most 8,192 tokens: the 16k case runs its 131k sibling
+    "rec-kvfp8-sync": ["-m", "meta-llama/Llama-3.1-8B", "--batch", "4", "--ctx", "16384", "--kv-dtype", "kv-fp8",
+                       "--mode", "sync"],
+    "rec-70b-h100-b64-8k": ["-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--batch", "64", "--ctx", "8192"],
     "rec-mixtral-a10g-prompt": [
         "-m",
         "mistralai/Mixtral-8x7B-v0.1",

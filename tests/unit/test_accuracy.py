@@ -275,7 +275,7 @@ def test_lm_eval_filter_and_metric_choice():
     r = api.accuracy(one_b, one_q, filter="flexible-extract")
     (gsm,) = r.tasks
     assert (gsm.filter, gsm.lost, gsm.gained, gsm.delta) == ("flexible-extract", 1, 1, 0)
-    with pytest.raises(InputError, match="filter 'nope' is not in the samples"):
+    with pytest.raises(InputError, match="task 'gsm8k' has no filter 'nope'"):
         api.accuracy(one_b, one_q, filter="nope")
 
 

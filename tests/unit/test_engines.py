@@ -88,7 +88,7 @@ def test_every_engine_row_has_source_and_as_of():
         doc = yaml.safe_load(path.read_text())
         assert doc["source"] and doc["as_of"]
         for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists",
-                        "shorthands", "auto_kv", "messages", "presets"):
+                        "shorthands", "auto_kv", "messages", "presets", "config_rules"):
             for row in doc.get(section) or []:
                 assert row.get("source") and row.get("as_of"), f"{path.name}:{section}:{row.get('id')}"
 
@@ -111,16 +111,20 @@ def test_adding_an_engine_version_is_adding_a_file(tmp_path, monkeypatch):
     doc["methods"] = [m for m in doc["methods"] if m["id"] != "fp_quant"]
     doc["override_order"] = [o for o in doc["override_order"] if o != "fp_quant"]
     (data / "engines" / "vllm-0.34.0.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    monkeypatch.setattr(catalog, "data_dir", lambda: data)
-    for f in (catalog._engine_files, catalog.get_engine, catalog.format_library):
+    from quantadvise.catalog import engines as releases
+    from quantadvise.catalog import loader
+
+    monkeypatch.setattr(loader, "data_dir", lambda: data)
+    caches = (releases._release_paths, releases._release_doc, catalog.get_engine, catalog.format_library)
+    for f in caches:
         f.cache_clear()
     try:
-        assert catalog.engine_versions("vllm") == ["0.33.0", "0.34.0"]
+        assert catalog.engine_versions("vllm") == ["0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]
         assert catalog.get_engine("vllm").version == "0.34.0"  # newest by default
         assert catalog.get_engine("vllm", "0.33.0").method("fp_quant") is not None
         assert catalog.get_engine("vllm", "0.34.0").method("fp_quant") is None
     finally:
-        for f in (catalog._engine_files, catalog.get_engine, catalog.format_library):
+        for f in caches:
             f.cache_clear()
 
 
@@ -260,11 +264,15 @@ def test_gpu_below_the_minimum_capability():
 def test_compressed_tensors_scheme_below_capability():
     d = json.loads((FIXTURES / "brainforge-devstral-2-123b-nvfp4-ct-quantization-config-json.json").read_text())
     ck = parse_checkpoint({}, {"quantization_config.json": d["quantization_config_json"]})
-    # NVFP4 W4A4 in SGLang 0.5.23 needs SM100 (engines.md 2.4); on an H100 the scheme check refuses
-    f = kinds(resolve(SGL, ck.model_copy(update={"found_in": "quantization_config"}), capability=90))[
+    # NVFP4 W4A4 in SGLang 0.5.23 needs SM100 for the W4A4 kernel, but below it the group is served
+    # weight-only by FP4 Marlin (CompressedTensorsW4A16Fp4, min capability 80); only below SM80 the
+    # scheme check refuses (schemes/compressed_tensors_w4a16_nvfp4.py:135-137 `return 80`)
+    f = kinds(resolve(SGL, ck.model_copy(update={"found_in": "quantization_config"}), capability=75))[
         "scheme_capability_too_low"]
-    assert f.engine_message == ("Quantization scheme is not supported for the current GPU. Min capability: 100. "
-                                "Current capability: 90.")
+    # sglang compressed_tensors.py:422-426 raises RuntimeError with three string arguments, so Python
+    # prints the argument tuple (as vLLM does)
+    assert f.engine_message == ("('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ',"
+                                " 'Current capability: 75.')")
     # vLLM raises the same check with three arguments: Python prints the tuple
     v = resolve(VLLM, ck.model_copy(update={"found_in": "quantization_config"}), capability=70)
     f = kinds(v)["scheme_capability_too_low"]

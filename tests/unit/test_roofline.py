@@ -10,7 +10,7 @@ import yaml
 
 import quantadvise as api
 from quantadvise import catalog
-from quantadvise.errors import ConfigError, InputError, SchemeError
+from quantadvise.errors import ConfigError, InputError, SchemeError, norm_name
 from quantadvise.perf.datapath import datapath
 from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.inputs import parse_batches, parse_contexts
@@ -404,9 +404,9 @@ def test_search_helpers():
 def test_shipped_profile_is_sourced_and_names_known_gpus():
     p = catalog.default_perf_profile()
     assert p.source and p.as_of and not p.ideal
-    known = {catalog.norm_name(n) for n in catalog.gpu_names()}
+    known = {norm_name(n) for n in catalog.gpu_names()}
     for entry in p.gpus:
-        assert catalog.norm_name(entry.gpu) in known
+        assert norm_name(entry.gpu) in known
         assert entry.source
     # every math format a GPU row can have gets a default efficiency
     from quantadvise.hardware import MATH_FORMATS

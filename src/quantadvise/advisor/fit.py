@@ -1,11 +1,14 @@
-"""The memory nodes of the tree: (a) fit and (c) the KV cache axis.
+"""The memory nodes of the tree: (b) fit and (e) the KV cache axis.
 
-a. fit — weights + the KV cache the workload holds + the runtime reserve against the GPUs' memory
+b. fit — weights + the KV cache the workload holds + the runtime reserve against the GPUs' memory
    (:func:`quantadvise.sizing.memory_budget`, the one budget every command uses). Size only decides
-   whether you must quantize, and how far; never which scheme wins.
-c. kv  — a quantized KV cache when KV is a large share of the bytes a step moves, or when KV memory
-   limits the concurrency; the share, the concurrency gained, and the GPUs needed if even that does
-   not fit.
+   whether you must quantize, and how far; never which scheme wins. Each candidate's capacity (the
+   sequences its KV cache holds next to its weights) is what the speed node prices it at.
+e. kv  — one KV cache dtype for the workload, decided after the engine and accuracy filters on the
+   deployable candidates: quantized when KV is a large share of the bytes a step moves, or when a
+   16-bit KV cache cannot hold the batch. The decision is taken on the deployable candidate with the
+   fewest weight bytes (where KV weighs most), so it depends on the batch alone — never on which
+   candidate happens to rank first — and switches once as the batch grows.
 """
 
 from __future__ import annotations
@@ -16,22 +19,32 @@ from .. import defaults
 from ..errors import QuantAdviseError
 from ..kvcache import max_sequences, sequence_bytes
 from ..perf.step import check_tensor_parallel
-from ..scheme import TensorQuant
+from ..scheme import Scheme, TensorQuant
 from ..sizing import memory_budget
-from .options import BF16_KV, Context, Option, rank
+from .options import BF16_KV, Context, Option
 from .result import TraceNode
-from .speed import score
 from .verdict import engine_verdict
 
+UNBOUNDED = 1_000_000_000  # a model with no per-token KV cache (linear attention): memory never caps the batch
 
-def _budget(ctx: Context, gpus: int) -> float:
+
+def budget_for(ctx: Context, gpus: int) -> float:
     w = ctx.workload
     return memory_budget(ctx.gpu.memory_bytes, gpus=gpus, memory_utilization=w.memory_utilization,
                          reserve_bytes=int(w.reserve_gb * defaults.GiB), headroom=w.headroom).budget_bytes
 
 
+def capacity(ctx: Context, weights_bytes: int, kv: TensorQuant | None, budget: float | None = None) -> int:
+    """Sequences of the workload's KV length that fit next to ``weights_bytes``."""
+    tokens = ctx.workload.kv_tokens_per_sequence
+    if sequence_bytes(ctx.arch, kv, tokens) <= 0:
+        return UNBOUNDED if weights_bytes <= (budget if budget is not None else ctx.budget_bytes) else 0
+    return max_sequences(ctx.arch, kv, tokens, (budget if budget is not None else ctx.budget_bytes) - weights_bytes)
+
+
 def gpus_needed(ctx: Context, o: Option, kv: TensorQuant | None) -> int | None:
-    """Smallest tensor-parallel degree on which weights + KV for the whole batch fit."""
+    """Smallest tensor-parallel degree (one the model's heads divide) on which ``o``'s weights + the
+    KV cache of the whole batch fit."""
     a, w, g = ctx.arch, ctx.workload, ctx.gpu
     need = o.weights_bytes + sequence_bytes(a, kv, w.kv_tokens_per_sequence) * w.batch
     for n in range(1, defaults.MAX_GPUS_SEARCH + 1):
@@ -39,7 +52,7 @@ def gpus_needed(ctx: Context, o: Option, kv: TensorQuant | None) -> int | None:
             check_tensor_parallel(a, g, n)
         except QuantAdviseError:
             continue
-        if need <= _budget(ctx, n):
+        if need <= budget_for(ctx, n):
             return n
     return None
 
@@ -48,195 +61,142 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     """Weights + the KV cache the workload holds + reserve, against the GPUs' memory.
 
     KV demand is ``batch x kv_tokens_per_sequence`` (continuous batching: the steady-state average
-    prompt + output/2; synchronous: the full context). A candidate is kept when its weights leave room
-    for that demand with a quantized KV cache; when no candidate does, the ones whose weights leave
-    room for at least one sequence stay and the KV node says what concurrency fits."""
+    prompt + output/2; synchronous: the full context). Every candidate whose weights leave room for
+    at least one sequence stays; how many it holds is its capacity, at which the speed node prices
+    it."""
     a, w, g = ctx.arch, ctx.workload, ctx.gpu
     check_tensor_parallel(a, g, w.gpus)
     b = memory_budget(g.memory_bytes, gpus=w.gpus, memory_utilization=w.memory_utilization,
                       reserve_bytes=int(w.reserve_gb * defaults.GiB), headroom=w.headroom)
     ctx.budget_bytes = b.budget_bytes
     tokens = w.kv_tokens_per_sequence
+    qname = ctx.quant_kv
+    qkv = ctx.kv_options[qname].kv
+    forced = ctx.kv_options[ctx.kv_name].kv if ctx.forced_kv else None
     kv_bf16 = sequence_bytes(a, None, tokens) * w.batch
-    qkv = ctx.kv_options[ctx.quant_kv].kv
     kv_q = sequence_bytes(a, qkv, tokens) * w.batch
     bf16_weights = next((o.weights_bytes for o in options if not o.scheme.quantizes_weights), 0)
     for o in options:
         if not o.weights_bytes:
             continue
-        o.fits_bf16_kv = o.weights_bytes + kv_bf16 <= ctx.budget_bytes
-        o.fits_qkv = o.weights_bytes + kv_q <= ctx.budget_bytes
-    full = [o for o in options if o.fits_bf16_kv or o.fits_qkv]
-    for o in options:
-        if not o.weights_bytes or o in full:
-            continue
-        n = max_sequences(a, qkv, tokens, ctx.budget_bytes - o.weights_bytes)
-        o.reason = (
-            f"{o.weights_bytes / 1e9:.1f} GB weights leave room for {n} of {w.batch} sequences "
-            f"({ctx.quant_kv}) in the {ctx.budget_bytes / 1e9:.1f} GB budget"
-        )
-        if n < 1:
+        o.max_concurrency_bf16 = capacity(ctx, o.weights_bytes, None)
+        o.max_concurrency_quantized = capacity(ctx, o.weights_bytes, qkv)
+        best = (capacity(ctx, o.weights_bytes, forced) if ctx.forced_kv
+                else max(o.max_concurrency_bf16, o.max_concurrency_quantized))
+        if best < 1 and o.status == "candidate":
             o.status = "does-not-fit"
-        else:
-            o.partial = True  # kept, ranked after every candidate that holds the whole batch
-    room_for_weights = ctx.budget_bytes - kv_bf16
-    must = bf16_weights > room_for_weights
+            o.reason = (f"{o.weights_bytes / 1e9:.1f} GB of weights leave no room for one sequence of {tokens:,} tokens "
+                        f"({ctx.kv_name if ctx.forced_kv else qname}) in the {ctx.budget_bytes / 1e9:.1f} GB budget")
+    whole = [o.id for o in options if o.status == "candidate" and o.weights_bytes
+             and max(o.max_concurrency_bf16, o.max_concurrency_quantized) >= w.batch]
+    part = [o.id for o in options if o.status == "candidate" and o.weights_bytes and o.id not in whole]
+    room_bf16 = ctx.budget_bytes - kv_bf16
+    room_q = ctx.budget_bytes - kv_q
+    must = bf16_weights > room_bf16
+    params = a.inventory.total_params()
     numbers: dict[str, Any] = {
-        "gpus": w.gpus,
-        "memory_bytes": b.memory_bytes,
-        "usable_bytes": b.usable_bytes,
-        "reserve_bytes": b.reserve_bytes,
-        "budget_bytes": b.budget_bytes,
-        "bf16_weights_bytes": bf16_weights,
-        "kv_tokens_per_sequence": tokens,
-        "kv_bytes_bf16": round(kv_bf16),
-        "kv_bytes_quantized": round(kv_q),
-        "must_quantize": must,
-        "fits_requested_concurrency": [o.id for o in full],
+        "gpus": w.gpus, "memory_bytes": b.memory_bytes, "usable_bytes": b.usable_bytes,
+        "reserve_bytes": b.reserve_bytes, "budget_bytes": b.budget_bytes, "bf16_weights_bytes": bf16_weights,
+        "kv_tokens_per_sequence": tokens, "kv_bytes_bf16": round(kv_bf16), "kv_bytes_quantized": round(kv_q),
+        "quantized_kv_dtype": qname, "must_quantize": must, "holds_whole_batch": whole, "holds_part_of_batch": part,
+        "max_bits_per_param_kv_bf16": round(room_bf16 * 8 / params, 2) if room_bf16 > 0 else None,
+        "max_bits_per_param_kv_quantized": round(room_q * 8 / params, 2) if room_q > 0 else None,
+        "max_concurrency": {o.id: {"kv-bf16": o.max_concurrency_bf16, qname: o.max_concurrency_quantized}
+                            for o in options if o.weights_bytes},
     }
-    fitting = [o.id for o in options if o.weights_bytes and o.status != "does-not-fit"]
-    numbers["fitting_candidates"] = fitting
     kv_desc = f"{w.batch} x {tokens:,} tokens"
+    budget = f"{ctx.budget_bytes / 1e9:.1f} GB"
     if not must:
-        decision = (
-            f"bf16 fits: {bf16_weights / 1e9:.1f} GB weights + {kv_bf16 / 1e9:.1f} GB KV for {kv_desc} within "
-            f"{ctx.budget_bytes / 1e9:.1f} GB — quantization is optional, chosen for speed"
-        )
-    elif room_for_weights > 0:
-        max_bits = room_for_weights * 8 / a.inventory.total_params()
-        numbers["max_bits_per_param"] = round(max_bits, 2)
-        decision = (
-            f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB + {kv_bf16 / 1e9:.1f} GB KV ({kv_desc}) but the "
-            f"budget is {ctx.budget_bytes / 1e9:.1f} GB; weights must average <= {max_bits:.1f} bits/param, or the "
-            "KV cache must shrink"
-        )
+        decision = (f"bf16 fits: {bf16_weights / 1e9:.1f} GB weights + {kv_bf16 / 1e9:.1f} GB KV for {kv_desc} within "
+                    f"{budget} — quantization is optional, chosen for speed")
     else:
-        decision = (
-            f"must quantize: the bf16 KV cache alone ({kv_bf16 / 1e9:.1f} GB for {kv_desc}) exceeds the "
-            f"{ctx.budget_bytes / 1e9:.1f} GB budget — the KV cache must be quantized or spread over more GPUs"
-        )
-    partial = [o.id for o in options if o.partial and o.status != "does-not-fit"]
-    numbers["fit_partially"] = partial
-    if not full:
-        decision += (
-            f"; no candidate holds all {w.batch} sequences even with {ctx.quant_kv}, so the ones whose weights fit "
-            "stay and the KV node states the concurrency that fits"
-            if fitting else "; not even one sequence fits next to any candidate's weights"
-        )
-    elif partial:
-        decision += (
-            f"; {', '.join(o.id for o in full)} hold all {w.batch} sequences and rank first; "
-            f"{', '.join(partial)} fit only part of the batch and rank after them"
-        )
+        bounds = []
+        if room_bf16 > 0:
+            bounds.append(f"<= {room_bf16 * 8 / params:.1f} bits/param with a bf16 KV cache")
+        if room_q > 0:
+            bounds.append(f"<= {room_q * 8 / params:.1f} with {qname}")
+        decision = (f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB + {kv_bf16 / 1e9:.1f} GB KV ({kv_desc}) but "
+                    f"the budget is {budget}; "
+                    + (f"to hold the whole batch weights must average {' or '.join(bounds)}" if bounds else
+                       f"the whole batch cannot be held: its KV cache alone ({kv_q / 1e9:.1f} GB with {qname}) exceeds "
+                       "the budget"))
+    if part and whole:
+        decision += (f"; {', '.join(whole)} hold all {w.batch} sequences, {', '.join(part)} hold part of them (priced at "
+                     "the concurrency they hold)")
+    elif part:
+        decision += f"; no candidate holds all {w.batch} sequences: each is priced at the concurrency it holds"
+    elif not whole:
+        decision += "; not even one sequence fits next to any candidate's weights"
     return TraceNode(node="fit", decision=decision, numbers=numbers)
 
 
-def _nothing_ranked(ctx: Context, options: list[Option]) -> TraceNode:
-    """Nothing fits at this concurrency even with a quantized KV cache: say what would."""
-    a, w = ctx.arch, ctx.workload
-    numbers: dict[str, Any] = {}
-    best = min((o for o in options if o.status == "does-not-fit"), key=lambda o: o.weights_bytes, default=None)
-    qkv = ctx.kv_options[ctx.quant_kv].kv
-    if best is None:
-        return TraceNode(node="kv", decision="no candidate to size the KV cache for", numbers=numbers)
-    per_seq = sequence_bytes(a, qkv, w.kv_tokens_per_sequence)
-    max_seq = max_sequences(a, qkv, w.kv_tokens_per_sequence, ctx.budget_bytes - best.weights_bytes)
-    need = gpus_needed(ctx, best, qkv)
-    numbers.update(kv_dtype=ctx.quant_kv, max_concurrency=max_seq, gpus_needed=need,
-                   smallest_weights=best.id, kv_bytes_per_sequence=round(per_seq))
-    return TraceNode(
-        node="kv",
-        decision=(
-            f"even {best.id} with {ctx.quant_kv} holds only {max_seq} sequences of {w.kv_tokens_per_sequence:,} "
-            f"tokens on {w.gpus} x {ctx.gpu.name}; serving {w.batch} needs "
-            + (f"{need} GPUs" if need else f"more than {defaults.MAX_GPUS_SEARCH} GPUs")
-        ),
-        numbers=numbers,
-    )
+def _kv_accuracy(ctx: Context, kv: TensorQuant | None) -> list[str]:
+    """Published findings that veto a KV cache dtype on its own for this workload."""
+    from ..evals.priors import judge
+
+    if kv is None:
+        return []
+    probe = Scheme(id="kv-probe", kv_cache=kv)
+    w = ctx.workload
+    return [f"{v.rule}: {v.message} ({v.source})" for v in
+            judge(ctx.rules, probe, str(w.task), w.accuracy_tolerance, params=ctx.model_params,
+                  prompt_tokens=w.prompt_tokens) if v.action == "veto"]
 
 
-def node_kv(ctx: Context, options: list[Option], ranked: list[Option]) -> TraceNode:
-    if not ranked:
-        return _nothing_ranked(ctx, options)
+def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
+    """e. one KV cache dtype for every deployable candidate (see the module docstring)."""
     a, w = ctx.arch, ctx.workload
     threshold = defaults.KV_SHARE_THRESHOLD
-    top = ranked[0]
-    assert top.model is not None
-    c = top.model.decode(w.batch, w.decode_context)
-    share = c.kv_bytes / c.bytes if c.bytes else 0.0
     tokens = w.kv_tokens_per_sequence
-    kv_bf16 = sequence_bytes(a, None, tokens)
-    qkv = ctx.kv_options[ctx.quant_kv].kv
-    kv_q = sequence_bytes(a, qkv, tokens)
-    room = ctx.budget_bytes - top.weights_bytes
-    max_bf16 = max_sequences(a, None, tokens, room)
-    max_q = max_sequences(a, qkv, tokens, room)
-    numbers: dict[str, Any] = dict(
-        kv_share_of_step_bytes=round(share, 4),
-        kv_bytes_per_sequence_bf16=round(kv_bf16),
-        kv_bytes_per_sequence_quantized=round(kv_q),
-        kv_bytes_bf16=round(kv_bf16 * w.batch),
-        kv_bytes_quantized=round(kv_q * w.batch),
-        max_concurrency_bf16=max_bf16,
-        max_concurrency_quantized=max_q,
-        kv_tokens_per_sequence=tokens,
-        threshold=threshold,
-        quantized_kv_dtype=ctx.quant_kv,
-    )
-    reasons = []
+    qname = ctx.quant_kv
+    qkv = ctx.kv_options[qname].kv
+    numbers: dict[str, Any] = {"threshold": threshold, "quantized_kv_dtype": qname, "kv_tokens_per_sequence": tokens,
+                               "kv_bytes_per_sequence_bf16": round(sequence_bytes(a, None, tokens)),
+                               "kv_bytes_per_sequence_quantized": round(sequence_bytes(a, qkv, tokens))}
+    reasons: list[str] = []
+    ref = min((o for o in live if o.model is not None), key=lambda o: (o.weights_bytes, o.id), default=None)
     if ctx.forced_kv:
         decision = f"KV cache dtype set by the workload: {ctx.kv_name}"
+    elif ref is None:
+        decision = "no deployable candidate to size the KV cache for"
     else:
-        choose = False
+        assert ref.model is not None
+        c = ref.model.decode(w.batch, w.decode_context)
+        share = c.kv_bytes / c.bytes if c.bytes else 0.0
+        holds_bf16 = capacity(ctx, ref.weights_bytes, None)
+        holds_q = capacity(ctx, ref.weights_bytes, qkv)
+        numbers.update(reference=ref.id, kv_share_of_step_bytes=round(share, 4), max_concurrency_bf16=holds_bf16,
+                       max_concurrency_quantized=holds_q)
+        want, short = [], []
         if share >= threshold:
-            choose = True
-            reasons.append(
-                f"KV is {share:.0%} of the bytes a step moves at batch {w.batch} x {w.decode_context:,} tokens "
-                f"(>= {threshold:.0%}): halving it shortens every step"
-            )
-        if max_bf16 < w.batch:
-            choose = True
-            reasons.append(
-                f"a bf16 KV cache holds {max_bf16} sequences of {tokens:,} tokens next to {top.id}'s weights; "
-                f"{ctx.quant_kv} holds {max_q} (+{max_q - max_bf16})"
-            )
-        refused = False
-        if choose:
-            # the KV dtype on its own (the weights' own engine check is the engine node's job)
-            verdict = engine_verdict(ctx, ctx.engine, None, ctx.quant_kv)
-            if not verdict.supported:
-                choose, refused = False, True
-                reasons.append(f"but {ctx.engine.label} refuses it on {ctx.gpu.name}: " + "; ".join(verdict.messages))
-        ctx.kv_name = ctx.quant_kv if choose else BF16_KV
-        if choose:
-            decision = (
-                f"{ctx.quant_kv}: KV is {share:.0%} of step bytes; concurrency at {tokens:,} tokens per sequence "
-                f"{max_bf16} -> {max_q}"
-            )
-        elif refused:
-            decision = f"{ctx.quant_kv} would help but {ctx.engine.label} refuses it here: keep a bf16 KV cache"
+            want.append(f"KV is {share:.0%} of the bytes a step moves at batch {w.batch} x {w.decode_context:,} tokens "
+                        f"next to {ref.id}, the deployable candidate with the fewest weight bytes (>= {threshold:.0%})")
+            short.append(f"KV is {share:.0%} of step bytes")
+        if holds_bf16 < w.batch:
+            want.append(f"a bf16 KV cache holds {holds_bf16} of the {w.batch} sequences next to {ref.id}; {qname} holds "
+                        f"{min(holds_q, w.batch) if holds_q < 10**8 else w.batch}")
+            short.append(f"a bf16 KV cache holds {holds_bf16} of {w.batch} sequences")
+        refused: list[str] = []
+        if want:
+            v = engine_verdict(ctx, ctx.engine, None, qname)
+            if not v.supported:
+                refused.append(f"{ctx.engine.label} refuses it for this model on {ctx.gpu.name}: " + "; ".join(v.messages))
+            refused += _kv_accuracy(ctx, qkv)
+        reasons += want + [f"but {r}" for r in refused]
+        if want and not refused:
+            ctx.kv_name = qname
+            decision = f"{qname} for every candidate: " + ", and ".join(short)
+        elif want:
+            ctx.kv_name = BF16_KV
+            decision = f"{qname} would help but is not allowed here: keep a bf16 KV cache"
         else:
-            decision = (
-                f"keep a bf16 KV cache: KV is {share:.0%} of step bytes (< {threshold:.0%}) and "
-                f"{max_bf16} sequences fit (>= batch {w.batch})"
-            )
-    chosen_q = ctx.kv_name != BF16_KV
-    fits_at_batch = (max_q if chosen_q else max_bf16) >= w.batch
-    numbers["fits_requested_concurrency"] = fits_at_batch
-    if not fits_at_batch:
-        need = gpus_needed(ctx, top, ctx.kv_options[ctx.kv_name].kv)
-        largest = max_q if chosen_q else max_bf16
-        numbers.update(largest_concurrency_that_fits=largest, gpus_needed=need)
-        decision += (
-            f"; even so only {largest} of the {w.batch} sequences fit on {w.gpus} x {ctx.gpu.name} — serving "
-            f"{w.batch} at {tokens:,} tokens each needs "
-            + (f"{need} GPUs (--tensor-parallel-size {need})" if need else
-               f"more than {defaults.MAX_GPUS_SEARCH} GPUs")
-        )
-    if chosen_q:
-        for o in ranked:
-            if o.model_kv is not None:
-                o.step_s, o.score_s, o.ttft_s, o.throughput = score(o.model_kv, w)
-        ranked[:] = rank(ranked)
-        numbers["step_time_s_with_kv"] = {o.id: o.step_s for o in ranked}
+            ctx.kv_name = BF16_KV
+            decision = (f"keep a bf16 KV cache: KV is {share:.1%} of step bytes next to {ref.id} (< {threshold:.0%}) and "
+                        f"{holds_bf16 if holds_bf16 < 10**8 else 'every'} sequence(s) fit (>= batch {w.batch})")
+    numbers["kv_dtype"] = ctx.kv_name
+    kvt = ctx.kv_options[ctx.kv_name].kv
+    for o in live:
+        o.kv_name = ctx.kv_name
+        o.max_concurrency = capacity(ctx, o.weights_bytes, kvt)
+        o.concurrency = min(w.batch, o.max_concurrency)
     return TraceNode(node="kv", decision=decision, numbers=numbers, reasons=reasons)

@@ -1,6 +1,11 @@
 """The tree's inputs as values: each candidate scheme (:class:`Option`) and everything the nodes
-read (:class:`Context`: the model, the GPU, the workload, the KV options, the accuracy rules and the
-engine releases as data). No callbacks: the nodes compute engine verdicts from the engine data.
+read (:class:`Context`: the model, the GPU, the workload, the KV options, the accuracy rules, the
+engine releases and the shipped checkpoint as data). No callbacks: the nodes compute engine
+verdicts from the engine data.
+
+:func:`rank` is the one ordering of candidates: what each delivers (output tokens/s at the
+concurrency it holds), near-ties broken by evidence — the native format, the sequences held, the
+published accuracy prior, the engine's maturity, the weight bytes — never by list order.
 """
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..errors import QuantAdviseError
@@ -24,7 +29,10 @@ from ..workload import Workload
 from .result import EngineVerdict
 
 if TYPE_CHECKING:
+    from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from .limits import ContextLimit
+    from .native import Native
 
 BF16_KV = "kv-bf16"
 
@@ -40,11 +48,13 @@ class KvOption:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A scheme to weigh, with how it deploys and the efficiency curves that price it."""
+    """A scheme to weigh, with how it deploys and the efficiency curves that price it; ``checkpoint``
+    is set for the shipped checkpoint served as is (the native candidate)."""
 
     scheme: Scheme
     deploy: DeployHints
     efficiency: Efficiency
+    checkpoint: CheckpointQuant | None = None
 
 
 @dataclass
@@ -59,29 +69,43 @@ class Option:
     weights_bytes: int = 0
     model: StepModel | None = None
     model_kv: StepModel | None = None  # with the quantized KV cache option
+    checkpoint: CheckpointQuant | None = None  # the shipped checkpoint (native candidate only)
     step_s: float = math.inf
     ttft_s: float | None = None
-    throughput: float = 0.0
+    throughput: float = 0.0  # output tokens/s at the concurrency it holds (continuous: prefill included)
+    decode_tps: float = 0.0  # decode tokens/s at that concurrency (concurrency / step)
+    prefill_share: float | None = None  # share of GPU time spent on prefill (continuous batching)
     score_s: float = math.inf  # seconds per output token as the workload experiences it
-    fits_bf16_kv: bool = False
-    fits_qkv: bool = False
+    kv_name: str = BF16_KV  # the KV cache dtype it is priced with
+    concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency)
+    max_concurrency: int = 0  # sequences its KV cache holds next to its weights
+    max_concurrency_bf16: int = 0
+    max_concurrency_quantized: int = 0
     ridge: float | None = None
     cautions: list[str] = field(default_factory=list)
     engine: EngineVerdict | None = None
     family: str = ""
-    priority: int = 0  # position in the candidate list (tie-break)
-    partial: bool = False  # weights fit, but not the KV cache for the whole batch
-    base_score_s: float = math.inf  # score with a bf16 KV cache (what "vs bf16" compares against)
+    expected_drop: tuple[float, float] = (0.0, 0.0)  # the published accuracy prior, %-points
+    behind_native: bool = False  # a re-quantization whose published range reaches the tolerance
 
     @property
     def id(self) -> str:
         return self.scheme.id
 
+    @property
+    def native(self) -> bool:
+        return self.checkpoint is not None
+
+    @property
+    def priced(self) -> bool:
+        return self.model is not None and self.throughput > 0
+
 
 @dataclass
 class Context:
     """What every node reads. ``engine`` is the release the workload deploys on; ``other_engine``
-    the other engine, for which the plan also writes a command."""
+    the other engine, for which the plan also writes a command; ``native`` the checkpoint as
+    shipped (None: a 16-bit checkpoint); ``limits`` each engine's context limit for this model."""
 
     arch: ModelArch
     gpu: GPU
@@ -95,27 +119,64 @@ class Context:
     budget_bytes: float = 0.0
     kv_name: str = BF16_KV
     forced_kv: bool = False
+    native: Native | None = None
+    limits: dict[str, ContextLimit] = field(default_factory=dict)  # engine name -> limit
+    model_params: int | None = None
+    memo: dict[Any, Any] = field(default_factory=dict)  # engine verdicts, reused when a caller walks many workloads
 
     @property
     def platform(self) -> str:
         return "rocm" if self.gpu.vendor.lower() == "amd" else "cuda"
 
 
+_MATURITY = {True: 0, None: 1, False: 2}
+
+
+def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, str]:
+    """How two candidates that deliver the same (within the tie) are ordered: the native format
+    first, then more sequences held, the smaller published accuracy drop (worst case, then best
+    case), the engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id
+    only when every piece of evidence is equal."""
+    maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
+    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0], maturity,
+            o.weights_bytes, o.id)
+
+
+_WHY = ("it is the checkpoint as shipped", "it holds more sequences", "its published accuracy drop is smaller",
+        "its published accuracy drop is smaller", "the engine's optimized list has it", "its weights are smaller",
+        "its id sorts first (every piece of evidence is equal)")
+
+
+def tie_reason(winner: Option, other: Option) -> str:
+    """The first piece of evidence that puts ``winner`` ahead of ``other``."""
+    a, b = evidence_key(winner), evidence_key(other)
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), len(a) - 1)
+    return _WHY[i]
+
+
+def ranking_throughput(o: Option) -> float:
+    """What a candidate is ranked on: its delivered output tokens/s; the checkpoint as shipped is
+    credited ``defaults.NATIVE_MARGIN`` (a re-quantization must be predicted faster by more than the
+    speed model's validated error to displace it)."""
+    return o.throughput * (1 + defaults.NATIVE_MARGIN) if o.native else o.throughput
+
+
 def rank(options: list[Option]) -> list[Option]:
-    """Fastest first; near-ties (within ``defaults.TIE`` of the faster one) keep the candidate order,
-    so two schemes the model cannot tell apart resolve to the one listed first (the more standard
-    one). Candidates that hold the whole batch come before those that fit only part of it."""
-    by_speed = sorted(options, key=lambda o: o.score_s)
+    """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates within
+    ``defaults.TIE`` of the fastest one still unplaced form a tie, ordered by :func:`evidence_key`.
+    Re-quantizations of a shipped checkpoint whose published accuracy range reaches the tolerance
+    (``behind_native``) rank after the checkpoint as shipped and every candidate without that risk. A
+    pure function of the candidates' numbers: the input order never matters."""
     out: list[Option] = []
-    i = 0
-    while i < len(by_speed):
-        lead = by_speed[i]
-        j = i + 1
-        while j < len(by_speed) and by_speed[j].score_s <= lead.score_s * (1 + defaults.TIE):
-            j += 1
-        out.extend(sorted(by_speed[i:j], key=lambda o: o.priority))
-        i = j
-    return [o for o in out if not o.partial] + [o for o in out if o.partial]
+    for tier in (False, True):
+        rest = sorted((o for o in options if o.behind_native is tier),
+                      key=lambda o: (-ranking_throughput(o), evidence_key(o)))
+        while rest:
+            lead = ranking_throughput(rest[0])
+            tied = [o for o in rest if ranking_throughput(o) * (1 + defaults.TIE) >= lead]
+            out.extend(sorted(tied, key=evidence_key))
+            rest = [o for o in rest if o not in tied]
+    return out
 
 
 def family(s: Scheme) -> str:
@@ -134,23 +195,33 @@ def family_kind(s: Scheme) -> str:
 
 
 def build_options(arch: ModelArch, gpu: GPU, workload: Workload, candidates: Sequence[Candidate],
-                  kv_options: dict[str, KvOption], quant_kv: str) -> list[Option]:
+                  kv_options: dict[str, KvOption], quant_kv: str,
+                  cache: dict[tuple[int, int], tuple[int, StepModel, StepModel, str | None]] | None = None,
+                  ) -> list[Option]:
     """Size each candidate and build its step models (with a bf16 and with the quantized KV cache);
-    a candidate the model cannot run on this GPU is kept, marked ``cannot-run`` with the reason."""
+    a candidate the model cannot run on this GPU is kept, marked ``cannot-run`` with the reason.
+    ``cache`` (keyed by candidate and GPU count) lets a caller that walks the tree many times over
+    the same candidates reuse the immutable sizes and step models."""
     opts: list[Option] = []
     kv_bf16 = kv_options[BF16_KV].kv
     kv_q = kv_options[quant_kv].kv
-    for i, c in enumerate(candidates):
-        o = Option(scheme=c.scheme, deploy=c.deploy, efficiency=c.efficiency, family=family(c.scheme), priority=i)
+    for c in candidates:
+        o = Option(scheme=c.scheme, deploy=c.deploy, efficiency=c.efficiency, family=family(c.scheme),
+                   checkpoint=c.checkpoint)
+        key = (id(c), workload.gpus)
         try:
-            o.weights_bytes = size_model(arch, c.scheme).total_bytes
-            path = datapath(c.scheme, gpu)
-            o.model = StepModel(arch, c.scheme, gpu, kv=kv_bf16, gpus=workload.gpus, efficiency=c.efficiency,
-                                path=path)
-            o.model_kv = StepModel(arch, c.scheme, gpu, kv=kv_q, gpus=workload.gpus, efficiency=c.efficiency,
-                                   path=path)
-            if path.note:
-                o.cautions.append(path.note)
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                path = datapath(c.scheme, gpu)
+                hit = (size_model(arch, c.scheme).total_bytes,
+                       StepModel(arch, c.scheme, gpu, kv=kv_bf16, gpus=workload.gpus, efficiency=c.efficiency, path=path),
+                       StepModel(arch, c.scheme, gpu, kv=kv_q, gpus=workload.gpus, efficiency=c.efficiency, path=path),
+                       path.note)
+                if cache is not None:
+                    cache[key] = hit
+            o.weights_bytes, o.model, o.model_kv, note = hit
+            if note:
+                o.cautions.append(note)
         except QuantAdviseError as exc:
             o.status = "cannot-run"
             o.reason = exc.message

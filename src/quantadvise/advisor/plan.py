@@ -8,12 +8,17 @@ scheme; the recommender feeds it through the same checkpoint parser and engine r
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from ..formats import get_format
-from ..scheme import DeployHints, Scheme, TensorQuant
+from ..scheme import DeployHints, LayerPolicy, Scheme, TensorQuant
 from .options import Context, Option
 from .result import CheckpointPlan, EngineVerdict
+
+if TYPE_CHECKING:
+    from ..model import ModelArch
 
 
 def _ct_args(t: TensorQuant, role: str) -> dict[str, Any]:
@@ -59,8 +64,39 @@ def _ct_format(s: Scheme) -> str:
     return "pack-quantized"
 
 
-def quantization_config(scheme: Scheme, deploy: DeployHints) -> dict[str, Any] | None:
-    """The quantization_config a checkpoint of ``scheme`` declares (None for bf16)."""
+def ignore_list(scheme: Scheme, arch: ModelArch | None) -> list[str]:
+    """The Linear modules ``scheme``'s layer policy keeps 16-bit, as compressed-tensors / llm-compressor
+    ``ignore`` entries: ``lm_head`` and one ``re:`` pattern per module kind under the decoder layers
+    (MoE routers and gates, shared-expert gates, attention when only the experts are quantized ...).
+    The same policy decides which layers :func:`quantadvise.sizing.size_model` counts as quantized,
+    so the recipe writes the checkpoint the sizing priced. Without ``arch`` only lm_head is known."""
+    if arch is None:
+        return [] if scheme.policy.quantize_lm_head else ["lm_head"]
+    return list(_ignore(arch, scheme.policy))
+
+
+@lru_cache(maxsize=64)
+def _ignore(arch: ModelArch, policy: LayerPolicy) -> tuple[str, ...]:
+    from ..checkpoint.placement import modules
+
+    out: list[str] = []
+    for m in modules(arch, include_mtp=False):
+        comp = m.group.component
+        if comp == "embedding" or policy.quantizes(comp):
+            continue
+        if comp == "lm_head":
+            entry = "lm_head"
+        else:
+            leaf = re.sub(r"^model\.layers\.\d+\.", "", m.name)
+            entry = "re:.*" + re.sub(r"\\\.\d+\\\.", r"\\.\\d+\\.", re.escape(leaf)) + "$"
+        if entry not in out:
+            out.append(entry)
+    return tuple(out)
+
+
+def quantization_config(scheme: Scheme, deploy: DeployHints, arch: ModelArch | None = None) -> dict[str, Any] | None:
+    """The quantization_config a checkpoint of ``scheme`` declares (None for bf16); with ``arch`` the
+    ``ignore`` list follows the scheme's layer policy (:func:`ignore_list`)."""
     if not scheme.quantizes_weights:
         return None
     w = scheme.weight
@@ -73,7 +109,7 @@ def quantization_config(scheme: Scheme, deploy: DeployHints) -> dict[str, Any] |
     if fmt == "gptq":
         return {"quant_method": "gptq", "bits": w.bits, "group_size": group or -1, "sym": w.symmetric,
                 "desc_act": False, "checkpoint_format": "gptq"}
-    ignore = [] if scheme.policy.quantize_lm_head else ["lm_head"]
+    ignore = ignore_list(scheme, arch)
     group_cfg: dict[str, Any] = {"targets": ["Linear"], "weights": _ct_args(w, "weights")}
     a = scheme.activation
     group_cfg["input_activations"] = _ct_args(a, "input_activations") if a is not None and a.is_quantized else None
@@ -87,13 +123,13 @@ def quantization_config(scheme: Scheme, deploy: DeployHints) -> dict[str, Any] |
     return cfg
 
 
-def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str) -> str | None:
-    """One line of llm-compressor that produces the checkpoint."""
+def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arch: ModelArch | None = None) -> str | None:
+    """One line of llm-compressor that produces the checkpoint (its ``ignore`` from the layer policy)."""
     preset = deploy.llmcompressor_scheme
     fmt = deploy.checkpoint_format
     if not scheme.quantizes_weights:
         return None
-    ignore = '[]' if scheme.policy.quantize_lm_head else '["lm_head"]'
+    ignore = "[" + ", ".join(f'"{x}"' for x in ignore_list(scheme, arch)) + "]"
     if fmt == "awq":
         return (f'oneshot(model="{model_id}", recipe=AWQModifier(targets="Linear", scheme="W4A16_ASYM", '
                 f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=256)  # AWQ-style checkpoint '
@@ -124,24 +160,28 @@ def checkpoint_summary(scheme: Scheme, deploy: DeployHints) -> str:
     if not scheme.quantizes_weights:
         return "the original bf16 checkpoint"
     fmt = deploy.checkpoint_format or "compressed-tensors"
+    w = scheme.weight
+    bits = w.bits if w is not None else 4
+    group = (w.scale.group.reduction_group if w is not None and w.scale else None) or -1
     if fmt == "awq":
-        return "an AWQ checkpoint (AutoAWQ, GEMM layout, w_bit 4, q_group_size 128, zero_point true)"
+        return f"an AWQ checkpoint (AutoAWQ, GEMM layout, w_bit {bits}, q_group_size {group}, zero_point true)"
     if fmt == "gptq":
-        return "a GPTQ checkpoint (AutoGPTQ / GPTQModel, bits 4, group_size 128, sym true, desc_act false)"
+        return f"a GPTQ checkpoint (AutoGPTQ / GPTQModel, bits {bits}, group_size {group}, sym true, desc_act false)"
     preset = deploy.compressed_tensors_preset
     return f"a compressed-tensors checkpoint, preset {preset}" if preset else "a compressed-tensors checkpoint"
 
 
 def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], CheckpointPlan]:
     """How to serve the winner: one command per engine (the chosen engine first; None where that
-    engine refuses it, with its reason in the notes) and the checkpoint that carries it."""
+    engine refuses it or the model's context limit, with the reason in the notes) and the checkpoint
+    that carries it. The native candidate serves the published checkpoint as it is."""
     from ..engines.flags import engine_command
     from .verdict import engine_verdict, kv_flag
 
     w = ctx.workload
     model_id = ctx.model_id or w.model
     short = model_id.rsplit("/", 1)[-1]
-    path = model_id if not winner.scheme.quantizes_weights else f"./{short}-{winner.scheme.id}"
+    path = model_id if winner.native or not winner.scheme.quantizes_weights else f"./{short}-{winner.scheme.id}"
 
     def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
         return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=w.batch,
@@ -151,25 +191,45 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     commands: dict[str, str | None] = {}
     notes = []
     for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
-        # the chosen engine already judged the winner in the engine node (same KV dtype)
-        v: EngineVerdict = (winner.engine if eng is ctx.engine and winner.engine is not None
-                            else engine_verdict(ctx, eng, winner, ctx.kv_name))
+        limit = ctx.limits.get(eng.engine)
+        if limit is not None and limit.tokens is not None and w.context > limit.tokens:
+            commands[eng.engine] = None
+            notes.append(f"{eng.label} refuses --ctx {w.context:,} for this model: {limit.refusal(w.context)}")
+            continue
+        v: EngineVerdict = engine_verdict(ctx, eng, winner, ctx.kv_name)
         if v.supported:
             commands[eng.engine] = command(eng.engine, path, v.quantization_flag, v.kv_cache_dtype_flag)
         else:
             commands[eng.engine] = None
             notes.append(f"{eng.label} refuses it: " + "; ".join(v.messages))
+    nat = ctx.native
+    if winner.native and nat is not None:
+        ck = nat.checkpoint
+        plan = CheckpointPlan(
+            format=ck.family, compressed_tensors_preset=None,
+            summary=f"the published checkpoint as shipped ({ck.summary()}): nothing to produce",
+            alternatives=[], recipe=None, quantization_config=nat.quantization_config, suggested_path=path,
+            notes=notes + (["no --quantization flag: both engines read the method from the checkpoint"]
+                           if ck.engines_read_it else
+                           [f"the quantization parameters are only in {ck.found_in}: the engines need "
+                            f"--quantization {ck.quant_method}"]),
+        )
+        return commands, plan
+    if nat is not None and winner.scheme.quantizes_weights:
+        notes.append(f"{model_id} ships {nat.checkpoint.quant_method}: this re-quantization starts from 16-bit weights "
+                     "(the publisher's 16-bit release, or the shipped checkpoint dequantized — its quantization error "
+                     "then compounds)")
     d = winner.deploy
     online = None
-    if d.online and ctx.engine.engine == "vllm" and ctx.engine.shorthand(d.online) is not None:
+    if d.online and nat is None and ctx.engine.engine == "vllm" and ctx.engine.shorthand(d.online) is not None:
         online = command("vllm", model_id, d.online, kv_flag(ctx, ctx.engine, ctx.kv_name))
     plan = CheckpointPlan(
         format=d.checkpoint_format if winner.scheme.quantizes_weights else None,
         compressed_tensors_preset=d.compressed_tensors_preset,
         summary=checkpoint_summary(winner.scheme, d),
         alternatives=list(d.alternatives),
-        recipe=llmcompressor_recipe(winner.scheme, d, model_id),
-        quantization_config=quantization_config(winner.scheme, d),
+        recipe=llmcompressor_recipe(winner.scheme, d, model_id, ctx.arch),
+        quantization_config=quantization_config(winner.scheme, d, ctx.arch),
         suggested_path=path,
         notes=notes,
         online=online,

@@ -19,26 +19,34 @@ from ..workload import Workload
 class TraceNode(Out):
     """One node of the decision tree: its decision in words, the numbers behind it, the reasons."""
 
-    node: str  # fit | roofline | kv | engine | accuracy
+    node: str  # native | fit | engine | accuracy | kv | roofline
     decision: str
     numbers: dict[str, Any]
     reasons: list[str] = []
 
 
 class Alternative(Out):
-    """A candidate as the tree left it, fastest surviving first."""
+    """A candidate as the tree left it: the ranked ones first (in rank order), then the ones a node
+    removed. Its speed figures are at ``concurrency`` (the sequences it holds, at most the batch)
+    with the ``kv_dtype`` cache."""
 
     scheme: str
     description: str
     status: str  # recommended | runner-up | slower | vetoed | not-supported | does-not-fit | cannot-run
     reason: str
+    native: bool = False  # the checkpoint as shipped
     step_time_s: float | None = None
-    tokens_per_s: float | None = None
+    tokens_per_s: float | None = None  # output tokens/s (continuous batching: prefill included)
+    decode_tokens_per_s: float | None = None  # concurrency / decode step
+    prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
     ttft_s: float | None = None
-    speedup_vs_bf16: float | None = None
+    speedup_vs_bf16: float | None = None  # tokens/s over bf16's at the concurrency bf16 holds (None: bf16 cannot serve)
     weights_bytes: int | None = None
-    fits: bool | None = None
+    fits: bool | None = None  # holds the whole batch
+    concurrency: int | None = None
+    max_concurrency: int | None = None
     kv_dtype: str | None = None
+    expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
     cautions: list[str] = []
 
 
@@ -96,6 +104,7 @@ class SchemeChoice(Out):
     description: str
     family: str  # bf16 | weight-only N-bit | WxAy <math>
     axes: SchemeAxes
+    native: bool = False  # the published checkpoint served as shipped
 
 
 class KvChoice(OmitNone):
@@ -133,10 +142,17 @@ class CheckpointPlan(OmitNone):
 
 
 class Performance(Out):
-    """The winner's predicted speed, and what the prediction rests on."""
+    """The winner's predicted speed at the concurrency it holds, with the KV cache dtype it runs, and
+    what the prediction rests on. ``tokens_per_s = decode_tokens_per_s x (1 - prefill_share)``
+    under continuous batching; synchronous serving reports decode alone (TTFT apart)."""
 
     step_time_s: float
     tokens_per_s: float
+    decode_tokens_per_s: float
+    prefill_share: float | None
+    includes: str  # what tokens_per_s includes, in words
+    concurrency: int
+    kv_dtype: str
     ttft_s: float | None
     speedup_vs_bf16: float | None
     baseline: str
@@ -145,6 +161,8 @@ class Performance(Out):
     profile: str
     model_note: str
     speed_model: str
+    kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
+    gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
 
 
 class Recommendation(Result):
@@ -179,6 +197,9 @@ class Prediction(Result):
     seconds_per_token: float  # per output token as the workload experiences it (continuous: prefill included)
     tokens_per_s: float
     ttft_s: float | None = None
+    decode_tokens_per_s: float | None = None  # batch / decode step
+    prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
     profile: str
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
-    speed_model: str = "default-efficiency"  # perf.efficiency.MODELS: ideal | default-efficiency | calibrated-ceilings | calibrated
+    speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
+    kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)

@@ -2,29 +2,29 @@
 
 Nodes, in order, each a small pure function returning its decision and the numbers behind it:
 
-a. fit       — bf16 weights + the KV cache the workload needs + runtime reserve against the GPUs'
-               memory (``fit.py``). Size only decides whether you must quantize, and how far.
-b. roofline  — each candidate's predicted step at the workload's batch and context, its ridge batch
-               and the crossovers; candidates ranked by predicted speed (``speed.py``).
-c. kv        — a quantized KV cache when KV is a large share of the bytes a step moves, or when KV
-               memory limits the concurrency (``fit.py``).
-d. engine    — the method must exist in the chosen engine release and accept the GPU; SGLang's "not
-               fully optimized" methods rank after optimized ones (``veto.py``).
-e. accuracy  — published evidence as a veto, last: it can remove candidates, never pick one.
+a. native    — what the checkpoint ships; serving it as shipped is a zero-cost candidate, preferred
+               on ties (``native.py``).
+b. fit       — weights + the KV cache the workload needs + runtime reserve against the GPUs' memory;
+               each candidate's capacity (``fit.py``). Size only decides whether you must quantize.
+c. engine    — the method must exist in the chosen engine release and accept the GPU (``veto.py``).
+d. accuracy  — published evidence as a filter: it can remove candidates, never pick one.
+e. kv        — one KV cache dtype for the deployable candidates (``fit.py``).
+f. roofline  — each deployable candidate priced at the concurrency it holds with that KV cache,
+               ranked on what it delivers, ties broken by evidence (``speed.py``, ``options.rank``).
 
+Filters run before any speed figure, so every number in the trace is about a deployable candidate.
 Pure: takes resolved values (the engine releases included, no names, no files, no callbacks) and
 returns a typed :class:`~quantadvise.advisor.result.Recommendation`.
 """
 
 from __future__ import annotations
 
-import math
-
 from .. import defaults
 from ..errors import InputError
-from ..kvcache import max_sequences, sequence_bytes
+from ..kvcache import sequence_bytes
 from .fit import gpus_needed, node_fit, node_kv
-from .options import Context, Option, rank
+from .native import node_native
+from .options import Context, Option, family, tie_reason
 from .plan import deploy_plan
 from .result import (
     Alternative,
@@ -35,43 +35,69 @@ from .result import (
     ServedWorkload,
     TraceNode,
 )
-from .speed import model_note, node_roofline
+from .speed import kernel_line, model_note, node_roofline, price
 from .veto import node_accuracy, node_engine
 
 _STATUS_ORDER = {"recommended": 0, "runner-up": 1, "slower": 2, "vetoed": 3, "not-supported": 4, "does-not-fit": 5,
                  "cannot-run": 6, "candidate": 7}
 
 
+def check_context(ctx: Context) -> None:
+    """Refuse a context the chosen engine refuses for this model (exit 2), with its own message, the
+    limit and what would work instead."""
+    w = ctx.workload
+    limit = ctx.limits.get(ctx.engine.engine)
+    if limit is None or limit.tokens is None or w.context <= limit.tokens:
+        return
+    hint = f"lower --ctx to {limit.tokens:,} or less"
+    raise InputError(
+        f"{ctx.model_id or w.model} serves at most {limit.tokens:,} tokens per sequence in {ctx.engine.label} "
+        f"({limit.key}{f' x rope factor {limit.rope_factor:g}' if limit.rope_factor else ''}); --ctx {w.context:,} "
+        f"would be refused at startup: {limit.refusal(w.context)}",
+        hint=hint, field="ctx")
+
+
 def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Recommendation:
     """Walk the tree over ``options`` and assemble the recommendation (raises InputError, naming the
     node that emptied the list, when no candidate survives)."""
     w = ctx.workload
-    trace = [node_fit(ctx, options), node_roofline(ctx, options)]
-    ranked = rank([o for o in options if o.status == "candidate"])
-    trace.append(node_kv(ctx, options, ranked))
-    trace.append(node_engine(ctx, ranked))
-    trace.append(node_accuracy(ctx, ranked))
+    check_context(ctx)
+    trace = [node_native(ctx, options), node_fit(ctx, options)]
+    live = [o for o in options if o.status == "candidate"]
+    trace.append(node_engine(ctx, live))
+    live = [o for o in live if o.status == "candidate"]
+    trace.append(node_accuracy(ctx, live))
+    live = [o for o in live if o.status == "candidate"]
+    trace.append(node_kv(ctx, live))
+    roof, ranked = node_roofline(ctx, live)
+    trace.append(roof)
     if not ranked:
-        raise_no_winner(trace)
+        raise_no_winner(trace, options)
     winner = ranked[0]
-    base = next((o for o in options if o.family == "bf16"), None)
-    _mark_ranks(ranked)
+    _mark_ranks(ranked, w.batch)
+    base = _baseline(ctx, options)
 
+    def vs_bf16(o: Option) -> float | None:
+        return o.throughput / base.throughput if base is not None and o.priced else None
+
+    order = {id(o): i for i, o in enumerate(ranked)}
     alternatives = []
-    for o in sorted(options, key=lambda o: (_STATUS_ORDER.get(o.status, 9), o.score_s)):
+    for o in sorted(options, key=lambda o: (_STATUS_ORDER.get(o.status, 9), order.get(id(o), 0), -o.throughput)):
+        live_row = id(o) in order
         alternatives.append(Alternative(
-            scheme=o.id,
-            description=o.scheme.description,
-            status=o.status,
-            reason=o.reason,
-            step_time_s=o.step_s if o.step_s < math.inf else None,
-            tokens_per_s=o.throughput or None,
-            ttft_s=o.ttft_s,
-            speedup_vs_bf16=(base.base_score_s / o.score_s)
-            if base and base.base_score_s < math.inf and o.score_s < math.inf else None,
+            scheme=o.id, description=o.scheme.description, status=o.status, reason=o.reason, native=o.native,
+            step_time_s=o.step_s if live_row else None,
+            tokens_per_s=o.throughput if live_row else None,
+            decode_tokens_per_s=o.decode_tps if live_row else None,
+            prefill_share=o.prefill_share if live_row else None,
+            ttft_s=o.ttft_s if live_row else None,
+            speedup_vs_bf16=vs_bf16(o) if live_row else None,
             weights_bytes=o.weights_bytes or None,
-            fits=(o.fits_bf16_kv or o.fits_qkv) if o.weights_bytes else None,
-            kv_dtype=ctx.kv_name if o.status in ("recommended", "runner-up", "slower") else None,
+            fits=(o.concurrency >= w.batch) if live_row else None,
+            concurrency=o.concurrency if live_row else None,
+            max_concurrency=o.max_concurrency if live_row else None,
+            kv_dtype=o.kv_name if live_row else None,
+            expected_drop_pct=o.expected_drop if o.status in ("recommended", "runner-up", "slower", "vetoed") else None,
             cautions=o.cautions,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
@@ -79,38 +105,44 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     kv_t = kv_opt.kv
     final = winner.scheme.with_kv(kv_t) if kv_t is not None else winner.scheme
     warnings = list(winner.cautions)
+    need = gpus_needed(ctx, winner, kv_t) if winner.concurrency < w.batch else w.gpus
+    tokens = w.kv_tokens_per_sequence
+    if winner.concurrency < w.batch:
+        warnings.append(
+            f"{winner.id} with {ctx.kv_name} holds {winner.concurrency} of the {w.batch} sequences ({tokens:,} tokens each) "
+            f"on {w.gpus} x {ctx.gpu.name}; the rest queue. Serving all {w.batch} at once needs "
+            + (f"{need} GPUs (--gpus {need})" if need else f"more than {defaults.MAX_GPUS_SEARCH} GPUs"))
     perf = Performance(
         step_time_s=winner.step_s,
         tokens_per_s=winner.throughput,
+        decode_tokens_per_s=winner.decode_tps,
+        prefill_share=winner.prefill_share,
+        includes=("output tokens per second, each prompt's prefill included (continuous batching)"
+                  if winner.prefill_share is not None else "decode steps only (synchronous serving; TTFT apart)"),
+        concurrency=winner.concurrency,
+        kv_dtype=ctx.kv_name,
         ttft_s=winner.ttft_s,
-        speedup_vs_bf16=(base.base_score_s / winner.score_s) if base and base.base_score_s < math.inf else None,
-        baseline="bf16 weights with a bf16 KV cache",
-        vs_runner_up=(ranked[1].score_s / winner.score_s) if len(ranked) > 1 else None,
+        speedup_vs_bf16=vs_bf16(winner),
+        baseline=(f"bf16 weights with the same {ctx.kv_name} cache at the {base.concurrency} sequences it holds"
+                  if base is not None else "none: bf16 weights cannot serve this workload here"),
+        vs_runner_up=(winner.throughput / ranked[1].throughput) if len(ranked) > 1 else None,
         runner_up=ranked[1].id if len(ranked) > 1 else None,
         profile=winner.efficiency.profile_id,
         model_note=model_note(winner.efficiency),
         speed_model=winner.efficiency.model,
+        kernel=kernel_line(winner.efficiency),
+        gpus_for_batch=need,
     )
-    tokens = w.kv_tokens_per_sequence
     per_seq = sequence_bytes(ctx.arch, kv_t, tokens)
-    max_conc = (max_sequences(ctx.arch, kv_t, tokens, ctx.budget_bytes - winner.weights_bytes)
-                if per_seq else w.batch)  # no per-token KV (linear attention): the batch is not KV-bound
-    if max_conc < w.batch:
-        need = gpus_needed(ctx, winner, kv_t)
-        warnings.append(
-            f"{winner.id} with {ctx.kv_name} holds {max_conc} of the {w.batch} sequences ({tokens:,} "
-            f"tokens each) on {w.gpus} x {ctx.gpu.name}; serving all {w.batch} needs "
-            + (f"{need} GPUs (--gpus {need})" if need else f"more than {defaults.MAX_GPUS_SEARCH} GPUs")
-        )
     hints = kv_opt.hints
     kv = KvChoice(
         dtype=ctx.kv_name,
-        max_concurrency=max_conc,
-        fits_requested_concurrency=max_conc >= w.batch,
+        max_concurrency=winner.max_concurrency,
+        fits_requested_concurrency=winner.max_concurrency >= w.batch,
         description=kv_t.describe("kv_cache") if kv_t is not None else "bf16 (model dtype)",
         tokens_per_sequence=tokens,
         bytes_per_sequence=round(per_seq),
-        bytes_total=round(per_seq * w.batch),
+        bytes_total=round(per_seq * winner.concurrency),
         vllm_kv_cache_dtype=hints.vllm_kv_cache_dtype,
         sglang_kv_cache_dtype=hints.sglang_kv_cache_dtype,
         alternatives=list(hints.alternatives),
@@ -118,8 +150,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     return Recommendation(
         workload=ServedWorkload.of(w, model_id=ctx.model_id or None, engine_version=ctx.engine.version),
         assumptions=assumptions,
-        scheme=SchemeChoice(id=winner.id, description=winner.scheme.description, family=winner.family,
-                            axes=final.axes()),
+        scheme=SchemeChoice(id=winner.id, description=winner.scheme.description, family=family(winner.scheme),
+                            axes=final.axes(), native=winner.native),
         kv=kv,
         trace=trace,
         alternatives=alternatives,
@@ -130,17 +162,51 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     )
 
 
-def _mark_ranks(ranked: list[Option]) -> None:
-    """The winner, the runner-up and the slower survivors, each with how far behind it is."""
+def _baseline(ctx: Context, options: list[Option]) -> Option | None:
+    """bf16 weights with the workload's KV cache, priced at the concurrency they hold — None when
+    bf16 cannot serve here (it does not fit, or the engine refuses it)."""
+    base = next((o for o in options if o.family == "bf16" and not o.native), None)
+    if base is None or base.status not in ("recommended", "runner-up", "slower", "vetoed", "candidate"):
+        return None
+    if not base.priced:  # vetoed or filtered before pricing: price it for the comparison alone
+        kvt = ctx.kv_options[ctx.kv_name].kv
+        from .fit import capacity
+
+        base.kv_name = ctx.kv_name
+        base.max_concurrency = capacity(ctx, base.weights_bytes, kvt)
+        base.concurrency = min(ctx.workload.batch, base.max_concurrency)
+        price(ctx, base)
+    return base if base.priced else None
+
+
+def _mark_ranks(ranked: list[Option], batch: int) -> None:
+    """The winner, the runner-up and the slower survivors, each with how it compares to the winner."""
     winner = ranked[0]
-    tie = defaults.TIE
+    tie, margin = defaults.TIE, defaults.NATIVE_MARGIN
 
     def behind(o: Option) -> str:
-        ratio = o.score_s / winner.score_s
-        if ratio <= 1 + tie:
-            return (f"ties with {winner.id} (within {tie:.1%} per output token); {winner.id} comes first in the "
-                    "candidate order")
-        return f"{ratio:.2f}x slower than {winner.id} per output token"
+        held = f" holding {o.concurrency} of {batch}" if o.concurrency < batch else ""
+        if o.behind_native and not winner.behind_native:
+            lo, hi = o.expected_drop
+            more = (o.throughput / winner.throughput - 1) if winner.throughput else 0.0
+            if abs(more) <= tie:
+                speed = f"as fast as {winner.id} (within {tie:.1%}){held}, but"
+            elif more > 0:
+                speed = f"{more:.1%} more output tokens/s{held}, but"
+            else:
+                speed = f"{winner.throughput / o.throughput:.2f}x fewer output tokens/s{held}, and"
+            return (f"{speed} it re-quantizes the shipped checkpoint with a published drop of {lo:g}-{hi:g} points "
+                    f"reaching the tolerance: ranks after {winner.id}")
+        if winner.native and winner.throughput * (1 + tie) < o.throughput <= winner.throughput * (1 + margin):
+            return (f"{o.throughput / winner.throughput - 1:.1%} more output tokens/s{held}, within the "
+                    f"{margin:.0%} a re-quantization must beat the shipped checkpoint by (the speed model's "
+                    f"validated error): ranks after {winner.id}")
+        if o.throughput <= winner.throughput * (1 + tie) and o.throughput * (1 + tie) >= winner.throughput:
+            diff = o.throughput / winner.throughput - 1 if winner.throughput else 0.0
+            gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
+            return (f"ties with {winner.id} ({gap}within {tie:.1%} of output tokens/s); {winner.id} comes first: "
+                    f"{tie_reason(winner, o)}")
+        return f"{winner.throughput / o.throughput:.2f}x fewer output tokens/s than {winner.id}{held}"
 
     winner.status = "recommended"
     if len(ranked) > 1:
@@ -149,12 +215,31 @@ def _mark_ranks(ranked: list[Option]) -> None:
     for o in ranked[2:]:
         o.status = "slower"
         o.reason = behind(o)
-    winner.reason = "fastest candidate that fits, loads in the engine and passes the accuracy veto"
+    held = (f"holds all {batch} sequences" if winner.concurrency >= batch
+            else f"holds {winner.concurrency} of {batch} sequences")
+    faster = [o for o in ranked[1:] if o.throughput > winner.throughput * (1 + tie)]
+    if faster and winner.native:
+        winner.reason = (f"the checkpoint as shipped ({held}): no re-quantization beats it by more than the "
+                         f"{margin:.0%} margin without an accuracy risk ({', '.join(o.id for o in faster)} are predicted "
+                         "faster)")
+    elif faster:
+        winner.reason = (f"the most output tokens/s of the candidates without an accuracy risk at this tolerance; "
+                         f"{held} ({', '.join(o.id for o in faster)} are faster but rank after the shipped checkpoint)")
+    else:
+        winner.reason = (("the checkpoint as shipped: " if winner.native else "")
+                         + f"the most output tokens/s of the candidates that load in the engine and pass the accuracy "
+                         f"filter; {held}")
 
 
-def raise_no_winner(trace: list[TraceNode]) -> None:
-    last = next((t for t in reversed(trace) if "no candidate" in t.decision or "every" in t.decision), trace[-1])
-    need = next((t.numbers.get("gpus_needed") for t in trace if t.node == "kv" and t.numbers.get("gpus_needed")),
-                None)
-    hint = f"try --gpus {need}" if need else "add GPUs, relax --accuracy-tolerance or lower --batch / --ctx"
-    raise InputError(f"no scheme can serve this workload: {last.decision}", hint=hint, field="workload")
+def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None) -> None:
+    """Nothing survived: say what removed each candidate (the API adds the GPU count that works)."""
+    why = {"does-not-fit": "do not fit", "vetoed": "vetoed by the accuracy filter",
+           "not-supported": "refused by the engine", "cannot-run": "cannot run on this GPU"}
+    parts = []
+    for status, words in why.items():
+        ids = [o.id for o in options or [] if o.status == status]
+        if ids:
+            parts.append(f"{len(ids)} {words} ({', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})")
+    detail = "; ".join(parts) or next((t.decision for t in reversed(trace)), "")
+    raise InputError(f"no scheme can serve this workload: {detail}",
+                     hint="add GPUs, relax --accuracy-tolerance or lower --batch / --ctx", field="workload")

@@ -1,7 +1,8 @@
 """What an engine release does with a candidate: the candidate's checkpoint (the quantization_config
-llm-compressor / AutoAWQ / AutoGPTQ would write for it, :func:`plan.quantization_config`) goes
-through the same checkpoint parser and engine resolver ``quantadvise inspect`` uses, with the KV
-cache dtype flag the tree would pass. Pure: the engine release is a value in the context."""
+llm-compressor / AutoAWQ / AutoGPTQ would write for it, :func:`plan.quantization_config`; for the
+native candidate the shipped checkpoint itself) goes through the same checkpoint parser and engine
+resolver ``quantadvise inspect`` uses, with the KV cache dtype flag the tree would pass. Pure: the
+engine release is a value in the context."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .plan import quantization_config
 from .result import EngineVerdict
 
 if TYPE_CHECKING:
+    from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
 
 
@@ -27,16 +29,33 @@ def kv_flag(ctx: Context, engine: EngineData, kv_id: str | None) -> str | None:
 def engine_verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str | None) -> EngineVerdict:
     """``engine``'s verdict on ``option``'s checkpoint (None: the unquantized checkpoint) served with
     the KV preset ``kv_id`` on the context's GPU."""
+    # the scheme, deploy hints and checkpoint objects live as long as the caller's candidates (the memo's owner)
+    key = ("verdict", engine.engine, engine.version, ctx.gpu.id, kv_id,
+           *((id(option.checkpoint), id(option.scheme), id(option.deploy)) if option is not None else ()))
+    hit = ctx.memo.get(key)
+    if hit is None:
+        hit = ctx.memo[key] = _verdict(ctx, engine, option, kv_id)
+    return hit
+
+
+def _verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str | None) -> EngineVerdict:
     from ..checkpoint.parse import parse_quantization_config
     from ..engines.resolution import resolve
 
     flag = kv_flag(ctx, engine, kv_id)
     if kv_id not in (None, BF16_KV) and flag is None:
         return EngineVerdict(supported=False, messages=[f"{engine.label} has no --kv-cache-dtype for {kv_id}"])
-    qc = quantization_config(option.scheme, option.deploy) if option is not None else None
-    ck = parse_quantization_config(qc) if qc is not None else None
+    ck: CheckpointQuant | None
+    quantization = None
+    if option is not None and option.checkpoint is not None:
+        ck = option.checkpoint  # the checkpoint as shipped: the engine reads its own quantization_config
+        if not ck.engines_read_it:  # a side file only the producer's loader reads: the engine needs the flag
+            quantization = ck.quant_method
+    else:
+        qc = quantization_config(option.scheme, option.deploy, ctx.arch) if option is not None else None
+        ck = parse_quantization_config(qc) if qc is not None else None
     res = resolve(engine, ck, capability=ctx.gpu.capability, platform=ctx.platform, kv_cache_dtype=flag,
-                  model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype)
+                  model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype, quantization=quantization)
     msgs = [f.engine_message or f.message for f in res.findings if f.severity in ("error", "warning")]
     return EngineVerdict(
         supported=not res.refused and (ck is None or res.resolved_method is not None),
@@ -44,7 +63,7 @@ def engine_verdict(ctx: Context, engine: EngineData, option: Option | None, kv_i
         resolved_method=res.resolved_method or ("unquantized" if ck is None else None),
         scheme_class=next((gd.scheme_class for gd in res.groups if gd.scheme_class), None),
         optimized=res.optimized,
-        quantization_flag=None,
+        quantization_flag=quantization,
         kv_cache_dtype_flag=flag,
         messages=msgs,
     )

@@ -1,94 +1,117 @@
-"""The filtering nodes of the tree: (d) engine and (e) accuracy.
+"""The filtering nodes of the tree: (c) engine and (d) accuracy. Both run before any speed figure is
+computed, so every number the later nodes print is about a candidate that can be deployed.
 
-d. engine   — the method must exist in the chosen engine release and accept the GPU; SGLang's
-              "not fully optimized" methods rank after optimized ones.
-e. accuracy — published evidence as a veto, last: it can remove candidates, never pick one.
+c. engine   — the method must exist in the chosen engine release and accept the GPU; a method SGLang
+              marks "not fully optimized" stays, with SGLang's own warning as a caution, and loses
+              ties (engine maturity is tie-break evidence).
+d. accuracy — published evidence (data/accuracy.yaml) removes a candidate when even its best
+              published case uses up the tolerance, and cautions when the published range reaches
+              it; it never picks one. The checkpoint as shipped is the publisher's own model: the
+              findings about its format are reported, not applied; a re-quantization of it whose
+              published range reaches the tolerance ranks after it (replacing a checkpoint of known
+              accuracy with one that may exceed the tolerance is not worth a speed-up).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..evals.priors import Verdict, judge
-from .options import BF16_KV, Context, Option
+from ..evals.priors import Verdict, expected_drop, judge
+from .options import Context, Option
 from .result import TraceNode
 from .verdict import engine_verdict
 
 
-def node_engine(ctx: Context, ranked: list[Option]) -> TraceNode:
+def node_engine(ctx: Context, live: list[Option]) -> TraceNode:
     label = ctx.engine.label
-    kv = ctx.kv_name if ctx.kv_name != BF16_KV else None
     numbers: dict[str, Any] = {"engine": label, "gpu_capability": ctx.gpu.compute_capability}
-    supported, penalised, reasons = [], [], []
-    for o in ranked:
-        v = engine_verdict(ctx, ctx.engine, o, kv)
+    refused, reasons = [], []
+    for o in live:
+        v = engine_verdict(ctx, ctx.engine, o, None)
         o.engine = v
         if not v.supported:
             o.status = "not-supported"
             o.reason = "; ".join(v.messages) or f"{label} cannot run it"
+            refused.append(o.id)
             continue
         if v.optimized is False:
-            penalised.append(o)
             msg = next((m for m in v.messages if "not fully optimized" in m), "")
             o.cautions.append(msg or f"{v.resolved_method} is not on {label}'s optimized list")
-            reasons.append(
-                f"{o.id} resolves to {v.resolved_method}, which {label} marks not fully optimized: "
-                "ranked after the optimized methods"
-            )
-        else:
-            supported.append(o)
-    ranked[:] = supported + penalised
+            reasons.append(f"{o.id} resolves to {v.resolved_method}, which {label} marks not fully optimized: it stays, "
+                           "and loses ties to optimized methods")
+    kept = [o for o in live if o.status == "candidate"]
     numbers["resolved"] = {
-        o.id: {"method": o.engine.resolved_method, "scheme_class": o.engine.scheme_class,
-               "optimized": o.engine.optimized}
-        for o in ranked if o.engine is not None
+        o.id: {"method": o.engine.resolved_method, "scheme_class": o.engine.scheme_class, "optimized": o.engine.optimized}
+        for o in kept if o.engine is not None
     }
-    numbers["supported"] = [o.id for o in ranked]
-    if ranked and ranked[0].engine is not None:
-        top = ranked[0].engine
-        decision = (f"{ranked[0].id} loads in {label} as {top.resolved_method}"
-                    + (f" ({top.scheme_class})" if top.scheme_class else ""))
-    else:
+    numbers["supported"] = [o.id for o in kept]
+    numbers["refused"] = refused
+    if not kept:
         decision = f"no candidate is accepted by {label} on {ctx.gpu.name}"
+    elif refused:
+        decision = f"{label} accepts {len(kept)} of {len(live)} candidates; refuses {', '.join(refused)}"
+    else:
+        decision = f"{label} accepts all {len(kept)} candidates on {ctx.gpu.name}"
     return TraceNode(node="engine", decision=decision, numbers=numbers, reasons=reasons)
 
 
-def node_accuracy(ctx: Context, ranked: list[Option]) -> TraceNode:
+def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
     w = ctx.workload
-    before = ranked[0].id if ranked else None
-    kept: list[Option] = []
     vetoed: dict[str, list[str]] = {}
     cautions: dict[str, list[str]] = {}
-    kvq = ctx.kv_options[ctx.kv_name].kv
-    for o in ranked:
+    priors: dict[str, list[float]] = {}
+    reasons: list[str] = []
+    kvq = ctx.kv_options[ctx.kv_name].kv if ctx.forced_kv else None
+    for o in live:
         scheme = o.scheme.with_kv(kvq) if kvq is not None else o.scheme
-        verdicts: list[Verdict] = judge(ctx.rules, scheme, str(w.task), w.accuracy_tolerance)
+        verdicts: list[Verdict] = judge(ctx.rules, scheme, str(w.task), w.accuracy_tolerance,
+                                        params=ctx.model_params, prompt_tokens=w.prompt_tokens)
+        if o.native:
+            o.expected_drop = (0.0, 0.0)
+            if verdicts:
+                reasons.append(f"{o.id} is the publisher's own checkpoint: its evaluation is the evidence; published "
+                               f"findings about its format ({', '.join(v.rule for v in verdicts)}) are not applied to it")
+            priors[o.id] = [0.0, 0.0]
+            continue
+        o.expected_drop = expected_drop(verdicts)
+        priors[o.id] = list(o.expected_drop)
         vetoes = [v for v in verdicts if v.action == "veto"]
         if vetoes:
+            v = vetoes[0]
+            lo, hi = v.expected_drop_pct or (0.0, 0.0)
             o.status = "vetoed"
-            o.reason = f"{vetoes[0].rule}: {vetoes[0].message} ({vetoes[0].source})"
-            vetoed[o.id] = [v.rule for v in vetoes]
+            o.reason = (f"{v.rule}: expected drop {lo:g}-{hi:g} points >= tolerance {w.accuracy_tolerance:g}: "
+                        f"{v.message} ({v.source})")
+            vetoed[o.id] = [x.rule for x in vetoes]
             continue
         for v in verdicts:
             if v.action == "caution":
-                o.cautions.append(f"{v.message} ({v.source})")
+                lo, hi = v.expected_drop_pct or (0.0, 0.0)
+                o.cautions.append(f"expected drop {lo:g}-{hi:g} points (tolerance {w.accuracy_tolerance:g}): {v.message} "
+                                  f"({v.source})")
                 cautions.setdefault(o.id, []).append(v.rule)
-        kept.append(o)
-    ranked[:] = kept
-    numbers = {"task": w.task, "tolerance_pct": w.accuracy_tolerance, "vetoed": vetoed, "cautions": cautions}
-    after = ranked[0].id if ranked else None
-    reasons = []
-    if before and after and after != before:
+    native = next((o for o in live if o.native and o.status == "candidate"), None)
+    behind = []
+    for o in live:
+        if native is not None and o is not native and o.status == "candidate" and o.id in cautions:
+            o.behind_native = True
+            behind.append(o.id)
+    if behind and native is not None:
+        need = max(live_o.expected_drop[1] for live_o in live if live_o.id in behind)
         reasons.append(
-            f"the veto removed the fastest candidate {before} ({', '.join(vetoed.get(before, []))}); "
-            f"the runner-up {after} is chosen"
-        )
-    if not ranked:
-        decision = "every remaining candidate is vetoed: nothing meets the accuracy tolerance on this hardware"
+            f"{', '.join(behind)} would replace the shipped checkpoint with one whose published accuracy range reaches "
+            f"the {w.accuracy_tolerance:g}-point tolerance: they rank after {native.id} whatever their speed "
+            f"(a tolerance above {need:g} lets them compete)")
+    kept = [o for o in live if o.status == "candidate"]
+    numbers = {"task": w.task, "tolerance_pct": w.accuracy_tolerance, "vetoed": vetoed, "cautions": cautions,
+               "expected_drop_pct": priors, "ranked_after_native": behind}
+    if not kept:
+        decision = "every remaining candidate is vetoed: nothing meets the accuracy tolerance"
     elif vetoed:
-        decision = f"vetoed {', '.join(vetoed)}; {after} passes"
+        decision = (f"vetoed {', '.join(vetoed)} (published drop at or beyond the {w.accuracy_tolerance:g}-point "
+                    f"tolerance); {len(kept)} pass")
     else:
-        decision = f"no published evidence vetoes {after}"
-    if ranked and ranked[0].cautions:
-        decision += f" (with {len(ranked[0].cautions)} caution(s))"
+        decision = f"no published evidence vetoes any of the {len(kept)} candidates"
+    if cautions:
+        decision += f"; {len(cautions)} with cautions"
     return TraceNode(node="accuracy", decision=decision, numbers=numbers, reasons=reasons)

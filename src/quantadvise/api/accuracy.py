@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 
 if TYPE_CHECKING:
+    from ..evals.evidence import Choice
     from ..evals.stats import AccuracyReport, AccuracyThresholds
 
 
@@ -24,6 +25,7 @@ def accuracy(
     min_samples: int | None = None,
     thresholds: AccuracyThresholds | None = None,
     per_task: dict[str, AccuracyThresholds] | None = None,
+    choice: Choice | None = None,
 ) -> AccuracyReport:
     """Compare per-sample results of a baseline and a quantized run (files or folders of
     lm-eval ``samples_*.jsonl`` or plain JSONL): per task the accuracy delta with a paired
@@ -32,7 +34,8 @@ def accuracy(
     ``max_delta`` / ``max_flips`` are fractions (0.01 = 1 percentage point), ``max_kl`` nats;
     ``thresholds`` (an :class:`~quantadvise.accuracy_stats.AccuracyThresholds`) and ``per_task``
     (task -> thresholds) are the gate's way in. Returns an ``AccuracyReport``; its
-    ``exit_code()`` is 1 when a check fails.
+    ``exit_code()`` is 1 when a check fails. ``choice`` (an ``evals.evidence.Choice``: per-task
+    filters and metrics, and how messages name the choice) replaces ``metric`` / ``filter``.
     """
     from ..evals.evidence import load_evidence
     from ..evals.stats import AccuracyThresholds, compare
@@ -48,8 +51,8 @@ def accuracy(
         except ValidationError as exc:
             raise InputError(format_validation_error(exc, "thresholds"), field="thresholds") from None
         thresholds = (thresholds or AccuracyThresholds()).overlay(given)
-    b = load_evidence(base, metric=metric, filter=filter, role="BASE")
-    q = load_evidence(quant, metric=metric, filter=filter, role="QUANT")
+    b = load_evidence(base, metric=metric, filter=filter, role="BASE", choice=choice)
+    q = load_evidence(quant, metric=metric, filter=filter, role="QUANT", choice=choice)
     return compare(b, q, base_label=str(base), quant_label=str(quant), confidence=confidence,
                    thresholds=thresholds, per_task=per_task)
 

@@ -15,7 +15,7 @@ from .common import get_gpu, load_model
 if TYPE_CHECKING:
     from ..perf.calibration import CalibrationResult, Progress
     from ..perf.profiles import PerfProfile
-    from ..perf.validation import ValidationResult
+    from ..perf.validation import TableImportResult, ValidationResult
 
 
 def calibrate(
@@ -97,7 +97,13 @@ def validate(
     archs: dict[str, ModelArch] = {}
     gpus: dict[str, GPU] = {}
     schemes: dict[str, Scheme] = {}
+    heldout: dict[str, Any] = {}
     for entry in prof.gpus:
+        if entry.kernels:
+            gpus[entry.gpu] = catalog.get_gpu(entry.gpu)
+            doc = _heldout_for(profile, prof.id, gpus[entry.gpu].id)
+            if doc is not None:
+                heldout[entry.gpu] = doc
         if entry.calibration is None:
             continue
         gpus[entry.gpu] = catalog.get_gpu(entry.gpu)
@@ -105,6 +111,66 @@ def validate(
             archs[entry.calibration.model] = load_model(entry.calibration.model)[0]
         for m in entry.calibration.measurements:
             schemes[m.scheme] = catalog.get_scheme(m.scheme)
-    return run(prof, catalog.default_perf_profile(), archs=archs, gpus=gpus, schemes=schemes, max_error=max_error)
+    return run(prof, catalog.default_perf_profile(), archs=archs, gpus=gpus, schemes=schemes, max_error=max_error,
+               heldout=heldout)
 
 
+def _heldout_for(given: Any, profile_id: str, gpu_id: str) -> Any:
+    """The held-out data of a kernel profile: ``<file>.heldout.yaml`` beside a profile file, else the
+    shipped data/profiles/heldout/<gpu>.yaml when the profile is the shipped one."""
+    if isinstance(given, (str, Path)):
+        p = Path(given)
+        sib = p.with_name(p.name.removesuffix(".yaml").removesuffix(".yml") + ".heldout.yaml")
+        if sib.is_file():
+            return catalog.load_yaml_file(sib)
+    return catalog.profile_heldout(gpu_id) if profile_id == f"{gpu_id}-measured" else None
+
+
+
+
+def import_tables(gpu: str | GPU, *, source: str | Path | None = None, out: str | Path | None = None,
+                  today: Any = None) -> TableImportResult:
+    """Fit a kernel profile for ``gpu`` to NVIDIA's published per-kernel tables (the
+    ``aiconfigurator-core`` package: ``pip install 'quantadvise[aiconfigurator]'``, or ``source``, its
+    unpacked wheel), hold part of the shapes and batches out, write the profile to ``out`` (default
+    ``<gpu>-measured.yaml``) and its held-out data beside it (``.heldout.yaml``), and return the
+    held-out error per kernel. The same code writes the shipped data/profiles/ files."""
+    from datetime import date
+
+    from ..perf import aiconfigurator as aic
+    from ..perf.profile_file import write_profile
+    from ..perf.validation import TableImportResult, validate_kernels
+
+    g = get_gpu(gpu)
+    system = next((s for s, gid in aic.SYSTEMS.items() if gid == g.id), None)
+    if system is None:
+        covered = ", ".join(aic.SYSTEMS.values())
+        raise InputError(f"the published tables cover no GPU '{g.id}' (they cover {covered})", field="gpu")
+    root = aic.data_root(source)
+    if not (root / system).is_dir():
+        raise InputError(f"{root} has no tables for {g.id} ({system})", field="source")
+    version = aic.package_version(root)
+    runs = {}
+    for engine in catalog.engine_names():
+        table = catalog.kernel_table(engine, catalog.get_engine(engine).version)
+        runs[engine] = table.kernels if table is not None else ()
+    as_of = today or date.today()
+    parts, held = aic.import_gpu(root, system, g, pkg_version=version, as_of=as_of)
+    parts["kernels"] = aic.add_proxies(parts["kernels"], parts["quant_kernels"], runs)
+    src = f"{aic.PACKAGE} {version} ({aic.LICENSE}), systems/data/{system}"
+    profile = aic.build_profile(g, parts, pkg_version=version, as_of=as_of, source=src)
+    path = Path(out) if out is not None else Path(f"{profile.id}.yaml")
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise InputError(f"--out {path}: the profile is YAML; name the file .yaml", field="out")
+    sib = path.with_name(path.name.removesuffix(path.suffix) + ".heldout.yaml")
+    try:
+        write_profile(profile, path)
+        sib.write_text(aic.heldout_yaml(g.id, src, as_of, held), encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})", field="out") from None
+    from ..perf.efficiency import resolve
+
+    base = resolve([catalog.default_perf_profile()], (g.id, g.name, *g.aliases))
+    kern = validate_kernels(profile.gpus[0], {"kernels": held}, g, baseline=base)
+    return TableImportResult(gpu=g.id, source=src, profile_path=str(path), heldout_path=str(sib), profile=profile,
+                             kernels=kern, notes=parts["notes"])

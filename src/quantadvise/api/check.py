@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..files import exists, expand
 from .accuracy import accuracy
 from .artifacts import read_deployment
 from .common import get_gpu
@@ -44,6 +45,7 @@ def check(
     write_baseline: str | Path | None = None,
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
+    upgrade_to: str | None = None,
 ) -> GateResult:
     """The CI gate: check every engine command found under ``paths`` (shell scripts, Dockerfiles,
     Kubernetes manifests, Helm values, compose files) against the deployment description
@@ -53,6 +55,9 @@ def check(
     description's ``deployment:`` list, else its folder, else ``cwd``. With no engine command found,
     the description alone is checked. ``baseline`` suppresses findings whose fingerprint (rule +
     subject) it holds; ``write_baseline`` records every current finding there (all then suppressed).
+    ``upgrade_to`` (``vllm@0.33.0``, or the description's ``upgrade_to:``) judges every deployment of
+    that engine again on the target release and reports each one whose verdict, method or warnings
+    change (QA112).
     Returns a :class:`~quantadvise.gate.GateResult`; ``exit_code(fail_on, exit_zero)`` is 0 or 1.
     """
     import os
@@ -81,8 +86,8 @@ def check(
              "concurrency": concurrency, "ctx": ctx, "quantization": quantization, "kv_cache_dtype": kv_cache_dtype,
              "task": task, "profile": str(profile) if profile is not None else None, "fail_on": fail_on}
     if model is not None:  # a --model path is relative to the working directory, not the config file
-        m = Path(model).expanduser()
-        flags["model"] = str(m if m.is_absolute() or not (root / m).exists() else root / m)
+        m = expand(model)
+        flags["model"] = str(m if m.is_absolute() or not exists(root / m) else root / m)
     loaded = with_flags(loaded, flags)
     cfg = loaded.config
 
@@ -93,7 +98,7 @@ def check(
     elif cfg.deployment:
         scan_paths = [Path(loaded.path(p)) for p in cfg.deployment]
         for i, (p, raw) in enumerate(zip(scan_paths, cfg.deployment, strict=True)):
-            if not p.exists():
+            if not exists(p):
                 raise ConfigError(at(loaded, f"deployment.{i}", f"no such file or directory: {raw}"),
                                   field="deployment")
     else:
@@ -127,6 +132,13 @@ def check(
         resolve_target(inv, loaded, root, rel, g, out, engine_version_flag=engine_version, notes=notes, models=models)
         for inv in deployments
     ]
+    upgrade = upgrade_to or cfg.upgrade_to
+    if upgrade:
+        from .upgrade import upgrade_check
+
+        upgrade_check(upgrade, deployments, targets, loaded, root, rel, g, out, notes, models)
+    else:
+        out.skip("QA112", "no --upgrade-to (upgrade_to: in quantadvise.yaml) given")
 
     # the baseline
     findings = sort_findings(out.items)
@@ -147,7 +159,9 @@ def check(
     return GateResult(
         passed=not any(SEVERITY_RANK[f.severity] >= floor for f in active), fail_on=fail,
         config_file=loaded.file, paths=[rel(p) for p in scan_paths],
-        files_scanned=[rel(f) for f in scan.files_scanned], targets=targets, findings=active, suppressed=suppressed,
+        files_scanned=[rel(f) for f in scan.files_scanned],
+        files_skipped=[_rel_reason(rel, s) for s in scan.files_skipped], targets=targets, findings=active,
+        suppressed=suppressed,
         rules=out.statuses(suppressed), accuracy=evidence,
         baseline_file=rel(base_path) if base_path is not None else None, baseline_written=written,
         notes=list(dict.fromkeys(notes)), warnings=list(dict.fromkeys(warnings)),
@@ -163,7 +177,7 @@ def check_init(
 ) -> InitResult:
     """Write a commented starter ``quantadvise.yaml`` (at ``path``, default ./quantadvise.yaml), filled
     in from the first engine command found under ``paths``; refuses to overwrite without ``force``."""
-    from ..gate.config import starter_config, starter_values
+    from ..gate.config import starter_caps, starter_config, starter_values
     from ..gate.files import parse_yaml_config, write_text
     from ..gate.result import InitResult
 
@@ -180,16 +194,24 @@ def check_init(
     import os
 
     values: dict[str, Any] = {}
+    caps: dict[str, int] = {}
     if paths:
         given = [paths] if isinstance(paths, str | Path) else list(paths)
         scan_paths = [Path(p) if Path(p).is_absolute() else root / p for p in given]
         scan = read_deployment(scan_paths)
         deployment = [Path(os.path.relpath(p, target.parent)).as_posix() for p in scan_paths]
-        values = starter_values(scan.invocations[0] if scan.invocations else None, deployment)
-    text = starter_config(values)
+        first = scan.invocations[0] if scan.invocations else None
+        values, caps = starter_values(first, deployment), starter_caps(first)
+    text = starter_config(values, caps)
     parse_yaml_config(text, str(target))  # the starter must itself be valid
     write_text(target, text, field="init")
     return InitResult(path=_relative_to(root)(target), overwritten=existed, prefilled=values, text=text)
+
+
+def _rel_reason(rel: Any, item: str) -> str:
+    """``FILE: why`` with FILE shown as the report shows paths."""
+    file, sep, why = item.partition(": ")
+    return f"{rel(file)}{sep}{why}" if sep else item
 
 
 def _relative_to(root: Path) -> Any:
@@ -222,14 +244,20 @@ def _evidence(loaded: LoadedConfig, out: Findings, rel: Any, notes: list[str]) -
         return []
     for key in ("baseline", "quantized"):
         p = Path(loaded.path(getattr(a, key)))
-        if not p.exists():
+        if not exists(p):
             raise ConfigError(at(loaded, f"accuracy.{key}", f"no such file or directory: {getattr(a, key)}"),
                               field=f"accuracy.{key}")
     thresholds, per_task, note = evidence_thresholds(a)
     if note:
         notes.append(note)
-    rep = accuracy(loaded.path(a.baseline), loaded.path(a.quantized), metric=a.metric, filter=a.filter,
-                   confidence=a.confidence, thresholds=thresholds, per_task=per_task or None)
+    from ..evals.evidence import Choice
+
+    where = loaded.file or "the configuration"
+    choice = Choice(filter=a.filter, metric=a.metric, tasks={t: (c.filter, c.metric) for t, c in a.tasks.items()},
+                    how_task=f"accuracy.tasks.<task>.filter in {where}",
+                    how_metric=f"accuracy.metric (or accuracy.tasks.<task>.metric) in {where}", strict=False)
+    rep = accuracy(loaded.path(a.baseline), loaded.path(a.quantized), confidence=a.confidence, thresholds=thresholds,
+                   per_task=per_task or None, choice=choice)
     notes.extend(f"accuracy: {w}" for w in rep.warnings)
     files = {t.task: rel(t.quant_file) for t in rep.tasks}
     accuracy_findings(out, rep.checks, files, loaded.file, loaded.lines)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
-from ..errors import ConfigError, InputError, QuantAdviseError
+from ..defaults import GiB
+from ..errors import ConfigError, InputError, QuantAdviseError, SourceUnavailableError, UnknownNameError
+from ..files import exists
 from ..hardware import GPU
 from ..scheme import Scheme
 
@@ -96,7 +98,7 @@ def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, 
     ref = cfg.model
     if ref is not None:
         path = Path(loaded.path(ref)) if "model" in loaded.lines else Path(ref)
-        local = path.exists()
+        local = exists(path)
         ref = str(path) if local else ref
         declared_from = f"{loaded.file}" if "model" in loaded.lines else "--model"
     model_ref, model_from = choose_model(inv, ref, declared_is_local=local, declared_from=declared_from, site=site,
@@ -107,12 +109,6 @@ def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, 
                          hint="set model: in quantadvise.yaml (a Hub id or a local copy of its config.json) or pass "
                               "--model",
                          field="model")
-    if cfg.model is None and inv is not None and model_ref.startswith(("/", "./", "~")) \
-            and not Path(model_ref).expanduser().exists():
-        raise ConfigError(f"{site_file}: line {inv.flag_lines.get('model', inv.line)}: key 'model': "
-                          f"'{model_ref}' is a path inside the container, not on this machine",
-                          hint="set model: in quantadvise.yaml to its Hub id or a local copy of its config.json",
-                          field="model")
     return model_ref, model_from, local
 
 
@@ -134,10 +130,9 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     """Resolve one engine command (or the declaration alone) and judge it."""
     from ..checkpoint.parse import SIDECARS, parse_checkpoint
     from ..gate import target as gt
+    from ..gate.startup import derived_max_len
     from ..hub import read_sidecar, resolve_model
-    from ..kvcache import bytes_per_token, sequence_bytes
     from ..perf.step import check_tensor_parallel
-    from ..sizing import size_model
     from .common import load_model
     from .inspect import inspect
 
@@ -149,54 +144,56 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
                                                                           (cfg.engine or "vllm")),
                               version_flag=engine_version_flag, config_file=loaded.file, site=site, out=out)
     eng = declared(loaded, "engine_version", lambda: catalog.get_engine(choice.name, choice.version))
+    facts = catalog.engine_startup(choice.name, eng.version)
 
     model_ref, model_from, _ = _model(inv, loaded, site.label, site.file, out, site)
     if model_ref not in models:
-        src, cfg_json = declared(loaded, "model", lambda: resolve_model(model_ref))
-        if not isinstance(cfg_json, dict):
-            raise ConfigError(f"{src.location}: expected a JSON object")
-        side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
-        models[model_ref] = (src, cfg_json, side)
+        try:
+            if cfg.model is None and inv is not None and model_ref.startswith(("/", "./", "~")) \
+                    and not exists(model_ref):
+                raise Unresolvable(f"'{model_ref}' is a path inside the container, not on this machine",
+                                   hint="set model: in quantadvise.yaml to its Hub id or a local copy of its "
+                                        "config.json", field="model")
+            src, cfg_json = declared(loaded, "model", lambda: resolve_model(model_ref))
+        except (SourceUnavailableError, UnknownNameError, Unresolvable) as exc:
+            if not _may_skip(exc, inv, cfg):
+                raise
+            models[model_ref] = exc
+        else:
+            if not isinstance(cfg_json, dict):
+                raise ConfigError(f"{src.location}: expected a JSON object")
+            side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
+            models[model_ref] = (src, cfg_json, side)
+    if isinstance(models[model_ref], Exception):
+        return _unresolved(inv, loaded, g, out, site, source, choice, eng, facts, model_ref, model_from,
+                           models[model_ref])
     src, cfg_json, side = models[model_ref]
     if inv is not None and inv.dtype and inv.dtype.lower() != "auto":
         cfg_json = {**cfg_json, "torch_dtype": gt.TORCH_NAMES.get(inv.dtype.lower(), inv.dtype)}
 
     # what the engine does with it
     ck0 = parse_checkpoint(cfg_json, side) if ("model_type" in cfg_json or "text_config" in cfg_json) else None
-    if inv is not None:
-        q_flag, kv_flag = inv.quantization, inv.kv_cache_dtype
-    else:
-        q_flag = online_flag(eng, cfg.quantization) if ck0 is None or not ck0.is_quantized else None
-        kv_flag = None
-        if cfg.kv_cache_dtype is not None:
-            try:
-                hints = catalog.kv_preset(cfg.kv_cache_dtype).deploy
-                kv_flag = (hints.vllm_kv_cache_dtype if choice.name == "vllm" else hints.sglang_kv_cache_dtype) \
-                    or cfg.kv_cache_dtype
-            except QuantAdviseError:
-                kv_flag = cfg.kv_cache_dtype
+    q_flag, kv_flag = _engine_flags(inv, cfg, eng, choice.name, ck0)
     rep: InspectReport = inspect(cfg_json, engines=f"{choice.name}=={eng.version}", gpu=g.id, quantization=q_flag,
                                  kv_cache_dtype=kv_flag, sidecars=side)
     res, ck = rep.engines[0], rep.checkpoint
     arch = load_model(cfg_json)[0] if rep.model.architecture else None
-    w = gt.deployed_workload(inv, cfg, arch)
+    derived = derived_max_len(cfg_json, facts) if arch is not None else None
+    w = gt.deployed_workload(inv, cfg, facts, derived=derived, gpu_memory_bytes=g.memory_bytes,
+                             gpu_names=(g.id, g.name, *g.aliases), capability=g.capability,
+                             mla=bool(arch is not None and arch.is_mla), engine=choice.name,
+                             engine_version=eng.version)
     split_error = None
     if arch is not None:
         try:
             check_tensor_parallel(arch, g, w.tp)
         except QuantAdviseError as exc:
-            split_error = exc.message.replace(f"--gpus {w.tp}", f"tensor-parallel-size {w.tp}")
+            split_error = exc.message.replace(f"--gpus {w.tp}", f"{w.flag('tensor_parallel_size')} {w.tp}")
 
     served_notes: list[str] = []
     scheme, scheme_id, scheme_from = served_scheme(ck, res, served_notes)
     kv_id, kv_t, kv_from = _served_kv(res, kv_flag, served_notes)
-    decl = gt.Declared()
-    if cfg.quantization is not None:
-        dscheme = declared(loaded, "quantization", lambda: catalog.get_scheme(cfg.quantization))
-        decl = gt.Declared(scheme_id=dscheme.id, scheme=dscheme)
-    if cfg.kv_cache_dtype is not None:
-        decl.kv_id = declared(loaded, "kv_cache_dtype", lambda: catalog.kv_preset(cfg.kv_cache_dtype)).id
-        decl.kv_as_written = cfg.kv_cache_dtype
+    decl = _declared_schemes(loaded)
     weight_bits = None
     if scheme is None and ck is not None and ck.groups and ck.groups[0].weight is not None:
         weight_bits = ck.groups[0].weight.bits
@@ -205,44 +202,167 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     prof = cfg.profile
     profile_path = (loaded.path(prof) if "profile" in loaded.lines else str(root / prof)) if prof else None
+    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded)
+    batch, ctx, speed_notes = gt.speed_workload(w, cfg, mem, seq_total)
     wdata = {"model": str(src.location) if src.kind == "local" else model_ref, "gpu": g.id, "gpus": w.tp,
-             "engine": choice.name, "engine_version": eng.version, "batch": w.concurrency, "ctx": w.ctx,
+             "engine": choice.name, "engine_version": eng.version, "batch": batch or 1, "ctx": ctx,
              "prompt": cfg.workload.prompt, "output": cfg.workload.output, "mode": cfg.workload.mode,
-             "task": cfg.workload.task, "memory_utilization": w.memory_utilization, "reserve_gb": w.reserve_gb,
+             "task": cfg.workload.task, "memory_utilization": w.fraction, "reserve_gb": w.reserve_gb,
              "profile": profile_path}
     wdata = {k: v for k, v in wdata.items() if v is not None}
     from ..workload import parse_workload
 
     workload = parse_workload(wdata, where=f"{loaded.file or 'command line'}: workload")
-
-    memory = None
-    if arch is not None and (scheme is not None or rep.size is not None):
-        if ck is not None and ck.is_quantized and rep.size is not None:
-            wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
-        elif scheme is not None:
-            wb, wsrc = size_model(arch, scheme).total_bytes, f"{scheme_id} weights"
-        else:
-            wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"  # type: ignore[union-attr]
-        a = arch
-        memory = gt.Memory(weights_bytes=wb, weights_source=wsrc, kv_bytes_per_token=bytes_per_token(a, kv_t),
-                           sequence_bytes=lambda n: sequence_bytes(a, kv_t, n),
-                           kv_tokens_per_sequence=workload.kv_tokens_per_sequence,
-                           continuous=workload.serving_mode == "continuous")
-
     perf, speed_note = None, None
-    if arch is not None and scheme is not None and split_error is None:
+    if batch is None:
+        speed_note = next((n for n in speed_notes if n.startswith("no speed verdict")), None)
+    elif arch is not None and scheme is not None and split_error is None:
         perf, speed_note = _price(arch, g, workload, scheme, scheme_id, served, profile_path, wdata)
 
-    facts = gt.Facts(
+    facts_ = gt.Facts(
         inv=inv, site=site, source=source, engine=choice, engine_label=res.label, model_ref=model_ref,
         model_shown=model_ref if src.kind != "local" else rel(model_ref), model_from=model_from, resolution=res,
         checkpoint_summary=rep.summary, inspect_notes=list(rep.notes), arch_missing=arch is None,
         split_error=split_error, served=served, declared=decl, gpu_id=g.id, gpu_memory_bytes=g.memory_bytes,
-        workload=w, mode=workload.serving_mode, context=workload.context, memory=memory, performance=perf,
-        speed_note=speed_note, evidence_declared=cfg.accuracy is not None, served_notes=served_notes,
+        workload=w, mode=workload.serving_mode, context=workload.context, concurrency=workload.batch, memory=mem,
+        performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
+        derived=derived, served_notes=served_notes,
+        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
-    return gt.judge(facts, cfg, version_declared, out)
+    return gt.judge(facts_, cfg, version_declared, out)
+
+
+class Unresolvable(QuantAdviseError):
+    """A model reference that names nothing this machine can read (a path inside the container)."""
+
+
+def _may_skip(exc: Exception, inv: EngineInvocation | None, cfg: Any) -> bool:
+    """Whether a model that cannot be read leaves the engine-level rules to run (QA111): a Hub id
+    that is not bundled, cached or reachable, or a path inside the container. A declared local copy
+    that is missing stays an error (the declaration is wrong)."""
+    if isinstance(exc, Unresolvable | SourceUnavailableError):
+        return True
+    return isinstance(exc, UnknownNameError) and "Hub" in (exc.hint or "")
+
+
+def _engine_flags(inv: EngineInvocation | None, cfg: Any, eng: EngineData, engine: str, ck0: Any
+                  ) -> tuple[str | None, str | None]:
+    """(--quantization, --kv-cache-dtype) as the engine sees them: the command's, else the declaration's."""
+    if inv is not None:
+        return inv.quantization, inv.kv_cache_dtype
+    q_flag = online_flag(eng, cfg.quantization) if ck0 is None or not ck0.is_quantized else None
+    kv_flag = None
+    if cfg.kv_cache_dtype is not None:
+        try:
+            hints = catalog.kv_preset(cfg.kv_cache_dtype).deploy
+            kv_flag = (hints.vllm_kv_cache_dtype if engine == "vllm" else hints.sglang_kv_cache_dtype) \
+                or cfg.kv_cache_dtype
+        except QuantAdviseError:
+            kv_flag = cfg.kv_cache_dtype
+    return q_flag, kv_flag
+
+
+def _declared_schemes(loaded: LoadedConfig) -> Any:
+    from ..gate import target as gt
+
+    cfg = loaded.config
+    decl = gt.Declared()
+    if cfg.quantization is not None:
+        dscheme = declared(loaded, "quantization", lambda: catalog.get_scheme(cfg.quantization))
+        decl = gt.Declared(scheme_id=dscheme.id, scheme=dscheme)
+    if cfg.kv_cache_dtype is not None:
+        decl.kv_id = declared(loaded, "kv_cache_dtype", lambda: catalog.kv_preset(cfg.kv_cache_dtype)).id
+        decl.kv_as_written = cfg.kv_cache_dtype
+    return decl
+
+
+def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any, w: Any, cfg: Any, g: GPU,
+             facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig) -> tuple[Any, Any]:
+    """The engine's start-up memory (None when there is nothing to size), and one sequence's KV bytes
+    over all GPUs as the engine holds them (replicated heads included)."""
+    from ..gate.memory import Declared as DeclaredLoad
+    from ..gate.memory import MemoryInputs, startup_memory
+    from ..gate.startup import kv_share_per_gpu
+    from ..kvcache import bytes_per_token, sequence_bytes
+    from ..sizing import size_model
+    from ..workload import parse_workload
+
+    if arch is None or (scheme is None and rep.size is None) or w.max_model_len is None:
+        return None, None
+    if ck is not None and ck.is_quantized and rep.size is not None:
+        wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
+    elif scheme is not None:
+        wb, wsrc = size_model(arch, scheme).total_bytes, f"{scheme_id} weights"
+    else:
+        wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
+    gpus = max(w.tp * w.pp, 1)
+    share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=w.tp, pp=w.pp)
+
+    def seq_total(n: int) -> float:
+        return sequence_bytes(arch, kv_t, n) * share * gpus
+
+    load = None
+    if w.declared and cfg.workload.batch is not None:
+        wl = parse_workload({k: v for k, v in {"batch": cfg.workload.batch, "ctx": cfg.workload.ctx,
+                                                "prompt": cfg.workload.prompt, "output": cfg.workload.output,
+                                                "mode": cfg.workload.mode}.items() if v is not None},
+                            where=f"{loaded.file or 'command line'}: workload")
+        basis = ("continuous batching holds sequences at every stage: prompt + half the output on average, as "
+                 "`recommend` sizes it" if wl.serving_mode == "continuous" else
+                 "synchronous batches grow to the full context")
+        load = DeclaredLoad(wl.batch, wl.kv_tokens_per_sequence, basis)
+    mem = startup_memory(MemoryInputs(
+        facts=facts, gpu=g.id, gpu_memory_bytes=g.memory_bytes, tp=w.tp, pp=w.pp, fraction=w.fraction,
+        fraction_flag=w.flag("gpu_memory_utilization"), fraction_from=w.fraction_from,
+        reserve_bytes_per_gpu=int(w.reserve_gb * GiB), reserve_from=w.reserve_from, weights_bytes=wb,
+        weights_source=wsrc, kv_dtype=kv_id, kv_bytes_per_token=bytes_per_token(arch, kv_t),
+        sequence_bytes=lambda n: sequence_bytes(arch, kv_t, n), kv_heads=arch.num_kv_heads, mla=arch.is_mla,
+        max_model_len=w.max_model_len, max_model_len_source=w.max_model_len_source or "", auto_fit=w.auto_fit,
+        max_num_seqs=w.max_num_seqs, max_num_seqs_flag=w.flag("max_num_seqs"),
+        max_num_seqs_source=w.max_num_seqs_source, declared=load))
+    return mem, seq_total
+
+
+def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out: Findings, site: Any, source: str,
+                choice: Any, eng: EngineData, facts: Any, model_ref: str, model_from: str, exc: Exception
+                ) -> TargetReport:
+    """A deployment whose model's config.json cannot be read: the engine-level rules that need no
+    checkpoint (QA1xx on the flags alone), one QA111 warning naming it, and the rest skipped."""
+    from ..engines.resolution import resolve
+    from ..gate.engine import artifact_findings, engine_findings
+    from ..gate.result import TargetReport
+    from ..gate.rules import CHECKPOINT_FREE_KINDS
+    from ..gate.target import unresolved
+    from .inspect import gpu_target
+
+    cfg = loaded.config
+    q_flag, kv_flag = _engine_flags(inv, cfg, eng, choice.name, None)
+    tgt = gpu_target(g)
+    res = resolve(eng, None, capability=tgt.capability if tgt else None, platform=tgt.platform if tgt else "cuda",
+                  quantization=q_flag, kv_cache_dtype=kv_flag)
+    kept = [f for f in res.findings if f.kind in CHECKPOINT_FREE_KINDS]
+    res = res.model_copy(update={"findings": kept})
+    notes = engine_findings(out, site, kept, res.label)
+    if inv is not None:
+        artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
+    file, line = site.at("model")
+    why = " ".join((exc.message if isinstance(exc, QuantAdviseError) else str(exc)).split())
+    out.add("QA111", f"model '{model_ref}' ({model_from or 'declared'}) could not be resolved: {why}; only the "
+            "engine-level rules ran (the flags against the engine), not memory, speed or drift"
+            + (f" ({exc.hint})" if isinstance(exc, QuantAdviseError) and exc.hint else ""),
+            subject=f"{site.key}|model-unresolved", file=file, line=line, target=site.label)
+    tp = (inv.tensor_parallel_size or 1) if inv is not None else (cfg.gpus or 1)
+    pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
+    return TargetReport(
+        label=site.label, file=site.file, line=site.line, source=source, context=inv.context if inv else None,
+        engine=choice.name, engine_version=choice.version, engine_version_from=choice.source, model=model_ref,
+        model_from=model_from or "declared", checkpoint="unknown (config.json not readable)",
+        resolved_method=res.resolved_method, engine_status=res.status, scheme=None,
+        scheme_from="unknown: the model's config.json could not be read", kv_cache_dtype=kv_flag or "auto",
+        gpu=g.id, gpus=tp * pp, mode="unknown",
+        assumptions=[choice.assumption] if choice.assumption else [], notes=notes,
+    )
 
 
 def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, served: Served,
@@ -250,18 +370,17 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     """The deployed scheme and bf16 priced at the deployed workload, next to the recommendation."""
     from ..advisor.speed import predict as price
     from ..gate.target import perf_check
-    from ..perf.efficiency import resolve as resolve_eff
     from .common import load_profiles
     from .recommend import recommend
+    from .speed import efficiency
 
     try:
-        profiles = load_profiles(False, profile_path)
-        names = (g.id, g.name, *g.aliases)
-        eff = resolve_eff(profiles, names, catalog.scheme_names(scheme.id) or (scheme.id,))
+        profiles = load_profiles(False, profile_path, g)
+        eng = {"engine": wdata.get("engine"), "version": wdata.get("engine_version")}
+        eff = efficiency(profiles, g, scheme, **eng)
         dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id)
         bf16 = catalog.get_scheme("bf16")
-        base = price(arch, g, workload, bf16, resolve_eff(profiles, names, catalog.scheme_names("bf16")), kv=served.kv,
-                     kv_name=served.kv_id)
+        base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id)
     except QuantAdviseError as exc:
         return None, f"speed not predicted: {exc}"
     note = None

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..errors import InputError
+from ..errors import InputError, norm_name
+from ..files import is_file
 from ..hardware import GPU
 from ..model import ModelArch, ModelSource, parse_config
 from ..scheme import Scheme, TensorQuant, custom_weight_scheme
@@ -58,7 +59,7 @@ def resolve_scheme(
             s = scheme
         elif scheme is None:
             s = catalog.get_scheme("bf16")
-        elif scheme.endswith((".yaml", ".yml")) or Path(scheme).is_file():
+        elif scheme.endswith((".yaml", ".yml")) or is_file(scheme):  # is_file: a 5,000-character name is no path
             s = catalog.load_scheme_file(Path(scheme))
         else:
             s = catalog.get_scheme(scheme)
@@ -105,9 +106,10 @@ def _split_engine(spec: str) -> tuple[str, str | None]:
 
 
 
-def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None) -> list[Any]:
+def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, gpu: Any | None = None) -> list[Any]:
     """The efficiency profiles a prediction uses: the spec sheet (``ideal``), or the shipped
-    default with a user profile (file or PerfProfile) layered over it."""
+    default, then the measured kernel profile shipped for ``gpu`` (data/profiles/<gpu>.yaml), then a
+    user profile (file or PerfProfile), each layered over the one before."""
     from ..errors import UnknownNameError
     from ..perf.profiles import IDEAL, PerfProfile
 
@@ -116,11 +118,14 @@ def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None) 
     if ideal:
         return [IDEAL]
     profiles = [catalog.default_perf_profile()]
+    measured = catalog.measured_profile(gpu.id) if gpu is not None else None
+    if measured is not None:
+        profiles.append(measured)
     if profile is not None:
         user = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
-        known = {catalog.norm_name(n) for n in catalog.gpu_names()}
+        known = {norm_name(n) for n in catalog.gpu_names()}
         for entry in user.gpus:
-            if catalog.norm_name(entry.gpu) not in known:
+            if norm_name(entry.gpu) not in known:
                 raise UnknownNameError("GPU", entry.gpu, catalog.gpu_names(), hint=f"in profile {user.id}")
         profiles.append(user)
     return profiles

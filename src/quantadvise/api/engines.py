@@ -8,7 +8,7 @@ from .. import catalog
 from .common import get_engine
 
 if TYPE_CHECKING:
-    from ..engines.listing import EngineDiff, EngineListing, MethodDetail
+    from ..engines.listing import EngineDiff, EngineListing, MethodDetail, Probe
 
 
 def engines_list(engine: str = "vllm", version: str | None = None) -> EngineListing:
@@ -36,9 +36,53 @@ def engines_show(method: str, engine: str = "vllm", version: str | None = None) 
 
 
 def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
-    """Two engine registries side by side: methods only in one, KV cache dtypes, optimized flags."""
+    """Two engine registries side by side: methods only in one, KV cache dtypes, optimized flags.
+
+    Two releases of one engine (``engines_diff("vllm@0.30.0", "vllm@0.33.0")``) also list every fact
+    that changed (minimum capabilities, activation dtypes, config rules, dispatch rows, messages) and
+    the verdicts that changed: every scheme preset's checkpoint (as its producer writes it), the
+    online shorthands and the KV cache dtypes, judged by both releases on one NVIDIA GPU per compute
+    capability on file."""
     from ..engines.listing import diff
 
-    return diff(get_engine(a), get_engine(b))
+    ea, eb = get_engine(a), get_engine(b)
+    if ea.engine != eb.engine:
+        return diff(ea, eb)
+    names = list(dict.fromkeys(m.id for e in (ea, eb) for m in e.methods if m.cli_choice))
+    return diff(ea, eb, probes(ea.engine, names), probe_gpus())
+
+
+def probes(engine: str, methods: list[str] | None = None) -> list[Probe]:
+    """The checkpoints and flags a release diff judges: each scheme preset's quantization_config,
+    every ``--quantization`` name in ``methods`` on a bf16 checkpoint, each KV preset's flag."""
+    from ..advisor.plan import quantization_config
+    from ..checkpoint.parse import parse_quantization_config
+    from ..engines.listing import Probe
+
+    out = [Probe("bf16 (unquantized)", None)]
+    for sid in catalog.scheme_ids():
+        preset = catalog.scheme_preset(sid)
+        qc = quantization_config(catalog.get_scheme(sid), preset.deploy)
+        if qc is not None:
+            fmt = qc.get("format") or qc["quant_method"]
+            out.append(Probe(f"{sid} checkpoint ({fmt})", parse_quantization_config(qc)))
+    for name in methods or []:
+        out.append(Probe(f"bf16 + --quantization {name}", None, quantization=name))
+    for kid in catalog.kv_ids():
+        hints = catalog.kv_preset(kid).deploy
+        flag = hints.vllm_kv_cache_dtype if engine == "vllm" else hints.sglang_kv_cache_dtype
+        if flag and flag != "auto":
+            out.append(Probe(f"bf16 + --kv-cache-dtype {flag}", None, kv_cache_dtype=flag))
+    return out
+
+
+def probe_gpus() -> list[tuple[str, int]]:
+    """One NVIDIA GPU per compute capability on file: ("sm80 (a100-40gb)", 80)."""
+    seen: dict[int, str] = {}
+    for gid in catalog.gpu_ids():
+        g = catalog.get_gpu(gid)
+        if g.vendor.lower() == "nvidia" and g.capability is not None and g.capability not in seen:
+            seen[g.capability] = g.id
+    return [(f"sm{c} ({seen[c]})", c) for c in sorted(seen)]
 
 

@@ -11,6 +11,7 @@ from ..model import parse_config
 from .common import get_engine, get_gpu
 
 if TYPE_CHECKING:
+    from ..checkpoint.quant import CheckpointQuant
     from ..engines.inspection import GpuTarget, InspectReport
 
 
@@ -56,28 +57,55 @@ def inspect(
     ``engines``: ``"vllm"``, ``"sglang==0.5.23"``, a list, or None for every engine on file."""
     from ..checkpoint.parse import (
         SIDECARS,
+        find_quantization_config,
         model_dtype_format,
         parse_checkpoint,
         parse_quantization_config,
     )
     from ..engines.inspection import InspectedModel, inspect_checkpoint
 
+    gguf = None
+    index: dict[str, Any] | None = None
     if isinstance(model, dict):
         cfg, side = model, dict(sidecars or {})
         info = InspectedModel(id=str(model.get("_name_or_path", "config")), source="dict")
     else:
         from ..hub import read_sidecar, resolve_model
 
-        src, cfg = resolve_model(model)
-        info = InspectedModel(id=src.id, source=src.kind, location=src.location)
-        side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
-        side.update(sidecars or {})
+        gguf = _gguf_weights(model)
+        if gguf is not None and gguf[2] is None:
+            # GGUF weights and no config.json: the architecture lives in the .gguf header
+            cfg, side = {}, dict(sidecars or {})
+            info = InspectedModel(id=model, source="local", location=model)
+        else:
+            src, cfg = resolve_model(model)
+            info = InspectedModel(id=src.id, source=src.kind, location=src.location)
+            side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
+            side.update(sidecars or {})
+            index = read_sidecar(src, "model.safetensors.index.json")
     if not isinstance(cfg, dict):
         from ..errors import ConfigError
 
         raise ConfigError(f"{info.where}: expected a JSON object, got {type(cfg).__name__}")
     arch = None
-    if "model_type" in cfg or "text_config" in cfg:
+    ck: CheckpointQuant | None
+    gguf_notes: list[str] = []
+    if gguf is not None:
+        from ..checkpoint.bnb_gguf_mlx import gguf_files_checkpoint
+
+        files, kind, _ = gguf
+        ck = gguf_files_checkpoint(files, kind, model if isinstance(model, str) else "")
+        if "model_type" in cfg or "text_config" in cfg:
+            arch = parse_config(cfg, info.where)
+            info = info.model_copy(update={"model_type": arch.model_type, "architecture": arch.architecture,
+                                           "kind": arch.kind, "torch_dtype": arch.torch_dtype})
+            if find_quantization_config(cfg)[0] is not None:
+                gguf_notes.append("config.json also declares a quantization_config; the weights on disk are the "
+                                  ".gguf files, which is what the engines would have to load")
+        else:
+            gguf_notes.append("no config.json: the architecture is inside the .gguf header, which quantadvise does not "
+                              "read; layers and size on disk are not computed")
+    elif "model_type" in cfg or "text_config" in cfg:
         arch = parse_config(cfg, info.where)
         info = info.model_copy(update={"model_type": arch.model_type, "architecture": arch.architecture,
                                        "kind": arch.kind, "torch_dtype": arch.torch_dtype})
@@ -103,7 +131,7 @@ def inspect(
     rows = [get_engine(s) for s in specs]
     target = gpu_target(gpu)
     stored = model_dtype_format(cfg.get("torch_dtype") or cfg.get("dtype"))
-    notes = []
+    notes = gguf_notes
     if stored == "fp32" and ck is not None and ck.is_quantized:
         stored = "fp16"
         notes.append("config torch_dtype is float32; the quantized checkpoint's 16-bit tensors are counted as fp16 "
@@ -114,7 +142,50 @@ def inspect(
         library=catalog.format_library("compressed-tensors"), gpu=target,
         quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated, stored_dtype=stored,
+        kernel_tables=tuple(t for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None),
     )
+    checked = _against_index(report, index)
+    if checked:
+        report = report.model_copy(update={"warnings": report.warnings + [checked]})
     return report.model_copy(update={"notes": notes + report.notes}) if notes else report
 
 
+def _against_index(report: InspectReport, index: dict[str, Any] | None) -> str | None:
+    """A warning when the checkpoint's own safetensors index (``metadata.total_size``, the bytes its
+    shards hold) and the size quantadvise predicts disagree by more than 10%: the inventory does not
+    account for every tensor of this architecture, and says so instead of a confident wrong total."""
+    meta = index.get("metadata") if isinstance(index, dict) else None
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    if report.size is None or not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        return None
+    predicted = report.size.total_bytes
+    if abs(predicted - total) <= 0.10 * total:
+        return None
+    return (f"model.safetensors.index.json says the shards hold {total / 1e9:.2f} GB; quantadvise accounts for "
+            f"{predicted / 1e9:.2f} GB ({(predicted - total) / total:+.0%}): its inventory does not match this "
+            "architecture tensor by tensor, so the sizes here are off by that much")
+
+
+
+
+def _gguf_weights(model: str) -> tuple[list[str], str, str | None] | None:
+    """(.gguf file names, "file" | "folder", config.json path or None) when the model path is a .gguf
+    file or a folder whose weights are .gguf files only (no safetensors / .bin beside them)."""
+    from pathlib import Path
+
+    try:
+        p = Path(model).expanduser()
+        if p.is_file():
+            if p.suffix.lower() != ".gguf":
+                return None
+            cfg = p.parent / "config.json"
+            return [p.name], "file", str(cfg) if cfg.is_file() else None
+        if not p.is_dir():
+            return None
+        files = sorted(f.name for f in p.glob("*.gguf"))
+        if not files or any(p.glob("*.safetensors")) or any(p.glob("*.bin")):
+            return None
+        cfg = p / "config.json"
+        return files, "folder", str(cfg) if cfg.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # ~nosuchuser, a name the file system cannot hold
+        return None

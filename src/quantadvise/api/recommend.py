@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
+from ..errors import QuantAdviseError
 from ..scheme import Scheme, TensorQuant
 from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
 
 if TYPE_CHECKING:
-    from ..advisor.options import Candidate
+    from ..advisor.limits import ContextLimit
+    from ..advisor.native import Native
+    from ..advisor.options import Candidate, KvOption
     from ..advisor.result import Prediction, Recommendation
+    from ..engines.data import EngineData
     from ..hardware import GPU
     from ..model import ModelArch
     from ..workload import Workload
@@ -27,35 +32,152 @@ def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: An
     >>> r.scheme.family
     'weight-only 4-bit'
     """
-    from ..advisor.options import BF16_KV, Context, KvOption, build_options
-    from ..advisor.tree import recommend as walk
+    from ..errors import InputError
     from ..perf.efficiency import profile_warnings
 
     data = _workload_data(workload, overrides)
     w = _parse(data)
-    explicit = set(data)
-    arch, info = load_model(w.model)
+    inputs = _resolve(w, set(data))
+    try:
+        rec = _walk(inputs, w)
+    except InputError as exc:
+        if exc.field == "ctx":
+            raise _with_sibling_hint(exc, inputs, w) from None
+        if exc.field != "workload":
+            raise
+        raise _with_gpu_hint(exc, inputs, w) from None
+    warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
+    warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
+    return rec.model_copy(update={"warnings": warn})
+
+
+@dataclass
+class _Inputs:
+    """Everything the tree needs for one workload, resolved once (names, files, engine data)."""
+
+    arch: ModelArch
+    model_id: str
+    gpu: GPU
+    engine: EngineData
+    other: EngineData | None
+    candidates: list[Candidate]
+    kv_options: dict[str, KvOption]
+    quant_kv: str
+    forced: str | None
+    assumptions: list[str]
+    native: Native | None
+    limits: dict[str, ContextLimit]
+    cache: dict[Any, Any] = field(default_factory=dict)  # sizes and step models, reused across walks
+
+
+def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
+    from ..advisor.limits import context_limit
+    from ..advisor.options import BF16_KV, KvOption
+    from ..hub import resolve_model
+    from ..model import parse_config
+
+    src, cfg = resolve_model(w.model)
+    arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
     g = get_gpu(w.gpu)
     engine = catalog.get_engine(w.engine, w.engine_version)
     other = next((catalog.get_engine(n) for n in catalog.engine_names() if n != engine.engine), None)
-    candidates, group_notes, unmeasured = _candidates(w, arch, g)
-
+    native = _native(arch, src, cfg)
+    candidates, group_notes, unmeasured = _candidates(w, arch, g, native)
     quant_kv = defaults.QUANTIZED_KV
     forced = catalog.kv_preset(w.kv_dtype) if w.kv_dtype is not None else None
     presets = [catalog.kv_preset(BF16_KV), catalog.kv_preset(quant_kv), *([forced] if forced else [])]
     kv_options = {p.id: KvOption(p.kv_cache if p.kv_cache.is_quantized else None, p.deploy) for p in presets}
     if forced is not None and forced.kv_cache.is_quantized:
         quant_kv = forced.id  # the tree's "quantized KV" is the one the workload asked for
-    model_id = info.id
-    assumptions = _assumptions(w, explicit, model_id, g.name, engine.label, candidates, unmeasured) + group_notes
+    assumptions = _assumptions(w, explicit, src.id, g.name, engine.label, candidates, unmeasured) + group_notes
+    limits = {e.engine: context_limit(cfg, e.engine) for e in (engine, *([other] if other else []))}
+    return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
+                   kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
+                   assumptions=assumptions, native=native, limits=limits)
 
-    ctx = Context(arch=arch, gpu=g, workload=w, kv_options=kv_options, quant_kv=quant_kv,
-                  rules=catalog.accuracy_rules(), engine=engine, other_engine=other, model_id=model_id,
-                  kv_name=forced.id if forced else BF16_KV, forced_kv=forced is not None)
-    rec = walk(ctx, build_options(arch, g, w, candidates, kv_options, quant_kv), assumptions)
-    warn = list(arch.warnings) + [x for x in rec.warnings if x not in arch.warnings]
-    warn += profile_warnings([c.efficiency for c in candidates], g.id)
-    return rec.model_copy(update={"warnings": warn})
+
+def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
+    from ..advisor.options import BF16_KV, Context, build_options
+    from ..advisor.tree import recommend as walk
+
+    ctx = Context(arch=inputs.arch, gpu=inputs.gpu, workload=w, kv_options=inputs.kv_options,
+                  quant_kv=inputs.quant_kv, rules=catalog.accuracy_rules(), engine=inputs.engine,
+                  other_engine=inputs.other, model_id=inputs.model_id, kv_name=inputs.forced or BF16_KV,
+                  forced_kv=inputs.forced is not None, native=inputs.native, limits=inputs.limits,
+                  model_params=inputs.arch.inventory.total_params(), memo=inputs.cache)
+    options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
+                            inputs.cache)
+    return walk(ctx, options, inputs.assumptions)
+
+
+def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
+    """Nothing serves the workload on ``w.gpus``: find, by walking the tree again, the smallest GPU
+    count (a tensor-parallel degree the model's heads divide) on which something does."""
+    from ..errors import InputError
+    from ..perf.step import check_tensor_parallel
+
+    for n in range(w.gpus + 1, defaults.MAX_GPUS_SEARCH + 1):
+        try:
+            check_tensor_parallel(inputs.arch, inputs.gpu, n)
+        except QuantAdviseError:
+            continue
+        try:
+            rec = _walk(inputs, w.model_copy(update={"gpus": n}))
+        except QuantAdviseError:
+            continue
+        return InputError(exc.message, field="workload",
+                          hint=f"try --gpus {n}: the smallest count on which the tree finds a scheme "
+                               f"({rec.scheme.id} with {rec.kv.dtype}, {rec.kv.max_concurrency if rec.kv.max_concurrency < 10**8 else 'all'} "
+                               f"sequences held); or relax --accuracy-tolerance or lower --batch / --ctx")
+    return InputError(exc.message, field="workload",
+                      hint=f"no GPU count up to {defaults.MAX_GPUS_SEARCH} serves it either: relax "
+                           "--accuracy-tolerance, lower --batch / --ctx, or choose a larger GPU")
+
+
+def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
+    """The context is over the model's limit: name a bundled sibling with the same shapes (same
+    weights to quantize and serve) whose limit holds the context, when there is one."""
+    from ..advisor.limits import context_limit
+    from ..errors import InputError
+    from ..model import parse_config
+
+    a = inputs.arch
+    shape = (a.model_type, a.hidden_size, a.num_layers, a.num_heads, a.num_kv_heads, a.intermediate_size, a.vocab_size)
+    for mid in catalog.bundled_model_ids():
+        if mid == inputs.model_id:
+            continue
+        row = catalog.find_bundled_model(mid)
+        if row is None:
+            continue
+        cfg = catalog.bundled_config(row)
+        b = parse_config(cfg, mid)
+        if (b.model_type, b.hidden_size, b.num_layers, b.num_heads, b.num_kv_heads, b.intermediate_size,
+                b.vocab_size) != shape:
+            continue
+        lim = context_limit(cfg, inputs.engine.engine)
+        if lim.tokens is not None and lim.tokens >= w.context:
+            return InputError(exc.message, field="ctx",
+                              hint=f"{exc.hint}, or serve {mid}: the same architecture with a {lim.tokens:,}-token "
+                                   f"limit ({lim.key})")
+    return exc
+
+
+def _native(arch: ModelArch, src: Any, cfg: dict[str, Any]) -> Native | None:
+    """The checkpoint as shipped (its quantization_config, or ModelOpt's hf_quant_config.json beside
+    it), when it quantizes weights."""
+    from ..advisor.native import native_scheme
+    from ..checkpoint.parse import SIDECARS, find_quantization_config, parse_checkpoint
+    from ..checkpoint.presets import with_presets
+    from ..hub import read_sidecar
+
+    side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
+    ck = parse_checkpoint(cfg, side)
+    if ck is None or not ck.is_quantized:
+        return None
+    presets = [catalog.get_scheme(s) for s in catalog.scheme_ids()]
+    ck = with_presets(ck, presets, catalog.format_library("compressed-tensors"))
+    qc, _ = find_quantization_config(cfg)
+    return native_scheme(arch, ck, catalog.layouts(), quantization_config=qc or side.get("hf_quant_config.json"))
 
 
 def _workload_data(workload: Workload | dict[str, Any] | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -72,22 +194,26 @@ def _parse(data: dict[str, Any]) -> Workload:
     return parse_workload(data)
 
 
-def _candidates(w: Workload, arch: ModelArch, g: GPU) -> tuple[list[Candidate], list[str], list[str]]:
-    """The schemes to weigh (the workload's, else the default list; bf16 always, as the baseline),
-    each fitted to the model's group constraints and priced by its efficiency curves. With a
-    calibrated profile only the measured kernels are weighed (the advice follows the measurement)."""
+def _candidates(w: Workload, arch: ModelArch, g: GPU,
+                native: Native | None = None) -> tuple[list[Candidate], list[str], list[str]]:
+    """The schemes to weigh (the workload's, else the default list; bf16 always, as the baseline;
+    the checkpoint as shipped first when the model ships quantized), each fitted to the model's group
+    constraints and priced by its efficiency curves. With a calibrated profile only the measured
+    kernels are weighed (the advice follows the measurement)."""
     from ..advisor.options import Candidate
-    from ..perf.efficiency import resolve as resolve_eff
     from ..perf.inputs import fit_weight_group
+    from .speed import efficiency
 
-    profiles = load_profiles(w.ideal, w.profile)
-    gpu_names = (g.id, g.name, *g.aliases)
+    profiles = load_profiles(w.ideal, w.profile, g)
     names = list(w.candidates) if w.candidates else list(defaults.CANDIDATES)
     if "bf16" not in [catalog.scheme_preset(n).id for n in names]:
         names.insert(0, "bf16")
     seen: set[str] = set()
     picks: list[Candidate] = []
     notes: list[str] = []
+    if native is not None:
+        eff = efficiency(profiles, g, native.scheme, engine=w.engine, version=w.engine_version)
+        picks.append(Candidate(native.scheme, native.deploy, eff, checkpoint=native.checkpoint))
     for n in names:
         preset = catalog.scheme_preset(n)
         if preset.id in seen:
@@ -96,13 +222,29 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU) -> tuple[list[Candidate], 
         scheme, regroup_note = fit_weight_group(arch, catalog.scheme_from_preset(preset))
         if regroup_note:
             notes.append(regroup_note)
-        eff = resolve_eff(profiles, gpu_names, catalog.scheme_names(preset.id) or (preset.id,))
+            scheme = scheme.model_copy(update={"description": _regrouped(scheme)})
+        eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)
         picks.append(Candidate(scheme, preset.deploy, eff))
     unmeasured: list[str] = []
-    if not w.candidates and any(c.efficiency.model == "calibrated" for c in picks):
-        unmeasured = [c.scheme.id for c in picks if c.efficiency.model != "calibrated" and c.scheme.id != "bf16"]
-        picks = [c for c in picks if c.efficiency.model == "calibrated" or c.scheme.id == "bf16"]
+    if not w.candidates and any(c.efficiency.model == "calibrated" and c.scheme.quantizes_weights for c in picks):
+        unmeasured = [c.scheme.id for c in picks if c.efficiency.model != "calibrated" and c.scheme.id != "bf16"
+                      and c.checkpoint is None]
+        picks = [c for c in picks if c.efficiency.model == "calibrated" or c.scheme.id == "bf16"
+                 or c.checkpoint is not None]
     return picks, notes, unmeasured
+
+
+def _regrouped(scheme: Scheme) -> str:
+    """A regrouped preset's description with the group it now has (``w4a16-g64`` is not "group 128")."""
+    import re
+
+    w = scheme.weight
+    g = w.scale.group.reduction_group if w is not None and w.scale else None
+    if not g:
+        return scheme.description
+    desc = re.sub(r"group \d+", f"group {g}", scheme.description)
+    desc = re.sub(r"\bg\d+\b", f"g{g}", desc)
+    return desc if desc != scheme.description else f"{scheme.description} (regrouped to group {g} for this model)"
 
 
 def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, engine_label: str,
@@ -132,7 +274,7 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
     out.append(f"task: {w.task}, accuracy tolerance {w.accuracy_tolerance:g} %-points")
     effs = {c.scheme.id: c.efficiency for c in candidates}
     profile_id = candidates[0].efficiency.profile_id
-    if any(e.calibration is not None for e in effs.values()):
+    if any(e.calibration is not None or e.model == "measured-kernels" for e in effs.values()):
         from ..perf.efficiency import describe_models
 
         out.append(f"speed: profile '{profile_id}': " + describe_models(effs))
@@ -158,14 +300,13 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     True
     """
     from ..advisor.speed import predict as price
-    from ..perf.efficiency import resolve as resolve_eff
+    from .speed import efficiency
 
     w = _parse(_workload_data(workload, overrides))
     arch, _ = load_model(w.model)
     g = get_gpu(w.gpu)
     s = resolve_scheme(scheme)
-    eff = resolve_eff(load_profiles(w.ideal, w.profile), (g.id, g.name, *g.aliases),
-                      catalog.scheme_names(s.id) or (s.id,))
+    eff = efficiency(load_profiles(w.ideal, w.profile, g), g, s, engine=w.engine, version=w.engine_version)
     kv, kv_name = resolve_kv(kv_dtype if kv_dtype is not None else w.kv_dtype)
     if kv is not None and not kv.is_quantized:
         kv = None

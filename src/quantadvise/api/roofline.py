@@ -32,14 +32,19 @@ def roofline(
     profile: str | Path | PerfProfile | None = None,
     scope: str = "full",
     curve_points: int = 0,
+    engine: str | None = None,
+    engine_version: str | None = None,
+    quantization: str | None = None,
 ) -> RooflineResult:
     """Decode step time, tokens/s, bound, byte shares and FLOPs per scheme x batch x context on
     ``gpus`` x ``gpu``; each scheme's ridge batch; pairwise crossover batches; TTFT for ``prompt``.
 
     ``schemes``: names / YAML paths (a list or ``"bf16,w4a16,fp8-dynamic"``); default bf16, w4a16
     and w8a8-fp8 (w8a8-int8 on GPUs without fp8). ``batches``: ``"1,8,64,512"`` or ``"1..512"``.
-    Efficiencies come from data/perf_profile.yaml, with ``profile`` (a file or a PerfProfile)
-    layered over it; ``ideal=True`` uses the spec sheet instead. ``scope="decoder"`` counts only
+    Efficiencies come from data/perf_profile.yaml, then the GPU's measured kernel profile
+    (data/profiles/<gpu>.yaml: each linear layer priced by the curve of the kernel ``engine``
+    ``engine_version`` runs for it, started with ``--quantization quantization`` when given), then
+    ``profile`` (a file or a PerfProfile); ``ideal=True`` uses the spec sheet instead. ``scope="decoder"`` counts only
     the decoder linear matrices, KV and the residual stream (the chapter's accounting). ``group``
     sets the weight group size of every scheme with per-group weight scales; without it the
     default list picks a group that divides the model's K (gpt-oss: 64), explicit schemes keep theirs.
@@ -48,9 +53,9 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
-    from ..perf.efficiency import resolve
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
+    from .speed import efficiency
 
     arch, info = load_model(model)
     g = get_gpu(gpu)
@@ -72,9 +77,12 @@ def roofline(
         fitted = [fit_weight_group(arch, s) for s in resolved]
         resolved = [s for s, _ in fitted]
         notes = [n for _, n in fitted if n]
-    profiles = load_profiles(ideal, profile)
-    gpu_names = (g.id, g.name, *g.aliases)
-    effs = [resolve(profiles, gpu_names, catalog.scheme_names(s.id) or (s.id,)) for s in resolved]
+    profiles = load_profiles(ideal, profile, g)
+    if engine is not None:
+        eng = catalog.get_engine(engine, engine_version)
+        engine, engine_version = eng.engine, eng.version
+    effs = [efficiency(profiles, g, s, engine=engine, version=engine_version, quantization=quantization)
+            for s in resolved]
     kv, kv_name = resolve_kv(kv_dtype)
     return run(
         arch,

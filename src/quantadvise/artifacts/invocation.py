@@ -8,7 +8,7 @@ from typing import Any, Literal
 from ..engines.flags import Engine
 from ..results import Out, Result
 
-Source = Literal["shell", "dockerfile", "kubernetes", "helm-values", "compose", "yaml"]
+Source = Literal["shell", "dockerfile", "kubernetes", "helm-values", "compose", "yaml", "makefile", "python"]
 
 
 class EngineInvocation(Out):
@@ -50,3 +50,4 @@ class DeploymentScan(Result):
     files_scanned: list[str]
     invocations: list[EngineInvocation]
     warnings: list[str] = []
+    files_skipped: list[str] = []  # "FILE: why" for each candidate file no reader took (check -v lists them)

@@ -288,21 +288,33 @@ def _typed(flag: Flag, text: str, spelled: str, word: Word, where: str, warnings
         if flag.field == "max_model_len" and text.strip().lower() in ("auto", "-1"):
             return None  # the engine derives it from the model config
         try:
-            return _human_int(text, flag.human_int)
+            n = _human_int(text, flag.human_int)
         except ValueError:
             warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not an integer; the engine would "
                             f"refuse it")
             return None
+        if n < 1:  # every integer flag the gate reads is a count or a length (both engines validate ge=1)
+            warnings.append(f"{where}: line {word.line}: {spelled} {n} is not a positive integer; the engine would "
+                            "refuse it")
+            return None
+        return n
     if flag.type == "float":
         try:
-            return float(text)
+            x = float(text)
         except ValueError:
             warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not a number; the engine would refuse it")
             return None
+        fraction = flag.field == "gpu_memory_utilization"  # vLLM's Field(gt=0, le=1); SGLang's the same share
+        if (fraction and not 0 < x <= 1) or x != x or x in (float("inf"), float("-inf")):
+            warnings.append(f"{where}: line {word.line}: {spelled} {text} is not "
+                            f"{'a fraction in (0, 1]' if fraction else 'a finite number'}; the engine would refuse it")
+            return None
+        return x
     if flag.type == "json":
         v = _jsonish(text)
         if not isinstance(v, dict):
             warnings.append(f"{where}: line {word.line}: {spelled} is not a JSON object")
+            return text
         return v
     return text
 

@@ -27,9 +27,15 @@ from .shell import Word, split_shell
 def yaml_nodes(text: str, file: str) -> list[Any]:
     import yaml
 
+    from ..files import check_yaml_nodes
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return [n for n in yaml.compose_all(text, Loader=loader) if n is not None]
+        nodes = [n for n in yaml.compose_all(text, Loader=loader) if n is not None]
+        check_yaml_nodes(nodes, file)
+        return nodes
+    except RecursionError:
+        raise ConfigError(f"{file}: YAML nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""
@@ -222,9 +228,10 @@ def _shell_wrapped(words: list[Word]) -> Word | None:
 
 
 def _container_invocation(node: Any, file: str, source: Source, label: str | None, used: set[int],
-                          src: Sequence[str] | None = None) -> EngineInvocation | None:
+                          src: Sequence[str] | None = None, fallback_image: str | None = None
+                          ) -> EngineInvocation | None:
     env = _container_env(node)
-    image = _image_of(_get(node, "image"))
+    image = _image_of(_get(node, "image")) or fallback_image
     engine, entry, version = parse_image(image) if image else (None, False, None)
     cmd_node, args_node = _get(node, "command"), _get(node, "args")
     cmd = _list_words(cmd_node, file, env, used, src)
@@ -388,6 +395,70 @@ def _doc_label(root: Any) -> str | None:
     return None
 
 
+def _engine_image(root: Any) -> str | None:
+    """The first engine image named anywhere in a values document (``image: {repository, tag}`` at the
+    top while the container ``args:`` sit elsewhere, as Helm charts lay them out)."""
+    found: list[str] = []
+
+    def look(node: Any, path: str) -> None:
+        if found or not _is_map(node):
+            return
+        ref = _image_of(_get(node, "image"))
+        if ref is None and _get(node, "repository") is not None:
+            ref = _image_of(node)
+        if ref is not None and parse_image(ref)[0] is not None:
+            found.append(ref)
+
+    _walk(root, "", look)
+    return found[0] if found else None
+
+
+# vLLM production-stack chart (vllm-project/production-stack, helm/templates/deployment-vllm-multi.yaml): each
+# servingEngineSpec.modelSpec[] entry becomes `vllm serve <modelURL>` with these vllmConfig keys as flags
+_STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
+                ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu-memory-utilization"),
+                ("maxLoras", "--max-loras"))
+
+
+def _production_stack(root: Any, file: str) -> list[EngineInvocation]:
+    """The engines a vLLM production-stack values file deploys (``servingEngineSpec.modelSpec[]``)."""
+    specs = _get(_get(root, "servingEngineSpec"), "modelSpec")
+    out: list[EngineInvocation] = []
+    if not _is_seq(specs):
+        return out
+    for spec in specs.value:
+        url = _get(spec, "modelURL")
+        if not _is_map(spec) or url is None or not _is_scalar(url):
+            continue
+        repo, tag = _get(spec, "repository"), _get(spec, "tag")
+        image = None
+        if repo is not None and _is_scalar(repo):
+            image = f"{repo.value}:{tag.value}" if tag is not None and _is_scalar(tag) and tag.value else repo.value
+        line = url.start_mark.line + 1
+        words = [Word("vllm", line), Word("serve", line), Word(str(url.value), line)]
+        cfg = _get(spec, "vllmConfig")
+        for key, flag in _STACK_FLAGS:
+            v = _get(cfg, key)
+            if v is not None and _is_scalar(v):
+                vline = v.start_mark.line + 1
+                words += [Word(flag, vline), Word(str(v.value), vline)]
+        extra = _get(cfg, "extraArgs")
+        if _is_seq(extra):
+            words += [Word(str(x.value), x.start_mark.line + 1) for x in extra.value if _is_scalar(x)]
+        gpus = _get(spec, "requestGPU")
+        name = _get(spec, "name")
+        engine, _, version = parse_image(image) if image else (None, False, None)
+        ctx = LaunchContext(file=file, source="helm-values",
+                            context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
+                            image=image if engine else None, engine_version=version,
+                            gpus=(str(gpus.value), gpus.start_mark.line + 1) if gpus is not None and _is_scalar(gpus)
+                            else None)
+        inv = invocation_from_words(words, ctx)
+        if inv is not None:
+            out.append(inv)
+    return out
+
+
 def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None) -> list[EngineInvocation]:
     """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML."""
     out: list[EngineInvocation] = []
@@ -398,11 +469,15 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None)
         if services is not None and _is_map(services) and _get(root, "apiVersion") is None:
             out.extend(_parse_compose(root, file, dotenv or {}, used, src))
             continue
+        if _get(root, "servingEngineSpec") is not None:
+            out.extend(_production_stack(root, file))
+            continue
         source = _yaml_source(file, root)
         doc = _doc_label(root)
+        values_image = _engine_image(root) if source == "helm-values" else None
 
         def visit(node: Any, path: str, source: Source = source, doc: str | None = doc,
-                  used: set[int] = used) -> None:
+                  used: set[int] = used, values_image: str | None = values_image) -> None:
             if not _is_map(node) or id(node) in used:
                 return
             if _get(node, "command") is None and _get(node, "args") is None:
@@ -410,7 +485,7 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None)
             name = _get(node, "name")
             label = " ".join(x for x in (doc, f"container {name.value}" if name is not None and _is_scalar(name)
                                          else (path or None)) if x)
-            inv = _container_invocation(node, file, source, label or None, used, src)
+            inv = _container_invocation(node, file, source, label or None, used, src, fallback_image=values_image)
             if inv is not None:
                 out.append(inv)
 

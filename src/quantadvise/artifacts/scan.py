@@ -15,16 +15,19 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigError, InputError
-from ..files import read_text
+from ..files import exists, read_text
 from .dockerfile import parse_dockerfile
 from .invocation import DeploymentScan, EngineInvocation
 from .launch import ENGINE_MARKER, parse_shell
 from .manifests import parse_yaml, yaml_nodes
+from .programs import parse_makefile, parse_python
 
-FileKind = Literal["shell", "dockerfile", "yaml"]
+FileKind = Literal["shell", "dockerfile", "yaml", "makefile", "python"]
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
                         ".pytest_cache", "dist", "build"})
+_DOT_DIRS_READ = frozenset({".github", ".gitlab", ".circleci", ".buildkite"})  # CI definitions launch engines too
 MAX_FILE_BYTES = 2_000_000
+MAX_SNIFF_BYTES = 200_000  # an extension-less or unknown file is read for a shebang / an engine mention up to this
 
 
 def classify(path: str | Path, head: str = "") -> FileKind | None:
@@ -37,8 +40,15 @@ def classify(path: str | Path, head: str = "") -> FileKind | None:
         return "yaml"
     if low.endswith((".sh", ".bash", ".zsh", ".ksh")):
         return "shell"
-    if head.startswith("#!") and re.search(r"\b(ba|da|k|z)?sh\b", head.splitlines()[0] if head else ""):
+    if low in ("makefile", "gnumakefile") or low.endswith(".mk"):
+        return "makefile"
+    if low.endswith(".py"):
+        return "python"
+    first = head.splitlines()[0] if head else ""
+    if first.startswith("#!") and re.search(r"\b(ba|da|k|z)?sh\b", first):
         return "shell"
+    if first.startswith("#!") and re.search(r"\bpython[\d.]*\b", first):
+        return "python"
     return None
 
 
@@ -48,6 +58,10 @@ def parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] |
         return parse_shell(text, file, env=env)
     if kind == "dockerfile":
         return parse_dockerfile(text, file)
+    if kind == "makefile":
+        return parse_makefile(text, file, env=env)
+    if kind == "python":
+        return parse_python(text, file)
     return parse_yaml(text, file, dotenv=dotenv)
 
 
@@ -76,29 +90,43 @@ def _relevant(text: str) -> bool:
 def _iter_files(root: Path) -> Iterable[Path]:
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).parts
-        if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in rel[:-1]):
+        if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..", *_DOT_DIRS_READ))
+               for part in rel[:-1]):
             continue
-        if p.is_file():
+        if p.is_file() and not p.is_symlink():
             yield p
+
+
+def _sniff(f: Path, size: int) -> str | None:
+    """A small text file's text (None: too large, binary or unreadable: not a candidate)."""
+    if size > MAX_SNIFF_BYTES:
+        return None
+    try:
+        return f.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> DeploymentScan:
     """Scan files and directories for engine launches (the only function here that reads files).
 
-    A named file is parsed whatever its name (shell unless it looks like a Dockerfile or YAML); a
-    directory contributes its scripts, Dockerfiles and YAML files. Helm chart templates (Go
-    templates, not YAML until rendered) are skipped with a warning.
+    A named file is parsed whatever its name (shell unless it looks like a Dockerfile, YAML, a
+    Makefile or Python); a directory contributes its scripts (by extension or shebang),
+    Dockerfiles, YAML files (``.github/workflows`` included), Makefiles and Python files. Helm
+    chart templates (Go templates, not YAML until rendered) are skipped with a warning; every
+    candidate file no reader took is listed in ``files_skipped``.
     """
     invocations: list[EngineInvocation] = []
     scanned: list[str] = []
     warnings: list[str] = []
+    skipped: list[str] = []
     templates: list[Path] = []
     if not paths:
         raise InputError("no deployment paths given", field="paths")
     for given in paths:
         root = Path(given)
-        if not root.exists():
-            raise InputError(f"no such file or directory: {root}", field="paths")
+        if not exists(root):
+            raise InputError(f"no such file or directory: {str(root)[:200]}", field="paths")
         explicit = root.is_file()
         files = [root] if explicit else list(_iter_files(root))
         for f in files:
@@ -109,16 +137,19 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
             if size > MAX_FILE_BYTES:
                 if explicit:
                     raise InputError(f"{f}: {size:,} bytes is too large for a deployment file", field="paths")
+                skipped.append(f"{f}: {size:,} bytes, larger than a deployment file ({MAX_FILE_BYTES:,})")
                 continue
-            head = ""
             kind = classify(f)
             if kind is None:
-                if not explicit and f.suffix:
+                text = read_text(f) if explicit else _sniff(f, size)
+                if text is None:
                     continue
-                text = read_text(f) if explicit or size < 200_000 else ""
-                head = text[:200]
-                kind = classify(f, head) or ("shell" if explicit else None)
+                kind = classify(f, text[:200]) or ("shell" if explicit else None)
                 if kind is None:
+                    if _relevant(text):
+                        skipped.append(f"{f}: mentions an engine launch, but no reader takes this kind of file "
+                                       "(shell, Dockerfile, YAML, Makefile, Python); name it explicitly to read it as "
+                                       "a shell script")
                     continue
             else:
                 text = read_text(f)
@@ -128,6 +159,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                 except ConfigError:
                     if "{{" in text:
                         templates.append(f)
+                        skipped.append(f"{f}: a Helm/Go template (not YAML until rendered)")
                         continue
                     raise
             dotenv: dict[str, str] = {}
@@ -138,11 +170,17 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                 dotenv = {**dotenv, **(env or {})}
             scanned.append(str(f))
             try:
-                invocations.extend(parse_text(text, str(f), kind, env=env, dotenv=dotenv))
+                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv)
             except ConfigError as exc:
-                if explicit or _relevant(text):
+                if explicit or (_relevant(text) and kind != "python"):  # a Python file's prose mentions engines
                     raise
                 warnings.append(f"skipped (no engine launch in it, and it could not be parsed): {exc}")
+                skipped.append(f"{f}: could not be parsed ({exc})")
+                continue
+            invocations.extend(found)
+            if not found and _relevant(text):
+                skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
+                               "run time)")
     if templates:
         dirs = sorted({str(t.parent) for t in templates})
         warnings.append(f"skipped {len(templates)} Helm/Go template(s) in {', '.join(dirs)} (not YAML until rendered); "
@@ -150,4 +188,4 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     for inv in invocations:
         warnings.extend(inv.warnings)
     return DeploymentScan(paths=[str(p) for p in paths], files_scanned=scanned, invocations=invocations,
-                          warnings=list(dict.fromkeys(warnings)))
+                          warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)))

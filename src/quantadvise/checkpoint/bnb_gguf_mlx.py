@@ -77,3 +77,25 @@ def parse_mlx(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) ->
                            details={"bits": bits, "group_size": group},
                            warnings=("an MLX (Apple) checkpoint without quant_method: SGLang reads it only on MPS "
                                      "(mlx_q4 / mlx_q8); vLLM does not read it",))
+
+
+def gguf_files_checkpoint(files: list[str], path_kind: str, path: str) -> CheckpointQuant:
+    """A checkpoint whose weights are .gguf files (llama.cpp), found beside or instead of config.json.
+
+    ``path_kind`` is ``file`` (the model path is one .gguf file) or ``folder`` (a folder holding them).
+    The tensor types live in each file's header; the quantization type is read from the file name
+    (llama.cpp's ``-Q4_K_M.gguf`` convention) when it carries one."""
+    import re
+
+    types = sorted({m.group(1).upper() for f in files
+                    if (m := re.search(r"[-_.]((?:I?Q|IQ)\d[\w]*?|F16|BF16|F32)(?:-\d+-of-\d+)?\.gguf$", f, re.I))})
+    g = QuantGroup(name="gguf", targets=("all tensors",), scope="unknown", format="gguf",
+                   notes=("GGUF stores a type per tensor (Q4_K, Q6_K, ...) inside the .gguf file",))
+    shown = files[0] if len(files) == 1 else f"{len(files)} .gguf files"
+    return CheckpointQuant(
+        quant_method="gguf", family="gguf", found_in=shown, format="gguf", groups=(g,),
+        producer="llama.cpp GGUF" + (f" {', '.join(types)}" if types else ""),
+        details={"files": files, "path_kind": path_kind, "path": path, "quant_type": ", ".join(types) or None},
+        warnings=("the weights are GGUF files: per-tensor quantization types live in the .gguf headers, so the size "
+                  "on disk is not predicted from config.json",),
+    )

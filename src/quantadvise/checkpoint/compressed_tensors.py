@@ -148,13 +148,46 @@ def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: st
         producer = f"compressed-tensors {qc['version']}"
     details: dict[str, Any] = {k: qc[k] for k in ("quantization_status", "global_compression_ratio", "version")
                                if k in qc}
-    if qc.get("transform_config"):
-        details["transform_config"] = True
+    transforms, online = parse_transforms(qc.get("transform_config"), f"{where}.transform_config")
+    if transforms:
+        details["transform_online"] = online
     return CheckpointQuant(
         quant_method=key, family="compressed-tensors", found_in=where, format=fmt, producer=producer,
         groups=tuple(groups), ignore=ignore, ignore_style="ct", kv_cache=kv_args, kv_cache_quant=kv_tq,
         kv_cache_raw=kv_raw, sparsity=sparsity or None, details=details, warnings=tuple(warnings),
+        transforms=transforms,
     )
+
+
+# compressed-tensors TransformLocation values applied at run time (transform_args.py: is_online);
+# weight_input / weight_output are fused into the stored weights.
+_ONLINE_LOCATIONS = ("input", "output", "k_cache", "q_attn")
+
+
+def parse_transforms(raw: Any, where: str) -> tuple[tuple[str, ...], bool]:
+    """compressed-tensors ``transform_config`` (SpinQuant / QuIP rotations): one line per scheme
+    (``u: hadamard at weight_input, input``), and whether any of them is applied at run time."""
+    if raw is None or raw == {}:
+        return (), False
+    if not isinstance(raw, dict):
+        raise field_error(where, f"must be an object with config_groups, got {short(raw)}")
+    groups = raw.get("config_groups", {})
+    if not isinstance(groups, dict):
+        raise field_error(f"{where}.config_groups", f"must be an object of transform schemes, got {short(groups)}")
+    out: list[str] = []
+    online = False
+    for name, scheme in groups.items():
+        if not isinstance(scheme, dict):
+            raise field_error(f"{where}.config_groups.{name}", f"must be an object, got {short(scheme)}")
+        kind = scheme.get("type", "?")
+        locs: list[str] = []
+        for arg in scheme.get("apply") or []:
+            loc = str(arg.get("location", "?")).lower() if isinstance(arg, dict) else "?"
+            if loc not in locs:
+                locs.append(loc)
+        online = online or any(loc in _ONLINE_LOCATIONS for loc in locs)
+        out.append(f"{name}: {kind}" + (f" at {', '.join(locs)}" if locs else ""))
+    return tuple(out), online
 
 
 def parse_kv_args(raw: dict[str, Any], where: str) -> QArgs:

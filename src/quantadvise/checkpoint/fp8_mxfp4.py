@@ -7,16 +7,26 @@ from typing import Any
 
 from .args import field_error, get_field, get_str_list, short
 from .compressed_tensors import kv_tensor_quant, parse_kv_args
-from .quant import CheckpointQuant, QArgs, make_group
+from .quant import CheckpointQuant, QArgs, QuantGroup, make_group
+
+# ``fmt`` spellings producers write (DeepSeek "e4m3", MiniMax "float8_e4m3fn") -> the element format
+_FP8_FMTS = {"e4m3": "e4m3", "e4m3fn": "e4m3", "float8_e4m3fn": "e4m3", "float8_e4m3": "e4m3", "fp8_e4m3": "e4m3",
+             "e5m2": "e5m2", "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2"}
 
 
 def parse_fp8(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -> CheckpointQuant:
     scheme = get_field(qc, "activation_scheme", where, str, default="dynamic")
     if scheme not in ("static", "dynamic"):
         raise field_error(f"{where}.activation_scheme", f"must be 'static' or 'dynamic', got {short(scheme)}")
-    fmt = get_field(qc, "fmt", where, str, default="e4m3")
-    if fmt not in ("e4m3", "e5m2"):
-        raise field_error(f"{where}.fmt", f"must be 'e4m3' or 'e5m2', got {short(fmt)}")
+    # Neither vLLM's nor SGLang's Fp8Config.from_config reads ``fmt`` (weights are e4m3 unless the
+    # tensors say otherwise), so a spelling quantadvise does not know is a note, never a refusal.
+    fmt_raw = qc.get("fmt")
+    fmt = _FP8_FMTS.get(str(fmt_raw).strip().lower().removeprefix("torch."), None) if fmt_raw is not None else "e4m3"
+    notes: list[str] = []
+    if fmt is None:
+        notes.append(f"{where}.fmt {short(fmt_raw)} is not an fp8 format quantadvise knows; the engines do not read "
+                     "fmt, so the weights are sized as fp8 e4m3")
+        fmt = "e4m3"
     block = get_field(qc, "weight_block_size", where, list, default=None)
     block_t: tuple[int, ...] | None = None
     if block is not None:
@@ -43,7 +53,29 @@ def parse_fp8(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) ->
     ignore = (get_str_list(qc, "ignored_layers", where, default=())
               + get_str_list(qc, "modules_to_not_convert", where, default=()))
     g = make_group("fp8", ("Linear",), w, a, scale_format="fp32", scope="decoder_linears", fmt="fp8", where=where)
-    details = {"activation_scheme": scheme, "fmt": fmt, "weight_block_size": list(block_t) if block_t else None}
+    details: dict[str, Any] = {"activation_scheme": scheme, "fmt": fmt_raw if fmt_raw is not None else fmt,
+                               "weight_block_size": list(block_t) if block_t else None}
+    groups: list[QuantGroup] = [g]
+    quant_algo = qc.get("quant_algo") if isinstance(qc.get("quant_algo"), str) else None
+    moe_algo = qc.get("moe_quant_algo")
+    if moe_algo is not None:
+        # DeepSeek-V4 NVFP4 exports: fp8 block linears + NVFP4 routed experts (vLLM
+        # models/deepseek_v41/quant_config.py reads moe_quant_algo; SGLang configs/model_config.py too)
+        details["moe_quant_algo"] = moe_algo
+        layers = qc.get("quantized_layers")
+        n_layers = len(layers) if isinstance(layers, dict) else 0
+        if str(moe_algo).upper() == "NVFP4":
+            gsize = qc.get("group_size") if isinstance(qc.get("group_size"), int) and qc["group_size"] > 0 else 16
+            ew = QArgs(num_bits=4, type="float", strategy="tensor_group", group_size=gsize, scale_dtype="fp8_e4m3")
+            ea = QArgs(num_bits=4, type="float", strategy="tensor_group", group_size=gsize, dynamic="local",
+                       scale_dtype="fp8_e4m3")
+            groups.insert(0, make_group("moe nvfp4", ("experts",), ew, ea, scale_format="fp8_e4m3", scope="experts",
+                                        fmt="modelopt-nvfp4", where=where,
+                                        notes=("moe_quant_algo NVFP4: routed experts in NVFP4"
+                                               + (f" ({n_layers} quantized_layers entries)" if n_layers else ""),)))
+        else:
+            notes.append(f"{where}.moe_quant_algo {short(moe_algo)} is not one quantadvise knows; the experts are "
+                         "sized as fp8")
     kv_raw = qc.get("kv_cache_scheme")
     kv_args = kv_tq = None
     if isinstance(kv_raw, dict):
@@ -56,10 +88,14 @@ def parse_fp8(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) ->
         raise field_error(f"{where}.kv_cache_scheme", f"must be an object or 'static', got {short(kv_raw)}")
     if "scale_fmt" in qc:
         details["scale_fmt"] = qc["scale_fmt"]
+    if quant_algo is not None:
+        details["quant_algo"] = quant_algo
     return CheckpointQuant(
-        quant_method=key, family="fp8", found_in=where, format="fp8", groups=(g,), ignore=ignore,
+        quant_method=key, family="fp8", found_in=where, format="fp8", groups=tuple(groups), ignore=ignore,
         ignore_style="glob", activation_scheme=scheme, weight_block_size=block_t, details=details,
         kv_cache=kv_args, kv_cache_quant=kv_tq, kv_cache_raw=kv_raw if isinstance(kv_raw, dict) else None,
+        quant_algo=quant_algo, has_nvfp4_layers=True if moe_algo is not None and str(moe_algo).upper() == "NVFP4"
+        else None, warnings=tuple(notes),
     )
 
 

@@ -58,6 +58,19 @@ def _modelopt_args(algo: str, group: int | None, where: str) -> tuple[QArgs | No
     return None, None, "mixed"
 
 
+# Multimodal wrappers name the language model's layers under a prefix the text-only inventory does not
+# use; quantized_layers entries are matched after dropping it.
+_WRAPPER_PREFIXES = (("model.language_model.", "model."), ("language_model.model.", "model."),
+                     ("language_model.", ""))
+
+
+def _hf_module_name(name: str) -> str:
+    for old, new in _WRAPPER_PREFIXES:
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
 def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str = "modelopt") -> CheckpointQuant:
     body = dict(qc)
     found = where
@@ -75,7 +88,12 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
         prod = hf.get("producer")
         if isinstance(prod, dict):
             producer = f"{prod.get('name', 'modelopt')} {prod.get('version', '')}".strip()
-    if "config_groups" in body and isinstance(body.get("config_groups"), dict) and body["config_groups"]:
+    mixed = str(body.get("quant_algo") or "").upper() == "MIXED_PRECISION" and bool(body.get("quantized_layers"))
+    # A flat MIXED_PRECISION export may carry config_groups too (nvidia/Qwen3.6-35B-A3B-NVFP4): both
+    # engines read its per-layer quantized_layers map, never the config_groups (vLLM modelopt.py
+    # ModelOptMixedPrecisionConfig._from_config; SGLang configs/model_config.py
+    # _parse_modelopt_quant_config), so the map wins here too.
+    if not mixed and "config_groups" in body and isinstance(body.get("config_groups"), dict) and body["config_groups"]:
         ct = parse_compressed_tensors({**body, "quant_method": "compressed-tensors"}, None, found, dtype,
                                       "compressed-tensors")
         algo = body.get("quant_algo") if isinstance(body.get("quant_algo"), str) else None
@@ -87,6 +105,10 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
     algo = get_field(body, "quant_algo", found, str, default=REQUIRED)
     group = get_group_size(body, "group_size", found, default=None)
     kv_algo = get_field(body, "kv_cache_quant_algo", found, str, default=None)
+    kv_scheme = body.get("kv_cache_scheme")
+    if kv_algo is None and isinstance(kv_scheme, dict) and kv_scheme.get("type") == "float" \
+            and kv_scheme.get("num_bits") == 8:
+        kv_algo = "FP8"  # vLLM modelopt.py from_config: a float 8-bit kv_cache_scheme means FP8
     exclude = get_str_list(body, "exclude_modules", found, default=()) + get_str_list(body, "ignore", found, default=())
     warnings: list[str] = []
     groups: list[QuantGroup] = []
@@ -103,8 +125,9 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
                                   f"must be an object with quant_algo, got {short(spec)}")
             la = get_field(spec, "quant_algo", f"{found}.quantized_layers.{lname}", str)
             lg = get_group_size(spec, "group_size", f"{found}.quantized_layers.{lname}", default=None)
-            by_algo.setdefault((la.upper(), lg), []).append(lname)
-        has_nvfp4 = any("FP4" in a_ for a_, _ in by_algo)
+            by_algo.setdefault((la.upper(), lg), []).append(_hf_module_name(lname))
+        # SGLang's test (configs/model_config.py _parse_modelopt_quant_config): an NVFP4 or W4A16_NVFP4 layer
+        has_nvfp4 = any(a_ in ("NVFP4", "W4A16_NVFP4") for a_, _ in by_algo)
         for (la, lg), names in by_algo.items():
             lw, lact, lk = _modelopt_args(la, lg, found)
             if lw is None:

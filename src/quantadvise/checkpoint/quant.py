@@ -159,6 +159,7 @@ class CheckpointQuant(Result):
     weight_block_size: tuple[int, ...] | None = None
     has_nvfp4_layers: bool | None = None
     tied_lm_head_stored: bool = False  # the producer writes a tied lm_head as a second tensor
+    transforms: tuple[str, ...] = ()  # compressed-tensors transform_config schemes (SpinQuant / QuIP rotations)
     details: dict[str, Any] = Field(default_factory=dict)  # the dialect's own fields, as written
     warnings: tuple[str, ...] = ()
 
@@ -173,6 +174,8 @@ class CheckpointQuant(Result):
         return any(g.quantizes_weights for g in self.groups)
 
     def summary(self) -> str:
+        if self.family == "gguf" and self.details.get("quant_type"):
+            return f"{self.quant_method}: {self.details['quant_type']} (per-tensor types in the .gguf files)"
         parts = [g.preset or g.ct_preset or (g.weights.describe() if g.weights else "unknown") for g in self.groups]
         return f"{self.quant_method}: " + (", ".join(dict.fromkeys(parts)) if parts else "no quantized groups")
 

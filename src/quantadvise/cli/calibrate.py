@@ -40,6 +40,11 @@ def calibrate_cmd(
         float, typer.Option("--seconds", min=1.0, help="Timing budget in seconds (setup comes on top).")
     ] = defaults.CALIBRATION_SECONDS,
     seed: Annotated[int, typer.Option("--seed", help="Noise seed of the simulated backend.")] = 0,
+    from_tables: Annotated[
+        str | None, typer.Option("--from", help="Instead of timing this GPU, fit kernel curves for --gpu to NVIDIA's "
+                                 "published per-kernel tables: 'aiconfigurator' (pip install "
+                                 "'quantadvise[aiconfigurator]') or 'aiconfigurator:DIR' (an unpacked wheel).")
+    ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = True,
@@ -50,10 +55,24 @@ def calibrate_cmd(
     kernel. Writes an efficiency profile that roofline, recommend and check take with --profile;
     `quantadvise validate FILE` shows how well it predicts.
 
+    With --from aiconfigurator it times nothing: it fits per-kernel curves for --gpu to the published
+    tables of the aiconfigurator-core package (docs/calibration.md), the way the shipped
+    data/profiles/ were made.
+
     Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
     """
-    from ..api.calibrate import calibrate
+    from ..api.calibrate import calibrate, import_tables
 
+    if from_tables is not None:
+        kind, _, where = from_tables.partition(":")
+        if kind.strip().lower() != "aiconfigurator":
+            raise typer.BadParameter("use --from aiconfigurator (or aiconfigurator:DIR)", param_hint="--from")
+        if gpu is None:
+            raise typer.BadParameter("--from needs --gpu (the GPU whose tables to fit)", param_hint="--gpu")
+        imported = import_tables(gpu, source=where or None, out=out)
+        emit_report("calibrate_import", fmt, imported)
+        sys.stderr.write(f"wrote {imported.profile_path} and {imported.heldout_path}\n")
+        return
     args = ["--model", model, "--batches", batches, "--backend", backend, "--seconds", f"{seconds:g}"]
     args += ["--schemes", schemes] if schemes else []
     args += ["--gpu", gpu] if gpu else []

@@ -48,8 +48,9 @@ def check_cmd(
         str | None, typer.Option("--engine-version", help="Engine release to check against (wins over the image "
                                  "tag) [default: the image tag, else the config, else the newest on file].")
     ] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Concurrent sequences at peak "
-                                                    "[default: workload.concurrency, else --max-num-seqs].")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Concurrent sequences at peak, "
+                                                    "the declared workload [default: workload.concurrency; the "
+                                                    "engine's --max-num-seqs is a cap, not a workload].")] = None,
     ctx: Annotated[int | None, typer.Option("--ctx", min=1, help="Tokens per sequence, prompt + output.")] = None,
     quantization: Annotated[
         str | None, typer.Option("--quantization", "-q", help="The scheme the deployment should run (a preset: "
@@ -77,9 +78,16 @@ def check_cmd(
                                                   "(fingerprints: rule + subject, not line numbers).")] = None,
     write_baseline: Annotated[Path | None, typer.Option("--write-baseline", help="Record every current finding "
                                                         "in FILE (they then pass).")] = None,
+    upgrade_to: Annotated[
+        str | None, typer.Option("--upgrade-to", help="ENGINE@VERSION (vllm@0.33.0): also judge every deployment "
+                                 "on that release and report what the upgrade changes (QA112) [default: the "
+                                 "config's upgrade_to].", show_default=False)
+    ] = None,
     init: Annotated[bool, typer.Option("--init", help="Write a commented starter quantadvise.yaml (at --config, "
                                        "else ./quantadvise.yaml), filled in from PATHS.")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --init: overwrite an existing file.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list, on stderr, every candidate file no "
+                                          "reader took (and why).")] = False,
 ) -> None:
     """Check a deployment in CI: the engine commands in PATHS and quantadvise.yaml against rules
     QA1xx (the engine refuses or misbehaves), QA2xx (speed), QA3xx (memory), QA4xx (accuracy
@@ -99,9 +107,17 @@ def check_cmd(
         paths or None, config=config, model=model, gpu=gpu, gpus=gpus, engine=engine, engine_version=engine_version,
         concurrency=concurrency, ctx=ctx, quantization=quantization, kv_cache_dtype=kv_cache_dtype, task=task,
         profile=profile, fail_on=fail_on.value if fail_on else None, baseline=baseline, write_baseline=write_baseline,
+        upgrade_to=upgrade_to,
     )
     for w in report.warnings:
         warn(w)
+    if verbose:
+        import sys
+
+        for f in report.files_scanned:
+            sys.stderr.write(f"read {f}\n")
+        for s in report.files_skipped:
+            sys.stderr.write(f"skipped {s}\n")
     text = render("check", fmt.value, report)
     if output is not None:
         from ..errors import InputError

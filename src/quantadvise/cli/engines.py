@@ -13,10 +13,13 @@ ACTIONS = ("list", "show", "diff")
 
 def engines_cmd(
     action: Annotated[
-        str, typer.Argument(help="list (every method), show METHOD (one method), diff (two engines side by side); "
-                            "a method name alone means show.", show_default=True)
+        str, typer.Argument(help="list (every method), show METHOD (one method), diff [A B] (two engines, or two "
+                            "releases of one, side by side); a method name alone means show.", show_default=True)
     ] = "list",
-    name: Annotated[str | None, typer.Argument(help="The method for show (awq, fp8, compressed-tensors ...).")] = None,
+    name: Annotated[str | None, typer.Argument(help="The method for show (awq, fp8, compressed-tensors ...); the "
+                                               "first release for diff (vllm@0.30.0).")] = None,
+    second: Annotated[str | None, typer.Argument(help="The second release for diff (vllm@0.33.0).",
+                                                 show_default=False)] = None,
     engine: Annotated[
         str, typer.Option("--engine", "-e", help="vllm or sglang (NAME==VERSION also works).",
                           envvar="QUANTADVISE_ENGINE")
@@ -29,13 +32,19 @@ def engines_cmd(
 ) -> None:
     """The --quantization methods an engine release accepts (config class, minimum compute
     capability, activation dtypes, optimized or not), its KV cache dtypes and online shorthands;
-    one method in detail; or vLLM and SGLang side by side.
+    one method in detail; vLLM and SGLang side by side; or two releases of one engine: every fact
+    and every verdict that changed.
 
-    Example: quantadvise engines diff
+    Example: quantadvise engines diff vllm@0.30.0 vllm@0.33.0
     """
     from ..api.engines import engines_diff, engines_list, engines_show
 
     act = action.strip().lower()
+    if second is not None and act != "diff":
+        from ..errors import InputError
+
+        raise InputError(f"'{action}' takes one name; only diff takes two (diff vllm@0.30.0 vllm@0.33.0)",
+                         field="action")
     if act not in ACTIONS:
         if name is not None:
             from ..errors import InputError
@@ -51,5 +60,5 @@ def engines_cmd(
             raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
         emit_report("engine_method", fmt, engines_show(name, engine, version))
     else:
-        first = f"{engine}=={version}" if version else engine
-        emit_report("engines_diff", fmt, engines_diff(first, other))
+        first = name or (f"{engine}=={version}" if version else engine)
+        emit_report("engines_diff", fmt, engines_diff(first, second or other))

@@ -73,8 +73,9 @@ def recommend_cmd(
     explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
     fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)] = RecFormat.table,
 ) -> None:
-    """Recommend a scheme for a workload: fit, roofline, KV cache, engine filter, accuracy veto —
-    every branch with its numbers — and how to deploy it on vLLM and SGLang.
+    """Recommend a scheme for a workload: the checkpoint as shipped, fit, engine and accuracy
+    filters, KV cache, speed at the sequences each candidate holds — every branch with its
+    numbers — and how to deploy it on vLLM and SGLang.
 
     Example: quantadvise recommend --batch 64 --ctx 2048
     """

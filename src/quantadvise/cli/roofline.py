@@ -49,6 +49,17 @@ def roofline_cmd(
         Path | None, typer.Option("--profile", help="Efficiency profile YAML layered over the default "
                                   "(docs/roofline.md).", dir_okay=False)
     ] = None,
+    engine: Annotated[
+        str | None, typer.Option("--engine", help="Engine whose kernels price the linear layers: vllm or sglang "
+                                 "[default: vllm].", envvar="QUANTADVISE_ENGINE")
+    ] = None,
+    engine_version: Annotated[
+        str | None, typer.Option("--engine-version", help="Engine release [default: the newest on file].")
+    ] = None,
+    quantization: Annotated[
+        str | None, typer.Option("--quantization", help="The --quantization method the engine is started with, "
+                                 "where it changes the kernel (SGLang --quantization awq: dequantize + cuBLAS).")
+    ] = None,
     decoder_only: Annotated[
         bool, typer.Option("--decoder-only", help="Count only decoder linear matrices, KV and the residual "
                            "stream (the chapter's accounting; no embedding, lm_head, norms, logits).")
@@ -68,7 +79,9 @@ def roofline_cmd(
 ) -> None:
     """Predict what a decode step costs and why, per scheme, as batch and context grow: step time,
     tokens/s, memory- or compute-bound, bytes of weights / KV / activations, each scheme's ridge
-    batch and where the fastest scheme changes. A roofline model, not a measurement.
+    batch and where the fastest scheme changes. A model, not a measurement: on a GPU with a measured
+    kernel profile (data/profiles/) each linear layer is priced by the measured curve of the kernel the
+    engine runs for it, and every scheme line names that kernel; --ideal gives the spec-sheet bound.
 
     Example: quantadvise roofline --model meta-llama/Llama-3-8B --gpu h100 --batch 1..1024
     """
@@ -89,6 +102,9 @@ def roofline_cmd(
         profile=profile,
         scope="decoder" if decoder_only else "full",
         curve_points=CURVE_POINTS if (plot is not None or width) else 0,
+        engine=engine,
+        engine_version=engine_version,
+        quantization=quantization,
     )
     if plot is not None:
         from ..report.roofline import write_plot

@@ -66,6 +66,7 @@ def size_cmd(
     Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
     """
     from ..api.size import size
+    from ..errors import check_finite
 
     report = size(
         model,
@@ -82,6 +83,6 @@ def size_cmd(
         gpus=gpus,
         include_mtp=mtp,
         memory_utilization=memory_utilization,
-        reserve_bytes=int(reserve_gb * defaults.GiB),
+        reserve_bytes=int(check_finite(reserve_gb, "--reserve-gb", minimum=0) * defaults.GiB),
     )
     emit_report("size", fmt, report)

@@ -82,6 +82,12 @@ class Method(_Row):
     rocm_allowed: bool | None = None
     kv_scales_on_attention: Literal["always", "with_kv_scheme", "never"] | None = None
     scheme_gates: tuple[SchemeGate, ...] = ()
+    # get_config_filenames(): files the engine looks for when --quantization names this method and
+    # the checkpoint has no quantization_config; none found -> "Cannot find the config file"
+    config_filenames: tuple[str, ...] = ()
+    # below this capability the weights run weight-only (Marlin) and the engine prints this message
+    weight_only_below: int | None = None
+    weight_only_message: str | None = None
     notes: str = ""
 
     @property
@@ -103,6 +109,7 @@ class KvCacheDtype(_Row):
     capability_majors: tuple[int, ...] = ()  # only these GPU generations (e.g. SGLang nvfp4: SM100/SM120)
     not_on: tuple[str, ...] = ()  # platforms that refuse it (cpu)
     requires: str = ""
+    error: str | None = None  # message id: a choice the flag still offers but the engine refuses
     notes: str = ""
 
 
@@ -223,6 +230,9 @@ class Dispatch(_Row):
     fallback: str | None = None  # scheme used below ``fallback_below`` (W8A8Fp8 -> W8A16Fp8)
     fallback_below: int | None = None
     fallback_min_capability: int | None = None
+    fallback_message: str | None = None  # message id the engine logs when it takes the fallback
+    message: str | None = None  # message id the engine logs whenever this row dispatches
+    below_message: str | None = None  # message id raised below min_capability (default: the scheme check's)
     error: str | None = None  # finding kind when the row refuses (its message, if recorded, has that id)
     label: str = ""  # short human label (W4A16, W8A8-FP8 ...)
     notes: str = ""
@@ -250,10 +260,47 @@ class CompressedTensors(Strict):
     rejects_actorder: tuple[str, ...] = ()  # weight actorder values the engine refuses
     rejects_sparsity: bool = False
     attention_only_groups: Literal["skipped", "used"] = "used"
+    reads_transform_config: bool = True  # False: transform_config (SpinQuant/QuIP rotations) is never read
     activation_formats: tuple[str, ...] = ()  # formats under which activation args are read
     dispatch: tuple[Dispatch, ...] = ()
     source: str
     as_of: date
+
+
+ConfigValue = int | bool | str | None
+
+
+class ConfigRule(_Row):
+    """A check a config class makes on the checkpoint's quantization_config when it is built
+    (``AutoGPTQConfig.TYPE_MAP``, ModelOpt's ``QUANT_ALGOS`` ...): the values of ``fields`` (as the
+    dialect parser records them in ``CheckpointQuant.details``) must be one of ``allowed``, else the
+    engine raises ``message``. Applies to checkpoints of ``family`` (None: any) read from
+    ``found_in`` (empty: anywhere) that resolve to one of ``methods`` (empty: any method)."""
+
+    methods: tuple[str, ...] = ()
+    family: str | None = None
+    found_in: tuple[str, ...] = ()
+    fields: tuple[str, ...]
+    allowed: tuple[tuple[ConfigValue, ...], ...]
+    case_insensitive: bool = False  # strings compared upper-cased (the engine upper-cases them)
+    message: str
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> ConfigRule:
+        if not self.fields or any(len(a) != len(self.fields) for a in self.allowed):
+            raise ValueError(f"config rule '{self.id}': every allowed tuple needs one value per field")
+        return self
+
+    def _norm(self, v: ConfigValue) -> ConfigValue:
+        return v.upper() if self.case_insensitive and isinstance(v, str) else v
+
+    def values(self, details: dict[str, Any]) -> tuple[ConfigValue, ...]:
+        return tuple(self._norm(details.get(f)) for f in self.fields)
+
+    def violated(self, details: dict[str, Any]) -> bool:
+        got = self.values(details)
+        return not any(got == tuple(self._norm(v) for v in a) for a in self.allowed)
 
 
 class Message(_Row):
@@ -327,6 +374,7 @@ class EngineData(Strict):
     kv_cache_dtypes: tuple[KvCacheDtype, ...]
     auto_kv: tuple[AutoKv, ...] = ()
     compressed_tensors: CompressedTensors | None = None
+    config_rules: tuple[ConfigRule, ...] = ()
     messages: tuple[Message, ...]
     history: dict[str, dict[str, int]] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
@@ -363,6 +411,15 @@ class EngineData(Strict):
         msg_ids = [m.id for m in self.messages]
         if len(set(msg_ids)) != len(msg_ids):
             raise ValueError("duplicate message ids")
+        said = [(f"config rule '{r.id}'", r.message) for r in self.config_rules]
+        said += [(f"method '{m.id}'", m.weight_only_message) for m in self.methods if m.weight_only_message]
+        if self.compressed_tensors is not None:
+            for d in self.compressed_tensors.dispatch:
+                said += [(f"dispatch row '{d.id}'", x) for x in (d.fallback_message, d.message, d.below_message) if x]
+        said += [(f"kv cache dtype '{k.id}'", k.error) for k in self.kv_cache_dtypes if k.error]
+        for who, mid in said:
+            if mid not in msg_ids:
+                raise ValueError(f"{who} names unknown message '{mid}'")
         return self
 
     # -- lookups ----------------------------------------------------------------------------------

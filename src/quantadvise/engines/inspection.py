@@ -20,6 +20,7 @@ from ..model import ModelArch, ModelSource
 from ..results import Out, Result
 from ..scheme import Scheme
 from .data import EngineData, FormatLibrary
+from .kernels import GroupKernel, KernelTable, checkpoint_kernels
 from .resolution import EngineResolution, resolve
 
 
@@ -97,6 +98,7 @@ class InspectReport(Result):
     size: DiskSize | None
     gpu: GpuTarget | None
     engines: list[EngineResolution]
+    kernels: list[GroupKernel] = Field(default_factory=list)  # with --gpu: the GEMM kernel per engine and group
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -119,6 +121,7 @@ def inspect_checkpoint(
     kv_cache_dtype: str | None = None,
     allow_deprecated: bool = False,
     stored_dtype: str = "bf16",
+    kernel_tables: tuple[KernelTable, ...] = (),
 ) -> InspectReport:
     if ck is not None:
         ck = with_presets(ck, presets, library)
@@ -128,8 +131,10 @@ def inspect_checkpoint(
     per_group: dict[str, tuple[int, int, int, str | None]] = {}
     unq: list[str] = []
     unq_n: int | None = None
+    gguf_weights = ck is not None and ck.family == "gguf"
     if arch is not None:
         warnings.extend(arch.warnings)
+    if arch is not None and not gguf_weights:  # GGUF: the type per tensor is in the .gguf files (ck.warnings)
         size = disk_size(arch, ck, layouts, stored_dtype=stored_dtype,
                          tied_lm_head_stored=bool(ck and ck.tied_lm_head_stored))
         for a in size.groups:
@@ -138,7 +143,7 @@ def inspect_checkpoint(
         if ck is not None and ck.is_quantized and not size.quantized_params:
             warnings.append("no layer of this model matches the checkpoint's targets: check the targets and ignore "
                             "patterns against the module names")
-    elif ck is not None:
+    elif ck is not None and not gguf_weights:
         notes.append("no architecture (config.json without model_type): layers and size on disk are not computed")
     rows: list[GroupRow] = []
     for g in (ck.groups if ck else ()):
@@ -155,7 +160,7 @@ def inspect_checkpoint(
             activations=g.activation.describe("activation") if g.activation else None,
             output_activations=g.output_activations.describe() if g.output_activations else None,
             accumulation=_acc(s), preset=g.preset, ct_preset=g.ct_preset, labels=list(g.labels),
-            modules=m[0] if m else (0 if arch is not None else None), params=m[1] if m else None,
+            modules=m[0] if m else (0 if arch is not None and not gguf_weights else None), params=m[1] if m else None,
             bytes=m[2] if m else None, example=m[3] if m else None, scheme_error=g.scheme_error, axes=g.axes(),
         ))
     resolutions = [
@@ -173,4 +178,14 @@ def inspect_checkpoint(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
         left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu,
         engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings,
+        kernels=checkpoint_kernels([(g.name, _scheme_of(g), g.format) for g in (ck.groups if ck else ())],
+                                   list(kernel_tables),
+                                   gpu.capability, quantization) if gpu is not None and gpu.capability else [],
     )
+
+
+def _scheme_of(g: Any) -> Scheme | None:
+    try:
+        return g.scheme() if g.weight is not None and g.scheme_error is None else None
+    except ValueError:
+        return None

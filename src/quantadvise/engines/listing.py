@@ -2,18 +2,24 @@
 
 :func:`listing` (every method, KV cache dtype and shorthand of a release), :func:`method_detail` (one
 method, the names sharing its class, the overrides producing it, the same name elsewhere) and
-:func:`diff` (two registries side by side).
+:func:`diff` (two registries side by side; for two releases of one engine also every fact that
+changed and the verdicts that changed on a set of probe checkpoints and GPUs, :func:`verdict_changes`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from ..results import OmitNone, Out, Result
 from .data import EngineData, KvCacheDtype, Method, Override, PackageSource, Shorthand
+from .resolution import EngineResolution, resolve
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..checkpoint.quant import CheckpointQuant
 
 
 class RegistryCounts(OmitNone):
@@ -71,6 +77,41 @@ class DiffRow(Out):
     b: Method | None
 
 
+class FactChange(Out):
+    """One fact of two releases of the same engine that differs (a method's minimum capability, a
+    config rule's accepted values, a dispatch row, a message)."""
+
+    section: str  # methods | kv_cache_dtypes | config_rules | dispatch | messages | optimized_allow_list ...
+    subject: str
+    field: str
+    before: str
+    after: str
+    added: list[str] = Field(default_factory=list)  # for a list: the items only the newer release has
+    removed: list[str] = Field(default_factory=list)
+
+
+def _change(section: str, subject: str, field: str, va: Any, vb: Any) -> FactChange:
+    added: list[str] = []
+    removed: list[str] = []
+    if isinstance(va, (list, tuple)) and isinstance(vb, (list, tuple)):
+        added = [_show(x) for x in vb if x not in va]
+        removed = [_show(x) for x in va if x not in vb]
+    return FactChange(section=section, subject=subject, field=field, before=_show(va), after=_show(vb),
+                      added=added, removed=removed)
+
+
+class VerdictChange(Out):
+    """A probe checkpoint on one GPU whose verdict, kernel (method / scheme class) or engine warnings
+    differ between the two releases."""
+
+    probe: str
+    gpu: str
+    before: str
+    after: str
+    added: list[str] = Field(default_factory=list)  # "[kind] engine message" the newer release prints
+    removed: list[str] = Field(default_factory=list)
+
+
 class EngineDiff(Result):
     a: str
     b: str
@@ -82,6 +123,10 @@ class EngineDiff(Result):
     kv_only_b: list[str]
     kv_both: list[str]
     not_optimized: dict[str, list[str]]  # per engine: real CLI names outside its optimized list
+    # two releases of one engine: every fact that changed, and the verdicts that changed on the probes
+    changed: list[FactChange] = Field(default_factory=list)
+    verdicts: list[VerdictChange] = Field(default_factory=list)
+    probes_compared: int = 0  # probe x GPU pairs judged by both releases
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -129,8 +174,11 @@ def method_detail(e: EngineData, name: str, others: list[EngineData]) -> MethodD
     )
 
 
-def diff(a: EngineData, b: EngineData) -> EngineDiff:
-    """The two registries side by side: the table the chapter asks readers to regenerate."""
+def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
+         gpus: list[tuple[str, int]] | None = None) -> EngineDiff:
+    """The two registries side by side: the table the chapter asks readers to regenerate. For two
+    releases of one engine, also the facts that changed and, over ``probes`` x ``gpus`` (label,
+    capability), the verdicts that changed."""
     an = [m.id for m in a.methods if m.kind != "escape_hatch"]
     bn = [m.id for m in b.methods if m.kind != "escape_hatch"]
     both = [DiffRow(name=n, a=a.method(n), b=b.method(n)) for n in sorted(set(an) & set(bn))]
@@ -142,4 +190,130 @@ def diff(a: EngineData, b: EngineData) -> EngineDiff:
         kv_both=[k for k in ak if k in bk],
         not_optimized={e.label: [m.id for m in e.real_cli_methods if m.optimized is False] for e in (a, b)
                        if e.optimized_allow_list is not None},
+        changed=fact_changes(a, b) if a.engine == b.engine else [],
+        verdicts=verdict_changes(a, b, probes or [], gpus or []) if a.engine == b.engine else [],
+        probes_compared=len(probes or []) * len(gpus or []) if a.engine == b.engine else 0,
     )
+
+
+# -------------------------------------------------------------------------------------------------
+# Two releases of one engine
+# -------------------------------------------------------------------------------------------------
+
+_METHOD_FIELDS = ("config_class", "min_capability", "effective_min_capability", "supported_act_dtypes", "deprecated",
+                  "optimized", "cli_choice", "registered", "config_filenames", "weight_only_below")
+_KV_FIELDS = ("mode", "storage", "min_capability", "capability_majors", "not_on", "error")
+_DISPATCH_FIELDS = ("scheme", "min_capability", "exact_capability", "fallback", "fallback_below",
+                    "fallback_min_capability", "error")
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    return str(v)
+
+
+def _rows(section: str, a: list[Any], b: list[Any], fields: tuple[str, ...], out: list[FactChange]) -> None:
+    bb = {r.id: r for r in b}
+    for ra in a:
+        rb = bb.get(ra.id)
+        if rb is None:
+            continue
+        for f in fields:
+            va, vb = getattr(ra, f), getattr(rb, f)
+            if va != vb:
+                out.append(_change(section, ra.id, f, va, vb))
+
+
+def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
+    """Every fact of the methods, KV cache dtypes, config rules, compressed-tensors dispatch and
+    messages that differs between two releases (rows only in one release are listed too)."""
+    out: list[FactChange] = []
+    _rows("methods", list(a.methods), list(b.methods), _METHOD_FIELDS, out)
+    _rows("kv_cache_dtypes", list(a.kv_cache_dtypes), list(b.kv_cache_dtypes), _KV_FIELDS, out)
+    _rows("config_rules", list(a.config_rules), list(b.config_rules), ("methods", "fields", "allowed"), out)
+    for section, xa, xb in (("config_rules", a.config_rules, b.config_rules), ("messages", a.messages, b.messages),
+                            ("overrides", a.overrides, b.overrides)):
+        ia, ib = [r.id for r in xa], [r.id for r in xb]
+        out += [FactChange(section=section, subject=i, field="row", before="-", after="added") for i in ib
+                if i not in ia]
+        out += [FactChange(section=section, subject=i, field="row", before="present", after="-") for i in ia
+                if i not in ib]
+    _rows("messages", list(a.messages), list(b.messages), ("text", "parts", "exception"), out)
+    if a.compressed_tensors is not None and b.compressed_tensors is not None:
+        da, db = list(a.compressed_tensors.dispatch), list(b.compressed_tensors.dispatch)
+        ia, ib = [r.id for r in da], [r.id for r in db]
+        out += [FactChange(section="dispatch", subject=i, field="row", before="-", after="added") for i in ib
+                if i not in ia]
+        out += [FactChange(section="dispatch", subject=i, field="row", before="present", after="-") for i in ia
+                if i not in ib]
+        _rows("dispatch", da, db, _DISPATCH_FIELDS, out)
+        ka, kb = a.compressed_tensors.kv_cache_scheme, b.compressed_tensors.kv_cache_scheme
+        for f in ("types", "num_bits", "type_and_bits", "strategies", "on_violation"):
+            if getattr(ka, f) != getattr(kb, f):
+                out.append(_change("kv_cache_scheme", "kv_cache_scheme", f, getattr(ka, f), getattr(kb, f)))
+    for name in ("override_order", "optimized_allow_list", "requantization_methods"):
+        va, vb = getattr(a, name), getattr(b, name)
+        if va != vb:
+            out.append(_change(name, name, "value", va, vb))
+    pa, pb = {p.id: p.allowed for p in a.platform_lists}, {p.id: p.allowed for p in b.platform_lists}
+    for plat in sorted(set(pa) | set(pb)):
+        if pa.get(plat) != pb.get(plat):
+            out.append(_change("platform_lists", plat, "allowed", pa.get(plat) or [], pb.get(plat) or []))
+    return out
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A checkpoint (None: unquantized) and the flags a deployment passes, judged by both releases."""
+
+    label: str
+    checkpoint: CheckpointQuant | None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    model_type: str | None = None
+    model_dtype: str | None = "bfloat16"
+
+
+def verdict(r: EngineResolution) -> str:
+    """One line: status, the method it resolves to and the kernel scheme of each config group."""
+    status = {"ok": "loads", "warnings": "loads, with warnings", "refused": "REFUSES"}[r.status]
+    kernels = sorted({g.scheme_class for g in r.groups if g.scheme_class})
+    what = r.resolved_method or ("unquantized" if not r.refused else "-")
+    return f"{status}: {what}" + (f" ({', '.join(kernels)})" if kernels else "")
+
+
+def said(r: EngineResolution) -> dict[str, str]:
+    """The refusals and warnings: key "[kind] the engine's words" (the kind alone where its text is not
+    on file: quantadvise's own wording names the release) -> the line shown."""
+    import re
+
+    # a list the message quotes ("Must be one of [...]") grows with the registry: not a new message
+    return {re.sub(r"\[[^\]]*\]", "[...]", f"[{f.kind}] {f.engine_message or ''}".strip()):
+            f"[{f.kind}] {f.engine_message or f.message}" for f in r.findings if f.severity in ("error", "warning")}
+
+
+def resolution_change(a: EngineResolution, b: EngineResolution) -> tuple[str, str, list[str], list[str]] | None:
+    """(before, after, printed only by b, printed only by a) when the verdict, the method, a kernel
+    scheme or what the engine prints differs; None when the two releases behave the same."""
+    va, vb = verdict(a), verdict(b)
+    sa, sb = said(a), said(b)
+    if va == vb and set(sa) == set(sb):
+        return None
+    return va, vb, [v for k, v in sb.items() if k not in sa], [v for k, v in sa.items() if k not in sb]
+
+
+def verdict_changes(a: EngineData, b: EngineData, probes: list[Probe], gpus: list[tuple[str, int]]
+                    ) -> list[VerdictChange]:
+    out = []
+    for p in probes:
+        for gpu, cap in gpus:
+            kw: dict[str, Any] = {"capability": cap, "quantization": p.quantization, "kv_cache_dtype": p.kv_cache_dtype,
+                                  "model_type": p.model_type, "model_dtype": p.model_dtype}
+            ch = resolution_change(resolve(a, p.checkpoint, **kw), resolve(b, p.checkpoint, **kw))
+            if ch is not None:
+                out.append(VerdictChange(probe=p.label, gpu=gpu, before=ch[0], after=ch[1], added=ch[2],
+                                         removed=ch[3]))
+    return out

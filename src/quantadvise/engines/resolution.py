@@ -209,6 +209,9 @@ def resolve(
                 ck_method = rw.becomes
                 break
     ctx.checkpoint_method = ck_method
+    if ck is not None and ck_method is not None and _check_rules(ctx, engine, ck, None):
+        # the engine refuses while reading the config, before any method is chosen
+        return done(None)
 
     # 2. override probing
     if ck_method is not None and ck is not None and user not in engine.requantization_methods:
@@ -281,6 +284,19 @@ def resolve(
         steps.append("no quantization: 16-bit weights")
         return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
 
+    # 5b. GGUF weight files: the engines' default loaders look for safetensors/bin files in a folder
+    if ck is not None and ck.family == "gguf" and ck.details.get("path_kind") in ("file", "folder"):
+        if ck.details["path_kind"] == "folder":
+            ctx.add("no_weights", "error", f"the folder holds only .gguf weights; {engine.label}'s loader looks for "
+                    "safetensors / .bin files and finds none"
+                    + ("; pass the .gguf file itself as the model path" if engine.method("gguf") else
+                       f"; {engine.label} has no GGUF loader"), subject="gguf", model=ck.details.get("path"))
+            return done(None)
+        if engine.method("gguf") is None:
+            ctx.add("gguf_unsupported", "error", f"{engine.label} has no GGUF loader: 'gguf' is neither one of its "
+                    "quantization methods nor a load format; convert the model to safetensors", subject="gguf")
+            return done(None)
+
     # 6. is the name registered here?
     method = engine.method(resolved)
     if method is None or not method.registered:
@@ -292,6 +308,13 @@ def resolve(
         return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
     steps.append(f"'{resolved}' -> {method.config_class}"
                  + (f" (get_name {method.canonical})" if method.canonical else ""))
+    if ck_method is None and method.config_filenames and (ck is None or ck.found_in not in method.config_filenames):
+        ctx.add("config_file_missing", "error", f"--quantization {resolved} reads its parameters from "
+                f"{' or '.join(method.config_filenames)}, and this checkpoint has no quantization config: "
+                f"{engine.label} refuses to start. Drop --quantization (or point it at a {resolved} checkpoint)",
+                subject=resolved, quantization=resolved)
+    if ck is not None and ck_method is not None:
+        _check_rules(ctx, engine, ck, resolved)
 
     # 7. platform allow-list
     plist = engine.platform_list(platform) if platform != "cuda" else None
@@ -330,6 +353,12 @@ def resolve(
         ctx.add("kernel_capability", "warning", f"'{resolved}' passes the config-level gate but its kernels need "
                 f"compute capability {method.effective_min_capability}", subject=resolved)
 
+    if capability is not None and method.weight_only_below and capability < method.weight_only_below \
+            and ck is not None and ck.is_quantized and not _below_gate(method, capability):
+        ctx.add(method.weight_only_message or "weight_only_fallback", "warning", f"'{resolved}' on compute capability "
+                f"{capability} (below {method.weight_only_below}) runs the weights weight-only through Marlin: the "
+                "activations stay 16-bit, so compute-bound batches gain nothing over bf16", subject=resolved)
+
     # 11. activation dtype
     if method.supported_act_dtypes and dtype not in method.supported_act_dtypes:
         ctx.add("act_dtype_unsupported", "error", f"'{resolved}' runs with {', '.join(method.supported_act_dtypes)} "
@@ -354,10 +383,45 @@ def resolve(
     return done(method, groups, kv_res)
 
 
+def _below_gate(method: Method, capability: int) -> bool:
+    return method.min_capability is not None and capability < method.min_capability
+
+
+def _check_rules(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, resolved: str | None) -> bool:
+    """The config checks of the class the checkpoint resolves to (``resolved`` None: the checks made
+    while reading the config, before any method is chosen). True when one refused."""
+    for rule in engine.config_rules:
+        if bool(rule.methods) != (resolved is not None) or (rule.methods and resolved not in rule.methods):
+            continue
+        if (rule.family is not None and ck.family != rule.family) or (rule.found_in and ck.found_in not in
+                                                                       rule.found_in):
+            continue
+        if not rule.violated(ck.details):
+            continue
+        got = dict(zip(rule.fields, rule.values(ck.details), strict=True))
+        shown = ", ".join(f"{k}={v}" for k, v in got.items())
+        ok = " or ".join("/".join(str(v) for v in a) for a in rule.allowed)
+        msg = engine.message(rule.message)
+        ctx.add(rule.message, "error", f"the checkpoint's {shown} is not one {engine.label} accepts"
+                + (f" for '{resolved}'" if resolved else "") + f" (it takes {ok}); it raises "
+                f"{msg.exception if msg else 'an error'} while building the config: re-export the checkpoint",
+                subject=rule.fields[0], **{**got, "supported": ", ".join(str(a[0]) for a in rule.allowed)})
+        return True
+    return False
+
+
 def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None) -> list[GroupDispatch]:
     ct = engine.compressed_tensors
     assert ct is not None
     out: list[GroupDispatch] = []
+    if ck.transforms and not ct.reads_transform_config:
+        online = bool(ck.details.get("transform_online"))
+        ctx.add("transform_config_ignored", "warning" if online else "info", f"the checkpoint has a "
+                f"transform_config ({'; '.join(ck.transforms)}) that {engine.label} never reads: "
+                + ("the rotations it applies at run time (input/output/attention) are skipped, so the outputs are "
+                   "wrong; serve it with an engine that reads transform_config" if online else
+                   "every transform is fused into the stored weights, so nothing is lost"),
+                subject="transform_config")
     if ck.sparsity and ct.rejects_sparsity:
         ctx.add("ct_sparsity_rejected", "error", f"{engine.label} refuses compressed-tensors sparsity_config "
                 f"({ck.sparsity.get('format', 'sparse')}); use a dense export", subject="sparsity_config")
@@ -401,15 +465,24 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
             out.append(GroupDispatch(group=g.name, scheme_class=None, label=chosen.label, row=chosen.id))
             continue
         scheme, min_cap, note = chosen.scheme, chosen.min_capability, ""
+        said = chosen.message
         if chosen.fallback and capability is not None and chosen.fallback_below and capability < chosen.fallback_below:
             scheme, min_cap = chosen.fallback, chosen.fallback_min_capability
             note = f"below compute capability {chosen.fallback_below}: weight-only fallback"
+            said = chosen.fallback_message or said
         out.append(GroupDispatch(group=g.name, scheme_class=scheme, label=chosen.label, min_capability=min_cap,
                                  row=chosen.id, note=note))
-        if capability is not None and min_cap is not None and capability < min_cap:
-            ctx.add("scheme_capability_too_low", "error", f"config group '{g.name}' dispatches to {scheme}, which "
-                    f"needs compute capability {min_cap}; this GPU has {capability}", subject=g.name,
-                    min_capability=min_cap, capability=capability)
+        refused = capability is not None and min_cap is not None and capability < min_cap
+        if said and not refused and not any(f.kind == said for f in ctx.findings):
+            why = (f" on compute capability {capability}, below {chosen.fallback_below}: the checkpoint's activation "
+                   "quantization is ignored and the weights run weight-only" if note else
+                   ": the weights run weight-only through Marlin")
+            ctx.add(said, "warning", f"config group '{g.name}' ({chosen.label}) runs as {scheme}{why}, so "
+                    "compute-bound batches gain nothing over 16-bit activations", subject=g.name)
+        if refused:
+            ctx.add(chosen.below_message or "scheme_capability_too_low", "error", f"config group '{g.name}' "
+                    f"dispatches to {scheme}, which needs compute capability {min_cap}; this GPU has {capability}",
+                    subject=g.name, min_capability=min_cap, capability=capability)
     return out
 
 
@@ -435,6 +508,9 @@ def _check_kv(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | None, method:
         ctx.add("kv_dtype_unknown", "error", f"--kv-cache-dtype {kv} is not one of {engine.label}'s "
                 f"{len(engine.kv_cache_dtypes)} choices: {', '.join(k.id for k in engine.kv_cache_dtypes)}", subject=kv)
         return None
+    if row.error:
+        ctx.add(row.error, "error", f"--kv-cache-dtype {kv} is still a choice of {engine.label}, but it refuses it"
+                + (f": {row.notes}" if row.notes else ""), subject=kv)
     if platform in row.not_on:
         ctx.add("kv_dtype_platform", "error", f"--kv-cache-dtype {kv} is not available on {platform} in "
                 f"{engine.label}", subject=kv)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def _plain_logprobs(value: Any, file: str, line: int) -> tuple[float, ...] | dic
     )
 
 
-def _pick_metric(obj: dict[str, Any], metric: str | None, file: str, line: int) -> str:
+def _pick_metric(obj: dict[str, Any], metric: str | None, file: str, line: int, how: str = "--metric") -> str:
     listed = obj.get("metrics") if isinstance(obj.get("metrics"), list) else None
     present = [k for k in (listed or obj) if k in obj and k not in _LM_EVAL_KEYS]
     if metric is not None:
@@ -142,28 +142,51 @@ def _pick_metric(obj: dict[str, Any], metric: str | None, file: str, line: int) 
             return m
     raise ConfigError(
         f"{file}: line {line}: no 0/1 per-sample metric found (present: {', '.join(present) or 'none'})",
-        hint="name one with --metric",
+        hint=f"name one with {how}",
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """Which lm-eval filter and metric to read: a preference for every task (``filter``, ``metric``),
+    per-task choices that must exist (``tasks``: task -> (filter, metric)), and how the user makes the
+    choice in this context (``--filter`` on the command line, a key in quantadvise.yaml)."""
+
+    filter: str | None = None
+    metric: str | None = None
+    tasks: Mapping[str, tuple[str | None, str | None]] = dataclasses.field(default_factory=dict)
+    how_task: str = "--filter"  # the way to choose one task's filter, named in messages (<task> filled in)
+    how_metric: str = "--metric"
+    strict: bool = True  # the command line: a --filter / --metric that cannot apply to a file is an error
+
+    def for_task(self, task: str) -> tuple[str | None, str | None, bool]:
+        """(filter, metric, whether they were chosen for this task alone)."""
+        f, m = self.tasks.get(task, (None, None))
+        own = task in self.tasks and (f is not None or m is not None)
+        return (f if f is not None else self.filter), (m if m is not None else self.metric), own
+
+
 def parse_jsonl(text: str, file: str, *, metric: str | None = None, filter: str | None = None,
-                task: str | None = None) -> list[TaskSamples]:
+                task: str | None = None, choice: Choice | None = None) -> list[TaskSamples]:
     """Parse one samples file (lm-eval or plain JSONL) into one TaskSamples per task.
 
     ``task`` defaults to the task in an lm-eval file name, else the file stem; plain records may
-    carry their own ``task`` key (one file, several tasks).
+    carry their own ``task`` key (one file, several tasks). ``choice`` (else ``metric`` / ``filter``)
+    says which lm-eval filter and metric to read.
     """
+    choice = choice or Choice(filter=filter, metric=metric)
     records = list(_records(text, file))
     if not records:
         raise ConfigError(f"{file}: no samples (the file is empty)")
     default_task = task or task_from_filename(Path(file).name)[0]
     first_line, first = records[0]
     if "doc_id" in first:
-        return [_parse_lm_eval(records, file, default_task, metric, filter)]
+        return [_parse_lm_eval(records, file, default_task, choice)]
     if "id" in first and "correct" in first:
-        if filter is not None:
-            raise InputError(f"{file}: --filter applies to lm-eval samples files; this is plain JSONL", field="filter")
-        if metric not in (None, "correct"):
+        filter, metric, own = choice.for_task(default_task)
+        if filter is not None and (choice.strict or own):
+            raise InputError(f"{file}: a filter applies to lm-eval samples files; this is plain JSONL", field="filter")
+        if metric not in (None, "correct") and (choice.strict or own):
             raise InputError(f"{file}: plain JSONL is scored by its 'correct' field; --metric does not apply",
                              field="metric")
         return _parse_plain(records, file, default_task)
@@ -173,33 +196,39 @@ def parse_jsonl(text: str, file: str, *, metric: str | None = None, filter: str 
     )
 
 
-def _parse_lm_eval(records: list[tuple[int, dict[str, Any]]], file: str, task: str, metric: str | None,
-                   filter: str | None) -> TaskSamples:
+def _parse_lm_eval(records: list[tuple[int, dict[str, Any]]], file: str, task: str, choice: Choice) -> TaskSamples:
     filters: list[str] = []
     for _, obj in records:
         f = obj.get("filter")
         if isinstance(f, str) and f not in filters:
             filters.append(f)
+    filter, metric, own = choice.for_task(task)
     warnings: list[str] = []
     chosen = None
-    if filter is not None:
-        if filter not in filters:
-            raise InputError(
-                f"{file}: filter '{filter}' is not in the samples",
-                hint="filters present: " + (", ".join(filters) or "none (the file has no 'filter' key)"),
-                field="filter",
-            )
+    how = choice.how_task.replace("<task>", task)
+    if filter is not None and filter in filters:
         chosen = filter
+    elif filter is not None and (own or choice.strict or len(filters) > 1):
+        # chosen for this task, or several to choose from: a filter that is not there is an error
+        raise InputError(
+            f"{file}: task '{task}' has no filter '{filter}'",
+            hint="filters present: " + (", ".join(filters) or "none (the file has no 'filter' key)")
+            + (f"; choose one for this task with {how}" if not own and len(filters) > 1 else ""),
+            field="filter",
+        )
     elif filters:
         chosen = filters[0]
-        if len(filters) > 1:
+        if filter is not None:  # a preference for every task; this one logged only another filter
+            warnings.append(f"{file}: task '{task}' logs only filter '{chosen}'; using it ('{filter}' applies to the "
+                            "tasks that log it)")
+        elif len(filters) > 1:
             warnings.append(
                 f"{file}: task '{task}' was scored with filters {', '.join(filters)}; using '{chosen}' (choose with "
-                f"--filter)"
+                f"{how})"
             )
     rows = [(ln, o) for ln, o in records if chosen is None or o.get("filter") == chosen]
     first_line, first = rows[0]
-    m = _pick_metric(first, metric, file, first_line)
+    m = _pick_metric(first, metric, file, first_line, choice.how_metric.replace("<task>", task))
     samples: list[Sample] = []
     seen: dict[str, int] = {}
     for ln, obj in rows:
@@ -253,13 +282,15 @@ def _parse_plain(records: list[tuple[int, dict[str, Any]]], file: str, task: str
 
 
 def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | None = None,
-                  role: str = "evidence") -> list[TaskSamples]:
-    """Every task's samples under ``path`` (a samples file or a directory of them)."""
+                  role: str = "evidence", choice: Choice | None = None) -> list[TaskSamples]:
+    """Every task's samples under ``path`` (a samples file or a directory of them); ``choice`` (else
+    ``metric`` / ``filter``) picks the lm-eval filter and metric per task."""
+    choice = choice or Choice(filter=filter, metric=metric)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{role}: no such file or directory: {p}", field=role)
     if p.is_file():
-        return parse_jsonl(read_text(p), str(p), metric=metric, filter=filter)
+        return parse_jsonl(read_text(p), str(p), choice=choice)
     files = sorted(p.rglob("samples_*.jsonl")) or sorted(p.rglob("*.jsonl"))
     if not files:
         raise ConfigError(f"{p}: no samples_*.jsonl or *.jsonl files under this directory",
@@ -276,7 +307,7 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
             newest[t] = (ts, f)
     tasks: list[TaskSamples] = []
     for t, (_, f) in sorted(newest.items()):
-        tasks.extend(parse_jsonl(read_text(f), str(f), metric=metric, filter=filter, task=t))
+        tasks.extend(parse_jsonl(read_text(f), str(f), task=t, choice=choice))
     if dropped:
         tasks[0] = dataclasses.replace(tasks[0], warnings=(*tasks[0].warnings, "ignored " + "; ".join(dropped)))
     names = [t.task for t in tasks]

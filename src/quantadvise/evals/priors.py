@@ -1,7 +1,17 @@
 """Published accuracy priors (data/accuracy.yaml) and how they judge a candidate scheme.
 
-The decision tree uses them last, as a veto: a rule can remove a candidate or attach a caution,
-never pick one. Pure.
+Every rule has one shape: *which* schemes it describes (the weight / activation / KV-cache formats,
+lm_head, the model's size, the workload's task and prompt length) and *what the sources measured*:
+the expected accuracy drop as a closed range ``[low, high]`` in %-points. What a rule does with a
+workload follows from that range and the workload's tolerance, the same way for every format
+(boundaries inclusive):
+
+- ``veto``    — tolerance <= low: even the best published case uses up the whole tolerance;
+- ``caution`` — low < tolerance <= high: the published range reaches the tolerance;
+- ``info``    — high < tolerance: within the tolerance on every published figure.
+
+The decision tree uses them as a filter before ranking (a rule can remove a candidate or attach a
+caution, never pick one) and the expected drop as evidence when two candidates tie on speed. Pure.
 """
 
 from __future__ import annotations
@@ -9,76 +19,140 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..formats import get_format
-from ..scheme import Scheme
+from ..scheme import Scheme, TensorQuant
+
+Action = Literal["veto", "caution", "info"]
+
+
+class TensorMatch(BaseModel):
+    """Which quantized tensors a rule describes (every field set must hold; bit bounds inclusive)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    bits_min: int | None = None
+    bits_max: int | None = None
+    type: Literal["int", "float"] | None = None
+    scale: str | None = None  # the format of the first-level scale (e8m0: OCP MX; fp8_e4m3: NVFP4)
+
+    def matches(self, t: TensorQuant | None) -> bool:
+        if t is None or not t.is_quantized:
+            return False
+        fmt = get_format(t.format)
+        if self.bits_min is not None and t.bits < self.bits_min:
+            return False
+        if self.bits_max is not None and t.bits > self.bits_max:
+            return False
+        if self.type == "int" and not fmt.is_integer:
+            return False
+        if self.type == "float" and not fmt.is_float:
+            return False
+        if self.scale is not None and (t.scale is None or t.scale.format != self.scale):
+            return False
+        return True
 
 
 class AccuracyRule(BaseModel):
+    """One published finding about a family of schemes (a row of data/accuracy.yaml)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str
     description: str
-    tasks: tuple[str, ...] = ()
-    weight_bits_below: int | None = None
-    activation_bits_below: int | None = None
-    kv_bits_below: int | None = None
-    w8a8_int: bool | None = None
-    weight_only_int4: bool | None = None
+    tasks: tuple[str, ...] = ()  # workload tasks it applies to (empty: every task)
+    weights: TensorMatch | None = None  # None: any weights (quantized or not)
+    activations: TensorMatch | Literal["none"] | None = None  # "none": weight-only (16-bit activations)
+    kv_cache: TensorMatch | None = None
     lm_head_quantized: bool | None = None
-    tolerance_below: float | None = None
-    action: Literal["veto", "caution", "info"]
-    expected_drop_pct: tuple[float, float] | None = None
+    params_min: int | None = None  # the model's total parameters, inclusive bounds
+    params_max: int | None = None
+    prompt_min: int | None = None  # prompt tokens per sequence at least this (long-context findings)
+    replaces: tuple[str, ...] = ()  # general rules this task- or size-specific finding refines
+    expected_drop_pct: tuple[float, float]
     message: str
+    evidence: str  # the published figures the range is read from
     source: str
     as_of: date
 
-    def matches(self, scheme: Scheme, task: str, tolerance: float) -> bool:
+    @model_validator(mode="after")
+    def _shape(self) -> AccuracyRule:
+        lo, hi = self.expected_drop_pct
+        if not 0 <= lo <= hi:
+            raise ValueError(f"expected_drop_pct must be [low, high] with 0 <= low <= high, got [{lo}, {hi}]")
+        if self.weights is None and self.activations is None and self.kv_cache is None \
+                and self.lm_head_quantized is None:
+            raise ValueError("a rule must describe the weights, activations, KV cache or lm_head it applies to")
+        return self
+
+    def matches(self, scheme: Scheme, task: str, *, params: int | None = None, prompt_tokens: int | None = None) -> bool:
         if self.tasks and task not in self.tasks:
             return False
-        if self.tolerance_below is not None and not tolerance < self.tolerance_below:
+        if self.params_min is not None and (params is None or params < self.params_min):
             return False
-        w, a, kv = scheme.weight, scheme.activation, scheme.kv_cache
-        wq = w is not None and w.is_quantized
-        aq = a is not None and a.is_quantized
-        kq = kv is not None and kv.is_quantized
-        checks: list[bool] = []
-        if self.weight_bits_below is not None:
-            checks.append(wq and w.bits < self.weight_bits_below)  # type: ignore[union-attr]
-        if self.activation_bits_below is not None:
-            checks.append(aq and a.bits < self.activation_bits_below)  # type: ignore[union-attr]
-        if self.kv_bits_below is not None:
-            checks.append(kq and kv.bits < self.kv_bits_below)  # type: ignore[union-attr]
-        if self.w8a8_int is not None:
-            is_w8a8_int = (
-                wq and aq and w.bits == 8 and a.bits == 8  # type: ignore[union-attr]
-                and get_format(w.format).is_integer and get_format(a.format).is_integer  # type: ignore[union-attr]
-            )
-            checks.append(is_w8a8_int == self.w8a8_int)
-        if self.weight_only_int4 is not None:
-            is_int4_wo = scheme.weight_only and w.bits == 4 and get_format(w.format).is_integer  # type: ignore[union-attr]
-            checks.append(is_int4_wo == self.weight_only_int4)
-        if self.lm_head_quantized is not None:
-            checks.append(wq and scheme.policy.quantize_lm_head == self.lm_head_quantized)
-        return bool(checks) and all(checks)
+        if self.params_max is not None and (params is None or params > self.params_max):
+            return False
+        if self.prompt_min is not None and (prompt_tokens is None or prompt_tokens < self.prompt_min):
+            return False
+        if self.weights is not None and not self.weights.matches(scheme.weight):
+            return False
+        a = scheme.activation
+        if self.activations == "none":
+            if a is not None and a.is_quantized:
+                return False
+            if not scheme.quantizes_weights:
+                return False
+        elif self.activations is not None and not self.activations.matches(a):
+            return False
+        if self.kv_cache is not None and not self.kv_cache.matches(scheme.kv_cache):
+            return False
+        if self.lm_head_quantized is not None and \
+                not (scheme.quantizes_weights and scheme.policy.quantize_lm_head == self.lm_head_quantized):
+            return False
+        return True
+
+    def action(self, tolerance: float) -> Action:
+        """What this finding means at ``tolerance`` %-points (inclusive boundaries)."""
+        lo, hi = self.expected_drop_pct
+        if tolerance <= lo:
+            return "veto"
+        if tolerance <= hi:
+            return "caution"
+        return "info"
 
 
 class Verdict(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     rule: str
-    action: str
+    action: Action
     message: str
     source: str
     expected_drop_pct: tuple[float, float] | None = None
 
 
-def judge(rules: tuple[AccuracyRule, ...], scheme: Scheme, task: str, tolerance: float) -> list[Verdict]:
-    """Every rule that matches, vetoes first."""
+_ORDER = {"veto": 0, "caution": 1, "info": 2}
+
+
+def judge(rules: tuple[AccuracyRule, ...], scheme: Scheme, task: str, tolerance: float, *,
+          params: int | None = None, prompt_tokens: int | None = None) -> list[Verdict]:
+    """Every rule that describes ``scheme`` for this workload, vetoes first. Findings are combined
+    pessimistically (each one judges on its own range), except that a task- or size-specific
+    finding replaces the general ones it names in ``replaces``."""
+    matched = [r for r in rules if r.matches(scheme, task, params=params, prompt_tokens=prompt_tokens)]
+    replaced = {rid for r in matched for rid in r.replaces}
     out = [
-        Verdict(rule=r.id, action=r.action, message=r.message, source=r.source, expected_drop_pct=r.expected_drop_pct)
-        for r in rules
-        if r.matches(scheme, task, tolerance)
+        Verdict(rule=r.id, action=r.action(tolerance), message=r.message, source=r.source,
+                expected_drop_pct=r.expected_drop_pct)
+        for r in matched if r.id not in replaced
     ]
-    order = {"veto": 0, "caution": 1, "info": 2}
-    return sorted(out, key=lambda v: order[v.action])
+    return sorted(out, key=lambda v: _ORDER[v.action])
+
+
+def expected_drop(verdicts: list[Verdict]) -> tuple[float, float]:
+    """The most pessimistic published range among the findings (0, 0 when none applies): the
+    accuracy evidence ties are broken with."""
+    ranges = [v.expected_drop_pct for v in verdicts if v.expected_drop_pct is not None]
+    if not ranges:
+        return (0.0, 0.0)
+    return (max(r[0] for r in ranges), max(r[1] for r in ranges))

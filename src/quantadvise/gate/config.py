@@ -77,13 +77,20 @@ class TaskLimits(_Cfg):
                 if getattr(self, k) is not None}
 
 
+class TaskConfig(TaskLimits):
+    """One task's limits, and the lm-eval filter / metric to read for it (gsm8k: strict-match)."""
+
+    metric: str | None = None
+    filter: str | None = None
+
+
 class AccuracyConfig(TaskLimits):
     baseline: str
     quantized: str
-    metric: str | None = None
-    filter: str | None = None
+    metric: str | None = None  # for every task that logs it
+    filter: str | None = None  # for every task that logs it; a task that logs only another uses that one
     confidence: float = Field(default=0.95, ge=0.5, lt=1)
-    tasks: dict[str, TaskLimits] = {}
+    tasks: dict[str, TaskConfig] = {}
 
 
 def _rule_id(v: str) -> str:
@@ -123,6 +130,7 @@ class DeploymentConfig(_Cfg):
     profile: str | None = None
     fail_on: Literal["error", "warning"] | None = None
     baseline: str | None = None
+    upgrade_to: str | None = None  # ENGINE@VERSION: report what upgrading to that release changes (QA112)
     rules: dict[RuleId, RuleSetting] = {}
 
     @field_validator("engine", mode="before")
@@ -199,7 +207,10 @@ class LoadedConfig:
 
     def path(self, value: str) -> str:
         """A path from the file, relative to the file's folder."""
-        p = Path(value).expanduser()
+        try:
+            p = Path(value).expanduser()
+        except RuntimeError:  # ~nosuchuser
+            p = Path(value)
         return str(p if p.is_absolute() else Path(self.base_dir) / p)
 
 
@@ -272,10 +283,7 @@ def starter_values(inv: Any | None, deployment: list[str]) -> dict[str, Any]:
         values["engine_version"] = inv.engine_version
     if inv.model and "$" not in inv.model:
         values["model"] = inv.model
-    if inv.max_num_seqs:
-        values["concurrency"] = inv.max_num_seqs
-    if inv.max_model_len:
-        values["ctx"] = inv.max_model_len
+    # --max-num-seqs / --max-model-len are the engine's caps, not the workload: never filled in as one
     tp, pp = inv.tensor_parallel_size or 1, inv.pipeline_parallel_size or 1
     values["gpus"] = tp * pp
     if inv.kv_cache_dtype:
@@ -283,16 +291,26 @@ def starter_values(inv: Any | None, deployment: list[str]) -> dict[str, Any]:
     return values
 
 
-def starter_config(values: Mapping[str, Any] | None = None) -> str:
+def starter_caps(inv: Any | None) -> dict[str, int]:
+    """The engine's caps in the first command found (``--max-num-seqs``, ``--max-model-len``): shown
+    beside the commented-out workload keys, never filled in as the workload."""
+    if inv is None:
+        return {}
+    caps = {"concurrency": inv.max_num_seqs, "ctx": inv.max_model_len}
+    return {k: v for k, v in caps.items() if v}
+
+
+def starter_config(values: Mapping[str, Any] | None = None, caps: Mapping[str, int] | None = None) -> str:
     """The commented ``quantadvise.yaml`` that ``check --init`` writes. ``values`` (read from the
     deployment artifacts) fill in what is known; what is not stays commented out with an example,
-    so the gate never checks a guess."""
+    so the gate never checks a guess. ``caps`` (:func:`starter_caps`) become the workload examples."""
     v = dict(values or {})
+    c = dict(caps or {})
 
     def line(key: str, example: Any, comment: str, indent: str = "") -> str:
         text = f"{key}: {_yaml_scalar(v[key.strip()])}" if v.get(key.strip()) is not None else \
             f"# {key}: {_yaml_scalar(example)}"
-        return f"{indent}{text:<{40 - len(indent)}}# {comment}"
+        return f"{indent}{text:<{39 - len(indent)}} # {comment}"  # the space: a long id is not `id# comment`
 
     paths = v.get("deployment") or ["."]
     dep = "\n".join(f"  - {_yaml_scalar(p)}" for p in paths)
@@ -317,12 +335,15 @@ version: 1
 {line("kv_cache_dtype", "auto", "auto = the model dtype")}
 
 workload:
-{line("concurrency", 32, "concurrent sequences at peak", "  ")}
-{line("ctx", 4096, "tokens per sequence, prompt + output", "  ")}
+{line("concurrency", c.get("concurrency", 32), "concurrent sequences at peak" + (
+        f" (the command caps it at {c['concurrency']})" if "concurrency" in c else ""), "  ")}
+{line("ctx", c.get("ctx", 4096), "tokens per sequence, prompt + output" + (
+        f" (at most {c['ctx']})" if "ctx" in c else ""), "  ")}
   task: general                         # general | reasoning | code | long-generation | retrieval
   mode: auto                            # sync | continuous | auto (sync up to 4 sequences)
 
-# Engine commands to check: shell scripts, Dockerfiles, Kubernetes manifests, Helm values, compose files.
+# Engine commands to check: shell scripts, Dockerfiles, Kubernetes manifests, Helm values, compose files,
+# GitHub workflows, Makefiles, Python launchers.
 deployment:
 {dep}
 

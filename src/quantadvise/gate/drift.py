@@ -75,22 +75,27 @@ def model_drift(out: Findings, site: Site, *, declared: str, served: str) -> Non
 
 def workload_drift(out: Findings, site: Site, *, concurrency: int | None, max_num_seqs: int | None,
                    ctx: int | None, max_model_len: int | None, max_model_len_source: str | None,
-                   gpus: int | None, parallel: int | None) -> None:
+                   gpus: int | None, parallel: int | None, max_num_seqs_from: str | None = None,
+                   seqs_flag: str = "--max-num-seqs", len_flag: str = "--max-model-len",
+                   parallel_flags: str = "--tensor-parallel-size x --pipeline-parallel-size") -> None:
+    """The declared workload against the engine's caps (``seqs_flag`` / ``len_flag``: the engine's
+    own spelling, ``--max-running-requests`` / ``--context-length`` for SGLang)."""
     out.ran_rules("QA505")
     if concurrency is not None and max_num_seqs is not None and concurrency > max_num_seqs:
-        file, line = site.at("max_num_seqs")
-        out.add("QA505", f"declared concurrency {concurrency} exceeds --max-num-seqs {max_num_seqs}: "
-                f"{concurrency - max_num_seqs} requests queue", subject=f"{site.key}|max-num-seqs", file=file,
+        file, line = site.at("max_num_seqs", "concurrency")
+        src = f" ({max_num_seqs_from})" if max_num_seqs_from else ""
+        out.add("QA505", f"declared concurrency {concurrency:,} exceeds {seqs_flag} {max_num_seqs:,}{src}: "
+                f"{concurrency - max_num_seqs:,} requests queue", subject=f"{site.key}|max-num-seqs", file=file,
                 line=line, target=site.label)
     if ctx is not None and max_model_len is not None and ctx > max_model_len:
         file, line = site.at("max_model_len", "model")
-        out.add("QA505", f"declared context {ctx:,} tokens exceeds max-model-len {max_model_len:,} "
+        out.add("QA505", f"declared context {ctx:,} tokens exceeds {len_flag.lstrip('-')} {max_model_len:,} "
                 f"({max_model_len_source}): longer requests are rejected", subject=f"{site.key}|max-model-len",
                 file=file, line=line, target=site.label)
     if gpus is not None and parallel is not None and gpus != parallel:
         file, line = site.at("tensor_parallel_size", "model")
-        out.add("QA505", f"quantadvise.yaml declares {gpus} GPU(s) but the command runs tensor x pipeline parallel "
-                f"degree {parallel}", subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
+        out.add("QA505", f"quantadvise.yaml declares {gpus} GPU(s) but the command runs on {parallel} GPUs "
+                f"({parallel_flags})", subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
 
 
 def engine_drift(out: Findings, site: Site, *, declared_engine: str | None, served_engine: str,

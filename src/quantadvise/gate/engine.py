@@ -25,13 +25,25 @@ def engine_findings(out: Findings, site: Site, findings: Iterable[Any], engine_l
     return notes
 
 
+def _flag(engine: str, field: str) -> str:
+    """The engine's own spelling of a field's flag, without the dashes (``tp-size`` for SGLang)."""
+    from ..engines.flags import ENGINES
+
+    table = ENGINES.get(engine)
+    try:
+        return table.for_field(field).name.lstrip("-") if table is not None else field.replace("_", "-")
+    except KeyError:
+        return field.replace("_", "-")
+
+
 def parallelism_findings(out: Findings, site: Site, *, tp: int, pp: int, gpus_given: int | None,
-                         split_error: str | None) -> None:
+                         split_error: str | None, engine: str = "vllm") -> None:
     out.ran_rules("QA107")
     if gpus_given is not None and tp * pp > gpus_given:
         file, line = site.at("tensor_parallel_size", "pipeline_parallel_size", "gpu_count")
         given_at = f" (line {site.flag_lines['gpu_count']})" if "gpu_count" in site.flag_lines else ""
-        out.add("QA107", f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} = {tp * pp} GPUs, but the "
+        out.add("QA107", f"{_flag(engine, 'tensor_parallel_size')} {tp} x {_flag(engine, 'pipeline_parallel_size')} "
+                f"{pp} = {tp * pp} GPUs, but the "
                 f"container is given {gpus_given}{given_at}: the engine cannot place its workers",
                 subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
     if split_error:
@@ -42,7 +54,8 @@ def parallelism_findings(out: Findings, site: Site, *, tp: int, pp: int, gpus_gi
 _REFUSE = "the engine would refuse it"
 
 
-def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unresolved: Mapping[str, str]) -> None:
+def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unresolved: Mapping[str, str],
+                      engine: str = "vllm") -> None:
     """An invocation's parse warnings (QA108 when the engine would refuse the value, else QA109) and
     flags that matter whose value is unresolved (QA110)."""
     import re
@@ -56,7 +69,7 @@ def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unreso
         out.add(rid, text, subject=f"{site.key}|{text}", file=site.file, line=line, target=site.label)
     for name, raw in unresolved.items():
         file, line = site.at(name)
-        out.add("QA110", f"{name.replace('_', '-')} is '{raw}', set at run time: not checked (give the variable a "
+        out.add("QA110", f"{_flag(engine, name)} is '{raw}', set at run time: not checked (give the variable a "
                 "default in the artifact or declare the value in quantadvise.yaml)",
                 subject=f"{site.key}|unresolved|{name}", file=file, line=line, target=site.label)
 

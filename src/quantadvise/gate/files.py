@@ -62,10 +62,15 @@ def parse_yaml_config(text: str, file: str) -> tuple[DeploymentConfig, dict[str,
     """A ``quantadvise.yaml`` text -> (config, key path -> line)."""
     import yaml
 
+    from ..files import check_yaml_nodes
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         nodes = list(yaml.compose_all(text, Loader=loader))
+        check_yaml_nodes(nodes, file)  # before anything walks the constructed values (alias bombs)
         docs = list(yaml.load_all(text, Loader=loader))
+    except RecursionError:
+        raise ConfigError(f"{file}: YAML nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""

@@ -1,114 +1,263 @@
-"""QA3xx: memory — weights + KV cache for the declared workload against the GPUs."""
+"""QA3xx: memory, the way the engine sees it at start-up.
+
+:func:`startup_memory` replays the engine's own arithmetic (``startup.py``, facts from
+``data/engine_startup.yaml``) on one deployment; :func:`memory_findings` turns it into findings:
+
+- QA301 the weights leave no KV cache: the engine refuses to start (its own message);
+- QA302 vLLM: one sequence of max-model-len does not fit in one GPU's KV cache (its own message);
+- QA305 SGLang: the KV pool holds fewer tokens than --context-length (it starts, and warns);
+- QA306 the maximum length is longer than the model's config.json allows (both refuse);
+- QA303 a *declared* workload does not fit at once: it queues (a warning with the numbers);
+- QA304 a declared workload fits with less headroom than configured.
+
+``--max-num-seqs`` and ``--max-model-len`` are caps, not a workload: with nothing declared and an
+engine that starts, there is no memory finding.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from ..sizing import memory_budget
 from .findings import Findings, Site
 from .result import MemoryFit
+from .startup import DerivedMaxLen, StartupFacts, gib, kv_share_per_gpu, longest_that_fits, sglang_max_running
 
 
-def memory_fit(
-    *,
-    gpu: str,
-    gpus: int,
-    gpu_memory_bytes: int,
-    memory_utilization: float,
-    reserve_bytes_per_gpu: int,
-    weights_bytes: int,
-    weights_source: str,
-    kv_dtype: str,
-    kv_bytes_per_token: float,
-    sequence_bytes: Any,  # tokens -> KV bytes of one sequence (sliding windows included)
-    concurrency: int,
-    kv_tokens_per_sequence: int,
-    max_model_len: int | None = None,
-    max_model_len_source: str | None = None,
-    kv_tokens_basis: str = "",
-) -> MemoryFit:
-    """The advisor's fit arithmetic for a deployed configuration: budget = memory x utilization x GPUs
-    - reserve x GPUs; need = weights + concurrency x one sequence's KV."""
-    memory = gpu_memory_bytes * gpus
-    budget = gpu_memory_bytes * memory_utilization * gpus - reserve_bytes_per_gpu * gpus
-    per_seq = sequence_bytes(kv_tokens_per_sequence)
-    kv = per_seq * concurrency
-    free = budget - weights_bytes - kv
-    room = budget - weights_bytes
-    max_conc = max(0, math.floor(room / per_seq)) if per_seq > 0 else concurrency
-    mml_bytes = fits_len = None
-    if max_model_len is not None:
-        mml_bytes = math.ceil(sequence_bytes(max_model_len))
-        if mml_bytes > room:
-            lo, hi = 0, max_model_len  # largest length whose one sequence fits (sequence_bytes grows with it)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if sequence_bytes(mid) <= room:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            fits_len = lo
-    return MemoryFit(
-        gpu=gpu, gpus=gpus, memory_bytes=memory, memory_utilization=memory_utilization,
-        reserve_bytes=reserve_bytes_per_gpu * gpus, budget_bytes=math.floor(budget), weights_bytes=weights_bytes,
-        weights_source=weights_source, kv_dtype=kv_dtype, kv_bytes_per_token=kv_bytes_per_token,
-        concurrency=concurrency, kv_tokens_per_sequence=kv_tokens_per_sequence, kv_tokens_basis=kv_tokens_basis,
-        kv_bytes=math.ceil(kv),
-        free_bytes=math.floor(free), headroom=free / budget if budget > 0 else -math.inf, max_concurrency=max_conc,
-        max_model_len=max_model_len, max_model_len_source=max_model_len_source, max_model_len_kv_bytes=mml_bytes,
-        max_model_len_that_fits=fits_len,
+@dataclass(frozen=True)
+class Declared:
+    """A declared workload: sequences at once, tokens each holds in the KV cache, why that many."""
+
+    concurrency: int
+    kv_tokens_per_sequence: int
+    basis: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    """Everything the engine's start-up arithmetic reads for one deployment."""
+
+    facts: StartupFacts
+    gpu: str
+    gpu_memory_bytes: int  # one GPU
+    tp: int
+    pp: int
+    fraction: float  # vLLM gpu-memory-utilization / SGLang mem-fraction-static
+    fraction_flag: str
+    fraction_from: str
+    reserve_bytes_per_gpu: int  # vLLM's runtime outside weights + KV (SGLang: 0, inside the fraction)
+    reserve_from: str
+    weights_bytes: int  # all GPUs
+    weights_source: str
+    kv_dtype: str
+    kv_bytes_per_token: float  # all GPUs, layers that cache every token
+    sequence_bytes: Callable[[int], float]  # tokens -> one sequence's KV bytes, whole model
+    kv_heads: int
+    mla: bool
+    max_model_len: int  # the length in force (the flag, else the model's)
+    max_model_len_source: str
+    auto_fit: bool = False  # vLLM --max-model-len -1 / auto: fitted to memory, never refused
+    max_num_seqs: int | None = None  # the flag (SGLang: --max-running-requests), else vLLM's default
+    max_num_seqs_flag: str = "--max-num-seqs"
+    max_num_seqs_source: str | None = None
+    declared: Declared | None = None
+
+
+def startup_memory(m: MemoryInputs) -> MemoryFit:
+    """The engine's start-up memory for one deployment (see the module docstring)."""
+    f, gpus = m.facts, max(m.tp * m.pp, 1)
+    b = memory_budget(m.gpu_memory_bytes, gpus=gpus, memory_utilization=m.fraction,
+                      reserve_bytes=m.reserve_bytes_per_gpu)
+    share = kv_share_per_gpu(kv_heads=m.kv_heads, mla=m.mla, tp=m.tp, pp=m.pp)
+    weights_gpu = m.weights_bytes / gpus
+    kv_gpu = b.budget_bytes / gpus - weights_gpu
+
+    def seq_gpu(n: int) -> float:
+        return m.sequence_bytes(n) * share
+
+    per_token_gpu = m.kv_bytes_per_token * share
+    tokens = max(0, math.floor(kv_gpu / per_token_gpu)) if per_token_gpu > 0 and kv_gpu > 0 else 0
+    mml, mml_from = m.max_model_len, m.max_model_len_source
+    refusal = None
+    fits_len = None
+    need_gpu = math.ceil(seq_gpu(mml)) if mml > 0 else 0
+    if kv_gpu <= 0:
+        refusal = _no_kv_message(f, m, weights_gpu, kv_gpu)
+    elif f.engine == "vllm":
+        if m.auto_fit:
+            fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)
+            if fits_len == 0:
+                refusal = f.message("auto_fit_none")
+            elif fits_len < mml:
+                mml_from = f.message("auto_fit_reduced", derived=mml, fits=fits_len, available_gib=gib(kv_gpu))
+                mml, need_gpu = fits_len, math.ceil(seq_gpu(fits_len))
+        elif need_gpu > kv_gpu:
+            fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)
+            estimate = f.message("max_len_estimate", fits=fits_len) if fits_len > 0 else ""
+            refusal = f.message("max_len_exceeds_kv", max_model_len=mml, needed_gib=gib(need_gpu),
+                                available_gib=gib(kv_gpu), estimate=estimate)
+    elif need_gpu > kv_gpu:
+        fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)  # SGLang starts; requests are cut at the pool
+    at_mml = math.floor(kv_gpu / seq_gpu(mml)) if kv_gpu > 0 and mml > 0 and seq_gpu(mml) > 0 else 0
+    cap, cap_from = m.max_num_seqs, m.max_num_seqs_source
+    if f.engine == "sglang" and kv_gpu > 0:
+        requested = m.max_num_seqs
+        cap = sglang_max_running(f, tokens, mml, requested)
+        if requested is None:
+            cap_from = (f"SGLang {f.version}'s default from the KV pool: int({tokens:,} tokens / {mml:,} x "
+                        f"{f.max_running_requests_per_context}) within [{f.max_running_requests_min}, "
+                        f"{f.max_running_requests_max}], at most tokens / {f.max_running_requests_token_divisor}"
+                        f" ({f.lines.get('max_running_requests', '')})")
+        elif cap < requested:
+            cap_from = f"{cap_from}; " + f.message("max_running_reduced", requested=requested, allowed=cap)
+    fit = MemoryFit(
+        engine=f.engine, gpu=m.gpu, gpus=gpus, memory_bytes=b.memory_bytes, memory_utilization=m.fraction,
+        memory_utilization_flag=m.fraction_flag, memory_utilization_from=m.fraction_from,
+        reserve_bytes=b.reserve_bytes, reserve_from=m.reserve_from, budget_bytes=b.budget_bytes,
+        weights_bytes=m.weights_bytes, weights_source=m.weights_source,
+        kv_cache_bytes=math.floor(kv_gpu * gpus), kv_cache_bytes_per_gpu=math.floor(kv_gpu), kv_dtype=m.kv_dtype,
+        kv_bytes_per_token=m.kv_bytes_per_token, kv_capacity_tokens=tokens if per_token_gpu > 0 else None,
+        max_model_len=mml, max_model_len_source=mml_from, max_model_len_kv_bytes=need_gpu,
+        max_model_len_that_fits=fits_len, sequences_at_max_model_len=at_mml, max_num_seqs=cap,
+        max_num_seqs_flag=m.max_num_seqs_flag, max_num_seqs_source=cap_from, starts=refusal is None,
+        refusal=refusal,
     )
+    d = m.declared
+    if d is None or refusal is not None:
+        return fit
+    per_seq = seq_gpu(d.kv_tokens_per_sequence) * gpus
+    kv = per_seq * d.concurrency
+    free = fit.kv_cache_bytes - kv
+    return fit.model_copy(update={
+        "concurrency": d.concurrency, "kv_tokens_per_sequence": d.kv_tokens_per_sequence, "kv_tokens_basis": d.basis,
+        "kv_bytes": math.ceil(kv), "free_bytes": math.floor(free),
+        "headroom": free / b.budget_bytes if b.budget_bytes > 0 else None,
+        "max_concurrency": max(0, math.floor(fit.kv_cache_bytes / per_seq)) if per_seq > 0 else d.concurrency,
+    })
 
 
-def _gb(n: float) -> str:
-    return f"{n / 1e9:,.2f} GB"
+def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, kv_gpu: float) -> str:
+    if f.engine == "sglang":
+        minimum = weights_gpu / m.gpu_memory_bytes  # 1 - available/pre, with available = pre - weights
+        return f.message("weights_leave_no_kv", fraction=f"{m.fraction:g}", suggested=f"{math.ceil(minimum * 1000) / 1000:.3f}",
+                         minimum=f"{minimum:.4f}")
+    return f.message("no_kv_memory")
 
 
-def memory_findings(out: Findings, site: Site, m: MemoryFit, *, engine: str, min_headroom: float | None) -> None:
-    out.ran_rules("QA301")
-    budget = (f"{_gb(m.budget_bytes)} budget ({m.gpus} x {m.gpu}, gpu-memory-utilization {m.memory_utilization:g}, "
-              f"{_gb(m.reserve_bytes)} runtime reserve)")
+def _gib(n: float) -> str:
+    return f"{gib(n)} GiB"
+
+
+def _short(source: str) -> str:
+    """Where a value came from, in a few words (the assumptions say it in full)."""
+    if source.startswith("line ") or source.startswith("declared"):
+        return source
+    return "the engine's default" if "default" in source else "the engine's heuristic" if "heuristic" in source \
+        else source
+
+
+def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: float | None,
+                    derived: DerivedMaxLen | None, max_model_len_given: int | None,
+                    max_model_len_flag: str, facts: StartupFacts) -> None:
+    """QA301-QA306 for one deployment's start-up memory."""
+    out.ran_rules("QA301", "QA306")
+    gpus = max(m.gpus, 1)
+    fraction = (f"{m.memory_utilization_flag} {m.memory_utilization:g} ({_short(m.memory_utilization_from)}) x "
+                f"{_gib(m.memory_bytes / gpus)}")
+    if derived is not None and max_model_len_given is not None and max_model_len_given > derived.value \
+            and (derived.model_max_length is None or max_model_len_given > derived.model_max_length):
+        file, line = site.at("max_model_len", "model")
+        if facts.engine == "vllm":
+            said = facts.message("max_len_exceeds_model", max_model_len=max_model_len_given, key=derived.key,
+                                 derived=derived.value, model_max_length=derived.model_max_length)
+        else:
+            said = facts.message("context_exceeds_model", context=max_model_len_given, derived=derived.value)
+        out.add("QA306", f"{max_model_len_flag} {max_model_len_given:,} is longer than the {derived.value:,} tokens the "
+                f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}): "
+                f"{facts.engine} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
+                subject=f"{site.key}|max-len-vs-model", file=file, line=line, target=site.label,
+                engine_message=said)
     if not m.weights_fit:
         file, line = site.at("gpu_memory_utilization", "tensor_parallel_size", "model")
-        out.add("QA301", f"the weights alone ({_gb(m.weights_bytes)}, {m.weights_source}) exceed the {budget}: more "
-                "GPUs (--tensor-parallel-size), a smaller scheme, or a higher gpu-memory-utilization",
-                subject=f"{site.key}|weights", file=file, line=line, target=site.label)
-        for rid in ("QA302", "QA303", "QA304"):
-            out.skip(rid, "the weights alone do not fit (QA301)")
-        return  # nothing else fits either; one finding says it
-    out.ran_rules("QA303")
-    if m.max_model_len is not None and engine == "vllm":
+        weights_gpu = m.weights_bytes / gpus
+        fix = f"use more GPUs (tensor parallel), a smaller scheme or a larger {m.memory_utilization_flag}"
+        if weights_gpu > m.memory_bytes / gpus:
+            fix = "use more GPUs (tensor parallel) or a smaller scheme"
+            what = (f"the weights ({_gib(weights_gpu)} per GPU, {m.weights_source}) are larger than the "
+                    f"{_gib(m.memory_bytes / gpus)} of the {m.gpu}: loading runs out of memory")
+        else:
+            reserve = (f" + {_gib(m.reserve_bytes / gpus)} runtime reserve ({m.reserve_from})"
+                       if m.reserve_bytes else "")
+            what = (f"the weights ({_gib(weights_gpu)} per GPU, {m.weights_source}){reserve} fill the "
+                    f"{_gib(m.budget_bytes / gpus + m.reserve_bytes / gpus)} {m.engine} may use per GPU "
+                    f"({fraction}): no KV cache is left and {m.engine} refuses to start")
+        out.add("QA301", f"{what}; {fix} ({facts.cite('no_kv_memory' if m.engine == 'vllm' else 'weights_leave_no_kv')})",
+                subject=f"{site.key}|weights", file=file, line=line, target=site.label, engine_message=m.refusal)
+        for rid in ("QA302", "QA303", "QA304", "QA305"):
+            out.skip(rid, "the weights leave no KV cache (QA301)")
+        return
+    kv_line = (f"the KV cache gets {_gib(m.kv_cache_bytes_per_gpu)} per GPU ({fraction}, less "
+               f"{_gib(m.weights_bytes / gpus)} of weights"
+               + (f" and {_gib(m.reserve_bytes / gpus)} runtime reserve" if m.reserve_bytes else "") + ")")
+    if m.engine == "vllm":
         out.ran_rules("QA302")
-        if m.max_model_len_kv_bytes is not None and m.max_model_len_kv_bytes > m.budget_bytes - m.weights_bytes:
+        out.skip("QA305", "SGLang's pool warning; vLLM refuses instead (QA302)")
+        if not m.starts:
             file, line = site.at("max_model_len", "model")
-            out.add("QA302", f"one sequence of max-model-len {m.max_model_len:,} tokens ({m.max_model_len_source}) "
-                    f"needs {_gb(m.max_model_len_kv_bytes)} of {m.kv_dtype} KV cache, but only "
-                    f"{_gb(m.budget_bytes - m.weights_bytes)} is left after {_gb(m.weights_bytes)} of weights in the "
-                    f"{budget}: vLLM refuses to start; the longest that fits is about "
-                    f"{m.max_model_len_that_fits or 0:,} tokens (set --max-model-len)",
-                    subject=f"{site.key}|max-model-len", file=file, line=line, target=site.label)
-    elif engine != "vllm":
-        out.skip("QA302", "the max-model-len start-up check is vLLM's")
+            fits = m.max_model_len_that_fits or 0
+            if "auto_fit_none" in facts.messages and m.refusal == facts.message("auto_fit_none"):
+                out.add("QA302", f"--max-model-len {m.max_model_len_source or 'auto'}: not one token of {m.kv_dtype} KV "
+                        f"cache fits in the {_gib(m.kv_cache_bytes_per_gpu)} per GPU left: vLLM refuses to start "
+                        f"({facts.cite('auto_fit')})", subject=f"{site.key}|max-model-len", file=file, line=line,
+                        target=site.label, engine_message=m.refusal)
+                return
+            out.add("QA302", f"one sequence of max-model-len {m.max_model_len:,} tokens ({m.max_model_len_source}) needs "
+                    f"{_gib(m.max_model_len_kv_bytes or 0)} of {m.kv_dtype} KV cache per GPU, but {kv_line}: vLLM "
+                    f"refuses to start; the longest that fits is {fits:,} tokens (set --max-model-len {fits}, or "
+                    f"raise --gpu-memory-utilization) ({facts.cite('max_len_exceeds_kv')})",
+                    subject=f"{site.key}|max-model-len", file=file, line=line, target=site.label,
+                    engine_message=m.refusal)
+            for rid in ("QA303", "QA304"):
+                out.skip(rid, "vLLM refuses to start (QA302)")
+            return
     else:
-        out.skip("QA302", "no engine command (max-model-len unknown)")
+        out.skip("QA302", "vLLM's start-up check; SGLang starts and warns (QA305)")
+        out.ran_rules("QA305")
+        if m.kv_capacity_tokens is not None and m.max_model_len is not None and m.kv_capacity_tokens < m.max_model_len:
+            file, line = site.at("max_model_len", "gpu_memory_utilization", "model")
+            out.add("QA305", f"{kv_line}: {m.kv_capacity_tokens:,} tokens of {m.kv_dtype}, fewer than one request of "
+                    f"--context-length {m.max_model_len:,} ({m.max_model_len_source}); SGLang starts, and refuses or "
+                    f"truncates longer requests ({facts.cite('pool_below_context')})",
+                    subject=f"{site.key}|context-vs-pool", file=file, line=line, target=site.label,
+                    engine_message=facts.message("pool_below_context", tokens=m.kv_capacity_tokens,
+                                                 context=m.max_model_len))
+    if m.concurrency is None:
+        out.skip("QA303", "no workload declared (workload.concurrency / --concurrency): the engine's caps are not a "
+                 "workload")
+        out.skip("QA304", "no workload declared")
+        return
+    out.ran_rules("QA303")
     if not m.fits:
-        file, line = site.at("max_num_seqs", "concurrency", "model")
+        file, line = site.at("concurrency", "max_num_seqs", "model", declared=True)
         basis = f" ({m.kv_tokens_basis})" if m.kv_tokens_basis else ""
-        out.add("QA303", f"{m.concurrency} sequences x {m.kv_tokens_per_sequence:,} tokens{basis} need "
-                f"{_gb(m.kv_bytes)} of {m.kv_dtype} KV cache next to {_gb(m.weights_bytes)} of weights: "
-                f"{_gb(m.weights_bytes + m.kv_bytes)} in a {budget}; {m.max_concurrency} fit at a time",
+        cap = f", up to {m.max_num_seqs_flag} {m.max_num_seqs:,}" if m.max_num_seqs else ""
+        out.add("QA303", f"the declared workload, {m.concurrency:,} sequences x {m.kv_tokens_per_sequence:,} "
+                f"tokens{basis}, needs {_gib(m.kv_bytes or 0)} of {m.kv_dtype} KV cache; {kv_line}, "
+                f"{_gib(m.kv_cache_bytes)} in all: {m.max_concurrency:,} such sequences run at once{cap}, the rest "
+                f"queue" + (" (vLLM preempts running sequences that outgrow the cache)" if m.engine == "vllm" else ""),
                 subject=f"{site.key}|concurrency", file=file, line=line, target=site.label)
-        out.skip("QA304", "the declared concurrency does not fit at all (QA303)")
+        out.skip("QA304", "the declared workload does not fit at once (QA303)")
         return
     if min_headroom is None:
         out.skip("QA304", "thresholds.min_memory_headroom is not set")
         return
     out.ran_rules("QA304")
-    if m.headroom < min_headroom - 1e-12:
-        file, line = site.at("gpu_memory_utilization", "max_num_seqs", "concurrency", "model")
-        out.add("QA304", f"{_gb(m.weights_bytes)} weights + {_gb(m.kv_bytes)} KV ({m.concurrency} x "
-                f"{m.kv_tokens_per_sequence:,} tokens, {m.kv_dtype}) leave {_gb(m.free_bytes)} free of the {budget}: "
-                f"{m.headroom:.1%} headroom < {min_headroom:.0%} required",
+    if m.headroom is not None and m.headroom < min_headroom - 1e-12:
+        file, line = site.at("concurrency", "gpu_memory_utilization", "max_num_seqs", "model", declared=True)
+        out.add("QA304", f"{_gib(m.weights_bytes)} weights + {_gib(m.kv_bytes or 0)} KV ({m.concurrency:,} x "
+                f"{m.kv_tokens_per_sequence:,} tokens, {m.kv_dtype}) leave {_gib(m.free_bytes or 0)} free of the "
+                f"{_gib(m.budget_bytes)} budget of {gpus} GPU(s) ({fraction}): {m.headroom:.1%} headroom < "
+                f"{min_headroom:.0%} required",
                 subject=f"{site.key}|headroom", file=file, line=line, target=site.label)
-
-

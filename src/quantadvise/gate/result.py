@@ -32,37 +32,54 @@ class GateFinding(Out):
 
 
 class MemoryFit(Out):
-    """Weights + KV cache against the memory the engine may use (advisor's accounting)."""
+    """The engine's start-up memory arithmetic for one deployment (gate/startup.py, docs/ci.md): the
+    KV cache it allocates, whether it starts, and the declared workload against it. Byte counts are
+    totals over the GPUs unless named ``_per_gpu`` (the engines compare and log per GPU)."""
 
+    engine: str = "vllm"
     gpu: str
     gpus: int
     memory_bytes: int  # all GPUs
-    memory_utilization: float
-    reserve_bytes: int  # all GPUs
-    budget_bytes: int  # memory x utilization - reserve
+    memory_utilization: float  # the fraction in force: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static
+    memory_utilization_flag: str = "--gpu-memory-utilization"
+    memory_utilization_from: str = ""
+    reserve_bytes: int  # all GPUs: activation peak + non-torch memory + CUDA graphs (SGLang: inside its fraction, 0)
+    reserve_from: str = ""
+    budget_bytes: int  # weights + KV cache, all GPUs: memory x fraction - reserve
     weights_bytes: int
     weights_source: str
+    kv_cache_bytes: int = 0  # what the engine gives the KV cache, all GPUs (budget - weights; <= 0: none)
+    kv_cache_bytes_per_gpu: int = 0
     kv_dtype: str
-    kv_bytes_per_token: float  # all layers that cache every token
-    concurrency: int
-    kv_tokens_per_sequence: int
-    kv_bytes: int  # concurrency x one sequence
-    free_bytes: int  # budget - weights - KV (negative: does not fit)
-    headroom: float  # free / budget
-    kv_tokens_basis: str = ""  # why that many tokens per sequence
-    max_concurrency: int  # sequences of kv_tokens_per_sequence that fit next to the weights
+    kv_bytes_per_token: float  # all GPUs, layers that cache every token
+    kv_capacity_tokens: int | None = None  # tokens the KV cache holds (every GPU holds its share of each)
     max_model_len: int | None = None
     max_model_len_source: str | None = None
-    max_model_len_kv_bytes: int | None = None
+    max_model_len_kv_bytes: int | None = None  # one sequence of max_model_len, per GPU (as the engine compares it)
     max_model_len_that_fits: int | None = None
+    sequences_at_max_model_len: int | None = None  # sequences of max_model_len the KV cache holds at once
+    max_num_seqs: int | None = None  # the engine's running-sequence cap in force
+    max_num_seqs_flag: str = "--max-num-seqs"
+    max_num_seqs_source: str | None = None
+    starts: bool = True
+    refusal: str | None = None  # the engine's own message when it refuses to start
+    # the declared workload (None: nothing declared)
+    concurrency: int | None = None
+    kv_tokens_per_sequence: int | None = None
+    kv_tokens_basis: str = ""
+    kv_bytes: int | None = None  # concurrency x one sequence, all GPUs
+    free_bytes: int | None = None  # KV cache - kv_bytes (negative: the rest queue)
+    headroom: float | None = None  # free / budget
+    max_concurrency: int | None = None  # sequences of kv_tokens_per_sequence the KV cache holds at once
 
     @property
     def weights_fit(self) -> bool:
-        return self.weights_bytes <= self.budget_bytes
+        return self.kv_cache_bytes > 0
 
     @property
     def fits(self) -> bool:
-        return self.free_bytes >= 0
+        """The declared workload runs at once (True when none is declared and the engine starts)."""
+        return self.starts and (self.free_bytes is None or self.free_bytes >= 0)
 
 
 class PerfCheck(Out):
@@ -107,8 +124,8 @@ class TargetReport(Out):
     declared_kv_cache_dtype: str | None = None
     gpu: str
     gpus: int
-    concurrency: int
-    ctx: int
+    concurrency: int | None = None  # the sequences priced (None: not sized, the model could not be read)
+    ctx: int | None = None
     mode: str
     memory: MemoryFit | None = None
     performance: PerfCheck | None = None
@@ -145,6 +162,7 @@ class GateResult(Result):
     config_file: str | None = None
     paths: list[str] = []
     files_scanned: list[str] = []
+    files_skipped: list[str] = []  # "FILE: why" for candidate files no reader took (check -v lists them)
     targets: list[TargetReport] = []
     findings: list[GateFinding] = []
     suppressed: list[GateFinding] = []  # in the baseline

@@ -7,7 +7,8 @@ should be) is held to five families of rules, each judged in its own module here
 - QA1xx ``engine.py``   the engine refuses the deployment or misbehaves with it (what ``inspect`` predicts);
 - QA2xx ``speed.py``    slower than bf16 at the deployed concurrency, much slower than the recommended
                          scheme, a method the engine runs unoptimized;
-- QA3xx ``memory.py``   weights + KV cache for the declared concurrency x context against the GPUs;
+- QA3xx ``memory.py``   the engine's start-up memory arithmetic (``startup.py``): refuses to start, or the
+                         declared workload queues;
 - QA4xx ``accuracy.py`` per-sample evidence missing for a scheme below 8 bits, or failing its thresholds;
 - QA5xx ``drift.py``    the checkpoint, the engine flags and the declaration disagree.
 
@@ -109,6 +110,18 @@ RULES: tuple[Rule, ...] = (
        "The value of --quantization, --kv-cache-dtype, the model or a size flag is set at run time (an "
        "environment variable without a default, a command substitution); the gate checks the rest. Give the "
        "variable a default or declare the value in quantadvise.yaml."),
+    _r("QA111", "model-not-resolved", "engine", "warning",
+       "The model's config.json could not be read: only the engine-level rules ran",
+       "The model is not bundled, not a local copy and not in the Hugging Face cache, and the Hub could not "
+       "be reached (offline, gated, or unknown): the rules that need no model config (a method or KV cache "
+       "dtype the engine refuses, SGLang's not-optimized list) ran; memory, speed and drift did not. Vendor "
+       "the config.json (model: in quantadvise.yaml) or fetch it once (hf download ID config.json)."),
+    _r("QA112", "engine-upgrade-changes", "engine", "warning",
+       "Upgrading the engine changes what it does with this deployment",
+       "With --upgrade-to ENGINE@VERSION (or upgrade_to: in quantadvise.yaml) every deployment of that engine is "
+       "judged again on the target release: a verdict that turns (loads -> refuses, or back), a different "
+       "method or weight-only fallback, another served scheme or KV cache dtype, or a refusal or warning the "
+       "engine starts or stops printing is reported here, so an upgrade PR shows what it changes before it ships."),
     _r("QA201", "slower-than-bf16", "performance", "error",
        "Predicted slower than bf16 at the deployed concurrency",
        "At this concurrency the quantized scheme is predicted to serve fewer tokens per second than the bf16 "
@@ -128,22 +141,37 @@ RULES: tuple[Rule, ...] = (
        "The checkpoint fits the Marlin kernels, but --quantization awq/gptq forces the plain kernels; drop the "
        "flag or pass the marlin variant."),
     _r("QA301", "weights-do-not-fit", "memory", "error",
-       "The weights do not fit in the memory the engine may use",
-       "Weights plus the runtime reserve exceed gpu-memory-utilization x GPU memory x GPUs: the engine fails "
-       "while loading or has no memory left for the KV cache."),
+       "The weights leave no memory for the KV cache: the engine refuses to start",
+       "Per GPU, the weights plus the runtime the engine reserves fill the memory it may use: vLLM "
+       "(gpu-memory-utilization x memory, less the activation peak, non-torch memory and CUDA graphs) stops "
+       "with 'No available memory for the cache blocks'; SGLang (mem-fraction-static x memory) with 'Loaded "
+       "weights leave no GPU memory for the KV cache'. Weights larger than the GPU run out of memory while "
+       "loading. More GPUs (tensor parallel), a smaller scheme, or a larger memory fraction."),
     _r("QA302", "max-model-len-exceeds-kv-cache", "memory", "error",
-       "One sequence of max-model-len tokens does not fit in the KV cache",
-       "vLLM refuses to start when the KV cache cannot hold a single sequence of max_model_len tokens "
-       "('To serve at least one request with the model's max seq len ...'); without --max-model-len it is the "
-       "model's max_position_embeddings (131,072 for Llama 3.1)."),
-    _r("QA303", "concurrency-does-not-fit", "memory", "error",
-       "The declared concurrency x context does not fit",
-       "Weights plus the KV cache for the declared concurrent sequences at their context exceed the budget: "
-       "the engine runs fewer at a time, queuing or preempting the rest."),
+       "One sequence of max-model-len tokens does not fit in vLLM's KV cache",
+       "vLLM refuses to start when the KV cache of one GPU cannot hold a single sequence of max_model_len "
+       "tokens ('To serve at least one request with the model's max seq len ...', "
+       "vllm/v1/core/kv_cache_planning.py); without --max-model-len it is the length the model's config.json "
+       "allows (131,072 for Llama 3.1). The finding gives the longest length that fits."),
+    _r("QA303", "workload-queues", "memory", "warning",
+       "The declared workload does not fit at once: requests queue",
+       "The KV cache the engine allocates holds fewer sequences of the declared context than the declared "
+       "concurrency: the engine starts, runs as many as fit and queues the rest (vLLM preempts running "
+       "sequences that outgrow it). Only a declared workload (quantadvise.yaml workload:, --concurrency, --ctx) "
+       "is judged: --max-num-seqs and --max-model-len are caps, not a workload."),
     _r("QA304", "low-memory-headroom", "memory", "warning",
-       "It fits, with less headroom than configured",
-       "The share of the memory budget left free after weights and KV cache is below "
-       "thresholds.min_memory_headroom; bursts, longer prompts or an engine upgrade will not fit."),
+       "The declared workload fits, with less headroom than configured",
+       "The share of the memory budget (weights + KV cache) left free with the declared workload running is "
+       "below thresholds.min_memory_headroom; bursts, longer prompts or an engine upgrade will not fit."),
+    _r("QA305", "context-exceeds-kv-pool", "memory", "warning",
+       "SGLang's KV pool holds fewer tokens than one full-length request",
+       "SGLang starts but warns 'KV pool holds N tokens, fewer than --context-length': requests longer than "
+       "the pool are refused or truncated at serving time (sglang/srt/managers/tp_worker.py)."),
+    _r("QA306", "context-exceeds-model", "memory", "error",
+       "--max-model-len / --context-length is longer than the model allows",
+       "Both engines refuse a maximum length above the one they derive from the model's config.json "
+       "(max_position_embeddings and the RoPE scaling factor) unless an environment variable overrides the "
+       "check (VLLM_ALLOW_LONG_MAX_MODEL_LEN, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)."),
     _r("QA401", "accuracy-evidence-missing", "accuracy", "error",
        "No accuracy evidence for a scheme below 8 bits",
        "Weights, activations or the KV cache are quantized below thresholds.evidence_below_bits (default 8) "
@@ -202,6 +230,11 @@ KIND_RULES: dict[str, str] = {
     "not_optimized": "QA203",
     "marlin_forced_off": "QA204",
 }
+# engine findings that depend on the flags alone, not on the checkpoint: what the gate can still report
+# when the model's config.json cannot be read (QA111)
+CHECKPOINT_FREE_KINDS = frozenset({
+    "unknown_method", "platform_unsupported", "deprecated_method", "capability_too_low", "deprecated_method_allowed", "kv_dtype_unknown", "kv_dtype_platform", "kv_dtype_capability", "not_optimized",
+})
 # the engine flag a finding is about (its line is the annotation's line)
 _KIND_FLAG: dict[str, tuple[str, ...]] = {
     "method_mismatch": ("quantization",), "unknown_method": ("quantization", "model"),

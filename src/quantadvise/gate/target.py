@@ -15,26 +15,28 @@ A new rule is a row in ``rules.py``, a function in its family's module and a cal
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
+from ..engines.flags import ENGINES
 from ..scheme import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
 from .engine import artifact_findings, engine_findings, parallelism_findings
 from .findings import Findings, Site
-from .memory import memory_findings, memory_fit
+from .memory import memory_findings
 from .result import MemoryFit, PerfCheck, TargetReport
 from .speed import performance_findings
+from .startup import DerivedMaxLen, StartupFacts, sglang_fraction, vllm_max_num_seqs
 
 if TYPE_CHECKING:
     from ..artifacts.invocation import EngineInvocation
     from ..engines.resolution import EngineResolution
-    from ..model import ModelArch
 
 # the engine flags the gate reads; one whose value is a run-time reference cannot be checked
 GATE_FIELDS = ("model", "quantization", "kv_cache_dtype", "dtype", "max_num_seqs", "max_model_len",
@@ -138,52 +140,176 @@ def choose_model(inv: EngineInvocation | None, declared: str | None, *, declared
 
 @dataclass
 class DeployedWorkload:
-    """What the deployment is held to, with the assumptions that filled the gaps."""
+    """What the deployment runs with, and what it is held to, with the assumptions that filled gaps.
 
-    concurrency: int
-    ctx: int | None  # None: derived from prompt/output by the workload model
-    max_model_len: int | None
+    The engine's caps (``max_num_seqs``, ``max_model_len``) are what it allows, not the workload;
+    the workload is what quantadvise.yaml (or --concurrency / --ctx) declares, None when nothing is."""
+
+    engine: str
+    concurrency: int | None  # declared sequences at once (None: not declared)
+    declared: bool  # any of workload concurrency / ctx / prompt / output declared
+    max_model_len: int | None  # the longest request the engine admits (the flag, else the model's)
     max_model_len_source: str | None
-    memory_utilization: float
-    reserve_gb: float
+    max_model_len_given: int | None  # the flag's value (None: not given, or -1/auto)
+    auto_fit: bool  # vLLM --max-model-len -1 / auto
+    max_num_seqs: int | None  # the engine's cap: the flag, else vLLM's default (SGLang's comes from its pool)
+    max_num_seqs_source: str | None
+    fraction: float  # vLLM gpu-memory-utilization / SGLang mem-fraction-static
+    fraction_from: str
+    reserve_gb: float  # vLLM's runtime reserve per GPU (SGLang: inside its fraction)
+    reserve_from: str
     tp: int
     pp: int
     assumptions: list[str] = field(default_factory=list)
 
+    @property
+    def flags(self) -> Any:
+        return ENGINES[self.engine]
 
-def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, arch: ModelArch | None) -> DeployedWorkload:
-    """The declared workload, else the engine's flags, else the stated defaults."""
+    def flag(self, name: str) -> str:
+        """The engine's own spelling of a field's flag (``--max-running-requests`` for SGLang)."""
+        return str(self.flags.for_field(name).name)
+
+
+# Engine flags the start-up arithmetic does not model: named in the assumptions when present.
+UNMODELLED = {
+    "vllm": ("--kv-cache-memory-bytes", "--kv-cache-memory", "--cpu-offload-gb", "--num-gpu-blocks-override",
+             "--data-parallel-size", "-dp", "--speculative-config"),
+    "sglang": ("--attn-dp-size", "--dp-size", "--disaggregation-mode", "--speculative-algorithm",
+               "--enable-memory-saver", "--max-total-tokens", "--enable-hierarchical-cache"),
+}
+
+
+def int_flag(inv: EngineInvocation | None, *names: str) -> int | None:
+    """An integer flag kept in ``other`` (not in the flag table), None when absent or not an integer."""
+    if inv is None:
+        return None
+    for n in names:
+        v = inv.other.get(n)
+        if isinstance(v, str) and re.fullmatch(r"-?\d{1,12}", v.strip()):
+            return int(v)
+    return None
+
+
+def bool_flag(inv: EngineInvocation | None, *names: str) -> bool:
+    return inv is not None and any(inv.other.get(n) not in (None, False, "false", "False") for n in names)
+
+
+def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts: StartupFacts, *,
+                      derived: DerivedMaxLen | None, gpu_memory_bytes: int, gpu_names: tuple[str, ...],
+                      capability: int | None, mla: bool, engine: str | None = None,
+                      engine_version: str | None = None) -> DeployedWorkload:
+    """The engine's caps and memory fraction (the flags, else the declaration, else the engine's
+    own defaults from its source) and the declared workload."""
+    engine = engine or (inv.engine if inv is not None else (cfg.engine or defaults.ENGINE))
     assumptions: list[str] = []
-    w_cfg = cfg.workload
-    conc = w_cfg.batch or (inv.max_num_seqs if inv is not None else None)
-    if conc is None:
-        conc = 1
-        assumptions.append("concurrency: 1 (declare workload.concurrency, or set --max-num-seqs)")
-    elif w_cfg.batch is None:
-        assumptions.append(f"concurrency: {conc}, the engine's --max-num-seqs (declare workload.concurrency)")
-    mml, mml_from = None, None
-    if inv is not None and inv.max_model_len is not None:
-        mml, mml_from = inv.max_model_len, f"--max-model-len at line {inv.flag_lines.get('max_model_len')}"
-    elif inv is not None and arch is not None and arch.max_position_embeddings and "max_model_len" not in inv.raw:
-        mml, mml_from = arch.max_position_embeddings, "the model's max_position_embeddings: no --max-model-len"
-    ctx = w_cfg.ctx
-    if ctx is None and w_cfg.prompt is None and w_cfg.output is None:
-        if inv is not None and inv.max_model_len is not None:
-            ctx = inv.max_model_len
-            assumptions.append(f"context: {ctx:,} tokens per sequence, the engine's --max-model-len (every request "
-                               "at the longest; declare workload.ctx)")
-        else:
-            ctx = defaults.CONTEXT
-            assumptions.append(f"context: {defaults.CONTEXT:,} tokens per sequence (declare workload.ctx)")
-    util = (inv.gpu_memory_utilization if inv is not None else None) or cfg.gpu_memory_utilization
-    if util is None:
-        util = defaults.MEMORY_UTILIZATION
-        assumptions.append(f"gpu-memory-utilization: {defaults.MEMORY_UTILIZATION:g}, the engine default")
-    reserve_gb = cfg.reserve_gb if cfg.reserve_gb is not None else defaults.RESERVE_GB
+    if engine_version is not None and engine_version.removeprefix("v") != facts.version:
+        assumptions.append(f"start-up memory: {engine} {facts.version}'s arithmetic and defaults, the closest release "
+                           f"to {engine_version} in data/engine_startup.yaml")
     tp = (inv.tensor_parallel_size or 1) if inv is not None else (cfg.gpus or 1)
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
-    return DeployedWorkload(concurrency=conc, ctx=ctx, max_model_len=mml, max_model_len_source=mml_from,
-                            memory_utilization=util, reserve_gb=reserve_gb, tp=tp, pp=pp, assumptions=assumptions)
+    table = ENGINES[engine]
+    mml_flag, seqs_flag = table.for_field("max_model_len").name, table.for_field("max_num_seqs").name
+    frac_flag = table.for_field("gpu_memory_utilization").name
+    w_cfg = cfg.workload
+    declared = any(v is not None for v in (w_cfg.batch, w_cfg.ctx, w_cfg.prompt, w_cfg.output))
+
+    # the longest request
+    given = inv.max_model_len if inv is not None else None
+    raw_len = (inv.raw.get("max_model_len", "") if inv is not None else "").strip().lower()
+    auto_fit = engine == "vllm" and raw_len in ("-1", "auto")
+    mml: int | None
+    if given is not None:
+        mml, mml_from = given, f"{mml_flag} at line {inv.flag_lines.get('max_model_len')}" if inv else mml_flag
+    elif derived is not None:
+        mml = derived.value
+        key = derived.key or "no length key"
+        mml_from = (f"the model's {key}, fitted to memory ({mml_flag} {raw_len})" if auto_fit else
+                    f"the model's {key}: no {mml_flag}")
+    else:
+        mml, mml_from = None, None
+
+    # the running-sequence cap
+    seqs, seqs_from = (inv.max_num_seqs if inv is not None else None), None
+    if seqs is not None and inv is not None:
+        seqs_from = f"line {inv.flag_lines.get('max_num_seqs')}"
+    elif engine == "vllm":
+        got = vllm_max_num_seqs(facts, gpu_memory_bytes, gpu_names, capability,
+                                throughput=bool(inv and str(inv.other.get("--performance-mode", "")) == "throughput"),
+                                max_num_batched_tokens=inv.max_num_batched_tokens if inv is not None else None)
+        if got is not None:
+            seqs, seqs_from = got
+            assumptions.append(f"{seqs_flag}: {seqs:,}, {seqs_from}")
+
+    # the memory fraction
+    flag_frac = inv.gpu_memory_utilization if inv is not None else None
+    if flag_frac is not None and inv is not None:
+        frac, frac_from = flag_frac, f"line {inv.flag_lines.get('gpu_memory_utilization')}"
+    elif cfg.gpu_memory_utilization is not None:
+        frac, frac_from = cfg.gpu_memory_utilization, "declared gpu_memory_utilization"
+    elif engine == "sglang":
+        h = sglang_fraction(
+            facts, gpu_memory_bytes, tp=tp, pp=pp, mla=mla, chunked_prefill_size=int_flag(inv, "--chunked-prefill-size"),
+            max_prefill_tokens=int_flag(inv, "--max-prefill-tokens"),
+            decode_max_bs=int_flag(inv, "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"),
+            max_running_requests=inv.max_num_seqs if inv is not None else None,
+            decode_graphs=not (bool_flag(inv, "--disable-cuda-graph", "--disable-decode-cuda-graph")
+                               or str(inv.other.get("--cuda-graph-backend-decode", "")) == "disabled" if inv else False),
+            prefill_graphs=not (bool_flag(inv, "--disable-cuda-graph", "--disable-prefill-cuda-graph")
+                                or str(inv.other.get("--cuda-graph-backend-prefill", "")) == "disabled" if inv else False),
+            model_path=(inv.model or "") if inv is not None else (cfg.model or ""))
+        frac, frac_from = h.fraction, h.explanation
+        assumptions.append(f"{frac_flag}: {frac:g}, {h.explanation}")
+    else:
+        frac = facts.memory_fraction_default or defaults.MEMORY_UTILIZATION
+        frac_from = f"vLLM {facts.version}'s default ({facts.lines.get('memory_fraction_default', '')})"
+        assumptions.append(f"{frac_flag}: {frac:g}, {frac_from}")
+    if engine == "vllm":
+        reserve_gb = cfg.reserve_gb if cfg.reserve_gb is not None else defaults.RESERVE_GB
+        reserve_from = ("declared reserve_gb" if cfg.reserve_gb is not None else
+                        "quantadvise's estimate of vLLM's activation peak, non-torch memory and CUDA graphs; "
+                        "declare reserve_gb from your server's log")
+    else:
+        reserve_gb, reserve_from = 0.0, "inside SGLang's mem-fraction-static"
+    odd = [f for f in UNMODELLED.get(engine, ()) if inv is not None and (
+        f in inv.other or (f == "--speculative-config" and inv.speculative_config is not None))]
+    if odd:
+        assumptions.append(f"{', '.join(odd)}: not modelled by the start-up arithmetic (a standard deployment is "
+                           "assumed)")
+    return DeployedWorkload(
+        engine=engine, concurrency=w_cfg.batch, declared=declared, max_model_len=mml, max_model_len_source=mml_from,
+        max_model_len_given=given, auto_fit=auto_fit, max_num_seqs=seqs, max_num_seqs_source=seqs_from, fraction=frac,
+        fraction_from=frac_from, reserve_gb=reserve_gb, reserve_from=reserve_from, tp=tp, pp=pp,
+        assumptions=assumptions)
+
+
+def speed_workload(w: DeployedWorkload, cfg: DeploymentConfig, mem: MemoryFit | None,
+                   sequence_bytes: Callable[[int], float] | None) -> tuple[int | None, int | None, list[str]]:
+    """(sequences, context, assumptions) the speed rules price. The declared workload; else the engine's
+    own batch: its running-sequence cap, at most what its KV cache holds at ``recommend``'s default
+    context (capped at the longest request). None: no speed verdict (the engine does not start)."""
+    w_cfg, notes = cfg.workload, []
+    ctx = w_cfg.ctx
+    if ctx is None and w_cfg.prompt is None and w_cfg.output is None:
+        ctx = defaults.CONTEXT if w.max_model_len is None else min(defaults.CONTEXT, w.max_model_len)
+        notes.append(f"context: {ctx:,} tokens per sequence, `recommend`'s default (declare workload.ctx)"
+                     + (f"; {w.flag('max_model_len')} {w.max_model_len:,} is the longest request, not every one"
+                        if w.max_model_len else ""))
+    if w_cfg.batch is not None:
+        return w_cfg.batch, ctx, notes
+    if mem is not None and not mem.starts:
+        return None, ctx, [*notes, "no speed verdict: the engine does not start"]
+    cap = mem.max_num_seqs if mem is not None and mem.max_num_seqs else w.max_num_seqs
+    if cap is None:
+        return None, ctx, [*notes, "no speed verdict: no workload declared and no engine batch to assume"]
+    n, why = cap, f"{w.flag('max_num_seqs')} {cap:,} ({mem.max_num_seqs_source if mem else w.max_num_seqs_source})"
+    if mem is not None and sequence_bytes is not None and ctx:
+        per = sequence_bytes(ctx)
+        held = math.floor(mem.kv_cache_bytes / per) if per > 0 else cap
+        if held < cap:
+            n, why = max(held, 1), f"the {held:,} sequences of {ctx:,} tokens its KV cache holds ({why} caps it)"
+    notes.append(f"concurrency: {n:,}, the engine's batch when saturated: {why} (declare workload.concurrency)")
+    return n, ctx, notes
 
 
 @dataclass
@@ -210,18 +336,6 @@ class Declared:
 
 
 @dataclass
-class Memory:
-    """The bytes the memory rules weigh (None weights: nothing to size)."""
-
-    weights_bytes: int | None
-    weights_source: str
-    kv_bytes_per_token: float
-    sequence_bytes: Callable[[int], float]  # tokens -> one sequence's KV bytes (sliding windows included)
-    kv_tokens_per_sequence: int
-    continuous: bool
-
-
-@dataclass
 class Facts:
     """Everything resolved for one deployment: the judge's whole input."""
 
@@ -245,24 +359,29 @@ class Facts:
     workload: DeployedWorkload
     mode: str
     context: int
-    memory: Memory | None
+    concurrency: int  # the sequences the speed rules price (declared, else the engine's batch)
+    memory: MemoryFit | None  # the engine's start-up arithmetic (None: nothing to size)
     performance: PerfCheck | None
     speed_note: str | None  # why speed was not predicted
     evidence_declared: bool
+    facts: StartupFacts | None = None
+    derived: DerivedMaxLen | None = None  # the model's own length limit
     served_notes: list[str] = field(default_factory=list)  # what resolving the served scheme / KV noticed
+    speed_assumptions: list[str] = field(default_factory=list)
 
 
 def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, out: Findings) -> TargetReport:
     """Run every rule on one deployment and report it."""
     site, inv, w = f.site, f.inv, f.workload
     notes = engine_findings(out, site, f.resolution.findings, f.engine_label)
+    out.ran_rules("QA111")  # the model's config.json was read
     if inv is not None:
-        artifact_findings(out, site, inv.warnings, unresolved(inv))
+        artifact_findings(out, site, inv.warnings, unresolved(inv), engine=f.engine.name)
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)
     parallelism_findings(out, site, tp=w.tp, pp=w.pp, gpus_given=inv.gpu_count if inv is not None else None,
-                         split_error=f.split_error)
+                         split_error=f.split_error, engine=f.engine.name)
 
     s, d = f.served, f.declared
     if d.scheme is not None and d.scheme_id is not None:
@@ -277,9 +396,14 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     else:
         out.skip("QA503", "no kv_cache_dtype declared")
     if inv is not None:
-        workload_drift(out, site, concurrency=cfg.workload.batch, max_num_seqs=inv.max_num_seqs,
+        cap = f.memory.max_num_seqs if f.memory is not None and inv.max_num_seqs is None else inv.max_num_seqs
+        cap_from = (f.memory.max_num_seqs_source if f.memory is not None and inv.max_num_seqs is None else
+                    f"line {inv.flag_lines.get('max_num_seqs')}")
+        workload_drift(out, site, concurrency=cfg.workload.batch, max_num_seqs=cap, max_num_seqs_from=cap_from,
                        ctx=cfg.workload.ctx, max_model_len=w.max_model_len,
-                       max_model_len_source=w.max_model_len_source, gpus=cfg.gpus, parallel=w.tp * w.pp)
+                       max_model_len_source=w.max_model_len_source, gpus=cfg.gpus, parallel=w.tp * w.pp,
+                       seqs_flag=w.flag("max_num_seqs"), len_flag=w.flag("max_model_len"),
+                       parallel_flags=f"{w.flag('tensor_parallel_size')} x {w.flag('pipeline_parallel_size')}")
         engine_drift(out, site, declared_engine=cfg.engine, served_engine=f.engine.name,
                      declared_version=declared_engine_version, served_version=inv.engine_version,
                      version_from=f"the image tag in {site.file}")
@@ -287,23 +411,13 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
         out.skip("QA505", "no engine command")
         out.skip("QA506", "no engine command")
 
-    mem: MemoryFit | None = None
-    m = f.memory
-    if m is not None and m.weights_bytes is not None:
-        mem = memory_fit(
-            gpu=f.gpu_id, gpus=w.tp * w.pp, gpu_memory_bytes=f.gpu_memory_bytes,
-            memory_utilization=w.memory_utilization, reserve_bytes_per_gpu=int(w.reserve_gb * defaults.GiB),
-            weights_bytes=m.weights_bytes, weights_source=m.weights_source, kv_dtype=s.kv_id,
-            kv_bytes_per_token=m.kv_bytes_per_token, sequence_bytes=m.sequence_bytes, concurrency=w.concurrency,
-            kv_tokens_per_sequence=m.kv_tokens_per_sequence, max_model_len=w.max_model_len,
-            max_model_len_source=w.max_model_len_source,
-            kv_tokens_basis=("continuous batching holds sequences at every stage: prompt + half the output on "
-                             "average, as `recommend` sizes it" if m.continuous else
-                             "synchronous batches grow to the full context"),
-        )
-        memory_findings(out, site, mem, engine=f.engine.name, min_headroom=cfg.thresholds.min_memory_headroom)
+    mem = f.memory
+    if mem is not None and f.facts is not None:
+        memory_findings(out, site, mem, min_headroom=cfg.thresholds.min_memory_headroom, derived=f.derived,
+                        max_model_len_given=w.max_model_len_given, max_model_len_flag=w.flag("max_model_len"),
+                        facts=f.facts)
     else:
-        for rid in ("QA301", "QA302", "QA303", "QA304"):
+        for rid in ("QA301", "QA302", "QA303", "QA304", "QA305", "QA306"):
             out.skip(rid, "no architecture or scheme to size")
 
     if f.performance is not None:
@@ -325,9 +439,9 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
         model=f.model_shown, model_from=f.model_from, checkpoint=f.checkpoint_summary,
         resolved_method=f.resolution.resolved_method, engine_status=f.resolution.status, scheme=s.scheme_id,
         scheme_from=s.scheme_from, declared_scheme=d.scheme_id, kv_cache_dtype=s.kv_id,
-        declared_kv_cache_dtype=d.kv_id, gpu=f.gpu_id, gpus=w.tp * w.pp, concurrency=w.concurrency, ctx=f.context,
+        declared_kv_cache_dtype=d.kv_id, gpu=f.gpu_id, gpus=w.tp * w.pp, concurrency=f.concurrency, ctx=f.context,
         mode=f.mode, memory=mem, performance=f.performance,
-        assumptions=([f.engine.assumption] if f.engine.assumption else []) + w.assumptions,
+        assumptions=([f.engine.assumption] if f.engine.assumption else []) + w.assumptions + f.speed_assumptions,
         notes=list(dict.fromkeys(notes + list(f.inspect_notes))),
     )
 

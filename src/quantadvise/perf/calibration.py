@@ -68,21 +68,25 @@ class Kernel:
     kind: str  # bf16 | fp8-tensor | fp8-rowwise | int8-dynamic | int4-weight-only
     description: str
     min_capability: int  # SM (major*10 + minor) the torch kernel needs
+    kernel_id: str = ""  # the kernel timed, as data/kernels/*.yaml names it: its curve prices only that kernel
 
 
 KERNELS: dict[str, Kernel] = {k.scheme: k for k in (
-    Kernel("bf16", "bf16", "torch.nn.functional.linear, bf16 (cuBLAS)", 80),
+    Kernel("bf16", "bf16", "torch.nn.functional.linear, bf16 (cuBLAS)", 80, "cublas-bf16"),
     Kernel("fp8-tensor", "fp8-tensor",
            "static per-tensor fp8 activation cast ((x * 1/s).clamp().to(e4m3), unfused) + torch._scaled_mm with "
-           "per-tensor scales, bf16 out", 89),
+           "per-tensor scales, bf16 out", 89, "torch-scaled-mm-fp8"),
     Kernel("fp8-dynamic", "fp8-rowwise",
            "dynamic per-token fp8 activation quantization in torch (abs().amax() / 448, divide, clamp, cast: "
-           "unfused) + torch._scaled_mm with row-wise scales (per-token x per-channel), bf16 out", 90),
+           "unfused) + torch._scaled_mm with row-wise scales (per-token x per-channel), bf16 out", 90,
+           "torch-scaled-mm-fp8-rowwise"),
     Kernel("w8a8-int8", "int8-dynamic",
            "dynamic per-token int8 activation quantization in torch (unfused; batches <= 16 padded to 32 rows, "
-           "torch._int_mm needs M > 16) + torch._int_mm (int32 out) + per-token x per-channel rescale to bf16", 80),
+           "torch._int_mm needs M > 16) + torch._int_mm (int32 out) + per-token x per-channel rescale to bf16", 80,
+           "torch-int-mm"),
     Kernel("w4a16", "int4-weight-only",
-           "torch._weight_int4pack_mm (tinygemm int4 weight-only, group 128, bf16 scales and zeros)", 80),
+           "torch._weight_int4pack_mm (tinygemm int4 weight-only, group 128, bf16 scales and zeros)", 80,
+           "torch-tinygemm-int4"),
 )}
 DEFAULT_SCHEMES = tuple(KERNELS)
 
@@ -413,7 +417,8 @@ def build_profile(
         also = tuple(sorted(pid for pid, ps in presets.items()
                             if pid != m.scheme and cls is not None and kernel_class(ps) == cls))
         fit = fit_linear(arch, s, gpu, m.batch, m.time_s, kernel=m.kernel, applies_to=also)
-        scheme_knobs[m.scheme] = SchemeKnobs(linear=fit)
+        kid = KERNELS[m.scheme].kernel_id if m.scheme in KERNELS else None
+        scheme_knobs[m.scheme] = SchemeKnobs(linear=fit.model_copy(update={"kernel_id": kid or None}))
     prov = calib.provenance
     label = "SIMULATED " if prov.simulated else ""
     entry = GpuKnobs(
@@ -485,6 +490,10 @@ def summarize(profile: PerfProfile, *, arch: ModelArch, gpu: GPU, schemes: dict[
         skipped=dict(skipped or {}),
         notes=[f"each layer's weights cycled over {calib.l2_rotation} copies so no weight is re-read from the L2",
                "time_s = the decoder linear layers of one decode step (every shape x layers), median",
+               "timed torch's own kernels, not vLLM's or SGLang's custom ops: a measured curve prices only the kernel "
+               "it timed (" + ", ".join(f"{m.scheme}: {KERNELS[m.scheme].kernel_id}" for m in calib.measurements
+                                        if m.scheme in KERNELS) + "); a scheme an engine runs on another "
+               "kernel keeps that kernel's curve (docs/calibration.md)",
                *notes],
         warnings=warnings,
         profile=profile,

@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_route
 from ..errors import norm_name
+from ..scheme import Scheme
+from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
 
-MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated")
+MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated", "measured-kernels")
 """Which performance model a prediction used, per scheme:
 
 - ``ideal``: the spec sheet (``--ideal``);
@@ -19,7 +22,69 @@ MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated")
   hand-written ``--profile`` keys) with the dequantisation term;
 - ``calibrated-ceilings``: a calibrated profile for this GPU, but no measured curve for this scheme:
   the roofline with the measured bandwidth and GEMM ceilings;
-- ``calibrated``: the scheme's linear layers follow its measured curve (:class:`LinearFit`)."""
+- ``calibrated``: the scheme's linear layers follow its measured curve (:class:`LinearFit`);
+- ``measured-kernels``: each linear layer is priced by the cost curve of the kernel the engine runs
+  for it (:class:`KernelPricing`; data/kernels/*.yaml, data/profiles/<gpu>.yaml)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelContext:
+    """What decides the kernel of a scheme's linear layers: the engine release's kernel table, the
+    GPU's compute capability, the scheme, and the ``--quantization`` method the engine is started with."""
+
+    table: KernelTable
+    capability: int | None
+    scheme: Scheme
+    quantization: str | None = None
+    engine_version: str | None = None  # the release deployed, when its kernel table is another release's
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPricing:
+    """The kernels one scheme's linear layers run (per layer shape: :meth:`choose`) and the measured
+    curves on this GPU (``curves`` / ``quants`` keyed ``<engine>/<kernel>``)."""
+
+    context: KernelContext
+    choice: KernelChoice | None  # the quantized layers' kernel (shape-independent resolution)
+    choice_bf16: KernelChoice | None  # the 16-bit layers' kernel
+    curves: dict[str, KernelCurve]
+    quants: dict[str, QuantCurve]
+    profile_id: str
+
+    def choose(self, quantized: bool, n: int, k: int) -> KernelChoice | None:
+        c = self.context
+        if not quantized or not c.scheme.quantizes_weights:
+            return self.choice_bf16
+        return resolve_kernel(c.table, c.scheme, c.capability, shape=(n, k), quantization=c.quantization)
+
+    def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
+        if choice is None:
+            return None
+        base = "cublas-bf16" if choice.kernel.id == "awq-dequant-cublas" else choice.kernel.id
+        return lookup(self.curves, choice.engine, base)
+
+    def quant(self, engine: str, kid: str) -> QuantCurve | None:
+        return lookup(self.quants, engine, kid)
+
+    @property
+    def measured(self) -> bool:
+        """True when the quantized layers' kernel has a curve on this GPU."""
+        return self.curve(self.choice if self.context.scheme.quantizes_weights else self.choice_bf16) is not None
+
+    def label(self) -> str:
+        """``"w4a16 via Machete, vLLM 0.33.0, sm90"`` and where its curve comes from."""
+        sid = self.context.scheme.id
+        ch = self.choice if self.context.scheme.quantizes_weights else self.choice_bf16
+        if ch is None:
+            return f"{sid}: no kernel on file for {self.context.table.label}"
+        c = self.curve(ch)
+        how = ("no measured curve (roofline)" if c is None else
+               f"measured curve {c.key}" if c.basis == "measured" else f"{c.basis} curve ({c.proxy_of or c.key})")
+        if ch.kernel.id == "awq-dequant-cublas" and c is not None:
+            how = f"composed: dequantize + {c.key}"
+        other = self.context.engine_version
+        table = f" (kernel table of {self.context.table.label}: none on file for {other})" if other else ""
+        return f"{sid} via {ch.label}{table}; {how}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +103,14 @@ class Efficiency:
     calibration: Provenance | None = None  # the calibration that applies to this GPU, if any
     linear_source: str | None = None  # the scheme key the linear fit was measured as
     other_calibrations: tuple[str, ...] = ()  # GPUs the profiles hold calibrations for, not this one
+    kernels: KernelPricing | None = None  # per-kernel curves (None: the format-level roofline prices the layers)
+    notes: tuple[str, ...] = ()  # what the resolution had to say (e.g. a calibrated fit of another kernel unused)
 
     @property
     def constant(self) -> bool:
         """True when nothing varies with batch (the fast path precomputes everything)."""
-        return (self.linear is None and self.linear_bf16 is None and not isinstance(self.memory, Curve)
-                and not any(isinstance(v, Curve) for v in self.compute.values()))
+        return (self.linear is None and self.linear_bf16 is None and self.kernels is None
+                and not isinstance(self.memory, Curve) and not any(isinstance(v, Curve) for v in self.compute.values()))
 
     @property
     def model(self) -> str:
@@ -52,6 +119,8 @@ class Efficiency:
             return "ideal"
         if self.linear is not None:
             return "calibrated"
+        if self.kernels is not None and self.kernels.measured:
+            return "measured-kernels"
         if self.calibration is not None:
             return "calibrated-ceilings"
         return "default-efficiency"
@@ -79,10 +148,17 @@ def resolve(
     profiles: list[PerfProfile] | tuple[PerfProfile, ...],
     gpu_names: tuple[str, ...],
     scheme_names: tuple[str, ...] = (),
+    *,
+    kernels: KernelContext | None = None,
 ) -> Efficiency:
     """Flatten the profiles (later ones override earlier ones; inside each: defaults < the GPU's
     entry < that entry's scheme) into the settings one step model uses. A user ``--profile`` is
-    layered over the shipped default, so it only needs the keys it changes."""
+    layered over the shipped default, so it only needs the keys it changes.
+
+    With ``kernels`` (the engine release, GPU and scheme) the linear layers are priced kernel by
+    kernel: the kernel the engine runs for each layer (:mod:`quantadvise.engines.kernels`) with that
+    kernel's curve from the profiles' GPU entries (later profiles win per kernel). A calibrated
+    linear fit is used only for the kernel it timed (``LinearFit.kernel_id``)."""
     if not profiles:
         raise ValueError("resolve() needs at least one profile")
     ideal = any(p.ideal for p in profiles)
@@ -96,6 +172,9 @@ def resolve(
     linear_bf16: LinearFit | None = None
     calibration: Provenance | None = None
     others: list[str] = []
+    curves: dict[str, KernelCurve] = {}
+    quants: dict[str, QuantCurve] = {}
+    curve_profile = ""
     for profile in profiles:
         for layer in profile.layers(gpu_names, scheme_names):
             if layer.memory_efficiency is not None:
@@ -109,6 +188,10 @@ def resolve(
                 overhead = layer.step_overhead_s
         entry = profile.entry_for(gpu_names)
         if entry is not None:
+            if entry.kernels:
+                curves.update(entry.kernels)
+                curve_profile = profile.id
+            quants.update(entry.quant_kernels)
             if entry.calibration is not None:
                 calibration = entry.calibration.provenance
             fit, src = _linear_for(entry, scheme_names)
@@ -118,6 +201,19 @@ def resolve(
             if bf is not None:
                 linear_bf16 = bf
         others.extend(e.gpu for e in profile.gpus if e.calibration is not None and e is not entry)
+    pricing = None
+    notes: list[str] = []
+    if kernels is not None and not ideal:
+        pricing = _pricing(kernels, curves, quants, curve_profile)
+        for name, fit in (("linear", linear), ("bf16", linear_bf16)):
+            want = pricing.choice if name == "linear" else pricing.choice_bf16
+            if fit is not None and fit.kernel_id is not None and (want is None or want.kernel.id != fit.kernel_id):
+                notes.append(f"the calibrated curve of {fit.kernel_id} is not used: "
+                             f"{pricing.context.table.label} runs {want.kernel.id if want else 'another kernel'} here")
+                if name == "linear":
+                    linear, linear_src = None, None
+                else:
+                    linear_bf16 = None
     return Efficiency(
         profile_id="+".join(p.id for p in profiles),
         ideal=ideal,
@@ -131,7 +227,17 @@ def resolve(
         calibration=None if ideal else calibration,
         linear_source=None if ideal else linear_src,
         other_calibrations=() if (ideal or calibration is not None) else tuple(dict.fromkeys(others)),
+        kernels=pricing,
+        notes=tuple(notes),
     )
+
+
+def _pricing(ctx: KernelContext, curves: dict[str, KernelCurve], quants: dict[str, QuantCurve],
+             profile_id: str) -> KernelPricing:
+    choice = resolve_kernel(ctx.table, ctx.scheme, ctx.capability, quantization=ctx.quantization)
+    bf16 = resolve_route(ctx.table, "bf16", ctx.capability)
+    return KernelPricing(context=ctx, choice=choice, choice_bf16=bf16, curves=curves, quants=quants,
+                         profile_id=profile_id)
 
 
 def _linear_for(entry: GpuKnobs, scheme_names: tuple[str, ...]) -> tuple[LinearFit | None, str | None]:
@@ -182,6 +288,10 @@ def describe_models(effs: dict[str, Efficiency]) -> str:
         where = f" on {prov.gpu_name}, {prov.measured_on.isoformat()}" if prov is not None else ""
         sim = " — SIMULATED timings, not a measurement" if prov is not None and prov.simulated else ""
         parts.append(f"calibrated (measured curves{where}{sim}) for " + ", ".join(by_model["calibrated"]))
+    if "measured-kernels" in by_model:
+        kp = next(e.kernels for e in effs.values() if e.model == "measured-kernels" and e.kernels is not None)
+        parts.append(f"measured kernel curves (profile {kp.profile_id}: the kernel {kp.context.table.label} runs for "
+                     "each layer) for " + ", ".join(by_model["measured-kernels"]))
     if "calibrated-ceilings" in by_model:
         parts.append("roofline with the measured ceilings (no measured curve) for "
                      + ", ".join(by_model["calibrated-ceilings"]))

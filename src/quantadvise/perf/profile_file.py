@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .profiles import PerfProfile
+from .profiles import PROXY_SHARED, PerfProfile
 
 
 def _yaml_float(v: float) -> str:
@@ -46,6 +46,14 @@ def profile_yaml(profile: PerfProfile) -> str:
            **profile.model_dump(mode="json", exclude_defaults=True, exclude={"schema_version"})}
     doc["gpus"] = [{"gpu": e.pop("gpu"), **({"source": e.pop("source")} if "source" in e else {}), **e}
                    for e in doc.get("gpus", [])]
+    for e in doc["gpus"]:  # a stand-in curve: its source's name and what differs from it
+        curves = e.get("kernels", {})
+        for c in curves.values():
+            src = curves.get(c.get("proxy_of")) if c.get("basis") == "proxy" else None
+            if src is not None:
+                for k in PROXY_SHARED:
+                    if k in c and c[k] == src.get(k):
+                        del c[k]
     body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
     cals = [e.calibration for e in profile.gpus if e.calibration is not None]
     head = ["# quantadvise efficiency profile (validated by quantadvise.perf.profiles.PerfProfile; docs/calibration.md)."]

@@ -64,6 +64,7 @@ from pydantic import (
 from ..errors import ConfigError, format_validation_error, norm_name
 from ..hardware import MATH_FORMATS
 from ..results import Strict
+from .kernel_curves import KernelCurve, QuantCurve
 
 # The format version of a profile file (its own ``schema_version`` key), not of a JSON report
 # (``results.SCHEMA_VERSION``): a change that renames or removes a profile key bumps it.
@@ -203,6 +204,7 @@ class LinearFit(Strict):
     """
 
     kernel: str = ""
+    kernel_id: str | None = None  # the kernel timed (data/kernels ids); used only where the engine runs it
     applies_to: tuple[str, ...] = ()  # other scheme ids (or aliases) that run the same kernel class
     memory_efficiency: float
     compute_efficiency: float
@@ -336,11 +338,43 @@ class Calibration(Strict):
         return next((m for m in self.measurements if norm_name(m.scheme) == norm_name(scheme)), None)
 
 
+# the keys a stand-in curve takes from the curve it stands in for unless it states them
+PROXY_SHARED = ("math", "act_bytes", "includes_quant", "overhead_s", "blend", "nk_knots", "memory_efficiency",
+                "compute_efficiency", "m_knots", "m_factor", "m_tile")
+
+
 class GpuKnobs(Knobs):
     gpu: str
     schemes: dict[str, SchemeKnobs] = Field(default_factory=dict)
     source: str | None = None
     calibration: Calibration | None = None
+    # measured per-kernel cost curves ("<engine>/<kernel id>", data/kernels/*.yaml names the kernels)
+    kernels: dict[str, KernelCurve] = Field(default_factory=dict)
+    quant_kernels: dict[str, QuantCurve] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_proxies(cls, data: Any) -> Any:
+        """A stand-in curve is written as its ``proxy_of`` plus what differs (the file stays compact);
+        the keys it leaves out are the source curve's."""
+        if not isinstance(data, dict) or not isinstance(data.get("kernels"), dict):
+            return data
+        raw = data["kernels"]
+        out = {}
+        for key, c in raw.items():
+            src = raw.get(c.get("proxy_of")) if isinstance(c, dict) and c.get("basis") == "proxy" else None
+            if isinstance(src, dict) and "nk_knots" not in c:
+                c = {**{k: v for k, v in src.items() if k in PROXY_SHARED}, **c}
+            out[key] = c
+        return {**data, "kernels": out}
+
+    @model_validator(mode="after")
+    def _keys(self) -> GpuKnobs:
+        pairs = [(k, c.key) for k, c in self.kernels.items()] + [(k, q.key) for k, q in self.quant_kernels.items()]
+        for key, want in pairs:
+            if key != want:
+                raise ValueError(f"kernel curve '{key}' must be keyed '{want}' (<engine>/<kernel>)")
+        return self
 
 
 class PerfProfile(Strict):

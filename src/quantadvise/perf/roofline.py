@@ -78,6 +78,7 @@ class TimeSplit(Out):
 
 class Point(Out):
     scheme: str
+    kernel: str | None  # the kernel that runs the scheme's quantized layers (None: not resolved)
     batch: int
     ctx: int
     step_time_s: float
@@ -105,7 +106,12 @@ class SchemeSummary(Out):
     ridge_flop_per_byte: float
     memory_efficiency: float
     compute_efficiency: float
-    model: str = "default-efficiency"  # ideal | default-efficiency | calibrated-ceilings | calibrated
+    model: str = "default-efficiency"  # efficiency.MODELS
+    kernel: str | None = None  # the kernel id the engine runs for the quantized layers (data/kernels)
+    kernel_label: str | None = None  # "w4a16 via Machete, vLLM 0.33.0, sm90; measured curve ..."
+    kernel_source: str | None = None  # the engine source line the kernel choice follows
+    curve: str | None = None  # "<engine>/<kernel>" of the curve that priced it, None: the roofline
+    curve_basis: str | None = None  # measured | proxy | composed
 
 
 class Crossover(Out):
@@ -202,23 +208,37 @@ def roofline(
         resident[scheme.id] = size_model(arch, scheme).total_bytes / gpus
         fit = eff.linear
         peak = sm.peak_flops_per_s(path.math)
+        kp = eff.kernels
+        choice = (kp.choice if scheme.quantizes_weights else kp.choice_bf16) if kp is not None else None
+        kcurve = kp.curve(choice) if kp is not None else None
+        kern_eff = sm.kernel_efficiencies(at) if sm.kernel_priced and fit is None else None
         summaries.append(SchemeSummary(
             scheme=scheme.id,
             description=scheme.description,
             math=path.math,
             execution=path.execution,
-            dequant=path.dequant and eff.dequant is not None and fit is None,
+            dequant=path.dequant and eff.dequant is not None and fit is None and not sm.kernel_priced,
             bytes_per_weight=sm.bytes_per_weight(),
             weights_bytes_per_gpu=math.ceil(resident[scheme.id]),
             peak_flops_per_s=peak,
             ridge_flop_per_byte=(fit.compute_efficiency * peak) / (fit.memory_efficiency * gpu.bandwidth_bytes_per_s)
-            if fit is not None else sm.ridge_flop_per_byte(at),
-            memory_efficiency=fit.memory_efficiency if fit is not None else eff.memory_at(at),
-            compute_efficiency=fit.compute_efficiency if fit is not None else eff.compute_at(path.math, at),
+            if fit is not None else (kern_eff[1] * peak) / (kern_eff[0] * gpu.bandwidth_bytes_per_s)
+            if kern_eff is not None else sm.ridge_flop_per_byte(at),
+            memory_efficiency=fit.memory_efficiency if fit is not None else kern_eff[0] if kern_eff is not None
+            else eff.memory_at(at),
+            compute_efficiency=fit.compute_efficiency if fit is not None else kern_eff[1] if kern_eff is not None
+            else eff.compute_at(path.math, at),
             model=eff.model,
+            kernel=choice.kernel.id if choice is not None else None,
+            kernel_label=kp.label() if kp is not None else None,
+            kernel_source=choice.source if choice is not None else None,
+            curve=kcurve.key if kcurve is not None and fit is None else None,
+            curve_basis=kcurve.basis if kcurve is not None and fit is None else None,
         ))
+        warnings.extend(n for n in eff.notes if n not in warnings)
 
     points: list[Point] = []
+    kernel_ids = {s.scheme: s.kernel for s in summaries}
     unfit = 0
     for ctx in context_list:
         ttfts = {}
@@ -234,6 +254,7 @@ def roofline(
                 total_b = c.bytes or 1.0
                 points.append(Point(
                     scheme=scheme.id,
+                    kernel=kernel_ids[scheme.id],
                     batch=b,
                     ctx=ctx,
                     step_time_s=c.time_s,
@@ -275,19 +296,25 @@ def roofline(
                                        tokens_per_s=[x / t for x, t in zip(xs, ts, strict=True)]))
 
     calibrated = [s.id for s, e in zip(schemes, efficiencies, strict=True) if e.linear is not None]
+    kerneled = [s.scheme for s in summaries if s.curve is not None]
     notes = [
         ("a model fitted to measurements: the linear layers of " + ", ".join(calibrated) + " follow their measured "
          "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
         if calibrated else
+        ("linear layers priced by the measured curve of the kernel the engine runs for them (profile "
+         f"{efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, docs/performance.md); "
+         "attention, embedding rows and activations: a roofline with the measured streaming efficiency")
+        if kerneled else
         "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed",
         *(notes or []),
+        *(f"kernel: {s.kernel_label}" for s in summaries if s.kernel_label),
     ]
     eff0 = efficiencies[0]
     if eff0.ideal:
         notes.append("ideal: spec-sheet peaks, no dequantisation cost, no communication latency")
     by_id = {s.id: e for s, e in zip(schemes, efficiencies, strict=True)}
     calib = next((e.calibration for e in efficiencies if e.calibration is not None), None)
-    if calib is not None:
+    if calib is not None or kerneled:
         notes.append("speed model: " + describe_models(by_id))
     warnings += profile_warnings(efficiencies, gpu.id)
     if gpus > 1:

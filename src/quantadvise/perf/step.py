@@ -50,6 +50,7 @@ from ..scheme import Scheme, TensorQuant
 from ..sizing import check_groups, linear_bytes, quantized_groups
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
+from .kernel_step import KernelOp, kernel_ops, kernel_time
 from .profiles import LinearFit
 from .solve import first_root
 
@@ -81,6 +82,12 @@ class LinearOp:
     dequant: bool
     experts: int = 0  # E for routed experts
     top_k: int = 0
+    n: float = 0.0  # per-GPU weight shape (tensor parallel splits N, or K for o / down projections)
+    k: float = 0.0
+    count: int = 0  # matrices of this shape per GPU (layers x experts for routed experts)
+    role: str = ""
+
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +159,16 @@ class StepModel:
         self.fixed_weight_bytes = 0.0  # norms, biases, sinks: read every step, replicated on each GPU
 
         def add(name: str, component: str, decoder: bool, quant: bool, n: int, k: int, count: int,
-                per_weight: float, experts: int = 0) -> None:
+                per_weight: float, experts: int = 0, role: str = "") -> None:
             elements = n * k * count / tp
             active = top_k / experts if experts else 1.0
+            row_parallel = role in ("o", "down")
             ops.append(LinearOp(
                 name=name, component=component, decoder=decoder, quantized=quant, bytes=elements * per_weight,
                 elements=elements, flops_per_token=2.0 * elements * active,
                 math=self.path.math if quant else "bf16", dequant=quant and self.path.dequant,
                 experts=experts, top_k=top_k if experts else 0,
+                n=n if row_parallel else n / tp, k=k / tp if row_parallel else k, count=count, role=role,
             ))
 
         for g in inv.serving_groups(False):
@@ -170,7 +179,7 @@ class StepModel:
                     self.embed_row_bytes = per_weight * h / tp
                     if arch.tie_word_embeddings:  # the same matrix is the output head, read in full
                         add("lm_head (tied to the embedding)", "lm_head", False, quant, g.n, g.k, g.count,
-                            per_weight)
+                            per_weight, role="lm_head")
                 continue
             if not g.linear:
                 if full:
@@ -178,7 +187,7 @@ class StepModel:
                 continue
             decoder = g.component != "lm_head"
             if decoder or full:
-                add(g.name, g.component, decoder, quant, g.n, g.k, g.count, per_weight, g.experts or 0)
+                add(g.name, g.component, decoder, quant, g.n, g.k, g.count, per_weight, g.experts or 0, g.role)
         self.linears = tuple(ops)
         self.decoder_ops = tuple(o for o in ops if o.decoder)
 
@@ -240,6 +249,12 @@ class StepModel:
         for o, fit in zip(ops, self._fits, strict=True):
             if fit is not None:
                 self._peaks.setdefault(o.math, self._peak(o.math))
+        # measured kernels: each operator the kernel the engine runs for it prices (a calibrated fit
+        # of the same kernel wins; operators whose kernel has no curve keep the roofline)
+        self._kern: tuple[KernelOp | None, ...] = tuple(None for _ in ops)
+        if efficiency.kernels is not None:
+            self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu)
+        self.kernel_priced = any(x is not None for x in self._kern)
         self._prep_fast()
 
     def peak_flops_per_s(self, math_fmt: str) -> float:
@@ -276,7 +291,8 @@ class StepModel:
         return (o.bytes / bw, o.flops_per_token / peak, dq, o.experts, o.top_k)
 
     def _all_coefs(self, m: float) -> tuple[tuple[float, float, float, int, int], ...]:
-        return tuple(self._coefs(o, m, fit) for o, fit in zip(self.linears, self._fits, strict=True))
+        return tuple((0.0, 0.0, 0.0, 0, 0) if ko is not None else self._coefs(o, m, fit)
+                     for o, fit, ko in zip(self.linears, self._fits, self._kern, strict=True))
 
     @property
     def calibrated(self) -> bool:
@@ -294,10 +310,21 @@ class StepModel:
         ``tokens`` tokens (lm_head sees ``logits_tokens``: only the last token of a prompt)."""
         t = b = f = dq_total = mem_s = comp_s = 0.0
         inv_tile = 1.0 / self._dq_tile
-        for o, (mem_t, comp_per_tok, dq, e, k), fit in zip(self.linears, coefs, self._fits, strict=True):
+        factors: dict[tuple[int, float], float] = {}
+        for o, (mem_t, comp_per_tok, dq, e, k), fit, ko in zip(self.linears, coefs, self._fits, self._kern, strict=True):
             if decoder_only and not o.decoder:
                 continue
             n_tok = logits_tokens if o.component == "lm_head" else tokens
+            if ko is not None:
+                op_t, mem_part, comp_part, bytes_ = kernel_time(ko, o, n_tok, self._bw, factors)
+                t += op_t
+                if comp_part > mem_part:
+                    comp_s += op_t
+                else:
+                    mem_s += op_t
+                b += bytes_
+                f += o.flops_per_token * n_tok
+                continue
             if e:
                 frac = 1.0 - (1.0 - k / e) ** n_tok
                 mem_t *= frac
@@ -449,8 +476,12 @@ class StepModel:
         """Compute time minus memory time of the (decoder) linear layers at ``batch``: negative
         while they are memory-bound."""
         total = 0.0
-        for o, fit in zip(self.linears, self._fits, strict=True):
+        for o, fit, ko in zip(self.linears, self._fits, self._kern, strict=True):
             if decoder_only and not o.decoder:
+                continue
+            if ko is not None:
+                _, mem_part, comp_part, _ = kernel_time(ko, o, batch, self._bw)
+                total += comp_part - mem_part
                 continue
             mem_t, comp_per_tok, dq, e, k = self._coefs(o, batch, fit)
             if e:
@@ -478,6 +509,16 @@ class StepModel:
         m = self.path.math
         return (self.eff.compute_at(m, batch) * self._peaks.get(m, self._peak(m))) / (
             self.eff.memory_at(batch) * self._bw)
+
+    def kernel_efficiencies(self, batch: float) -> tuple[float, float]:
+        """(streaming, compute) efficiency of the measured kernel that prices the largest decoder
+        linear operator at GEMM height ``batch`` (for a report's summary line)."""
+        best = max(((o, ko) for o, ko in zip(self.linears, self._kern, strict=True) if ko is not None and o.decoder),
+                   key=lambda x: x[0].bytes, default=None)
+        if best is None:
+            return self.eff.memory_at(batch), self.eff.compute_at(self.path.math, batch)
+        ko = best[1]
+        return ko.curve.efficiencies(batch, ko.n, ko.k)
 
     def bytes_per_weight(self) -> float:
         """Stored bytes per decoder linear weight (scales and zero-points included)."""

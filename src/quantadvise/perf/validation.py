@@ -18,10 +18,14 @@ from ..model import ModelArch
 from ..results import Out, Result
 from ..scheme import Scheme
 from .calibration import MIN_BATCHES, decode_shapes
-from .efficiency import MODELS, resolve
+from .efficiency import MODELS, Efficiency, resolve
 from .fit import fit_linear, ideal_model, with_fit
-from .profiles import IDEAL, Measurement, PerfProfile
+from .heldout import heldout_errors, moe_errors, roofline_errors
+from .kernel_curves import HeldOut, lookup
+from .profiles import IDEAL, GpuKnobs, Measurement, PerfProfile
 from .step import StepModel
+
+CALIB_MODELS = tuple(m for m in MODELS if m != "measured-kernels")  # what a calibration is checked against
 
 
 class ValidationPoint(Out):
@@ -55,6 +59,34 @@ class CalibrationRecord(Out):
     cuda_version: str | None
 
 
+class KernelValidation(Out):
+    """One kernel curve's error on its held-out measurements (never used to fit it)."""
+
+    gpu: str
+    curve: str  # <engine>/<kernel>
+    basis: str
+    table: str | None  # the published table it was fitted to
+    engine_version: str | None  # the engine release that was measured
+    calls: HeldOut  # recomputed now from the shipped curve and the held-out data
+    recorded: HeldOut | None  # what the importer recorded in the profile
+    roofline: HeldOut | None = None  # the format-level default-efficiency roofline on the same data
+    within: bool  # step median and max (fused-MoE: call median and max) within the thresholds
+
+
+class TableImportResult(Result):
+    """``calibrate --from aiconfigurator``: a kernel profile fitted to published tables, and its
+    held-out error."""
+
+    gpu: str
+    source: str  # package, version, folder
+    profile_path: str
+    heldout_path: str
+    profile: PerfProfile
+    kernels: list[KernelValidation]
+    notes: list[str] = []
+    warnings: list[str] = []
+
+
 class ValidationResult(Result):
     profile: str
     max_error: float
@@ -62,6 +94,8 @@ class ValidationResult(Result):
     calibrations: list[CalibrationRecord]
     schemes: list[SchemeValidation]
     passed: bool
+    kernels: list[KernelValidation] = []
+    kernel_thresholds: dict[str, float] = {}
     notes: list[str] = []
     warnings: list[str] = []
 
@@ -78,6 +112,7 @@ def validate(
     gpus: dict[str, GPU],
     schemes: dict[str, Scheme],
     max_error: float = defaults.MAX_VALIDATION_ERROR,
+    heldout: dict[str, dict] | None = None,
 ) -> ValidationResult:
     """For every calibrated GPU entry of ``profile`` and every measured scheme: the decode-linear
     time each model predicts at each measured batch against the measurement.
@@ -89,13 +124,16 @@ def validate(
       is fitted on the other batches only (the measurement at b is never used to predict b).
 
     ``archs`` maps each calibration's model id to its architecture, ``gpus`` each entry's gpu
-    name to its row, ``schemes`` each measured scheme id to its Scheme."""
+    name to its row, ``schemes`` each measured scheme id to its Scheme.
+
+    Kernel curves (profiles fitted to published tables) are checked against their held-out data
+    (``heldout``: GPU id -> the held-out document) by :func:`validate_kernels`."""
     if not 0 < max_error:
         raise InputError(f"--max-error must be > 0 (percent), got {max_error * 100:g}", field="max_error")
     entries = [e for e in profile.gpus if e.calibration is not None]
-    if not entries:
-        raise InputError(f"profile {profile.id} has no calibration block (write one with `quantadvise calibrate`)",
-                         field="profile")
+    if not entries and not any(e.kernels for e in profile.gpus):
+        raise InputError(f"profile {profile.id} has no calibration block and no kernel curves (write one with "
+                         "`quantadvise calibrate`)", field="profile")
     out: list[SchemeValidation] = []
     cals: list[CalibrationRecord] = []
     warnings: list[str] = []
@@ -134,8 +172,8 @@ def validate(
                 pred["calibrated"] = loo[i]
                 points.append(ValidationPoint(batch=b, measured_s=t, predicted_s=pred,
                                               error={k: (v - t) / t for k, v in pred.items()}))
-            max_abs = {k: max(abs(p.error[k]) for p in points) for k in MODELS}
-            mean_abs = {k: sum(abs(p.error[k]) for p in points) / len(points) for k in MODELS}
+            max_abs = {k: max(abs(p.error[k]) for p in points) for k in CALIB_MODELS}
+            mean_abs = {k: sum(abs(p.error[k]) for p in points) / len(points) for k in CALIB_MODELS}
             cal_ok = all(math.isfinite(p.error["calibrated"]) and abs(p.error["calibrated"]) <= max_error
                          for p in points)
             out.append(SchemeValidation(gpu=gpu.id, scheme=m.scheme, kernel=m.kernel, points=points,
@@ -143,19 +181,66 @@ def validate(
             if len(m.batch) < MIN_BATCHES:
                 warnings.append(f"{gpu.id} {m.scheme}: {len(m.batch)} batches are too few to leave one out "
                                 f"(needs {MIN_BATCHES})")
+    kern: list[KernelValidation] = []
+    for entry in profile.gpus:
+        if entry.kernels:
+            doc = (heldout or {}).get(entry.gpu)
+            if doc is None:
+                warnings.append(f"{entry.gpu}: no held-out data for the kernel curves of profile {profile.id}")
+            g = gpus[entry.gpu]
+            base = resolve([default_profile], (g.id, g.name, *g.aliases))
+            kern += validate_kernels(entry, doc, g, baseline=base)
     return ValidationResult(
+        kernels=kern,
+        kernel_thresholds={"step_median": defaults.KERNEL_MEDIAN_ERROR, "step_max": defaults.KERNEL_MAX_ERROR},
         profile=profile.id,
         max_error=max_error,
         method=("decode-step linear layers of the calibrated model's shapes, seconds; calibrated = fitted curve "
                 "x correction, refitted without the batch it predicts (leave-one-out)"),
         calibrations=cals,
         schemes=out,
-        passed=all(s.within for s in out),
+        passed=all(s.within for s in out) and all(k.within for k in kern),
         notes=["error = (predicted - measured) / measured",
                "ideal: spec-sheet roofline; default-efficiency: data/perf_profile.yaml; calibrated-ceilings: the "
                "roofline with this profile's measured bandwidth and GEMM ceilings; calibrated: the measured curve"],
         warnings=warnings,
     )
+
+
+def validate_kernels(entry: GpuKnobs, heldout: dict | None, gpu: GPU, *,
+                     median: float = defaults.KERNEL_MEDIAN_ERROR, worst: float = defaults.KERNEL_MAX_ERROR,
+                     baseline: Efficiency | None = None) -> list[KernelValidation]:
+    """Every measured curve of a profile entry against its held-out data (``heldout``: the document
+    data/profiles/heldout/<gpu>.yaml holds): the decode steps of the held-out shape sets (fused-MoE
+    curves: the held-out layers) must be within ``median`` / ``worst`` relative error. ``baseline``
+    (the shipped default profile resolved for the GPU) adds the format-level roofline's error on the
+    same data, for comparison."""
+    out: list[KernelValidation] = []
+    docs = (heldout or {}).get("kernels", {})
+    for key, curve in entry.kernels.items():
+        doc = docs.get(key)
+        if curve.basis != "measured" or doc is None:
+            continue
+        peak = gpu.peak(curve.math)
+        if peak is None:
+            continue
+        roof = None
+        if doc.get("kind") == "moe":
+            h = moe_errors(curve, doc, gpu.bandwidth_bytes_per_s, peak)
+            ok = h.gemm_median <= median and h.gemm_max <= worst
+        else:
+            q = doc.get("quant")
+            quant = lookup(entry.quant_kernels, *q.split("/", 1)) if q else None
+            h = heldout_errors(curve, doc, gpu.bandwidth_bytes_per_s, peak, quant)
+            ok = h.step_median <= median and h.step_max <= worst
+            if baseline is not None:
+                roof = roofline_errors(doc, gpu.bandwidth_bytes_per_s, peak, baseline.memory_at(1.0),
+                                       baseline.compute_at(curve.math, 1.0), curve.act_bytes)
+        m = curve.measured
+        out.append(KernelValidation(gpu=gpu.id, curve=key, basis=curve.basis, table=m.table if m else None,
+                                    engine_version=m.engine_version if m else None, calls=h, recorded=curve.heldout,
+                                    roofline=roof, within=ok))
+    return out
 
 
 def _leave_one_out(arch: ModelArch, scheme: Scheme, gpu: GPU, m: Measurement) -> list[float]:

@@ -41,6 +41,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("check_init", "json"): "quantadvise.report:to_json",
     ("calibrate", "table"): "quantadvise.report.calibrate:calibrate_table",
     ("calibrate", "json"): "quantadvise.report:to_json",
+    ("calibrate_import", "table"): "quantadvise.report.calibrate:import_table",
+    ("calibrate_import", "json"): "quantadvise.report:to_json",
     ("validate", "table"): "quantadvise.report.calibrate:validate_table",
     ("validate", "json"): "quantadvise.report:to_json",
 }

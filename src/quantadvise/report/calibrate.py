@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.calibration import CalibrationResult
-from ..perf.efficiency import MODELS
-from ..perf.validation import ValidationResult
+from ..perf.validation import CALIB_MODELS as MODELS
+from ..perf.validation import TableImportResult, ValidationResult
 from .text import Table
 
 MODEL_LABELS = {"ideal": "ideal", "default-efficiency": "default", "calibrated-ceilings": "ceilings",
@@ -83,6 +83,17 @@ def calibrate_table(r: CalibrationResult) -> str:
 
 def validate_table(r: ValidationResult) -> str:
     lines = []
+    if r.kernels:
+        lines += [kernel_table(r), ""]
+    if not r.calibrations:
+        verdict = "PASS" if r.passed else "FAIL"
+        th = r.kernel_thresholds
+        lines.append(f"{verdict}: every measured kernel curve is {'within' if r.passed else 'NOT within'} "
+                     f"{th.get('step_median', 0):.0%} median / {th.get('step_max', 0):.0%} worst held-out error"
+                     + ("" if r.passed else " (exit 1)"))
+        lines += [f"note: {n}" for n in r.notes if "calibrated" not in n]
+        lines += [f"warning: {w}" for w in r.warnings]
+        return "\n".join(lines)
     for c in r.calibrations:
         sim = " — SIMULATED timings, not a measurement" if c.simulated else ""
         lines.append(f"validate {r.profile}: decode-step linear layers of {c.model} on {c.gpu} "
@@ -112,6 +123,36 @@ def validate_table(r: ValidationResult) -> str:
     lines.append(f"method: {r.method}")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines)
+
+
+def import_table(r: TableImportResult) -> str:
+    lines = [f"{r.gpu}: kernel curves fitted to {r.source}", ""]
+    lines.append(kernel_table(r))
+    proxies = [c for c in r.profile.gpus[0].kernels.values() if c.basis != "measured"]
+    if proxies:
+        lines += ["", "kernels the engines run with no table of their own on this GPU (labelled in every prediction):"]
+        lines += [f"  {c.key}: {c.basis} of {c.proxy_of}" for c in proxies]
+    lines += ["", f"profile: {r.profile_path} (use it with --profile; held-out data: {r.heldout_path}; "
+              f"check it with `quantadvise validate {r.profile_path}`)"]
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def kernel_table(r: ValidationResult | TableImportResult) -> str:
+    """Per kernel curve: held-out error of single calls and of decode steps (shape sets), and the
+    format-level roofline's error on the same decode steps."""
+    t = Table(["gpu", "curve", "measured with", "calls", "median", "max", "steps", "median", "max",
+               "roofline median", "roofline max", "ok"], align="lllrrrrrrrrl",
+              title=f"{getattr(r.profile, 'id', r.profile)}: error on held-out measurements (shapes and batches never "
+                    "fitted); roofline = the format-level default profile on the same steps")
+    for k in r.kernels:
+        h, rf = k.calls, k.roofline
+        steps = ("-", "-", "-") if not h.step_points else (str(h.step_points), f"{h.step_median:.1%}",
+                                                            f"{h.step_max:.1%}")
+        roof = ("-", "-") if rf is None or not rf.step_points else (f"{rf.step_median:.1%}", f"{rf.step_max:.1%}")
+        t.add(k.gpu, k.curve, f"{k.curve.split('/')[0]} {k.engine_version}", str(h.gemm_points),
+              f"{h.gemm_median:.1%}", f"{h.gemm_max:.1%}", *steps, *roof, "yes" if k.within else "NO")
+    return t.render()
 
 
 PLOT_SUFFIXES = (".png", ".svg")

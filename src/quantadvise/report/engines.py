@@ -140,4 +140,29 @@ def diff(r: EngineDiff) -> str:
     for label in (a, b):
         if label not in r.not_optimized:
             lines.append(f"{label}: no optimized allow-list (optimized is '-')")
+    if r.probes_compared:
+        lines += ["", f"facts that changed ({len(r.changed)}):"]
+        if r.changed:
+            ft = Table(["section", "subject", "field", a, b], align="lllll")
+            for c in r.changed:
+                if c.added or c.removed:  # a list: what each release has that the other does not
+                    ft.add(c.section, c.subject, c.field, _clip(", ".join(f"-{x}" for x in c.removed) or "(all kept)"),
+                           _clip(", ".join(f"+{x}" for x in c.added) or "(nothing added)"))
+                else:
+                    ft.add(c.section, c.subject, c.field, _clip(c.before), _clip(c.after))
+            lines.append(ft.render())
+        lines += ["", f"verdicts that changed ({len(r.verdicts)} of {r.probes_compared} probe x GPU pairs: every "
+                  "scheme preset's checkpoint, every --quantization name on bf16, every KV preset):"]
+        if r.verdicts:
+            vt = Table(["probe", "GPU", a, b], align="llll")
+            for v in r.verdicts:
+                vt.add(v.probe, v.gpu, v.before, v.after)
+            lines.append(vt.render())
+            said = sorted({x for v in r.verdicts for x in v.added}), sorted({x for v in r.verdicts for x in v.removed})
+            lines += [f"  {b} now prints: {x}" for x in said[0]]
+            lines += [f"  {b} no longer prints: {x}" for x in said[1]]
     return "\n".join(lines)
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -5,12 +5,13 @@ result's own dump (``report.to_json``)."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from typing import Any
 
-from ..gate.result import GateFinding, GateResult, InitResult, TargetReport
+from ..gate.result import GateFinding, GateResult, InitResult, MemoryFit, TargetReport
 from ..gate.rules import RULE_BY_ID, RULES, SEVERITY_RANK
-from .text import gb, seconds_h
+from .text import seconds_h
 
 WIDTH = 100
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -39,12 +40,13 @@ def _target_lines(t: TargetReport) -> list[str]:
     out.append(f"  {t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
     kv = f"KV {t.kv_cache_dtype}" + (f" (declared {t.declared_kv_cache_dtype})" if t.declared_kv_cache_dtype
                                      and t.declared_kv_cache_dtype != t.kv_cache_dtype else "")
-    out.append(f"  {kv} · {t.gpus} x {t.gpu} · {t.concurrency} sequences x {t.ctx:,} tokens ({t.mode} batching)")
+    if t.concurrency is None or t.ctx is None:
+        out.append(f"  {kv} · {t.gpus} x {t.gpu} · not sized (the model's config.json could not be read)")
+    else:
+        out.append(f"  {kv} · {t.gpus} x {t.gpu} · {t.concurrency:,} sequences x {t.ctx:,} tokens ({t.mode} batching)")
     m = t.memory
     if m is not None:
-        fit = (f"{m.headroom:.0%} headroom" if m.fits else f"does not fit ({m.max_concurrency} sequences fit)")
-        out.append(f"  memory: {gb(m.weights_bytes)} weights + {gb(m.kv_bytes)} KV of a {gb(m.budget_bytes)} budget: "
-                   f"{fit}")
+        out.extend(_memory_lines(m))
     p = t.performance
     if p is not None:
         rec = ""
@@ -56,6 +58,41 @@ def _target_lines(t: TargetReport) -> list[str]:
         out.append(f"  assumed: {a}")
     for n in t.notes:
         out.append(f"  note: {n}")
+    return out
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.2f} GiB"
+
+
+def _memory_lines(m: MemoryFit) -> list[str]:
+    """The engine's start-up arithmetic in one or two lines (per GPU, as the engine logs it)."""
+    n = max(m.gpus, 1)
+    engine = {"vllm": "vLLM", "sglang": "SGLang"}.get(m.engine, m.engine)
+    reserve = f" - {_gib(m.reserve_bytes / n)} runtime reserve" if m.reserve_bytes else ""
+    head = (f"  memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
+            f"{_gib(m.memory_bytes / n)} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
+    if m.kv_cache_bytes_per_gpu <= 0:
+        return [head + "no KV cache: refuses to start"]
+    cache = f"{_gib(m.kv_cache_bytes_per_gpu)} KV cache"
+    if m.kv_capacity_tokens is not None:
+        cache += f" ({m.kv_capacity_tokens:,} tokens)"
+    out = [head + cache]
+    if not m.starts:
+        out.append(f"  refuses to start: one sequence of {m.max_model_len:,} tokens needs "
+                   f"{_gib(m.max_model_len_kv_bytes or 0)} per GPU; {m.max_model_len_that_fits or 0:,} fit")
+    else:
+        n_held = m.sequences_at_max_model_len or 0
+        held = "" if not m.max_model_len else (
+            f"{n_held:,} sequence{'s' if n_held != 1 else ''} of {m.max_model_len:,} tokens at once" if n_held else
+            f"not one sequence of {m.max_model_len:,} tokens fits at once")
+        cap = f"{m.max_num_seqs_flag} {m.max_num_seqs:,}" if m.max_num_seqs else ""
+        out.append("  starts: " + "; ".join(x for x in (held, cap) if x))
+    if m.concurrency is not None and m.kv_tokens_per_sequence is not None:
+        verdict = (f"fits, {m.headroom:.0%} headroom" if m.fits and m.headroom is not None else
+                   f"{m.max_concurrency:,} run at once, the rest queue")
+        out.append(f"  declared workload: {m.concurrency:,} x {m.kv_tokens_per_sequence:,} tokens need "
+                   f"{_gib(m.kv_bytes or 0)} of KV cache ({_gib(m.kv_cache_bytes)} on {n} GPU(s)): {verdict}")
     return out
 
 
@@ -109,8 +146,26 @@ def table(r: GateResult) -> str:
 
 
 def _md(text: str) -> str:
-    text = " ".join(text.split())  # a table cell is one line
+    text = " ".join(str(text).split())  # a table cell is one line (newlines, tabs, CRs)
+    text = "".join(c if c.isprintable() else "\ufffd" for c in text)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_code(text: str) -> str:
+    """A table cell shown as code: in backticks unless the text holds one (it would end the span early)."""
+    cell = _md(text)
+    return f"`{cell}`" if "`" not in cell else cell
+
+
+def _md_memory(m: MemoryFit) -> str:
+    if m.kv_cache_bytes_per_gpu <= 0 or not m.starts:
+        return "refuses to start"
+    text = f"KV {_gib(m.kv_cache_bytes_per_gpu)}/GPU"
+    if m.kv_capacity_tokens is not None:
+        text += f" ({m.kv_capacity_tokens:,} tokens)"
+    if m.concurrency is not None and not m.fits:
+        text += f"; {m.max_concurrency:,} of {m.concurrency:,} at once"
+    return text
 
 
 def markdown(r: GateResult) -> str:
@@ -119,8 +174,8 @@ def markdown(r: GateResult) -> str:
     if r.findings:
         out += ["| Severity | Rule | Where | Finding |", "|---|---|---|---|"]
         for f in r.findings:
-            where = f"`{_md(f.location)}`" if f.file else "—"
-            out.append(f"| {f.severity} | **{f.rule_id}** {f.rule} | {where} | {_md(f.message)} |")
+            where = _md_code(f.location) if f.file else "—"
+            out.append(f"| {f.severity} | **{f.rule_id}** {_md(f.rule)} | {where} | {_md(f.message)} |")
         out.append("")
     else:
         out += ["No findings." + (f" {len(r.suppressed)} accepted in the baseline." if r.suppressed else ""), ""]
@@ -130,11 +185,11 @@ def markdown(r: GateResult) -> str:
                 "|---|---|---|---|---|---|---|---|"]
         for t in r.targets:
             m, p = t.memory, t.performance
-            mem = "—" if m is None else (f"{gb(m.weights_bytes + m.kv_bytes)} of {gb(m.budget_bytes)}"
-                                         + ("" if m.fits else " (does not fit)"))
+            mem = "—" if m is None else _md_memory(m)
+            load = "—" if t.concurrency is None or t.ctx is None else f"{t.concurrency:,} x {t.ctx:,}"
             speed = "—" if p is None else f"{p.tokens_per_s:,.0f} tok/s ({p.speedup_vs_bf16:.2f}x bf16)"
-            out.append(f"| `{_md(t.label)}` | {t.engine} {t.engine_version} | {_md(t.scheme or t.checkpoint)} | "
-                       f"{t.kv_cache_dtype} | {t.gpus} x {t.gpu} | {t.concurrency} x {t.ctx:,} | {mem} | {speed} |")
+            out.append(f"| {_md_code(t.label)} | {_md(t.engine)} {_md(t.engine_version)} | {_md(t.scheme or t.checkpoint)} | "
+                       f"{_md(t.kv_cache_dtype or '—')} | {t.gpus} x {_md(t.gpu)} | {load} | {mem} | {speed} |")
         out += ["", "</details>", ""]
     if r.accuracy:
         out += ["<details><summary>Accuracy evidence</summary>", "",
@@ -208,6 +263,21 @@ def _docs_base() -> str | None:
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
 
 
+def _uri(path: str) -> str:
+    """A file path as a SARIF ``artifactLocation.uri``: a relative URI reference, percent-encoded (a
+    space is ``%20``, a ``%`` is ``%25``; SARIF 2.1.0 §3.10, RFC 3986). An absolute path becomes a
+    ``file://`` URI."""
+    from urllib.parse import quote
+
+    safe = "/!$&'()*+,;=@"  # RFC 3986 path characters kept as they are (a ':' is encoded: no scheme confusion)
+    posix = path.replace("\\", "/")
+    if posix.startswith("/"):
+        return "file://" + quote(posix, safe=safe)
+    if re.match(r"[A-Za-z]:/", posix):  # C:/...
+        return "file:///" + posix[:2] + quote(posix[2:], safe=safe)
+    return quote(posix, safe=safe)
+
+
 def _pascal(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("-"))
 
@@ -245,7 +315,7 @@ def sarif(r: GateResult) -> str:
                            **({"engineMessage": f.engine_message} if f.engine_message else {})},
         }
         if f.file:
-            loc: dict[str, Any] = {"artifactLocation": {"uri": f.file}}
+            loc: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.file)}}
             if f.line:
                 loc["region"] = {"startLine": f.line}
             res["locations"] = [{"physicalLocation": loc}]
@@ -312,8 +382,21 @@ def junit(r: GateResult) -> str:
     if r.config_file:
         ET.SubElement(props, "property", {"name": "config", "value": r.config_file})
     suite.extend(cases)
+    for el in suites.iter():  # XML 1.0 has no control characters (a flag value may hold one): shown, not dropped
+        if el.text:
+            el.text = _xml_text(el.text)
+        for k, v in el.attrib.items():
+            el.set(k, _xml_text(v))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode")
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text XML 1.0 can carry: each character it cannot as a visible ``\\xNN`` escape."""
+    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else "\ufffd", text)
 
 
 # -------------------------------------------------------------------------------------------------

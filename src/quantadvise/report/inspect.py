@@ -46,6 +46,9 @@ def table(r: InspectReport) -> str:
                      + ", ".join(r.left_unquantized[:3]) + ")")
     if r.kv_cache:
         lines.append(f"KV cache in the checkpoint: {r.kv_cache}")
+    if r.checkpoint is not None and r.checkpoint.transforms:
+        online = " (applied at run time)" if r.checkpoint.details.get("transform_online") else " (fused into the weights)"
+        lines.append(f"transform_config{online}: " + "; ".join(r.checkpoint.transforms))
     if r.size is not None:
         s = r.size
         q = [c.component for c in s.components if c.quantized]
@@ -68,6 +71,11 @@ def table(r: InspectReport) -> str:
                         else ""))
         if e.steps:
             lines.append("    how: " + "; ".join(e.steps))
+        for k in r.kernels:
+            if (k.engine, k.engine_version) == (e.engine, e.version) and e.status != "refused":
+                quant = f", activations quantized {k.activation_quant}" if k.activation_quant not in (None, "none") else ""
+                lines.append(f"    kernel {k.group}: {k.name or 'not on file'}{quant}"
+                             + (f" ({k.source.split(' (')[0]})" if k.source else ""))
         for gd in e.groups:
             lines.append(f"    group {gd.group}: {gd.scheme_class or 'no scheme'}"
                          + (f" ({gd.label})" if gd.label else "")

@@ -8,11 +8,12 @@ from ..scheme import SchemeAxes
 from .text import Table, gb
 
 NODE_LABELS = {
-    "fit": "a. fit",
-    "roofline": "b. roofline",
-    "kv": "c. KV cache",
-    "engine": "d. engine",
-    "accuracy": "e. accuracy",
+    "native": "a. native",
+    "fit": "b. fit",
+    "engine": "c. engine",
+    "accuracy": "d. accuracy",
+    "kv": "e. KV cache",
+    "roofline": "f. roofline",
 }
 
 
@@ -65,25 +66,37 @@ def table(r: Recommendation) -> str:
         vs.append(f"{perf.speedup_vs_bf16:.2f}x bf16")
     if perf.vs_runner_up:
         vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
+    held = ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if perf.concurrency >= w.batch
+            else f"{perf.concurrency} of {w.batch} sequences (serving all needs --gpus {perf.gpus_for_batch})"
+            if perf.gpus_for_batch else f"{perf.concurrency} of {w.batch} sequences")
     lines.append(
-        f"Predicted: {_ms(perf.step_time_s)} ms per decode step, {perf.tokens_per_s:,.0f} tokens/s"
+        f"Predicted with a {perf.kv_dtype} cache, holding {held}: {perf.tokens_per_s:,.0f} output tokens/s"
+        + (f" ({perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of GPU time in prefill)"
+           if perf.prefill_share is not None else " (decode only)")
+        + f", {_ms(perf.step_time_s)} ms per decode step"
         + (f", TTFT {_ms(perf.ttft_s)} ms" if perf.ttft_s else "")
-        + (f" ({', '.join(vs)})" if vs else "")
+        + (f"; {', '.join(vs)}" if vs else "")
         + f" — {perf.model_note} ({perf.profile})"
     )
-    lines += ["", "Alternatives:"]
-    t = Table(["scheme", "status", "ms/step", "tokens/s", "vs bf16", "weights GB", "why"], align="llrrrrl")
+    if perf.kernel:
+        lines.append(f"Kernel: {perf.kernel}")
+    lines += ["", "Alternatives (speed at the sequences each holds, with its KV cache):"]
+    t = Table(["scheme", "status", "holds", "tokens/s", "decode tok/s", "vs bf16", "weights GB", "why"],
+              align="llrrrrrl")
     for a in r.alternatives:
         t.add(
-            a.scheme,
+            a.scheme + (" *" if a.native else ""),
             a.status,
-            _ms(a.step_time_s),
+            "-" if a.concurrency is None else f"{a.concurrency}/{w.batch}",
             "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
+            "-" if a.decode_tokens_per_s is None else f"{a.decode_tokens_per_s:,.0f}",
             "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
             "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",
             _clip(a.reason),
         )
     lines.append(t.render())
+    if any(a.native for a in r.alternatives):
+        lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
     for engine, cmd in r.engine_args.items():
         if cmd:
@@ -95,6 +108,7 @@ def table(r: Recommendation) -> str:
         lines.append(f"       or: {alt}")
     if ck.recipe:
         lines.append(f"  llm-compressor: {ck.recipe}")
+    lines.extend(f"  note: {n}" for n in ck.notes)
     lines += ["", "Assumptions:"]
     lines.extend(f"  - {a}" for a in r.assumptions)
     return "\n".join(lines)
@@ -121,8 +135,8 @@ def explain(r: Recommendation, color: bool = False) -> str:
                 if a.step_time_s is None:
                     continue
                 style = "bold green" if a.status == "recommended" else "dim"
-                branch.add(f"[{style}]{a.scheme}: {a.step_time_s * 1e3:,.2f} ms/step, {a.tokens_per_s or 0:,.0f} tok/s "
-                           f"({a.status})[/]")
+                branch.add(f"[{style}]{a.scheme}: {a.tokens_per_s or 0:,.0f} tok/s holding {a.concurrency} "
+                           f"({a.kv_dtype}, {a.step_time_s * 1e3:,.2f} ms/step; {a.status})[/]")
         if t.node == "accuracy":
             for a in r.alternatives:
                 if a.status == "vetoed":

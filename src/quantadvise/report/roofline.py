@@ -49,6 +49,10 @@ def _profile_line(r: RooflineResult) -> str:
         return (f"profile: {p.id} (calibrated on '{c.gpu_name}', {c.measured_on.isoformat()}{sim}: measured curves "
                 f"for {', '.join(measured) or 'no listed scheme'}; measured ceilings: memory {mem_s} of peak "
                 f"bandwidth, GEMM {comp_s} of peak)")
+    kern = [s for s in r.schemes if s.curve]
+    if kern:
+        return (f"profile: {p.id} (linear layers: the measured curve of the kernel each scheme runs, listed below; "
+                f"other operators: memory {mem_s} of peak bandwidth; --ideal for the spec sheet)")
     return (f"profile: {p.id} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
             "--ideal for the spec sheet)")
 
@@ -71,12 +75,14 @@ def header(r: RooflineResult) -> list[str]:
 
 
 def schemes_table(r: RooflineResult) -> str:
-    t = Table(["scheme", "math", "runs", "bytes/weight", "weights/GPU", "ridge FLOP/B", "compute-bound from"],
-              align="lllrrrr")
+    kern = any(s.kernel for s in r.schemes)
+    t = Table(["scheme", "math", "runs", *(["kernel", "curve"] if kern else []), "bytes/weight", "weights/GPU",
+               "ridge FLOP/B", "compute-bound from"], align="lll" + ("ll" if kern else "") + "rrrr")
     for s in r.schemes:
         rb = r.ridge_batch.get(s.scheme)
         runs = s.execution + (" + dequant" if s.dequant else "") + (" (measured)" if s.model == "calibrated" else "")
-        t.add(s.scheme, s.math, runs, f"{s.bytes_per_weight:.3f}", gb(s.weights_bytes_per_gpu),
+        kcols = [s.kernel or "-", (f"{s.curve} ({s.curve_basis})" if s.curve else "roofline")] if kern else []
+        t.add(s.scheme, s.math, runs, *kcols, f"{s.bytes_per_weight:.3f}", gb(s.weights_bytes_per_gpu),
               f"{s.ridge_flop_per_byte:,.0f}", "never" if rb is None else f"B = {_batch(rb)}")
     return t.render()
 

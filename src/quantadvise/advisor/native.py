@@ -1,0 +1,127 @@
+"""The native-format node: the checkpoint as its publisher ships it.
+
+A model that ships quantized (a ``quantization_config`` in config.json, ModelOpt's
+``hf_quant_config.json`` beside it) is judged as shipped first: serving it costs no calibration,
+carries no accuracy risk beyond the publisher's own, and needs no flag (the engines read the method
+from the checkpoint). :func:`native_scheme` turns the parsed checkpoint into the scheme the tree
+prices — the axes of its quantized config group and a layer policy read from the layers the
+checkpoint really quantizes (gpt-oss: the MoE experts; the attention, router, embedding and lm_head
+stay 16-bit) — so the native candidate is sized and priced exactly like every other candidate.
+Re-quantizations must beat it by more than a tie (DESIGN.md §3b). Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import defaults
+from ..scheme import DeployHints, LayerPolicy, Scheme
+from .result import TraceNode
+
+if TYPE_CHECKING:
+    from ..checkpoint.quant import CheckpointQuant
+    from ..layout import Layout
+    from ..model import ModelArch
+    from .options import Context, Option
+
+NATIVE_PREFIX = "native-"
+# decoder components a layer policy can name (the rest are 16-bit in every checkpoint)
+_DECODER = ("attention", "mla", "mlp", "experts", "shared_experts", "router")
+
+
+@dataclass(frozen=True)
+class Native:
+    """A shipped checkpoint as a candidate: its parsed quantization, the scheme the tree prices, the
+    preset with the same axes (when one exists), the quantization_config as written, and notes."""
+
+    checkpoint: CheckpointQuant
+    scheme: Scheme
+    preset: str | None
+    quantization_config: dict[str, Any] | None
+    quantized: tuple[str, ...]  # components the checkpoint quantizes
+    kept: tuple[str, ...]  # linear components it keeps 16-bit
+    notes: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.scheme.id
+
+    @property
+    def deploy(self) -> DeployHints:
+        ck = self.checkpoint
+        return DeployHints(checkpoint_format=ck.family, quant_method=ck.quant_method)
+
+
+def native_scheme(arch: ModelArch, ck: CheckpointQuant, layouts: dict[str, Layout], *,
+                  quantization_config: dict[str, Any] | None = None) -> Native | None:
+    """The scheme a shipped checkpoint runs, or None when it quantizes no weights (a KV-only config,
+    a dialect quantadvise cannot size)."""
+    from ..checkpoint.placement import assign
+
+    groups = [g for g in ck.groups if g.quantizes_weights and g.scheme_error is None]
+    if not groups:
+        return None
+    assigned = [(m, g) for m, g in assign(arch, ck, include_mtp=False) if not m.group.mtp]
+    weight: dict[str, int] = {}
+    quantized: set[str] = set()
+    linear: set[str] = set()
+    for m, g in assigned:
+        linear.add(m.group.component)
+        if g is not None:
+            quantized.add(m.group.component)
+            weight[g.name] = weight.get(g.name, 0) + m.group.n * m.group.k
+    if not weight:
+        return None
+    notes: list[str] = []
+    main = max(groups, key=lambda g: weight.get(g.name, 0))
+    if len({g.preset or g.name for g in groups if weight.get(g.name)}) > 1:
+        notes.append(f"the checkpoint has {len(groups)} quantized config groups; the largest ({main.name}) is priced "
+                     "for every quantized layer")
+    only = tuple(c for c in _DECODER if c in quantized)
+    policy = LayerPolicy(quantize_lm_head="lm_head" in quantized, quantize_embedding="embedding" in quantized,
+                         keep=(), only=only)
+    base = main.scheme(layouts.get(main.layout) if main.layout else None)
+    kept = tuple(c for c in (*_DECODER, "embedding", "lm_head") if c in linear and c not in quantized)
+    label = main.preset or main.ct_preset or (main.weights.describe() if main.weights else main.name)
+    desc = (f"the published checkpoint as shipped: {ck.quant_method} ({label}) on {', '.join(only) or 'no decoder layers'}"
+            + (f"; 16-bit: {', '.join(kept)}" if kept else ""))
+    scheme = Scheme.model_validate({
+        "id": f"{NATIVE_PREFIX}{ck.quant_method}", "weight": base.weight, "activation": base.activation,
+        "accumulation": base.accumulation, "policy": policy, "layout": base.layout, "description": desc,
+    })
+    return Native(checkpoint=ck, scheme=scheme, preset=main.preset, quantization_config=quantization_config,
+                  quantized=tuple(sorted(quantized)), kept=kept, notes=tuple(notes))
+
+
+def node_native(ctx: Context, options: list[Option]) -> TraceNode:
+    """a. native — what the checkpoint ships, and what serving it as shipped means."""
+    nat = ctx.native
+    numbers: dict[str, Any] = {"ships_quantized": nat is not None}
+    if nat is None:
+        return TraceNode(
+            node="native", numbers=numbers,
+            decision="the checkpoint is 16-bit (no quantization_config): every quantized candidate is a "
+                     "re-quantization of its weights")
+    o = next((o for o in options if o.native), None)
+    ck = nat.checkpoint
+    numbers.update(candidate=nat.id, quant_method=ck.quant_method, found_in=ck.found_in, preset=nat.preset,
+                   quantized_components=list(nat.quantized), kept_16bit=list(nat.kept),
+                   weights_bytes=o.weights_bytes if o is not None else None)
+    size = f", {o.weights_bytes / 1e9:.1f} GB of weights" if o is not None and o.weights_bytes else ""
+    flag = ("no --quantization flag (the engines read the method from the checkpoint's "
+            f"{ck.found_in})" if ck.engines_read_it else
+            f"only --quantization {ck.quant_method} (its parameters are in {ck.found_in}, which only the producer's "
+            "loader reads)")
+    reasons = [
+        f"serving as shipped needs no calibration and {flag}; its accuracy is the publisher's own evaluation",
+        "every other candidate re-quantizes the dequantized 16-bit weights: to displace it, it must be predicted "
+        f"faster by more than {defaults.NATIVE_MARGIN:.0%} (the speed model's validated error) with no accuracy "
+        "risk at this tolerance",
+        *nat.notes,
+    ]
+    return TraceNode(
+        node="native", numbers=numbers, reasons=reasons,
+        decision=f"ships {ck.summary()} ({', '.join(nat.quantized)} quantized{size}): candidate {nat.id}, "
+                 "preferred on ties",
+    )

@@ -1,0 +1,51 @@
+"""``check --upgrade-to ENGINE@VERSION``: judge every deployment again on the target release and
+report what changes (the comparison is :mod:`quantadvise.gate.upgrade`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import catalog
+
+if TYPE_CHECKING:
+    from ..artifacts.invocation import EngineInvocation
+    from ..gate.config import LoadedConfig
+    from ..gate.findings import Findings
+    from ..gate.result import TargetReport
+    from ..gate.upgrade import UpgradeChange
+    from ..hardware import GPU
+
+
+def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], targets: Sequence[TargetReport],
+                  loaded: LoadedConfig, root: Path, rel: Any, gpu: GPU, out: Findings, notes: list[str],
+                  models: dict[str, Any]) -> list[UpgradeChange]:
+    """Each deployment of the target's engine judged on the target release (through the same
+    pipeline as the pinned one, into a scratch collector); a QA112 finding for each that changes."""
+    from ..gate.findings import Findings
+    from ..gate.upgrade import compare, parse_target, report
+    from .check_target import resolve_target
+
+    engine, version = parse_target(spec)
+    version = catalog.get_engine(engine, version).version  # an unknown release: one Error: line, exit 2
+    changes: list[UpgradeChange] = []
+    compared = 0
+    for inv, before in zip(deployments, targets, strict=True):
+        if before.engine != engine:
+            continue
+        if before.engine_version == version:
+            notes.append(f"--upgrade-to {engine}@{version}: {before.label} already runs {engine} {version}")
+            continue
+        scratch = Findings(loaded.config.rules)
+        after = resolve_target(inv, loaded, root, rel, gpu, scratch, engine_version_flag=version, notes=[],
+                               models=models)
+        compared += 1
+        change = compare(before, after, out.items, scratch.items)
+        if change is not None:
+            changes.append(change)
+    report(changes, out)
+    notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {compared} {engine} deployment(s) behave "
+                 "differently on the target release (QA112)" if compared else
+                 f"--upgrade-to {engine}@{version}: no deployment runs another {engine} release")
+    return changes

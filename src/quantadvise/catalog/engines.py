@@ -1,0 +1,165 @@
+"""Engine releases (data/engines/<engine>-<version>.yaml: adding a release is adding a file),
+checkpoint-format library releases, each release's kernel table (data/kernels/) and start-up memory
+facts (data/engine_startup.yaml). A release file is parsed only when that release is asked for."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..errors import DataError, UnknownNameError, format_validation_error
+from . import loader
+
+if TYPE_CHECKING:
+    from ..engines.data import EngineData, FormatLibrary
+
+
+_ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "sgl": "sglang", "sgl-project": "sglang"}
+
+
+def _version_key(version: str) -> tuple[int | str, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in version.replace("-", ".").split("."))
+
+
+_RELEASE = re.compile(r"(?P<name>.+?)-(?P<version>\d[\w.+]*)")
+
+
+@cache
+def _release_paths() -> dict[str, tuple[str, str, Path]]:
+    """Every data/engines/*.yaml by id (``vllm-0.33.0``): (name, version, path), from the file names
+    alone — a release file is parsed only when that release is asked for."""
+    folder = loader.data_dir() / "engines"
+    if not folder.is_dir():
+        raise DataError("data/engines is missing from the installation")
+    out: dict[str, tuple[str, str, Path]] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        m = _RELEASE.fullmatch(path.stem)
+        if m is None:
+            raise DataError(f"data/engines/{path.name}: name it <engine>-<version>.yaml")
+        out[path.stem] = (m["name"], m["version"], path)
+    return out
+
+
+def _is_engine(name: str) -> bool:
+    from ..engines.flags import ENGINES  # an engine is a name with a flag table; the rest are libraries
+
+    return name in ENGINES
+
+
+@cache
+def _release_doc(doc_id: str) -> dict[str, Any]:
+    """One release file, parsed (not yet validated); its id must match its file name."""
+    _, _, path = _release_paths()[doc_id]
+    where = f"data/engines/{path.name}"
+    doc = loader.data_yaml(path, where)
+    if not isinstance(doc, dict) or "id" not in doc:
+        raise DataError(f"{where}: expected a mapping with an id")
+    if doc["id"] != doc_id:
+        raise DataError(f"{where}: id '{doc['id']}' must match the file name")
+    return doc
+
+
+def engine_names() -> list[str]:
+    """Engines with at least one release on file (vllm, sglang)."""
+    return sorted({name for name, _, _ in _release_paths().values() if _is_engine(name)})
+
+
+def engine_versions(engine: str) -> list[str]:
+    """Releases on file for an engine, oldest first."""
+    name = _engine_name(engine)
+    return sorted((v for n, v, _ in _release_paths().values() if n == name), key=_version_key)
+
+
+def _engine_name(engine: str) -> str:
+    key = engine.strip().lower()
+    name = _ENGINE_ALIASES.get(key, key)
+    if name not in engine_names():
+        raise UnknownNameError("engine", engine, engine_names(), hint="engines on file: " + ", ".join(engine_names()))
+    return name
+
+
+@cache
+def get_engine(engine: str, version: str | None = None) -> EngineData:
+    """One engine release (an :class:`quantadvise.engines.EngineData`); the newest when ``version``
+    is None or 'latest'."""
+    from ..engines.data import EngineData
+
+    name = _engine_name(engine)
+    versions = engine_versions(name)
+    if version is None or version.strip().lower() in ("", "latest"):
+        version = versions[-1]
+    version = version.strip().removeprefix("v")
+    if version not in versions:
+        raise UnknownNameError(f"{name} version", version, versions,
+                               hint=f"{name} releases on file: {', '.join(versions)} (add one: docs/data.md)")
+    raw = _release_doc(f"{name}-{version}")
+    try:
+        return EngineData.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/engines/{name}-{version}.yaml")) from None
+
+
+@cache
+def format_library(library: str = "compressed-tensors", version: str | None = None) -> FormatLibrary:
+    """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
+    from ..engines.data import FormatLibrary
+
+    libraries = sorted({n for n, _, _ in _release_paths().values() if not _is_engine(n)})
+    versions = sorted((v for n, v, _ in _release_paths().values() if n == library), key=_version_key)
+    if not versions:
+        raise UnknownNameError("format library", library, libraries)
+    if version is not None and version not in versions:
+        raise UnknownNameError(f"{library} version", version, versions)
+    chosen = _release_doc(f"{library}-{version or versions[-1]}")
+    try:
+        return FormatLibrary.model_validate(chosen)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/engines/{chosen['id']}.yaml")) from None
+
+
+def validate_engines() -> dict[str, int]:
+    """Validate every engine and library file; returns rows per file."""
+    counts = {}
+    for doc_id, (name, version, _) in _release_paths().items():
+        doc = _release_doc(doc_id)
+        kind = "engine" if _is_engine(name) else "library"
+        if doc.get("kind") != kind:
+            raise DataError(f"data/engines/{doc_id}.yaml: kind '{doc.get('kind')}' but the file name says {kind}")
+        if kind == "library":
+            counts[doc_id] = len(format_library(name, version).presets)
+        else:
+            counts[doc_id] = len(get_engine(name, version).methods)
+    return counts
+
+
+@cache
+def kernel_table(engine: str, version: str) -> Any:
+    """Which GEMM kernel ``engine`` ``version`` runs per scheme (an ``engines.kernels.KernelTable``,
+    data/kernels/<engine>-<version>.yaml): the release's own file, else the newest on file not newer
+    than it (else the oldest); None when the engine has none."""
+    from ..engines.kernels import KernelTable
+
+    files = sorted((loader.data_dir() / "kernels").glob(f"{engine}-*.yaml"), key=lambda p: _version_key(p.stem[len(engine) + 1:]))
+    older = [p for p in files if _version_key(p.stem[len(engine) + 1:]) <= _version_key(version)] or files[:1]
+    if not older:
+        return None
+    try:
+        return KernelTable.model_validate(loader.data_yaml(older[-1], f"data/kernels/{older[-1].name}"))
+    except (ValidationError, TypeError) as exc:
+        raise DataError(f"data/kernels/{older[-1].name}: {exc}") from None
+
+
+@cache
+def engine_startup(engine: str, version: str) -> Any:
+    """The start-up memory facts (``gate.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
+    ``version``, else of the closest older release on file (else the oldest)."""
+    from ..gate.startup import StartupTable, pick_release
+
+    try:
+        return pick_release(StartupTable.model_validate(loader.table("engine_startup.yaml")), engine, version)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, "data/engine_startup.yaml")) from None

@@ -1,0 +1,131 @@
+"""Finding and reading the shipped tables: ``data_dir`` (the package's ``data/`` in a wheel, the
+repository's in a checkout), a table parsed once per process (its compiled JSON form when it matches
+the YAML, else the YAML with the safe loader), user YAML files, and the row and name index every
+table section uses."""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ConfigError, DataError, UnknownNameError, norm_name
+
+
+def data_dir() -> Path:
+    """``quantadvise/data`` inside an installed wheel, else the repository's ``data/``."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "data"
+    if packaged.is_dir():
+        return packaged
+    repo = here.parent.parent / "data"
+    if repo.is_dir():
+        return repo
+    raise DataError("the quantadvise data tables are missing (reinstall the package)")
+
+
+def yaml_load(text: str, where: str) -> Any:
+    import yaml
+
+    from ..tables import parse_yaml
+
+    try:
+        return parse_yaml(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}:{line}: invalid YAML: {problem}") from None
+
+
+def load_yaml_file(path: Path) -> Any:
+    """Parse a user or data YAML file; errors name the file and line. Alias bombs, recursive and
+    absurdly nested documents are refused before anything is built from them."""
+    from ..files import check_yaml_text, read_text
+
+    text = read_text(path)
+    check_yaml_text(text, str(path))
+    return yaml_load(text, str(path))
+
+
+def data_yaml(path: Path, where: str) -> Any:
+    """A shipped YAML table, parsed: from its compiled JSON form (written beside it when the wheel is
+    built, see ``tables.py``) when that was compiled from exactly these bytes, else from the YAML.
+    Neither path can run code; there is no cache outside the installation."""
+    from ..tables import SUFFIX, load_compiled
+
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raise DataError(f"{where} is missing from the installation") from None
+    try:
+        compiled = path.with_name(path.name + SUFFIX).read_bytes()
+    except OSError:
+        compiled = None
+    if compiled is not None:
+        ok, doc = load_compiled(raw, compiled)
+        if ok:
+            return doc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{where} is not UTF-8 text") from None
+    return yaml_load(text, where)
+
+
+@cache
+def table(name: str) -> Any:
+    """A shipped table (``data/<name>``), read once per process."""
+    return data_yaml(data_dir() / name, f"data/{name}")
+
+
+class Row(BaseModel):
+    """Base of every data row: a stable id, aliases, and where the facts come from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    id: str
+    aliases: tuple[str, ...] = ()
+    source: str
+    as_of: date
+
+
+class Index:
+    """id/alias -> raw row dict, built once per table section."""
+
+    def __init__(self, kind: str, rows: list[dict[str, Any]], where: str):
+        self.kind = kind
+        self.rows = rows
+        self.by_name: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if not isinstance(row, dict) or "id" not in row:
+                raise DataError(f"{where}: every {kind} row needs an id")
+            for n in (row["id"], *row.get("aliases", ())):
+                key = norm_name(str(n))
+                other = self.by_name.get(key)
+                if other is not None and other is not row:
+                    raise DataError(f"{where}: name '{n}' is used by both '{other['id']}' and '{row['id']}'")
+                self.by_name[key] = row
+
+    def ids(self) -> list[str]:
+        return [r["id"] for r in self.rows]
+
+    def names(self) -> list[str]:
+        out = []
+        for r in self.rows:
+            out.append(r["id"])
+            out.extend(r.get("aliases", ()))
+        return out
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.by_name.get(norm_name(name))
+
+    def require(self, name: str, hint: str | None = None) -> dict[str, Any]:
+        row = self.get(name)
+        if row is None:
+            raise UnknownNameError(self.kind, name, self.names(), hint=hint)
+        return row
+
+

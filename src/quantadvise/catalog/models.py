@@ -1,0 +1,98 @@
+"""Bundled models (data/models.yaml and their config.json files) and GPUs (data/hardware.yaml)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, ValidationError
+
+from ..errors import DataError, UnknownNameError, format_validation_error
+from . import loader
+from .loader import Index, Row
+
+if TYPE_CHECKING:
+    from ..hardware import GPU
+
+
+class ModelRow(Row):
+    config: str
+    family: str
+    published_params: int = Field(gt=0)
+    params_source: str
+    notes: str = ""
+
+
+@cache
+def _model_index() -> Index:
+    doc = loader.table("models.yaml")
+    return Index("model", list(doc.get("models", [])), "data/models.yaml")
+
+
+def find_bundled_model(name: str) -> ModelRow | None:
+    raw = _model_index().get(name)
+    if raw is None:
+        return None
+    try:
+        return ModelRow.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/models.yaml model '{raw['id']}'")) from None
+
+
+def bundled_model_names() -> list[str]:
+    return _model_index().names()
+
+
+def bundled_model_ids() -> list[str]:
+    return _model_index().ids()
+
+
+def bundled_config(row: ModelRow) -> dict[str, Any]:
+    path = loader.data_dir() / row.config
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"bundled config {row.config} is unreadable: {exc}") from None
+
+
+# -------------------------------------------------------------------------------------------------
+# GPUs
+# -------------------------------------------------------------------------------------------------
+
+
+@cache
+def _gpu_index() -> Index:
+    doc = loader.table("hardware.yaml")
+    return Index("GPU", list(doc.get("gpus", [])), "data/hardware.yaml")
+
+
+@cache
+def get_gpu(name: str) -> GPU:
+    """A GPU row by id, alias or the name the driver prints (case-insensitive); an unknown name
+    suggests the closest GPUs of the same family (``v100s`` -> v100, ``a5000`` -> rtx-a6000 ...)."""
+    index = _gpu_index()
+    raw = index.get(name)
+    if raw is None:
+        from ..hardware import family_suggestions
+
+        raise UnknownNameError("GPU", name, index.names(), hint="`quantadvise roofline --help` lists the GPUs",
+                               suggestions=family_suggestions(name, [(r["id"], (r["id"], *r.get("aliases", ())))
+                                                                     for r in index.rows]))
+    from ..hardware import GPU
+
+    try:
+        return GPU.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, f"data/hardware.yaml GPU '{raw['id']}'")) from None
+
+
+def gpu_ids() -> list[str]:
+    return _gpu_index().ids()
+
+
+def gpu_names() -> list[str]:
+    """Every GPU id and alias (for validating names without raising)."""
+    return _gpu_index().names()
+
+

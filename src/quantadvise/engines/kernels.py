@@ -1,0 +1,264 @@
+"""Which GEMM kernel an engine release runs for a linear layer: the kernel as a resolved fact.
+
+An engine picks the kernel of a quantized linear layer by walking a priority list and taking the
+first kernel that is supported on the GPU and can implement the layer (vLLM's
+``choose_mp_linear_kernel`` / ``choose_scaled_mm_linear_kernel``, SGLang's backend dispatchers). The
+data file ``data/kernels/<engine>-<version>.yaml`` (:class:`KernelTable`) transcribes those lists,
+row by row with the engine source line each follows; :func:`resolve_kernel` walks them the same way
+for a scheme (its :func:`route`), a compute capability and, optionally, a layer shape.
+
+Pure: the tables are values (``catalog.kernel_table`` reads them).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..formats import get_format
+from ..results import Strict
+from ..scheme import Scheme
+
+KERNEL_DATA_VERSION = 1
+ROUTES = (
+    "bf16", "wna16", "awq", "gptq", "fp8-tensor", "fp8-channel", "fp8-block", "int8", "fp8-weight-only",
+    "w4a8-fp8", "nvfp4", "nvfp4-a16", "mxfp4", "mxfp4-a16", "mxfp8",
+)
+ActivationQuant = Literal["none", "fused", "unfused", "in-kernel"]
+
+
+class KernelSource(Strict):
+    """The published artifact the selection logic was read from."""
+
+    package: str
+    version: str
+    artifact: str
+    sha256: str
+    read_by: str
+
+
+class KernelInfo(Strict):
+    """One kernel the release runs for linear layers."""
+
+    id: str
+    name: str  # the engine's own name for it
+    math: str  # the tensor-core datapath whose peak bounds its math (bf16 for weight-only kernels)
+    execution: Literal["native", "weight-only"] = "native"
+    activation_quant: ActivationQuant = "none"
+    quant_kernel: str | None = None  # the separate activation-quantization kernel when unfused
+    source: str
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _quant(self) -> KernelInfo:
+        if (self.activation_quant == "unfused") != (self.quant_kernel is not None):
+            raise ValueError(f"kernel {self.id}: quant_kernel is set exactly when activation_quant is 'unfused'")
+        return self
+
+
+class KernelRoute(Strict):
+    """One row of the engine's priority list for a route: the kernel, and when it applies."""
+
+    route: str
+    kernel: str
+    min_capability: int | None = None
+    max_capability: int | None = None
+    capabilities: tuple[int, ...] = ()  # exactly these (e.g. Machete: SM90 only)
+    weight_bits: tuple[int, ...] = ()
+    group_sizes: tuple[int, ...] = ()  # -1 = per channel
+    k_multiple: int = Field(default=1, ge=1)
+    n_multiple: int = Field(default=1, ge=1)
+    quantization: str | None = None  # only when the engine is started with this --quantization method
+    source: str
+
+    @model_validator(mode="after")
+    def _route(self) -> KernelRoute:
+        if self.route not in ROUTES:
+            raise ValueError(f"unknown route '{self.route}' (use one of {', '.join(ROUTES)})")
+        return self
+
+
+class KernelTable(Strict):
+    """``data/kernels/<engine>-<version>.yaml``."""
+
+    schema_version: int = KERNEL_DATA_VERSION
+    engine: str
+    version: str
+    source: KernelSource
+    as_of: date
+    notes: tuple[str, ...] = ()
+    kernels: tuple[KernelInfo, ...]
+    routes: tuple[KernelRoute, ...]
+
+    @model_validator(mode="after")
+    def _refs(self) -> KernelTable:
+        if self.schema_version != KERNEL_DATA_VERSION:
+            raise ValueError(f"this quantadvise reads kernel tables version {KERNEL_DATA_VERSION}")
+        ids = [k.id for k in self.kernels]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"kernel '{dup[0]}' is listed twice")
+        for r in self.routes:
+            if r.kernel not in ids:
+                raise ValueError(f"route {r.route} names kernel '{r.kernel}', which is not in kernels")
+        return self
+
+    def kernel(self, kid: str) -> KernelInfo:
+        return next(k for k in self.kernels if k.id == kid)
+
+    @property
+    def label(self) -> str:
+        return f"{'vLLM' if self.engine == 'vllm' else 'SGLang' if self.engine == 'sglang' else self.engine} " \
+               f"{self.version}"
+
+
+class KernelChoice(Strict):
+    """The kernel one linear layer runs: what, why (the row's source) and where."""
+
+    kernel: KernelInfo
+    route: str
+    engine: str
+    engine_version: str
+    capability: int | None
+    source: str  # the route row's citation
+
+    @property
+    def label(self) -> str:
+        """``"w4a16 via Machete, vLLM 0.33.0, sm90"``-style words (without the scheme)."""
+        eng = {"vllm": "vLLM", "sglang": "SGLang"}.get(self.engine, self.engine)
+        sm = f", sm{self.capability}" if self.capability is not None else ""
+        return f"{self.kernel.name.split(' (')[0]}, {eng} {self.engine_version}{sm}"
+
+
+def route(scheme: Scheme, layout: str | None = None) -> str | None:
+    """The kind of linear layer an engine sees for ``scheme`` (one of :data:`ROUTES`), or None when
+    no route covers it (bitsandbytes, GGUF, MLX ... run outside these kernel lists)."""
+    if not scheme.quantizes_weights:
+        return "bf16"
+    w, a = scheme.weight, scheme.activation
+    if w is None or w.scale is None:
+        return None
+    fmt = get_format(w.format)
+    g = w.scale.group
+    layout = layout or (scheme.layout.id if scheme.layout is not None else None)
+    if scheme.weight_only or a is None:
+        if fmt.kind in ("int", "uint"):
+            if layout == "awq-gemm":
+                return "awq"
+            if layout in ("gptq", "gptq-autogptq"):
+                return "gptq"
+            return "wna16"
+        if w.format.startswith("fp8"):
+            return "fp8-weight-only"
+        if w.format == "fp4_e2m1":
+            return "mxfp4-a16" if w.scale.format == "e8m0" else "nvfp4-a16"
+        return None
+    ag = a.scale.group if a.scale is not None else None
+    if ag is None:
+        return None
+    if w.format.startswith("fp8") and a.format.startswith("fp8"):
+        if w.scale.format == "e8m0":
+            return "mxfp8"
+        if g.is_block:
+            return "fp8-block"
+        if g.is_per_tensor and ag.is_per_tensor:
+            return "fp8-tensor"
+        return "fp8-channel"
+    if fmt.kind in ("int", "uint") and w.bits == 8 and a.format == "int8":
+        return "int8"
+    if fmt.kind in ("int", "uint") and w.bits == 4 and a.format.startswith("fp8"):
+        return "w4a8-fp8"
+    if w.format == "fp4_e2m1" and a.format == "fp4_e2m1":
+        return "mxfp4" if w.scale.format == "e8m0" else "nvfp4"
+    return None
+
+
+def _group(scheme: Scheme | None) -> int | None:
+    w = scheme.weight if scheme is not None else None
+    if w is None or w.scale is None:
+        return None
+    g = w.scale.group
+    return g.col if g.is_per_group else (-1 if g.is_per_row else None)
+
+
+def _matches(row: KernelRoute, scheme: Scheme | None, capability: int | None, shape: tuple[int, int] | None,
+             quantization: str | None) -> bool:
+    if row.quantization is not None and row.quantization != quantization:
+        return False
+    if capability is not None:
+        if row.capabilities and capability not in row.capabilities:
+            return False
+        if row.min_capability is not None and capability < row.min_capability:
+            return False
+        if row.max_capability is not None and capability > row.max_capability:
+            return False
+    w = scheme.weight if scheme is not None else None
+    if row.weight_bits and (w is None or w.bits not in row.weight_bits):
+        return False
+    if row.group_sizes and _group(scheme) not in row.group_sizes:
+        return False
+    if shape is not None:
+        n, k = shape
+        if n % row.n_multiple or k % row.k_multiple:
+            return False
+    return True
+
+
+def resolve_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *,
+                   shape: tuple[int, int] | None = None, quantization: str | None = None,
+                   layout: str | None = None) -> KernelChoice | None:
+    """The kernel ``table``'s engine runs for ``scheme`` on a GPU of ``capability`` (major*10+minor;
+    None: the first row regardless of the GPU), for a layer of ``shape`` (N, K) when given, started
+    with ``--quantization quantization`` when given (``layout``: the checkpoint's on-disk layout when
+    the scheme does not carry it). None when the table has no row for it."""
+    r = route(scheme, layout)
+    if r is None:
+        return None
+    return _walk(table, r, scheme, capability, shape, quantization)
+
+
+def resolve_route(table: KernelTable, name: str, capability: int | None) -> KernelChoice | None:
+    """The kernel of a route without scheme conditions (``"bf16"``: the 16-bit layers)."""
+    return _walk(table, name, None, capability, None, None)
+
+
+def _walk(table: KernelTable, r: str, scheme: Scheme | None, capability: int | None,
+          shape: tuple[int, int] | None, quantization: str | None) -> KernelChoice | None:
+    for row in table.routes:
+        if row.route == r and _matches(row, scheme, capability, shape, quantization):
+            return KernelChoice(kernel=table.kernel(row.kernel), route=r, engine=table.engine,
+                                engine_version=table.version, capability=capability, source=row.source)
+    return None
+
+
+class GroupKernel(Strict):
+    """``inspect``: the kernel one engine release runs for one config group on the chosen GPU."""
+
+    engine: str
+    engine_version: str
+    group: str
+    scheme: str | None
+    kernel: str | None  # None: no row of the release's table covers the group's scheme
+    name: str | None
+    activation_quant: str | None
+    capability: int | None
+    source: str | None
+
+
+def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]], tables: list[KernelTable],
+                       capability: int | None, quantization: str | None = None) -> list[GroupKernel]:
+    """For each (group name, its scheme, its on-disk layout) and each release's table: the kernel the
+    release runs."""
+    out: list[GroupKernel] = []
+    for table in tables:
+        for name, s, layout in groups:
+            c = (resolve_kernel(table, s, capability, quantization=quantization, layout=layout)
+                 if s is not None else None)
+            out.append(GroupKernel(
+                engine=table.engine, engine_version=table.version, group=name, scheme=s.id if s else None,
+                kernel=c.kernel.id if c else None, name=c.kernel.name if c else None,
+                activation_quant=c.kernel.activation_quant if c else None, capability=capability,
+                source=c.source if c else None))
+    return out

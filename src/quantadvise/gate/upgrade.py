@@ -1,0 +1,113 @@
+"""``check --upgrade-to vllm@0.33.0``: what an engine upgrade changes for each deployment.
+
+Each deployment is judged twice, on the release it pins and on the target release (the same
+pipeline both times: the engine command, the model's config, the flags); :func:`compare` reads the
+two :class:`~quantadvise.gate.result.TargetReport` s and the engine findings (QA101-QA110) each
+produced, and returns an :class:`UpgradeChange` when the verdict (loads / warnings / refuses), the
+method or kernel path the engine resolves to, the served scheme or KV cache dtype, or what the
+engine prints differs. :func:`report` turns each change into a QA112 finding at the command's line.
+Pure: the caller runs the pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pydantic import Field
+
+from ..errors import InputError
+from ..results import Out
+from .findings import Findings
+from .result import GateFinding, TargetReport
+
+RULE = "QA112"
+# the engine findings an upgrade can add or remove (QA100: version not on file; QA111: model unread)
+ENGINE_RULES = tuple(f"QA{n}" for n in range(101, 111))
+# (TargetReport field, how the change is named); "kernels" counts once the report carries the GEMM
+# kernel the engine picks (engines/kernels), until then the weight-only fallbacks the engine prints do
+_FIELDS = (("engine_status", "verdict"), ("resolved_method", "method"), ("kernels", "kernel"),
+           ("scheme", "scheme served"), ("kv_cache_dtype", "KV cache dtype"))
+
+
+class UpgradeDelta(Out):
+    what: str  # verdict | method | scheme served | KV cache dtype
+    before: str | None
+    after: str | None
+
+
+class UpgradeChange(Out):
+    """One deployment whose behaviour changes between the pinned and the target release."""
+
+    target: str
+    file: str | None = None
+    line: int | None = None
+    engine: str
+    from_version: str
+    to_version: str
+    changes: list[UpgradeDelta] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)  # "QA106 [warning] <the engine's words>" only the target prints
+    removed: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = [f"{d.what} {d.before or '-'} -> {d.after or '-'}" for d in self.changes]
+        parts += [f"new: {a}" for a in self.added] + [f"gone: {r}" for r in self.removed]
+        return "; ".join(parts)
+
+
+def _text(v: object) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, list | tuple):
+        return ", ".join(str(getattr(x, "kernel", x)) for x in v)
+    return str(v)
+
+
+def parse_target(spec: str) -> tuple[str, str]:
+    """``vllm@0.33.0`` (also ``vllm==0.33.0``) -> ("vllm", "0.33.0")."""
+    m = re.fullmatch(r"\s*([A-Za-z][\w-]*?)\s*(?:@|==)\s*v?([\w.+-]+)\s*", spec or "")
+    if not m:
+        raise InputError(f"--upgrade-to expects ENGINE@VERSION (vllm@0.33.0, sglang@0.5.23), got '{spec}'",
+                         field="upgrade_to")
+    return m.group(1).lower(), m.group(2)
+
+
+def _said(findings: Iterable[GateFinding], versions: tuple[str, ...]) -> dict[str, str]:
+    """key (rule + the engine's words, release numbers and quoted lists left out) -> the line shown."""
+    out = {}
+    for f in findings:
+        if f.rule_id not in ENGINE_RULES:
+            continue
+        text = f.engine_message or f.message
+        key = text
+        for v in versions:
+            key = key.replace(v, "<version>")
+        key = re.sub(r"\[[^\]]*\]", "[...]", key)
+        out[f"{f.rule_id} {key}"] = f"{f.rule_id} [{f.severity}] {text}"
+    return out
+
+
+def compare(before: TargetReport, after: TargetReport, before_findings: Iterable[GateFinding],
+            after_findings: Iterable[GateFinding]) -> UpgradeChange | None:
+    """The change one deployment sees between the two releases (None: it behaves the same)."""
+    deltas = [UpgradeDelta(what=label, before=_text(getattr(before, key, None)), after=_text(getattr(after, key, None)))
+              for key, label in _FIELDS if getattr(before, key, None) != getattr(after, key, None)]
+    versions = (before.engine_version, after.engine_version)
+    sa = _said([f for f in before_findings if f.target == before.label], versions)
+    sb = _said([f for f in after_findings if f.target == after.label], versions)
+    added = [v for k, v in sb.items() if k not in sa]
+    removed = [v for k, v in sa.items() if k not in sb]
+    if not deltas and not added and not removed:
+        return None
+    return UpgradeChange(target=before.label, file=before.file, line=before.line, engine=before.engine,
+                         from_version=before.engine_version, to_version=after.engine_version, changes=deltas,
+                         added=added, removed=removed)
+
+
+def report(changes: Iterable[UpgradeChange], out: Findings) -> None:
+    """One QA112 finding per deployment the upgrade changes, at the engine command's line."""
+    out.ran_rules(RULE)
+    for c in changes:
+        out.add(RULE, f"upgrading {c.engine} {c.from_version} -> {c.to_version} changes this deployment: "
+                f"{c.summary()}", subject=f"{c.target}|upgrade-to|{c.engine}@{c.to_version}", file=c.file,
+                line=c.line, target=c.target)

@@ -1,0 +1,120 @@
+"""Held-out validation of kernel curves: the data the fits never saw, and the error on it.
+
+The importer (:mod:`.aiconfigurator`) keeps, per kernel, the measured calls of the shape sets in
+:data:`HELD_OUT_SETS` at every other batch size (neither the shapes nor the batches are fitted) and,
+for the fused-MoE Marlin tables, every other (tensor-parallel, expert-parallel) configuration at every
+other token count. ``validate`` and the tests recompute the error from the shipped curves on that
+data with :func:`heldout_errors` / :func:`moe_errors`.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .kernel_curves import HeldOut, KernelCurve, QuantCurve, blend
+
+# Held-out shape sets: the decode-step GEMMs (q/k/v fused, o, gate/up fused, down) of real models at a
+# tensor-parallel split where every shape is on the tables' grid; never used for fitting.
+HELD_OUT_SETS: dict[str, tuple[tuple[int, int], ...]] = {
+    "Llama-3-8B tp4": ((1536, 4096), (4096, 1024), (7168, 4096), (4096, 3584)),
+    "Llama-3.2-1B": ((3072, 2048), (2048, 2048), (16384, 2048), (2048, 8192)),
+    "Llama-3.2-1B tp2": ((1536, 2048), (2048, 1024), (8192, 2048), (2048, 4096)),
+    "Qwen3-8B tp2": ((3072, 4096), (4096, 2048), (12288, 4096), (4096, 6144)),
+    "Qwen3-8B tp4": ((1536, 4096), (4096, 1024), (6144, 4096), (4096, 3072)),
+    "Qwen3-8B tp8": ((768, 4096), (4096, 512), (3072, 4096), (4096, 1536)),
+    "gemma-2-9b tp4": ((2048, 3584), (3584, 1024), (7168, 3584), (3584, 3584)),
+    "70B-class layer tp4": ((2560, 8192), (8192, 2048), (16384, 8192), (8192, 8192)),
+}
+HELD_OUT_CELLS = frozenset(c for s in HELD_OUT_SETS.values() for c in s)
+
+
+def heldout_errors(curve: KernelCurve, doc: dict[str, Any], bandwidth: float, peak: float,
+                   quant: QuantCurve | None) -> HeldOut:
+    """Errors of ``curve`` (plus ``quant``'s time when the measured calls include it) on a held-out
+    document: every held-out call, and every held-out set's decode step (the sum of its GEMMs)."""
+    wbytes = doc["weight_bytes"]
+
+    def pred(m: int, n: int, k: int) -> float:
+        q = quant.time(m, k, bandwidth) if quant is not None else 0.0
+        return curve.time(m, n, k, wbytes, bandwidth, peak) + q
+
+    return errors_of(pred, doc)
+
+
+def roofline_errors(doc: dict[str, Any], bandwidth: float, peak: float, memory_efficiency: float,
+                    compute_efficiency: float, act_bytes: float = 2.0) -> HeldOut:
+    """The same errors for the format-level roofline (one efficiency per format: what priced every
+    scheme before kernel curves), ``max(bytes / (eta_m BW), FLOPs / (eta_c peak))`` per call."""
+    wbytes = doc["weight_bytes"]
+
+    def pred(m: int, n: int, k: int) -> float:
+        mem = (n * k * wbytes + m * k * act_bytes + m * n * 2.0) / (memory_efficiency * bandwidth)
+        return max(mem, 2.0 * m * n * k / (compute_efficiency * peak))
+
+    return errors_of(pred, doc)
+
+
+def errors_of(pred: Any, doc: dict[str, Any]) -> HeldOut:
+    """|predicted / measured - 1| for every held-out call and held-out decode step of ``doc``."""
+    ms, cells, seconds = doc["batches"], [tuple(c) for c in doc["cells"]], doc["seconds"]
+
+    idx = {(n, k, m): t for (n, k), row in zip(cells, seconds, strict=True) for m, t in zip(ms, row, strict=True)
+           if t is not None}
+    errs = [abs(pred(m, n, k) / t - 1) for (n, k, m), t in idx.items()]
+    steps = []
+    for cells_set in HELD_OUT_SETS.values():
+        for m in ms:
+            meas = [idx[(n, k, m)] for n, k in cells_set if (n, k, m) in idx]
+            if len(meas) == len(cells_set):
+                steps.append(abs(sum(pred(m, n, k) for n, k in cells_set) / sum(meas) - 1))
+    return HeldOut(gemm_points=len(errs), gemm_median=_median(errs), gemm_max=max(errs, default=math.nan),
+                   step_points=len(steps), step_median=_median(steps) if steps else 0.0,
+                   step_max=max(steps, default=0.0),
+                   method="shapes of the held-out sets (never fitted) at every other batch size (never fitted)")
+
+
+def _median(xs: list[float]) -> float:
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    h = len(s) // 2
+    return s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])
+
+
+def moe_config(hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int) -> dict[str, int]:
+    return {"hidden": hidden, "inter": inter, "topk": topk, "experts": experts, "tp": tp, "ep": ep}
+
+
+def moe_time(curve: KernelCurve, cfg: dict[str, int], tokens: float, weight_bytes: float, bandwidth: float,
+             peak: float) -> float:
+    """One fused-MoE layer (gate/up and down GEMMs of every expert the tokens reach) on one GPU:
+    ``tokens`` tokens pick ``topk`` of ``experts`` experts, spread evenly (the tables' balanced
+    distribution); the GPU holds experts/ep experts, each with inter/tp of the intermediate size."""
+    h, top, e_l = cfg["hidden"], cfg["topk"], cfg["experts"] / cfg["ep"]
+    i_l = cfg["inter"] / cfg["tp"]
+    routed = tokens * top / cfg["ep"]
+    touched = min(e_l, routed)
+    if touched <= 0:
+        return curve.overhead_s
+    rows = routed / touched
+    mem = comp = 0.0
+    for n, k in ((2 * i_l, h), (h, i_l)):
+        em, ec = curve.efficiencies(rows, n, k)
+        mem += touched * (n * k * weight_bytes + rows * k * curve.act_bytes + rows * n * 2.0) / (em * bandwidth)
+        comp += touched * 2.0 * curve.rows(rows) * n * k / (ec * peak)
+    return curve.overhead_s + blend(mem, comp, curve.blend)
+
+
+def moe_errors(curve: KernelCurve, doc: dict[str, Any], bandwidth: float, peak: float) -> HeldOut:
+    """Errors of a fused-MoE curve on its held-out document (configs x token counts, seconds)."""
+    errs = []
+    for cfg, row in zip(doc["configs"], doc["seconds"], strict=True):
+        for t, meas in zip(doc["tokens"], row, strict=True):
+            if meas is not None:
+                errs.append(abs(moe_time(curve, cfg, t, doc["weight_bytes"], bandwidth, peak) / meas - 1))
+    return HeldOut(gemm_points=len(errs), gemm_median=_median(errs), gemm_max=max(errs, default=math.nan),
+                   method="fused-MoE layers of held-out (tensor, expert)-parallel configurations at held-out token "
+                          "counts (neither fitted)")

@@ -1,0 +1,227 @@
+"""Per-kernel cost curves: what one GEMM call of a given kernel costs on one GPU.
+
+A curve prices a call of ``M`` rows (the tokens of the step) against an ``N x K`` weight as
+
+    t = overhead + ((mem)^p + (comp)^p)^(1/p)
+    mem  = (N*K*weight_bytes + M*K*act_bytes + M*N*2) / (eta_m(N, K) * bandwidth)
+    comp = 2*M*N*K / (eta_c(N, K) * f(M) * peak)
+
+``eta_m`` is the streaming efficiency the kernel reaches at small M, ``eta_c`` its compute
+efficiency at large M, both tables over (log2 N, log2 K) interpolated bilinearly in log space (a
+small matrix cannot keep every SM busy, a large one can); ``f(M)`` is the kernel's tile behaviour in
+M (piecewise linear in log2 M); ``p`` (blend) the knee between the two regimes (the measured curve
+bends smoothly where a roofline has a sharp corner); ``overhead`` the fixed per-call cost; ``m_tile`` (Marlin: 64 rows per pass) rounds M up in the
+compute term.
+``includes_quant`` says the curve was fitted on calls that quantize their own activations (the engine
+runs them that way); otherwise an engine that quantizes activations in a separate kernel pays a
+:class:`QuantCurve` on top.
+
+Each curve records where it came from (:class:`TableSource`: the published table, the kernel name in
+it, the engine release that was measured), its ``basis`` (``measured``: fitted to that kernel's
+rows; ``proxy``: another kernel's measured curve stands in, named by ``proxy_of``; ``composed``: a
+sum of measured pieces, see ``note``) and its held-out error (:class:`HeldOut`).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import date
+from typing import Literal, TypeVar
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from ..results import Strict
+
+Basis = Literal["measured", "proxy", "composed", "published"]
+
+
+class TableSource(Strict):
+    """The published measured table a curve was fitted to."""
+
+    package: str  # e.g. aiconfigurator-core
+    version: str
+    license: str = ""
+    table: str  # path inside the package
+    kernel_source: str  # the kernel's name in the table
+    engine: str  # the engine whose build was measured
+    engine_version: str
+    device: str  # as the table names the GPU
+    collector: str = ""  # what one measured call contains
+    rows_fit: int = Field(default=0, ge=0)
+    as_of: date
+
+
+class HeldOut(Strict):
+    """Error on measurements the fit never saw (predicted / measured - 1)."""
+
+    gemm_points: int = Field(ge=0)
+    gemm_median: float
+    gemm_max: float
+    step_points: int = Field(default=0, ge=0)  # decode steps of the held-out shape sets
+    step_median: float = 0.0
+    step_max: float = 0.0
+    method: str = ""
+
+
+def _locate(x: float, knots: tuple[float, ...]) -> tuple[int, float]:
+    """(segment, fraction) of ``x`` among ascending ``knots``; clamped at both ends."""
+    if x <= knots[0]:
+        return 0, 0.0
+    last = len(knots) - 1
+    if x >= knots[last]:
+        return max(last - 1, 0), 1.0 if last else 0.0
+    i = 0
+    while knots[i + 1] < x:
+        i += 1
+    return i, (x - knots[i]) / (knots[i + 1] - knots[i])
+
+
+def blend(a: float, b: float, p: float) -> float:
+    """``(a^p + b^p)^(1/p)``: a + b at p = 1, max(a, b) as p grows."""
+    hi = a if a > b else b
+    if hi <= 0.0:
+        return 0.0
+    lo = b if a > b else a
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
+
+
+class KernelCurve(Strict):
+    """One kernel's measured cost curve on one GPU (module docstring)."""
+
+    kernel: str  # the kernel id (data/kernels/*.yaml)
+    engine: str
+    basis: Basis
+    measured: TableSource | None = None
+    proxy_of: str | None = None  # "<engine>/<kernel>" whose measurement stands in
+    note: str = ""
+    math: str  # the datapath peak the compute term is scaled by
+    act_bytes: float = Field(default=2.0, gt=0)  # bytes per activation element the GEMM reads
+    includes_quant: bool = False
+    overhead_s: float = Field(ge=0)
+    blend: float = Field(ge=1.0, le=64.0)
+    nk_knots: tuple[int, ...]
+    memory_efficiency: tuple[tuple[float, ...], ...]  # [N knot][K knot]
+    compute_efficiency: tuple[tuple[float, ...], ...]
+    m_knots: tuple[int, ...]
+    m_factor: tuple[float, ...]
+    m_tile: int = Field(default=1, ge=1)  # rows the kernel computes per pass: M is rounded up to a multiple
+    heldout: HeldOut | None = None
+    _logs: tuple | None = PrivateAttr(default=None)  # the tables in log space, built on first use
+
+    @model_validator(mode="after")
+    def _shape(self) -> KernelCurve:
+        n = len(self.nk_knots)
+        if n < 2 or list(self.nk_knots) != sorted(set(self.nk_knots)):
+            raise ValueError("nk_knots must hold at least 2 strictly increasing sizes")
+        for name in ("memory_efficiency", "compute_efficiency"):
+            tab = getattr(self, name)
+            if len(tab) != n or any(len(r) != n for r in tab):
+                raise ValueError(f"{name} must be a {n}x{n} table (one row per N knot, one column per K knot)")
+            if any(not 0 < v <= 4.0 for r in tab for v in r):
+                raise ValueError(f"{name} values must be in (0, 4]")
+        if len(self.m_knots) != len(self.m_factor) or len(self.m_knots) < 1:
+            raise ValueError("m_knots and m_factor must have the same length (at least 1)")
+        if list(self.m_knots) != sorted(set(self.m_knots)) or self.m_knots[0] < 1:
+            raise ValueError("m_knots must be strictly increasing and >= 1")
+        if any(v <= 0 for v in self.m_factor):
+            raise ValueError("m_factor values must be > 0")
+        if self.basis == "proxy" and not self.proxy_of:
+            raise ValueError("a proxy curve names the curve it stands in for (proxy_of)")
+        if self.basis == "measured" and self.measured is None:
+            raise ValueError("a measured curve names its table (measured)")
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.engine}/{self.kernel}"
+
+    def _tables(self) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...],
+                               tuple[float, ...], tuple[float, ...]]:
+        cached = (self.__pydantic_private__ or {}).get("_logs")  # not self._logs: pydantic's __getattr__ is slow
+        if cached is None:
+            cached = (
+                tuple(math.log2(v) for v in self.nk_knots),
+                tuple(tuple(math.log(v) for v in r) for r in self.memory_efficiency),
+                tuple(tuple(math.log(v) for v in r) for r in self.compute_efficiency),
+                tuple(math.log2(v) for v in self.m_knots),
+                tuple(math.log(v) for v in self.m_factor),
+            )
+            self._logs = cached
+        return cached
+
+    def shape_efficiencies(self, n: float, k: float) -> tuple[float, float]:
+        """(streaming, compute) efficiency of an ``n x k`` weight before the M factor."""
+        knots, lm, lc, _, _ = self._tables()
+        i, t = _locate(math.log2(max(n, 1.0)), knots)
+        j, u = _locate(math.log2(max(k, 1.0)), knots)
+        w00, w10, w01, w11 = (1 - t) * (1 - u), t * (1 - u), (1 - t) * u, t * u
+        em = w00 * lm[i][j] + w10 * lm[i + 1][j] + w01 * lm[i][j + 1] + w11 * lm[i + 1][j + 1]
+        ec = w00 * lc[i][j] + w10 * lc[i + 1][j] + w01 * lc[i][j + 1] + w11 * lc[i + 1][j + 1]
+        return math.exp(em), math.exp(ec)
+
+    def m_factor_at(self, m: float) -> float:
+        """The compute-efficiency factor at ``m`` rows (piecewise linear in log2 M, flat outside)."""
+        _, _, _, mk, mf = self._tables()
+        if len(mk) == 1:
+            return math.exp(mf[0])
+        q, v = _locate(math.log2(max(m, 1.0)), mk)
+        return math.exp((1 - v) * mf[q] + v * mf[q + 1])
+
+    def efficiencies(self, m: float, n: float, k: float) -> tuple[float, float]:
+        """(streaming efficiency, compute efficiency incl. the M factor) for one call."""
+        em, ec = self.shape_efficiencies(n, k)
+        return em, ec * self.m_factor_at(m)
+
+    def time(self, m: float, n: float, k: float, weight_bytes: float, bandwidth: float, peak: float) -> float:
+        """Seconds of one call: ``m`` rows against an ``n x k`` weight stored at ``weight_bytes``
+        bytes per element, on a GPU of ``bandwidth`` bytes/s and ``peak`` FLOP/s on :attr:`math`."""
+        if m <= 0:
+            return 0.0
+        em, ec = self.efficiencies(m, n, k)
+        mem = (n * k * weight_bytes + m * k * self.act_bytes + m * n * 2.0) / (em * bandwidth)
+        comp = 2.0 * self.rows(m) * n * k / (ec * peak)
+        return self.overhead_s + blend(mem, comp, self.blend)
+
+    def rows(self, m: float) -> float:
+        """The rows the kernel computes for ``m``: ``m`` rounded up to a whole number of M tiles."""
+        t = self.m_tile
+        return m if t <= 1 else math.ceil(m / t - 1e-9) * t
+
+
+class QuantCurve(Strict):
+    """A separate activation-quantization kernel: ``overhead + M*K*bytes_per_element / (eff*BW)``."""
+
+    kernel: str  # per-token-quant | static-quant | fp4-quant
+    engine: str
+    basis: Basis
+    measured: TableSource | None = None
+    proxy_of: str | None = None
+    note: str = ""
+    overhead_s: float = Field(ge=0)
+    bytes_per_element: float = Field(gt=0)
+    efficiency: float = Field(gt=0, le=4.0)
+    heldout: HeldOut | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.engine}/{self.kernel}"
+
+    def time(self, m: float, k: float, bandwidth: float) -> float:
+        if m <= 0:
+            return 0.0
+        return self.overhead_s + m * k * self.bytes_per_element / (self.efficiency * bandwidth)
+
+
+C = TypeVar("C", "KernelCurve", "QuantCurve")
+
+
+def lookup(curves: Mapping[str, C], engine: str, kernel: str) -> C | None:
+    """The curve for ``kernel`` as ``engine`` runs it: the engine's own measurement, else the same
+    kernel measured under another engine (returned with its own ``engine``), else None."""
+    own = curves.get(f"{engine}/{kernel}")
+    if own is not None:
+        return own
+    return next((c for key, c in sorted(curves.items()) if key.split("/", 1)[1] == kernel), None)

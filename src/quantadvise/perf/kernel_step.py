@@ -1,0 +1,122 @@
+"""Pricing a step's linear operators with measured kernel curves (the ``measured-kernels`` model).
+
+:func:`kernel_ops` decides, once per step model, which kernel each operator runs (the engine's choice
+for its fused shape: q/k/v and gate/up are one GEMM in every engine) and which curve prices it;
+:func:`kernel_time` is then the per-step arithmetic: ``calls x (overhead + blend(memory, compute))``
+plus a separate activation quantization where the engine runs one, and for a routed-expert group one
+fused-MoE call per layer over the experts the tokens reach.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..hardware import GPU
+from .kernel_curves import KernelCurve, QuantCurve, blend
+
+if TYPE_CHECKING:
+    from .efficiency import KernelPricing
+    from .profiles import LinearFit
+    from .step import LinearOp
+
+
+@dataclass(frozen=True, slots=True)
+class KernelOp:
+    """How one linear operator is priced by a measured kernel curve: ``calls`` GEMM calls per step of
+    the fused shape ``n x k`` (q/k/v and gate/up run as one GEMM, as engines fuse them), of which this
+    operator is the ``share`` n_op / n_fused; plus the separate activation quantization and, for a
+    dequantize-then-GEMM kernel, the per-call dequantization."""
+
+    curve: KernelCurve
+    peak: float
+    n: float
+    k: float
+    calls: float
+    share: float
+    weight_bytes: float  # bytes per weight element the GEMM streams
+    quant: QuantCurve | None
+    dequant_bytes: float = 0.0  # bytes per element a separate dequantization pass moves (0: none)
+    dequant: QuantCurve | None = None
+    eta_m: float = 1.0  # the curve's efficiencies at this fused shape (before the M factor): fixed per op
+    eta_c: float = 1.0
+
+_FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up"}
+
+
+def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing: KernelPricing,
+                gpu: GPU) -> tuple[KernelOp | None, ...]:
+    """Per operator: the kernel the engine runs for its fused shape and that kernel's curve, or None
+    (a calibrated fit prices it, or the kernel has no curve on this GPU)."""
+    fused: dict[tuple[str, str, float, int, bool, int], float] = {}
+    for o in ops:
+        key = (o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)
+        fused[key] = fused.get(key, 0.0) + o.n
+    out: list[KernelOp | None] = []
+    for o, fit in zip(ops, fits, strict=True):
+        n_f = fused[(o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)]
+        choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
+        curve = pricing.curve(choice)
+        if fit is not None or curve is None or choice is None or o.elements <= 0:
+            out.append(None)
+            continue
+        peak = gpu.peak(curve.math)
+        if peak is None:
+            out.append(None)
+            continue
+        kin = choice.kernel
+        quant = None
+        if kin.activation_quant == "unfused" and kin.quant_kernel and not curve.includes_quant:
+            quant = pricing.quant(choice.engine, kin.quant_kernel)
+        stored = o.bytes / o.elements
+        dq, dq_bytes, w_bytes = None, 0.0, stored
+        if kin.id == "awq-dequant-cublas":  # the whole weight dequantized to 16 bits, then a bf16 GEMM
+            dq, dq_bytes, w_bytes = pricing.quant(choice.engine, "static-quant"), stored + 2.0, 2.0
+        calls = o.count / (o.experts or 1) / 1.0
+        em, ec = curve.shape_efficiencies(n_f, o.k)
+        out.append(KernelOp(curve=curve, peak=peak, n=n_f, k=o.k, calls=calls, share=o.n / n_f if n_f else 1.0,
+                            weight_bytes=w_bytes, quant=quant, dequant_bytes=dq_bytes, dequant=dq, eta_m=em, eta_c=ec))
+    return tuple(out)
+
+
+def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
+                factors: dict[tuple[int, float], float] | None = None) -> tuple[float, float, float, float]:
+    """(seconds, memory term, compute term, weight bytes read) of one operator for ``tokens`` rows
+    (``factors``: the curves' M factors already computed for this step, shared by its operators)."""
+    if tokens <= 0:
+        return 0.0, 0.0, 0.0, 0.0
+    c = ko.curve
+    n, k = ko.n, ko.k
+    if o.experts:  # one fused-MoE call per layer over the experts the tokens reach
+        e = o.experts
+        touched = e * (1.0 - (1.0 - o.top_k / e) ** tokens)
+        rows = tokens * o.top_k / touched
+        em, ec = ko.eta_m, ko.eta_c * _factor(c, rows, factors)
+        mem = touched * (n * k * ko.weight_bytes + rows * k * c.act_bytes + rows * n * 2.0) / (em * bw)
+        comp = touched * 2.0 * c.rows(rows) * n * k / (ec * ko.peak)
+        per_call = c.overhead_s + blend(mem, comp, c.blend)
+        read = touched * n * k * (o.bytes / o.elements)
+    else:
+        em, ec = ko.eta_m, ko.eta_c * _factor(c, tokens, factors)
+        mem = (n * k * ko.weight_bytes + tokens * k * c.act_bytes + tokens * n * 2.0) / (em * bw)
+        comp = 2.0 * c.rows(tokens) * n * k / (ec * ko.peak)
+        per_call = c.overhead_s + blend(mem, comp, c.blend)
+        read = n * k * (o.bytes / o.elements)
+    if ko.quant is not None:
+        per_call += ko.quant.time(tokens, k, bw)
+    if ko.dequant is not None:
+        per_call += ko.dequant.overhead_s + n * k * ko.dequant_bytes / (ko.dequant.efficiency * bw)
+    scale = ko.calls * ko.share
+    return per_call * scale, mem * scale, comp * scale, read * ko.calls * ko.share
+
+
+def _factor(c: KernelCurve, m: float, cache: dict[tuple[int, float], float] | None) -> float:
+    if cache is None:
+        return c.m_factor_at(m)
+    key = (id(c), m)
+    f = cache.get(key)
+    if f is None:
+        f = cache[key] = c.m_factor_at(m)
+    return f

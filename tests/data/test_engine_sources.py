@@ -1,0 +1,139 @@
+"""The engine facts say where they come from, and the lines they cite say the same thing.
+
+tools/extract_engine.py writes every row's ``source`` as ``file:line (what)`` and, beside the data,
+the cited lines verbatim (tests/fixtures/engine_quotes/<engine>-<version>.json, stamped with the
+wheel's sha256). These tests read a sample of facts back out of the quoted lines: the value in the
+data must be the one on the line it cites. With ``ENGINE_WHEELS_DIR`` pointing at a folder holding
+the wheels, the quotes themselves are checked against the wheel (skipped offline by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+QUOTES = REPO / "tests" / "fixtures" / "engine_quotes"
+RELEASES = ["vllm-0.33.0", "sglang-0.5.23"]
+CITE = re.compile(r"([\w./-]+\.py):(\d+)(?:-(\d+))?(?: \(([^)]*)\))?")
+TORCH = {"float16": ("torch.half", "torch.float16"), "bfloat16": ("torch.bfloat16",),
+         "float32": ("torch.float32", "torch.float"), "float8_e4m3fn": ("torch.float8_e4m3fn",),
+         "int8": ("torch.int8",)}
+
+
+def load(release: str) -> tuple[dict, dict[str, str]]:
+    doc = yaml.safe_load((REPO / "data" / "engines" / f"{release}.yaml").read_text())
+    quotes = json.loads((QUOTES / f"{release}.json").read_text())
+    assert quotes["sha256"] == doc["source"]["sha256"], "quotes and data were read from different wheels"
+    return doc, quotes["lines"]
+
+
+def cites(row: dict) -> list[tuple[str, int, int, str]]:
+    return [(m.group(1), int(m.group(2)), int(m.group(3) or m.group(2)), m.group(4) or "")
+            for m in CITE.finditer(row["source"])]
+
+
+def span(quotes: dict[str, str], path: str, start: int, end: int) -> str:
+    return " ".join(quotes[f"{path}:{i}"] for i in range(start, min(end, start + 7) + 1))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_method_fact_is_on_the_line_it_cites(release):
+    doc, quotes = load(release)
+    checked = 0
+    for m in doc["methods"]:
+        every = " ".join(span(quotes, *c[:3]) for c in cites(m))
+        for path, start, end, what in cites(m):
+            line = span(quotes, path, start, end)
+            if what in ("QuantizationMethods", "QUANTIZATION_CHOICES"):
+                assert f'"{m["id"]}"' in line, (m["id"], what, line)
+            elif what in ("method_to_config", "BASE_QUANTIZATION_METHODS") and m.get("config_class"):
+                # the registry line names the class, or a local variable whose assignment / aliased
+                # import the row cites too (vLLM's deepseek_config)
+                # (vLLM's online shorthands are added by `method_to_config.setdefault(shorthand, ...)`)
+                assert f'"{m["id"]}"' in line or "setdefault(shorthand" in line, (m["id"], line)
+                assert m["config_class"].split(" (")[0] in every, (m["id"], line)
+            elif what.endswith(".get_min_capability") and m.get("min_capability") is not None:
+                # "return 75", or one branch of "return 100 if self.use_mxfp8 else 80"
+                assert re.search(rf"\b{m['min_capability']}\b", line) and "return" in line, (m["id"], line)
+            elif what == "get_supported_act_dtypes":
+                for dt in m["supported_act_dtypes"]:
+                    assert any(t in line for t in TORCH[dt]), (m["id"], dt, line)
+            elif what == "get_name":
+                assert f'"{m.get("canonical") or m["id"]}"' in line, (m["id"], line)
+            elif what == "get_config_filenames":
+                for f in m.get("config_filenames") or []:
+                    assert f'"{f}"' in line, (m["id"], f, line)
+            else:
+                continue
+            checked += 1
+    assert checked > 3 * len(doc["methods"])  # several facts per method were read back
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kv_dtypes_and_messages_are_on_their_lines(release):
+    doc, quotes = load(release)
+    for k in doc["kv_cache_dtypes"]:
+        path, start, end, _ = cites(k)[0]
+        assert f'"{k["id"]}"' in span(quotes, path, start, end)
+    n = 0
+    for m in doc["messages"]:
+        pieces = [m["text"]] if m.get("text") else m.get("parts", [])
+        for path, start, end, _ in cites(m):
+            line = span(quotes, path, start, end)
+            # the longest literal run of the template (placeholders and quote-splitting removed)
+            words = max(re.split(r"\{\w+\}|%s", pieces[0]), key=len).strip()[:25]
+            assert words.split()[0] in line, (m["id"], words, line)
+            n += 1
+    assert n >= len(doc["messages"]) - 2  # every printed message is cited (the two `parts` ones included)
+
+
+def test_vllm_kv_cache_scheme_rule_reads_or():
+    # compressed_tensors.py:1117  `if type_ != "float" or num_bits != 8:` -> both must match
+    doc, quotes = load("vllm-0.33.0")
+    rule = doc["compressed_tensors"]["kv_cache_scheme"]
+    assert rule["type_and_bits"] == "both_must_match"
+    path, start, _, what = next(c for c in cites(rule) if "or" in c[3])
+    assert quotes[f"{path}:{start}"] == 'if type_ != "float" or num_bits != 8:'
+
+
+def test_gptq_and_awq_type_maps_are_what_the_rules_allow():
+    doc, quotes = load("vllm-0.33.0")
+    rules = {r["id"]: r for r in doc["config_rules"]}
+    gptq = rules["auto-gptq-type-map"]
+    path, start, end, _ = next(c for c in cites(gptq) if c[3] == "AutoGPTQConfig.TYPE_MAP")
+    text = span(quotes, path, start, end)
+    assert "(4, True)" in text and "(8, True)" in text and gptq["allowed"] == [[4, True], [8, True]]
+    awq = rules["auto-awq-type-map"]
+    path, start, end, _ = next(c for c in cites(awq) if c[3] == "AutoAWQConfig.TYPE_MAP")
+    assert "4: scalar_types.uint4" in span(quotes, path, start, end) and awq["allowed"] == [[4]]
+
+
+def test_sglang_nvfp4_fallback_and_wna16_bits_follow_the_source():
+    doc, quotes = load("sglang-0.5.23")
+    rows = {d["id"]: d for d in doc["compressed_tensors"]["dispatch"]}
+    assert rows["wna16"]["weights"]["num_bits"] == [4, 8]
+    path, start, end, _ = next(c for c in cites(rows["wna16"]) if c[3] == "WNA16_SUPPORTED_TYPES_MAP")
+    assert "4: scalar_types.uint4b8" in quotes[f"{path}:{start}"]
+    w4a4 = rows["w4a4-nvfp4"]
+    assert w4a4["fallback"] == "CompressedTensorsW4A16Fp4" and w4a4["fallback_min_capability"] == 80
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_quotes_match_the_wheel(release):
+    """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
+    folder = os.environ.get("ENGINE_WHEELS_DIR")
+    doc, quotes = load(release)
+    wheel = Path(folder) / doc["source"]["artifact"] if folder else None
+    if wheel is None or not wheel.is_file():
+        pytest.skip("ENGINE_WHEELS_DIR does not hold " + doc["source"]["artifact"])
+    with zipfile.ZipFile(wheel) as z:
+        for key, text in quotes.items():
+            path, _, ln = key.rpartition(":")
+            assert z.read(path).decode().splitlines()[int(ln) - 1].strip() == text, key

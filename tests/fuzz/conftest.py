@@ -1,0 +1,14 @@
+"""The fuzz suite's end-of-session count (the runs themselves are counted in ``harness.py``)."""
+
+from __future__ import annotations
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
+    from tests.fuzz.harness import RUNS, SLOWEST
+
+    if not RUNS:
+        return
+    total = sum(RUNS.values())
+    terminalreporter.write_sep("-", f"fuzz: {total:,} runs, slowest {max(SLOWEST.values()):.2f} s of CPU")
+    for kind, n in sorted(RUNS.items()):
+        terminalreporter.write_line(f"  {kind:<28} {n:>6,} runs, slowest {SLOWEST[kind]:.2f} s")

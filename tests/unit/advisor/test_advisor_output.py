@@ -1,0 +1,96 @@
+"""Issue 11, group 6: one number per quantity — every figure says its KV dtype and what it
+includes, the trace agrees with the headline, labels and descriptions say what is true; recipes
+come from the same layer policy as the sizing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import quantadvise as api
+
+
+def node(rec, name):
+    return next(t for t in rec.trace if t.node == name)
+
+
+def alt(rec, scheme):
+    return next(a for a in rec.alternatives if a.scheme == scheme)
+
+
+@pytest.mark.parametrize("kw", [dict(batch=64, ctx=2048), dict(model="meta-llama/Llama-3.1-8B", batch=16, ctx=32768),
+                                dict(batch=2, ctx=2048)])
+def test_the_same_quantity_is_the_same_number_everywhere(kw):
+    # The old tree priced the roofline node with a bf16 KV cache and the "Predicted" line with fp8
+    # (9.02 ms vs 6.01 ms for fp8-dynamic): now both use the one KV dtype the tree chose.
+    r = api.recommend(**kw)
+    roof = node(r, "roofline").numbers
+    p, win = r.performance, alt(r, r.scheme.id)
+    assert roof["kv_dtype"] == p.kv_dtype == r.kv.dtype == win.kv_dtype
+    assert roof["tokens_per_s"][r.scheme.id] == p.tokens_per_s == win.tokens_per_s
+    assert roof["step_time_s"][r.scheme.id] == p.step_time_s == win.step_time_s
+    assert roof["decode_tokens_per_s"][r.scheme.id] == p.decode_tokens_per_s == win.decode_tokens_per_s
+    if r.workload.serving_mode == "continuous":
+        # tokens/s = decode tokens/s x (1 - prefill share): the split adds up
+        assert math.isclose(p.tokens_per_s, p.decode_tokens_per_s * (1 - p.prefill_share), rel_tol=1e-12)
+        assert "prefill included" in p.includes
+    else:
+        assert p.prefill_share is None and p.tokens_per_s == p.decode_tokens_per_s and "decode" in p.includes
+    # the same number from `predict` (what the CI gate prices a deployment with)
+    pred = api.predict(kw, r.scheme.id, kv_dtype=r.kv.dtype)
+    assert pred.kv_dtype == r.kv.dtype
+    assert math.isclose(pred.tokens_per_s, p.tokens_per_s, rel_tol=1e-12)
+    assert math.isclose(pred.decode_tokens_per_s, p.decode_tokens_per_s, rel_tol=1e-12)
+
+
+def test_bf16_is_1x_itself_and_absent_when_it_cannot_load():
+    # bf16's own row used to read "1.17x vs bf16" (priced with fp8 KV against a bf16-KV baseline)
+    r = api.recommend(batch=64, ctx=2048)
+    assert alt(r, "bf16").speedup_vs_bf16 == 1.0
+    assert r.kv.dtype in r.performance.baseline
+    # 70B on one H100: bf16 (141 GB) cannot load, so no candidate gets a "vs bf16" figure
+    r = api.recommend(model="meta-llama/Llama-3.1-70B", batch=8, ctx=4096)
+    assert all(a.speedup_vs_bf16 is None for a in r.alternatives)
+    assert r.performance.speedup_vs_bf16 is None and "cannot serve" in r.performance.baseline
+
+
+def test_headline_names_a_deployable_candidate():
+    # the old roofline headline named schemes later vetoed or refused (26 of 60 runs)
+    for kw in (dict(batch=1, ctx=2048), dict(model="Qwen/Qwen2.5-32B", gpu="b200", batch=256, ctx=4096,
+                                             task="reasoning"), dict(batch=8, ctx=4096, gpu="l40s", engine="sglang")):
+        r = api.recommend(**kw)
+        assert node(r, "roofline").decision.split(": ", 1)[-1].startswith(r.scheme.id)
+        removed = {a.scheme for a in r.alternatives if a.status in ("vetoed", "not-supported")}
+        assert not removed & set(node(r, "roofline").numbers["tokens_per_s"])
+
+
+def test_fit_bound_is_stated_for_both_kv_dtypes_and_agrees_with_the_pick():
+    # 70B at 64 x 8k on one H100: no candidate holds the batch; the fit node states the bits/param a
+    # full batch would need with each KV dtype instead of one bound the pick then contradicts
+    r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192)
+    fit = node(r, "fit")
+    assert "bits/param with a bf16 KV cache" in fit.decision or fit.numbers["max_bits_per_param_kv_bf16"] is None
+    assert r.scheme.id in fit.numbers["holds_part_of_batch"] and "priced at the concurrency" in fit.decision
+
+
+def test_regrouped_description_says_its_group():
+    # gpt-oss: K = 2880 is not divisible by 128, so the W4 presets run group 64; the description said
+    # "group 128"
+    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=16, ctx=4096)
+    a = alt(r, "w4a16-g64")
+    assert "group 64" in a.description and "group 128" not in a.description
+
+
+@pytest.mark.parametrize("model, router", [
+    # transformers modeling_mixtral: MixtralSparseMoeBlock.gate; modeling_qwen3_moe: Qwen3MoeSparseMoeBlock.gate
+    ("mistralai/Mixtral-8x7B-v0.1", r"re:.*block_sparse_moe\.gate$"),
+    ("Qwen/Qwen3-30B-A3B", r"re:.*mlp\.gate$"),
+])
+def test_moe_recipe_keeps_the_router_16bit(model, router):
+    # the MoE llm-compressor recipe ignored only lm_head, so routers would be quantized; the sizing
+    # (LayerPolicy keep=("router",)) never counted them as quantized
+    r = api.recommend(model=model, gpu="h100", gpus=2, batch=8, ctx=4096, candidates=["bf16", "w4a16"])
+    assert r.scheme.id == "w4a16"
+    assert router in r.checkpoint.quantization_config["ignore"] and "lm_head" in r.checkpoint.quantization_config["ignore"]
+    assert router.replace("\\", "\\\\") in r.checkpoint.recipe or router in r.checkpoint.recipe

@@ -1,0 +1,110 @@
+"""Engine launches in Makefiles, Python launchers, Helm values that keep the image apart from the
+args, and the vLLM production-stack chart; the folder walk that reaches .github/workflows and lists
+what it skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from quantadvise.artifacts.manifests import parse_yaml
+from quantadvise.artifacts.programs import parse_makefile, parse_python
+from quantadvise.artifacts.scan import classify, read_paths
+from quantadvise.errors import ConfigError
+
+
+def test_makefile_recipes_with_makes_own_variables():
+    text = ("MODEL ?= meta-llama/Llama-3.1-8B\n"
+            "MODEL ?= ignored/because-set\n"
+            "LEN := 16384\n"
+            "FLAGS = --max-model-len $(LEN)\n"
+            "FLAGS += --max-num-seqs 32\n"
+            "\n"
+            "serve: deps\n"
+            "\t@echo starting\n"
+            "\t-vllm serve $(MODEL) $(FLAGS) \\\n"
+            "\t  --kv-cache-dtype fp8 --port $$PORT -tp $(TP)\n")
+    (inv,) = parse_makefile(text, "Makefile")
+    assert (inv.engine, inv.model, inv.max_model_len, inv.max_num_seqs, inv.kv_cache_dtype, inv.source) == (
+        "vllm", "meta-llama/Llama-3.1-8B", 16384, 32, "fp8", "makefile")
+    assert inv.line == 9 and inv.flag_lines["kv_cache_dtype"] == 10  # the continuation keeps its own line
+    assert inv.tensor_parallel_size is None and inv.raw["tensor_parallel_size"] == "$(TP)"  # make never set TP
+    assert inv.other.get("--port") == "$PORT"  # $$ is a literal $ for the shell
+
+
+def test_a_makefile_variable_line_is_not_a_rule_and_a_recipe_needs_a_tab():
+    text = "X = a:b\nrun:\n\tvllm serve org/model\nother:\n    vllm serve not/a-recipe\n"
+    (inv,) = parse_makefile(text, "Makefile")
+    assert inv.model == "org/model" and inv.line == 3
+
+
+def test_python_launchers_with_literal_argv():
+    text = ("import os, shlex, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-m', 'sglang.launch_server', '--model-path', 'org/m',\n"
+            "                '--context-length', '8192', '--port', os.environ['PORT']], check=True)\n"
+            "subprocess.Popen('vllm serve org/shell --max-num-seqs 8', shell=True)\n"
+            "subprocess.call(shlex.split('vllm serve org/split -tp 2'))\n"
+            "os.execvp('vllm', ['vllm', 'serve', MODEL, '--max-model-len', '4096'])\n"
+            "print('vllm serve org/prose')\n")
+    invs = parse_python(text, "launch.py")
+    assert [(i.engine, i.line, i.source) for i in invs] == [("sglang", 2, "python"), ("vllm", 4, "python"),
+                                                            ("vllm", 5, "python"), ("vllm", 6, "python")]
+    sgl, shell, split, execvp = invs
+    assert (sgl.model, sgl.max_model_len, sgl.flag_lines["max_model_len"]) == ("org/m", 8192, 3)
+    assert sgl.other["--port"] == "${PY_VALUE}"  # a run-time value, not a literal
+    assert (shell.model, shell.max_num_seqs) == ("org/shell", 8)
+    assert (split.model, split.tensor_parallel_size) == ("org/split", 2)
+    assert execvp.raw["model"] == "${PY_VALUE}" and execvp.max_model_len == 4096  # MODEL is a name: unresolved
+
+
+def test_python_that_does_not_parse_is_one_error():
+    with pytest.raises(ConfigError, match=r"launch.py: line 1: not valid Python"):
+        parse_python("subprocess.run([\n", "launch.py")
+
+
+def test_helm_values_with_the_image_apart_from_the_args():
+    text = ("image:\n  repository: vllm/vllm-openai\n  tag: v0.33.0\n"
+            "server:\n  replicas: 2\n  args:\n    - --model\n    - org/model\n    - --max-model-len\n    - '32768'\n")
+    (inv,) = parse_yaml(text, "chart/values.yaml")
+    assert (inv.engine, inv.engine_version, inv.model, inv.max_model_len, inv.source) == (
+        "vllm", "0.33.0", "org/model", 32768, "helm-values")
+    assert inv.flag_lines["max_model_len"] == 9  # the flag's own line
+
+
+def test_the_production_stack_chart_values():
+    """servingEngineSpec.modelSpec[] as vllm-project/production-stack renders it
+    (helm/templates/deployment-vllm-multi.yaml: `vllm serve <modelURL>` + vllmConfig flags + extraArgs)."""
+    text = ("servingEngineSpec:\n  modelSpec:\n"
+            "  - name: llama\n    repository: vllm/vllm-openai\n    tag: v0.33.0\n    modelURL: org/llama\n"
+            "    requestGPU: 2\n    vllmConfig:\n      maxModelLen: 131072\n      tensorParallelSize: 2\n"
+            "      gpuMemoryUtilization: 0.85\n      extraArgs: [\"--kv-cache-dtype\", \"fp8\"]\n"
+            "  - name: small\n    repository: lmcache/vllm-openai\n    tag: latest\n    modelURL: org/small\n")
+    big, small = parse_yaml(text, "values.yaml")
+    assert (big.model, big.max_model_len, big.tensor_parallel_size, big.gpu_memory_utilization, big.kv_cache_dtype,
+            big.gpu_count, big.engine_version, big.context) == ("org/llama", 131072, 2, 0.85, "fp8", 2, "0.33.0",
+                                                               "modelSpec llama")
+    assert big.flag_lines["max_model_len"] == 9 and big.line == 6
+    assert (small.model, small.engine_version) == ("org/small", None)  # the `latest` tag names no release
+
+
+@pytest.mark.parametrize(("name", "head", "kind"), [
+    ("Makefile", "", "makefile"), ("ops/serve.mk", "", "makefile"), ("launch.py", "", "python"),
+    ("serve", "#!/usr/bin/env python3\n", "python"), ("serve", "#!/bin/bash\n", "shell"),
+    ("app.Dockerfile", "", "dockerfile"), ("notes.txt", "vllm serve x", None),
+])
+def test_classify(name, head, kind):
+    assert classify(name, head) == kind
+
+
+def test_the_walk_reads_ci_definitions_and_lists_what_it_skipped(tmp_path):
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "gate.yml").write_text("jobs:\n  a:\n    steps:\n      - run: vllm serve org/m\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "run.sh").write_text("vllm serve org/never\n")  # inside .git: never read
+    (tmp_path / "README.md").write_text("Run `vllm serve org/m`.\n")
+    (tmp_path / "big.yaml").write_text("x: " + "a" * 2_100_000 + "\n")
+    scan = read_paths([tmp_path])
+    assert [i.model for i in scan.invocations] == ["org/m"]
+    skipped = {s.split(": ", 1)[0].rsplit("/", 1)[-1]: s for s in scan.files_skipped}
+    assert set(skipped) == {"README.md", "big.yaml"}
+    assert "no reader takes this kind of file" in skipped["README.md"]
+    assert "larger than a deployment file" in skipped["big.yaml"]

@@ -1,0 +1,97 @@
+"""Per-kernel cost curves (quantadvise.perf.kernel_curves) and how the step model uses them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from quantadvise.perf.heldout import moe_config, moe_time
+from quantadvise.perf.kernel_curves import KernelCurve, QuantCurve, blend, lookup
+
+
+def flat(em: float = 0.5, ec: float = 0.25, **kw) -> KernelCurve:
+    base = dict(kernel="k", engine="vllm", basis="proxy", proxy_of="vllm/x", math="bf16", overhead_s=2e-6,
+                blend=64.0, nk_knots=(512, 65536), memory_efficiency=((em, em), (em, em)),
+                compute_efficiency=((ec, ec), (ec, ec)), m_knots=(1,), m_factor=(1.0,))
+    base.update(kw)
+    return KernelCurve(**base)
+
+
+BW, PEAK = 4.8e12, 989.4e12  # H200 row of data/hardware.yaml
+
+
+def test_memory_bound_call_is_bytes_over_achieved_bandwidth() -> None:
+    # M=1, 4096x4096 bf16: weights 4096*4096*2 = 33,554,432 B; activations 1*4096*2 in + 1*4096*2 out
+    # = 16,384 B; at 0.5 * 4.8e12 B/s: 33,570,816 / 2.4e12 = 13.988 us; + 2 us overhead
+    c = flat()
+    assert c.time(1, 4096, 4096, 2.0, BW, PEAK) == pytest.approx(2e-6 + 33_570_816 / 2.4e12, rel=1e-12)
+
+
+def test_compute_bound_call_is_flops_over_achieved_peak() -> None:
+    # M=8192: 2*8192*4096*4096 = 2.749e11 FLOP at 0.25 * 989.4e12 = 1.111 ms (memory 0.21 ms, p=64: max)
+    c = flat()
+    flops = 2 * 8192 * 4096 * 4096
+    assert c.time(8192, 4096, 4096, 2.0, BW, PEAK) == pytest.approx(2e-6 + flops / (0.25 * PEAK), rel=1e-9)
+
+
+def test_blend_bends_the_corner() -> None:
+    # p=2 at the knee (equal terms a=b=1): sqrt(2); the roofline's corner would be 1
+    assert blend(1.0, 1.0, 2.0) == pytest.approx(math.sqrt(2))
+    assert blend(1.0, 1.0, 1.0) == pytest.approx(2.0)
+    assert blend(3.0, 0.0, 2.0) == pytest.approx(3.0)
+
+
+def test_efficiency_tables_interpolate_geometrically_in_log2_of_the_shape() -> None:
+    # N knots 512 and 2048, efficiency 0.2 and 0.8: at N=1024 (half way in log2) sqrt(0.2*0.8) = 0.4
+    c = flat(nk_knots=(512, 2048), memory_efficiency=((0.2, 0.2), (0.8, 0.8)))
+    em, _ = c.efficiencies(1, 1024, 1024)
+    assert em == pytest.approx(0.4)
+    # clamped outside the knots
+    assert c.efficiencies(1, 64, 1024)[0] == pytest.approx(0.2)
+    assert c.efficiencies(1, 1 << 20, 1024)[0] == pytest.approx(0.8)
+
+
+def test_m_factor_scales_compute_efficiency_with_rows() -> None:
+    # factor 1 at M=1, 2 at M=64: at M=8 (half way in log2) sqrt(2)
+    c = flat(m_knots=(1, 64), m_factor=(1.0, 2.0))
+    assert c.efficiencies(8, 4096, 4096)[1] == pytest.approx(0.25 * math.sqrt(2))
+
+
+def test_m_tile_rounds_rows_up() -> None:
+    c = flat(m_tile=64)
+    assert c.rows(1) == 64 and c.rows(64) == 64 and c.rows(65) == 128
+    assert flat().rows(65) == 65
+
+
+def test_quant_curve() -> None:
+    # 1 us + 64 * 4096 * 5 B / (0.8 * 4.8e12) = 1 us + 0.341 us
+    q = QuantCurve(kernel="per-token-quant", engine="vllm", basis="proxy", proxy_of="x/y", overhead_s=1e-6,
+                   bytes_per_element=5.0, efficiency=0.8)
+    assert q.time(64, 4096, BW) == pytest.approx(1e-6 + 64 * 4096 * 5 / (0.8 * BW))
+
+
+def test_lookup_prefers_the_engines_own_measurement() -> None:
+    a, b = flat(engine="vllm"), flat(engine="sglang")
+    curves = {"vllm/k": a, "sglang/k": b}
+    assert lookup(curves, "sglang", "k") is b
+    assert lookup({"vllm/k": a}, "sglang", "k") is a
+    assert lookup({"vllm/k": a}, "sglang", "other") is None
+
+
+def test_a_curve_must_be_square_and_labelled() -> None:
+    with pytest.raises(ValueError, match="table"):
+        flat(memory_efficiency=((0.5,),))
+    with pytest.raises(ValueError, match="proxy_of"):
+        flat(proxy_of=None)
+    with pytest.raises(ValueError, match="measured"):
+        flat(basis="measured", proxy_of=None)
+
+
+def test_moe_layer_reads_the_experts_the_tokens_reach() -> None:
+    # 8 experts, top-2, 1 GPU: 1 token reaches 2 experts; each has w13 (2*1024 x 512) and w2 (512 x 1024)
+    # stored at 0.5 B/element: 2 * (2*1024*512 + 512*1024) * 0.5 = 1,572,864 B of weights, plus
+    # activations 2 * (512*2 + 2048*2 + 1024*2 + 512*2) = 16,384 B -> 1,589,248 B at 0.5*BW; p=64
+    c = flat(overhead_s=0.0)
+    cfg = moe_config(512, 1024, 2, 8, 1, 1)
+    assert moe_time(c, cfg, 1, 0.5, BW, PEAK) == pytest.approx(1_589_248 / (0.5 * BW), rel=1e-9)

@@ -1,0 +1,149 @@
+"""The kernel an engine release runs for a linear layer (quantadvise.engines.kernels), each resolution
+pinned to the engine source line the data row transcribes (read in the published wheels named in
+data/kernels/*.yaml; the file:line is quoted next to every case)."""
+
+from __future__ import annotations
+
+import pytest
+
+from quantadvise import catalog
+from quantadvise.engines.kernels import KernelTable, resolve_kernel, resolve_route, route
+
+
+def scheme(sid: str):
+    return catalog.scheme_from_preset(catalog.scheme_preset(sid))
+
+
+@pytest.fixture(scope="module")
+def vllm() -> KernelTable:
+    return catalog.kernel_table("vllm", "0.33.0")
+
+
+@pytest.fixture(scope="module")
+def sglang() -> KernelTable:
+    return catalog.kernel_table("sglang", "0.5.23")
+
+
+# (scheme, capability, kernel id, a piece of the row's citation)
+VLLM_CASES = [
+    # choose_mp_linear_kernel tries CutlassW4A8, then Machete (kernels/linear/__init__.py:539-548); Machete
+    # is SM90-only (mixed_precision/machete.py:33-34) and takes uint4b8 with group 128 (machete_utils.py:12-34)
+    ("w4a16", 90, "machete", "mixed_precision/machete.py:24-54"),
+    # below SM90 Machete cannot; Humming is not moved ahead of Marlin off SM90 (humming/priority.py:11-12)
+    ("w4a16", 80, "marlin", "mixed_precision/marlin.py:32-55"),
+    ("w4a16", 89, "marlin", "marlin_utils.py:37"),
+    # 'awq' is overridden to auto_awq (auto_awq.py:263-286), which hands Marlin-capable layers to
+    # choose_mp_linear_kernel with zero points (auto_awq.py:436-448): Machete on SM90
+    ("awq", 90, "machete", "auto_awq.py:263-286"),
+    ("awq", 80, "marlin", "auto_awq.py:300-330"),
+    ("gptq", 90, "machete", "auto_gptq.py:301-349"),
+    # int3 is neither a Machete nor a Marlin type: Humming (mixed_precision/humming.py:26-37)
+    ("w3a16", 90, "humming", "humming/priority.py:11-12"),
+    # per-tensor fp8: FlashInfer first, but only from SM100 (scaled_mm/flashinfer.py:41-65), else CUTLASS
+    ("fp8-tensor", 90, "cutlass-fp8", "kernels/linear/__init__.py:461"),
+    ("fp8-tensor", 100, "flashinfer-fp8", "scaled_mm/flashinfer.py:41-65"),
+    # per-channel x per-token: FlashInfer needs per-tensor scales (flashinfer.py:56-65): CUTLASS everywhere
+    ("fp8-dynamic", 90, "cutlass-fp8", "scaled_mm/flashinfer.py:56-65"),
+    ("fp8-dynamic", 100, "cutlass-fp8", "scaled_mm/flashinfer.py:56-65"),
+    # below SM89 fp8 checkpoints run weight-only (compressed_tensors.py:895-912): Humming, then Marlin
+    ("fp8-tensor", 80, "humming-fp8", "compressed_tensors.py:895-912"),
+    ("w8a8-int8", 90, "cutlass-int8", "kernels/linear/__init__.py:446-452"),
+    ("fp8-block", 90, "deepgemm-fp8-block", "scaled_mm/deep_gemm.py:47-67"),
+    ("nvfp4", 100, "flashinfer-cutedsl-nvfp4", "nvfp4/flashinfer.py:118-124"),
+    ("nvfp4", 120, "flashinfer-cutlass-nvfp4", "nvfp4/flashinfer.py:195-208"),
+    ("nvfp4", 80, "marlin-nvfp4", "nvfp4/marlin.py:22-40"),
+    ("w4a8-fp8", 90, "cutlass-w4a8", "mixed_precision/cutlass.py:28-54"),
+]
+
+SGLANG_CASES = [
+    ("w4a16", 90, "marlin", "compressed_tensors_wNa16.py:63, :304-330"),
+    # a Marlin-compatible AWQ checkpoint becomes awq_marlin (awq/awq.py:333-345)
+    ("awq", 90, "marlin", "awq/awq.py:333-345"),
+    # compressed-tensors FP8 requantizes to one weight scale (compressed_tensors_w8a8_fp8.py:147-150);
+    # per-tensor weights and activations go to torch._scaled_mm (fp8_utils.py:2754-2766)
+    ("fp8-tensor", 90, "torch-scaled-mm-fp8", "fp8_utils.py:2754-2766"),
+    ("fp8-dynamic", 90, "sgl-fp8-scaled-mm", "fp8_utils.py:2542-2549"),
+    ("w8a8-int8", 90, "sgl-int8-scaled-mm", "compressed_tensors_w8a8_int8.py:170-178"),
+    ("fp8-block", 90, "deepgemm-fp8-block", "fp8_utils.py:1181-1182"),
+    # the auto FP4 backend: Marlin for 8.0 <= capability < 10.0 (fp4_utils.py:157-158)
+    ("nvfp4", 90, "marlin-nvfp4", "fp4_utils.py:157-158"),
+    ("nvfp4", 100, "flashinfer-cutedsl-nvfp4", "fp4_utils.py:154-156"),
+]
+
+
+@pytest.mark.parametrize(("sid", "cap", "kernel", "cite"), VLLM_CASES)
+def test_vllm_kernel(vllm: KernelTable, sid: str, cap: int, kernel: str, cite: str) -> None:
+    c = resolve_kernel(vllm, scheme(sid), cap)
+    assert c is not None and c.kernel.id == kernel
+    assert cite in c.source
+
+
+@pytest.mark.parametrize(("sid", "cap", "kernel", "cite"), SGLANG_CASES)
+def test_sglang_kernel(sglang: KernelTable, sid: str, cap: int, kernel: str, cite: str) -> None:
+    c = resolve_kernel(sglang, scheme(sid), cap)
+    assert c is not None and c.kernel.id == kernel
+    assert cite in c.source
+
+
+def test_forced_awq_runs_the_dequantize_then_matmul_kernel_on_sglang(sglang: KernelTable) -> None:
+    # awq/awq.py:346-352: "you specified quantization=awq explicitly, so forcing awq";
+    # awq_kernels.py:85-102: awq_dequantize of the whole weight, then torch.matmul
+    c = resolve_kernel(sglang, scheme("awq"), 90, quantization="awq")
+    assert c is not None and c.kernel.id == "awq-dequant-cublas"
+    assert "awq/awq.py:346-352" in c.source
+
+
+def test_forcing_awq_does_not_change_vllm(vllm: KernelTable) -> None:
+    # vLLM 0.33.0 overrides 'awq' to auto_awq (auto_awq.py:263-286): the kernel is the same
+    assert resolve_kernel(vllm, scheme("awq"), 90, quantization="awq").kernel.id == "machete"
+
+
+def test_machete_shape_rule_falls_through(vllm: KernelTable) -> None:
+    # machete_utils.py:37-52: in_features % 64 and out_features % 128; an N of 4000 fails the second,
+    # so the walk continues to Humming (moved ahead of Marlin on SM90)
+    assert resolve_kernel(vllm, scheme("w4a16"), 90, shape=(4096, 4096)).kernel.id == "machete"
+    assert resolve_kernel(vllm, scheme("w4a16"), 90, shape=(4000, 4096)).kernel.id == "humming"
+
+
+def test_activation_quantization_is_a_fact_of_the_kernel(vllm: KernelTable, sglang: KernelTable) -> None:
+    # vLLM fuses QuantFP8 under Inductor (config/vllm.py:1840-1845) but calls ops.scaled_int8_quant
+    # inside the int8 kernel (scaled_mm/cutlass.py:122-142); SGLang quantizes in a separate kernel
+    assert vllm.kernel("cutlass-fp8").activation_quant == "fused"
+    assert vllm.kernel("cutlass-int8").activation_quant == "unfused"
+    assert sglang.kernel("sgl-fp8-scaled-mm").activation_quant == "unfused"
+
+
+def test_unquantized_layers_run_cublas(vllm: KernelTable, sglang: KernelTable) -> None:
+    for table in (vllm, sglang):
+        c = resolve_route(table, "bf16", 90)
+        assert c is not None and c.kernel.id == "cublas-bf16"
+
+
+def test_routes_of_the_presets() -> None:
+    assert route(scheme("bf16")) == "bf16"
+    assert route(scheme("awq")) == "awq"  # the AutoAWQ GEMM layout
+    assert route(scheme("gptq")) == "gptq"
+    assert route(scheme("w4a16")) == "wna16"
+    assert route(scheme("fp8-tensor")) == "fp8-tensor"
+    assert route(scheme("fp8-dynamic")) == "fp8-channel"
+    assert route(scheme("fp8-block")) == "fp8-block"
+    assert route(scheme("w8a8-int8")) == "int8"
+    assert route(scheme("nvfp4")) == "nvfp4"
+    assert route(scheme("mxfp4")) == "mxfp4"
+
+
+def test_label_names_kernel_engine_and_capability(vllm: KernelTable) -> None:
+    c = resolve_kernel(vllm, scheme("w4a16"), 90)
+    assert c.label == "MacheteLinearKernel, vLLM 0.33.0, sm90"
+
+
+def test_kernel_table_for_an_unlisted_release_is_the_newest_not_newer() -> None:
+    assert catalog.kernel_table("vllm", "9.9.9").version == "0.33.0"
+
+
+def test_every_route_row_names_a_known_kernel_and_a_source() -> None:
+    for engine, version in (("vllm", "0.33.0"), ("sglang", "0.5.23")):
+        t = catalog.kernel_table(engine, version)
+        assert t.source.sha256 == catalog.get_engine(engine, version).source.sha256  # the same wheel
+        for r in t.routes:
+            assert ".py:" in r.source

@@ -1,0 +1,720 @@
+"""What tools/extract_engine.py reads from each engine's wheel, and where.
+
+One function per engine (:func:`vllm`, :func:`sglang`) takes the :class:`~wheel_source.Wheel` and
+the base version file and returns :class:`Facts`: the rows whose membership the wheel decides, the
+values it gives (each with its line), the anchors that re-cite hand-written rows, and what a human
+must look at. When a release moves a fact somewhere this spec does not look, the extraction says so
+(``NotFound`` becomes a review item) instead of guessing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wheel_source import Fact, NotFound, Wheel, call_message, dict_items, literal, message_text
+
+Key = tuple[str, str, str]
+
+
+@dataclass
+class Facts:
+    commit: tuple[str | None, str | None] = (None, None)
+    files: set[str] = field(default_factory=set)
+    members: dict[str, list[Fact]] = field(default_factory=dict)
+    member_what: dict[str, str] = field(default_factory=dict)
+    values: dict[Key, tuple[Any, Fact, str]] = field(default_factory=dict)
+    anchors: list[tuple[str, str, Fact, str]] = field(default_factory=list)
+    hand: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    drops: list[tuple[str, str, str]] = field(default_factory=list)  # (section, id, why): not in this release
+    # the code hand-written facts paraphrase: (label, file, class or None, function or assigned name);
+    # --base-wheel compares each with the base release's and flags the ones that changed
+    hand_defs: list[tuple[str, str, str | None, str]] = field(default_factory=list)
+    skeletons: dict[str, Callable[[str], dict[str, Any]]] = field(default_factory=dict)
+
+    def skeleton(self, section: str, rid: str) -> dict[str, Any]:
+        return self.skeletons[section](rid)
+
+    def set(self, section: str, rid: str, key: str, value: Any, f: Fact, what: str) -> None:
+        self.values[(section, rid, key)] = (value, f, what)
+        self.files.add(f.file)
+
+    def anchor(self, section: str, rid: str, f: Fact, what: str) -> None:
+        self.anchors.append((section, rid, f, what))
+        self.files.add(f.file)
+
+    def member(self, section: str, items: list[Fact], what: str) -> None:
+        self.members[section] = items
+        self.member_what[section] = what
+        self.files.update(f.file for f in items)
+
+    def attempt(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run one extraction; a fact not where the spec looks becomes a review item."""
+        try:
+            return fn()
+        except NotFound as exc:
+            self.review.append(f"{what}: not extracted ({exc}); the hand-written value was kept")
+            return None
+
+
+def _commit(w: Wheel, rel: str) -> tuple[str | None, str | None]:
+    try:
+        v, _, _ = w.assigned(rel, "commit_id")
+    except NotFound:
+        try:
+            v, _, _ = w.assigned(rel, "__commit_id__")
+        except NotFound:
+            return None, f"{rel} carries no commit id"
+    val = literal(v)
+    if not isinstance(val, str) or not val:
+        return None, f"wheel's _version.py carries commit_id {val!r}"
+    return val.removeprefix("g"), f"short hash from {rel} commit_id '{val}'"
+
+
+def _one(values: list[Fact], base_value: Any, what: str, facts: Facts) -> Fact | None:
+    """The single literal a method returns; with several (platform branches), the one the base file
+    holds (the CUDA value, hand-picked once) or a review item."""
+    distinct = {repr(f.value) for f in values}
+    if len(distinct) == 1:
+        return values[0]
+    for f in values:
+        if f.value == base_value or (isinstance(f.value, list) and f.value == list(base_value or [])):
+            facts.hand.append(f"{what}: {len(distinct)} return values {sorted(distinct)}; kept the base file's "
+                              f"{base_value!r} ({f.cite()})")
+            return f
+    if values:
+        facts.review.append(f"{what}: returns {sorted(distinct)} and none is the base file's {base_value!r}")
+    return None
+
+
+def _class_facts(w: Wheel, facts: Facts, mid: str, mod: str, cls: str, base_row: dict[str, Any] | None,
+                 filenames: bool = True) -> None:
+    b = base_row or {}
+    label = f"methods[{mid}]"
+    f = facts.attempt(f"{label} {cls}.get_min_capability", lambda: w.returns(mod, cls, "get_min_capability"))
+    one = _one(f or [], b.get("min_capability"), f"{label} {cls}.get_min_capability", facts)
+    if one is not None:
+        facts.set("methods", mid, "min_capability", one.value, one, f"{cls}.get_min_capability")
+    f = facts.attempt(f"{label} {cls}.get_supported_act_dtypes",
+                      lambda: w.returns(mod, cls, "get_supported_act_dtypes"))
+    one = _one(f or [], b.get("supported_act_dtypes"), f"{label} {cls}.get_supported_act_dtypes", facts)
+    if one is not None:
+        facts.set("methods", mid, "supported_act_dtypes", list(one.value), one, "get_supported_act_dtypes")
+    f = facts.attempt(f"{label} {cls}.get_name", lambda: w.returns(mod, cls, "get_name"))
+    one = _one(f or [], b.get("canonical") or mid, f"{label} {cls}.get_name", facts)
+    if one is not None:
+        facts.set("methods", mid, "canonical", one.value if one.value != mid else None, one, "get_name")
+    if filenames:
+        f = facts.attempt(f"{label} {cls}.get_config_filenames", lambda: w.returns(mod, cls, "get_config_filenames"))
+        one = _one(f or [], b.get("config_filenames") or [], f"{label} {cls}.get_config_filenames", facts)
+        if one is not None:
+            facts.set("methods", mid, "config_filenames", list(one.value), one, "get_config_filenames")
+
+
+def _messages(w: Wheel, facts: Facts, base: dict[str, Any], table: dict[str, tuple[Any, ...]]) -> None:
+    """Each message's text from the call that prints it; hand text kept where the engine passes
+    several exception arguments (``parts``) or where the hand text is a deliberate prefix."""
+    rows = {m["id"]: m for m in base.get("messages") or []}
+    for mid, spec in table.items():
+        rel, anchor = spec[0], spec[1]
+        names = spec[2] if len(spec) > 2 else {}
+        subst = spec[3] if len(spec) > 3 else {}
+        printf = spec[4] if len(spec) > 4 else ()
+        try:
+            got = call_message(w, rel, anchor, names)
+        except NotFound as exc:
+            if mid in rows:
+                facts.drops.append(("messages", mid, f"the engine no longer/not yet prints it ({exc})"))
+            continue
+        first = got.value[0] if isinstance(got.value, tuple) else got.value
+        text = first.replace("{{", "\x00").replace("}}", "\x01")
+        for k, v in subst.items():
+            text = text.replace("{" + k + "}", v)
+        for name in printf:
+            text = text.replace("%s", "{" + name + "}", 1)
+        text = text.replace("\x00", "{{").replace("\x01", "}}")
+        row = rows.get(mid)
+        if row is None:
+            facts.review.append(f"messages[{mid}]: printed at {got.cite()} but not in the base file: add the row")
+            continue
+        if mid in TEMPLATES:
+            facts.anchor("messages", mid, got, "")
+            for rel2, anchor2 in TEMPLATES[mid]:
+                other = facts.attempt(f"messages[{mid}]", lambda rel2=rel2, anchor2=anchor2:
+                                      call_message(w, rel2, anchor2))
+                if other is not None:
+                    facts.anchor("messages", mid, other, "")
+            facts.hand.append(f"messages[{mid}].text: a hand-written template over the literal messages it cites")
+            continue
+        if isinstance(got.value, tuple):
+            parts = [p.replace("%s", "{" + printf[0] + "}") if printf else p for p in got.value]
+            if text != got.value[0]:
+                parts[0] = text
+            facts.set("messages", mid, "parts", parts, got, "raised with several arguments")
+            if row.get("text") is not None:
+                facts.review.append(f"messages[{mid}]: the file has one sentence, the engine raises with "
+                                    f"{len(parts)} arguments ({got.cite()}): Python prints the tuple")
+                row.pop("text")
+            continue
+        if row.get("parts"):
+            facts.anchor("messages", mid, got, "raised with several arguments: parts hand-written")
+            facts.hand.append(f"messages[{mid}].parts: hand-written (the engine passes the name as a second "
+                              f"argument; {got.cite()})")
+            continue
+        hand = row.get("text") or ""
+        if text != hand and text.startswith(hand.rstrip(".")) and hand:
+            facts.anchor("messages", mid, got, "text: the sentence before the arguments the engine appends")
+            facts.hand.append(f"messages[{mid}].text: kept the hand-written prefix of {got.cite()}")
+            continue
+        facts.set("messages", mid, "text", text, got, "")
+
+
+def _config_rule(facts: Facts, rid: str, allowed: list[list[Any]], f: Fact, what: str) -> None:
+    facts.set("config_rules", rid, "allowed", allowed, f, what)
+
+
+def _str_constants(node: ast.AST, name: str) -> list[str]:
+    """String constants ``name`` is compared with (``==``, ``in {...}``) under ``node``."""
+    out: list[str] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == name:
+            for comp in n.comparators:
+                v = literal(comp)
+                if isinstance(v, str):
+                    out.append(v)
+                elif isinstance(v, (list, tuple, set, frozenset)):
+                    out.extend(x for x in v if isinstance(x, str))
+    return list(dict.fromkeys(out))
+
+
+def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, schemes_pkg: str) -> None:
+    """Each dispatch row's scheme (and fallback) minimum capability, and the line in
+    ``_get_scheme_from_parts`` that returns it."""
+    ct = base.get("compressed_tensors") or {}
+    try:
+        fn = w.function(ct_file, "_get_scheme_from_parts")
+    except NotFound as exc:
+        facts.review.append(f"compressed_tensors.dispatch: {exc}")
+        return
+    lines = w.lines(ct_file)
+    for row in ct.get("dispatch") or []:
+        rid = f"dispatch/{row['id']}"
+        for key, cap_key in (("scheme", "min_capability"), ("fallback", "fallback_min_capability")):
+            cls = row.get(key)
+            if not cls:
+                continue
+            ln = next((i for i in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)
+                       if re.search(rf"\b{cls}\b", lines[i - 1])), None)
+            if ln is not None:
+                facts.anchor("compressed_tensors", rid, Fact(cls, ct_file, ln), f"_get_scheme_from_parts -> {cls}")
+            elif key == "scheme":
+                facts.drops.append(("compressed_tensors", rid, f"{cls} is not returned by _get_scheme_from_parts"))
+                break
+            else:
+                facts.drops.append(("compressed_tensors/fallback", rid, f"fallback {cls} is not returned by "
+                                    "_get_scheme_from_parts: below the scheme's capability the row refuses"))
+                continue
+            caps = facts.attempt(f"compressed_tensors.{rid} {cls}.get_min_capability",
+                                 lambda cls=cls: w.returns(schemes_pkg, cls, "get_min_capability"))
+            one = _one(caps or [], row.get(cap_key), f"compressed_tensors.{rid} {cls}.get_min_capability", facts)
+            if one is not None and row.get("exact_capability") is None:
+                facts.set("compressed_tensors", rid, cap_key, one.value, one, f"{cls}.get_min_capability")
+            elif one is not None:
+                facts.anchor("compressed_tensors", rid, one, f"{cls}.get_min_capability")
+        if not row.get("scheme") and row.get("error"):
+            msg = next((m for m in base.get("messages") or [] if m["id"] == row["error"]), None)
+            text = (msg or {}).get("text") or ""
+            anchor = text.split("{")[0][:50]
+            got = facts.attempt(f"compressed_tensors.{rid}", lambda anchor=anchor: call_message(w, ct_file, anchor))
+            if got is not None:
+                facts.anchor("compressed_tensors", rid, got, f"raises {row['error']}")
+        facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
+
+
+# =================================================================================================
+# vLLM
+# =================================================================================================
+
+VQ = "vllm/model_executor/layers/quantization/"
+V_MESSAGES: dict[str, tuple[Any, ...]] = {
+    "method_mismatch": ("vllm/config/model.py", "Quantization method specified in the model config",
+                        {"quant_method": "checkpoint_method", "self.quantization": "quantization"}),
+    "unknown_method": ("vllm/config/model.py", "Unknown quantization method", {"self.quantization": "quantization",
+                                                                             "supported_quantization": "supported"}),
+    "deprecated_method": ("vllm/config/model.py", "deprecated and will be removed in future versions of vLLM. To"),
+    "deprecated_method_allowed": ("vllm/config/model.py", "The quantization method %s is deprecated and will be "
+                                  "removed in future versions of vLLM.", {}, {}, ("quantization",)),
+    "platform_unsupported": ("vllm/platforms/interface.py", "quantization is currently not supported in",
+                             {"quant": "quantization", "cls.device_name": "device"}),
+    "capability_too_low": ("vllm/config/vllm.py", "is not supported for the current GPU",
+                           {"model_config.quantization": "quantization",
+                            "quant_config.get_min_capability()": "min_capability"}),
+    "act_dtype_unsupported": ("vllm/config/vllm.py", "is not supported for quantization method",
+                              {"model_config.dtype": "dtype", "model_config.quantization": "quantization",
+                               "supported_dtypes": "supported"}),
+    "block_static_activations": (VQ + "fp8.py", "The block-wise quantization only supports dynamic",
+                                 {"activation_scheme": "activation_scheme"}),
+    "fp8_block_dims": (VQ + "fp8.py", "The quantization block size of weight must have 2 dimensions",
+                       {"len(weight_block_size)": "n"}),
+    "fp8_online_deprecated": ("vllm/model_executor/model_loader/weight_utils.py",
+                              "--quantization fp8 is deprecated for online quantization"),
+    "fp8_e5m2_with_fp8_checkpoint": ("vllm/model_executor/layers/attention/attention.py",
+                                     "fp8_e5m2 kv-cache is not supported with fp8 checkpoints"),
+    "kv_cache_scheme_unsupported": (VQ + "compressed_tensors/compressed_tensors.py",
+                                    "Currently supported kv cache quantization is", {"type_": "type"}),
+    "kv_cache_scheme_strategy": (VQ + "compressed_tensors/compressed_tensors.py",
+                                 "Invalid strategy for compressed-tensors KV cache",
+                                 {}, {"supported_strategies": "('tensor', 'attn_head')"}),
+    "kv_cache_scheme_symmetric": (VQ + "compressed_tensors/compressed_tensors.py",
+                                  "Only support symmetric scaling factor", {"is_symmetric": "symmetric"}),
+    "scheme_capability_too_low": (VQ + "compressed_tensors/compressed_tensors.py",
+                                  "Quantization scheme is not supported for "),
+    "ct_no_scheme": (VQ + "compressed_tensors/compressed_tensors.py", "No compressed-tensors compatible scheme"),
+    "gptq_unsupported_config": (VQ + "auto_gptq.py", "Unsupported quantization config: bits=",
+                                {"weight_bits": "bits", "is_sym": "sym"}),
+    "awq_unsupported_bits": (VQ + "auto_awq.py", "Unsupported num_bits = ",
+                             {"self.weight_bits": "w_bit", "supported": "supported"}),
+    "modelopt_unknown_algo": ("vllm/transformers_utils/model_arch_config_convertor.py", "Unknown ModelOpt quant algo",
+                              {"quant_algo": "quant_algo"}),
+    "modelopt_unsupported_algo": (VQ + "modelopt.py", "ModelOpt currently only supports"),  # QUANT_ALGOS filled in
+    "modelopt_fp8_algo": (VQ + "modelopt.py", "Unsupported ModelOpt FP8 quant_algo", {"self.quant_method": "quant_algo"}),
+    "modelopt_nvfp4_algo": (VQ + "modelopt.py", "Unsupported ModelOpt NVFP4 quant_algo",
+                            {"quant_method": "quant_algo"}),
+    "config_file_missing": ("vllm/model_executor/model_loader/weight_utils.py", "Cannot find the config file for",
+                            {"model_config.quantization": "quantization"}),
+    "fp8_marlin_weight_only": (VQ + "utils/marlin_utils_fp8.py", "Your GPU does not have native support for FP8"),
+    "no_weights": ("vllm/model_executor/model_loader/default_loader.py", "Cannot find any model weights with",
+                   {"model_name_or_path": "model"}),
+}
+
+
+def _v_skeleton_method(mid: str) -> dict[str, Any]:
+    return {"id": mid, "config_class": None, "kind": "checkpoint", "min_capability": None,
+            "supported_act_dtypes": None, "optimized": None, "notes": "New in this release: review kind, bits, "
+            "notes.", "source": "", "as_of": None}
+
+
+def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
+    facts = Facts()
+    facts.commit = _commit(w, "vllm/_version.py")
+    facts.skeletons = {
+        "methods": _v_skeleton_method,
+        "kv_cache_dtypes": lambda i: {"id": i, "mode": "REVIEW", "source": "", "as_of": None},
+        "shorthands": lambda i: {"id": i, "linear": None, "moe": None, "source": "", "as_of": None},
+        "platform_lists": lambda i: {"id": i, "allowed": [], "source": "", "as_of": None},
+    }
+    init = VQ + "__init__.py"
+    base_methods = {m["id"]: m for m in base.get("methods") or []}
+    names = w.strings(init, "QuantizationMethods")
+    facts.member("methods", names, "QuantizationMethods")
+    facts.counts["quantization_methods"] = len(names)
+    dep = {f.value: f for f in w.strings(init, "DEPRECATED_QUANTIZATION_METHODS")}
+    fn = w.function(init, "get_quantization_config")
+    m2c, _, _ = w.assigned(init, "method_to_config", fn)
+    imports = w.imports(init, fn)
+    classes: dict[str, tuple[str, str, Fact]] = {}
+    for key, val in dict_items(m2c, init):
+        cname = ast.unparse(val)
+        if cname not in imports:  # a local variable (deepseek_config): its first assignment
+            v, ln, end = w.assigned(init, cname, fn)
+            var, cname = cname, ast.unparse(v)
+            facts.anchor("methods", key.value, Fact(cname, init, ln, end), f"{var} = {cname}")
+        for node in ast.walk(fn):  # an aliased import: cite it, so the real class name is on a cited line
+            if isinstance(node, ast.ImportFrom) and any(a.asname == cname for a in node.names):
+                facts.anchor("methods", key.value, Fact(cname, init, node.lineno, node.end_lineno), "import")
+        mod, orig = imports[cname]
+        classes[key.value] = (mod, orig, key)
+    shorthands = w.strings("vllm/config/quantization.py", "_ONLINE_SHORTHANDS")
+    setdefault = w.grep(init, r"method_to_config\.setdefault\(")
+    mod, orig = imports["OnlineQuantizationConfig"]
+    for s in shorthands:
+        classes.setdefault(s.value, (mod, orig, setdefault))
+    for n in names:
+        mid = n.value
+        if mid not in classes:
+            facts.review.append(f"methods[{mid}]: in QuantizationMethods but not in method_to_config")
+            continue
+        mod, cls, where = classes[mid]
+        facts.set("methods", mid, "config_class", cls, where, "method_to_config")
+        facts.set("methods", mid, "deprecated", mid in dep, dep.get(mid, n),
+                  "DEPRECATED_QUANTIZATION_METHODS" if mid in dep else "QuantizationMethods")
+        _class_facts(w, facts, mid, mod, cls, base_methods.get(mid))
+        facts.hand.append(f"methods[{mid}]: kind, weight/act bits, weight_type, rocm_allowed, kv_scales_on_attention, "
+                          "scheme_gates, weight_only_*, notes hand-written")
+
+    mc = "vllm/config/model.py"
+    vq = w.function(mc, "_verify_quantization")
+    order = w.strings(mc, "overrides", vq)
+    facts.set("doc", "_", "override_order", [f.value for f in order], order[0], "")
+    facts.files.add(mc)
+    for ov in base.get("overrides") or []:
+        probe = ov["probed_as"][0]
+        if probe in classes:
+            mod, cls, _ = classes[probe]
+            got = facts.attempt(f"overrides[{ov['id']}]", lambda mod=mod, cls=cls: w.method(mod, cls,
+                                                                                            "override_quantization_method"))
+            if got is not None:
+                path, owner, node = got
+                facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
+                             f"{owner}.override_quantization_method")
+        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
+        if probe in classes:
+            facts.hand_defs.append((f"overrides[{ov['id']}]", classes[probe][0], classes[probe][1],
+                                    "override_quantization_method"))
+    ctf0 = VQ + "compressed_tensors/compressed_tensors.py"
+    facts.hand_defs += [
+        ("compressed_tensors.dispatch predicates", ctf0, "CompressedTensorsConfig", "_get_scheme_from_parts"),
+        ("compressed_tensors.kv_cache_scheme", ctf0, None, "validate_kv_cache_scheme"),
+        ("shorthands expansions", "vllm/config/quantization.py", None, "_ONLINE_SHORTHANDS"),
+        ("fp8 online / config-file lookup (get_quant_config)", "vllm/model_executor/model_loader/weight_utils.py",
+         None, "get_quant_config"),
+        ("fp8 config checks", VQ + "fp8.py", "Fp8Config", "__init__"),
+    ]
+
+    for plat in ("rocm", "xpu"):
+        rel = f"vllm/platforms/{plat}.py"
+        items = facts.attempt(f"platform_lists[{plat}]", lambda rel=rel: w.strings(rel, "supported_quantization"))
+        if items:
+            facts.set("platform_lists", plat, "allowed", [f.value for f in items], items[0], "supported_quantization")
+
+    cq = "vllm/config/quantization.py"
+    facts.member("shorthands", shorthands, "_ONLINE_SHORTHANDS")
+    deferred = w.strings(cq, "_DEFERRED_ONLINE_SHORTHANDS")
+    dset = {f.value for f in deferred}
+    for s in shorthands:
+        facts.set("shorthands", s.value, "deferred", s.value in dset, deferred[0] if s.value in dset else s,
+                  "_DEFERRED_ONLINE_SHORTHANDS" if s.value in dset else "")
+        facts.hand.append(f"shorthands[{s.value}]: linear / moe expansion hand-written")
+
+    kv = w.strings("vllm/config/cache.py", "CacheDType")
+    facts.member("kv_cache_dtypes", kv, "CacheDType")
+    facts.counts["kv_cache_dtypes"] = len(kv)
+    facts.hand.append("kv_cache_dtypes[*]: mode / storage / notes hand-written (vllm/v1/kv_cache_interface.py "
+                      "KVQuantMode)")
+    for a in base.get("auto_kv") or []:
+        facts.hand.append(f"auto_kv[{a['id']}]: hand-written")
+
+    # compressed-tensors inside vLLM
+    ctf = VQ + "compressed_tensors/compressed_tensors.py"
+    pin = w.metadata["requires"].get("compressed-tensors", "").lstrip("=")
+    if pin:
+        facts.set("compressed_tensors", "_", "pinned_version", pin,
+                  Fact(pin, next(n for n in w.names if n.endswith("dist-info/METADATA")), 1), "Requires-Dist")
+    _kv_scheme_rule(w, facts, ctf)
+    _ct_dispatch(w, facts, base, ctf, VQ + "compressed_tensors/schemes/__init__.py")
+    wna = VQ + "compressed_tensors/schemes/compressed_tensors_wNa16.py"
+    bits = facts.attempt("WNA16_SUPPORTED_TYPES_MAP", lambda: _int_keys(w, wna, "WNA16_SUPPORTED_TYPES_MAP"))
+    if bits:
+        facts.set("ct_weights", "wna16", "num_bits", sorted(f.value for f in bits), bits[0], "WNA16_SUPPORTED_TYPES_MAP")
+
+    # config validation tables
+    conv = "vllm/transformers_utils/model_arch_config_convertor.py"
+    norm = facts.attempt("model_arch_config_convertor", lambda: w.function(conv, "_normalize_quantization_config"))
+    if norm is not None:
+        algos = _str_constants(norm, "quant_algo_upper")
+        raise_line = w.grep(conv, r"Unknown ModelOpt quant algo")
+        _config_rule(facts, "modelopt-hf-quant-config-algo", [[a] for a in algos],
+                     Fact(algos, conv, norm.lineno, raise_line.line), "_normalize_quantization_config")
+    mo = VQ + "modelopt.py"
+    lin = facts.attempt("LINEAR_ALGOS", lambda: w.assigned(mo, "LINEAR_ALGOS"))
+    qa = facts.attempt("QUANT_ALGOS", lambda: w.assigned(mo, "QUANT_ALGOS"))
+    quant_algos: list[str] = []
+    if lin is not None and qa is not None:
+        owners = {k.value: literal(v)[0] for k, v in dict_items(lin[0], mo)}
+        extra = [e.value for e in qa[0].elts if isinstance(e, ast.Constant)] if isinstance(qa[0], ast.List) else []
+        quant_algos = list(owners) + extra
+        chk = w.grep(mo, r"if quant_method not in QUANT_ALGOS")
+        _config_rule(facts, "modelopt-quant-algos", [[a] for a in quant_algos], Fact(quant_algos, mo, chk.line),
+                     "QUANT_ALGOS check")
+        facts.anchor("config_rules", "modelopt-quant-algos", Fact("", mo, lin[1], qa[2]), "LINEAR_ALGOS, QUANT_ALGOS")
+        for rid, owner in (("modelopt-fp8-algos", "modelopt"), ("modelopt-nvfp4-algos", "modelopt_fp4")):
+            at = w.grep(mo, rf'supported = algos_owned_by\("{owner}"\)')
+            _config_rule(facts, rid, [[a] for a, o in owners.items() if o == owner], at, f'algos_owned_by("{owner}")')
+    for rid, mod, cls, check in (("auto-gptq-type-map", VQ + "auto_gptq.py", "AutoGPTQConfig",
+                                  r"not in self\.TYPE_MAP"),
+                                 ("auto-awq-type-map", VQ + "auto_awq.py", "AutoAWQConfig", r"not in self\.TYPE_MAP")):
+        got = facts.attempt(rid, lambda mod=mod, cls=cls: w.assigned(mod, "TYPE_MAP", w.find_class(mod, cls)[1]))
+        if got is not None:
+            keys = [k for k in (literal(k) for k in got[0].keys) if k is not None]  # type: ignore[attr-defined]
+            allowed = [list(k) if isinstance(k, (tuple, list)) else [k] for k in keys]
+            at = w.grep(mod, check)
+            _config_rule(facts, rid, allowed, at, f"{cls}.TYPE_MAP check")
+            facts.anchor("config_rules", rid, Fact("", mod, got[1], got[2]), f"{cls}.TYPE_MAP")
+    table = dict(V_MESSAGES)
+    if quant_algos:
+        spec = table["modelopt_unsupported_algo"]
+        table["modelopt_unsupported_algo"] = (spec[0], spec[1], {}, {"QUANT_ALGOS": repr(quant_algos)})
+    if lin is not None:
+        owners = {k.value: literal(v)[0] for k, v in dict_items(lin[0], mo)}
+        for mid, owner in (("modelopt_fp8_algo", "modelopt"), ("modelopt_nvfp4_algo", "modelopt_fp4")):
+            spec = table[mid]
+            joined = " / ".join(a for a, o in owners.items() if o == owner)
+            table[mid] = (spec[0], spec[1], spec[2], {"' / '.join(supported)": joined, "join(supported)": joined})
+    _messages(w, facts, base, table)
+    return facts
+
+
+def _int_keys(w: Wheel, rel: str, name: str) -> list[Fact]:
+    node, _, _ = w.assigned(rel, name)
+    if not isinstance(node, ast.Dict):
+        raise NotFound(f"{rel}: {name} is not a dict literal")
+    return [Fact(k.value, rel, k.lineno) for k in node.keys if isinstance(k, ast.Constant)]
+
+
+def _kv_scheme_rule(w: Wheel, facts: Facts, ctf: str) -> None:
+    """vLLM's validate_kv_cache_scheme: ``type_ != "float" or num_bits != 8`` needs both; ``and``
+    would need either. The accepted strategies come from its ``supported_strategies`` tuple."""
+    fn = facts.attempt("validate_kv_cache_scheme", lambda: w.function(ctf, "validate_kv_cache_scheme"))
+    if fn is None:
+        return
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp):
+            names = {n.left.id for n in node.test.values if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name)}
+            if {"type_", "num_bits"} <= names:
+                rule = "both_must_match" if isinstance(node.test.op, ast.Or) else "either_must_match"
+                facts.set("compressed_tensors", "kv_cache_scheme", "type_and_bits", rule,
+                          Fact(ast.unparse(node.test), ctf, node.lineno), ast.unparse(node.test))
+                types = [literal(c.comparators[0]) for c in node.test.values
+                         if isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "type_"]
+                bits = [literal(c.comparators[0]) for c in node.test.values
+                        if isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "num_bits"]
+                facts.set("compressed_tensors", "kv_cache_scheme", "types", types, Fact(types, ctf, node.lineno), "")
+                facts.set("compressed_tensors", "kv_cache_scheme", "num_bits", bits, Fact(bits, ctf, node.lineno), "")
+                break
+    try:
+        val, ln, end = w.assigned(ctf, "supported_strategies", fn)
+        strat = [e.attr.lower() for e in getattr(val, "elts", []) if isinstance(e, ast.Attribute)]
+        facts.set("compressed_tensors", "kv_cache_scheme", "strategies", strat, Fact(strat, ctf, ln, end),
+                  "supported_strategies")
+    except NotFound as exc:
+        facts.review.append(f"compressed_tensors.kv_cache_scheme.strategies: {exc}")
+    facts.hand.append("compressed_tensors.kv_cache_scheme: symmetric / on_violation / auto_dtype hand-written")
+
+
+# =================================================================================================
+# SGLang
+# =================================================================================================
+
+SQ = "sglang/srt/layers/quantization/"
+S_MC = "sglang/srt/configs/model_config.py"
+S_MESSAGES: dict[str, tuple[Any, ...]] = {
+    "method_mismatch": (S_MC, "Quantization method specified in the model config",
+                        {"quant_method": "checkpoint_method", "self.quantization": "quantization"}),
+    "unknown_method": (S_MC, "Unknown quantization method", {"self.quantization": "quantization",
+                                                             "supported_quantization": "supported"}),
+    "platform_unsupported": (S_MC, "quantization is currently not supported in ROCm",
+                             {"self.quantization": "quantization"}),
+    "not_optimized": (S_MC, "quantization is not fully optimized yet", {}, {}, ("quantization",)),
+    "compatible_override": (S_MC, "Using CLI-specified quantization", {"self.quantization": "quantization",
+                                                                      "quant_method": "checkpoint_method"}),
+    "requantization": (S_MC, "Requantizing from quant_method=", {"quant_method": "checkpoint_method",
+                                                                 "self.quantization": "quantization"}),
+    "marlin_forced_off": (SQ + "gptq/gptq.py", "Detected that the model can run with",
+                          {"can_convert": "marlin", "user_quant": "quantization"}),
+    "capability_too_low": ("sglang/srt/model_loader/loader.py", "is not supported for the current GPU",
+                           {"model_config.quantization": "quantization",
+                            "quant_config.get_min_capability()": "min_capability", "capability": "capability"}),
+    "act_dtype_unsupported": ("sglang/srt/model_loader/loader.py", "is not supported for quantization method",
+                              {"model_config.dtype": "dtype", "model_config.quantization": "quantization",
+                               "supported_dtypes": "supported"}),
+    "block_static_activations": (SQ + "fp8.py", "The block-wise quantization only supports dynamic",
+                                 {"activation_scheme": "activation_scheme"}),
+    "fp8_block_not_serialized": (SQ + "fp8.py", "The block-wise quantization only supports fp8-serialized"),
+    "mxfp8_block_size": (SQ + "fp8.py", "MXFP8 requires weight_block_size"),
+    "scheme_capability_too_low": (SQ + "compressed_tensors/compressed_tensors.py",
+                                  "Quantization scheme is not supported for ",
+                                  {"min_capability": "min_capability", "capability": "capability"}),
+    "ct_no_scheme": (SQ + "compressed_tensors/compressed_tensors.py", "No compressed-tensors compatible scheme"),
+    "config_file_missing": ("sglang/srt/model_loader/weight_utils.py", "Cannot find the config file for",
+                            {"model_config.quantization": "quantization"}),
+    "nvfp4_w4a4_marlin_fallback": (SQ + "compressed_tensors/compressed_tensors.py",
+                                   "NVFP4 w4a4 requires compute capability >= 10.0"),
+    "ct_wna16_unsupported": (SQ + "compressed_tensors/compressed_tensors.py", "Other method (CompressedTensorsW4A16"),
+    "fp8_marlin_weight_only": (SQ + "marlin_utils_fp8.py", "Your GPU does not have native support for FP8"),
+    "no_weights": ("sglang/srt/model_loader/loader.py", "Cannot find any model weights with",
+                   {"model_name_or_path": "model"}),
+    "nvfp4_w4a4_unsupported": (SQ + "compressed_tensors/compressed_tensors.py",
+                               "Current platform does not support w4a4 nvfp4 quantization"),
+    "kv_fp4_e2m1_deprecated": ("sglang/srt/mem_cache/kv_cache_dtype.py", "--kv-cache-dtype=fp4_e2m1 is deprecated"),
+}
+
+# Messages whose file row is a template over several literal messages (one per class).
+TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "marlin_forced_off": [(SQ + "awq/awq.py", "Detected that the model can run with awq_marlin")],
+}
+
+_PLATFORM_CALLS = {"is_cuda": "cuda", "is_npu": "npu", "is_cpu": "cpu", "is_xpu": "xpu", "is_mps": "mps",
+                   "_is_gfx95_supported": "rocm_gfx95", "is_hip": "rocm", "is_musa": "musa"}
+
+
+def _registry(w: Wheel, rel: str) -> tuple[dict[str, tuple[str, Fact]], dict[str, list[str]]]:
+    """SGLang's BASE_QUANTIZATION_METHODS on CUDA (name -> class, line) and, per name, the platforms
+    whose ``if is_x(): BASE_QUANTIZATION_METHODS.update({...})`` adds it."""
+    tree = w.tree(rel)
+    cuda: dict[str, tuple[str, Fact]] = {}
+    plats: dict[str, list[str]] = {}
+    base, _, _ = w.assigned(rel, "BASE_QUANTIZATION_METHODS")
+    for k, v in dict_items(base, rel):
+        cuda[k.value] = (ast.unparse(v), k)
+    for node in tree.body:
+        if not isinstance(node, ast.If):
+            continue
+        guards = {_PLATFORM_CALLS[n.func.id] if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                  else _PLATFORM_CALLS[n.id]
+                  for n in ast.walk(node.test)
+                  if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _PLATFORM_CALLS)
+                  or (isinstance(n, ast.Name) and n.id in _PLATFORM_CALLS)}
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "update" \
+                    and call.args and isinstance(call.args[0], ast.Dict):
+                for k, v in dict_items(call.args[0], rel):
+                    plats.setdefault(k.value, []).extend(sorted(guards))
+                    if "cuda" in guards:
+                        cuda.setdefault(k.value, (ast.unparse(v), k))
+    return cuda, plats
+
+
+def _s_skeleton_method(mid: str) -> dict[str, Any]:
+    return {"id": mid, "config_class": None, "kind": "checkpoint", "min_capability": None,
+            "supported_act_dtypes": None, "optimized": False, "notes": "New in this release: review kind, bits, notes.",
+            "source": "", "as_of": None}
+
+
+def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
+    facts = Facts()
+    facts.commit = _commit(w, "sglang/_version.py")
+    facts.skeletons = {
+        "methods": _s_skeleton_method,
+        "kv_cache_dtypes": lambda i: {"id": i, "mode": "REVIEW", "source": "", "as_of": None},
+        "compatible": lambda i: {"id": i, "checkpoint_methods": [], "source": "", "as_of": None},
+    }
+    base_methods = {m["id"]: m for m in base.get("methods") or []}
+    choices_rel = "sglang/srt/arg_groups/choices.py"
+    choices = w.strings(choices_rel, "QUANTIZATION_CHOICES")
+    facts.counts["quantization_choices"] = len(choices)
+    init = SQ + "__init__.py"
+    cuda, plats = _registry(w, init)
+    imports = w.imports(init)
+    registry_only = [Fact(n, init, f.line) for n, (_, f) in cuda.items() if n not in {c.value for c in choices}]
+    facts.member("methods", choices + registry_only, "QUANTIZATION_CHOICES / BASE_QUANTIZATION_METHODS")
+    vq = w.function(S_MC, "_verify_quantization")
+    optimized = w.strings(S_MC, "optimized_quantization_methods", vq)
+    rocm = w.strings(S_MC, "rocm_supported_quantization", vq)
+    compat_node, _, _ = w.assigned(S_MC, "compatible_quantization_methods", vq)
+    requant = w.strings(S_MC, "REQUANTIZATION_METHODS")
+    opt = {f.value for f in optimized}
+    facts.set("doc", "_", "optimized_allow_list", [f.value for f in optimized], optimized[0],
+              "optimized_quantization_methods")
+    facts.set("doc", "_", "requantization_methods", [f.value for f in requant], requant[0], "REQUANTIZATION_METHODS")
+    facts.set("platform_lists", "rocm", "allowed", [f.value for f in rocm], rocm[0], "rocm_supported_quantization")
+    comp = [(k, [literal(v) for v in getattr(node, "elts", [])]) for k, node in dict_items(compat_node, S_MC)]
+    facts.member("compatible", [k for k, _ in comp], "compatible_quantization_methods")
+    for k, vals in comp:
+        facts.set("compatible", k.value, "checkpoint_methods", vals, k, "compatible_quantization_methods")
+    cset = {c.value for c in choices}
+    for f in choices + registry_only:
+        mid = f.value
+        b = base_methods.get(mid) or {}
+        facts.set("methods", mid, "cli_choice", mid in cset, f,
+                  "QUANTIZATION_CHOICES" if mid in cset else "BASE_QUANTIZATION_METHODS")
+        if b.get("kind") == "escape_hatch":
+            facts.hand.append(f"methods[{mid}]: escape hatch (arg_groups/serving_hook.py) hand-written")
+            continue
+        facts.set("methods", mid, "registered", mid in cuda, cuda[mid][1] if mid in cuda else f,
+                  "BASE_QUANTIZATION_METHODS" if mid in cuda else "")
+        facts.set("methods", mid, "optimized", mid in opt, next((o for o in optimized if o.value == mid), optimized[0]),
+                  "optimized_quantization_methods")
+        if mid in cuda:
+            cname, where = cuda[mid]
+            if cname not in imports:
+                facts.review.append(f"methods[{mid}]: {cname} not imported by {init}")
+                continue
+            mod, cls = imports[cname]
+            facts.set("methods", mid, "config_class", cls, where, "BASE_QUANTIZATION_METHODS")
+            _class_facts(w, facts, mid, mod, cls, base_methods.get(mid))
+        else:
+            facts.hand.append(f"methods[{mid}]: registered only on {', '.join(plats.get(mid, [])) or 'no platform'};"
+                              " config class and gates hand-written")
+        facts.hand.append(f"methods[{mid}]: kind, bits, weight_type, registered_on, rocm_allowed, scheme_gates, "
+                          "weight_only_*, notes hand-written")
+    for ov in base.get("overrides") or []:
+        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
+        for probe in ov.get("probed_as") or []:
+            if probe in cuda and cuda[probe][0] in imports:
+                facts.hand_defs.append((f"overrides[{ov['id']}]", *imports[cuda[probe][0]],
+                                        "override_quantization_method"))
+                break
+        cls_name = None
+        for probe in ov.get("probed_as") or []:
+            if probe in cuda:
+                cls_name = cuda[probe][0]
+                break
+        if cls_name and cls_name in imports:
+            mod, cls = imports[cls_name]
+            got = facts.attempt(f"overrides[{ov['id']}]",
+                                lambda mod=mod, cls=cls: w.method(mod, cls, "override_quantization_method"))
+            if got is not None:
+                path, owner, node = got
+                facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
+                             f"{owner}.override_quantization_method")
+    pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"))
+    for rw in base.get("rewrites") or []:
+        facts.hand.append(f"rewrites[{rw['id']}]: hand-written")
+        if pm is not None:
+            lines = w.lines(S_MC)
+            ln = next((i for i in range(pm.lineno, (pm.end_lineno or pm.lineno) + 1)
+                       if f'"quant_method": "{rw["becomes"]}"' in lines[i - 1]), None)
+            if ln:
+                facts.anchor("rewrites", rw["id"], Fact(rw["becomes"], S_MC, ln), "_parse_modelopt_quant_config")
+    kv_rel = "sglang/srt/arg_groups/fields/model.py"
+    kv = facts.attempt("kv_cache_dtype choices", lambda: _field_choices(w, kv_rel, "kv_cache_dtype"))
+    if kv:
+        facts.member("kv_cache_dtypes", kv, "--kv-cache-dtype choices")
+        facts.counts["kv_cache_dtypes"] = len(kv)
+    facts.hand.append("kv_cache_dtypes[*]: mode / storage / capability constraints hand-written "
+                      "(mem_cache/kv_cache_dtype.py, arg_groups/kv_cache_hook.py)")
+    for a in base.get("auto_kv") or []:
+        facts.hand.append(f"auto_kv[{a['id']}]: hand-written")
+    ctf = SQ + "compressed_tensors/compressed_tensors.py"
+    pin = w.metadata["requires"].get("compressed-tensors", "").lstrip("=")
+    if pin:
+        facts.set("compressed_tensors", "_", "pinned_version", pin,
+                  Fact(pin, next(n for n in w.names if n.endswith("dist-info/METADATA")), 1), "Requires-Dist")
+    facts.hand.append("compressed_tensors.kv_cache_scheme: hand-written (SGLang ignores what it cannot use)")
+    facts.hand_defs += [
+        ("compressed_tensors.dispatch predicates", ctf, "CompressedTensorsConfig", "_get_scheme_from_parts"),
+        ("ModelOpt rewrites", S_MC, "ModelConfig", "_parse_modelopt_quant_config"),
+        ("--quantization checks (compatible, requantization, not optimized)", S_MC, "ModelConfig",
+         "_verify_quantization"),
+        ("kv cache dtype constraints", "sglang/srt/mem_cache/kv_cache_dtype.py", None, "*"),
+        ("fp8 Marlin auto-enable", SQ + "fp8_utils.py", None, "can_auto_enable_marlin_fp8"),
+    ]
+    _ct_dispatch(w, facts, base, ctf, SQ + "compressed_tensors/schemes/__init__.py")
+    wna = SQ + "compressed_tensors/schemes/compressed_tensors_wNa16.py"
+    bits = facts.attempt("WNA16_SUPPORTED_TYPES_MAP", lambda: _int_keys(w, wna, "WNA16_SUPPORTED_TYPES_MAP"))
+    if bits:
+        facts.set("ct_weights", "wna16", "num_bits", sorted(f.value for f in bits), bits[0], "WNA16_SUPPORTED_TYPES_MAP")
+    ok = any("transform_config" in w.text(n) for n in w.names if n.startswith(SQ) and n.endswith(".py"))
+    facts.set("compressed_tensors", "_", "reads_transform_config", ok,
+              Fact(ok, ctf, 1), "transform_config is read nowhere under " + SQ if not ok else "")
+    _messages(w, facts, base, S_MESSAGES)
+    return facts
+
+
+def _field_choices(w: Wheel, rel: str, field_name: str) -> list[Fact]:
+    for node in ast.walk(w.tree(rel)):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == field_name:
+            for kw in ast.walk(node.annotation):
+                if isinstance(kw, ast.keyword) and kw.arg == "choices":
+                    return [Fact(e.value, rel, e.lineno) for e in getattr(kw.value, "elts", [])
+                            if isinstance(e, ast.Constant)]
+    raise NotFound(f"{rel}: no choices for {field_name}")
+
+
+SPECS: dict[str, Callable[[Wheel, dict[str, Any]], Facts]] = {"vllm": vllm, "sglang": sglang}
+__all__ = ["SPECS", "Facts", "message_text"]

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Write ``data/engines/<engine>-<version>.yaml`` from a downloaded engine wheel.
+
+Maintainer tool, run by hand (never at run time, never imported by ``quantadvise``)::
+
+    pip download vllm==0.33.0 --no-deps -d /tmp/wheels
+    python tools/extract_engine.py /tmp/wheels/vllm-0.33.0-*.whl            # writes data/engines/vllm-0.33.0.yaml
+    python tools/extract_engine.py /tmp/wheels/vllm-0.33.0-*.whl --check    # compare with the file on disk
+
+The wheel is read as a zip and its modules parsed with :mod:`ast` (nothing is imported or run).
+What a script can read is **extracted**, each fact cited ``file:line`` in its row's ``source``: the
+``--quantization`` names and their config classes, minimum capabilities, activation dtypes,
+``get_name``, config file names, deprecated names, SGLang's CLI choices, CUDA registry, optimized
+list, compatible table and requantization list, vLLM's override order, the platform allow-lists,
+the KV cache dtype choices, the compressed-tensors ``kv_cache_scheme`` check and each dispatch
+row's scheme minimum capability, the config-validation tables (``TYPE_MAP``, ModelOpt algorithms),
+and the text of every message the engine prints. What it cannot read (what an override fires on,
+the dispatch predicates, shorthand expansions, notes, weight/activation bits ...) is **carried** from
+the base file (the same release if on file, else the nearest release) as hand-written, re-cited at
+the line it is now on where an anchor finds it; the report on stderr lists every hand-written fact
+and everything that needs a human (new or removed names, anchors not found, changed values).
+
+Kernel selection is not extracted here (it has its own data, engines/kernels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import re
+import sys
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_specs import SPECS, Facts  # noqa: E402
+from wheel_source import Fact, Wheel  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+ENGINES = REPO / "data" / "engines"
+
+# Defaults of the EngineData row models: a key the base row does not have and the extraction gives
+# its default value is left out (the files stay as short as the hand-written ones were).
+DEFAULTS = {
+    "methods": {"canonical": None, "deprecated": False, "cli_choice": True, "registered": True,
+                "config_filenames": [], "registered_on": []},
+    "shorthands": {"deferred": False},
+}
+
+
+def _version_key(v: str) -> tuple[Any, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\-]", v))
+
+
+def pick_base(engine: str, version: str) -> Path | None:
+    """The same release if on file, else the nearest newer one, else the newest older one."""
+    files = sorted(ENGINES.glob(f"{engine}-*.yaml"), key=lambda p: _version_key(p.stem.split("-", 1)[1]))
+    if not files:
+        return None
+    same = [f for f in files if f.stem == f"{engine}-{version}"]
+    if same:
+        return same[0]
+    newer = [f for f in files if _version_key(f.stem.split("-", 1)[1]) > _version_key(version)]
+    return newer[0] if newer else files[-1]
+
+
+class Report:
+    def __init__(self) -> None:
+        self.extracted: list[str] = []
+        self.hand: list[str] = []
+        self.review: list[str] = []
+        self.quotes: dict[str, str] = {}  # "file:line" -> the line, for every line a source cites
+
+    def write(self, out: Any, label: str, seconds: float) -> None:
+        print(f"# {label}: {len(self.extracted)} facts extracted, {len(self.hand)} hand-written, "
+              f"{len(self.review)} to review ({seconds:.1f} s)", file=out)
+        for title, items in (("hand-written (carried from the base file)", self.hand),
+                             ("needs a human", self.review)):
+            if items:
+                print(f"\n## {title}", file=out)
+                for i in items:
+                    print(f"- {i}", file=out)
+
+
+def _row(rows: list[dict[str, Any]], rid: str) -> dict[str, Any] | None:
+    return next((r for r in rows if r.get("id") == rid), None)
+
+
+def _def_source(w: Wheel, rel: str, cls: str | None, name: str) -> str | None:
+    """The source of a function (or a module-level assignment, or the whole file for ``*``)."""
+    try:
+        if name == "*":
+            return w.text(rel)
+        try:
+            fn = w.method(rel, cls, name)[2] if cls else w.function(rel, name)
+            path = w.method(rel, cls, name)[0] if cls else rel
+            return ast.get_source_segment(w.text(path), fn)
+        except Exception:  # noqa: BLE001 - fall back to an assignment
+            value, ln, end = w.assigned(rel, name)
+            return "\n".join(w.lines(rel)[ln - 1:end])
+    except Exception:  # noqa: BLE001 - not in this wheel
+        return None
+
+
+def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, rep: Report,
+          base_wheel: Wheel | None = None) -> dict[str, Any]:
+    meta = w.metadata
+    engine, version = meta["name"].lower(), meta["version"]
+    spec = SPECS[engine]
+    facts: Facts = spec(w, base)
+    doc = copy.deepcopy(base)
+    same_release = base.get("version") == version
+    prefix = f"{engine} {version} wheel: "
+    cites: dict[tuple[str, str], list[str]] = {}
+    quotes = rep.quotes
+
+    def cite(section: str, rid: str, f: Fact, what: str) -> None:
+        lst = cites.setdefault((section, rid), [])
+        c = f.cite(what)
+        if c not in lst:
+            lst.append(c)
+        if f.file.endswith(".py"):
+            text = w.lines(f.file)
+            for ln in range(f.line, min(f.end or f.line, f.line + 7) + 1):
+                quotes[f"{f.file}:{ln}"] = text[ln - 1].strip()
+
+    # -- the release -----------------------------------------------------------------------------
+    doc["id"], doc["version"] = f"{engine}-{version}", version
+    src = doc.setdefault("source", {})
+    src.update(package=engine, version=version, artifact=w.path.name, sha256=w.sha256)
+    src["commit"], src["commit_note"] = facts.commit
+    pins = {}
+    for pkg in ("torch", "compressed-tensors", "transformers"):
+        got = meta["requires"].get(pkg)
+        if got:
+            old = (base.get("source", {}).get("pins") or {}).get(pkg)
+            same = old is not None and sorted(old.split(",")) == sorted(got.split(","))
+            pins[pkg] = old if same else got
+    src["pins"] = pins
+    src["files"] = sorted({f.split(":")[0] for f in facts.files})
+    src["read_by"] = "tools/extract_engine.py (ast over the wheel's sources; nothing imported or run)"
+    unchanged = same_release and base.get("source", {}).get("sha256") == w.sha256
+    doc["as_of"] = base["as_of"] if unchanged and as_of is None else (as_of or date.today())
+    stamp = doc["as_of"]
+
+    # -- rows whose membership the wheel decides -------------------------------------------------
+    for section, members in facts.members.items():
+        old_rows = doc.get(section) or []
+        new_rows = []
+        for f in members:
+            row = _row(old_rows, f.value)
+            if row is None:
+                row = copy.deepcopy(facts.skeleton(section, f.value))
+                rep.review.append(f"{section}[{f.value}]: new in {version} (at {f.cite()}); its hand-written "
+                                  "fields are placeholders: fill them in from the source")
+            new_rows.append(row)
+            cite(section, f.value, f, facts.member_what.get(section, section))
+        for r in old_rows:
+            if _row(new_rows, r["id"]) is None:
+                rep.review.append(f"{section}[{r['id']}]: in {base_name} but not in {version}; dropped")
+        doc[section] = new_rows
+
+    # -- rows this release does not have ----------------------------------------------------------
+    for section, rid, why in facts.drops:
+        if section == "compressed_tensors/fallback":
+            row = _locate(doc, "compressed_tensors", rid)
+            for k in ("fallback", "fallback_below", "fallback_min_capability", "fallback_message"):
+                (row or {}).pop(k, None)
+        elif section == "compressed_tensors":
+            ct = doc.get("compressed_tensors") or {}
+            ct["dispatch"] = [d for d in ct.get("dispatch") or [] if f"dispatch/{d['id']}" != rid]
+        else:
+            doc[section] = [r for r in doc.get(section) or [] if r.get("id") != rid]
+        rep.review.append(f"{section}[{rid}]: dropped: {why}")
+
+    # -- extracted values --------------------------------------------------------------------------
+    for (section, rid, key), (value, f, what) in facts.values.items():
+        target = _locate(doc, section, rid)
+        csec, crid = ("compressed_tensors", f"dispatch/{rid}") if section == "ct_weights" else (section, rid)
+        if target is None:
+            if section != "doc":
+                rep.review.append(f"{section}[{rid}].{key}: the wheel gives {value!r} ({f.cite()}) but the file has "
+                                  "no such row")
+            continue
+        default = DEFAULTS.get(section, {}).get(key, _MISSING)
+        if key not in target and value == default:
+            cite(csec, crid, f, what)
+            continue
+        old = target.get(key, _MISSING)
+        if isinstance(old, str) and isinstance(value, str) and old.startswith(value + " ("):
+            cite(csec, crid, f, what)  # the file annotates the class name ("Fp8Config (use_mxfp8)")
+            rep.extracted.append(f"{section}[{rid}].{key} = {value!r} (annotated in the file) <- {f.cite()}")
+            continue
+        if old is not _MISSING and _norm(old) != _norm(value):
+            rep.review.append(f"{section}[{rid}].{key}: {old!r} in {base_name} -> {value!r} in the wheel "
+                              f"({f.cite()})")
+        target[key] = value
+        rep.extracted.append(f"{section}[{rid}].{key} = {value!r} <- {f.cite()}")
+        cite(csec, crid, f, what)
+    for section, rid, f, what in facts.anchors:
+        cite(section, rid, f, what)
+    for item in facts.hand:
+        rep.hand.append(item)
+    rep.review.extend(facts.review)
+    if base_wheel is not None:
+        for label, rel, cls, name in facts.hand_defs:
+            now, then = _def_source(w, rel, cls, name), _def_source(base_wheel, rel, cls, name)
+            if now is None:
+                rep.review.append(f"{label}: {rel} {cls + '.' if cls else ''}{name} not found in {version}")
+            elif now != then:
+                rep.review.append(f"{label}: {rel} {cls + '.' if cls else ''}{name} differs from "
+                                  f"{base_wheel.metadata['version']}: re-read the hand-written facts it backs")
+
+    # -- sources: every row says the lines its facts are on -----------------------------------------
+    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "shorthands",
+                    "auto_kv", "messages", "config_rules"):
+        for row in doc.get(section) or []:
+            lines = cites.get((section, row["id"]))
+            if lines:
+                row["source"] = prefix + "; ".join(lines)
+            else:
+                row["source"] = _restamp(row["source"], engine, version)
+                rep.hand.append(f"{section}[{row['id']}]: hand-written, no line re-located ({row['source']})")
+            row["as_of"] = stamp
+    ct = doc.get("compressed_tensors")
+    if ct:
+        for key, node in (("kv_cache_scheme", ct.get("kv_cache_scheme")), *(
+                (f"dispatch/{d['id']}", d) for d in ct.get("dispatch") or [])):
+            if node is None:
+                continue
+            lines = cites.get(("compressed_tensors", key))
+            node["source"] = prefix + "; ".join(lines) if lines else _restamp(node["source"], engine, version)
+            if not lines:
+                rep.hand.append(f"compressed_tensors.{key}: hand-written, no line re-located")
+            node["as_of"] = stamp
+        lines = cites.get(("compressed_tensors", "_"))
+        ct["source"] = prefix + "; ".join(lines) if lines else _restamp(ct["source"], engine, version)
+        ct["as_of"] = stamp
+
+    # -- history: counts of this release; other releases' counts stop at this one ----------------------
+    hist = doc.get("history") or {}
+    for key, n in facts.counts.items():
+        hist.setdefault(key, {})[version] = n
+    for key in list(hist):
+        hist[key] = {v: n for v, n in sorted(hist[key].items(), key=lambda kv: _version_key(str(kv[0])))
+                     if _version_key(str(v)) <= _version_key(version)}
+    doc["history"] = hist
+    return doc
+
+
+_MISSING = object()
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return [_norm(x) for x in v]
+    return v
+
+
+def _locate(doc: dict[str, Any], section: str, rid: str) -> dict[str, Any] | None:
+    if section == "doc":
+        return doc
+    if section == "ct_weights":
+        row = _locate(doc, "compressed_tensors", f"dispatch/{rid}")
+        return row.get("weights") if row else None
+    if section == "compressed_tensors":
+        ct = doc.get("compressed_tensors") or {}
+        if rid == "_":
+            return ct
+        if rid == "kv_cache_scheme":
+            return ct.get("kv_cache_scheme")
+        return _row(ct.get("dispatch") or [], rid.removeprefix("dispatch/"))
+    return _row(doc.get(section) or [], rid)
+
+
+def _restamp(source: str, engine: str, version: str) -> str:
+    return re.sub(rf"^{engine} [\w.]+ wheel: ", f"{engine} {version} wheel: ", source)
+
+
+# -------------------------------------------------------------------------------------------------
+# YAML out: the same layout as the hand-written files (short lists in flow style, 120 columns)
+# -------------------------------------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _list(d: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    scalars = all(not isinstance(x, (dict, list)) or (isinstance(x, list) and all(
+        not isinstance(y, (dict, list)) for y in x)) for x in data)
+    flow = bool(data) and scalars and (len(str(data)) < 110 or all(len(str(x)) < 24 for x in data))
+    return d.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _list)
+_Dumper.add_representer(tuple, _list)
+
+
+def dump(doc: dict[str, Any], header: str) -> str:
+    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
+    return header + body
+
+
+def header_of(path: Path | None, engine: str, version: str) -> str:
+    label = {"vllm": "vLLM", "sglang": "SGLang"}.get(engine, engine)
+    return (f"# {label} {version} — quantization facts for quantadvise, validated by quantadvise.engines.EngineData\n"
+            "# (unknown keys are rejected). Written by tools/extract_engine.py from the published wheel named under\n"
+            "# `source` (read with ast; nothing was imported or run). Each row's source gives the file:line of every\n"
+            "# fact; facts the script cannot read are carried from the previous file as hand-written (the script's\n"
+            "# report lists them). Adding a release: docs/data.md, \"Add an engine version\".\n")
+
+
+def semantic_diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """Differences between two documents, ``source`` / ``read_by`` strings left out."""
+    out: list[str] = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k in ("source", "read_by") and isinstance(a.get(k), str):
+                continue
+            if k not in a or k not in b:
+                out.append(f"{path}.{k}: {'added' if k not in a else 'removed'} {b.get(k, a.get(k))!r}"[:300])
+            else:
+                out += semantic_diff(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) and "id" in x for x in a + b):
+        ids_a, ids_b = [x["id"] for x in a], [x["id"] for x in b]
+        if ids_a != ids_b:
+            out.append(f"{path}: ids {ids_a} -> {ids_b}"[:400])
+        for x in a:
+            y = next((r for r in b if r["id"] == x["id"]), None)
+            if y is not None:
+                out += semantic_diff(x, y, f"{path}[{x['id']}]")
+    elif _norm(a) != _norm(b):
+        out.append(f"{path}: {a!r} -> {b!r}"[:300])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("wheel", type=Path)
+    ap.add_argument("--base", type=Path, help="version file to carry hand-written facts from (default: nearest)")
+    ap.add_argument("--out", type=Path, help="where to write (default: data/engines/<engine>-<version>.yaml)")
+    ap.add_argument("--as-of", type=date.fromisoformat, help="as_of stamp (default: the base's when the wheel is the "
+                    "one it was read from, else today)")
+    ap.add_argument("--check", action="store_true", help="write nothing; show how the result differs from the file "
+                    "on disk (sources left out); exit 1 when it does")
+    ap.add_argument("--report", type=Path, help="also write the report to this file")
+    ap.add_argument("--quotes", type=Path, help="also write every cited line, verbatim, to this JSON file (the "
+                    "tests check a sample of facts against it: tests/fixtures/engine_quotes/<engine>-<version>.json)")
+    ap.add_argument("--base-wheel", type=Path, help="the wheel the base file was read from: the code behind every "
+                    "hand-written fact is compared with it, and what changed is listed for review")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    w = Wheel(args.wheel)
+    engine, version = w.metadata["name"].lower(), w.metadata["version"]
+    if engine not in SPECS:
+        print(f"Error: no extraction spec for {engine} (have: {', '.join(SPECS)})", file=sys.stderr)
+        return 2
+    base_path = args.base or pick_base(engine, version)
+    if base_path is None:
+        print(f"Error: no {engine} release on file to carry the hand-written facts from; pass --base", file=sys.stderr)
+        return 2
+    base = yaml.safe_load(base_path.read_text())
+    rep = Report()
+    doc = build(w, base, base_path.name, args.as_of, rep, Wheel(args.base_wheel) if args.base_wheel else None)
+    out = args.out or ENGINES / f"{engine}-{version}.yaml"
+    text = dump(doc, header_of(base_path, engine, version))
+    yaml.safe_load(text)  # round-trips
+    seconds = time.perf_counter() - t0
+    rep.write(sys.stderr, f"{engine} {version} from {w.path.name} (base {base_path.name})", seconds)
+    if args.report:
+        with args.report.open("w") as fh:
+            rep.write(fh, f"{engine} {version} from {w.path.name} (base {base_path.name})", seconds)
+    if args.check:
+        if not out.exists():
+            print(f"{out} does not exist", file=sys.stderr)
+            return 1
+        diff = semantic_diff(yaml.safe_load(out.read_text()), doc)
+        for d in diff:
+            print(d)
+        return 1 if diff else 0
+    out.write_text(text)
+    print(f"wrote {out}", file=sys.stderr)
+    if args.quotes:
+        import json
+
+        args.quotes.parent.mkdir(parents=True, exist_ok=True)
+        args.quotes.write_text(json.dumps({"wheel": w.path.name, "sha256": w.sha256,
+                                           "lines": dict(sorted(rep.quotes.items()))}, indent=1) + "\n")
+        print(f"wrote {args.quotes} ({len(rep.quotes)} cited lines)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["ast", "build", "main", "semantic_diff"]

@@ -1,0 +1,93 @@
+"""Maintainer script: fit the shipped kernel profiles (data/profiles/<gpu>.yaml) to NVIDIA's published
+per-kernel tables in aiconfigurator-core, and keep their held-out data (data/profiles/heldout/<gpu>.yaml).
+
+Run by hand, never at runtime:
+
+    pip download aiconfigurator-core==0.12.0 --no-deps -d /tmp/aic && unzip -q /tmp/aic/*.whl -d /tmp/aic/x
+    pip install pandas pyarrow scipy            # what the tables and the fit need
+    python tools/import_aiconfigurator.py --source /tmp/aic/x [--gpu h200 ...]
+
+Writes one profile per GPU (every curve with its table, kernel name, engine release, package version
+and as_of) and prints each kernel's held-out error. `quantadvise validate <gpu>-measured` recomputes the
+held-out errors from the written files alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from quantadvise import catalog  # noqa: E402
+from quantadvise.perf import aiconfigurator as aic  # noqa: E402
+from quantadvise.perf.profile_file import profile_yaml  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", help="the unpacked aiconfigurator-core wheel (default: the installed package)")
+    ap.add_argument("--gpu", action="append", help="quantadvise GPU id (default: every GPU the tables cover)")
+    ap.add_argument("--out", default=str(ROOT / "data" / "profiles"))
+    ap.add_argument("--as-of", default=date.today().isoformat())
+    ap.add_argument("--refresh-proxies", action="store_true",
+                    help="keep the fitted curves of the profiles on file and only redo the stand-ins (after a kernel "
+                         "table changes); needs no tables")
+    args = ap.parse_args(argv)
+    as_of = date.fromisoformat(args.as_of)
+    wanted = {catalog.get_gpu(g).id for g in args.gpu} if args.gpu else None
+    runs = {}
+    for engine in ("vllm", "sglang"):
+        table = catalog.kernel_table(engine, catalog.get_engine(engine).version)
+        runs[engine] = table.kernels if table is not None else ()
+    out = Path(args.out)
+    if args.refresh_proxies:
+        return refresh(out, runs, wanted)
+    root = aic.data_root(args.source)
+    version = aic.package_version(root)
+    (out / "heldout").mkdir(parents=True, exist_ok=True)
+    for system, gid in aic.SYSTEMS.items():
+        if wanted is not None and gid not in wanted:
+            continue
+        if not (root / system).is_dir():
+            print(f"{gid}: no tables ({system})", file=sys.stderr)
+            continue
+        gpu = catalog.get_gpu(gid)
+        parts, held = aic.import_gpu(root, system, gpu, pkg_version=version, as_of=as_of)
+        parts["kernels"] = aic.add_proxies(parts["kernels"], parts["quant_kernels"], runs)
+        source = f"{aic.PACKAGE} {version} ({aic.LICENSE}), systems/data/{system}; tools/import_aiconfigurator.py"
+        profile = aic.build_profile(gpu, parts, pkg_version=version, as_of=as_of, source=source)
+        (out / f"{gid}.yaml").write_text(profile_yaml(profile), encoding="utf-8")
+        (out / "heldout" / f"{gid}.yaml").write_text(aic.heldout_yaml(gid, source, as_of, held), encoding="utf-8")
+        for key, c in profile.gpus[0].kernels.items():
+            h = c.heldout
+            err = (f"held-out calls: median {h.gemm_median:.1%}, max {h.gemm_max:.1%} (n={h.gemm_points}); steps: median "
+                   f"{h.step_median:.1%}, max {h.step_max:.1%} (n={h.step_points})") if h else c.basis
+            print(f"{gid:12s} {key:36s} {err}")
+    return 0
+
+
+def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:
+    """Redo the stand-in curves of the profiles in ``out`` from their measured curves."""
+    from quantadvise.perf.profiles import parse_profile
+
+    for path in sorted(out.glob("*.yaml")):
+        prof = parse_profile(catalog.load_yaml_file(path), str(path))
+        entry = prof.gpus[0]
+        if wanted is not None and entry.gpu not in wanted or not entry.kernels:
+            continue
+        measured = {k: c for k, c in entry.kernels.items() if c.basis == "measured"}
+        quants = {k: q for k, q in entry.quant_kernels.items() if q.basis == "measured"}
+        kernels = aic.add_proxies(measured, quants, runs)
+        new_entry = entry.model_copy(update={"kernels": dict(sorted(kernels.items())),
+                                             "quant_kernels": dict(sorted(quants.items()))})
+        path.write_text(profile_yaml(prof.model_copy(update={"gpus": (new_entry,)})), encoding="utf-8")
+        print(f"{entry.gpu}: {sum(c.basis != 'measured' for c in kernels.values())} stand-in curves")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
