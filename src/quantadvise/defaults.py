@@ -42,6 +42,20 @@ KV_SHARE_THRESHOLD = 0.25  # choose a quantized KV cache when KV is at least thi
 NATIVE_MARGIN = 0.15
 MAX_GPUS_SEARCH = 64  # the KV node's search for the GPU count that fits
 
+# -- serving targets (latency SLOs, load, cost, speculative decoding; docs/recommend.md "Serving targets") --------
+# With an SLO, a --rate or --users and no --batch, concurrency is searched from 1 up to this many sequences (and
+# never past what the KV cache holds); --batch sets another bound
+MAX_CONCURRENCY_SEARCH = 256
+# Tensor-parallel degrees weighed for a --rate / --users target when --gpus is not given: one 8-GPU NVLink node
+TP_DEGREES = (1, 2, 4, 8)
+# A workload spends at least this share of GPU time in prefill -> "prefill-heavy" (the trace says when W8A8 then
+# beats weight-only below the weight-only ridge)
+PREFILL_HEAVY_SHARE = 0.5
+# `roofline --pareto` without --batch: the concurrencies swept (doubling, end included)
+PARETO_BATCHES = "1..1024"
+# Concurrencies `recommend --plot` samples per candidate: doubling from 1 up to the sequences it holds
+FRONTIER_MAX_POINTS = 16
+
 # -- roofline --------------------------------------------------------------------------------------
 ROOFLINE_BATCHES = "1,8,64,512"
 ROOFLINE_CONTEXTS = "2048"

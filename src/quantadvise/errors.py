@@ -93,20 +93,3 @@ def format_validation_error(exc: object, where: str) -> str:
     msg = msg.removeprefix("Value error, ")
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: field '{loc}': {msg}{more}"
-
-
-def check_finite(value: float, name: str, *, minimum: float | None = None, maximum: float | None = None,
-                 above: float | None = None) -> float:
-    """``value`` when it is a finite number in range, else one InputError naming the flag or key
-    (``inf``, ``nan``, ``1e309`` and negatives reach the API as floats the arithmetic cannot use)."""
-    import math
-
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{name} must be a finite number, got {value!r}", field=name.lstrip("-").replace("-", "_"))
-    if minimum is not None and value < minimum:
-        raise InputError(f"{name} must be >= {minimum:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
-    if above is not None and value <= above:
-        raise InputError(f"{name} must be > {above:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
-    if maximum is not None and value > maximum:
-        raise InputError(f"{name} must be <= {maximum:g}, got {value:g}", field=name.lstrip("-").replace("-", "_"))
-    return float(value)

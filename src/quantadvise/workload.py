@@ -7,12 +7,13 @@ rejected with the field named. Pure: validation only.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import defaults
-from .errors import ConfigError, format_validation_error
+from .errors import ConfigError, InputError, format_validation_error
+from .inputs import LIMITS, lengths
 
 SYNC_MAX_BATCH = defaults.SYNC_MAX_BATCH
 
@@ -56,11 +57,12 @@ class WorkloadSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True, allow_inf_nan=False,
                               validate_default=True, populate_by_name=True)
 
-    batch: int | None = Field(default=None, ge=1, le=1_000_000, validation_alias=AliasChoices("batch", "concurrency"),
-                              description="max concurrent sequences")
-    ctx: int | None = Field(default=None, ge=1, le=10_000_000, description="tokens per sequence (prompt+output)")
-    prompt: int | None = Field(default=None, ge=0, le=10_000_000)
-    output: int | None = Field(default=None, ge=1, le=10_000_000)
+    # max concurrent sequences
+    batch: Annotated[int | None, LIMITS["batch"].interval()] = Field(
+        default=None, validation_alias=AliasChoices("batch", "concurrency"))
+    ctx: Annotated[int | None, LIMITS["ctx"].interval()] = None  # tokens per sequence, prompt + output
+    prompt: Annotated[int | None, LIMITS["prompt"].interval()] = None
+    output: Annotated[int | None, LIMITS["output"].interval()] = None
     mode: Mode | None = None
     task: Task | None = None
 
@@ -87,9 +89,10 @@ class WorkloadSpec(BaseModel):
 
     @model_validator(mode="after")
     def _lengths(self) -> WorkloadSpec:
-        if self.ctx is not None and self.prompt is not None and self.output is not None:
-            if self.prompt + self.output > self.ctx:
-                raise ValueError(f"prompt ({self.prompt}) + output ({self.output}) exceed ctx ({self.ctx})")
+        try:
+            lengths(self.ctx, self.prompt, self.output)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
         return self
 
 
@@ -98,22 +101,40 @@ class Workload(WorkloadSpec):
 
     model: str = defaults.MODEL
     gpu: str = defaults.GPU
-    gpus: int = Field(default=1, ge=1, le=1024)
+    gpus: Annotated[int, LIMITS["gpus"].interval()] = 1
     engine: str = defaults.ENGINE
     engine_version: str | None = None
-    batch: int = Field(default=defaults.BATCH, ge=1, le=1_000_000,
-                       validation_alias=AliasChoices("batch", "concurrency"), description="max concurrent sequences")
+    batch: Annotated[int, LIMITS["batch"].interval()] = Field(
+        default=defaults.BATCH, validation_alias=AliasChoices("batch", "concurrency"))
     mode: Mode = Mode.auto
     task: Task = Task.general
-    accuracy_tolerance: float = Field(default=defaults.ACCURACY_TOLERANCE, gt=0, le=100,
-                                      description="max accuracy drop, %-points")
-    memory_utilization: float = Field(default=defaults.MEMORY_UTILIZATION, gt=0, le=1)
-    headroom: float = Field(default=0.0, ge=0, lt=1, description="fraction of usable memory to keep free")
-    reserve_gb: float = Field(default=defaults.RESERVE_GB, ge=0)
+    accuracy_tolerance: Annotated[float, LIMITS["accuracy_tolerance"].interval()] = defaults.ACCURACY_TOLERANCE  # %-points
+    memory_utilization: Annotated[float, LIMITS["memory_utilization"].interval()] = defaults.MEMORY_UTILIZATION
+    headroom: Annotated[float, LIMITS["headroom"].interval()] = 0.0  # fraction of usable memory to keep free
+    reserve_gb: Annotated[float, LIMITS["reserve_gb"].interval()] = defaults.RESERVE_GB
     kv_dtype: str | None = None
     candidates: tuple[str, ...] | None = None
     profile: str | None = None
     ideal: bool = False
+    # serving targets (docs/recommend.md "Serving targets"): latency budgets, a load, a price, speculation
+    ttft_ms: Annotated[float | None, LIMITS["ttft_ms"].interval()] = None
+    itl_ms: Annotated[float | None, LIMITS["itl_ms"].interval()] = None
+    e2e_ms: Annotated[float | None, LIMITS["e2e_ms"].interval()] = None
+    rate: Annotated[float | None, LIMITS["rate"].interval()] = None  # requests per second
+    users: Annotated[int | None, LIMITS["users"].interval()] = None  # concurrent users
+    usd_per_gpu_hour: Annotated[float | None, LIMITS["usd_per_gpu_hour"].interval()] = None
+    spec_tokens: Annotated[int | None, LIMITS["spec_tokens"].interval()] = None
+    acceptance: Annotated[float | None, LIMITS["acceptance"].interval()] = None
+
+    @model_validator(mode="after")
+    def _targets(self) -> Workload:
+        from .inputs import serving_pairs
+
+        try:
+            serving_pairs(self.model_dump(include={"rate", "users", "spec_tokens", "acceptance"}))
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+        return self
 
     @model_validator(mode="after")
     def _engine(self) -> Workload:

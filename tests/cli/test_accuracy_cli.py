@@ -16,7 +16,7 @@ BASE, QUANT = ACC / "plain_base.jsonl", ACC / "plain_quant.jsonl"
 
 
 def test_table_by_default(cli):
-    r = cli("accuracy", BASE, QUANT)
+    r = cli("accuracy", BASE, QUANT, "--wide")  # every column (80 columns drop the last ones)
     assert r.code == 0, r.stderr
     assert r.stderr == ""
     row = next(line for line in r.stdout.splitlines() if line.startswith("plain_base"))
@@ -47,7 +47,7 @@ def test_thresholds_passing_exit_0(cli):
 
 
 def test_thresholds_failing_exit_1_with_readable_rows(cli):
-    r = cli("accuracy", BASE, QUANT, "--max-delta", "1%", "--max-flips", "5%", "--max-kl", "0.01")
+    r = cli("accuracy", BASE, QUANT, "--max-delta", "1%", "--max-flips", "5%", "--max-kl", "0.01", "--wide")
     assert r.code == 1
     assert "FAILED: 3 of 3 checks." in r.stdout
     assert "drop 10.00 pp > max 1.00 pp" in r.stdout

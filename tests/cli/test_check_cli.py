@@ -225,7 +225,7 @@ def test_sarif_report_validates_and_locates(cli, monkeypatch, tmp_path):
     out = tmp_path / "qa.sarif"
     r = cli("check", "--format", "sarif", "--output", out)
     assert r.code == 1 and r.stdout == ""
-    assert r.stderr.strip() == f"quantadvise check: FAIL — 8 error(s), 3 warning(s); sarif report written to {out}"
+    assert r.stderr.strip() == f"quantadvise check: FAIL — 8 errors, 3 warnings; sarif report written to {out}"
     doc = json.loads(out.read_text())
     schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text())
     jsonschema.Draft4Validator(schema).validate(doc)

@@ -77,8 +77,8 @@ def test_bad_workload_file(cli, tmp_path, content, needle):
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--batch", "0"], "field 'batch'"),
-        (["--ctx", "-5"], "field 'ctx'"),
+        (["--batch", "0"], "--batch must be an integer >= 1"),
+        (["--ctx", "-5"], "--ctx must be an integer >= 1"),
         (["--gpu", "h1000"], "unknown GPU"),
         (["--engine", "trt"], "engine must be vllm or sglang"),
         (["--engine-version", "0.1"], "unknown vllm version"),

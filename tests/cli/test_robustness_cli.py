@@ -22,16 +22,17 @@ def _one_error(r, fragment: str) -> None:
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize(("value", "fragment"), [("inf", "--reserve-gb must be a finite number"),
-                                                 ("nan", "--reserve-gb must be a finite number"),
-                                                 ("-1", "--reserve-gb must be >= 0")])
+# the input layer's one message for the reserve (inputs.LIMITS["reserve_gb"]: 0 to 4,096 GiB)
+@pytest.mark.parametrize(("value", "fragment"), [("inf", "--reserve-gb must be a number >= 0 and <= 4,096, got inf"),
+                                                 ("nan", "--reserve-gb must be a number >= 0 and <= 4,096, got nan"),
+                                                 ("-1", "--reserve-gb must be a number >= 0 and <= 4,096, got -1")])
 def test_reserve_gb_must_be_finite(cli, value, fragment):
     _one_error(cli("size", "--gpu", "h100", "--reserve-gb", value), fragment)  # OverflowError / ValueError before
 
 
 def test_recommend_rejects_an_infinite_reserve(cli):
     r = cli("recommend", "--reserve-gb", "inf")
-    _one_error(r, "reserve_gb")
+    _one_error(r, "--reserve-gb must be a number >= 0 and <= 4,096, got inf")
 
 
 def test_a_5000_character_scheme_is_an_unknown_name(cli):

@@ -168,10 +168,17 @@ def test_version_and_help(cli):
     assert h.code == 0 and "--bits" in h.stdout and "--kv-dtype" in h.stdout
 
 
-def test_golden_table(cli):
-    # The human table is deterministic (no terminal probing); its numbers are checked in test_sizing.
+@pytest.mark.parametrize(
+    ("columns", "wide", "golden"),
+    [("80", False, "size_llama3_8b_w4_g128_80.txt"), ("200", False, "size_llama3_8b_w4_g128_200.txt"),
+     ("80", True, "size_llama3_8b_w4_g128.txt")],
+)
+def test_golden_table(cli, monkeypatch, columns, wide, golden):
+    # The human table is deterministic for a given width (COLUMNS; --wide: no limit); its numbers are
+    # checked in test_sizing. Regenerate: `COLUMNS=80 quantadvise size meta-llama/Llama-3-8B --bits 4
+    # --group 128 > tests/golden/size_llama3_8b_w4_g128_80.txt` (and 200; --wide for the unsuffixed one).
     from pathlib import Path
 
-    golden = Path(__file__).resolve().parents[1] / "golden" / "size_llama3_8b_w4_g128.txt"
-    r = cli("size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128")
-    assert r.stdout == golden.read_text()
+    monkeypatch.setenv("COLUMNS", columns)
+    r = cli("size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128", *(["--wide"] if wide else []))
+    assert r.stdout == (Path(__file__).resolve().parents[1] / "golden" / golden).read_text()

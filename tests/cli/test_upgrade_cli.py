@@ -98,7 +98,7 @@ def test_upgrade_gate_reports_what_changes(cli, tmp_path, monkeypatch):
     msg = qa112[0]["message"]
     assert "upgrading vllm 0.30.0 -> 0.33.0" in msg and "method fp8 -> fp8_per_tensor" in msg
     assert "--quantization fp8 is deprecated for online quantization" in msg
-    assert any("1 of 1 vllm deployment(s)" in n for n in doc["notes"])
+    assert any("1 of 1 vllm deployment behave" in n for n in doc["notes"])
     # the pinned release's report is unchanged: the upgrade is judged on the side
     assert doc["targets"][0]["engine_version"] == "0.30.0"
     # --fail-on warning gates the upgrade PR

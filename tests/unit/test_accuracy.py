@@ -181,7 +181,7 @@ def test_mismatched_ids_are_reported_not_counted(tmp_path):
     assert (t.n, t.unmatched_base, t.unmatched_quant) == (3, 2, 3)
     assert (t.lost, t.gained) == (1, 0) and t.delta == pytest.approx(-1 / 3)
     assert t.unmatched_examples == ["0", "1", "5", "6", "7"]
-    assert any("2 item(s) only in the baseline and 3 only in the quantized run" in w for w in r.warnings)
+    assert any("2 items only in the baseline and 3 only in the quantized run" in w for w in r.warnings)
 
 
 def test_no_common_ids_is_an_input_error(tmp_path):
@@ -292,7 +292,7 @@ def test_lm_eval_doc_hash_mismatch_is_refused(tmp_path):
     rows[3]["doc_hash"] = "0" * 64
     q = tmp_path / "samples_arc_easy_2026-01-01T00-00-00.jsonl"
     q.write_text("".join(json.dumps(x) + "\n" for x in rows))
-    with pytest.raises(InputError, match=r"1 paired item\(s\) are different documents"):
+    with pytest.raises(InputError, match=r"1 paired item with a different document on each side"):
         api.accuracy(next(LM_BASE.rglob("samples_arc_easy_*.jsonl")), q)
 
 

@@ -323,15 +323,16 @@ def test_nothing_fits_is_a_clear_error():
 
 
 def test_workload_validation():
-    from quantadvise.errors import ConfigError
+    from quantadvise.errors import ConfigError, InputError
 
-    with pytest.raises(ConfigError, match="field 'batch'"):
+    # keyword arguments are checked like the flags they mirror (the input layer's message names the flag)
+    with pytest.raises(InputError, match="--batch must be an integer >= 1 and <= 1,000,000, got 0"):
         api.recommend(batch=0)
     with pytest.raises(ConfigError, match="field 'bacth'.*unknown key"):
         api.recommend({"bacth": 4})
     with pytest.raises(ConfigError, match="field 'task'"):
         api.recommend(task="poetry")
-    with pytest.raises(ConfigError, match="exceed ctx"):
+    with pytest.raises(InputError, match="exceed ctx"):
         api.recommend(ctx=1000, prompt=900, output=200)
 
 

@@ -120,7 +120,15 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
                     + (f"to hold the whole batch weights must average {' or '.join(bounds)}" if bounds else
                        f"the whole batch cannot be held: its KV cache alone ({kv_q / 1e9:.1f} GB with {qname}) exceeds "
                        "the budget"))
-    if part and whole:
+    if ctx.batch_bound:
+        held = {o.id: max(o.max_concurrency_bf16, o.max_concurrency_quantized) for o in options
+                if o.status == "candidate" and o.weights_bytes}
+        decision = ((f"bf16 fits ({bf16_weights / 1e9:.1f} GB of weights in {budget})" if not must else
+                     f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB of weights + KV against {budget}")
+                    + f"; concurrency is searched up to {w.batch:,}: each candidate runs at most what its KV cache "
+                    f"holds ({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held.items())[:6])}"
+                    + (" ..." if len(held) > 6 else "") + f" sequences of {tokens:,} tokens with {qname})")
+    elif part and whole:
         decision += (f"; {', '.join(whole)} hold all {w.batch} sequences, {', '.join(part)} hold part of them (priced at "
                      "the concurrency they hold)")
     elif part:

@@ -31,6 +31,7 @@ from .result import EngineVerdict
 if TYPE_CHECKING:
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..perf.serving import Slo, Speculation
     from .limits import ContextLimit
     from .native import Native
 
@@ -77,7 +78,12 @@ class Option:
     prefill_share: float | None = None  # share of GPU time spent on prefill (continuous batching)
     score_s: float = math.inf  # seconds per output token as the workload experiences it
     kv_name: str = BF16_KV  # the KV cache dtype it is priced with
-    concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency)
+    concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency), or what an SLO allows
+    itl_s: float | None = None  # mean inter-token latency at that concurrency (perf.serving.serve)
+    e2e_s: float | None = None
+    limit: str = ""  # what stops its concurrency: batch | memory | itl | ttft | e2e
+    bound: str = ""  # the decode step's bound there: memory | compute | communication
+    tokens_per_step: float = 1.0  # per sequence (speculative decoding: 1 + K x A)
     max_concurrency: int = 0  # sequences its KV cache holds next to its weights
     max_concurrency_bf16: int = 0
     max_concurrency_quantized: int = 0
@@ -123,6 +129,12 @@ class Context:
     limits: dict[str, ContextLimit] = field(default_factory=dict)  # engine name -> limit
     model_params: int | None = None
     memo: dict[Any, Any] = field(default_factory=dict)  # engine verdicts, reused when a caller walks many workloads
+    # serving targets (docs/recommend.md "Serving targets")
+    slo: Slo | None = None  # latency budgets: each candidate runs at the largest concurrency that meets them
+    spec: Speculation | None = None  # speculative decoding
+    usd_per_gpu_hour: float | None = None  # the price the $/Mtok figures use (None: no price known)
+    batch_bound: bool = False  # the batch is the upper end of a concurrency search, not a demand
+    frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
 
     @property
     def platform(self) -> str:

@@ -182,9 +182,12 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     model_id = ctx.model_id or w.model
     short = model_id.rsplit("/", 1)[-1]
     path = model_id if winner.native or not winner.scheme.quantizes_weights else f"./{short}-{winner.scheme.id}"
+    # a latency budget or a searched concurrency is enforced by the engine's cap on running sequences
+    searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
+    seqs = winner.concurrency if searched and winner.concurrency >= 1 else w.batch
 
     def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
-        return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=w.batch,
+        return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
                               max_model_len=w.context, tensor_parallel_size=w.gpus,
                               gpu_memory_utilization=w.memory_utilization)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
 from ..scheme import SchemeAxes
 from ..workload import Workload
@@ -32,14 +33,19 @@ class Alternative(Out):
 
     scheme: str
     description: str
-    status: str  # recommended | runner-up | slower | vetoed | not-supported | does-not-fit | cannot-run
+    status: str  # recommended | runner-up | slower | vetoed | not-supported | does-not-fit | misses-slo | cannot-run
     reason: str
     native: bool = False  # the checkpoint as shipped
     step_time_s: float | None = None
     tokens_per_s: float | None = None  # output tokens/s (continuous batching: prefill included)
-    decode_tokens_per_s: float | None = None  # concurrency / decode step
+    tokens_per_s_per_gpu: float | None = None
+    decode_tokens_per_s: float | None = None  # concurrency x tokens per step / decode step
     prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
-    ttft_s: float | None = None
+    itl_s: float | None = None  # mean inter-token latency at ``concurrency`` (perf.serving)
+    ttft_s: float | None = None  # continuous batching: under load (queued prefills); sync: the batch's prefill
+    e2e_s: float | None = None  # ttft + (output - 1) x itl
+    usd_per_mtok: float | None = None  # $ per million output tokens (None: no price known)
+    limit: str | None = None  # what stops its concurrency: batch | memory | itl | ttft | e2e
     speedup_vs_bf16: float | None = None  # tokens/s over bf16's at the concurrency bf16 holds (None: bf16 cannot serve)
     weights_bytes: int | None = None
     fits: bool | None = None  # holds the whole batch
@@ -63,10 +69,13 @@ class EngineVerdict(Out):
     messages: list[str] = []
 
 
-class ServedWorkload(Out):
+class ServedWorkload(OmitNone):
     """The workload as the tree read it (the output side of :class:`~quantadvise.workload.Workload`):
     its keys, then what they imply (the context each sequence holds, the serving mode ``auto``
-    resolved to) and the model's resolved id."""
+    resolved to) and the model's resolved id. The serving-target keys are absent unless given."""
+
+    omit_if_none: ClassVar[tuple[str, ...]] = ("ttft_ms", "itl_ms", "e2e_ms", "rate", "users", "usd_per_gpu_hour",
+                                               "spec_tokens", "acceptance")
 
     model: str
     gpu: str
@@ -90,6 +99,15 @@ class ServedWorkload(Out):
     context: int
     serving_mode: str
     model_id: str | None
+    # serving targets, present only when given
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+    rate: float | None = None
+    users: int | None = None
+    usd_per_gpu_hour: float | None = None
+    spec_tokens: int | None = None
+    acceptance: float | None = None
 
     @classmethod
     def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None) -> ServedWorkload:
@@ -155,6 +173,14 @@ class Performance(Out):
     kv_dtype: str
     ttft_s: float | None
     speedup_vs_bf16: float | None
+    tokens_per_s_per_gpu: float
+    itl_s: float  # mean inter-token latency at ``concurrency``
+    e2e_s: float
+    decode_share: float | None  # 1 - prefill_share (continuous batching)
+    limit: str  # what stops the concurrency: batch | memory | itl | ttft | e2e
+    bound: str  # the decode step's bound there: memory | compute | communication
+    tokens_per_step: float  # per sequence: 1, or 1 + K x A with speculative decoding
+    usd_per_mtok: float | None  # $ per million output tokens at ``concurrency`` (None: no price known)
     baseline: str
     vs_runner_up: float | None
     runner_up: str | None
@@ -163,6 +189,47 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+
+
+class Target(Out):
+    """The serving target the recommendation was asked to meet (docs/recommend.md "Serving targets")."""
+
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    max_concurrency: int  # the upper end of each candidate's concurrency (--batch, or the search bound)
+    batch_is_bound: bool  # True: --batch was not given; the bound is defaults.MAX_CONCURRENCY_SEARCH
+
+
+class Layout(Out):
+    """One way to serve a load with one scheme: ``replicas`` copies of a ``tp``-GPU tensor-parallel group."""
+
+    scheme: str
+    tp: int
+    replicas: int
+    gpus: int  # tp x replicas
+    concurrency: int  # sequences per replica
+    tokens_per_s: float  # output tokens/s per replica, at ``concurrency``
+    tokens_per_s_per_gpu: float
+    requests_per_s: float  # per replica: tokens_per_s / output tokens per request
+    itl_s: float
+    ttft_s: float | None
+    limit: str  # what stops the replica's concurrency
+    usd_per_hour: float | None  # gpus x $/GPU-hour
+    usd_per_mtok: float | None  # at ``concurrency`` (every GPU busy)
+    recommended: bool = False
+
+
+class LoadPlan(Out):
+    """GPUs each scheme needs for a load: the fewest-GPU layout per scheme, fewest first (``options``),
+    and every (scheme, tensor-parallel degree) weighed (``layouts``)."""
+
+    rate_per_s: float | None  # requests per second
+    users: int | None  # concurrent users (sequences in flight)
+    output_tokens_per_s: float | None  # rate x output tokens per request
+    tp_degrees: list[int]
+    options: list[Layout]
+    layouts: list[Layout]
 
 
 class Recommendation(Result):
@@ -175,6 +242,11 @@ class Recommendation(Result):
     engine_args: dict[str, str | None]  # engine -> the command that serves it (None: that engine refuses it)
     checkpoint: CheckpointPlan
     performance: Performance
+    target: Target | None = None  # latency budgets / load, when given
+    price: Price | None = None  # the $/GPU-hour behind usd_per_mtok (None: no price known)
+    speculation: SpecInfo | None = None
+    load: LoadPlan | None = None  # with --rate / --users
+    frontier: list[ParetoPoint] = []  # with recommend --plot: each ranked candidate across concurrency
     notes: list[str] = []
     warnings: list[str] = []
 
@@ -197,6 +269,7 @@ class Prediction(Result):
     seconds_per_token: float  # per output token as the workload experiences it (continuous: prefill included)
     tokens_per_s: float
     ttft_s: float | None = None
+    itl_s: float | None = None  # mean inter-token latency (perf.serving)
     decode_tokens_per_s: float | None = None  # batch / decode step
     prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
     profile: str

@@ -13,7 +13,6 @@ the predicted time decides.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..hardware import GPU
 from ..model import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
+from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
 from ..perf.solve import crossings
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
@@ -47,42 +47,9 @@ def kernel_line(efficiency: Efficiency) -> str | None:
     return efficiency.kernels.label() if efficiency.kernels is not None else None
 
 
-@dataclass(frozen=True)
-class Score:
-    """One scheme's speed at one concurrency. ``tokens_per_s`` is output tokens per second as the
-    workload experiences them (continuous batching: each prompt's prefill included; synchronous: the
-    decode step alone, TTFT apart); ``decode_tokens_per_s`` is concurrency / decode step;
-    ``prefill_share`` the share of GPU time spent on prefill (continuous batching, else None), so
-    ``tokens_per_s = decode_tokens_per_s x (1 - prefill_share)``."""
-
-    step_s: float
-    seconds_per_token: float
-    ttft_s: float | None
-    tokens_per_s: float
-    decode_tokens_per_s: float
-    prefill_share: float | None
-
-
-def score_at(sm: StepModel, w: Workload, batch: int) -> Score:
-    """Price ``sm`` at ``batch`` concurrent sequences of the workload's lengths."""
-    step = sm.decode(batch, w.decode_context).time_s
-    prompt = w.prompt_tokens
-    ttft = sm.prefill(1, prompt).time_s if prompt else None
-    decode_tps = batch / step
-    if w.serving_mode == "continuous" and prompt:
-        # Over the life of `batch` concurrent requests the GPU runs their prefills once and
-        # `output` decode steps: seconds per output token, all sequences together.
-        prefill_all = sm.prefill(batch, prompt).time_s
-        decode_all = w.output_tokens * step
-        per_token = (decode_all + prefill_all) / (batch * w.output_tokens)
-        return Score(step, per_token, ttft, 1.0 / per_token, decode_tps, prefill_all / (decode_all + prefill_all))
-    return Score(step, step / batch, ttft, decode_tps, decode_tps, None)
-
-
-def score(sm: StepModel, w: Workload) -> tuple[float, float, float | None, float]:
-    """(decode step s, seconds per output token as experienced, ttft s, tokens/s) at the workload's batch."""
-    s = score_at(sm, w, w.batch)
-    return s.step_s, s.seconds_per_token, s.ttft_s, s.tokens_per_s
+def lengths_of(w: Workload) -> Lengths:
+    """The workload's request lengths as a serving point reads them."""
+    return Lengths(prompt=w.prompt_tokens, output=w.output_tokens, decode_ctx=w.decode_context, mode=w.serving_mode)
 
 
 def priced_model(ctx: Context, o: Option) -> StepModel | None:
@@ -90,14 +57,86 @@ def priced_model(ctx: Context, o: Option) -> StepModel | None:
     return o.model if ctx.kv_name == BF16_KV else o.model_kv
 
 
-def price(ctx: Context, o: Option) -> None:
-    """Price ``o`` at the concurrency it holds with the chosen KV cache."""
+def _apply(o: Option, p: ServePoint) -> None:
+    o.concurrency = p.concurrency
+    o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
+    o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
+    o.score_s = p.itl_s / p.concurrency
+    o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
+
+
+def price(ctx: Context, o: Option) -> str | None:
+    """Price ``o`` with the chosen KV cache at the concurrency it holds — with latency budgets, at the
+    largest concurrency up to that which meets them (:func:`~quantadvise.perf.serving.largest_meeting`).
+    Returns why it cannot meet the budgets (even at one sequence), else None."""
     sm = priced_model(ctx, o)
     if sm is None or o.concurrency < 1:
-        return
-    s = score_at(sm, ctx.workload, o.concurrency)
-    o.step_s, o.score_s, o.ttft_s, o.throughput = s.step_s, s.seconds_per_token, s.ttft_s, s.tokens_per_s
-    o.decode_tps, o.prefill_share = s.decode_tokens_per_s, s.prefill_share
+        return None
+    w = ctx.workload
+    lengths = lengths_of(w)
+    held = "memory" if o.concurrency < w.batch else "batch"
+    if ctx.slo is None or not ctx.slo.active:
+        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec))
+        o.limit = held
+        return None
+    found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec), o.concurrency, ctx.slo, held)
+    if found.point is None:
+        miss = found.first_miss
+        assert miss is not None
+        _apply(o, miss)
+        o.limit = found.limit
+        return (f"misses {budget_label(ctx, found.limit)} even at one sequence: "
+                f"{budget_value(miss, found.limit) * 1e3:,.1f} ms")
+    _apply(o, found.point)
+    o.limit = found.limit
+    return None
+
+
+def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
+    """Each ranked candidate across concurrency (doubling from 1 up to what it may run, and the point
+    it runs at) on the tokens/s-per-GPU vs tokens/s-per-user plane, frontier marked; the winner's
+    point is ``recommended`` (``recommend --plot``)."""
+    w = ctx.workload
+    lengths = lengths_of(w)
+    out: list[ParetoPoint] = []
+    for o in ranked:
+        sm = priced_model(ctx, o)
+        if sm is None:
+            continue
+        top = max(1, min(o.max_concurrency, max(w.batch, o.concurrency)))
+        cs = sorted({*(2**i for i in range(defaults.FRONTIER_MAX_POINTS) if 2**i <= top), top, o.concurrency})
+        for c in cs:
+            p = serve(sm, lengths, c, ctx.spec)
+            pt = pareto_point(o.id, p, ctx=w.decode_context, gpus=w.gpus, fits=True, price=ctx.usd_per_gpu_hour,
+                              slo=ctx.slo)
+            out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency}))
+    return mark_frontier(out)
+
+
+def budget_label(ctx: Context, name: str) -> str:
+    """``"ITL <= 30 ms"`` for a budget of the context's SLO."""
+    slo = ctx.slo
+    value = {"itl": slo.itl_s, "ttft": slo.ttft_s, "e2e": slo.e2e_s}.get(name) if slo is not None else None
+    return f"{name.upper()} <= {value * 1e3:,.0f} ms" if value is not None else name
+
+
+def budget_value(p: ServePoint, name: str) -> float:
+    return {"itl": p.itl_s, "ttft": p.ttft_s or 0.0, "e2e": p.e2e_s}[name]
+
+
+def limit_text(ctx: Context, o: Option) -> str:
+    """What stops ``o``'s concurrency where it runs, in words."""
+    w = ctx.workload
+    if o.limit in ("itl", "ttft", "e2e"):
+        nxt = "" if o.concurrency >= o.max_concurrency else f" at {o.concurrency + 1}"
+        step = (" (the step is compute-bound there: more sequences add latency, not tokens/s)"
+                if o.bound == "compute" else "")
+        return f"{budget_label(ctx, o.limit)} binds (it breaks{nxt}){step}"
+    if o.limit == "memory":
+        return f"memory binds: its KV cache holds {o.max_concurrency:,} sequences"
+    if ctx.batch_bound:
+        return f"the search bound binds ({w.batch:,} sequences; --batch raises it)"
+    return f"the batch ({w.batch:,}) binds"
 
 
 @lru_cache(maxsize=256)
@@ -113,8 +152,8 @@ def _crossover(m1: StepModel, m2: StepModel, ct: float) -> float | None:
     return xs[0] if xs else None
 
 
-def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any]) -> tuple[str, list[str]]:
-    """The decode regime from the best weight-only 4-bit and the best W+A candidate on this GPU."""
+def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: int) -> tuple[str, list[str]]:
+    """The decode regime at ``batch`` from the best weight-only 4-bit and the best W+A candidate on this GPU."""
     w, g = ctx.workload, ctx.gpu
     wa_math = "fp8" if g.has_math("fp8") else "int8"
     wo = [o for o in ranked if o.scheme.weight_only and o.scheme.weight is not None and o.scheme.weight.bits == 4]
@@ -130,41 +169,44 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any]) -> tupl
         cross = _crossover(m1, m2, m1.cached_tokens(w.decode_context))
         numbers["crossover"] = {"a": best_wo.id, "b": best_wa.id, "batch": round(cross, 1) if cross else None}
         numbers["weight_only_ridge_batch"] = round(ridge_wo, 1) if ridge_wo != math.inf else None
-        if w.batch < ridge_wo and (cross is None or w.batch < cross):
+        if batch < ridge_wo and (cross is None or batch < cross):
             regime = "memory-bound"
-            reasons.append(f"batch {w.batch} is below {best_wo.id}'s ridge ({ridge_wo:.0f}): the step is memory-bound, "
+            reasons.append(f"batch {batch} is below {best_wo.id}'s ridge ({ridge_wo:.0f}): the step is memory-bound, "
                            "so the fewest weight bytes win -> weight-only 4-bit")
-        elif cross is not None and w.batch > cross:
+        elif cross is not None and batch > cross:
             regime = "compute-bound"
             reasons.append(
-                f"batch {w.batch} is past the {best_wo.id} / {best_wa.id} crossover ({cross:.0f}): compute-bound, "
+                f"batch {batch} is past the {best_wo.id} / {best_wa.id} crossover ({cross:.0f}): compute-bound, "
                 f"so the faster tensor-core path wins -> W+A on {wa_math} "
                 + ("(this GPU has fp8 tensor cores)" if wa_math == "fp8" else "(no fp8 tensor cores on this GPU)"))
         else:
             regime = "in between"
-            reasons.append((f"batch {w.batch} sits between {best_wo.id}'s ridge ({ridge_wo:.0f}) and the crossover "
-                            f"({cross:.0f}) " if cross else f"batch {w.batch} is past {best_wo.id}'s ridge ({ridge_wo:.0f}) ")
+            reasons.append((f"batch {batch} sits between {best_wo.id}'s ridge ({ridge_wo:.0f}) and the crossover "
+                            f"({cross:.0f}) " if cross else f"batch {batch} is past {best_wo.id}'s ridge ({ridge_wo:.0f}) ")
                            + "-> the predicted step time decides")
     if regime == "unknown" and wo and (m := priced_model(ctx, wo[0])) is not None:
         wo[0].ridge = m.ridge_batch()
     if regime == "unknown" and wo and wo[0].ridge:
-        regime = "memory-bound" if w.batch < wo[0].ridge else "compute-bound"
-        reasons.append(f"batch {w.batch} is {'below' if regime == 'memory-bound' else 'past'} {wo[0].id}'s ridge "
+        regime = "memory-bound" if batch < wo[0].ridge else "compute-bound"
+        reasons.append(f"batch {batch} is {'below' if regime == 'memory-bound' else 'past'} {wo[0].id}'s ridge "
                        f"({wo[0].ridge:.0f}); no W+A candidate on {wa_math} to compare against")
     return regime, reasons
 
 
 def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Option]]:
-    """f. price the deployable candidates at the concurrency each holds and rank them."""
+    """f. price the deployable candidates at the concurrency each holds (with latency budgets: the
+    largest that meets them) and rank them."""
     w = ctx.workload
-    for o in live:
-        price(ctx, o)
+    slo = ctx.slo is not None and ctx.slo.active
     for o in live:
         if o.concurrency < 1:
             o.status = "does-not-fit"
             o.reason = (f"{o.weights_bytes / 1e9:.1f} GB of weights leave no room for one sequence with a "
                         f"{ctx.kv_name} cache")
-    ranked = rank([o for o in live if o.concurrency >= 1 and o.priced])
+        elif (miss := price(ctx, o)) is not None:
+            o.status = "misses-slo"
+            o.reason = miss
+    ranked = rank([o for o in live if o.status == "candidate" and o.concurrency >= 1 and o.priced])
     numbers: dict[str, Any] = {
         "batch": w.batch, "ctx": w.context, "decode_ctx": w.decode_context, "mode": w.serving_mode,
         "kv_dtype": ctx.kv_name,
@@ -172,22 +214,29 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         "speed_model": {o.id: o.efficiency.model for o in ranked},
         "kernel": {o.id: kernel_line(o.efficiency) for o in ranked},
         "concurrency": {o.id: o.concurrency for o in ranked},
+        "limit": {o.id: o.limit for o in ranked},
         "step_time_s": {o.id: o.step_s for o in ranked},
+        "itl_s": {o.id: o.itl_s for o in ranked},
+        "ttft_s": {o.id: o.ttft_s for o in ranked},
         "tokens_per_s": {o.id: o.throughput for o in ranked},
         "decode_tokens_per_s": {o.id: o.decode_tps for o in ranked},
         "prefill_share": {o.id: o.prefill_share for o in ranked},
     }
-    regime, reasons = _regime(ctx, ranked, numbers)
+    if slo:
+        assert ctx.slo is not None
+        numbers["slo"] = {"itl_s": ctx.slo.itl_s, "ttft_s": ctx.slo.ttft_s, "e2e_s": ctx.slo.e2e_s}
+    if ctx.spec is not None:
+        numbers["tokens_per_step"] = ctx.spec.tokens_per_step
+    batch = ranked[0].concurrency if (ranked and (slo or ctx.batch_bound)) else w.batch
+    regime, reasons = _regime(ctx, ranked, numbers, batch)
     numbers["regime"] = regime
     if ranked:
         top = ranked[0]
-        held = ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if top.concurrency >= w.batch
-                else f"{top.concurrency} of the {w.batch} sequences")
         share = f", {top.prefill_share:.0%} of GPU time in prefill" if top.prefill_share is not None else ""
         decision = ((f"{regime}: " if regime != "unknown" else "")
                     + f"{top.id} ({family(top.scheme)}, {ctx.kv_name}) ranks first: {top.throughput:,.0f} output "
-                    f"tokens/s holding {held} ({top.decode_tps:,.0f} decode tokens/s at {top.step_s * 1e3:.2f} ms per "
-                    f"step{share})")
+                    f"tokens/s {held_text(ctx, top)} ({top.decode_tps:,.0f} decode tokens/s at {top.step_s * 1e3:.2f} "
+                    f"ms per step{share})")
         if len(ranked) > 1:
             r = ranked[1]
             decision += f"; next {r.id} at {r.throughput:,.0f}" + (
@@ -195,21 +244,86 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
                 if r.behind_native and not top.behind_native else
                 f" (within the {defaults.NATIVE_MARGIN:.0%} a re-quantization must beat the shipped checkpoint by)"
                 if top.native and r.throughput > top.throughput * (1 + defaults.TIE) else "")
+        if slo:
+            reasons.extend(_slo_reasons(ctx, ranked))
         if regime in ("memory-bound", "compute-bound"):
             expected = "weight-only" if regime == "memory-bound" else "w+a"
             if family_kind(top.scheme) != expected and top.scheme.quantizes_weights:
-                reasons.append(_why_not_regime(ctx, top))
+                reasons.append(_why_not_regime(ctx, top, batch))
+        heavy = _prefill_heavy(ctx, ranked, batch)
+        numbers["prefill_heavy"] = heavy is not None
+        if heavy:
+            reasons.append(heavy)
+        if ctx.spec is not None and ctx.spec.tokens:
+            reasons.append(_spec_reason(ctx, top))
         reasons.extend(f"{line}: {o.throughput:,.0f} tokens/s, {o.step_s * 1e3:.2f} ms per step" for o in ranked
                        if (line := kernel_line(o.efficiency)) is not None)
-        if any(o.concurrency < w.batch for o in ranked):
+        if not slo and not ctx.batch_bound and any(o.concurrency < w.batch for o in ranked):
             reasons.append("a candidate that holds fewer sequences is priced at the concurrency it holds, not at the "
                            "batch it cannot hold")
     else:
-        decision = "no candidate left to rank"
+        missed = [o.id for o in live if o.status == "misses-slo"]
+        decision = (f"no candidate meets {ctx.slo.label()}" if slo and ctx.slo is not None and missed
+                    else "no candidate left to rank")
     return TraceNode(node="roofline", decision=decision, numbers=numbers, reasons=reasons), ranked
 
 
-def _why_not_regime(ctx: Context, top: Option) -> str:
+def held_text(ctx: Context, o: Option) -> str:
+    """``holding all 64 sequences`` / ``at concurrency 37 (ITL <= 30 ms binds ...)``."""
+    w = ctx.workload
+    if (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound:
+        return f"at concurrency {o.concurrency:,} ({limit_text(ctx, o)})"
+    held = ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if o.concurrency >= w.batch
+            else f"{o.concurrency} of the {w.batch} sequences")
+    return f"holding {held}"
+
+
+def _slo_reasons(ctx: Context, ranked: list[Option]) -> list[str]:
+    """Per ranked candidate: the concurrency the budgets allow, its latencies there, what binds."""
+    assert ctx.slo is not None
+    out = [f"latency budgets {ctx.slo.label()}: each candidate runs at the largest concurrency that meets them "
+           "and is ranked on output tokens/s per GPU there"]
+    for o in ranked:
+        ttft = f", TTFT {o.ttft_s * 1e3:,.0f} ms" if o.ttft_s is not None else ""
+        out.append(f"{o.id}: concurrency {o.concurrency:,}, ITL {(o.itl_s or 0) * 1e3:,.1f} ms{ttft}, "
+                   f"{o.throughput / ctx.workload.gpus:,.0f} tokens/s per GPU; {limit_text(ctx, o)}")
+    return out
+
+
+def _prefill_heavy(ctx: Context, ranked: list[Option], batch: int) -> str | None:
+    """A prefill-heavy workload where the best W8A8 candidate out-delivers the best weight-only one
+    although the decode step alone, below the weight-only ridge, favours fewer weight bytes."""
+    top = ranked[0]
+    if top.prefill_share is None or top.prefill_share < defaults.PREFILL_HEAVY_SHARE:
+        return None
+    wa = next((o for o in ranked if family_kind(o.scheme) == "w+a" and o.scheme.weight is not None
+               and o.scheme.weight.bits == 8), None)
+    wo = next((o for o in ranked if family_kind(o.scheme) == "weight-only"), None)
+    if wa is None or wo is None or wa.throughput <= wo.throughput:
+        return (f"prefill-heavy: {top.prefill_share:.0%} of GPU time is prefill (>= "
+                f"{defaults.PREFILL_HEAVY_SHARE:.0%}), which runs compute-bound") if wa is None or wo is None else None
+    sm = priced_model(ctx, wo)
+    ridge = wo.ridge or (sm.ridge_batch() if sm is not None else None)
+    below = f" although concurrency {wa.concurrency:,} is below {wo.id}'s decode ridge ({ridge:,.0f})" \
+        if ridge and wa.concurrency < ridge else ""
+    return (f"prefill-heavy: {top.prefill_share:.0%} of GPU time is prefill (>= {defaults.PREFILL_HEAVY_SHARE:.0%}), "
+            f"which runs compute-bound on the tensor cores, so W8A8 {wa.id} delivers {wa.throughput:,.0f} output "
+            f"tokens/s against weight-only {wo.id}'s {wo.throughput:,.0f}{below}")
+
+
+def _spec_reason(ctx: Context, top: Option) -> str:
+    """Speculative decoding as priced: tokens per step and where the verification step turns compute-bound."""
+    spec = ctx.spec
+    assert spec is not None
+    sm = priced_model(ctx, top)
+    ridge = sm.ridge_batch() if sm is not None else None
+    where = (f"; a verification step runs {spec.queries} tokens per sequence, so {top.id}'s linear layers turn "
+             f"compute-bound at {ridge / spec.queries:,.1f} sequences instead of {ridge:,.1f}" if ridge else "")
+    return (f"speculative decoding: {spec.tokens} drafted tokens per step at acceptance {spec.acceptance:g} -> "
+            f"{spec.tokens_per_step:.2f} tokens per step per sequence (Leviathan et al., arXiv:2211.17192){where}")
+
+
+def _why_not_regime(ctx: Context, top: Option, batch: int) -> str:
     """Why the fastest candidate is not of the family the decode regime points to."""
     w = ctx.workload
     if top.native:
@@ -219,9 +333,9 @@ def _why_not_regime(ctx: Context, top: Option) -> str:
                 f"sequence is {top.prefill_share:.0%} of GPU time and runs compute-bound, where "
                 f"{top.model.path.math if top.model else 'its'} tensor cores pay off (pass --mode sync to rank by decode "
                 "latency alone)")
-    if top.concurrency < w.batch:
+    if top.concurrency < w.batch and not ctx.batch_bound:
         return f"but {top.id} holds more sequences than the regime's family and delivers more at the concurrency it holds"
-    return (f"but the efficiency profile ({top.efficiency.profile_id}) predicts {top.id} faster at batch {w.batch} "
+    return (f"but the efficiency profile ({top.efficiency.profile_id}) predicts {top.id} faster at batch {batch} "
             "than the regime's family; the prediction is followed")
 
 
@@ -230,11 +344,11 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
     """Price ``scheme`` (with the KV cache ``kv``) at ``workload``: the step model and the scoring the
     roofline node uses, so a candidate priced here and in ``recommend`` gets the same numbers."""
     sm = StepModel(arch, scheme, gpu, kv=kv, gpus=workload.gpus, efficiency=efficiency, path=datapath(scheme, gpu))
-    s = score_at(sm, workload, workload.batch)
+    s = serve(sm, lengths_of(workload), workload.batch)
     return Prediction(
         scheme=scheme.id, kv_dtype=kv_name, gpu=gpu.id, gpus=workload.gpus, batch=workload.batch,
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
-        seconds_per_token=s.seconds_per_token, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s,
+        seconds_per_token=s.itl_s / s.concurrency, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
         speed_model=efficiency.model, model_note=model_note(efficiency), kernel=kernel_line(efficiency),
     )

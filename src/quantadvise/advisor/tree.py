@@ -22,6 +22,7 @@ from __future__ import annotations
 from .. import defaults
 from ..errors import InputError
 from ..kvcache import sequence_bytes
+from ..perf.serving import SpecInfo, usd_per_mtok
 from .fit import gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, tie_reason
@@ -33,13 +34,14 @@ from .result import (
     Recommendation,
     SchemeChoice,
     ServedWorkload,
+    Target,
     TraceNode,
 )
-from .speed import kernel_line, model_note, node_roofline, price
+from .speed import frontier, kernel_line, model_note, node_roofline, price
 from .veto import node_accuracy, node_engine
 
-_STATUS_ORDER = {"recommended": 0, "runner-up": 1, "slower": 2, "vetoed": 3, "not-supported": 4, "does-not-fit": 5,
-                 "cannot-run": 6, "candidate": 7}
+_STATUS_ORDER = {"recommended": 0, "runner-up": 1, "slower": 2, "misses-slo": 3, "vetoed": 4, "not-supported": 5,
+                 "does-not-fit": 6, "cannot-run": 7, "candidate": 8}
 
 
 def check_context(ctx: Context) -> None:
@@ -74,11 +76,16 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     if not ranked:
         raise_no_winner(trace, options)
     winner = ranked[0]
-    _mark_ranks(ranked, w.batch)
+    searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
+    _mark_ranks(ranked, w.batch, searched)
     base = _baseline(ctx, options)
+    price_h = ctx.usd_per_gpu_hour
 
     def vs_bf16(o: Option) -> float | None:
         return o.throughput / base.throughput if base is not None and o.priced else None
+
+    def cost(o: Option) -> float | None:
+        return usd_per_mtok(price_h, w.gpus, o.throughput)
 
     order = {id(o): i for i, o in enumerate(ranked)}
     alternatives = []
@@ -88,9 +95,14 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             scheme=o.id, description=o.scheme.description, status=o.status, reason=o.reason, native=o.native,
             step_time_s=o.step_s if live_row else None,
             tokens_per_s=o.throughput if live_row else None,
+            tokens_per_s_per_gpu=o.throughput / w.gpus if live_row else None,
             decode_tokens_per_s=o.decode_tps if live_row else None,
             prefill_share=o.prefill_share if live_row else None,
+            itl_s=o.itl_s if live_row else None,
             ttft_s=o.ttft_s if live_row else None,
+            e2e_s=o.e2e_s if live_row else None,
+            usd_per_mtok=cost(o) if live_row else None,
+            limit=o.limit if live_row else None,
             speedup_vs_bf16=vs_bf16(o) if live_row else None,
             weights_bytes=o.weights_bytes or None,
             fits=(o.concurrency >= w.batch) if live_row else None,
@@ -107,7 +119,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     warnings = list(winner.cautions)
     need = gpus_needed(ctx, winner, kv_t) if winner.concurrency < w.batch else w.gpus
     tokens = w.kv_tokens_per_sequence
-    if winner.concurrency < w.batch:
+    if winner.concurrency < w.batch and not searched:
         warnings.append(
             f"{winner.id} with {ctx.kv_name} holds {winner.concurrency} of the {w.batch} sequences ({tokens:,} tokens each) "
             f"on {w.gpus} x {ctx.gpu.name}; the rest queue. Serving all {w.batch} at once needs "
@@ -123,6 +135,14 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         kv_dtype=ctx.kv_name,
         ttft_s=winner.ttft_s,
         speedup_vs_bf16=vs_bf16(winner),
+        tokens_per_s_per_gpu=winner.throughput / w.gpus,
+        itl_s=winner.itl_s if winner.itl_s is not None else winner.step_s,
+        e2e_s=winner.e2e_s if winner.e2e_s is not None else 0.0,
+        decode_share=1.0 - winner.prefill_share if winner.prefill_share is not None else None,
+        limit=winner.limit,
+        bound=winner.bound,
+        tokens_per_step=winner.tokens_per_step,
+        usd_per_mtok=cost(winner),
         baseline=(f"bf16 weights with the same {ctx.kv_name} cache at the {base.concurrency} sequences it holds"
                   if base is not None else "none: bf16 weights cannot serve this workload here"),
         vs_runner_up=(winner.throughput / ranked[1].throughput) if len(ranked) > 1 else None,
@@ -158,8 +178,21 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         engine_args=engine_args,
         checkpoint=checkpoint,
         performance=perf,
+        target=_target(ctx),
+        speculation=SpecInfo.of(ctx.spec) if ctx.spec is not None else None,
+        frontier=frontier(ctx, ranked) if ctx.frontier else [],
         warnings=warnings,
     )
+
+
+def _target(ctx: Context) -> Target | None:
+    """The latency budgets and the concurrency bound, when the workload set a serving target."""
+    slo = ctx.slo if ctx.slo is not None and ctx.slo.active else None
+    if slo is None and not ctx.batch_bound:
+        return None
+    return Target(ttft_s=slo.ttft_s if slo else None, itl_s=slo.itl_s if slo else None,
+                  e2e_s=slo.e2e_s if slo else None, max_concurrency=ctx.workload.batch,
+                  batch_is_bound=ctx.batch_bound)
 
 
 def _baseline(ctx: Context, options: list[Option]) -> Option | None:
@@ -175,17 +208,20 @@ def _baseline(ctx: Context, options: list[Option]) -> Option | None:
         base.kv_name = ctx.kv_name
         base.max_concurrency = capacity(ctx, base.weights_bytes, kvt)
         base.concurrency = min(ctx.workload.batch, base.max_concurrency)
-        price(ctx, base)
+        if price(ctx, base) is not None:  # bf16 misses the latency budgets: no baseline
+            return None
     return base if base.priced else None
 
 
-def _mark_ranks(ranked: list[Option], batch: int) -> None:
-    """The winner, the runner-up and the slower survivors, each with how it compares to the winner."""
+def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> None:
+    """The winner, the runner-up and the slower survivors, each with how it compares to the winner
+    (``searched``: each runs at a concurrency a latency budget or a search chose, named as such)."""
     winner = ranked[0]
     tie, margin = defaults.TIE, defaults.NATIVE_MARGIN
 
     def behind(o: Option) -> str:
-        held = f" holding {o.concurrency} of {batch}" if o.concurrency < batch else ""
+        held = (f" at concurrency {o.concurrency:,}" if searched else
+                f" holding {o.concurrency} of {batch}" if o.concurrency < batch else "")
         if o.behind_native and not winner.behind_native:
             lo, hi = o.expected_drop
             more = (o.throughput / winner.throughput - 1) if winner.throughput else 0.0
@@ -215,7 +251,8 @@ def _mark_ranks(ranked: list[Option], batch: int) -> None:
     for o in ranked[2:]:
         o.status = "slower"
         o.reason = behind(o)
-    held = (f"holds all {batch} sequences" if winner.concurrency >= batch
+    held = (f"runs {winner.concurrency:,} sequences at once" if searched
+            else f"holds all {batch} sequences" if winner.concurrency >= batch
             else f"holds {winner.concurrency} of {batch} sequences")
     faster = [o for o in ranked[1:] if o.throughput > winner.throughput * (1 + tie)]
     if faster and winner.native:
@@ -233,13 +270,17 @@ def _mark_ranks(ranked: list[Option], batch: int) -> None:
 
 def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None) -> None:
     """Nothing survived: say what removed each candidate (the API adds the GPU count that works)."""
-    why = {"does-not-fit": "do not fit", "vetoed": "vetoed by the accuracy filter",
-           "not-supported": "refused by the engine", "cannot-run": "cannot run on this GPU"}
+    why = {"does-not-fit": "do not fit", "misses-slo": "miss the latency budgets even at one sequence",
+           "vetoed": "vetoed by the accuracy filter", "not-supported": "refused by the engine",
+           "cannot-run": "cannot run on this GPU"}
     parts = []
     for status, words in why.items():
         ids = [o.id for o in options or [] if o.status == status]
         if ids:
             parts.append(f"{len(ids)} {words} ({', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})")
     detail = "; ".join(parts) or next((t.decision for t in reversed(trace)), "")
+    slo = any(o.status == "misses-slo" for o in options or [])
     raise InputError(f"no scheme can serve this workload: {detail}",
-                     hint="add GPUs, relax --accuracy-tolerance or lower --batch / --ctx", field="workload")
+                     hint=("relax the latency budgets (--itl-ms / --ttft-ms / --e2e-ms), add GPUs (tensor parallel "
+                           "shortens each step) or shorten --prompt / --output") if slo else
+                     "add GPUs, relax --accuracy-tolerance or lower --batch / --ctx", field="workload")

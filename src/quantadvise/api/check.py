@@ -82,6 +82,9 @@ def check(
             found = root / found
         loaded = load_config(found, rel(found)) if found is not None else LoadedConfig(DeploymentConfig(), None, {},
                                                                                      str(root))
+    from ..inputs import check as check_number
+
+    gpus, concurrency, ctx = check_number("gpus", gpus), check_number("concurrency", concurrency), check_number("ctx", ctx)
     flags = {"model": model, "gpu": gpu, "gpus": gpus, "engine": engine, "engine_version": engine_version,
              "concurrency": concurrency, "ctx": ctx, "quantization": quantization, "kv_cache_dtype": kv_cache_dtype,
              "task": task, "profile": str(profile) if profile is not None else None, "fail_on": fail_on}

@@ -64,6 +64,10 @@ def resolve_scheme(
         else:
             s = catalog.get_scheme(scheme)
         if group is not None:
+            if s.weight is None or s.weight.scale is None:
+                raise InputError(f"--group sets the group size of quantized weights, and {s.id} keeps its weights "
+                                 "unquantized", hint=f"give --bits (e.g. --bits 4 --group {group}) or a --scheme with "
+                                 "per-group scales (w4a16, awq ...)", field="group")
             s = s.with_weight_group(group)
     changes = {}
     if lm_head is not None:

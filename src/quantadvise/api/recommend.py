@@ -18,28 +18,45 @@ if TYPE_CHECKING:
     from ..engines.data import EngineData
     from ..hardware import GPU
     from ..model import ModelArch
+    from ..perf.serving import Price, Slo, Speculation
     from ..workload import Workload
 
 
-def recommend(workload: Workload | dict[str, Any] | None = None, **overrides: Any) -> Recommendation:
+def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bool = False,
+              **overrides: Any) -> Recommendation:
     """Walk the decision tree for a workload and return the recommended scheme, the trace, the
     ranked alternatives and how to deploy it.
 
     ``workload`` is a :class:`~quantadvise.workload.Workload`, a dict of its keys (what a
-    ``--workload`` YAML file holds), or None; keyword overrides win over it.
+    ``--workload`` YAML file holds), or None; keyword overrides win over it. Serving targets
+    (docs/recommend.md): ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` run each candidate at the largest
+    concurrency that meets them; ``rate`` (requests/s) or ``users`` size the GPUs; ``usd_per_gpu_hour``
+    prices them (default: data/pricing.yaml); ``spec_tokens`` with ``acceptance`` adds speculative
+    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``).
 
     >>> r = recommend(batch=1, ctx=2048)
     >>> r.scheme.family
     'weight-only 4-bit'
     """
     from ..errors import InputError
+    from ..inputs import serving_pairs
     from ..perf.efficiency import profile_warnings
 
     data = _workload_data(workload, overrides)
+    serving_pairs(data)
     w = _parse(data)
+    searched = (_slo(w) is not None or w.rate is not None or w.users is not None) and "batch" not in data
+    if searched:  # the batch becomes the upper end of the concurrency search
+        w = w.model_copy(update={"batch": defaults.MAX_CONCURRENCY_SEARCH})
     inputs = _resolve(w, set(data))
+    inputs.batch_bound, inputs.frontier = searched, frontier
+    inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
+    inputs.assumptions += _target_assumptions(w, inputs, searched, "gpus" in data)
     try:
-        rec = _walk(inputs, w)
+        if w.rate is not None or w.users is not None:
+            rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)
+        else:
+            rec = _walk(inputs, w)
     except InputError as exc:
         if exc.field == "ctx":
             raise _with_sibling_hint(exc, inputs, w) from None
@@ -68,6 +85,9 @@ class _Inputs:
     native: Native | None
     limits: dict[str, ContextLimit]
     cache: dict[Any, Any] = field(default_factory=dict)  # sizes and step models, reused across walks
+    price: Price | None = None  # the $/GPU-hour behind $/Mtok
+    batch_bound: bool = False  # the batch is a search bound (a serving target without --batch)
+    frontier: bool = False
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -104,10 +124,104 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   quant_kv=inputs.quant_kv, rules=catalog.accuracy_rules(), engine=inputs.engine,
                   other_engine=inputs.other, model_id=inputs.model_id, kv_name=inputs.forced or BF16_KV,
                   forced_kv=inputs.forced is not None, native=inputs.native, limits=inputs.limits,
-                  model_params=inputs.arch.inventory.total_params(), memo=inputs.cache)
+                  model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
+                  spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
+                  batch_bound=inputs.batch_bound, frontier=inputs.frontier)
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
-    return walk(ctx, options, inputs.assumptions)
+    rec = walk(ctx, options, inputs.assumptions)
+    return rec.model_copy(update={"price": inputs.price}) if inputs.price is not None else rec
+
+
+def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendation:
+    """The tree at each tensor-parallel degree, then the GPUs each scheme needs for ``w.rate`` or
+    ``w.users`` (:mod:`quantadvise.advisor.load`); the recommendation is the walk at the chosen degree."""
+    from ..advisor import load
+    from ..advisor.result import TraceNode
+    from ..errors import InputError
+    from ..perf.step import check_tensor_parallel
+
+    degrees = [w.gpus] if fixed_gpus else list(defaults.TP_DEGREES)
+    recs: dict[int, Recommendation] = {}
+    first: InputError | None = None
+    for t in degrees:
+        try:
+            check_tensor_parallel(inputs.arch, inputs.gpu, t)
+            recs[t] = _walk(inputs, w.model_copy(update={"gpus": t}))
+        except InputError as exc:
+            first = first or exc
+    if not recs:
+        assert first is not None
+        raise first
+    price = inputs.price.usd_per_gpu_hour if inputs.price else None
+    tp, plan = load.plan(recs, rate=w.rate, users=w.users, output_tokens=w.output_tokens, usd_per_gpu_hour=price)
+    rec = recs[tp]
+    skipped = [t for t in degrees if t not in recs]
+    node = TraceNode(
+        node="load",
+        decision=load.describe(plan, inputs.gpu.name),
+        numbers={"rate_per_s": w.rate, "users": w.users, "output_tokens": w.output_tokens, "tp_degrees": degrees,
+                 "chosen_tp": tp, "gpus": {x.scheme: x.gpus for x in plan.options}},
+        reasons=[f"{x.scheme}: {x.replicas} x TP{x.tp} = {x.gpus} GPUs, each replica {x.tokens_per_s:,.0f} output "
+                 f"tokens/s ({x.requests_per_s:,.2f} requests/s) at concurrency {x.concurrency:,}, "
+                 f"{x.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" + (f", ${x.usd_per_hour:,.2f}/hour"
+                                                                       if x.usd_per_hour is not None else "")
+                 for x in plan.options]
+        + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
+            "split, or nothing fits)"] if skipped else []))
+    return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
+
+
+def _slo(w: Workload) -> Slo | None:
+    from ..perf.serving import Slo
+
+    if w.ttft_ms is None and w.itl_ms is None and w.e2e_ms is None:
+        return None
+    return Slo(ttft_s=w.ttft_ms / 1e3 if w.ttft_ms is not None else None,
+               itl_s=w.itl_ms / 1e3 if w.itl_ms is not None else None,
+               e2e_s=w.e2e_ms / 1e3 if w.e2e_ms is not None else None)
+
+
+def _spec(w: Workload) -> Speculation | None:
+    from ..perf.serving import Speculation
+
+    if w.spec_tokens is None or w.acceptance is None:
+        return None
+    return Speculation(tokens=w.spec_tokens, acceptance=w.acceptance)
+
+
+def _price(w: Workload, g: GPU, given: bool) -> Price | None:
+    """The user's $/GPU-hour, else the GPU's row of data/pricing.yaml, else None."""
+    from .speed import price_for
+
+    return price_for(g, w.usd_per_gpu_hour if given else None)
+
+
+def _target_assumptions(w: Workload, inputs: _Inputs, searched: bool, fixed_gpus: bool) -> list[str]:
+    """What the serving targets assumed, in words."""
+    out = []
+    slo = _slo(w)
+    if slo is not None:
+        out.append(f"latency budgets: {slo.label()} — ITL is the mean a user sees (continuous batching: the prefills "
+                   "of the requests that join spread over the output tokens); TTFT under load (queued prefills, "
+                   "M/D/1); E2E = TTFT + (output - 1) x ITL")
+    if searched:
+        out.append(f"concurrency searched up to {w.batch:,} sequences per replica and what the KV cache holds "
+                   "(--batch sets the bound)")
+    if w.rate is not None or w.users is not None:
+        degrees = f"--gpus {w.gpus}" if fixed_gpus else "TP " + ", ".join(map(str, defaults.TP_DEGREES))
+        out.append(f"load: {f'{w.rate:g} requests/s' if w.rate is not None else f'{w.users:,} concurrent users'}; "
+                   f"replicas of each tensor-parallel degree weighed ({degrees}); users = sequences in flight, think "
+                   "time not modelled")
+    spec = _spec(w)
+    if spec is not None:
+        from ..perf.serving import SPEC_MODEL
+
+        out.append(f"{SPEC_MODEL}; K = {spec.tokens}, A = {spec.acceptance:g} -> {spec.tokens_per_step:.2f} tokens per "
+                   f"step (a = {spec.per_token_acceptance():.3f})")
+    if inputs.price is not None:
+        out.append(f"price: {inputs.price.label()}; $/Mtok = $/GPU-hour x GPUs / (output tokens/s x 3600) x 1e6")
+    return out
 
 
 def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
@@ -181,10 +295,19 @@ def _native(arch: ModelArch, src: Any, cfg: dict[str, Any]) -> Native | None:
 
 
 def _workload_data(workload: Workload | dict[str, Any] | None, overrides: dict[str, Any]) -> dict[str, Any]:
+    from ..inputs import check_all, lengths
+    from ..inputs import engine as check_engine
     from ..workload import Workload
 
     data = workload.model_dump(exclude_unset=True) if isinstance(workload, Workload) else dict(workload or {})
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    # flags and keyword arguments get the input layer's one message per number (a workload file's keys
+    # are checked by the Workload schema against the same limits, with the file named)
+    given = check_all(given)
+    if "engine" in given:
+        given["engine"] = check_engine(given["engine"])
+    data.update(given)
+    lengths(data.get("ctx"), data.get("prompt"), data.get("output"))
     return data
 
 

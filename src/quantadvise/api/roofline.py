@@ -24,7 +24,7 @@ def roofline(
     gpu: str | GPU = defaults.GPU,
     gpus: int = 1,
     kv_dtype: str | TensorQuant | None = None,
-    batches: str | int | list[int] = defaults.ROOFLINE_BATCHES,
+    batches: str | int | list[int] | None = None,
     ctx: str | int | list[int] = defaults.ROOFLINE_CONTEXTS,
     prompt: int | None = None,
     group: int | None = None,
@@ -35,6 +35,14 @@ def roofline(
     engine: str | None = None,
     engine_version: str | None = None,
     quantization: str | None = None,
+    pareto: bool = False,
+    output: int | None = None,
+    ttft_ms: float | None = None,
+    itl_ms: float | None = None,
+    e2e_ms: float | None = None,
+    usd_per_gpu_hour: float | None = None,
+    spec_tokens: int | None = None,
+    acceptance: float | None = None,
 ) -> RooflineResult:
     """Decode step time, tokens/s, bound, byte shares and FLOPs per scheme x batch x context on
     ``gpus`` x ``gpu``; each scheme's ridge batch; pairwise crossover batches; TTFT for ``prompt``.
@@ -48,15 +56,37 @@ def roofline(
     the decoder linear matrices, KV and the residual stream (the chapter's accounting). ``group``
     sets the weight group size of every scheme with per-group weight scales; without it the
     default list picks a group that divides the model's K (gpt-oss: 64), explicit schemes keep theirs.
+    ``batches`` defaults to ``defaults.ROOFLINE_BATCHES`` (``defaults.PARETO_BATCHES`` with ``pareto``).
+
+    Serving (docs/roofline.md §12): ``pareto=True`` prices every (scheme, context, batch) as a serving point
+    under continuous batching — requests of ``prompt`` + ``output`` tokens (default
+    ``defaults.OUTPUT_TOKENS``), the context a decode step reads being ``ctx`` — and marks each scheme's
+    frontier of tokens/s per GPU vs per user and the point to run at, within ``ttft_ms`` / ``itl_ms`` /
+    ``e2e_ms``. ``usd_per_gpu_hour`` (default: the GPU's list price in data/pricing.yaml) adds $/Mtok;
+    ``spec_tokens`` with ``acceptance`` adds speculative decoding.
 
     >>> r = roofline("meta-llama/Llama-3-8B", "bf16,fp8-dynamic", gpu="h100", ideal=True, batches=1, ctx=0)
     >>> round(r.ridge_batch["bf16"])
     295
     """
+    from ..inputs import check, serving_pairs
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
-    from .speed import efficiency
+    from ..perf.serving import Slo, Speculation
+    from .speed import efficiency, price_for
 
+    gpus = check("gpus", gpus)
+    output = check("output", output)
+    ttft_ms, itl_ms, e2e_ms = check("ttft_ms", ttft_ms), check("itl_ms", itl_ms), check("e2e_ms", e2e_ms)
+    usd_per_gpu_hour = check("usd_per_gpu_hour", usd_per_gpu_hour)
+    spec_tokens, acceptance = check("spec_tokens", spec_tokens), check("acceptance", acceptance)
+    serving_pairs({"spec_tokens": spec_tokens, "acceptance": acceptance})
+    budgets = {"--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--e2e-ms": e2e_ms, "--output": output}
+    if not pareto and any(v is not None for v in budgets.values()):
+        flag = next(k for k, v in budgets.items() if v is not None)
+        raise InputError(f"{flag} applies to the serving points of --pareto", hint="add --pareto", field="pareto")
+    if batches is None:
+        batches = defaults.PARETO_BATCHES if pareto else defaults.ROOFLINE_BATCHES
     arch, info = load_model(model)
     g = get_gpu(gpu)
     use_default_list = schemes is None
@@ -99,6 +129,11 @@ def roofline(
         scope=scope,
         curve_points=curve_points,
         notes=notes,
+        price=price_for(g, usd_per_gpu_hour),
+        spec=Speculation(spec_tokens, acceptance) if spec_tokens is not None and acceptance is not None else None,
+        pareto=(output or defaults.OUTPUT_TOKENS,
+                Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
+                    e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,
     )
 
 

@@ -36,11 +36,14 @@ def size(
     >>> round(r.total_bytes / 1e9, 2)
     5.73
     """
+    from ..inputs import check
+
+    gpus, batch, ctx = check("gpus", gpus), check("batch", batch), check("ctx", ctx)
+    memory_utilization = check("memory_utilization", memory_utilization)
+    check("reserve_gb", reserve_bytes / defaults.GiB)
     arch, info = load_model(model)
     s = resolve_scheme(scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
     kv, kv_name = resolve_kv(kv_dtype)
-    if gpu is not None and ctx is None:
-        ctx = 0
     return size_model(
         arch,
         s,

@@ -1,5 +1,7 @@
 """The efficiency one prediction uses: profiles layered for a GPU, and the kernels the engine runs.
 
+Also the $ per GPU-hour every cost figure uses (:func:`price_for`).
+
 Every command that prices a scheme (``roofline``, ``recommend``, ``predict``, ``check``) resolves its
 :class:`~quantadvise.perf.efficiency.Efficiency` here, so the same scheme on the same GPU and engine
 gets the same kernel and the same curve in every command.
@@ -14,6 +16,7 @@ from .. import catalog, defaults
 if TYPE_CHECKING:
     from ..hardware import GPU
     from ..perf.efficiency import Efficiency, KernelContext
+    from ..perf.serving import Price
     from ..scheme import Scheme
 
 
@@ -44,3 +47,18 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
     ctx = None if any(getattr(p, "ideal", False) for p in profiles) else kernel_context(gpu, scheme, engine, version,
                                                                                         quantization)
     return resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx)
+
+
+def price_for(g: GPU, usd_per_gpu_hour: float | None) -> Price | None:
+    """``usd_per_gpu_hour`` when given (a flag, an env var or a workload key), else the GPU's list price
+    on file, else None (the cost figures are left out)."""
+    from ..perf.serving import Price
+
+    if usd_per_gpu_hour is not None:
+        return Price(usd_per_gpu_hour=usd_per_gpu_hour, kind="given",
+                     source="--usd-per-gpu-hour / usd_per_gpu_hour")
+    row = catalog.gpu_price(g.id)
+    if row is None:
+        return None
+    return Price(usd_per_gpu_hour=row.usd_per_gpu_hour, kind=row.kind, source=row.source, as_of=row.as_of,
+                 offer=row.offer)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
+from ..wording import plural
 
 if TYPE_CHECKING:
     from ..artifacts.invocation import EngineInvocation
@@ -45,7 +46,7 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
         if change is not None:
             changes.append(change)
     report(changes, out)
-    notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {compared} {engine} deployment(s) behave "
+    notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {plural(compared, engine + ' deployment')} behave "
                  "differently on the target release (QA112)" if compared else
                  f"--upgrade-to {engine}@{version}: no deployment runs another {engine} release")
     return changes

@@ -76,7 +76,7 @@ def get_gpu(name: str) -> GPU:
     if raw is None:
         from ..hardware import family_suggestions
 
-        raise UnknownNameError("GPU", name, index.names(), hint="`quantadvise roofline --help` lists the GPUs",
+        raise UnknownNameError("GPU", name, index.names(), hint="`quantadvise list gpus` lists them",
                                suggestions=family_suggestions(name, [(r["id"], (r["id"], *r.get("aliases", ())))
                                                                      for r in index.rows]))
     from ..hardware import GPU

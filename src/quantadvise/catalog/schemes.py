@@ -86,7 +86,7 @@ def scheme_from_preset(p: SchemePreset) -> Scheme:
 
 @cache
 def scheme_preset(name: str) -> SchemePreset:
-    raw = _scheme_index().require(name, hint="`quantadvise size --help` lists the presets")
+    raw = _scheme_index().require(name, hint="`quantadvise list schemes` lists them")
     try:
         return SchemePreset.model_validate(raw)
     except ValidationError as exc:
@@ -104,7 +104,7 @@ def scheme_ids() -> list[str]:
 
 @cache
 def kv_preset(name: str) -> KvPreset:
-    raw = _kv_index().require(name, hint="KV presets: " + ", ".join(_kv_index().ids()))
+    raw = _kv_index().require(name, hint="`quantadvise list kv` lists them: " + ", ".join(_kv_index().ids()))
     try:
         return KvPreset.model_validate(raw)
     except ValidationError as exc:

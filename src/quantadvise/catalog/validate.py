@@ -6,6 +6,7 @@ from ..errors import ConfigError, DataError
 from . import loader, profiles
 from .engines import validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
+from .pricing import gpu_price, price_ids
 from .profiles import accuracy_rules, default_perf_profile
 from .schemes import kv_ids, kv_preset, layouts, scheme_from_preset, scheme_ids, scheme_preset
 
@@ -47,6 +48,10 @@ def validate_all() -> dict[str, int]:
                                 "belong in tests/fixtures)")
         counts["perf_profiles"] += 1
     counts["accuracy_rules"] = len(accuracy_rules())
+    for gid in price_ids():
+        get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
+        gpu_price(gid)
+    counts["prices"] = len(price_ids())
     return counts
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import Format, FormatOpt, emit_report
+from .common import Format, FormatOpt, WideOpt, emit_report
 
 
 def _fraction(value: str) -> float:
@@ -54,6 +54,7 @@ def accuracy_cmd(
         float, typer.Option("--confidence", min=0.5, max=0.999, help="Confidence level of the delta interval.")
     ] = 0.95,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Compare a baseline and a quantized model item by item: accuracy delta with a confidence
     interval for the paired difference, flips (answers that changed correctness, both ways), McNemar's
@@ -68,5 +69,5 @@ def accuracy_cmd(
         base, quant, metric=metric, filter=filter_, confidence=confidence, max_delta=max_delta, max_flips=max_flips,
         max_kl=max_kl, min_samples=min_samples,
     )
-    emit_report("accuracy", fmt, report)
+    emit_report("accuracy", fmt, report, wide=wide)
     raise typer.Exit(report.exit_code())

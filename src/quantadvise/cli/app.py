@@ -110,6 +110,31 @@ def _version_requested(args: Sequence[str]) -> bool:
     return len(args) == 1 and args[0] in ("--version", "-V")
 
 
+# the short spellings of the flags an environment variable can set
+_SHORT = {"--model": "-m", "--format": "-f", "--engine": "-e", "--scheme": "-s", "--config": "-c"}
+
+
+def _from_env(args: Sequence[str], field: str | None = None, message: str = "") -> str:
+    """`` (from QUANTADVISE_X)`` when the value an error is about came from an environment variable:
+    the variable is set and its flag is not on the command line."""
+    import re
+
+    from ..inputs import FLAGS, KIND_FIELDS
+
+    flags = []
+    if field:
+        key = KIND_FIELDS.get(field.lower(), field.lower())
+        if key in FLAGS:
+            flags.append(FLAGS[key])
+    if "env var:" not in message:  # typer names the variable itself when it read one
+        flags += [fe for m in re.findall(r"'(--[\w-]+)'", message) for fe in FLAGS.values() if fe[0] == m]
+    for flag, env in flags:
+        given = any(a == flag or a.startswith(flag + "=") or a == _SHORT.get(flag) for a in args)
+        if env and env in os.environ and not given:
+            return f" (from the environment variable {env})"
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and exit with its code (0 ok, 1 findings, 2 error)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -130,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = app(args=args, prog_name="quantadvise", standalone_mode=False)
     except QuantAdviseError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
+        sys.stderr.write(f"Error: {exc}{_from_env(args, exc.field, str(exc))}\n")
         code = exc.exit_code
     except typer.Abort:
         sys.stderr.write("Aborted.\n")
@@ -140,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         msg = fmt() if callable(fmt) else str(exc)
         cmd = args[0] if args and args[0] in COMMANDS else None
         where = f"quantadvise {cmd} --help" if cmd else "quantadvise --help"
-        sys.stderr.write(f"Error: {' '.join(msg.split())} (see `{where}`)\n")
+        sys.stderr.write(f"Error: {' '.join(msg.split())}{_from_env(args, None, msg)} (see `{where}`)\n")
         code = getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         code = 130

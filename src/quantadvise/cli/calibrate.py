@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, ModelOpt, emit_report
+from .common import Format, FormatOpt, ModelOpt, WideOpt, emit_report
 
 
 def calibrate_cmd(
@@ -49,6 +49,7 @@ def calibrate_cmd(
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = True,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Measure this GPU: achieved read bandwidth, dense GEMM throughput per math format, and the
     linear layers of a decode step of --model's shapes at every batch for each scheme with a torch
@@ -70,7 +71,7 @@ def calibrate_cmd(
         if gpu is None:
             raise typer.BadParameter("--from needs --gpu (the GPU whose tables to fit)", param_hint="--gpu")
         imported = import_tables(gpu, source=where or None, out=out)
-        emit_report("calibrate_import", fmt, imported)
+        emit_report("calibrate_import", fmt, imported, wide=wide)
         sys.stderr.write(f"wrote {imported.profile_path} and {imported.heldout_path}\n")
         return
     args = ["--model", model, "--batches", batches, "--backend", backend, "--seconds", f"{seconds:g}"]
@@ -85,7 +86,7 @@ def calibrate_cmd(
     finally:
         if bar is not None:
             bar.stop()
-    emit_report("calibrate", fmt, result)
+    emit_report("calibrate", fmt, result, wide=wide)
     sys.stderr.write(f"wrote {result.profile_path}\n")
 
 

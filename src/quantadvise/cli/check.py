@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .common import emit, warn
+from ..wording import plural
+from .common import WideOpt, emit, terminal_width, warn
 
 
 class CheckFormat(str, Enum):
@@ -41,17 +42,18 @@ def check_cmd(
                                               "folder / config.json.", envvar="QUANTADVISE_MODEL")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias (h100, l4, a100-80gb ...).",
                                             envvar="QUANTADVISE_GPU")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="GPUs per replica, as declared.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs per replica, as declared.",
+                                             envvar="QUANTADVISE_GPUS")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang, when no command says.",
                                                envvar="QUANTADVISE_ENGINE")] = None,
     engine_version: Annotated[
         str | None, typer.Option("--engine-version", help="Engine release to check against (wins over the image "
                                  "tag) [default: the image tag, else the config, else the newest on file].")
     ] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Concurrent sequences at peak, "
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Concurrent sequences at peak, "
                                                     "the declared workload [default: workload.concurrency; the "
                                                     "engine's --max-num-seqs is a cap, not a workload].")] = None,
-    ctx: Annotated[int | None, typer.Option("--ctx", min=1, help="Tokens per sequence, prompt + output.")] = None,
+    ctx: Annotated[int | None, typer.Option("--ctx", help="Tokens per sequence, prompt + output.")] = None,
     quantization: Annotated[
         str | None, typer.Option("--quantization", "-q", help="The scheme the deployment should run (a preset: "
                                  "w4a16, awq, fp8-dynamic ...), checked for drift.")
@@ -88,6 +90,7 @@ def check_cmd(
     force: Annotated[bool, typer.Option("--force", help="With --init: overwrite an existing file.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list, on stderr, every candidate file no "
                                           "reader took (and why).")] = False,
+    wide: WideOpt = False,
 ) -> None:
     """Check a deployment in CI: the engine commands in PATHS and quantadvise.yaml against rules
     QA1xx (the engine refuses or misbehaves), QA2xx (speed), QA3xx (memory), QA4xx (accuracy
@@ -101,7 +104,9 @@ def check_cmd(
 
     if init:
         result = check_init(config, paths or None, force=force)
-        emit(render("check_init", "json" if fmt.value == "json" else "table", result))
+        human = fmt.value != "json"
+        emit(render("check_init", "table" if human else "json", result,
+                    **({"width": terminal_width(wide)} if human else {})))
         return
     report = check(
         paths or None, config=config, model=model, gpu=gpu, gpus=gpus, engine=engine, engine_version=engine_version,
@@ -118,7 +123,9 @@ def check_cmd(
             sys.stderr.write(f"read {f}\n")
         for s in report.files_skipped:
             sys.stderr.write(f"skipped {s}\n")
-    text = render("check", fmt.value, report)
+    # the human table fits the terminal; a report written to a file (--output) or a machine format does not
+    width = terminal_width(wide) if fmt.value == "table" and output is None else None
+    text = render("check", fmt.value, report, **({"width": width} if fmt.value == "table" else {}))
     if output is not None:
         from ..errors import InputError
 
@@ -128,8 +135,8 @@ def check_cmd(
         except OSError as exc:
             raise InputError(f"--output: cannot write {output}: {exc.strerror or exc}", field="output") from None
         c = report.counts()
-        warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {c['error']} error(s), "
-                     f"{c['warning']} warning(s); {fmt.value} report written to {output}")
+        warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {plural(c['error'], 'error')}, "
+                     f"{plural(c['warning'], 'warning')}; {fmt.value} report written to {output}")
         import sys
 
         sys.stderr.write(warn_line + "\n")

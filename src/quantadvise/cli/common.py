@@ -43,7 +43,7 @@ GpuOpt = Annotated[
                  envvar="QUANTADVISE_GPU", autocompletion=completion.gpus),
 ]
 GpusOpt = Annotated[
-    int, typer.Option("--gpus", min=1, help="GPUs (tensor parallel).", envvar="QUANTADVISE_GPUS")
+    int, typer.Option("--gpus", help="GPUs (tensor parallel).", envvar="QUANTADVISE_GPUS")
 ]
 KvOpt = Annotated[
     str | None,
@@ -51,6 +51,7 @@ KvOpt = Annotated[
                  envvar="QUANTADVISE_KV_DTYPE", autocompletion=completion.kv_presets),
 ]
 CtxOpt = Annotated[int | None, typer.Option("--ctx", help="Context length per sequence (tokens).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Human output at full width (no clipping or dropped columns).")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
 
 
@@ -63,12 +64,43 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def emit_report(kind: str, fmt: str | Enum, result: object, **options: object) -> None:
-    """Warnings to stderr, then the rendered report alone on stdout."""
+def terminal_width(wide: bool = False) -> int | None:
+    """The columns human output must fit: ``COLUMNS`` when set, else the terminal's width when
+    stdout is a terminal, else 80; None with ``--wide``."""
+    import os
+    import shutil
+
+    if wide:
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.strip().isdigit() and int(env) >= 20:
+        return int(env)
+    if sys.stdout.isatty():
+        return max(shutil.get_terminal_size((80, 24)).columns, 20)
+    return 80
+
+
+def color_enabled() -> bool:
+    """Colour follows NO_COLOR / FORCE_COLOR (https://no-color.org), else only on a terminal."""
+    import os
+
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
+
+
+def emit_report(kind: str, fmt: str | Enum, result: object, *, wide: bool = False, **options: object) -> None:
+    """Warnings to stderr, then the rendered report alone on stdout (human output fitted to the
+    terminal width)."""
     from ..report import render
 
     for w in getattr(result, "warnings", ()) or ():
         warn(w)
-    emit(render(kind, fmt.value if isinstance(fmt, Enum) else fmt, result, **options))
+    name = fmt.value if isinstance(fmt, Enum) else fmt
+    if name in ("table", "explain"):
+        options.setdefault("width", terminal_width(wide))
+    emit(render(kind, name, result, **options))
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import Format, FormatOpt, emit_report
+from .common import Format, FormatOpt, WideOpt, emit_report
 
 ACTIONS = ("list", "show", "diff")
 
@@ -29,6 +29,7 @@ def engines_cmd(
     ] = None,
     other: Annotated[str, typer.Option("--other", help="The second engine for diff.")] = "sglang",
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """The --quantization methods an engine release accepts (config class, minimum compute
     capability, activation dtypes, optimized or not), its KV cache dtypes and online shorthands;
@@ -52,13 +53,13 @@ def engines_cmd(
             raise InputError(f"unknown action '{action}' (choose list, show METHOD or diff)", field="action")
         act, name = "show", action
     if act == "list":
-        emit_report("engines", fmt, engines_list(engine, version))
+        emit_report("engines", fmt, engines_list(engine, version), wide=wide)
     elif act == "show":
         if not name:
             from ..errors import InputError
 
             raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
-        emit_report("engine_method", fmt, engines_show(name, engine, version))
+        emit_report("engine_method", fmt, engines_show(name, engine, version), wide=wide)
     else:
         first = name or (f"{engine}=={version}" if version else engine)
-        emit_report("engines_diff", fmt, engines_diff(first, second or other))
+        emit_report("engines_diff", fmt, engines_diff(first, second or other), wide=wide)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import Format, FormatOpt, GpuOpt, emit_report
+from .common import Format, FormatOpt, GpuOpt, WideOpt, emit_report
 
 
 def inspect_cmd(
@@ -30,6 +30,7 @@ def inspect_cmd(
                            "instead of refusing.")
     ] = False,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Read a checkpoint's quantization_config back into the six axes (one row per config group,
     with the layers it takes), predict its size on disk from the sizing code and its on-disk
@@ -45,4 +46,4 @@ def inspect_cmd(
         model, engines=engine or None, gpu=gpu, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated,
     )
-    emit_report("inspect", fmt, report)
+    emit_report("inspect", fmt, report, wide=wide)

@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 
-from .common import Format, FormatOpt, emit_report
+from .common import Format, FormatOpt, WideOpt, emit_report
 
 
 def list_cmd(
     kind: Annotated[str, typer.Argument(help="models | gpus | schemes | kv | engines.")],
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """List what quantadvise bundles, with aliases and key figures: models (published parameter
     count, kind, context), GPUs (memory, bandwidth, dense peaks), scheme presets (bits, effective
@@ -22,4 +23,4 @@ def list_cmd(
     """
     from ..api.listing import list_bundled
 
-    emit_report("list", fmt, list_bundled(kind))
+    emit_report("list", fmt, list_bundled(kind), wide=wide)

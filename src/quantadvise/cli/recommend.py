@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from . import completion
-from .common import emit_report
+from .common import color_enabled, emit_report
 
 
 class RecFormat(str, Enum):
@@ -43,7 +44,8 @@ def recommend_cmd(
     ] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias [default: h100-sxm].",
                                             envvar="QUANTADVISE_GPU", autocompletion=completion.gpus)] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].",
+                                             envvar="QUANTADVISE_GPUS")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang [default: vllm].",
                                                envvar="QUANTADVISE_ENGINE")] = None,
     engine_version: Annotated[
@@ -51,7 +53,7 @@ def recommend_cmd(
     ] = None,
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="Force the KV cache dtype (kv-bf16, kv-fp8 ...) instead of "
-                                 "letting the tree decide.", autocompletion=completion.kv_presets)
+                                 "letting the tree decide.", envvar="QUANTADVISE_KV_DTYPE", autocompletion=completion.kv_presets)
     ] = None,
     headroom: Annotated[float | None, typer.Option("--headroom", help="Fraction of usable memory to keep free.")]
     = None,
@@ -67,11 +69,32 @@ def recommend_cmd(
         str | None, typer.Option("--profile", help="Efficiency profile YAML (measured with `quantadvise calibrate`).")
     ] = None,
     ideal: Annotated[bool, typer.Option("--ideal", help="Spec-sheet roofline: no efficiency losses.")] = False,
+    ttft_ms: Annotated[float | None, typer.Option("--ttft-ms", help="Time-to-first-token budget, ms (under load): "
+                                                  "each candidate runs at the largest concurrency that meets it.")] = None,
+    itl_ms: Annotated[float | None, typer.Option("--itl-ms", help="Mean inter-token latency budget, ms.")] = None,
+    e2e_ms: Annotated[float | None, typer.Option("--e2e-ms", help="End-to-end latency budget per request, ms.")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Load in requests/s: the GPUs each scheme needs "
+                                               "(replicas x tensor parallel).")] = None,
+    users: Annotated[int | None, typer.Option("--users", help="Load in concurrent users (sequences in flight), "
+                                              "instead of --rate.")] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list "
+                                   "price in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")
+    ] = None,
+    spec_tokens: Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
+                                                    "step (EAGLE / MTP head); needs --acceptance.")] = None,
+    acceptance: Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens "
+                                                     "accepted, 0..1.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the candidates' Pareto frontier (tokens/s per GPU vs per user) "
+                                  "to FILE.png or FILE.svg (needs the [plot] extra).", dir_okay=False)
+    ] = None,
     workload: Annotated[
         str | None, typer.Option("--workload", "-w", help="Workload YAML file (same keys as these flags); flags win.")
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
-    fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)] = RecFormat.table,
+    fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
+                                           case_sensitive=False)] = RecFormat.table,
 ) -> None:
     """Recommend a scheme for a workload: the checkpoint as shipped, fit, engine and accuracy
     filters, KV cache, speed at the sequences each candidate holds — every branch with its
@@ -79,7 +102,6 @@ def recommend_cmd(
 
     Example: quantadvise recommend --batch 64 --ctx 2048
     """
-    import sys
 
     from ..api.common import load_workload
     from ..api.recommend import recommend
@@ -92,7 +114,21 @@ def recommend_cmd(
         "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile,
         "ideal": ideal or None,
         "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
+        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users,
+        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance,
     }
-    result = recommend(base, **flags)
+    if plot is not None:
+        from ..report.pareto import check_plot_path
+
+        check_plot_path(plot)
+    result = recommend(base, frontier=plot is not None, **flags)
+    if plot is not None:
+        from ..report.recommend import write_plot
+
+        write_plot(result, plot)
     kind = "explain" if explain and fmt.value == "table" else fmt.value
-    emit_report("recommend", kind, result, **({"color": sys.stdout.isatty()} if kind == "explain" else {}))
+    emit_report("recommend", kind, result, **({"color": color_enabled()} if kind == "explain" else {}))
+    if plot is not None:
+        import sys
+
+        sys.stderr.write(f"wrote {plot}\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -30,8 +29,10 @@ def roofline_cmd(
     ] = None,
     kv_dtype: KvOpt = None,
     batch: Annotated[
-        str, typer.Option("--batch", "-b", help="Batches: 1,8,64,512 or a range 1..512 (doubling) or 16..256:16.")
-    ] = defaults.ROOFLINE_BATCHES,
+        str | None, typer.Option("--batch", "-b", help="Batches: 1,8,64,512 or a range 1..512 (doubling) or "
+                                 f"16..256:16 [default: {defaults.ROOFLINE_BATCHES}; with --pareto "
+                                 f"{defaults.PARETO_BATCHES}].", show_default=False)
+    ] = None,
     ctx: Annotated[
         str, typer.Option("--ctx", help="Context tokens per sequence: 2048 or 512,2k,32k.")
     ] = defaults.ROOFLINE_CONTEXTS,
@@ -64,16 +65,37 @@ def roofline_cmd(
         bool, typer.Option("--decoder-only", help="Count only decoder linear matrices, KV and the residual "
                            "stream (the chapter's accounting; no embedding, lm_head, norms, logits).")
     ] = False,
+    pareto: Annotated[
+        bool, typer.Option("--pareto", help="Serving points under continuous batching: tokens/s per GPU vs per user "
+                           "for each scheme across batch, each scheme's frontier and the point to run at.")
+    ] = False,
+    output: Annotated[
+        int | None, typer.Option("--output", help=f"With --pareto: output tokens per request [default: "
+                                 f"{defaults.OUTPUT_TOKENS}]; --prompt is the prompt, --ctx what a decode step reads.")
+    ] = None,
+    ttft_ms: Annotated[float | None, typer.Option("--ttft-ms", help="With --pareto: TTFT budget, ms.")] = None,
+    itl_ms: Annotated[float | None, typer.Option("--itl-ms", help="With --pareto: mean inter-token latency "
+                                                 "budget, ms (drawn as a line).")] = None,
+    e2e_ms: Annotated[float | None, typer.Option("--e2e-ms", help="With --pareto: end-to-end budget, ms.")] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list "
+                                   "price in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")
+    ] = None,
+    spec_tokens: Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
+                                                    "step; needs --acceptance.")] = None,
+    acceptance: Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens "
+                                                     "accepted, 0..1.")] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write step time and tokens/s vs batch to FILE.png or FILE.svg "
-                                  "(needs the [plot] extra).", dir_okay=False)
+        Path | None, typer.Option("--plot", help="Write step time and tokens/s vs batch (with --pareto: the frontier) "
+                                  "to FILE.png or FILE.svg (needs the [plot] extra).", dir_okay=False)
     ] = None,
     chart: Annotated[
         bool, typer.Option("--chart/--no-chart", help="Terminal chart under the table when it is wide enough.")
     ] = True,
     fmt: Annotated[
         TableJsonCsv,
-        typer.Option("--format", "-f", help="table, json (the report only on stdout) or csv (one row per point).",
+        typer.Option("--format", "-f", help="table, json (the report only on stdout) or csv (one row per point; "
+                     "with --pareto one row per serving point).",
                      envvar="QUANTADVISE_FORMAT", case_sensitive=False),
     ] = TableJsonCsv.table,
 ) -> None:
@@ -82,12 +104,19 @@ def roofline_cmd(
     batch and where the fastest scheme changes. A model, not a measurement: on a GPU with a measured
     kernel profile (data/profiles/) each linear layer is priced by the measured curve of the kernel the
     engine runs for it, and every scheme line names that kernel; --ideal gives the spec-sheet bound.
+    --pareto turns each batch into a serving point (tokens/s per GPU vs per user, ITL, TTFT under load,
+    $/Mtok) and marks each scheme's frontier.
 
     Example: quantadvise roofline --model meta-llama/Llama-3-8B --gpu h100 --batch 1..1024
+    Example: quantadvise roofline -m meta-llama/Llama-3.1-70B --pareto --prompt 2000 --ctx 2128 --itl-ms 50
     """
     from ..api.roofline import roofline
 
-    width = shutil.get_terminal_size((0, 0)).columns if (fmt == TableJsonCsv.table and chart) else 0
+    if plot is not None:
+        from ..report.pareto import check_plot_path
+
+        check_plot_path(plot)
+    drawn = fmt == TableJsonCsv.table and chart and not pareto
     result = roofline(
         model,
         scheme,
@@ -101,15 +130,26 @@ def roofline_cmd(
         ideal=ideal,
         profile=profile,
         scope="decoder" if decoder_only else "full",
-        curve_points=CURVE_POINTS if (plot is not None or width) else 0,
+        curve_points=CURVE_POINTS if ((plot is not None and not pareto) or drawn) else 0,
         engine=engine,
         engine_version=engine_version,
         quantization=quantization,
+        pareto=pareto,
+        output=output,
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        e2e_ms=e2e_ms,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        spec_tokens=spec_tokens,
+        acceptance=acceptance,
     )
     if plot is not None:
-        from ..report.roofline import write_plot
+        from ..report.roofline import write_pareto_plot, write_plot
 
-        write_plot(result, plot)
-    emit_report("roofline", fmt, result, **({"width": width} if fmt == TableJsonCsv.table else {}))
+        (write_pareto_plot if pareto else write_plot)(result, plot)
+    if fmt == TableJsonCsv.table:
+        emit_report("roofline", fmt, result, show_chart=drawn)
+    else:
+        emit_report("roofline", fmt, result)
     if plot is not None:
         sys.stderr.write(f"wrote {plot}\n")

@@ -17,6 +17,7 @@ from .common import (
     GpusOpt,
     KvOpt,
     ModelArg,
+    WideOpt,
     emit_report,
 )
 
@@ -58,6 +59,7 @@ def size_cmd(
                             "CUDA graphs).")
     ] = defaults.RESERVE_GB,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Whole-model memory for a scheme: every component's params, bits per param and bytes, the
     ratio against bf16, effective bits per quantized weight (scales and zero-points included),
@@ -66,7 +68,7 @@ def size_cmd(
     Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
     """
     from ..api.size import size
-    from ..errors import check_finite
+    from ..inputs import check
 
     report = size(
         model,
@@ -83,6 +85,6 @@ def size_cmd(
         gpus=gpus,
         include_mtp=mtp,
         memory_utilization=memory_utilization,
-        reserve_bytes=int(check_finite(reserve_gb, "--reserve-gb", minimum=0) * defaults.GiB),
+        reserve_bytes=int(check("reserve_gb", reserve_gb) * defaults.GiB),  # checked before it becomes bytes
     )
-    emit_report("size", fmt, report)
+    emit_report("size", fmt, report, wide=wide)

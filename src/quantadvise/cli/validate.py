@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, emit_report
+from .common import Format, FormatOpt, WideOpt, emit_report
 
 
 def validate_cmd(
@@ -26,6 +26,7 @@ def validate_cmd(
                                   "or FILE.svg (needs the [plot] extra).", dir_okay=False)
     ] = None,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Predicted vs measured decode-linear time per scheme and batch, with the error of the ideal
     (spec sheet), default-efficiency, measured-ceilings and calibrated models. The calibrated model
@@ -41,7 +42,7 @@ def validate_cmd(
         from ..report.calibrate import write_validation_plot
 
         write_validation_plot(result, plot)
-    emit_report("validate", fmt, result)
+    emit_report("validate", fmt, result, wide=wide)
     if plot is not None:
         sys.stderr.write(f"wrote {plot}\n")
     raise typer.Exit(result.exit_code())

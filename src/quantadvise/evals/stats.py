@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InputError
+from ..wording import plural
 
 SCHEMA_VERSION = 1
 CI_METHOD = "newcombe-hybrid-score"
@@ -368,14 +369,14 @@ def compare_task(base: TaskSamples, quant: TaskSamples, *, confidence: float = 0
     if mism:
         b, q = mism[0]
         raise InputError(
-            f"task '{name}': {len(mism)} paired item(s) are different documents (doc_hash differs; first: doc_id "
+            f"task '{name}': {plural(len(mism), 'paired item')} with a different document on each side (doc_hash differs; first: doc_id "
             f"{b.id} at {base.file} line {b.line} and {quant.file} line {q.line})",
             hint="re-run both evaluations with the same task version, dataset and --limit",
             field="doc_hash",
         )
     if only_base or only_quant:
         warnings.append(
-            f"task '{name}': {len(only_base)} item(s) only in the baseline and {len(only_quant)} only in the "
+            f"task '{name}': {plural(len(only_base), 'item')} only in the baseline and {len(only_quant)} only in the "
             f"quantized run were left out; {len(pairs)} paired"
         )
     both = sum(1 for b, q in pairs if b.correct and q.correct)
@@ -411,7 +412,7 @@ def compare_task(base: TaskSamples, quant: TaskSamples, *, confidence: float = 0
             warnings.append(f"task '{name}': KL over {len(kls)} of {n} items; {skipped} lack log-probs on one side")
         if differed:
             warnings.append(
-                f"task '{name}': {differed} item(s) have top-k log-prob mappings with different keys; KL is "
+                f"task '{name}': {plural(differed, 'item')} with top-k log-prob mappings of different keys; KL is "
                 f"computed over the shared keys, renormalised (an approximation)"
             )
     result = TaskAccuracy(

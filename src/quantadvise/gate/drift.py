@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..wording import plural
 from .findings import Findings, Site
 
 
@@ -94,7 +95,7 @@ def workload_drift(out: Findings, site: Site, *, concurrency: int | None, max_nu
                 file=file, line=line, target=site.label)
     if gpus is not None and parallel is not None and gpus != parallel:
         file, line = site.at("tensor_parallel_size", "model")
-        out.add("QA505", f"quantadvise.yaml declares {gpus} GPU(s) but the command runs on {parallel} GPUs "
+        out.add("QA505", f"quantadvise.yaml declares {plural(gpus, 'GPU')} but the command runs on {plural(parallel, 'GPU')} "
                 f"({parallel_flags})", subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
 
 

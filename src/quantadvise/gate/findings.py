@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..wording import plural
 from .result import GateFinding, RuleStatus
 from .rules import RULE_BY_ID, RULES, SEVERITY_RANK, fingerprint
 
@@ -101,7 +102,7 @@ class Findings:
             if n:
                 status, reason = "fail", ""
             elif r.id in self.ran or b:
-                status, reason = "pass", (f"{b} finding(s) in the baseline" if b else "")
+                status, reason = "pass", (f"{plural(b, 'finding')} in the baseline" if b else "")
             else:
                 status, reason = "skipped", self.skipped.get(r.id, "not applicable to this deployment")
             out.append(RuleStatus(rule_id=r.id, rule=r.name, severity=sev, status=status,

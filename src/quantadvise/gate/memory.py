@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..sizing import memory_budget
+from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
 from .startup import DerivedMaxLen, StartupFacts, gib, kv_share_per_gpu, longest_that_fits, sglang_max_running
@@ -258,6 +259,6 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
         file, line = site.at("concurrency", "gpu_memory_utilization", "max_num_seqs", "model", declared=True)
         out.add("QA304", f"{_gib(m.weights_bytes)} weights + {_gib(m.kv_bytes or 0)} KV ({m.concurrency:,} x "
                 f"{m.kv_tokens_per_sequence:,} tokens, {m.kv_dtype}) leave {_gib(m.free_bytes or 0)} free of the "
-                f"{_gib(m.budget_bytes)} budget of {gpus} GPU(s) ({fraction}): {m.headroom:.1%} headroom < "
+                f"{_gib(m.budget_bytes)} budget of {plural(gpus, 'GPU')} ({fraction}): {m.headroom:.1%} headroom < "
                 f"{min_headroom:.0%} required",
                 subject=f"{site.key}|headroom", file=file, line=line, target=site.label)

@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any, Literal
 
 from ..results import Strict
+from ..wording import plural
 
 MiB = 1024**2
 GiB = 1024**3
@@ -272,7 +273,7 @@ def sglang_fraction(facts: StartupFacts, gpu_memory_bytes: int, *, tp: int, pp: 
     fraction = round((gpu_mib - reserved) / gpu_mib, 3)
     why = (f"SGLang {facts.version}'s heuristic: ({gpu_mib:,.0f} - {reserved:,.0f}) / {gpu_mib:,.0f} MiB, reserving "
            f"{facts.reserve_base_mib:g} + {activation_tokens:,} activation tokens x {facts.reserve_mib_per_activation_token:g}"
-           f" + {tp * pp} GPU(s) x {facts.reserve_mib_per_parallel_gpu:g} + {graphs:,.0f} MiB of CUDA graphs "
+           f" + {plural(tp * pp, 'GPU')} x {facts.reserve_mib_per_parallel_gpu:g} + {graphs:,.0f} MiB of CUDA graphs "
            f"(decode max batch {bs if decode_graphs else 0}, {buckets} prefill graphs){floor}; "
            f"{facts.lines.get('reserved_mem', '')}")
     return SglangFraction(fraction, reserved, chunk, bs, buckets, why)

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..hardware import GPU
+from ..wording import install_hint
 from .heldout import HELD_OUT_CELLS, heldout_errors, moe_config, moe_errors
 from .kernel_curves import HeldOut, KernelCurve, QuantCurve, TableSource
 from .kernel_fit import Calls, fit_calls, fit_moe, fit_quant
@@ -71,7 +72,7 @@ def data_root(source: str | Path | None = None) -> Path:
         spec = importlib.util.find_spec("aiconfigurator_core")
         if spec is None or not spec.submodule_search_locations:
             raise InputError("the aiconfigurator-core package is not installed",
-                             hint="pip install 'quantadvise[aiconfigurator]' (or pass the unpacked wheel's folder)",
+                             hint=f"{install_hint('aiconfigurator')}, or pass the unpacked wheel's folder",
                              field="source")
         base = Path(next(iter(spec.submodule_search_locations)))
     else:
@@ -102,7 +103,7 @@ def _read(path: Path) -> Any:
         import pandas as pd
     except ImportError:
         raise InputError("reading aiconfigurator tables needs pandas and pyarrow",
-                         hint="pip install 'quantadvise[aiconfigurator]'", field="source") from None
+                         hint=install_hint("aiconfigurator"), field="source") from None
     return pd.read_parquet(path)
 
 

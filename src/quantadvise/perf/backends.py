@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..hardware import GPU
+from ..wording import install_hint
 from .calibration import DeviceInfo, Kernel, Timing
 from .profiles import LinearShape, blend
 
@@ -174,7 +175,7 @@ class TorchBackend:
         try:
             import torch
         except ImportError:
-            raise InputError("--backend torch needs PyTorch with CUDA: pip install 'quantadvise[gpu]'",
+            raise InputError(f"--backend torch needs PyTorch with CUDA: {install_hint('gpu')}",
                              hint="or --backend simulated --gpu ID for a demo on a synthetic GPU",
                              field="backend") from None
         if getattr(torch.version, "hip", None):

@@ -22,6 +22,7 @@ from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
 from .profiles import AllReduceCost, Curve, DequantCost, Provenance
+from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
 
@@ -91,7 +92,8 @@ class Point(Out):
     time: TimeSplit
     memory_per_gpu_bytes: int
     fits: bool
-    ttft_s: float | None = None
+    ttft_s: float | None = None  # prefill of ``batch`` prompts arriving together (recommend's TTFT in sync serving)
+    usd_per_mtok: float | None = None  # $ per million tokens at ``tokens_per_s`` (None: no price known)
 
 
 class SchemeSummary(Out):
@@ -112,6 +114,7 @@ class SchemeSummary(Out):
     kernel_source: str | None = None  # the engine source line the kernel choice follows
     curve: str | None = None  # "<engine>/<kernel>" of the curve that priced it, None: the roofline
     curve_basis: str | None = None  # measured | proxy | composed
+    ridge_batch_speculative: float | None = None  # sequences where a K+1-token verification step turns compute-bound
 
 
 class Crossover(Out):
@@ -148,6 +151,9 @@ class RooflineResult(Result):
     crossovers: list[Crossover]
     crossover_search_max_batch: float
     curves: list[CurveOut] = []
+    price: Price | None = None  # the $/GPU-hour behind usd_per_mtok
+    speculation: SpecInfo | None = None
+    pareto: ParetoOut | None = None  # --pareto: serving points, frontiers, the recommended point
     notes: list[str] = []
     warnings: list[str] = []
 
@@ -170,11 +176,16 @@ def roofline(
     notes: list[str] | None = None,
     memory_utilization: float = defaults.MEMORY_UTILIZATION,
     reserve_bytes: int = defaults.RESERVE_BYTES,
+    price: Price | None = None,
+    spec: Speculation | None = None,
+    pareto: tuple[int, Slo | None] | None = None,
 ) -> RooflineResult:
     """The whole report: one :class:`StepModel` per scheme, swept over batches x contexts, with
     ridge batches and pairwise crossovers. ``efficiencies[i]`` belongs to ``schemes[i]``;
     ``batches`` and ``contexts`` as :func:`.inputs.parse_batches` / :func:`.inputs.parse_contexts`
-    read them; ``model_info`` = where the model came from (:class:`ModelInfo`'s keys)."""
+    read them; ``model_info`` = where the model came from (:class:`ModelInfo`'s keys). ``price`` adds
+    $/Mtok per point; ``spec`` each scheme's ridge with a K+1-token verification step; ``pareto``
+    = (output tokens, latency budgets): the serving points of :func:`.serving.pareto_sweep`."""
     if not schemes:
         raise InputError("give at least one scheme", field="scheme")
     ids = [s.id for s in schemes]
@@ -234,6 +245,7 @@ def roofline(
             kernel_source=choice.source if choice is not None else None,
             curve=kcurve.key if kcurve is not None and fit is None else None,
             curve_basis=kcurve.basis if kcurve is not None and fit is None else None,
+            ridge_batch_speculative=rb / spec.queries if rb is not None and spec is not None else None,
         ))
         warnings.extend(n for n in eff.notes if n not in warnings)
 
@@ -271,6 +283,7 @@ def roofline(
                     memory_per_gpu_bytes=math.ceil(mem_gpu),
                     fits=fits,
                     ttft_s=ttfts.get((scheme.id, b)),
+                    usd_per_mtok=usd_per_mtok(price.usd_per_gpu_hour if price else None, gpus, b / c.time_s),
                 ))
 
     hi = float(max(max(batch_list), 1024))
@@ -294,6 +307,18 @@ def roofline(
                 ts = [sm.decode_time(x, ct) for x in xs]
                 curves.append(CurveOut(scheme=scheme.id, ctx=ctx, batch=xs, step_time_s=ts,
                                        tokens_per_s=[x / t for x, t in zip(xs, ts, strict=True)]))
+
+    sweep = None
+    if pareto is not None:
+        output, slo = pareto
+
+        def fits_at(sid: str, b: int, ctx: int) -> bool:
+            sm = models[ids.index(sid)]
+            return resident[sid] + b * sm.cached_tokens(ctx) * sm.kv_per_cached_token <= budget
+
+        sweep = pareto_sweep(list(zip(ids, models, strict=True)), context_list, batch_list, prompt=prompt or 0,
+                             output=output, gpus=gpus, fits=fits_at, price=price.usd_per_gpu_hour if price else None,
+                             slo=slo, spec=spec)
 
     calibrated = [s.id for s, e in zip(schemes, efficiencies, strict=True) if e.linear is not None]
     kerneled = [s.scheme for s in summaries if s.curve is not None]
@@ -337,6 +362,15 @@ def roofline(
             f"{memory_utilization:.0%} of memory minus {reserve_bytes / 1024**3:.0f} GiB); their times assume "
             "they would"
         )
+    if prompt is not None:
+        notes.append(f"TTFT@{prompt:,} per point: the prefill of `batch` prompts arriving together (recommend's TTFT in "
+                     "synchronous serving)" + ("; the Pareto points' TTFT is under load in continuous batching (one "
+                                               "prompt's prefill plus the queued ones, as recommend's)"
+                                               if sweep is not None else ""))
+    if spec is not None:
+        notes.append(f"speculative decoding (K = {spec.tokens}, A = {spec.acceptance:g}: {spec.tokens_per_step:.2f} "
+                     "tokens per step) prices the ridge column" + (" and the Pareto points" if sweep is not None else "")
+                     + "; the points table is one token per sequence per step")
     if gpus > 8 and gpu.id != "gb200":
         warnings.append(f"tensor parallel over {gpus} GPUs crosses the 8-GPU NVLink/Infinity Fabric domain of most "
                         "platforms; the model still uses the per-GPU interconnect bandwidth")
@@ -376,6 +410,9 @@ def roofline(
         crossovers=cross,
         crossover_search_max_batch=hi,
         curves=curves,
+        price=price,
+        speculation=SpecInfo.of(spec) if spec is not None else None,
+        pareto=sweep,
         notes=notes,
         warnings=warnings,
     )

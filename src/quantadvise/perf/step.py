@@ -360,10 +360,26 @@ class StepModel:
             dq_total += dq
         return t, b, f, dq_total, mem_s, comp_s
 
-    def decode(self, batch: float, ctx: int | None = None, *, cached: float | None = None) -> StepCost:
-        """One decode step: ``batch`` sequences each attending ``ctx`` cached tokens."""
+    def decode(self, batch: float, ctx: int | None = None, *, cached: float | None = None,
+               queries: int = 1) -> StepCost:
+        """One decode step: ``batch`` sequences each attending ``ctx`` cached tokens. ``queries`` > 1 is a
+        speculative-decoding verification step: each sequence runs ``queries`` tokens (the last accepted
+        one and the K drafted ones) through every linear layer, attends its cache with each of them (the
+        KV is read once per sequence, the attention FLOPs scale with the queries), and gets logits for
+        all of them."""
         ct = self.cached_tokens(ctx or 0) if cached is None else cached
-        return self._step(batch, batch, batch * ct, batch * ct * self.attn_flops_decode, batch)
+        tokens = batch * queries
+        return self._step(tokens, tokens, batch * ct, batch * ct * self.attn_flops_decode * queries, tokens)
+
+    def draft_time(self, batch: float, ctx: int | None = None, *, cached: float | None = None) -> float:
+        """Seconds of one drafting pass of an EAGLE / MTP-style head at ``batch`` sequences: one decoder
+        layer (the mean of this model's layers: linears, attention over the cache, activations,
+        all-reduces) and the target's lm_head, plus the step overhead (a pass of its own)."""
+        c = self.decode(batch, ctx, cached=cached)
+        decoder = self.linear_time(batch, decoder_only=True)
+        head = max(0.0, c.linear_s - decoder)  # lm_head (and the embedding row) the head shares with the target
+        per_layer = (decoder + c.attention_s + c.activations_s + c.communication_s) / max(1, self.arch.num_layers)
+        return per_layer + head + c.overhead_s
 
     def prefill(self, batch: float, prompt: int) -> StepCost:
         """Prefill of ``batch`` prompts of ``prompt`` tokens: every prompt token through the linears,

@@ -54,9 +54,16 @@ def to_json(result: Any) -> str:
 
 
 def render(kind: str, fmt: str, result: Any, **options: Any) -> str:
+    """``result`` rendered as ``fmt``. ``width`` (the columns to fit; None: no limit) reaches the
+    human renderers; machine formats (json, csv, sarif ...) ignore it."""
     target = RENDERERS.get((kind, fmt))
     if target is None:
         raise KeyError(f"no renderer for {kind} in {fmt}")
     module, func = target.split(":")
     fn = getattr(importlib.import_module(module), func)
+    if "width" in options:
+        import inspect
+
+        if "width" not in inspect.signature(fn).parameters:
+            options = {k: v for k, v in options.items() if k != "width"}
     return fn(result, **options)

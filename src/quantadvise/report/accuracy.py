@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..evals.stats import CI_METHOD_TEXT, AccuracyReport
-from .text import Table
+from ..wording import plural
+from .text import Table, wrap
 
 
 def _pct(x: float) -> str:
@@ -14,12 +15,12 @@ def _pp(x: float) -> str:
     return f"{x * 100:+.2f}"
 
 
-def table(r: AccuracyReport) -> str:
-    lines = [f"accuracy evidence: baseline {r.base}  vs  quantized {r.quant}", ""]
+def table(r: AccuracyReport, width: int | None = None) -> str:
+    lines = [*wrap(f"accuracy evidence: baseline {r.base}  vs  quantized {r.quant}", width, subsequent="  "), ""]
     t = Table(
         ["task", "metric", "n", "base", "quant", "delta pp", f"{r.confidence:.0%} CI pp", "flips", "lost/gained",
          "McNemar p", "KL nats"],
-        align="llrrrrrrrrr",
+        align="llrrrrrrrrr", flex=("task", "metric"), drop=("KL nats", "McNemar p", "lost/gained", "metric", "n"),
     )
     for a in r.tasks:
         metric = a.metric + (f" [{a.filter}]" if a.filter and a.filter != "none" else "")
@@ -28,25 +29,23 @@ def table(r: AccuracyReport) -> str:
             f"{_pp(a.delta_ci_low)} to {_pp(a.delta_ci_high)}", _pct(a.flip_rate), f"{a.lost}/{a.gained}",
             f"{a.mcnemar_p:.3g}", "—" if a.kl is None else f"{a.kl.mean_nats:.4g}",
         )
-    lines.append(t.render())
+    lines.append(t.render(width))
     lines.append("")
-    lines.append(
+    lines += wrap(
         f"delta = quantized - baseline accuracy in percentage points; CI: {CI_METHOD_TEXT}. flips = answers whose "
         "correctness changed (lost = right before, wrong after). KL = mean KL(base || quant) over items with "
-        "log-probs (softmax over the choices)."
-    )
+        "log-probs (softmax over the choices).", width)
     unmatched = [a for a in r.tasks if a.unmatched_base or a.unmatched_quant]
     for a in unmatched:
-        lines.append(
-            f"{a.task}: {a.unmatched_base} item(s) only in the baseline, {a.unmatched_quant} only in the quantized "
-            f"run (e.g. {', '.join(a.unmatched_examples)}); not counted."
-        )
+        lines += wrap(
+            f"{a.task}: {plural(a.unmatched_base, 'item')} only in the baseline, {a.unmatched_quant} only in the quantized "
+            f"run (e.g. {', '.join(a.unmatched_examples)}); not counted.", width, subsequent="  ")
     if r.checks:
         lines.append("")
-        c = Table(["task", "check", "result", "detail"], align="llll")
+        c = Table(["task", "check", "result", "detail"], align="llll", flex=("detail", "task"))
         for row in r.checks:
             c.add(row.task, row.check, row.status.upper(), row.message)
-        lines.append(c.render())
+        lines.append(c.render(width))
         lines.append("")
         failed = r.failed
         lines.append(

@@ -1,16 +1,19 @@
-"""Renderers for ``quantadvise calibrate`` and ``quantadvise validate`` (tables, and the validate
+"""Renderers for ``quantadvise calibrate`` and ``quantadvise validate`` (tables fitted to the
+terminal width: the least important columns drop first, ``--wide`` shows them all; and the validate
 plot through the optional ``[plot]`` extra, imported only when a plot is asked for)."""
 
 from __future__ import annotations
 
 import math
+import shlex
 from pathlib import Path
 
 from ..errors import InputError
 from ..perf.calibration import CalibrationResult
 from ..perf.validation import CALIB_MODELS as MODELS
 from ..perf.validation import TableImportResult, ValidationResult
-from .text import Table
+from ..wording import install_hint
+from .text import Table, wrap, wrap_command
 
 MODEL_LABELS = {"ideal": "ideal", "default-efficiency": "default", "calibrated-ceilings": "ceilings",
                 "calibrated": "calibrated (LOO)"}
@@ -31,21 +34,27 @@ def _tflops(x: float) -> str:
     return f"{x / 1e12:,.1f} TFLOP/s"
 
 
-def calibrate_table(r: CalibrationResult) -> str:
+def _profile_lines(path: str, width: int | None, extra: str = "") -> list[str]:
+    """Where the profile was written, and the command that checks it (on lines of its own, never cut)."""
+    return [*wrap(f"profile: {path} (use it with --profile{extra}); check it with:", width, subsequent="  "),
+            *wrap_command(f"quantadvise validate {shlex.quote(path)}", width, indent="  ")]
+
+
+def calibrate_table(r: CalibrationResult, width: int | None = None) -> str:
     p, g = r.provenance, r.gpu
     sim = " — SIMULATED, not a measurement" if p.simulated else ""
     stack = ", ".join(f"{k} {v}" for k, v in (("driver", p.driver_version), ("CUDA", p.cuda_version),
                                               ("torch", p.torch_version)) if v)
     lines = [
-        f"calibration of {g.id} (the driver says '{g.driver_name}'){sim}",
-        f"{p.backend} backend, {p.measured_on.isoformat()}" + (f", {stack}" if stack else "")
-        + (f", {p.seconds:,.0f} s" if p.seconds else ""),
-        "shapes of " + r.model + ": " + ", ".join(f"{s.name} {s.n}x{s.k}" for s in r.shapes)
-        + (f", x {r.shapes[0].count} layers" if r.shapes else ""),
+        *wrap(f"calibration of {g.id} (the driver says '{g.driver_name}'){sim}", width, subsequent="  "),
+        *wrap(f"{p.backend} backend, {p.measured_on.isoformat()}" + (f", {stack}" if stack else "")
+              + (f", {p.seconds:,.0f} s" if p.seconds else ""), width, subsequent="  "),
+        *wrap("shapes of " + r.model + ": " + ", ".join(f"{s.name} {s.n}x{s.k}" for s in r.shapes)
+              + (f", x {r.shapes[0].count} layers" if r.shapes else ""), width, subsequent="  "),
         "",
     ]
     c = r.ceilings
-    t = Table(["ceiling", "measured", "spec sheet", "achieved"], align="lrrr")
+    t = Table(["ceiling", "measured", "spec sheet", "achieved"], align="lrrr", drop=("spec sheet",))
     bw = c.read_bandwidth_bytes_per_s
     t.add("read bandwidth", f"{bw / 1e12:,.2f} TB/s", f"{g.bandwidth_bytes_per_s / 1e12:,.2f} TB/s",
           f"{bw / g.bandwidth_bytes_per_s:.1%}")
@@ -54,97 +63,109 @@ def calibrate_table(r: CalibrationResult) -> str:
         peak = peaks.get("fp8" if fmt == "fp8-rowwise" else fmt)
         t.add(f"GEMM {fmt} {'x'.join(str(d) for d in c.gemm_shape)}", _tflops(v),
               _tflops(peak) if peak else "-", f"{v / peak:.1%}" if peak else "-")
-    lines += [t.render(), ""]
+    lines += [t.render(width), ""]
     if r.schemes:
         batches = r.schemes[0].batch
-        t = Table(["batch", *(s.scheme for s in r.schemes)], align="r" * (1 + len(r.schemes)),
-                  title="decode-step linear layers, ms (median; * = fastest at that batch)")
+        t = Table(["batch", *(s.scheme for s in r.schemes)], align="r" * (1 + len(r.schemes)))
         for i, b in enumerate(batches):
             row_t = [s.time_s[i] if i < len(s.time_s) else math.inf for s in r.schemes]
             best = min(row_t)
             t.add(f"{b:,}", *(_ms(x) + ("*" if x == best and len(r.schemes) > 1 else "") for x in row_t))
-        lines += [t.render(), ""]
+        lines += [*wrap("decode-step linear layers, ms (median; * = fastest at that batch)", width), t.render(width), ""]
         t = Table(["scheme", "mem eff", "compute eff", "blend p", "M tile", "ridge M", "fit rms", "also applies to"],
-                  align="lrrrrrrl", title="fitted curve per scheme (t = ((mem/eff)^p + (compute/eff)^p)^(1/p) "
-                  "x measured correction)")
+                  align="lrrrrrrl", drop=("M tile", "blend p", "ridge M"))
         for s in r.schemes:
             t.add(s.scheme, f"{s.memory_efficiency:.3f}", f"{s.compute_efficiency:.4f}", f"{s.blend:.2f}",
                   f"{s.m_tile:g}", "-" if s.fitted_ridge_batch is None else f"{s.fitted_ridge_batch:,.0f}",
                   f"{s.rms_fit_error:.1%}", ", ".join(s.applies_to) or "-")
-        lines += [t.render()]
+        fitted = t.render(width)  # the fit's parameters drop before the schemes a curve also prices are cut
+        if width is not None and max(map(len, fitted.splitlines())) > width:
+            t.flex = [t.columns.index("also applies to")]
+            fitted = t.render(width)
+        lines += [*wrap("fitted curve per scheme (t = ((mem/eff)^p + (compute/eff)^p)^(1/p) x measured correction)",
+                        width, subsequent="  "), fitted]
     for sid, why in r.skipped.items():
-        lines.append(f"skipped {sid}: {why}")
-    lines += [f"note: {n}" for n in r.notes]
+        lines += wrap(f"skipped {sid}: {why}", width, subsequent="  ")
+    for n in r.notes:
+        lines += wrap(f"note: {n}", width, subsequent="  ")
     if r.profile_path:
-        lines.append(f"profile: {r.profile_path} (use it with --profile; check it with `quantadvise validate "
-                     f"{r.profile_path}`)")
+        lines += _profile_lines(r.profile_path, width)
     return "\n".join(lines)
 
 
-def validate_table(r: ValidationResult) -> str:
-    lines = []
+def _para(lines: list[str], texts: list[str], width: int | None) -> None:
+    for text in texts:
+        lines += wrap(text, width, subsequent="  ")
+
+
+def validate_table(r: ValidationResult, width: int | None = None) -> str:
+    lines: list[str] = []
     if r.kernels:
-        lines += [kernel_table(r), ""]
+        lines += [kernel_table(r, width), ""]
     if not r.calibrations:
         verdict = "PASS" if r.passed else "FAIL"
         th = r.kernel_thresholds
-        lines.append(f"{verdict}: every measured kernel curve is {'within' if r.passed else 'NOT within'} "
-                     f"{th.get('step_median', 0):.0%} median / {th.get('step_max', 0):.0%} worst held-out error"
-                     + ("" if r.passed else " (exit 1)"))
-        lines += [f"note: {n}" for n in r.notes if "calibrated" not in n]
-        lines += [f"warning: {w}" for w in r.warnings]
+        _para(lines, [f"{verdict}: every measured kernel curve is {'within' if r.passed else 'NOT within'} "
+                      f"{th.get('step_median', 0):.0%} median / {th.get('step_max', 0):.0%} worst held-out error"
+                      + ("" if r.passed else " (exit 1)")], width)
+        _para(lines, [f"note: {n}" for n in r.notes if "calibrated" not in n], width)
+        _para(lines, [f"warning: {w}" for w in r.warnings], width)
         return "\n".join(lines)
     for c in r.calibrations:
         sim = " — SIMULATED timings, not a measurement" if c.simulated else ""
-        lines.append(f"validate {r.profile}: decode-step linear layers of {c.model} on {c.gpu} "
-                     f"('{c.gpu_name}', {c.backend} backend, {c.measured_on.isoformat()}){sim}")
+        _para(lines, [f"validate {r.profile}: decode-step linear layers of {c.model} on {c.gpu} "
+                      f"('{c.gpu_name}', {c.backend} backend, {c.measured_on.isoformat()}){sim}"], width)
     lines.append("")
+    # the models' columns drop from the least informative (the spec-sheet roofline) at narrow widths
     t = Table(["scheme", "batch", "measured", *(MODEL_LABELS[m] for m in MODELS)],
               align="lr" + "r" * (1 + len(MODELS)),
-              title="decode-step linear layers: ms, and each model's prediction in ms (error vs measured)")
+              drop=[MODEL_LABELS[m] for m in ("ideal", "calibrated-ceilings", "default-efficiency") if m in MODELS])
     multi = len({s.gpu for s in r.schemes}) > 1
     for s in r.schemes:
         name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
         for i, p in enumerate(s.points):
             t.add(name if i == 0 else "", f"{p.batch:,}", _ms(p.measured_s),
                   *(f"{_ms(p.predicted_s[m])} ({_pct(p.error[m])})" for m in MODELS))
-    lines += [t.render(), ""]
+    _para(lines, ["decode-step linear layers: ms, and each model's prediction in ms (error vs measured)"], width)
+    lines += [t.render(width), ""]
     t = Table(["scheme", *(f"{MODEL_LABELS[m]} max|err|" for m in MODELS), "calibrated mean|err|",
                f"within {r.max_error:.0%}"], align="l" + "r" * (len(MODELS) + 2),
-              title="largest error per model (over every measured batch)")
+              drop=[f"{MODEL_LABELS[m]} max|err|" for m in ("ideal", "calibrated-ceilings", "default-efficiency")
+                    if m in MODELS])
     for s in r.schemes:
         name = f"{s.gpu}/{s.scheme}" if multi else s.scheme
         t.add(name, *(_pct(s.max_abs_error[m]).lstrip("+") for m in MODELS),
               _pct(s.mean_abs_error["calibrated"]).lstrip("+"), "yes" if s.within else "NO")
-    lines += [t.render(), ""]
+    _para(lines, ["largest error per model (over every measured batch)"], width)
+    lines += [t.render(width), ""]
     verdict = "PASS" if r.passed else "FAIL"
-    lines.append(f"{verdict}: the calibrated model is {'within' if r.passed else 'NOT within'} {r.max_error:.0%} of "
-                 "the measurement at every batch of every scheme" + ("" if r.passed else " (exit 1)"))
-    lines.append(f"method: {r.method}")
-    lines += [f"note: {n}" for n in r.notes]
+    _para(lines, [f"{verdict}: the calibrated model is {'within' if r.passed else 'NOT within'} {r.max_error:.0%} of "
+                  "the measurement at every batch of every scheme" + ("" if r.passed else " (exit 1)"),
+                  f"method: {r.method}", *(f"note: {n}" for n in r.notes)], width)
     return "\n".join(lines)
 
 
-def import_table(r: TableImportResult) -> str:
-    lines = [f"{r.gpu}: kernel curves fitted to {r.source}", ""]
-    lines.append(kernel_table(r))
+def import_table(r: TableImportResult, width: int | None = None) -> str:
+    lines = [*wrap(f"{r.gpu}: kernel curves fitted to {r.source}", width, subsequent="  "), ""]
+    lines.append(kernel_table(r, width))
     proxies = [c for c in r.profile.gpus[0].kernels.values() if c.basis != "measured"]
     if proxies:
-        lines += ["", "kernels the engines run with no table of their own on this GPU (labelled in every prediction):"]
-        lines += [f"  {c.key}: {c.basis} of {c.proxy_of}" for c in proxies]
-    lines += ["", f"profile: {r.profile_path} (use it with --profile; held-out data: {r.heldout_path}; "
-              f"check it with `quantadvise validate {r.profile_path}`)"]
-    lines += [f"note: {n}" for n in r.notes]
+        lines += ["", *wrap("kernels the engines run with no table of their own on this GPU (labelled in every "
+                            "prediction):", width)]
+        for c in proxies:
+            lines += wrap(f"{c.key}: {c.basis} of {c.proxy_of}", width, indent="  ", subsequent="    ")
+    lines += ["", *_profile_lines(r.profile_path, width, f"; held-out data: {r.heldout_path}")]
+    _para(lines, [f"note: {n}" for n in r.notes], width)
     return "\n".join(lines)
 
 
-def kernel_table(r: ValidationResult | TableImportResult) -> str:
+def kernel_table(r: ValidationResult | TableImportResult, width: int | None = None) -> str:
     """Per kernel curve: held-out error of single calls and of decode steps (shape sets), and the
-    format-level roofline's error on the same decode steps."""
-    t = Table(["gpu", "curve", "measured with", "calls", "median", "max", "steps", "median", "max",
-               "roofline median", "roofline max", "ok"], align="lllrrrrrrrrl",
-              title=f"{getattr(r.profile, 'id', r.profile)}: error on held-out measurements (shapes and batches never "
-                    "fitted); roofline = the format-level default profile on the same steps")
+    format-level roofline's error on the same decode steps. Narrow: the GPU, the engine release and
+    the counts drop first, then the roofline's median; the decode-step errors stay."""
+    t = Table(["gpu", "curve", "measured with", "calls", "call med", "call max", "steps", "step med", "step max",
+               "roof med", "roof max", "ok"], align="lllrrrrrrrrl",
+              drop=("gpu", "measured with", "calls", "steps", "roof med", "call med", "roof max", "call max"))
     for k in r.kernels:
         h, rf = k.calls, k.roofline
         steps = ("-", "-", "-") if not h.step_points else (str(h.step_points), f"{h.step_median:.1%}",
@@ -152,7 +173,10 @@ def kernel_table(r: ValidationResult | TableImportResult) -> str:
         roof = ("-", "-") if rf is None or not rf.step_points else (f"{rf.step_median:.1%}", f"{rf.step_max:.1%}")
         t.add(k.gpu, k.curve, f"{k.curve.split('/')[0]} {k.engine_version}", str(h.gemm_points),
               f"{h.gemm_median:.1%}", f"{h.gemm_max:.1%}", *steps, *roof, "yes" if k.within else "NO")
-    return t.render()
+    title = (f"{getattr(r.profile, 'id', r.profile)}: error on held-out measurements (shapes and batches never "
+             "fitted); call = one kernel call, step = a decode step's shape set; roof = the format-level default "
+             "profile on the same steps")
+    return "\n".join([*wrap(title, width, subsequent="  "), t.render(width)])
 
 
 PLOT_SUFFIXES = (".png", ".svg")
@@ -167,7 +191,7 @@ def write_validation_plot(r: ValidationResult, path: Path) -> Path:
     try:
         import matplotlib
     except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'quantadvise[plot]'", field="plot") from None
+        raise InputError(f"--plot needs matplotlib: {install_hint('plot')}", field="plot") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from typing import Any
 
 from ..gate.result import GateFinding, GateResult, InitResult, MemoryFit, TargetReport
 from ..gate.rules import RULE_BY_ID, RULES, SEVERITY_RANK
-from .text import seconds_h
+from ..wording import plural
+from .text import seconds_h, wrap
 
-WIDTH = 100
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
@@ -33,31 +32,40 @@ def _verdict(r: GateResult) -> str:
     return "PASS" if r.passed else "FAIL"
 
 
-def _target_lines(t: TargetReport) -> list[str]:
-    out = [t.label]
+def _target_lines(t: TargetReport, width: int | None) -> list[str]:
+    out = wrap(t.label, width, subsequent="  ")
+
+    def para(text: str) -> None:
+        out.extend(wrap(text, width, indent="  ", subsequent="    "))
+
     served = f"{t.scheme} ({t.scheme_from})" if t.scheme else t.checkpoint
     declared = f"; declared {t.declared_scheme}" if t.declared_scheme and t.declared_scheme != t.scheme else ""
-    out.append(f"  {t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
+    para(f"{t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
     kv = f"KV {t.kv_cache_dtype}" + (f" (declared {t.declared_kv_cache_dtype})" if t.declared_kv_cache_dtype
                                      and t.declared_kv_cache_dtype != t.kv_cache_dtype else "")
     if t.concurrency is None or t.ctx is None:
-        out.append(f"  {kv} · {t.gpus} x {t.gpu} · not sized (the model's config.json could not be read)")
+        para(f"{kv} · {t.gpus} x {t.gpu} · not sized (the model's config.json could not be read)")
     else:
-        out.append(f"  {kv} · {t.gpus} x {t.gpu} · {t.concurrency:,} sequences x {t.ctx:,} tokens ({t.mode} batching)")
+        held = ""
+        if t.memory is not None and t.memory.kv_tokens_per_sequence and t.memory.kv_tokens_per_sequence != t.ctx:
+            held = f", {t.memory.kv_tokens_per_sequence:,} held on average"
+        para(f"{kv} · {t.gpus} x {t.gpu} · {plural(t.concurrency, 'sequence')} x {t.ctx:,} tokens{held} "
+             f"({t.mode} batching)")
     m = t.memory
     if m is not None:
-        out.extend(_memory_lines(m))
+        for line in _memory_lines(m):
+            para(line)
     p = t.performance
     if p is not None:
         rec = ""
         if p.recommended is not None and p.recommended_tokens_per_s:
             rec = f"; recommended {p.recommended} ({p.recommended_kv_dtype}) {p.recommended_tokens_per_s:,.0f} tokens/s"
-        out.append(f"  speed: {p.tokens_per_s:,.0f} tokens/s, {p.speedup_vs_bf16:.2f}x bf16, step "
-                   f"{seconds_h(p.step_time_s)}{rec} (a model, not a measurement)")
+        para(f"speed: {p.tokens_per_s:,.0f} tokens/s, {p.speedup_vs_bf16:.2f}x bf16, step "
+             f"{seconds_h(p.step_time_s)}{rec} (a model, not a measurement)")
     for a in t.assumptions:
-        out.append(f"  assumed: {a}")
+        para(f"assumed: {a}")
     for n in t.notes:
-        out.append(f"  note: {n}")
+        para(f"note: {n}")
     return out
 
 
@@ -66,11 +74,11 @@ def _gib(n: float) -> str:
 
 
 def _memory_lines(m: MemoryFit) -> list[str]:
-    """The engine's start-up arithmetic in one or two lines (per GPU, as the engine logs it)."""
+    """The engine's start-up arithmetic in a few sentences (per GPU, as the engine logs it)."""
     n = max(m.gpus, 1)
     engine = {"vllm": "vLLM", "sglang": "SGLang"}.get(m.engine, m.engine)
     reserve = f" - {_gib(m.reserve_bytes / n)} runtime reserve" if m.reserve_bytes else ""
-    head = (f"  memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
+    head = (f"memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
             f"{_gib(m.memory_bytes / n)} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
     if m.kv_cache_bytes_per_gpu <= 0:
         return [head + "no KV cache: refuses to start"]
@@ -79,7 +87,7 @@ def _memory_lines(m: MemoryFit) -> list[str]:
         cache += f" ({m.kv_capacity_tokens:,} tokens)"
     out = [head + cache]
     if not m.starts:
-        out.append(f"  refuses to start: one sequence of {m.max_model_len:,} tokens needs "
+        out.append(f"refuses to start: one sequence of {m.max_model_len:,} tokens needs "
                    f"{_gib(m.max_model_len_kv_bytes or 0)} per GPU; {m.max_model_len_that_fits or 0:,} fit")
     else:
         n_held = m.sequences_at_max_model_len or 0
@@ -87,56 +95,57 @@ def _memory_lines(m: MemoryFit) -> list[str]:
             f"{n_held:,} sequence{'s' if n_held != 1 else ''} of {m.max_model_len:,} tokens at once" if n_held else
             f"not one sequence of {m.max_model_len:,} tokens fits at once")
         cap = f"{m.max_num_seqs_flag} {m.max_num_seqs:,}" if m.max_num_seqs else ""
-        out.append("  starts: " + "; ".join(x for x in (held, cap) if x))
+        out.append("starts: " + "; ".join(x for x in (held, cap) if x))
     if m.concurrency is not None and m.kv_tokens_per_sequence is not None:
         verdict = (f"fits, {m.headroom:.0%} headroom" if m.fits and m.headroom is not None else
                    f"{m.max_concurrency:,} run at once, the rest queue")
-        out.append(f"  declared workload: {m.concurrency:,} x {m.kv_tokens_per_sequence:,} tokens need "
-                   f"{_gib(m.kv_bytes or 0)} of KV cache ({_gib(m.kv_cache_bytes)} on {n} GPU(s)): {verdict}")
+        out.append(f"declared workload: {m.concurrency:,} x {m.kv_tokens_per_sequence:,} tokens need "
+                   f"{_gib(m.kv_bytes or 0)} of KV cache ({_gib(m.kv_cache_bytes)} on {plural(n, 'GPU')}): {verdict}")
     return out
 
 
-def _finding_block(f: GateFinding, indent: str = "          ") -> list[str]:
-    head = f"{f.severity:<8}  {f.rule_id} {f.rule}  {f.location}"
-    body = textwrap.wrap(f.message, WIDTH - len(indent), break_on_hyphens=False) or [""]
-    lines = [head, *(indent + b for b in body)]
+def _finding_block(f: GateFinding, width: int | None, indent: str = "          ") -> list[str]:
+    """A finding's head line (severity, rule, where), then its message and the engine's own words
+    under it, wrapped to ``width`` (one line each with None)."""
+    lines = wrap(f"{f.severity:<8}  {f.rule_id} {f.rule}  {f.location}", width, subsequent=indent)
+    lines += wrap(f.message, width, indent=indent, subsequent=indent)
     if f.engine_message:
-        lines.extend(indent + b for b in textwrap.wrap(f"engine says: {f.engine_message}", WIDTH - len(indent),
-                                                       break_on_hyphens=False))
+        lines += wrap(f"engine says: {f.engine_message}", width, indent=indent, subsequent=indent)
     return lines
 
 
-def table(r: GateResult) -> str:
-    out = [f"quantadvise check: {_verdict(r)} — {_summary(r)} (fail on {r.fail_on})"]
+def table(r: GateResult, width: int | None = None) -> str:
+    out = wrap(f"quantadvise check: {_verdict(r)} — {_summary(r)} (fail on {r.fail_on})", width, subsequent="  ")
     scanned = f"{len(r.files_scanned)} file{'s' if len(r.files_scanned) != 1 else ''}"
-    out.append(f"config: {r.config_file or 'none (flags only)'} · scanned {', '.join(r.paths) or '-'} ({scanned}) · "
-               f"{len(r.targets)} deployment{'s' if len(r.targets) != 1 else ''}")
+    out += wrap(f"config: {r.config_file or 'none (flags only)'} · scanned {', '.join(r.paths) or '-'} ({scanned}) · "
+                f"{len(r.targets)} deployment{'s' if len(r.targets) != 1 else ''}", width, subsequent="  ")
     for t in r.targets:
         out.append("")
-        out.extend(_target_lines(t))
+        out.extend(_target_lines(t, width))
     if r.accuracy:
         out.append("")
         out.append("accuracy evidence:")
         for e in r.accuracy:
             kl = f", KL {e.kl_mean_nats:.4g} nats" if e.kl_mean_nats is not None else ""
             bad = f"  FAILS {', '.join(e.failed)}" if e.failed else ""
-            out.append(f"  {e.task}: {e.quant_accuracy:.2%} vs {e.base_accuracy:.2%} ({e.delta * 100:+.2f} pp, 95% CI "
-                       f"{e.delta_ci_low * 100:+.2f} to {e.delta_ci_high * 100:+.2f}), flips {e.flip_rate:.2%}{kl}, "
-                       f"n={e.n}{bad}")
+            out += wrap(f"{e.task}: {e.quant_accuracy:.2%} vs {e.base_accuracy:.2%} ({e.delta * 100:+.2f} pp, 95% CI "
+                        f"{e.delta_ci_low * 100:+.2f} to {e.delta_ci_high * 100:+.2f}), flips {e.flip_rate:.2%}{kl}, "
+                        f"n={e.n}{bad}", width, indent="  ", subsequent="    ")
     out.append("")
     if r.findings:
         for f in r.findings:
-            out.extend(_finding_block(f))
+            out.extend(_finding_block(f, width))
     else:
         out.append("no findings" + (f" ({len(r.suppressed)} in the baseline)" if r.suppressed else ""))
     for n in r.notes:
-        out.append(f"note: {n}")
+        out += wrap(f"note: {n}", width, subsequent="  ")
     if r.baseline_written:
-        out.append(f"wrote the baseline {r.baseline_written}: {len(r.suppressed)} finding(s) accepted")
+        out += wrap(f"wrote the baseline {r.baseline_written}: {plural(len(r.suppressed), 'finding')} accepted", width,
+                    subsequent="  ")
     ran = sum(1 for s in r.rules if s.status in ("pass", "fail"))
     out.append("")
     failed = sum(1 for s in r.rules if s.status == "fail")
-    out.append(f"{ran} rules checked, {failed} failed; rule reference: docs/ci.md")
+    out += wrap(f"{ran} rules checked, {failed} failed; rule reference: docs/ci.md", width)
     return "\n".join(out)
 
 
@@ -404,8 +413,9 @@ def _xml_text(text: str) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-def init_table(r: InitResult) -> str:
+def init_table(r: InitResult, width: int | None = None) -> str:
     verb = "overwrote" if r.overwritten else "wrote"
     filled = ", ".join(f"{k}" for k in r.prefilled if k != "deployment") or "nothing (no engine command given)"
-    return (f"{verb} {r.path}: filled in from the deployment: {filled}; keys left commented out are not checked.\n"
-            f"Edit it, then run `quantadvise check`.")
+    return "\n".join([*wrap(f"{verb} {r.path}: filled in from the deployment: {filled}; keys left commented out are "
+                            "not checked.", width, subsequent="  "),
+                      *wrap("Edit it, then run `quantadvise check`.", width)])

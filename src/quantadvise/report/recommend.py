@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..advisor.result import Recommendation
 from ..scheme import SchemeAxes
-from .text import Table, gb
+from .text import Table, gb, wrap, wrap_command
 
 NODE_LABELS = {
     "native": "a. native",
@@ -14,12 +16,16 @@ NODE_LABELS = {
     "accuracy": "d. accuracy",
     "kv": "e. KV cache",
     "roofline": "f. roofline",
+    "load": "g. load",
 }
+
+
+WIDE_WHY = 120  # narrower than this, the alternatives' reasons go under their table, wrapped
 
 
 def _axes_rows(axes: SchemeAxes) -> Table:
     t = Table(["role", "dtype", "granularity", "scale", "static/dynamic", "symmetric", "zero-point", "scale2"],
-              align="llllllll")
+              align="llllllll", drop=("scale2", "zero-point", "symmetric", "static/dynamic"))
     for role, ax in (("weights", axes.weights), ("activations", axes.activations), ("kv cache", axes.kv_cache)):
         if ax is None or ax.dtype in ("bf16", "fp16") and not ax.granularity:
             t.add(role, ax.dtype if ax is not None else "bf16", "-", "-", "-", "-", "-", "-")
@@ -41,80 +47,205 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:,.2f}"
 
 
-def table(r: Recommendation) -> str:
+def _ms_short(v: float | None) -> str:
+    """Milliseconds with the precision a table needs (three significant figures, at least whole ms)."""
+    if v is None:
+        return "-"
+    ms = v * 1e3
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}" if ms >= 10 else f"{ms:,.2f}"
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
+
+
+def _searched(r: Recommendation) -> bool:
+    return r.target is not None
+
+
+def _held(r: Recommendation) -> str:
+    w, perf = r.workload, r.performance
+    if _searched(r):
+        return f"{perf.concurrency:,} sequences at once ({_limit_words(r, perf.limit)})"
+    return ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if perf.concurrency >= w.batch
+            else f"{perf.concurrency} of {w.batch} sequences (serving all needs --gpus {perf.gpus_for_batch})"
+            if perf.gpus_for_batch else f"{perf.concurrency} of {w.batch} sequences")
+
+
+def _limit_words(r: Recommendation, limit: str) -> str:
+    t = r.target
+    budget = {"itl": t.itl_s, "ttft": t.ttft_s, "e2e": t.e2e_s}.get(limit) if t is not None else None
+    if budget is not None:
+        return f"{limit.upper()} <= {budget * 1e3:,.0f} ms binds"
+    if limit == "memory":
+        return "its KV cache holds no more"
+    return f"the {'search bound' if t is not None and t.batch_is_bound else 'batch'} of {r.workload.batch:,}"
+
+
+def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
+    """Latencies, the prefill / decode split, speculation and cost of the recommended point."""
+    perf = r.performance
+    lines: list[str] = []
+    lat = f"ITL {_ms(perf.itl_s)} ms (mean)"
+    if perf.ttft_s is not None:
+        under = "under load" if perf.prefill_share is not None else "the batch's prompts together"
+        lat += f", TTFT {_ms(perf.ttft_s)} ms ({under}), E2E {perf.e2e_s:,.2f} s per request"
+    split = (f"; GPU time: prefill {perf.prefill_share:.0%}, decode {perf.decode_share:.0%}"
+             if perf.prefill_share is not None and perf.decode_share is not None else "")
+    cost = (f"; ${_usd(perf.usd_per_mtok)} per million output tokens at "
+            f"{perf.tokens_per_s_per_gpu:,.0f} tokens/s per GPU") if perf.usd_per_mtok is not None else ""
+    lines += wrap(f"Serving: {lat}{split}{cost}.", width, subsequent="  ")
+    if r.speculation is not None:
+        sp = r.speculation
+        lines += wrap(f"Speculative decoding: K = {sp.tokens} drafted, A = {sp.acceptance:g} accepted -> "
+                      f"{sp.tokens_per_step:.2f} tokens per step (per-token acceptance {sp.per_token_acceptance:.3f}; "
+                      "Leviathan et al., arXiv:2211.17192); each step verifies K+1 tokens and drafts K.",
+                      width, subsequent="  ")
+    if r.price is not None:
+        lines += wrap(f"Price: {r.price.label()}.", width, subsequent="  ")
+    return lines
+
+
+def _load_table(r: Recommendation, width: int | None) -> list[str]:
+    plan = r.load
+    if plan is None:
+        return []
+    demand = (f"{plan.rate_per_s:g} requests/s ({plan.output_tokens_per_s:,.0f} output tokens/s)"
+              if plan.rate_per_s is not None and plan.output_tokens_per_s is not None
+              else f"{plan.users:,} concurrent users")
+    out = ["", *wrap(f"GPUs for {demand} — each scheme's layout with the fewest GPUs "
+                     f"(tensor parallel {', '.join(map(str, plan.tp_degrees))} weighed):", width)]
+    t = Table(["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "$/hour", "$/Mtok"],
+              align="lrlrrrrr", drop=("$/hour", "per replica", "ITL ms"))
+    for x in plan.options:
+        t.add(x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
+              f"{x.concurrency:,} seqs", f"{x.tokens_per_s_per_gpu:,.0f}", _ms_short(x.itl_s),
+              _usd(x.usd_per_hour), _usd(x.usd_per_mtok))
+    out += [t.render(width), "< the recommendation"]
+    return out
+
+
+def _alternatives(r: Recommendation, width: int | None) -> str:
+    w = r.workload
+    searched = _searched(r)
+    ttft = w.prompt is None or (w.prompt or 0) > 0
+    price = any(a.usd_per_mtok is not None for a in r.alternatives)
+    narrow = width is not None and width < WIDE_WHY
+    cols = ["scheme", "status", "holds" if not searched else "seqs", "tokens/s", "ITL ms", "TTFT ms", "$/Mtok",
+            "decode tok/s", "vs bf16", "weights GB", "why"]
+    t = Table(cols, align="llrrrrrrrrl", flex=("why",),
+              drop=("why", "decode tok/s", "weights GB", "vs bf16", "TTFT ms", "$/Mtok", "ITL ms") if narrow else
+              ("decode tok/s", "weights GB", "vs bf16", "TTFT ms", "$/Mtok", "ITL ms"))
+    for a in r.alternatives:
+        held = "-" if a.concurrency is None else (f"{a.concurrency:,}" if searched else f"{a.concurrency}/{w.batch}")
+        t.add(
+            a.scheme + (" *" if a.native else ""),
+            a.status,
+            held,
+            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
+            _ms_short(a.itl_s),
+            _ms_short(a.ttft_s) if ttft else "-",
+            _usd(a.usd_per_mtok) if price else "-",
+            "-" if a.decode_tokens_per_s is None else f"{a.decode_tokens_per_s:,.0f}",
+            "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
+            "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",
+            a.reason,
+        )
+    if not narrow:
+        return t.render(width)
+    # narrow: the reasons as wrapped lines under the table, not a column clipped to a few characters
+    out = [t.render(width), "Why each:"]
+    for a in r.alternatives:
+        out += wrap(f"{a.scheme}: {a.reason}", width, indent="  ", subsequent="    ")
+    return "\n".join(out)
+
+
+def table(r: Recommendation, width: int | None = None) -> str:
+    """The recommendation, fitted to ``width`` columns (None: no limit): tables shrink their ``why``
+    column and drop the least important columns first, paragraphs wrap, commands break between
+    arguments with ``\\`` continuations."""
     w = r.workload
     perf = r.performance
     axes = r.scheme.axes
     lines = [
-        f"Recommendation: {r.scheme.id} — {r.scheme.description}",
-        f"  {w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
-        + f"; batch {w.batch}, context {w.context:,} tokens, {w.serving_mode} serving, task {w.task}",
+        *wrap(f"Recommendation: {r.scheme.id} — {r.scheme.description}", width, subsequent="  "),
+        *wrap(f"{w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
+              + (f"; up to {w.batch:,} sequences searched" if r.target is not None and r.target.batch_is_bound
+                 else f"; batch {w.batch}")
+              + f", context {w.context:,} tokens, {w.serving_mode} serving, task {w.task}", width, indent="  ",
+              subsequent="    "),
         "",
-        _axes_rows(axes).render(),
-        f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
-        f"lm_head {'quantized' if axes.lm_head_quantized else 'bf16'}; "
-        f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the batch)",
+        _axes_rows(axes).render(width),
+        *wrap(f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
+              f"lm_head {'quantized' if axes.lm_head_quantized else 'bf16'}; "
+              f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the sequences held)", width),
         "",
         "Why (the decision tree):",
     ]
     for node in r.trace:
-        lines.append(f"  {NODE_LABELS.get(node.node, node.node):12s} {node.decision}")
-        lines.extend(f"  {'':12s} - {reason}" for reason in node.reasons)
+        label = f"  {NODE_LABELS.get(node.node, node.node):12s} "
+        lines += wrap(node.decision, width, indent=label, subsequent=" " * len(label))
+        for reason in node.reasons:
+            lines += wrap(reason, width, indent=" " * len(label) + "- ", subsequent=" " * (len(label) + 2))
     lines.append("")
     vs = []
     if perf.speedup_vs_bf16:
         vs.append(f"{perf.speedup_vs_bf16:.2f}x bf16")
     if perf.vs_runner_up:
         vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
-    held = ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if perf.concurrency >= w.batch
-            else f"{perf.concurrency} of {w.batch} sequences (serving all needs --gpus {perf.gpus_for_batch})"
-            if perf.gpus_for_batch else f"{perf.concurrency} of {w.batch} sequences")
-    lines.append(
-        f"Predicted with a {perf.kv_dtype} cache, holding {held}: {perf.tokens_per_s:,.0f} output tokens/s"
+    lines += wrap(
+        f"Predicted with a {perf.kv_dtype} cache, {'running' if _searched(r) else 'holding'} {_held(r)}: "
+        f"{perf.tokens_per_s:,.0f} output tokens/s"
         + (f" ({perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of GPU time in prefill)"
            if perf.prefill_share is not None else " (decode only)")
         + f", {_ms(perf.step_time_s)} ms per decode step"
-        + (f", TTFT {_ms(perf.ttft_s)} ms" if perf.ttft_s else "")
         + (f"; {', '.join(vs)}" if vs else "")
-        + f" — {perf.model_note} ({perf.profile})"
-    )
+        + f" — {perf.model_note} ({perf.profile})", width, subsequent="  ")
+    lines += _serving_lines(r, width)
     if perf.kernel:
-        lines.append(f"Kernel: {perf.kernel}")
-    lines += ["", "Alternatives (speed at the sequences each holds, with its KV cache):"]
-    t = Table(["scheme", "status", "holds", "tokens/s", "decode tok/s", "vs bf16", "weights GB", "why"],
-              align="llrrrrrl")
-    for a in r.alternatives:
-        t.add(
-            a.scheme + (" *" if a.native else ""),
-            a.status,
-            "-" if a.concurrency is None else f"{a.concurrency}/{w.batch}",
-            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
-            "-" if a.decode_tokens_per_s is None else f"{a.decode_tokens_per_s:,.0f}",
-            "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
-            "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",
-            _clip(a.reason),
-        )
-    lines.append(t.render())
+        lines += wrap(f"Kernel: {perf.kernel}", width, subsequent="  ")
+    lines += _load_table(r, width)
+    lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
+                        "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + "):", width)]
+    lines.append(_alternatives(r, width))
     if any(a.native for a in r.alternatives):
         lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
     for engine, cmd in r.engine_args.items():
         if cmd:
-            lines.append(f"  {engine}: {cmd}")
+            lines += wrap_command(cmd, width, indent=f"  {engine}: ")
     ck = r.checkpoint
     if ck.summary:
-        lines.append(f"  checkpoint: {ck.summary}")
+        lines += wrap(f"checkpoint: {ck.summary}", width, indent="  ", subsequent="    ")
     for alt in ck.alternatives:
-        lines.append(f"       or: {alt}")
+        lines += wrap(f"or: {alt}", width, indent="       ", subsequent="         ")
     if ck.recipe:
-        lines.append(f"  llm-compressor: {ck.recipe}")
-    lines.extend(f"  note: {n}" for n in ck.notes)
+        lines += wrap(f"llm-compressor: {ck.recipe}", width, indent="  ", subsequent="    ")
+    for n in ck.notes:
+        lines += wrap(f"note: {n}", width, indent="  ", subsequent="    ")
     lines += ["", "Assumptions:"]
-    lines.extend(f"  - {a}" for a in r.assumptions)
+    for a in r.assumptions:
+        lines += wrap(a, width, indent="  - ", subsequent="    ")
     return "\n".join(lines)
 
 
-def explain(r: Recommendation, color: bool = False) -> str:
+def write_plot(r: Recommendation, path: Path) -> Path:
+    """The ranked candidates' Pareto frontier (``recommend --plot``): tokens/s per GPU vs per user across
+    concurrency, the recommended point starred, the latency budgets drawn."""
+    from .pareto import write_frontier
+
+    w, t = r.workload, r.target
+    schemes = list(dict.fromkeys(p.scheme for p in r.frontier))
+    lengths = (f"{w.prompt:,} + {w.output:,} tokens" if w.prompt is not None and w.output is not None
+               else f"context {w.context:,}")
+    title = (f"{w.model_id} on {w.gpus} x {w.gpu} ({r.kv.dtype}), {lengths}, {w.serving_mode} — Pareto frontier "
+             f"per scheme\nacross concurrency ({r.performance.profile}; a model, not a measurement)")
+    return write_frontier(r.frontier, path, title=title, schemes=schemes,
+                          itl_budget_s=t.itl_s if t else None, ttft_budget_s=t.ttft_s if t else None,
+                          e2e_budget_s=t.e2e_s if t else None)
+
+
+def explain(r: Recommendation, color: bool = False, width: int | None = None) -> str:
     """The decision tree as a rich Tree, the chosen path in bold green (plain text unless
     ``color``; the path is also marked with arrows so it survives without colour)."""
     from io import StringIO
@@ -144,13 +275,9 @@ def explain(r: Recommendation, color: bool = False) -> str:
         node = branch
     node.add(f"[bold green]→ {r.scheme.id}[/] + KV {r.kv.dtype}")
     buf = StringIO()
-    Console(file=buf, width=110, force_terminal=color, color_system="standard" if color else None,
+    Console(file=buf, width=width or 200, force_terminal=color, color_system="standard" if color else None,
             highlight=False).print(root)
     return buf.getvalue().rstrip()
-
-
-def _clip(text: str, width: int = 90) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _escape(text: str) -> str:

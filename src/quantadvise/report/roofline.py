@@ -10,10 +10,11 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
-from .text import Table, gb, seconds_h
+from .text import Table, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
 CHART_MIN_WIDTH = 60
+CHART_WIDTH = 120  # the chart's width when the output has no width limit (--wide)
 CHART_HEIGHT = 14
 
 
@@ -57,12 +58,13 @@ def _profile_line(r: RooflineResult) -> str:
             "--ideal for the spec sheet)")
 
 
-def header(r: RooflineResult) -> list[str]:
+def header(r: RooflineResult, width: int | None = None) -> list[str]:
     m, g = r.model, r.gpu
     src = f"{m.source or '?'}; {m.kind}"
     link = f"{g.interconnect_bytes_per_s / 1e9:,.0f}" if g.interconnect_bytes_per_s is not None else "?"
+    what = "serving points and Pareto frontier" if r.pareto is not None else "decode step roofline"
     lines = [
-        f"{m.id or '?'} ({src}) on {r.gpus} x {g.name} — decode step roofline (a model, not a measurement)",
+        f"{m.id or '?'} ({src}) on {r.gpus} x {g.name} — {what} (a model, not a measurement)",
         _profile_line(r),
         f"KV cache {r.kv_dtype}: {r.kv_bytes_per_token:,.0f} B/token; bandwidth "
         f"{g.bandwidth_bytes_per_s / 1e12:,.2f} TB/s per GPU"
@@ -71,29 +73,43 @@ def header(r: RooflineResult) -> list[str]:
         + ("; scope: decoder linear matrices + KV + residual stream (the chapter's accounting)"
            if r.scope == "decoder" else ""),
     ]
-    return lines
+    if r.price is not None:
+        lines.append(f"price: {r.price.label()}")
+    if r.speculation is not None:
+        sp = r.speculation
+        lines.append(f"speculative decoding: K = {sp.tokens}, A = {sp.acceptance:g} -> {sp.tokens_per_step:.2f} tokens "
+                     f"per step (per-token acceptance {sp.per_token_acceptance:.3f}; Leviathan et al., "
+                     "arXiv:2211.17192)")
+    return [x for line in lines for x in wrap(line, width, subsequent="  ")]
 
 
-def schemes_table(r: RooflineResult) -> str:
+def schemes_table(r: RooflineResult, width: int | None = None) -> str:
     kern = any(s.kernel for s in r.schemes)
-    t = Table(["scheme", "math", "runs", *(["kernel", "curve"] if kern else []), "bytes/weight", "weights/GPU",
-               "ridge FLOP/B", "compute-bound from"], align="lll" + ("ll" if kern else "") + "rrrr")
+    spec = r.speculation is not None
+    cols = ["scheme", "math", "runs", *(["kernel", "curve"] if kern else []), "bytes/weight", "weights/GPU",
+            "ridge FLOP/B", "compute-bound from", *([f"with K={r.speculation.tokens}"] if r.speculation else [])]
+    t = Table(cols, align="lll" + ("ll" if kern else "") + "rrrr" + ("r" if spec else ""), flex=("runs",),
+              drop=(*(["curve", "kernel"] if kern else []), "ridge FLOP/B", "bytes/weight", "weights/GPU"))
     for s in r.schemes:
         rb = r.ridge_batch.get(s.scheme)
         runs = s.execution + (" + dequant" if s.dequant else "") + (" (measured)" if s.model == "calibrated" else "")
         kcols = [s.kernel or "-", (f"{s.curve} ({s.curve_basis})" if s.curve else "roofline")] if kern else []
+        extra = ["never" if s.ridge_batch_speculative is None else f"B = {_batch(s.ridge_batch_speculative)}"] \
+            if spec else []
         t.add(s.scheme, s.math, runs, *kcols, f"{s.bytes_per_weight:.3f}", gb(s.weights_bytes_per_gpu),
-              f"{s.ridge_flop_per_byte:,.0f}", "never" if rb is None else f"B = {_batch(rb)}")
-    return t.render()
+              f"{s.ridge_flop_per_byte:,.0f}", "never" if rb is None else f"B = {_batch(rb)}", *extra)
+    return t.render(width)
 
 
-def points_table(r: RooflineResult) -> str:
-    cols = ["ctx", "batch", "scheme", "step", "tok/s", "bound", "weights", "KV", "act", "FLOP/B", "GB/GPU"]
-    align = "rrllrlrrrrr"
+def points_table(r: RooflineResult, width: int | None = None) -> str:
+    price = r.price is not None
+    cols = ["ctx", "batch", "scheme", "step", "tok/s", *(["$/Mtok"] if price else []), "bound", "weights", "KV",
+            "act", "FLOP/B", "GB/GPU"]
+    align = "rrllr" + ("r" if price else "") + "lrrrrr"
     if r.prompt is not None:
         cols.append(f"TTFT@{r.prompt:,}")
         align += "r"
-    t = Table(cols, align=align)
+    t = Table(cols, align=align, drop=("act", "FLOP/B", "weights", "KV", "GB/GPU", "bound"))
     best: dict[tuple[int, int], float] = {}
     for p in r.points:
         key = (p.ctx, p.batch)
@@ -110,6 +126,7 @@ def points_table(r: RooflineResult) -> str:
             p.scheme + mark,
             seconds_h(p.step_time_s),
             f"{p.tokens_per_s:,.0f}",
+            *([_usd(p.usd_per_mtok)] if price else []),
             p.bound,
             pct(p.byte_shares.weights),
             pct(p.byte_shares.kv),
@@ -120,7 +137,66 @@ def points_table(r: RooflineResult) -> str:
         if r.prompt is not None:
             row.append(seconds_h(p.ttft_s) if p.ttft_s is not None else "")
         t.add(*row)
-    return t.render()
+    return t.render(width)
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    ms = v * 1e3
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}"
+
+
+def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
+    """The serving points that fit, per context and scheme; marks: ``<`` the point to run at, ``*`` on the
+    envelope of every scheme, ``f`` on the scheme's own frontier; budgets broken named."""
+    pa = r.pareto
+    if pa is None:
+        return []
+    price = r.price is not None
+    slo = any(v is not None for v in (pa.itl_budget_s, pa.ttft_budget_s, pa.e2e_budget_s))
+    cols = ["ctx", "scheme", "batch", "tok/s/GPU", "tok/s/user", "ITL ms", "TTFT ms", "E2E s", "prefill",
+            *(["$/Mtok"] if price else []), *(["budgets"] if slo else []), "mark"]
+    t = Table(cols, align="rlrrrrrrr" + ("r" if price else "") + ("l" if slo else "") + "l",
+              drop=("E2E s", "prefill", "TTFT ms"))
+    last = None
+    for p in pa.points:
+        if not p.fits:
+            continue
+        key = (p.ctx, p.scheme)
+        first = key != last
+        last = key
+        mark = "<" if p.recommended else "*" if p.best else "f" if p.on_frontier else ""
+        t.add(f"{p.ctx:,}" if first else "", p.scheme if first else "", f"{p.batch:,}",
+              f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", _ms(p.itl_s), _ms(p.ttft_s),
+              f"{p.e2e_s:,.1f}", "-" if p.prefill_share is None else f"{p.prefill_share:.0%}",
+              *([_usd(p.usd_per_mtok)] if price else []),
+              *(["ok" if p.meets_slo else "breaks"] if slo else []), mark)
+    out = [*wrap(f"Serving points: {pa.prompt:,} prompt + {pa.output:,} output tokens per request, continuous "
+                 "batching (ITL the mean a user sees, TTFT under load, tokens/s per GPU = output tokens/s / GPUs):",
+                 width), t.render(width)]
+    dropped = sum(1 for p in pa.points if not p.fits)
+    legend = "< = the point to run at, * = on the envelope of every scheme, f = on the scheme's frontier"
+    if dropped:
+        legend += f"; {dropped} points whose KV cache does not fit are left out"
+    out += wrap(legend, width)
+    rec = pa.recommended
+    if rec is not None:
+        budgets = ", ".join(f"{n} <= {v * 1e3:,.0f} ms" for n, v in (("ITL", pa.itl_budget_s),
+                                                                     ("TTFT", pa.ttft_budget_s),
+                                                                     ("E2E", pa.e2e_budget_s)) if v is not None)
+        cost = f", ${_usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
+        out += wrap(f"Run at: {rec.scheme}, {rec.batch:,} sequences (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
+                    f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {_ms(rec.itl_s)} ms, "
+                    f"TTFT {_ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
+                    + (f" and meet {budgets}" if budgets else ""), width, subsequent="  ")
+    elif slo:
+        out += wrap("No point that fits meets the budgets: relax them, add GPUs or shorten the requests.", width)
+    return out
 
 
 def crossover_lines(r: RooflineResult) -> list[str]:
@@ -138,18 +214,26 @@ def crossover_lines(r: RooflineResult) -> list[str]:
     return out
 
 
-def table(r: RooflineResult, width: int = 0) -> str:
-    """Header, per-scheme ridge table, the points, crossovers, notes; a terminal chart when
-    ``width`` (the terminal's columns) is wide enough and the result carries curves."""
-    lines = [*header(r), "", schemes_table(r), "", points_table(r), ""]
-    lines.append("* = fastest at that batch and context; bytes and FLOPs are per GPU; "
-                 "! = weights + KV do not fit in GPU memory")
-    lines.extend(crossover_lines(r))
-    lines.extend(f"note: {n}" for n in r.notes)
-    if width >= CHART_MIN_WIDTH and r.curves:
+def table(r: RooflineResult, width: int | None = None, show_chart: bool = True) -> str:
+    """Header, per-scheme ridge table, the points (with ``--pareto``: the serving points), crossovers,
+    notes, fitted to ``width`` columns (None: no limit); a terminal chart when ``show_chart``, the result
+    carries curves and the width allows (None: 120 columns)."""
+    lines = [*header(r, width), "", schemes_table(r, width), ""]
+    if r.pareto is not None:
+        lines += pareto_table(r, width)
+    else:
+        lines += [points_table(r, width), ""]
+        lines += wrap("* = fastest at that batch and context; bytes and FLOPs are per GPU; "
+                      "! = weights + KV do not fit in GPU memory", width)
+    for line in crossover_lines(r):
+        lines += wrap(line, width, subsequent="  ")
+    for n in r.notes:
+        lines += wrap(n, width, indent="note: ", subsequent="  ")
+    chart_w = CHART_WIDTH if width is None else width
+    if show_chart and chart_w >= CHART_MIN_WIDTH and r.curves and r.pareto is None:
         for ctx in sorted({c.ctx for c in r.curves})[:3]:
             lines.append("")
-            lines.extend(chart(r, ctx, width))
+            lines.extend(chart(r, ctx, chart_w))
     return "\n".join(lines)
 
 
@@ -160,14 +244,39 @@ def table(r: RooflineResult, width: int = 0) -> str:
 CSV_COLUMNS = (
     "scheme", "batch", "ctx", "step_time_s", "tokens_per_s", "bound", "bytes_weights", "bytes_kv",
     "bytes_activations", "flops", "intensity_flop_per_byte", "share_weights", "share_kv", "share_activations",
-    "memory_per_gpu_bytes", "fits", "ttft_s", "gpu", "gpus", "model", "kv_dtype", "profile",
+    "memory_per_gpu_bytes", "fits", "ttft_s", "gpu", "gpus", "model", "kv_dtype", "profile", "usd_per_mtok",
+)
+PARETO_CSV_COLUMNS = (
+    "scheme", "ctx", "batch", "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "itl_s", "ttft_s",
+    "e2e_s", "prefill_share", "usd_per_mtok", "bound", "fits", "meets_slo", "on_frontier", "best", "recommended",
+    "prompt", "output", "gpu", "gpus", "model", "kv_dtype", "profile",
 )
 
 
+def _f(v: float | None) -> str:
+    return "" if v is None else repr(v)
+
+
+def _b(v: bool | None) -> str:
+    return "" if v is None else str(v).lower()
+
+
 def to_csv(r: RooflineResult) -> str:
-    """One row per point; units in the column names; full float precision."""
+    """One row per point (with ``--pareto``: per serving point); units in the column names; full float
+    precision; an empty cell where a value does not apply."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
+    if r.pareto is not None:
+        pa = r.pareto
+        w.writerow(PARETO_CSV_COLUMNS)
+        for q in pa.points:
+            w.writerow([
+                q.scheme, q.ctx, q.batch, repr(q.tokens_per_s), repr(q.tokens_per_s_per_gpu),
+                repr(q.tokens_per_s_per_user), repr(q.itl_s), _f(q.ttft_s), repr(q.e2e_s), _f(q.prefill_share),
+                _f(q.usd_per_mtok), q.bound, _b(q.fits), _b(q.meets_slo), _b(q.on_frontier), _b(q.best),
+                _b(q.recommended), pa.prompt, pa.output, r.gpu.id, r.gpus, r.model.id or "", r.kv_dtype, r.profile.id,
+            ])
+        return buf.getvalue().rstrip("\n")
     w.writerow(CSV_COLUMNS)
     for p in r.points:
         w.writerow([
@@ -176,7 +285,7 @@ def to_csv(r: RooflineResult) -> str:
             repr(p.intensity_flop_per_byte), repr(p.byte_shares.weights), repr(p.byte_shares.kv),
             repr(p.byte_shares.activations), p.memory_per_gpu_bytes, str(p.fits).lower(),
             "" if p.ttft_s is None else repr(p.ttft_s), r.gpu.id, r.gpus, r.model.id or "", r.kv_dtype,
-            r.profile.id,
+            r.profile.id, _f(p.usd_per_mtok),
         ])
     return buf.getvalue().rstrip("\n")
 
@@ -295,25 +404,16 @@ def _interp(c: CurveOut, x: float) -> float:
 # Plot (matplotlib, optional)
 # -------------------------------------------------------------------------------------------------
 
-PLOT_SUFFIXES = (".png", ".svg")
-
-
 def write_plot(r: RooflineResult, path: Path) -> Path:
     """Step time and tokens/s vs batch, one curve per scheme (line style per context), requested
     points as dots, ridge batches as dotted verticals, crossovers as black X with their batch."""
-    if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise InputError(f"--plot {path}: the file must end in .png or .svg", field="plot")
+    from .pareto import check_plot_path, import_pyplot
+
+    check_plot_path(path)
     if not r.curves:
         raise InputError("--plot needs at least two different batches to draw curves (e.g. --batch 1..512)",
                          field="plot")
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'quantadvise[plot]'", field="plot") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matplotlib.rcParams["svg.hashsalt"] = "quantadvise"
+    plt = import_pyplot()
     fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     styles = ["-", "--", ":", "-."]
@@ -386,4 +486,20 @@ def write_plot(r: RooflineResult, path: Path) -> Path:
     return path
 
 
-__all__ = ["table", "to_csv", "chart", "write_plot", "pct"]
+def write_pareto_plot(r: RooflineResult, path: Path) -> Path:
+    """``roofline --pareto --plot FILE``: tokens/s per GPU vs per user, each scheme's frontier, the point to
+    run at and the budgets (report/pareto.py)."""
+    from .pareto import write_frontier
+
+    pa = r.pareto
+    if pa is None:
+        raise InputError("--plot of the frontier needs --pareto", field="plot")
+    prof = "ideal spec sheet" if r.profile.ideal else f"profile {r.profile.id}"
+    title = (f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name}, KV {r.kv_dtype}, {pa.prompt:,} + {pa.output:,} tokens "
+             f"per request,\ncontinuous batching — Pareto frontier per scheme across batch ({prof}; a model, not a "
+             "measurement)")
+    return write_frontier(pa.points, path, title=title, schemes=[s.scheme for s in r.schemes],
+                          itl_budget_s=pa.itl_budget_s, ttft_budget_s=pa.ttft_budget_s, e2e_budget_s=pa.e2e_budget_s)
+
+
+__all__ = ["table", "to_csv", "chart", "write_plot", "write_pareto_plot", "pareto_table", "pct"]

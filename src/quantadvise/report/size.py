@@ -1,18 +1,26 @@
-"""Human table for ``quantadvise size``."""
+"""Human table for ``quantadvise size``, fitted to the terminal width."""
 
 from __future__ import annotations
 
 from ..sizing import SizeReport
-from .text import Table, count_h, gb, gib
+from .text import Table, count_h, gb, gib, plural, wrap
 
 
-def table(r: SizeReport) -> str:
+def ratio_words(ratio: float) -> str:
+    """How the size compares with bf16, in words: never "1.00x smaller"."""
+    if abs(ratio - 1) < 0.005:
+        return "the same size"
+    return f"{ratio:.2f}x smaller" if ratio > 1 else f"{1 / ratio:.2f}x larger"
+
+
+def table(r: SizeReport, width: int | None = None) -> str:
     m = r.model
-    head = [
-        f"{m.id}  ({m.source}; {m.kind}; {m.architecture})",
-        f"scheme: {r.scheme.id}" + (f" — {r.scheme.description}" if r.scheme.description else ""),
-    ]
-    t = Table(["component", "params", "bits/param", "bytes", "GB", "GiB", "bf16 GB"], align="lrrrrrr")
+    out: list[str] = []
+    out += wrap(f"{m.id}  ({m.source}; {m.kind}; {m.architecture})", width)
+    out += wrap(f"scheme: {r.scheme.id}" + (f" — {r.scheme.description}" if r.scheme.description else ""), width,
+                subsequent="  ")
+    t = Table(["component", "params", "bits/param", "bytes", "GB", "GiB", "bf16 GB"], align="lrrrrrr",
+              flex=("component",), drop=("bytes", "GiB"))
     for c in r.components:
         t.add(
             c.component + (" *" if c.quantized else ""),
@@ -32,35 +40,37 @@ def table(r: SizeReport) -> str:
         f"{r.total_bytes / 1024**3:,.2f}",
         f"{r.baseline_bytes / 1e9:,.2f}",
     )
-    lines = [*head, "", t.render(), ""]
+    out += ["", t.render(width), ""]
     eff = (
         f"; {r.effective_bits_per_weight:.3f} effective bits per quantized weight (scales and zero-points included)"
         if r.effective_bits_per_weight
         else ""
     )
-    lines.append(
-        f"{gb(r.total_bytes)} ({gib(r.total_bytes)}) vs {gb(r.baseline_bytes)} bf16: "
-        f"{r.compression_ratio:.2f}x smaller{eff}."
-    )
-    lines.append(f"params: {r.total_params:,}" + (
-        f" (published: {m.published_params:,})" if m.published_params else ""
-    ) + "; * = quantized component")
+    out += wrap(f"{gb(r.total_bytes)} ({gib(r.total_bytes)}) vs {gb(r.baseline_bytes)} bf16: "
+                f"{ratio_words(r.compression_ratio)}{eff}.", width)
+    out += wrap(f"params: {r.total_params:,}"
+                + (f" (published: {m.published_params:,})" if m.published_params else "")
+                + ("; * = quantized component" if any(c.quantized for c in r.components) else ""), width)
     if r.kv is not None:
         k = r.kv
         sw = f", {k.sliding_layers} sliding-window layers capped at {k.sliding_window} tokens" if k.sliding_layers else ""
-        lines.append(
-            f"KV cache ({k.dtype}): {k.bytes_per_token:,.0f} B/token over {k.layers_caching_every_token} layers{sw}; "
-            f"batch {k.batch} x ctx {k.ctx:,} = {gb(k.bytes)} ({gib(k.bytes)})"
-        )
+        out += wrap(f"KV cache ({k.dtype}): {k.bytes_per_token:,.0f} B/token over {k.layers_caching_every_token} "
+                    f"layers{sw}; {plural(k.batch, 'sequence')} x {k.ctx:,} tokens = {gb(k.bytes)} ({gib(k.bytes)})",
+                    width, subsequent="  ")
     if r.fit is not None:
         f = r.fit
-        verdict = "fits" if f.fits else "DOES NOT FIT"
-        lines.append(
-            f"{f.gpus} x {f.gpu}: {gb(f.usable_bytes)} usable ({f.memory_utilization:.0%} of {gb(f.memory_bytes)}), "
-            f"{gb(f.reserve_bytes)} runtime reserve, weights {gb(f.weights_bytes)}, "
-            f"left for KV {gb(f.free_for_kv_bytes)} = {f.kv_token_capacity:,} tokens -> {verdict}"
-            + (f"; max {f.max_sequences_at_ctx:,} sequences at this ctx" if f.max_sequences_at_ctx is not None
-               and r.kv is not None and r.kv.ctx else "")
-        )
-    lines.extend(f"note: {n}" for n in r.notes)
-    return "\n".join(lines)
+        head = (f"{f.gpus} x {f.gpu}: {gb(f.usable_bytes)} usable ({f.memory_utilization:.0%} of "
+                f"{gb(f.memory_bytes)}), {gb(f.reserve_bytes)} runtime reserve, weights {gb(f.weights_bytes)}, ")
+        if r.kv is None:  # no workload given: say what room the weights leave, judge nothing else
+            verdict = "weights fit" if f.free_for_kv_bytes > 0 else "the weights DO NOT FIT"
+            tail = (f"left for KV {gb(f.free_for_kv_bytes)} = {f.kv_token_capacity:,} tokens -> {verdict} "
+                    "(give --ctx and --batch to size a workload's KV cache)")
+        else:
+            tail = (f"left for KV {gb(f.free_for_kv_bytes)} = {f.kv_token_capacity:,} tokens -> "
+                    + ("fits" if f.fits else "DOES NOT FIT")
+                    + (f"; at most {plural(f.max_sequences_at_ctx, 'sequence')} of {r.kv.ctx:,} tokens"
+                       if f.max_sequences_at_ctx is not None and r.kv.ctx else ""))
+        out += wrap(head + tail, width, subsequent="  ")
+    for n in r.notes:
+        out += wrap(f"note: {n}", width, subsequent="  ")
+    return "\n".join(out)

@@ -10,8 +10,12 @@ import shlex
 import textwrap
 from collections.abc import Sequence
 
+from ..wording import plural
+
 ELLIPSIS = "…"
 MIN_FLEX = 10  # a shrunk column keeps at least this many characters
+__all__ = ["ELLIPSIS", "MIN_FLEX", "Table", "bytes_h", "clip", "count_h", "gb", "gib", "plural", "seconds_h", "wrap",
+           "wrap_command"]
 
 
 def gb(n_bytes: float) -> str:

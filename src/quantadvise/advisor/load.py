@@ -1,0 +1,96 @@
+"""GPUs for a load: each scheme's replicas and tensor-parallel degree for ``--rate`` or ``--users``.
+
+The tree is walked once per tensor-parallel degree t (``defaults.TP_DEGREES``, or the ``--gpus``
+given); each ranked candidate of that walk runs one replica of t GPUs at the concurrency it holds
+(or the largest its latency budgets allow) and delivers X output tokens/s there. A load needs
+
+- ``--rate R`` requests/s of O output tokens each: ``ceil(R x O / X)`` replicas — each then runs at
+  or below the concurrency it was priced at, so it keeps its latencies;
+- ``--users N`` concurrent users (sequences in flight; think time not modelled):
+  ``ceil(N / concurrency)`` replicas,
+
+and ``gpus = t x replicas``. Per scheme the layout with the fewest GPUs is kept (then the most output
+tokens/s per GPU, then the smaller t): "70B: 2 x H100 fp8 TP2, or 1 x H100 W4A16, or 4 x H100 bf16
+TP4". The recommendation is the tree's own winner at the degree whose winner needs the fewest GPUs
+(ties: more tokens/s per GPU, then the smaller degree), so the native-checkpoint margin and the
+accuracy tiers of the tree still apply. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .result import Layout, LoadPlan, Recommendation
+
+RANKED = ("recommended", "runner-up", "slower")
+
+
+def replicas_for(*, rate: float | None, users: int | None, output_tokens: int, tokens_per_s: float,
+                 concurrency: int) -> int:
+    """Replicas one scheme needs: ``ceil(rate x output / tokens_per_s)`` or ``ceil(users / concurrency)``."""
+    if rate is not None:
+        return max(1, math.ceil(rate * output_tokens / tokens_per_s - 1e-9))
+    assert users is not None
+    return max(1, math.ceil(users / concurrency - 1e-9))
+
+
+def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | None, output_tokens: int,
+            usd_per_gpu_hour: float | None) -> list[Layout]:
+    """One layout per ranked candidate of the walk at tensor-parallel degree ``tp``."""
+    out = []
+    for a in rec.alternatives:
+        if a.status not in RANKED or not a.tokens_per_s or not a.concurrency:
+            continue
+        n = replicas_for(rate=rate, users=users, output_tokens=output_tokens, tokens_per_s=a.tokens_per_s,
+                         concurrency=a.concurrency)
+        out.append(Layout(
+            scheme=a.scheme, tp=tp, replicas=n, gpus=n * tp, concurrency=a.concurrency, tokens_per_s=a.tokens_per_s,
+            tokens_per_s_per_gpu=a.tokens_per_s / tp, requests_per_s=a.tokens_per_s / output_tokens,
+            itl_s=a.itl_s or 0.0, ttft_s=a.ttft_s, limit=a.limit or "",
+            usd_per_hour=usd_per_gpu_hour * n * tp if usd_per_gpu_hour is not None else None,
+            usd_per_mtok=a.usd_per_mtok))
+    return out
+
+
+def _key(x: Layout) -> tuple[int, float, int]:
+    return (x.gpus, -x.tokens_per_s_per_gpu, x.tp)
+
+
+def plan(recs: dict[int, Recommendation], *, rate: float | None, users: int | None, output_tokens: int,
+         usd_per_gpu_hour: float | None) -> tuple[int, LoadPlan]:
+    """(the chosen tensor-parallel degree, the plan) from the walk at each degree."""
+    every: list[Layout] = []
+    winners: dict[int, Layout] = {}
+    for tp, rec in sorted(recs.items()):
+        here = layouts(rec, tp, rate=rate, users=users, output_tokens=output_tokens,
+                       usd_per_gpu_hour=usd_per_gpu_hour)
+        every.extend(here)
+        win = next((x for x in here if x.scheme == rec.scheme.id), None)
+        if win is not None:
+            winners[tp] = win
+    chosen_tp = min(winners, key=lambda t: _key(winners[t]))
+    chosen = winners[chosen_tp]
+    best: dict[str, Layout] = {}
+    for x in every:
+        if x.scheme not in best or _key(x) < _key(best[x.scheme]):
+            best[x.scheme] = x
+    mark = {(chosen.scheme, chosen.tp)}
+    every = [x.model_copy(update={"recommended": (x.scheme, x.tp) in mark}) for x in every]
+    options = sorted((x.model_copy(update={"recommended": (x.scheme, x.tp) in mark}) for x in best.values()),
+                     key=lambda x: (0 if (x.scheme, x.tp) in mark else 1, *_key(x), x.scheme))
+    return chosen_tp, LoadPlan(rate_per_s=rate, users=users,
+                               output_tokens_per_s=rate * output_tokens if rate is not None else None,
+                               tp_degrees=sorted(recs), options=options, layouts=every)
+
+
+def describe(p: LoadPlan, gpu_name: str, lead: int = 3) -> str:
+    """``"12 req/s: w4a16 on 3 x H100 (3 replicas of TP1); or fp8-dynamic on 4 (2 x TP2) ..."``."""
+    demand = (f"{p.rate_per_s:g} requests/s" if p.rate_per_s is not None else f"{p.users:,} concurrent users")
+
+    def one(x: Layout, first: bool) -> str:
+        rep = f"{x.replicas} replica{'s' if x.replicas != 1 else ''} of TP{x.tp}"
+        return f"{x.scheme} on {x.gpus} x {gpu_name} ({rep})" if first else f"{x.scheme} on {x.gpus} ({rep})"
+
+    head = p.options[0]
+    rest = "; or ".join(one(x, False) for x in p.options[1:lead])
+    return f"{demand}: {one(head, True)}" + (f"; or {rest}" if rest else "")

@@ -1,0 +1,162 @@
+"""One input layer: every number a command or a workload file takes (batch, context, prompt and
+output lengths, GPU count, memory share, reserve, headroom, tolerance) has its limits here, once,
+and is checked by :func:`check` with one message wherever it enters — a flag of any command, a key
+of a workload file, an argument of the Python API. The flag each field is spelled as on the command
+line and the environment variable that sets its default (:data:`FLAGS`) live here too, so an error
+caused by an environment variable can name it. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from annotated_types import Interval
+
+from .errors import InputError
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The range a number must fall in; ``integer`` numbers must be whole."""
+
+    low: float
+    high: float
+    integer: bool = False
+    low_open: bool = False  # True: low itself is refused
+    high_open: bool = False
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        lo = f"> {_num(self.low)}" if self.low_open else f">= {_num(self.low)}"
+        hi = f"< {_num(self.high)}" if self.high_open else f"<= {_num(self.high)}"
+        return f"{kind} {lo} and {hi}"
+
+    def interval(self) -> Interval:
+        """The same limits as a pydantic constraint (``Annotated[int, limit.interval()]``) for the keys
+        of a workload file."""
+        return Interval(**{("gt" if self.low_open else "ge"): self.low, ("lt" if self.high_open else "le"): self.high})
+
+
+LIMITS: dict[str, Limit] = {
+    "batch": Limit(1, 1_000_000, integer=True),  # concurrent sequences (--batch, --concurrency)
+    "ctx": Limit(1, 10_000_000, integer=True),  # tokens per sequence, prompt + output
+    "prompt": Limit(0, 10_000_000, integer=True),
+    "output": Limit(1, 10_000_000, integer=True),
+    "gpus": Limit(1, 1024, integer=True),
+    "memory_utilization": Limit(0, 1, low_open=True),
+    "reserve_gb": Limit(0, 4096),
+    "headroom": Limit(0, 1, high_open=True),
+    "accuracy_tolerance": Limit(0, 100, low_open=True),
+    # serving targets (issue 15): latency budgets in ms, a load, a price, speculative decoding
+    "ttft_ms": Limit(0, 10_000_000, low_open=True),
+    "itl_ms": Limit(0, 10_000_000, low_open=True),
+    "e2e_ms": Limit(0, 100_000_000, low_open=True),
+    "rate": Limit(0, 1_000_000, low_open=True),  # requests per second
+    "users": Limit(1, 100_000_000, integer=True),  # concurrent users (sequences in flight)
+    "usd_per_gpu_hour": Limit(0, 10_000, low_open=True),
+    "spec_tokens": Limit(0, 64, integer=True),  # tokens drafted per step
+    "acceptance": Limit(0, 1),  # mean fraction of drafted tokens accepted
+}
+LIMITS["concurrency"] = LIMITS["batch"]
+
+# field -> (the command-line flag, the environment variable that sets its default or None)
+FLAGS: dict[str, tuple[str, str | None]] = {
+    "model": ("--model", "QUANTADVISE_MODEL"),
+    "gpu": ("--gpu", "QUANTADVISE_GPU"),
+    "gpus": ("--gpus", "QUANTADVISE_GPUS"),
+    "engine": ("--engine", "QUANTADVISE_ENGINE"),
+    "scheme": ("--scheme", "QUANTADVISE_SCHEME"),
+    "kv_dtype": ("--kv-dtype", "QUANTADVISE_KV_DTYPE"),
+    "format": ("--format", "QUANTADVISE_FORMAT"),
+    "config": ("--config", "QUANTADVISE_CONFIG"),
+    "batch": ("--batch", None),
+    "concurrency": ("--concurrency", None),
+    "ctx": ("--ctx", None),
+    "prompt": ("--prompt", None),
+    "output": ("--output", None),
+    "memory_utilization": ("--memory-utilization", None),
+    "reserve_gb": ("--reserve-gb", None),
+    "headroom": ("--headroom", None),
+    "accuracy_tolerance": ("--accuracy-tolerance", None),
+    "ttft_ms": ("--ttft-ms", None),
+    "itl_ms": ("--itl-ms", None),
+    "e2e_ms": ("--e2e-ms", None),
+    "rate": ("--rate", None),
+    "users": ("--users", None),
+    "usd_per_gpu_hour": ("--usd-per-gpu-hour", "QUANTADVISE_USD_PER_GPU_HOUR"),
+    "spec_tokens": ("--spec-tokens", None),
+    "acceptance": ("--acceptance", None),
+}
+# what an unknown-name error's kind is a field of
+KIND_FIELDS = {"gpu": "gpu", "model": "model", "engine": "engine", "scheme": "scheme", "kv cache dtype": "kv_dtype",
+               "listing": "kind"}
+
+
+def flag(field: str) -> str:
+    return FLAGS.get(field, (f"--{field.replace('_', '-')}", None))[0]
+
+
+def check(field: str, value: Any) -> Any:
+    """``value`` if it is a number in ``field``'s range (see :data:`LIMITS`), else one InputError
+    naming the flag, the range and what was given. None (not given) passes through."""
+    if value is None:
+        return None
+    limit = LIMITS[field]
+    name = flag(field)
+    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    if not bad and limit.integer and value != int(value):
+        bad = True
+    if not bad:
+        bad = (value <= limit.low if limit.low_open else value < limit.low) or (
+            value >= limit.high if limit.high_open else value > limit.high)
+    if bad:
+        raise InputError(f"{name} must be {limit.describe()}, got {value!r}", field=field)
+    return int(value) if limit.integer else float(value)
+
+
+def check_all(values: dict[str, Any]) -> dict[str, Any]:
+    """Every number in ``values`` that has a limit, checked (others pass through untouched)."""
+    return {k: (check(k, v) if k in LIMITS else v) for k, v in values.items()}
+
+
+def lengths(ctx: int | None, prompt: int | None, output: int | None) -> None:
+    """A sequence's lengths must agree: the prompt leaves room for at least one output token, and
+    prompt + output fit the context."""
+    if ctx is not None and prompt is not None and prompt + (output or 1) > ctx:
+        detail = f"prompt ({prompt:,}) + output ({output:,})" if output is not None else \
+            f"the prompt ({prompt:,}) leaves no room for an output token in"
+        raise InputError(f"{detail} exceed ctx ({ctx:,})" if output is not None else f"{detail} --ctx {ctx:,}",
+                         hint="raise --ctx or shorten --prompt/--output", field="ctx")
+
+
+def serving_pairs(values: dict[str, Any]) -> None:
+    """Serving-target flags that go together: one load (--rate or --users, not both) and speculative
+    decoding as a pair (--spec-tokens with --acceptance)."""
+    if values.get("rate") is not None and values.get("users") is not None:
+        raise InputError("give --rate (requests/s) or --users (concurrent users), not both", field="rate")
+    spec, acc = values.get("spec_tokens"), values.get("acceptance")
+    if (spec is None) != (acc is None):
+        raise InputError("--spec-tokens K and --acceptance A go together (K tokens drafted per step, A the mean "
+                         "fraction of them accepted)", hint="e.g. --spec-tokens 3 --acceptance 0.7",
+                         field="spec_tokens" if spec is None else "acceptance")
+
+
+def engine(name: str | None) -> str | None:
+    """An engine name as the flag table knows it (vllm, sglang; ``sgl`` is sglang), else one
+    InputError naming --engine and the engines on file."""
+    if name is None:
+        return None
+    from .engines.flags import ENGINES
+
+    key = name.strip().lower()
+    key = {"sgl": "sglang", "sgl-project": "sglang"}.get(key, key)
+    if key not in ENGINES:
+        raise InputError(f"--engine must be {' or '.join(ENGINES)}, got '{name}'",
+                         hint="`quantadvise list engines` lists the releases on file", field="engine")
+    return key
