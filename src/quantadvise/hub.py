@@ -124,7 +124,7 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
             "model",
             name,
             catalog.bundled_model_names(),
-            hint="use a bundled id, an org/name Hub id, or a path to config.json",
+            hint="`quantadvise list models` lists the bundled ones; or give an org/name Hub id, or a path to config.json",
         )
     cached = _from_cache(name)
     if cached is not None:

@@ -13,3 +13,12 @@ def install_hint(extra: str) -> str:
     """How to install an optional extra, from the package index and from a clone of the repository
     (where the package name does not resolve until it is published)."""
     return f"pip install 'quantadvise[{extra}]' (from a clone of the repository: pip install '.[{extra}]')"
+
+
+def ms(seconds: float | None) -> str:
+    """A latency in milliseconds at three significant figures (whole ms from 100 ms): one precision
+    for an ITL or TTFT in every line of every output, so a quantity never reads as two numbers."""
+    if seconds is None:
+        return "-"
+    v = seconds * 1e3
+    return f"{v:,.0f}" if v >= 99.95 else f"{v:,.1f}" if v >= 9.995 else f"{v:,.2f}"

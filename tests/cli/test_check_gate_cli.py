@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_check_cli import line_of, make_repo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,3 +213,21 @@ def test_check_and_recommend_give_one_figure_for_one_config(cli, tmp_path, monke
     alt = next(a for a in r.json()["alternatives"] if a["scheme"] == "fp8-block" and a["kv_dtype"] == "kv-fp8")
     assert perf["tokens_per_s"] == alt["tokens_per_s"]
     assert perf["speedup_vs_bf16"] == alt["speedup_vs_bf16"]
+
+
+def test_a_shipped_checkpoint_is_one_number_in_check_and_recommend(cli, tmp_path, monkeypatch):
+    # gpt-oss ships MXFP4 experts with 16-bit attention: the deployed checkpoint and the native candidate
+    # `recommend` weighs are the same weights on the same kernels, so check prices them alike (it used to
+    # price MXFP4 on every linear layer: 1,363 vs 1,305 tokens/s for the same checkpoint)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "serve.sh").write_text("vllm serve openai/gpt-oss-120b --max-model-len 8192 --max-num-seqs 16\n")
+    monkeypatch.chdir(tmp_path)
+    r = cli("check", "--gpu", "h100", "--format", "json")
+    assert r.code in (0, 1), r.stderr
+    perf = r.json()["targets"][0]["performance"]
+    assert perf["recommended"] == "native-mxfp4"
+    assert perf["tokens_per_s"] == pytest.approx(perf["recommended_tokens_per_s"], rel=1e-9)
+    rec = cli("recommend", "-m", "openai/gpt-oss-120b", "--gpu", "h100", "--batch", "16", "--ctx", "2048",
+              "--format", "json").json()
+    native = next(a for a in rec["alternatives"] if a["scheme"] == "native-mxfp4")
+    assert native["tokens_per_s"] == pytest.approx(perf["tokens_per_s"], rel=1e-9)

@@ -57,6 +57,19 @@ def test_an_unknown_engine_names_the_flag_not_a_workload_field(cli, monkeypatch)
     assert "(top level)" not in err
 
 
+@pytest.mark.parametrize("args, listing, near", [
+    (("size", "llama-3-8bb"), "quantadvise list models", "llama-3-8b"),
+    (("size", "meta-llama/Llama-3-8B", "--scheme", "w4a61"), "quantadvise list schemes", "W4A16"),
+    (("recommend", "--kv-dtype", "kv-fp9"), "quantadvise list kv", "kv-fp8"),
+    (("roofline", "--gpu", "h10"), "quantadvise list gpus", "h100"),
+    (("recommend", "--engine", "vlm"), "quantadvise list engines", "vllm"),
+], ids=["model", "scheme", "kv", "gpu", "engine"])
+def test_every_unknown_name_points_to_its_listing(cli, args, listing, near):
+    # a one-letter typo of a bundled name: the error suggests it and names the listing command
+    err = _one_error_line(cli(*args))
+    assert listing in err and near in err
+
+
 def test_the_reserve_is_refused_alike_by_size_and_recommend(cli):
     a = _one_error_line(cli("size", "--gpu", "h100", "--reserve-gb", "-1"))
     b = _one_error_line(cli("recommend", "--reserve-gb", "-1"))
@@ -118,3 +131,21 @@ def test_wording_helpers():
     assert plural(1_024, "GPU") == "1,024 GPUs"
     hint = install_hint("plot")
     assert "pip install 'quantadvise[plot]'" in hint and "pip install '.[plot]'" in hint
+
+
+def test_check_header_and_findings_give_one_number_for_the_tokens_held(cli, tmp_path, monkeypatch):
+    # 256 sequences x 8,192 tokens under continuous batching hold prompt + half the output on average:
+    # the failing example declares no lengths, so the default 256-token output gives 8,192 - 256/2 = 8,064,
+    # and that one number is in the header and in every finding that sizes the workload
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "examples" / "failing-repo", root)
+    (root / ".git").mkdir()
+    monkeypatch.chdir(root)
+    r = cli("check", "--wide")
+    assert r.code == 1, r.stderr
+    import re
+
+    header = re.search(r"256 sequences x 8,192 tokens, ([\d,]+) held on average", r.stdout)
+    assert header and header.group(1) == "8,064", r.stdout
+    held = set(re.findall(r"256 (?:sequences )?x ([\d,]+) tokens", r.stdout)) - {"8,192"}
+    assert held == {"8,064"}, held

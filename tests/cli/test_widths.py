@@ -2,7 +2,7 @@
 line of stdout is longer than the width; with ``--wide`` nothing is clipped (no ellipsis, and the
 wide tables show a line longer than 80), and at 200 columns a report that has more to show uses the
 room. The text the narrow layouts wrap is still there, word for word (whitespace aside). recommend
-and roofline have their own width tests (issue 15)."""
+and roofline, whose layouts carry the serving-target columns, are tested in test_widths_plan.py."""
 
 from __future__ import annotations
 

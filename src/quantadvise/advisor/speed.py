@@ -25,6 +25,7 @@ from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, ma
 from ..perf.solve import crossings
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
+from ..wording import ms
 from ..workload import Workload
 from .options import BF16_KV, Context, Option, family, family_kind, rank
 from .result import Prediction, TraceNode
@@ -86,7 +87,7 @@ def price(ctx: Context, o: Option) -> str | None:
         _apply(o, miss)
         o.limit = found.limit
         return (f"misses {budget_label(ctx, found.limit)} even at one sequence: "
-                f"{budget_value(miss, found.limit) * 1e3:,.1f} ms")
+                f"{ms(budget_value(miss, found.limit))} ms")
     _apply(o, found.point)
     o.limit = found.limit
     return None
@@ -128,14 +129,14 @@ def limit_text(ctx: Context, o: Option) -> str:
     """What stops ``o``'s concurrency where it runs, in words."""
     w = ctx.workload
     if o.limit in ("itl", "ttft", "e2e"):
-        nxt = "" if o.concurrency >= o.max_concurrency else f" at {o.concurrency + 1}"
-        step = (" (the step is compute-bound there: more sequences add latency, not tokens/s)"
+        nxt = "" if o.concurrency >= o.max_concurrency else f"; {o.concurrency + 1:,} sequences break it"
+        step = ("; the step is compute-bound there: more sequences add latency, not tokens/s"
                 if o.bound == "compute" else "")
-        return f"{budget_label(ctx, o.limit)} binds (it breaks{nxt}){step}"
+        return f"{budget_label(ctx, o.limit)} binds{nxt}{step}"
     if o.limit == "memory":
         return f"memory binds: its KV cache holds {o.max_concurrency:,} sequences"
     if ctx.batch_bound:
-        return f"the search bound binds ({w.batch:,} sequences; --batch raises it)"
+        return f"the search bound of {w.batch:,} sequences binds (--batch raises it)"
     return f"the batch ({w.batch:,}) binds"
 
 
@@ -171,12 +172,12 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: 
         numbers["weight_only_ridge_batch"] = round(ridge_wo, 1) if ridge_wo != math.inf else None
         if batch < ridge_wo and (cross is None or batch < cross):
             regime = "memory-bound"
-            reasons.append(f"batch {batch} is below {best_wo.id}'s ridge ({ridge_wo:.0f}): the step is memory-bound, "
+            reasons.append(f"batch {batch} is below {best_wo.id}'s ridge ({ridge_wo:.0f}): the linears are memory-bound, "
                            "so the fewest weight bytes win -> weight-only 4-bit")
         elif cross is not None and batch > cross:
             regime = "compute-bound"
             reasons.append(
-                f"batch {batch} is past the {best_wo.id} / {best_wa.id} crossover ({cross:.0f}): compute-bound, "
+                f"batch {batch} is past the {best_wo.id} / {best_wa.id} crossover ({cross:.0f}): the linears are compute-bound, "
                 f"so the faster tensor-core path wins -> W+A on {wa_math} "
                 + ("(this GPU has fp8 tensor cores)" if wa_math == "fp8" else "(no fp8 tensor cores on this GPU)"))
         else:
@@ -233,7 +234,8 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
     if ranked:
         top = ranked[0]
         share = f", {top.prefill_share:.0%} of GPU time in prefill" if top.prefill_share is not None else ""
-        decision = ((f"{regime}: " if regime != "unknown" else "")
+        # the regime of the linear layers (ridge and crossover), not the whole step's bound (performance.bound)
+        decision = ((f"linears {regime}: " if regime != "unknown" else "")
                     + f"{top.id} ({family(top.scheme)}, {ctx.kv_name}) ranks first: {top.throughput:,.0f} output "
                     f"tokens/s {held_text(ctx, top)} ({top.decode_tps:,.0f} decode tokens/s at {top.step_s * 1e3:.2f} "
                     f"ms per step{share})")
@@ -284,8 +286,8 @@ def _slo_reasons(ctx: Context, ranked: list[Option]) -> list[str]:
     out = [f"latency budgets {ctx.slo.label()}: each candidate runs at the largest concurrency that meets them "
            "and is ranked on output tokens/s per GPU there"]
     for o in ranked:
-        ttft = f", TTFT {o.ttft_s * 1e3:,.0f} ms" if o.ttft_s is not None else ""
-        out.append(f"{o.id}: concurrency {o.concurrency:,}, ITL {(o.itl_s or 0) * 1e3:,.1f} ms{ttft}, "
+        ttft = f", TTFT {ms(o.ttft_s)} ms" if o.ttft_s is not None else ""
+        out.append(f"{o.id}: concurrency {o.concurrency:,}, ITL {ms(o.itl_s or 0)} ms{ttft}, "
                    f"{o.throughput / ctx.workload.gpus:,.0f} tokens/s per GPU; {limit_text(ctx, o)}")
     return out
 

@@ -34,7 +34,9 @@ def calibrate(
     """Measure the local GPU (``backend="torch"``, needs ``pip install 'quantadvise[gpu]'`` and
     CUDA) or a synthetic one (``backend="simulated"``, with ``gpu``): read bandwidth, GEMM
     throughput per math format, and the decode-step linear layers of ``model``'s shapes at each
-    batch for each scheme with a torch kernel (bf16, fp8-tensor, fp8-dynamic, w8a8-int8, w4a16).
+    batch for each scheme with a torch kernel (bf16, fp8-tensor, fp8-dynamic, w8a8-int8, w4a16):
+    where vLLM is importable, the kernel vLLM runs for the scheme on this GPU, through vLLM's own
+    custom ops; else torch's own kernel (``.kernels_timed`` and each scheme's ``fallback`` say why).
     Writes the resulting efficiency profile to ``out`` (default ``<profile id>.yaml`` in the
     current directory) and returns a summary (``.profile_path`` says where it went).
     ``seconds`` is the timing budget; ``progress(what, done, total)`` is called as it goes."""
@@ -66,10 +68,12 @@ def calibrate(
                                  hint="pass --gpu with its row id, or add the GPU (docs/data.md)",
                                  field="gpu") from None
         presets = {sid: catalog.get_scheme(sid) for sid in catalog.scheme_ids()}
+        engine = getattr(be, "engine", None)  # an importable engine whose own kernels the backend can time
+        table = catalog.kernel_table(engine.name, engine.version) if engine is not None else None
         profile, result = run_calibration(
             be, arch=arch, model_id=info.id, gpu=row, schemes=resolved, presets=presets, batches=bs,
             seconds=seconds, tool=f"quantadvise {__version__}", command=command, progress=progress,
-            clock=lambda: time.perf_counter() - started,
+            clock=lambda: time.perf_counter() - started, engine_table=table,
         )
     finally:
         be.close()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..gate.findings import Findings
     from ..gate.result import TargetReport
     from ..gate.target import Served
+    from ..model import ModelArch
 
 
 def at(loaded: LoadedConfig, key: str, message: str) -> str:
@@ -60,10 +61,20 @@ def online_flag(engine: EngineData, name_declared: str | None) -> str | None:
     return online if online and (engine.shorthand(online) is not None or engine.method(online) is not None) else None
 
 
-def served_scheme(ck: Any, res: EngineResolution, notes: list[str]) -> tuple[Scheme | None, str, str]:
-    """(scheme the engine runs, its id, where that comes from)."""
+def served_scheme(ck: Any, res: EngineResolution, notes: list[str], arch: ModelArch | None = None,
+                  ) -> tuple[Scheme | None, str, str]:
+    """(scheme the engine runs, its id, where that comes from). A shipped checkpoint is priced and sized
+    as ``recommend`` prices it (advisor.native: the layers it really quantizes, e.g. only gpt-oss's
+    experts), so the deployed checkpoint and the recommended native one are one number."""
     if ck is not None and ck.is_quantized:
         groups = [grp for grp in ck.groups if grp.quantizes_weights]
+        if arch is not None:
+            from ..advisor.native import native_scheme
+
+            nat = native_scheme(arch, ck, catalog.layouts())
+            if nat is not None:
+                notes.extend(nat.notes)
+                return nat.scheme, nat.preset or nat.id, f"the checkpoint ({ck.quant_method})"
         if len({grp.preset or grp.name for grp in groups}) > 1:
             notes.append(f"the checkpoint has {len(groups)} quantized config groups; the first ({groups[0].name}) is "
                          "priced and sized")
@@ -191,7 +202,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
             split_error = exc.message.replace(f"--gpus {w.tp}", f"{w.flag('tensor_parallel_size')} {w.tp}")
 
     served_notes: list[str] = []
-    scheme, scheme_id, scheme_from = served_scheme(ck, res, served_notes)
+    scheme, scheme_id, scheme_from = served_scheme(ck, res, served_notes, arch)
     kv_id, kv_t, kv_from = _served_kv(res, kv_flag, served_notes)
     decl = _declared_schemes(loaded)
     weight_bits = None

@@ -162,7 +162,7 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
         decision=load.describe(plan, inputs.gpu.name),
         numbers={"rate_per_s": w.rate, "users": w.users, "output_tokens": w.output_tokens, "tp_degrees": degrees,
                  "chosen_tp": tp, "gpus": {x.scheme: x.gpus for x in plan.options}},
-        reasons=[f"{x.scheme}: {x.replicas} x TP{x.tp} = {x.gpus} GPUs, each replica {x.tokens_per_s:,.0f} output "
+        reasons=[f"{x.scheme}: {x.replicas} x TP{x.tp} = {x.gpus} GPU{'s' if x.gpus != 1 else ''}, each replica {x.tokens_per_s:,.0f} output "
                  f"tokens/s ({x.requests_per_s:,.2f} requests/s) at concurrency {x.concurrency:,}, "
                  f"{x.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" + (f", ${x.usd_per_hour:,.2f}/hour"
                                                                        if x.usd_per_hour is not None else "")
@@ -300,6 +300,11 @@ def _workload_data(workload: Workload | dict[str, Any] | None, overrides: dict[s
     from ..workload import Workload
 
     data = workload.model_dump(exclude_unset=True) if isinstance(workload, Workload) else dict(workload or {})
+    # a workload file's keys as the schema reads them (``usd-per-gpu-hour``, ``concurrency``), so the
+    # checks below that ask whether a key was given ("batch", "gpus", "usd_per_gpu_hour") see it
+    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+    if "concurrency" in data and "batch" not in data:
+        data["batch"] = data.pop("concurrency")
     given = {k: v for k, v in overrides.items() if v is not None}
     # flags and keyword arguments get the input layer's one message per number (a workload file's keys
     # are checked by the Workload schema against the same limits, with the file named)

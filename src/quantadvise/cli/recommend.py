@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from . import completion
-from .common import color_enabled, emit_report
+from .common import WideOpt, color_enabled, emit_report
 
 
 class RecFormat(str, Enum):
@@ -93,6 +93,7 @@ def recommend_cmd(
         str | None, typer.Option("--workload", "-w", help="Workload YAML file (same keys as these flags); flags win.")
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
+    wide: WideOpt = False,
     fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
                                            case_sensitive=False)] = RecFormat.table,
 ) -> None:
@@ -127,7 +128,7 @@ def recommend_cmd(
 
         write_plot(result, plot)
     kind = "explain" if explain and fmt.value == "table" else fmt.value
-    emit_report("recommend", kind, result, **({"color": color_enabled()} if kind == "explain" else {}))
+    emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
         import sys
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import KvOpt, ModelOpt, TableJsonCsv, emit_report
+from .common import KvOpt, ModelOpt, TableJsonCsv, WideOpt, emit_report
 
 CURVE_POINTS = 160
 
@@ -92,6 +92,7 @@ def roofline_cmd(
     chart: Annotated[
         bool, typer.Option("--chart/--no-chart", help="Terminal chart under the table when it is wide enough.")
     ] = True,
+    wide: WideOpt = False,
     fmt: Annotated[
         TableJsonCsv,
         typer.Option("--format", "-f", help="table, json (the report only on stdout) or csv (one row per point; "
@@ -148,7 +149,7 @@ def roofline_cmd(
 
         (write_pareto_plot if pareto else write_plot)(result, plot)
     if fmt == TableJsonCsv.table:
-        emit_report("roofline", fmt, result, show_chart=drawn)
+        emit_report("roofline", fmt, result, wide=wide, show_chart=drawn)
     else:
         emit_report("roofline", fmt, result)
     if plot is not None:

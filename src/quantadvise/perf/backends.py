@@ -1,6 +1,7 @@
 """Timing backends for ``quantadvise calibrate``: the only module that imports torch.
 
-- :class:`TorchBackend` times real kernels on the local CUDA GPU: every timed region is captured
+- :class:`TorchBackend` times real kernels on the local CUDA GPU — vLLM's own custom ops per scheme
+  where vLLM is importable (:mod:`.engine_ops`), torch's otherwise: every timed region is captured
   once in a CUDA graph and replayed between CUDA events (no Python or launch gaps between
   kernels), the median of many samples is kept, and each layer's weights are cycled over enough
   copies that none is still in the L2 when it is read again (the decode step of a real model never
@@ -27,6 +28,7 @@ from typing import Any
 from ..errors import InputError
 from ..hardware import GPU
 from ..wording import install_hint
+from . import engine_ops
 from .calibration import DeviceInfo, Kernel, Timing
 from .profiles import LinearShape, blend
 
@@ -166,7 +168,9 @@ class SimulatedBackend:
 
 
 class TorchBackend:
-    """Real kernels on the local CUDA GPU (module docstring). Needs ``pip install 'quantadvise[gpu]'``."""
+    """Real kernels on the local CUDA GPU (module docstring). Needs ``pip install 'quantadvise[gpu]'``.
+    Where vLLM is importable it times vLLM's own kernels per scheme (:mod:`.engine_ops`), torch's
+    own where it cannot, and says which."""
 
     name = "torch"
     simulated = False
@@ -194,9 +198,20 @@ class TorchBackend:
         self.dev = torch.device("cuda", device_index)
         self.props = torch.cuda.get_device_properties(self.dev)
         self.gpu = gpu
-        self._layers: dict[str, list[list[Any]]] = {}
+        self._layers: dict[tuple[str, str, str], list[list[Any]]] = {}
         self._inputs: dict[tuple[int, int], Any] = {}
         torch.manual_seed(0)
+        # vLLM's own kernels where it is importable (.engine_ops); else torch's, and engine_note says why
+        self.engine, self.engine_note = engine_ops.detect()
+
+    def engine_kernel(self, kernel: Kernel, scheme: Any, shapes: tuple[LinearShape, ...], capability: int | None,
+                      table: Any) -> tuple[Kernel, str]:
+        """The engine's kernel for ``kernel.scheme`` where one can be timed here, else torch's
+        ``kernel`` and why (calibration.run_calibration records both)."""
+        if self.engine is None:
+            return kernel, self.engine_note
+        chosen, why = engine_ops.plan(self.engine, table, kernel, scheme, capability, shapes)
+        return (chosen, "") if chosen is not None else (kernel, why)
 
     # -- facts -----------------------------------------------------------------------------------
     def device(self) -> DeviceInfo:
@@ -304,14 +319,20 @@ class TorchBackend:
 
     def linear_step(self, kernel: Kernel, shapes: tuple[LinearShape, ...], batch: int, budget_s: float) -> Timing:
         torch = self.torch
-        if kernel.kind not in self._layers:
+        lkey = (kernel.engine, kernel.kernel_id, kernel.kind)
+        if lkey not in self._layers:
             self._layers.clear()
             self._inputs.clear()
             torch.cuda.empty_cache()
             copies = self.rotation(kernel, shapes)
-            self._layers[kernel.kind] = [[_make_op(torch, kernel.kind, s.n, s.k, self.dev) for s in shapes]
-                                         for _ in range(copies)]
-        layers = self._layers[kernel.kind]
+            if kernel.engine and self.engine is not None:
+                sms = int(getattr(self.props, "multi_processor_count", 0) or 132)
+                self._layers[lkey] = [[engine_ops.make_op(self.engine, torch, kernel, s.n, s.k, self.dev, sms)
+                                      for s in shapes] for _ in range(copies)]
+            else:
+                self._layers[lkey] = [[_make_op(torch, kernel.kind, s.n, s.k, self.dev) for s in shapes]
+                                     for _ in range(copies)]
+        layers = self._layers[lkey]
         xs = {}
         for s in shapes:
             key = (batch, s.k)

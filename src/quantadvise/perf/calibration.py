@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import defaults
 from ..errors import InputError
@@ -35,6 +35,7 @@ from ..model import ModelArch
 from ..results import Out, Result
 from ..scheme import Scheme
 from .datapath import datapath
+from .engine_ops import ENGINE_LABELS, kernels_statement
 from .fit import fit_linear, ideal_model, significant
 from .inputs import parse_batches
 from .profiles import (
@@ -69,6 +70,15 @@ class Kernel:
     description: str
     min_capability: int  # SM (major*10 + minor) the torch kernel needs
     kernel_id: str = ""  # the kernel timed, as data/kernels/*.yaml names it: its curve prices only that kernel
+    engine: str = ""  # "" = torch's own kernel; "vllm" = the engine's custom ops (.engine_ops)
+    engine_version: str = ""
+    ops: tuple[str, ...] = ()  # the engine's custom ops the timed call (and its weight prepack) use
+    fused_quant: bool = False  # the engine fuses the activation quantization into the producer: not timed
+
+    @property
+    def key(self) -> str:
+        """``vllm/cutlass-fp8`` for an engine's kernel, the bare id for torch's own."""
+        return f"{self.engine}/{self.kernel_id}" if self.engine else self.kernel_id
 
 
 KERNELS: dict[str, Kernel] = {k.scheme: k for k in (
@@ -243,6 +253,11 @@ class CalibratedScheme(Out):
 
     scheme: str
     kernel: str
+    kernel_id: str = ""  # vllm/cutlass-fp8 for an engine's kernel; torch's own by its bare id
+    engine: str | None = None  # whose kernel was timed: the engine's (vllm), or None: torch's own
+    engine_version: str | None = None
+    torch_kernel: bool = True
+    fallback: str | None = None  # why torch's kernel was timed instead of the engine's
     applies_to: list[str]
     batch: list[int]
     time_s: list[float]
@@ -284,6 +299,9 @@ class CalibrationResult(Result):
     ceilings: MeasuredCeilings
     schemes: list[CalibratedScheme]
     skipped: dict[str, str] = {}  # scheme -> why it was not measured
+    engine: str | None = None  # the engine whose own kernels were timed for at least one scheme (vllm)
+    engine_version: str | None = None
+    kernels_timed: str = ""  # which kernels were timed, in words: the engine's, or torch's own and why
     notes: list[str] = []
     warnings: list[str] = []
     profile: PerfProfile  # the document written to the file
@@ -305,10 +323,15 @@ def run_calibration(
     today: date | None = None,
     progress: Progress | None = None,
     clock: Callable[[], float] | None = None,
+    engine_table: Any = None,
 ) -> tuple[PerfProfile, CalibrationResult]:
     """Measure ceilings and every scheme's decode linears at every batch with ``backend``; fit;
     return the profile and a summary. ``schemes`` = id -> Scheme (each must be in :data:`KERNELS`);
-    ``presets`` = every known preset (for ``applies_to``: schemes of the same kernel class)."""
+    ``presets`` = every known preset (for ``applies_to``: schemes of the same kernel class).
+    ``engine_table``: the ``engines.kernels.KernelTable`` of the engine the backend found importable
+    (``backend.engine``), which says which kernel the engine runs per scheme on this GPU; a backend
+    with ``engine_kernel`` then times that kernel where it can and torch's own, with the reason,
+    where it cannot (an engine op that raises mid-run included)."""
     if len(batches) < MIN_BATCHES:
         raise InputError(f"--batches needs at least {MIN_BATCHES} values to fit and validate a curve "
                          f"(e.g. 1..4096), got {len(batches)}", field="batches")
@@ -362,17 +385,46 @@ def run_calibration(
     measurements: list[Measurement] = []
     notes: list[str] = []
     rotation = 1
-    for sid in runnable:
-        k = KERNELS[sid]
-        rotation = max(rotation, backend.rotation(k, shapes))
-        ts, spreads = [], []
+    # a backend that can time an engine's own kernels (the torch backend, .engine_ops) picks them per scheme
+    choose = getattr(backend, "engine_kernel", None)
+    timed: dict[str, Kernel] = {}
+    fallbacks: dict[str, str] = {}  # scheme -> why torch's kernel was timed instead of the engine's
+
+    def measure(k: Kernel) -> tuple[list[float], list[float], list[str]]:
+        ts, spreads, got = [], [], []
         for b in batches:
             t = backend.linear_step(k, shapes, b, point_budget)
             ts.append(significant(t.seconds))
             spreads.append(significant(t.spread, 3))
-            if t.note and t.note not in notes:
-                notes.append(f"{sid}: {t.note}")
-            tick(f"{sid} batch {b}")
+            if t.note:
+                got.append(t.note)
+            tick(f"{k.scheme} batch {b}")
+        return ts, spreads, got
+
+    for sid in runnable:
+        k = KERNELS[sid]
+        why = ""
+        if choose is not None:
+            k, why = choose(k, runnable[sid], shapes, cap, engine_table)
+        before = done
+        try:
+            rotation_k = backend.rotation(k, shapes)
+            ts, spreads, got = measure(k)
+        except Exception as exc:  # noqa: BLE001 - an engine op that fails: torch's kernel instead, and why
+            if not k.engine:
+                raise
+            why = (f"{k.key} ({ENGINE_LABELS.get(k.engine, k.engine)} {k.engine_version}) raised "
+                   f"{type(exc).__name__}: {str(exc)[:160]}")
+            k, done = KERNELS[sid], before
+            rotation_k = backend.rotation(k, shapes)
+            ts, spreads, got = measure(k)
+        rotation = max(rotation, rotation_k)
+        for note in got:
+            if f"{sid}: {note}" not in notes:
+                notes.append(f"{sid}: {note}")
+        timed[sid] = k
+        if choose is not None and not k.engine:
+            fallbacks[sid] = why or "no engine kernel"
         measurements.append(Measurement(scheme=sid, kernel=k.description, batch=batches, time_s=tuple(ts),
                                         spread=tuple(spreads)))
 
@@ -385,8 +437,11 @@ def run_calibration(
     )
     calib = Calibration(provenance=prov, model=model_id, shapes=shapes, l2_rotation=rotation, ceilings=ceilings,
                         measurements=tuple(measurements))
-    profile = build_profile(calib, arch=arch, gpu=gpu, schemes=runnable, presets=presets, notes=notes)
-    return profile, summarize(profile, arch=arch, gpu=gpu, schemes=runnable, skipped=skipped, notes=notes)
+    statement = kernels_statement(timed, fallbacks) if choose is not None else ""
+    profile = build_profile(calib, arch=arch, gpu=gpu, schemes=runnable, presets=presets, notes=notes,
+                            kernels=timed, statement=statement)
+    return profile, summarize(profile, arch=arch, gpu=gpu, schemes=runnable, skipped=skipped, notes=notes,
+                              kernels=timed, fallbacks=fallbacks, statement=statement)
 
 
 def build_profile(
@@ -397,9 +452,13 @@ def build_profile(
     schemes: dict[str, Scheme],
     presets: dict[str, Scheme],
     notes: Sequence[str] = (),
+    kernels: dict[str, Kernel] | None = None,
+    statement: str = "",
 ) -> PerfProfile:
     """A profile from a calibration record: measured ceilings as the GPU's efficiencies, and a
-    :class:`LinearFit` per measured scheme (shared with presets of the same kernel class)."""
+    :class:`LinearFit` per measured scheme (shared with presets of the same kernel class), each
+    recording the kernel it timed (``kernels``: scheme -> the :class:`Kernel` timed, default
+    torch's; ``statement``: which kernels were timed, for the description and source)."""
     c = calib.ceilings
     mem_eff = min(1.0, significant(c.read_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s, 4))
     comp: dict[str, float] = {}
@@ -417,14 +476,15 @@ def build_profile(
         also = tuple(sorted(pid for pid, ps in presets.items()
                             if pid != m.scheme and cls is not None and kernel_class(ps) == cls))
         fit = fit_linear(arch, s, gpu, m.batch, m.time_s, kernel=m.kernel, applies_to=also)
-        kid = KERNELS[m.scheme].kernel_id if m.scheme in KERNELS else None
+        timed = (kernels or {}).get(m.scheme) or KERNELS.get(m.scheme)
+        kid = timed.kernel_id if timed is not None else None
         scheme_knobs[m.scheme] = SchemeKnobs(linear=fit.model_copy(update={"kernel_id": kid or None}))
     prov = calib.provenance
     label = "SIMULATED " if prov.simulated else ""
     entry = GpuKnobs(
         gpu=gpu.id,
         source=(f"{label}quantadvise calibrate ({prov.backend} backend) on '{prov.gpu_name}', "
-                f"{prov.measured_on.isoformat()}; shapes of {calib.model}"),
+                f"{prov.measured_on.isoformat()}; shapes of {calib.model}" + (f"; {statement}" if statement else "")),
         memory_efficiency=mem_eff,
         compute_efficiency=dict(comp),
         schemes=scheme_knobs,
@@ -432,6 +492,8 @@ def build_profile(
     )
     desc = (f"{label}calibration of {gpu.id} (the driver says '{prov.gpu_name}'): measured ceilings and per-scheme "
             f"decode linear curves for the shapes of {calib.model}")
+    if statement:
+        desc += f"; {statement}"
     if notes:
         desc += "; " + "; ".join(notes)
     return PerfProfile(
@@ -445,13 +507,16 @@ def build_profile(
 
 def summarize(profile: PerfProfile, *, arch: ModelArch, gpu: GPU, schemes: dict[str, Scheme],
               skipped: dict[str, str] | None = None, profile_path: str | None = None,
-              notes: Sequence[str] = ()) -> CalibrationResult:
+              notes: Sequence[str] = (), kernels: dict[str, Kernel] | None = None,
+              fallbacks: dict[str, str] | None = None, statement: str = "") -> CalibrationResult:
     """The :class:`CalibrationResult` of a profile :func:`build_profile` made (its first GPU entry)."""
     entry = profile.gpus[0]
     calib = entry.calibration
     assert calib is not None
+    timed = {m.scheme: (kernels or {}).get(m.scheme) or KERNELS[m.scheme] for m in calib.measurements}
     out = []
     for m in calib.measurements:
+        k = timed[m.scheme]
         fit = entry.schemes[m.scheme].linear
         assert fit is not None
         s = schemes[m.scheme]
@@ -461,7 +526,9 @@ def summarize(profile: PerfProfile, *, arch: ModelArch, gpu: GPU, schemes: dict[
         resid = [math.log(t / blend(mem_s / fit.memory_efficiency, comp_s * max(b, fit.m_tile) / fit.compute_efficiency,
                                     fit.blend)) for b, t in zip(m.batch, m.time_s, strict=True)]
         out.append(CalibratedScheme(
-            scheme=m.scheme, kernel=m.kernel, applies_to=list(fit.applies_to), batch=list(m.batch),
+            scheme=m.scheme, kernel=m.kernel, kernel_id=k.key, engine=k.engine or None,
+            engine_version=k.engine_version or None, torch_kernel=not k.engine,
+            fallback=(fallbacks or {}).get(m.scheme), applies_to=list(fit.applies_to), batch=list(m.batch),
             time_s=list(m.time_s), tokens_per_s=[b / t for b, t in zip(m.batch, m.time_s, strict=True)],
             spread=list(m.spread), memory_efficiency=fit.memory_efficiency,
             compute_efficiency=fit.compute_efficiency, blend=fit.blend, m_tile=fit.m_tile, fitted_ridge_batch=ridge,
@@ -488,12 +555,15 @@ def summarize(profile: PerfProfile, *, arch: ModelArch, gpu: GPU, schemes: dict[
                                   compute_efficiency=dict(entry.compute_efficiency)),
         schemes=out,
         skipped=dict(skipped or {}),
+        engine=next((k.engine for k in timed.values() if k.engine), None),
+        engine_version=next((k.engine_version for k in timed.values() if k.engine), None),
+        kernels_timed=statement,
         notes=[f"each layer's weights cycled over {calib.l2_rotation} copies so no weight is re-read from the L2",
                "time_s = the decoder linear layers of one decode step (every shape x layers), median",
-               "timed torch's own kernels, not vLLM's or SGLang's custom ops: a measured curve prices only the kernel "
-               "it timed (" + ", ".join(f"{m.scheme}: {KERNELS[m.scheme].kernel_id}" for m in calib.measurements
-                                        if m.scheme in KERNELS) + "); a scheme an engine runs on another "
-               "kernel keeps that kernel's curve (docs/calibration.md)",
+               (statement or "timed torch's own kernels, not vLLM's or SGLang's custom ops")
+               + ": a measured curve prices only the kernel it timed ("
+               + ", ".join(f"{sid}: {k.key}" for sid, k in timed.items()) + "); a scheme an engine runs on "
+               "another kernel keeps that kernel's curve (docs/calibration.md)",
                *notes],
         warnings=warnings,
         profile=profile,

@@ -53,6 +53,15 @@ def calibrate_table(r: CalibrationResult, width: int | None = None) -> str:
               + (f", x {r.shapes[0].count} layers" if r.shapes else ""), width, subsequent="  "),
         "",
     ]
+    if r.schemes:  # whose kernels were timed, said plainly before any number
+        t = Table(["scheme", "kernel timed", "whose"], align="lll")
+        for s in r.schemes:
+            t.add(s.scheme, s.kernel_id or "-",
+                  "torch's own (not an engine's)" if s.torch_kernel else f"{s.engine} {s.engine_version} custom ops")
+        lines += [t.render(width)]
+        if r.kernels_timed:
+            lines += wrap(r.kernels_timed, width, subsequent="  ")
+        lines.append("")
     c = r.ceilings
     t = Table(["ceiling", "measured", "spec sheet", "achieved"], align="lrrr", drop=("spec sheet",))
     bw = c.read_bandwidth_bytes_per_s

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..advisor.result import Recommendation
 from ..scheme import SchemeAxes
-from .text import Table, gb, wrap, wrap_command
+from ..wording import ms
+from .text import Table, gb, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
     "native": "a. native",
@@ -19,8 +20,7 @@ NODE_LABELS = {
     "load": "g. load",
 }
 
-
-WIDE_WHY = 120  # narrower than this, the alternatives' reasons go under their table, wrapped
+EXPLAIN_UNLIMITED = 10_000  # the tree's width with --wide (no limit): rich then wraps nothing
 
 
 def _axes_rows(axes: SchemeAxes) -> Table:
@@ -43,16 +43,6 @@ def _axes_rows(axes: SchemeAxes) -> Table:
     return t
 
 
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v * 1e3:,.2f}"
-
-
-def _ms_short(v: float | None) -> str:
-    """Milliseconds with the precision a table needs (three significant figures, at least whole ms)."""
-    if v is None:
-        return "-"
-    ms = v * 1e3
-    return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}" if ms >= 10 else f"{ms:,.2f}"
 
 
 def _usd(v: float | None) -> str:
@@ -86,10 +76,10 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     """Latencies, the prefill / decode split, speculation and cost of the recommended point."""
     perf = r.performance
     lines: list[str] = []
-    lat = f"ITL {_ms(perf.itl_s)} ms (mean)"
+    lat = f"ITL {ms(perf.itl_s)} ms (mean)"
     if perf.ttft_s is not None:
         under = "under load" if perf.prefill_share is not None else "the batch's prompts together"
-        lat += f", TTFT {_ms(perf.ttft_s)} ms ({under}), E2E {perf.e2e_s:,.2f} s per request"
+        lat += f", TTFT {ms(perf.ttft_s)} ms ({under}), E2E {perf.e2e_s:,.2f} s per request"
     split = (f"; GPU time: prefill {perf.prefill_share:.0%}, decode {perf.decode_share:.0%}"
              if perf.prefill_share is not None and perf.decode_share is not None else "")
     cost = (f"; ${_usd(perf.usd_per_mtok)} per million output tokens at "
@@ -119,23 +109,21 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
               align="lrlrrrrr", drop=("$/hour", "per replica", "ITL ms"))
     for x in plan.options:
         t.add(x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
-              f"{x.concurrency:,} seqs", f"{x.tokens_per_s_per_gpu:,.0f}", _ms_short(x.itl_s),
+              f"{x.concurrency:,} seqs", f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s),
               _usd(x.usd_per_hour), _usd(x.usd_per_mtok))
     out += [t.render(width), "< the recommendation"]
     return out
 
 
-def _alternatives(r: Recommendation, width: int | None) -> str:
+def _alternatives_table(r: Recommendation, why: bool) -> Table:
     w = r.workload
     searched = _searched(r)
     ttft = w.prompt is None or (w.prompt or 0) > 0
     price = any(a.usd_per_mtok is not None for a in r.alternatives)
-    narrow = width is not None and width < WIDE_WHY
     cols = ["scheme", "status", "holds" if not searched else "seqs", "tokens/s", "ITL ms", "TTFT ms", "$/Mtok",
-            "decode tok/s", "vs bf16", "weights GB", "why"]
-    t = Table(cols, align="llrrrrrrrrl", flex=("why",),
-              drop=("why", "decode tok/s", "weights GB", "vs bf16", "TTFT ms", "$/Mtok", "ITL ms") if narrow else
-              ("decode tok/s", "weights GB", "vs bf16", "TTFT ms", "$/Mtok", "ITL ms"))
+            "decode tok/s", "vs bf16", "weights GB", *(["why"] if why else [])]
+    t = Table(cols, align="llrrrrrrrr" + ("l" if why else ""),
+              drop=("decode tok/s", "weights GB", "vs bf16", "TTFT ms", "$/Mtok", "ITL ms"))
     for a in r.alternatives:
         held = "-" if a.concurrency is None else (f"{a.concurrency:,}" if searched else f"{a.concurrency}/{w.batch}")
         t.add(
@@ -143,27 +131,35 @@ def _alternatives(r: Recommendation, width: int | None) -> str:
             a.status,
             held,
             "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
-            _ms_short(a.itl_s),
-            _ms_short(a.ttft_s) if ttft else "-",
+            ms(a.itl_s),
+            ms(a.ttft_s) if ttft else "-",
             _usd(a.usd_per_mtok) if price else "-",
             "-" if a.decode_tokens_per_s is None else f"{a.decode_tokens_per_s:,.0f}",
             "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
             "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",
-            a.reason,
+            *([a.reason] if why else []),
         )
-    if not narrow:
-        return t.render(width)
-    # narrow: the reasons as wrapped lines under the table, not a column clipped to a few characters
-    out = [t.render(width), "Why each:"]
+    return t
+
+
+def _alternatives(r: Recommendation, width: int | None) -> str:
+    """The alternatives with their reasons in a ``why`` column when the whole table fits (always with
+    ``--wide``); otherwise the table keeps the columns that fit (dropping decode tok/s, weights GB,
+    vs bf16, TTFT ms, $/Mtok, ITL ms in that order) and the reasons follow it, whole and wrapped."""
+    full = _alternatives_table(r, why=True)
+    if width is None or full.natural_width() <= width:
+        return full.render(width)
+    out = [_alternatives_table(r, why=False).render(width), "Why each:"]
     for a in r.alternatives:
         out += wrap(f"{a.scheme}: {a.reason}", width, indent="  ", subsequent="    ")
     return "\n".join(out)
 
 
 def table(r: Recommendation, width: int | None = None) -> str:
-    """The recommendation, fitted to ``width`` columns (None: no limit): tables shrink their ``why``
-    column and drop the least important columns first, paragraphs wrap, commands break between
-    arguments with ``\\`` continuations."""
+    """The recommendation, fitted to ``width`` columns (None: no limit): tables drop the least important
+    columns first, the alternatives' reasons move under their table unless the whole table fits,
+    paragraphs wrap, engine commands break between arguments with ``\\`` continuations and the
+    llm-compressor call inside its brackets (both still paste)."""
     w = r.workload
     perf = r.performance
     axes = r.scheme.axes
@@ -178,7 +174,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
         _axes_rows(axes).render(width),
         *wrap(f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
               f"lm_head {'quantized' if axes.lm_head_quantized else 'bf16'}; "
-              f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the sequences held)", width),
+              f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the sequences held)", width, subsequent="  "),
         "",
         "Why (the decision tree):",
     ]
@@ -198,7 +194,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
         f"{perf.tokens_per_s:,.0f} output tokens/s"
         + (f" ({perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of GPU time in prefill)"
            if perf.prefill_share is not None else " (decode only)")
-        + f", {_ms(perf.step_time_s)} ms per decode step"
+        + f", {perf.step_time_s * 1e3:,.2f} ms per decode step"
         + (f"; {', '.join(vs)}" if vs else "")
         + f" — {perf.model_note} ({perf.profile})", width, subsequent="  ")
     lines += _serving_lines(r, width)
@@ -220,7 +216,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
     for alt in ck.alternatives:
         lines += wrap(f"or: {alt}", width, indent="       ", subsequent="         ")
     if ck.recipe:
-        lines += wrap(f"llm-compressor: {ck.recipe}", width, indent="  ", subsequent="    ")
+        lines += wrap_code(ck.recipe, width, indent="  llm-compressor: ", subsequent="    ")
     for n in ck.notes:
         lines += wrap(f"note: {n}", width, indent="  ", subsequent="    ")
     lines += ["", "Assumptions:"]
@@ -247,7 +243,8 @@ def write_plot(r: Recommendation, path: Path) -> Path:
 
 def explain(r: Recommendation, color: bool = False, width: int | None = None) -> str:
     """The decision tree as a rich Tree, the chosen path in bold green (plain text unless
-    ``color``; the path is also marked with arrows so it survives without colour)."""
+    ``color``; the path is also marked with arrows so it survives without colour). Rich wraps each
+    label inside the tree to ``width`` (None: no wrapping); trailing spaces are trimmed."""
     from io import StringIO
 
     from rich.console import Console
@@ -275,9 +272,9 @@ def explain(r: Recommendation, color: bool = False, width: int | None = None) ->
         node = branch
     node.add(f"[bold green]→ {r.scheme.id}[/] + KV {r.kv.dtype}")
     buf = StringIO()
-    Console(file=buf, width=width or 200, force_terminal=color, color_system="standard" if color else None,
-            highlight=False).print(root)
-    return buf.getvalue().rstrip()
+    Console(file=buf, width=width or EXPLAIN_UNLIMITED, force_terminal=color,
+            color_system="standard" if color else None, highlight=False).print(root)
+    return "\n".join(line.rstrip() for line in buf.getvalue().rstrip().splitlines())
 
 
 def _escape(text: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
+from ..wording import ms
 from .text import Table, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
@@ -102,6 +103,16 @@ def schemes_table(r: RooflineResult, width: int | None = None) -> str:
 
 
 def points_table(r: RooflineResult, width: int | None = None) -> str:
+    """One row per point; narrow, the byte shares, intensity, memory and bound columns drop (in that
+    order). A point whose weights + KV do not fit is marked ``!`` on its GB/GPU, or on its tok/s when
+    GB/GPU is dropped."""
+    t = _points_table(r, mark_tokens=False)
+    if any(not p.fits for p in r.points) and "GB/GPU" not in t.shown(width):
+        t = _points_table(r, mark_tokens=True)
+    return t.render(width)
+
+
+def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
     price = r.price is not None
     cols = ["ctx", "batch", "scheme", "step", "tok/s", *(["$/Mtok"] if price else []), "bound", "weights", "KV",
             "act", "FLOP/B", "GB/GPU"]
@@ -120,40 +131,37 @@ def points_table(r: RooflineResult, width: int | None = None) -> str:
         first = key != last
         last = key
         mark = " *" if p.step_time_s == best[key] and len(r.schemes) > 1 else ""
+        unfit = "" if p.fits else "!"
         row = [
             f"{p.ctx:,}" if first else "",
             f"{p.batch:,}" if first else "",
             p.scheme + mark,
             seconds_h(p.step_time_s),
-            f"{p.tokens_per_s:,.0f}",
+            f"{p.tokens_per_s:,.0f}" + (unfit if mark_tokens else ""),
             *([_usd(p.usd_per_mtok)] if price else []),
             p.bound,
             pct(p.byte_shares.weights),
             pct(p.byte_shares.kv),
             pct(p.byte_shares.activations),
             f"{p.intensity_flop_per_byte:,.1f}",
-            f"{p.memory_per_gpu_bytes / 1e9:,.1f}" + ("" if p.fits else "!"),
+            f"{p.memory_per_gpu_bytes / 1e9:,.1f}" + unfit,
         ]
         if r.prompt is not None:
             row.append(seconds_h(p.ttft_s) if p.ttft_s is not None else "")
         t.add(*row)
-    return t.render(width)
+    return t
 
 
 def _usd(v: float | None) -> str:
     return "-" if v is None else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
 
 
-def _ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    ms = v * 1e3
-    return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}"
 
 
 def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
     """The serving points that fit, per context and scheme; marks: ``<`` the point to run at, ``*`` on the
-    envelope of every scheme, ``f`` on the scheme's own frontier; budgets broken named."""
+    envelope of every scheme, ``f`` on the scheme's own frontier; budgets broken named. Narrow, E2E,
+    prefill share, TTFT, $/Mtok and tokens/s per user drop, in that order (ITL stays)."""
     pa = r.pareto
     if pa is None:
         return []
@@ -162,7 +170,7 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
     cols = ["ctx", "scheme", "batch", "tok/s/GPU", "tok/s/user", "ITL ms", "TTFT ms", "E2E s", "prefill",
             *(["$/Mtok"] if price else []), *(["budgets"] if slo else []), "mark"]
     t = Table(cols, align="rlrrrrrrr" + ("r" if price else "") + ("l" if slo else "") + "l",
-              drop=("E2E s", "prefill", "TTFT ms"))
+              drop=("E2E s", "prefill", "TTFT ms", *(["$/Mtok"] if price else []), "tok/s/user"))
     last = None
     for p in pa.points:
         if not p.fits:
@@ -172,7 +180,7 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         last = key
         mark = "<" if p.recommended else "*" if p.best else "f" if p.on_frontier else ""
         t.add(f"{p.ctx:,}" if first else "", p.scheme if first else "", f"{p.batch:,}",
-              f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", _ms(p.itl_s), _ms(p.ttft_s),
+              f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", ms(p.itl_s), ms(p.ttft_s),
               f"{p.e2e_s:,.1f}", "-" if p.prefill_share is None else f"{p.prefill_share:.0%}",
               *([_usd(p.usd_per_mtok)] if price else []),
               *(["ok" if p.meets_slo else "breaks"] if slo else []), mark)
@@ -191,8 +199,8 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
                                                                      ("E2E", pa.e2e_budget_s)) if v is not None)
         cost = f", ${_usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
         out += wrap(f"Run at: {rec.scheme}, {rec.batch:,} sequences (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
-                    f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {_ms(rec.itl_s)} ms, "
-                    f"TTFT {_ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
+                    f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {ms(rec.itl_s)} ms, "
+                    f"TTFT {ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
                     + (f" and meet {budgets}" if budgets else ""), width, subsequent="  ")
     elif slo:
         out += wrap("No point that fits meets the budgets: relax them, add GPUs or shorten the requests.", width)
@@ -351,8 +359,8 @@ def chart(r: RooflineResult, ctx: int, width: int) -> list[str]:
         if cr.ctx == ctx and xs0 <= cr.batch <= xs1 and cr.a in by_scheme:
             grid[row_of(_interp(by_scheme[cr.a], cr.batch))][col_of(cr.batch)] = "X"
     legend = ", ".join(f"{MARKERS[i % len(MARKERS)]} = {c.scheme}" for i, c in enumerate(curves))
-    out = [f"tokens/s vs batch at ctx {ctx:,}, log-log (a roofline model)",
-           f"{legend}; + = overlap, X = crossover, ^ = ridge batch"]
+    out = [*wrap(f"tokens/s vs batch at ctx {ctx:,}, log-log (a roofline model)", width),
+           *wrap(f"{legend}; + = overlap, X = crossover, ^ = ridge batch", width)]
     for i, row in enumerate(grid):
         y = math.exp(ly1 - (ly1 - ly0) * i / (rows - 1))
         label = _si(y) if i in (0, rows // 2, rows - 1) else ""

@@ -15,7 +15,7 @@ from ..wording import plural
 ELLIPSIS = "…"
 MIN_FLEX = 10  # a shrunk column keeps at least this many characters
 __all__ = ["ELLIPSIS", "MIN_FLEX", "Table", "bytes_h", "clip", "count_h", "gb", "gib", "plural", "seconds_h", "wrap",
-           "wrap_command"]
+           "wrap_code", "wrap_command"]
 
 
 def gb(n_bytes: float) -> str:
@@ -96,6 +96,59 @@ def wrap_command(argv: str, width: int | None, indent: str = "") -> list[str]:
     return lines
 
 
+def wrap_code(code: str, width: int | None, indent: str = "", subsequent: str | None = None) -> list[str]:
+    """A one-line Python call as lines that still run when pasted: broken only inside its brackets
+    (implicit line continuation; at a space or after an opening bracket, never inside a string
+    literal); a trailing ``  # comment`` goes on lines of its own, each starting with ``#``. ``None``
+    (or a line that fits) keeps one line; a piece with no break allowed in it stays whole."""
+    first = indent + code
+    if width is None or len(first) <= width:
+        return [first]
+    rest = indent if subsequent is None else subsequent
+    pieces: list[tuple[str, str]] = []  # (separator before it, text)
+    comment, sep, cur = "", "", ""
+    depth, quote = 0, ""
+    for i, ch in enumerate(code):
+        if quote:
+            cur += ch
+            if ch == quote and code[i - 1] != "\\":
+                quote = ""
+        elif ch == "#" and depth == 0:
+            comment = code[i + 1:].strip()
+            cur = cur.rstrip()
+            break
+        elif ch == " " and depth > 0:
+            pieces.append((sep, cur))
+            sep, cur = " ", ""
+        else:
+            cur += ch
+            if ch in "\"'":
+                quote = ch
+            elif ch in ")]}":
+                depth -= 1
+            elif ch in "([{":
+                depth += 1
+                pieces.append((sep, cur))
+                sep, cur = "", ""
+    pieces.append((sep, cur))
+    pieces = [(s, p) for s, p in pieces if p]
+    lines: list[str] = []
+    line = indent + pieces[0][1]
+    for s, piece in pieces[1:]:
+        if len(line) + len(s) + len(piece) > width and line.strip():
+            lines.append(line)
+            line = rest + piece
+        else:
+            line += s + piece
+    lines.append(line)
+    if comment:
+        if len(lines[-1]) + 4 + len(comment) <= width:
+            lines[-1] += "  # " + comment
+        else:
+            lines += wrap(comment, width, indent=rest + "# ", subsequent=rest + "# ")
+    return lines
+
+
 class Table:
     """Columns with alignment; ``render(width)`` draws a header rule and optional footer rows, fitted
     to ``width``: first the ``flex`` columns shrink (their cells clipped with an ellipsis, down to
@@ -116,6 +169,15 @@ class Table:
 
     def add_footer(self, *cells: object) -> None:
         self.footer.append([str(c) for c in cells])
+
+    def natural_width(self) -> int:
+        """The columns the table needs to show every column with no cell clipped."""
+        _, widths = self._fit(None)
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    def shown(self, width: int | None) -> list[str]:
+        """The columns :meth:`render` keeps at ``width`` (the others are dropped to fit)."""
+        return [self.columns[i] for i in self._fit(width)[0]]
 
     def _fit(self, width: int | None) -> tuple[list[int], list[int]]:
         """(kept column indexes, their widths)."""
