@@ -136,7 +136,8 @@ def write_frontier(points: Sequence[ParetoPoint], path: Path, *, title: str, sch
     ax.set_xlabel("output tokens/s per user (1 / mean inter-token latency) — faster for each user →")
     ax.set_ylabel("output tokens/s per GPU — more throughput per GPU →")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
+    # outside the axes, right: never over a frontier or the budget note, whatever the data
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     ax.set_title(title, fontsize=9, wrap=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
