@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--refresh-proxies", action="store_true",
                     help="keep the fitted curves of the profiles on file and only redo the stand-ins (after a kernel "
                          "table changes); needs no tables")
+    ap.add_argument("--gemm-m-tile", action="store_true",
+                    help="price the dense GEMMs' compute in 64-row M tiles on sm90 / sm100 (lower worst-case held-out "
+                         "error on H100 / H200 / B200, but it moves advisor decisions at batch 1 and 65: "
+                         "docs/calibration.md §7); off for the shipped profiles")
     args = ap.parse_args(argv)
     as_of = date.fromisoformat(args.as_of)
     wanted = {catalog.get_gpu(g).id for g in args.gpu} if args.gpu else None
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{gid}: no tables ({system})", file=sys.stderr)
             continue
         gpu = catalog.get_gpu(gid)
-        parts, held = aic.import_gpu(root, system, gpu, pkg_version=version, as_of=as_of)
+        parts, held = aic.import_gpu(root, system, gpu, pkg_version=version, as_of=as_of, gemm_tiles=args.gemm_m_tile)
         parts["kernels"] = aic.add_proxies(parts["kernels"], parts["quant_kernels"], runs)
         source = f"{aic.PACKAGE} {version} ({aic.LICENSE}), systems/data/{system}; tools/import_aiconfigurator.py"
         profile = aic.build_profile(gpu, parts, pkg_version=version, as_of=as_of, source=source)

@@ -21,9 +21,15 @@ SYNC_MAX_BATCH = 4  # "auto" serving mode: at most this many concurrent sequence
 ACCURACY_TOLERANCE = 1.0  # max accuracy drop the user accepts, %-points
 
 # -- memory ---------------------------------------------------------------------------------------
-# vLLM's --gpu-memory-utilization default (vllm/config/cache.py: gpu_memory_utilization = 0.9)
-MEMORY_UTILIZATION = 0.90
-# per-GPU runtime reserve outside the engine's weights + KV: CUDA context, activation peak, CUDA graphs
+# The engine's share of each GPU is not a quantadvise default: every command sizes with the engine release's
+# own (data/engine_startup.yaml memory_fraction_default, derived by gate.startup.default_fraction: vLLM's
+# --gpu-memory-utilization default, SGLang's mem_fraction_static heuristic), unless the user gives one.
+# This is only the keyword default of the pure sizing helpers (sizing.memory_budget, perf.roofline) for a
+# library caller that names none: vLLM 0.33.0's default, Field(default=0.92) at vllm/config/cache.py:215,
+# held equal to the newest bundled vLLM row by tests/data/test_engine_startup.py.
+MEMORY_UTILIZATION = 0.92
+# per-GPU runtime reserve outside vLLM's weights + KV: CUDA context, activation peak, CUDA graphs (SGLang's
+# fraction already leaves these out: gate.startup.default_reserve_gb)
 RESERVE_GB = 2.0
 RESERVE_BYTES = int(RESERVE_GB * GiB)
 BASELINE_BYTES_PER_PARAM = 2  # the bf16 baseline every compression ratio divides

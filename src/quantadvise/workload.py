@@ -109,9 +109,12 @@ class Workload(WorkloadSpec):
     mode: Mode = Mode.auto
     task: Task = Task.general
     accuracy_tolerance: Annotated[float, LIMITS["accuracy_tolerance"].interval()] = defaults.ACCURACY_TOLERANCE  # %-points
-    memory_utilization: Annotated[float, LIMITS["memory_utilization"].interval()] = defaults.MEMORY_UTILIZATION
+    # the engine's share of each GPU; None: the engine release's own default, derived as `check` derives it
+    # (gate.startup.default_fraction: vLLM's --gpu-memory-utilization default, SGLang's mem_fraction_static heuristic)
+    memory_utilization: Annotated[float | None, LIMITS["memory_utilization"].interval()] = None
     headroom: Annotated[float, LIMITS["headroom"].interval()] = 0.0  # fraction of usable memory to keep free
-    reserve_gb: Annotated[float, LIMITS["reserve_gb"].interval()] = defaults.RESERVE_GB
+    # runtime reserve per GPU, GiB; None: the engine's (gate.startup.default_reserve_gb: vLLM 2, SGLang 0)
+    reserve_gb: Annotated[float | None, LIMITS["reserve_gb"].interval()] = None
     kv_dtype: str | None = None
     candidates: tuple[str, ...] | None = None
     profile: str | None = None

@@ -64,6 +64,15 @@ def test_vllm_facts_are_on_their_lines():
         "vllm-0.33.0", "requested_memory")
 
 
+def test_the_sizing_helpers_keyword_default_is_the_newest_vllms_own():
+    """defaults.MEMORY_UTILIZATION is only the pure sizing helpers' keyword default (every command passes the
+    engine release's own figure); it may not drift from the newest bundled vLLM's default."""
+    from quantadvise import defaults
+
+    newest = catalog.get_engine("vllm")
+    assert defaults.MEMORY_UTILIZATION == catalog.engine_startup("vllm", newest.version).memory_fraction_default
+
+
 @pytest.mark.parametrize(("fact", "key"), [("no_kv_memory", "no_kv_memory"), ("max_len_exceeds_kv", "max_len_exceeds_kv"),
                                            ("max_len_exceeds_model", "max_len_exceeds_model")])
 def test_vllm_messages_are_the_engines_words(fact, key):

@@ -228,6 +228,9 @@ def test_on_hopper_each_scheme_times_the_kernel_vllm_runs(monkeypatch, gpu_timin
     assert kernels["w4a16"].startswith("vLLM 0.33.0 vllm/machete: vllm._custom_ops.machete_mm")
     assert "vLLM 0.33.0's own kernels" in prof.description and "vLLM 0.33.0" in prof.gpus[0].source
     assert "TORCH" not in prof.description
+    # the provenance names the engine whose kernels were timed (the fake reports vLLM 0.33.0)
+    prov = prof.gpus[0].calibration.provenance
+    assert (prov.engine, prov.engine_version) == ("vllm", "0.33.0")
 
 
 def _fp8_gemm_calls(ops: list[str]) -> int:
@@ -301,6 +304,8 @@ def test_without_vllm_every_kernel_is_torchs_and_the_profile_says_so(monkeypatch
     assert {owner for owner, _ in CALLS} == {"torch"}
     text = calibrate_table(res)
     assert text.count("torch's own (not an engine's)") == 2
+    prov = prof.gpus[0].calibration.provenance
+    assert prov.engine is None and prov.engine_version is None  # no engine's kernel was timed
 
 
 def test_an_engine_release_without_a_kernel_table_is_not_guessed(monkeypatch, gpu_timing):

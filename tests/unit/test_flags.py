@@ -25,7 +25,8 @@ def read_back(command: str) -> EngineInvocation:
 ROUND_TRIP = [
     # quantization, kv, batch, ctx, gpus, memory utilization
     ("awq_marlin", "fp8", 64, 8192, 2, 0.85),
-    ("fp8", None, 1, 2048, 1, 0.90),
+    ("fp8", None, 1, 2048, 1, None),  # no fraction given: the engine's own default, left out
+    ("fp8", None, 1, 2048, 1, 0.92),  # given (even at vLLM 0.33.0's own default): written
     (None, "fp8_e5m2", 256, 131072, 8, 0.95),
     ("compressed-tensors", None, 16, 32768, 4, 0.5),
 ]
@@ -43,9 +44,10 @@ def test_a_written_command_reads_back_to_its_fields(engine, quantization, kv, ba
     assert inv.kv_cache_dtype == kv
     assert inv.max_num_seqs == batch
     assert inv.max_model_len == ctx
-    # a default is left out of the command: TP 1, quantadvise's default utilization (vLLM's 0.9)
+    # TP 1 (the default) is left out; a fraction is written whenever one is given (the memory fraction has no
+    # fixed default: each release has its own, which the plan assumes by leaving the flag out)
     assert inv.tensor_parallel_size == (gpus if gpus > 1 else None)
-    assert inv.gpu_memory_utilization == (mem if mem != 0.90 else None)
+    assert inv.gpu_memory_utilization == mem
     assert not inv.other and not inv.warnings and not inv.unresolved_env
 
 
@@ -79,7 +81,9 @@ def test_the_written_commands_are_pinned():
         "python -m sglang.launch_server --model-path org/m --quantization awq_marlin --kv-cache-dtype fp8 "
         "--max-running-requests 64 --context-length 8192 --tp-size 2 --mem-fraction-static 0.85")
     assert serving("vllm", "./my model", quantization=None, kv=None, batch=1, ctx=2048, gpus=1,
-                   memory_utilization=0.9) == "vllm serve './my model' --max-num-seqs 1 --max-model-len 2048"
+                   memory_utilization=None) == "vllm serve './my model' --max-num-seqs 1 --max-model-len 2048"
+    assert serving("vllm", "m", quantization=None, kv=None, batch=1, ctx=2048, gpus=1, memory_utilization=0.9) == (
+        "vllm serve m --max-num-seqs 1 --max-model-len 2048 --gpu-memory-utilization 0.9")
     assert engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2) == (
         "python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2")
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from quantadvise.perf.heldout import moe_config, moe_time
+from quantadvise.perf.heldout import HELD_OUT_SETS, moe_config, moe_time, monotone_floor, step_floor
 from quantadvise.perf.kernel_curves import KernelCurve, QuantCurve, blend, lookup
 
 
@@ -62,6 +62,51 @@ def test_m_tile_rounds_rows_up() -> None:
     c = flat(m_tile=64)
     assert c.rows(1) == 64 and c.rows(64) == 64 and c.rows(65) == 128
     assert flat().rows(65) == 65
+
+
+def test_m_tile_steps_the_compute_term_at_tile_boundaries() -> None:
+    # compute-bound (blend 64 ~ max), no overhead: 2 * rows * N * K / (0.25 * PEAK) with rows = M rounded
+    # up to 64: M = 65 and M = 128 cost the same two tiles, M = 64 one tile (half)
+    c = flat(m_tile=64, overhead_s=0.0, memory_efficiency=((4.0, 4.0), (4.0, 4.0)))
+    n = k = 8192
+    one_tile = 2 * 64 * n * k / (0.25 * PEAK)
+    assert c.time(64, n, k, 2.0, BW, PEAK) == pytest.approx(one_tile, rel=1e-3)
+    assert c.time(65, n, k, 2.0, BW, PEAK) == pytest.approx(2 * one_tile, rel=1e-3)
+    assert c.time(128, n, k, 2.0, BW, PEAK) == pytest.approx(c.time(65, n, k, 2.0, BW, PEAK), rel=1e-3)
+
+
+def test_tile_m_factor_reads_the_m_factor_at_the_rows_computed() -> None:
+    # factor 0.5 at 64 rows, 1 at 128; compute-bound. Read at M = 65 itself the factor is
+    # 0.5 x 2^log2(65/64) = 0.5078, so 65 rows (computed as 128) would cost 1 / 0.5078 = 1.97x what
+    # 128 rows cost: the time would fall as M grows. Read at the rows computed (128) both cost the same.
+    kw = dict(m_tile=64, overhead_s=0.0, memory_efficiency=((4.0, 4.0), (4.0, 4.0)), m_knots=(64, 128),
+              m_factor=(0.5, 1.0))
+    n = k = 8192
+    loose, tiled = flat(**kw), flat(tile_m_factor=True, **kw)
+    assert loose.time(65, n, k, 2.0, BW, PEAK) / loose.time(128, n, k, 2.0, BW, PEAK) == pytest.approx(
+        1 / (0.5 * 2 ** math.log2(65 / 64)), rel=1e-3)
+    assert tiled.time(65, n, k, 2.0, BW, PEAK) == pytest.approx(tiled.time(128, n, k, 2.0, BW, PEAK), rel=1e-9)
+    assert tiled.m_factor_at(65) == 1.0 and tiled.m_factor_at(64) == 0.5
+
+
+def test_monotone_floor_is_the_least_worst_error_of_a_non_decreasing_prediction() -> None:
+    # never faster with more rows: nothing to pay
+    assert monotone_floor([1.0, 1.0, 2.0, 3.0]) == pytest.approx(0.0, abs=1e-12)
+    # 1, 2, 1: p2 >= 2(1 - e) and p3 <= 1(1 + e) with p3 >= p2, so 2 - 2e <= 1 + e: e >= 1/3
+    # (p = 4/3 at the last two points: 2 * (1 - 1/3) = 4/3 = 1 * (1 + 1/3))
+    assert monotone_floor([1.0, 2.0, 1.0]) == pytest.approx(1 / 3, abs=1e-9)
+    # a spike of x over a later point: (1 + x) (1 - e) <= 1 + e, e >= x / (2 + x); x = 1.3 -> 0.3939
+    assert monotone_floor([1.0, 2.3, 1.0, 7.0]) == pytest.approx(1.3 / 3.3, abs=1e-9)
+    assert monotone_floor([1.0]) == 0.0
+
+
+def test_step_floor_reads_the_held_out_sets() -> None:
+    # one set's four GEMMs at two batches; the step at the larger batch is faster (4 x 1 us against
+    # 4 x 2 us): 8, 4 -> 8 (1 - e) <= 4 (1 + e), e >= 1/3; cells outside every set are ignored
+    cells = list(HELD_OUT_SETS["Llama-3-8B tp4"])
+    doc = {"batches": [16, 48], "cells": [list(c) for c in cells] + [[999, 999]],
+           "seconds": [[2e-6, 1e-6]] * len(cells) + [[1.0, 1e-9]]}
+    assert step_floor(doc) == pytest.approx(1 / 3, abs=1e-9)
 
 
 def test_quant_curve() -> None:

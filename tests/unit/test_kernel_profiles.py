@@ -15,9 +15,9 @@ import quantadvise as api
 from quantadvise import catalog
 from quantadvise.perf import aiconfigurator as aic
 from quantadvise.perf.efficiency import resolve
-from quantadvise.perf.heldout import HELD_OUT_CELLS, HELD_OUT_SETS
+from quantadvise.perf.heldout import HELD_OUT_CELLS, HELD_OUT_SETS, monotone_floor
 from quantadvise.perf.kernel_curves import lookup
-from quantadvise.perf.validation import validate_kernels
+from quantadvise.perf.validation import BF16_MAX_ERROR, BF16_MEDIAN_ERROR, validate_kernels
 
 ACCEPTANCE_GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
 LLAMA = "meta-llama/Llama-3.1-8B"
@@ -91,12 +91,13 @@ def test_held_out_sets_are_real_decode_shapes() -> None:
 # -- the acceptance bars ------------------------------------------------------------------------------
 # Issue 12 asks, on held-out data: median <= 8% and worst <= 20% per kernel; plain bf16 (cuBLAS) decode
 # median <= 5% and worst <= 12% across batch 1..4096. The medians hold and are asserted. The worst
-# cases do not: the tables carry single-batch spikes (e.g. H200 cuBLAS 6144x4096 at M=224: 26.9 us
-# between 20.2 us at M=192 and 22.1 us at M=256, gemm_perf.parquet of vLLM 0.24.0) that no smooth
-# curve predicts; interpolating the measured neighbours themselves (what aiconfigurator does) misses
-# the same held-out H200 steps by up to 14.7% (cuBLAS) and 25.6% (CUTLASS fp8). The worst-case
-# asserts below are regression bounds at the achieved error, not the issue's bar (docs/calibration.md).
-DENSE_MEDIAN, BF16_MEDIAN = 0.08, 0.05
+# cases mostly do not, and the held-out data say why: the tables carry single-batch spikes and
+# heuristic kernel switches that make a measured time FALL as M grows (H200 DeepGEMM 4096 x 1536:
+# 36.5 us at M=1024, 25.4 us at M=1536). More rows are never less work, so any curve that does not get
+# faster with M pays at least heldout.step_floor on those steps (test_floor_* below). The worst-case
+# asserts below are regression bounds at the achieved error, not the issue's bar (docs/calibration.md §7).
+DENSE_MEDIAN = 0.08
+BF16_MEDIAN = 0.05
 WORST_BOUND = {"cublas-bf16": 0.32, "cutlass-fp8": 0.40, "sgl-fp8-scaled-mm": 0.65,
                "deepgemm-fp8-block": 0.55, "flashinfer-cutedsl-nvfp4": 0.30, "flashinfer-cutlass-nvfp4": 0.40}
 MOE_MEDIAN = 0.12  # fused-MoE Marlin layers (few held-out configurations per GPU: the max is reported, not bounded)
@@ -117,6 +118,56 @@ def test_held_out_error_per_kernel(gpu: str) -> None:
         assert h.step_max <= WORST_BOUND[kid], (gpu, k.curve, h)
         # and better than the format-level roofline it replaces, on the same steps
         assert k.roofline is not None and h.step_median < k.roofline.step_median, (gpu, k.curve, k.roofline)
+
+
+@pytest.mark.parametrize("gpu", ACCEPTANCE_GPUS)
+def test_validate_holds_plain_bf16_to_the_higher_bar(gpu: str) -> None:
+    for k in checks(gpu):
+        h = k.calls
+        if k.curve.endswith("/cublas-bf16"):
+            assert k.within == (h.step_median <= BF16_MEDIAN_ERROR and h.step_max <= BF16_MAX_ERROR), k
+        elif h.step_points:
+            assert k.within == (h.step_median <= 0.08 and h.step_max <= 0.20), k
+
+
+@pytest.mark.parametrize("gpu", ACCEPTANCE_GPUS)
+def test_floor_is_reported_and_never_above_the_achieved_worst_step(gpu: str) -> None:
+    # the shipped curves do not get faster as M grows, so the data's floor bounds their worst step
+    for k in checks(gpu):
+        if k.calls.step_points:
+            assert k.step_floor is not None and 0.0 <= k.step_floor <= k.calls.step_max + 1e-9, k
+
+
+@pytest.mark.parametrize("gpu", ACCEPTANCE_GPUS)
+def test_shipped_dense_curves_never_get_faster_with_more_rows(gpu: str) -> None:
+    # what makes heldout.step_floor a bound for them: every M up to 512, then every 16th up to 16384
+    g = catalog.get_gpu(gpu)
+    ms = [*range(1, 513), *range(528, 16385, 16)]
+    for c in entry(gpu).kernels.values():
+        if c.basis != "measured" or c.kernel == "marlin-moe":
+            continue
+        for n, k in sorted(HELD_OUT_CELLS)[::7]:
+            ts = [c.time(m, n, k, 1.0, g.bandwidth_bytes_per_s, g.peak(c.math)) for m in ms]
+            assert all(b >= a * (1 - 1e-9) for a, b in zip(ts[:-1], ts[1:], strict=True)), (gpu, c.key, n, k)
+
+
+def test_floor_shows_where_no_curve_can_meet_the_bar() -> None:
+    # the held-out data alone put these kernels over the bar, whatever the model (docs/calibration.md §7)
+    floors = {(g, k.curve): k.step_floor for g in ("h100-sxm", "b200") for k in checks(g) if k.calls.step_points}
+    assert floors[("h100-sxm", "sglang/deepgemm-fp8-block")] > 0.20
+    assert floors[("b200", "vllm/cutlass-fp8")] > 0.20
+    assert floors[("b200", "sglang/cublas-bf16")] > BF16_MAX_ERROR
+
+
+def test_a_held_out_spike_in_the_published_table() -> None:
+    # H200 DeepGEMM (SGLang 0.5.14), N x K = 4096 x 1536 (Qwen3-8B down at tp 8): 36.51 us at M=1024,
+    # 25.43 us at M=1536, i.e. 1.436x slower with a third fewer rows. A prediction p that never falls with M
+    # misses one of the two by at least x / (2 + x) with x = 0.436: 17.9%
+    doc = catalog.profile_heldout("h200")["kernels"]["sglang/deepgemm-fp8-block"]
+    row = doc["seconds"][[tuple(c) for c in doc["cells"]].index((4096, 1536))]
+    t = dict(zip(doc["batches"], row, strict=True))
+    assert t[1024] / t[1536] == pytest.approx(36.51 / 25.43, rel=2e-3)
+    assert monotone_floor([t[1024], t[1536]]) == pytest.approx(0.436 / 2.436, abs=2e-3)
 
 
 # -- what the profiles change in predictions ----------------------------------------------------------

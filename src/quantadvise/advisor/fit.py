@@ -13,6 +13,7 @@ e. kv  — one KV cache dtype for the workload, decided after the engine and acc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .. import defaults
@@ -28,10 +29,55 @@ from .verdict import engine_verdict
 UNBOUNDED = 1_000_000_000  # a model with no per-token KV cache (linear attention): memory never caps the batch
 
 
+@dataclass(frozen=True)
+class EngineMemory:
+    """The engine's share of each GPU and the runtime reserve outside it, on one GPU count."""
+
+    fraction: float
+    fraction_from: str  # in a phrase
+    reserve_gb: float
+    reserve_from: str
+    given: bool  # the workload set the fraction: the engine commands carry it
+
+    def assumption(self, headroom: float = 0.0) -> str:
+        """``recommend``'s memory assumption line."""
+        reserve = (f"{self.reserve_gb:g} GiB runtime reserve per GPU ({self.reserve_from})" if self.reserve_gb else
+                   f"no runtime reserve on top ({self.reserve_from})")
+        return (f"memory: {round(self.fraction * 100, 2):g}% of each GPU ({self.fraction_from}), {reserve}"
+                + (f", {headroom:.0%} headroom" if headroom else ""))
+
+
+def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
+    """The memory share and reserve the workload's engine release runs with on ``gpus`` GPUs: the
+    workload's when given, else the engine's own, derived exactly as ``check`` derives it
+    (:func:`quantadvise.gate.startup.default_fraction`: vLLM's --gpu-memory-utilization default, SGLang's
+    mem_fraction_static heuristic for this GPU, TP, model and the --max-running-requests the plan writes)."""
+    from ..engines.flags import ENGINES
+    from ..gate.startup import default_fraction, default_reserve_gb
+
+    w, engine = ctx.workload, ctx.engine.engine
+    if w.memory_utilization is not None:
+        flag = ENGINES[engine].for_field("gpu_memory_utilization").name
+        frac, frac_from = w.memory_utilization, f"given; the engine commands carry it: {flag} {w.memory_utilization:g}"
+    else:
+        if ctx.startup is None:
+            raise ValueError("no engine start-up facts to derive the memory fraction from")
+        sglang = {"max_running_requests": w.batch} if engine == "sglang" else {}
+        d = default_fraction(ctx.startup, ctx.gpu.memory_bytes, tp=gpus, mla=ctx.arch.is_mla,
+                             model_path=ctx.model_id or w.model, **sglang)
+        frac, frac_from = d.fraction, f"{d.brief}; --memory-utilization"
+    if w.reserve_gb is not None:
+        reserve, reserve_from = w.reserve_gb, "--reserve-gb"
+    else:
+        reserve, reserve_from = default_reserve_gb(engine)
+        reserve_from += "; --reserve-gb"
+    return EngineMemory(frac, frac_from, reserve, reserve_from, given=w.memory_utilization is not None)
+
+
 def budget_for(ctx: Context, gpus: int) -> float:
-    w = ctx.workload
-    return memory_budget(ctx.gpu.memory_bytes, gpus=gpus, memory_utilization=w.memory_utilization,
-                         reserve_bytes=int(w.reserve_gb * defaults.GiB), headroom=w.headroom).budget_bytes
+    m = engine_memory(ctx, gpus)
+    return memory_budget(ctx.gpu.memory_bytes, gpus=gpus, memory_utilization=m.fraction,
+                         reserve_bytes=int(m.reserve_gb * defaults.GiB), headroom=ctx.workload.headroom).budget_bytes
 
 
 def capacity(ctx: Context, weights_bytes: int, kv: TensorQuant | None, budget: float | None = None) -> int:
@@ -66,8 +112,9 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     it."""
     a, w, g = ctx.arch, ctx.workload, ctx.gpu
     check_tensor_parallel(a, g, w.gpus)
-    b = memory_budget(g.memory_bytes, gpus=w.gpus, memory_utilization=w.memory_utilization,
-                      reserve_bytes=int(w.reserve_gb * defaults.GiB), headroom=w.headroom)
+    m = engine_memory(ctx, w.gpus)
+    b = memory_budget(g.memory_bytes, gpus=w.gpus, memory_utilization=m.fraction,
+                      reserve_bytes=int(m.reserve_gb * defaults.GiB), headroom=w.headroom)
     ctx.budget_bytes = b.budget_bytes
     tokens = w.kv_tokens_per_sequence
     qname = ctx.quant_kv
@@ -95,7 +142,7 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     must = bf16_weights > room_bf16
     params = a.inventory.total_params()
     numbers: dict[str, Any] = {
-        "gpus": w.gpus, "memory_bytes": b.memory_bytes, "usable_bytes": b.usable_bytes,
+        "gpus": w.gpus, "memory_bytes": b.memory_bytes, "memory_utilization": m.fraction, "usable_bytes": b.usable_bytes,
         "reserve_bytes": b.reserve_bytes, "budget_bytes": b.budget_bytes, "bf16_weights_bytes": bf16_weights,
         "kv_tokens_per_sequence": tokens, "kv_bytes_bf16": round(kv_bf16), "kv_bytes_quantized": round(kv_q),
         "quantized_kv_dtype": qname, "must_quantize": must, "holds_whole_batch": whole, "holds_part_of_batch": part,

@@ -31,6 +31,7 @@ from .result import EngineVerdict
 if TYPE_CHECKING:
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..gate.startup import StartupFacts
     from ..perf.serving import Slo, Speculation
     from .limits import ContextLimit
     from .native import Native
@@ -135,6 +136,8 @@ class Context:
     usd_per_gpu_hour: float | None = None  # the price the $/Mtok figures use (None: no price known)
     batch_bound: bool = False  # the batch is the upper end of a concurrency search, not a demand
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
+    # the engine release's start-up memory facts: its default memory fraction when the workload gives none
+    startup: StartupFacts | None = None
 
     @property
     def platform(self) -> str:

@@ -110,10 +110,16 @@ class ServedWorkload(OmitNone):
     acceptance: float | None = None
 
     @classmethod
-    def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None) -> ServedWorkload:
+    def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None,
+           memory_utilization: float | None = None, reserve_gb: float | None = None) -> ServedWorkload:
+        """``memory_utilization`` / ``reserve_gb``: the figures the tree sized with (the engine's own
+        when the workload gave none)."""
         data = w.model_dump(mode="json")
         if engine_version is not None:
             data["engine_version"] = engine_version
+        for key, value in (("memory_utilization", memory_utilization), ("reserve_gb", reserve_gb)):
+            if value is not None:
+                data[key] = value
         return cls(**data, context=w.context, serving_mode=w.serving_mode, model_id=model_id)
 
 

@@ -23,7 +23,7 @@ from .. import defaults
 from ..errors import InputError
 from ..kvcache import sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
-from .fit import gpus_needed, node_fit, node_kv
+from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, tie_reason
 from .plan import deploy_plan
@@ -118,6 +118,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     final = winner.scheme.with_kv(kv_t) if kv_t is not None else winner.scheme
     warnings = list(winner.cautions)
     need = gpus_needed(ctx, winner, kv_t) if winner.concurrency < w.batch else w.gpus
+    mem = engine_memory(ctx, w.gpus)
     tokens = w.kv_tokens_per_sequence
     if winner.concurrency < w.batch and not searched:
         warnings.append(
@@ -168,7 +169,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         alternatives=list(hints.alternatives),
     )
     return Recommendation(
-        workload=ServedWorkload.of(w, model_id=ctx.model_id or None, engine_version=ctx.engine.version),
+        workload=ServedWorkload.of(w, model_id=ctx.model_id or None, engine_version=ctx.engine.version,
+                                   memory_utilization=mem.fraction, reserve_gb=mem.reserve_gb),
         assumptions=assumptions,
         scheme=SchemeChoice(id=winner.id, description=winner.scheme.description, family=family(winner.scheme),
                             axes=final.axes(), native=winner.native),

@@ -145,3 +145,18 @@ def load_workload(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+
+
+def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine: str | None = None,
+                 version: str | None = None) -> tuple[float, int, str]:
+    """(memory fraction, runtime reserve bytes per GPU, where the fraction comes from) for a command that
+    sizes memory without an engine command (``size --gpu``, ``roofline``): the engine release's own
+    default, derived as ``check`` and ``recommend`` derive it (``gate.startup.default_fraction``) —
+    the newest bundled vLLM's when no engine is named."""
+    from ..gate.startup import default_fraction, default_reserve_gb
+
+    eng = catalog.get_engine(engine or defaults.ENGINE, version)
+    d = default_fraction(catalog.engine_startup(eng.engine, eng.version), g.memory_bytes, tp=gpus,
+                         mla=bool(arch is not None and arch.is_mla), model_path=arch.architecture if arch else "")
+    reserve_gb, _ = default_reserve_gb(eng.engine)
+    return d.fraction, int(reserve_gb * defaults.GiB), d.brief

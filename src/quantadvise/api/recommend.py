@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..advisor.options import Candidate, KvOption
     from ..advisor.result import Prediction, Recommendation
     from ..engines.data import EngineData
+    from ..gate.startup import StartupFacts
     from ..hardware import GPU
     from ..model import ModelArch
     from ..perf.serving import Price, Slo, Speculation
@@ -84,6 +85,7 @@ class _Inputs:
     assumptions: list[str]
     native: Native | None
     limits: dict[str, ContextLimit]
+    startup: StartupFacts  # the engine release's start-up memory facts (its default memory fraction)
     cache: dict[Any, Any] = field(default_factory=dict)  # sizes and step models, reused across walks
     price: Price | None = None  # the $/GPU-hour behind $/Mtok
     batch_bound: bool = False  # the batch is a search bound (a serving target without --batch)
@@ -113,10 +115,12 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     limits = {e.engine: context_limit(cfg, e.engine) for e in (engine, *([other] if other else []))}
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
-                   assumptions=assumptions, native=native, limits=limits)
+                   assumptions=assumptions, native=native, limits=limits,
+                   startup=catalog.engine_startup(engine.engine, engine.version))
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
+    from ..advisor.fit import engine_memory
     from ..advisor.options import BF16_KV, Context, build_options
     from ..advisor.tree import recommend as walk
 
@@ -126,10 +130,11 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   forced_kv=inputs.forced is not None, native=inputs.native, limits=inputs.limits,
                   model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
-                  batch_bound=inputs.batch_bound, frontier=inputs.frontier)
+                  batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup)
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
-    rec = walk(ctx, options, inputs.assumptions)
+    memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
+    rec = walk(ctx, options, [memory if a == _MEMORY else a for a in inputs.assumptions])
     return rec.model_copy(update={"price": inputs.price}) if inputs.price is not None else rec
 
 
@@ -375,6 +380,9 @@ def _regrouped(scheme: Scheme) -> str:
     return desc if desc != scheme.description else f"{scheme.description} (regrouped to group {g} for this model)"
 
 
+_MEMORY = "memory: <the engine's share, per walk>"
+
+
 def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, engine_label: str,
                  candidates: list[Candidate], unmeasured: list[str]) -> list[str]:
     """What the recommendation assumed that the user did not say, in words."""
@@ -395,10 +403,7 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
     )
     if "mode" not in explicit:
         out.append(f"serving mode: {w.serving_mode} (auto: batch <= {defaults.SYNC_MAX_BATCH} is synchronous; --mode)")
-    out.append(
-        f"memory: {w.memory_utilization:.0%} of each GPU for the engine, {w.reserve_gb:g} GiB runtime reserve per GPU"
-        + (f", {w.headroom:.0%} headroom" if w.headroom else "")
-    )
+    out.append(_MEMORY)  # the walk fills it in: the engine's share depends on the GPU count (SGLang)
     out.append(f"task: {w.task}, accuracy tolerance {w.accuracy_tolerance:g} %-points")
     effs = {c.scheme.id: c.efficiency for c in candidates}
     profile_id = candidates[0].efficiency.profile_id

@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..hardware import GPU
 from ..model import ModelArch
 from ..scheme import Scheme, TensorQuant
-from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+from .common import engine_share, get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
 
 if TYPE_CHECKING:
     from ..perf.profiles import PerfProfile
@@ -114,6 +114,8 @@ def roofline(
     effs = [efficiency(profiles, g, s, engine=engine, version=engine_version, quantization=quantization)
             for s in resolved]
     kv, kv_name = resolve_kv(kv_dtype)
+    # what "fits" means: the engine's own share of each GPU (the named release's, else the newest vLLM's)
+    share, reserve, _ = engine_share(g, gpus, arch=arch, engine=engine, version=engine_version)
     return run(
         arch,
         resolved,
@@ -129,6 +131,8 @@ def roofline(
         scope=scope,
         curve_points=curve_points,
         notes=notes,
+        memory_utilization=share,
+        reserve_bytes=reserve,
         price=price_for(g, usd_per_gpu_hour),
         spec=Speculation(spec_tokens, acceptance) if spec_tokens is not None and acceptance is not None else None,
         pareto=(output or defaults.OUTPUT_TOKENS,

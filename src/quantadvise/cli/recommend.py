@@ -58,10 +58,12 @@ def recommend_cmd(
     headroom: Annotated[float | None, typer.Option("--headroom", help="Fraction of usable memory to keep free.")]
     = None,
     memory_utilization: Annotated[
-        float | None, typer.Option("--memory-utilization", help="Engine share of GPU memory [default: 0.90].")
+        float | None, typer.Option("--memory-utilization", help="Engine share of GPU memory, written on the "
+                                   "engine commands [default: the engine release's own].")
     ] = None,
-    reserve_gb: Annotated[float | None, typer.Option("--reserve-gb", help="Runtime reserve per GPU, GiB [default: 2].")]
-    = None,
+    reserve_gb: Annotated[
+        float | None, typer.Option("--reserve-gb", help="Runtime reserve per GPU, GiB [default: 2 on vLLM, 0 on SGLang].")
+    ] = None,
     candidates: Annotated[
         str | None, typer.Option("--candidates", help="Comma-separated schemes to weigh (default: the built-in set).")
     ] = None,

@@ -51,9 +51,9 @@ def size_cmd(
     gpus: GpusOpt = 1,
     mtp: Annotated[bool, typer.Option("--mtp", help="Include a multi-token-prediction module (DeepSeek-V3).")] = False,
     memory_utilization: Annotated[
-        float, typer.Option("--memory-utilization", help="Fraction of GPU memory the engine may use (vLLM's "
-                            "--gpu-memory-utilization).")
-    ] = defaults.MEMORY_UTILIZATION,
+        float | None, typer.Option("--memory-utilization", help="Fraction of GPU memory the engine may use (vLLM's "
+                                   "--gpu-memory-utilization) [default: the newest bundled vLLM's default].")
+    ] = None,
     reserve_gb: Annotated[
         float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB (CUDA context, activations, "
                             "CUDA graphs).")

@@ -15,8 +15,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..defaults import MEMORY_UTILIZATION
-
 Engine = Literal["vllm", "sglang"]
 FlagType = Literal["str", "int", "float", "json"]
 
@@ -71,7 +69,9 @@ VLLM = EngineFlags(
         Flag("tensor_parallel_size", ("--tensor-parallel-size", "-tp"), "int", default=1),
         Flag("pipeline_parallel_size", ("--pipeline-parallel-size", "-pp"), "int", default=1),
         Flag("dtype", ("--dtype",)),
-        Flag("gpu_memory_utilization", ("--gpu-memory-utilization",), "float", default=MEMORY_UTILIZATION),
+        # no fixed default: each release has its own (data/engine_startup.yaml memory_fraction_default); a plan
+        # writes the flag only when the workload gives a fraction, and otherwise sizes with that release's default
+        Flag("gpu_memory_utilization", ("--gpu-memory-utilization",), "float"),
         Flag("max_num_batched_tokens", ("--max-num-batched-tokens",), "int", human_int=True),
         Flag("speculative_config", ("--speculative-config",), "json"),
     ),
@@ -90,9 +90,9 @@ SGLANG = EngineFlags(
         Flag("tensor_parallel_size", ("--tp-size", "--tensor-parallel-size", "--tp"), "int", default=1),
         Flag("pipeline_parallel_size", ("--pp-size", "--pipeline-parallel-size"), "int", default=1),
         Flag("dtype", ("--dtype",)),
-        # SGLang derives its own fraction from the GPU's memory; a plan writes one only when the workload
-        # departs from quantadvise's default utilization.
-        Flag("gpu_memory_utilization", ("--mem-fraction-static",), "float", default=MEMORY_UTILIZATION),
+        # SGLang derives its own fraction from the GPU's memory, TP and model (gate.startup.sglang_fraction); a plan
+        # writes one only when the workload gives a fraction
+        Flag("gpu_memory_utilization", ("--mem-fraction-static",), "float"),
     ),
 )
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
+from .. import defaults
 from ..results import Strict
 from ..wording import plural
 
@@ -277,6 +278,49 @@ def sglang_fraction(facts: StartupFacts, gpu_memory_bytes: int, *, tp: int, pp: 
            f"(decode max batch {bs if decode_graphs else 0}, {buckets} prefill graphs){floor}; "
            f"{facts.lines.get('reserved_mem', '')}")
     return SglangFraction(fraction, reserved, chunk, bs, buckets, why)
+
+
+@dataclass(frozen=True)
+class DefaultFraction:
+    """The memory fraction an engine release takes when no flag sets it."""
+
+    fraction: float
+    source: str  # where it comes from, as the gate words it (SGLang: the heuristic with its numbers)
+    brief: str  # where it comes from, in a phrase: "vLLM 0.33.0's default --gpu-memory-utilization, <file:line>"
+
+
+def default_fraction(facts: StartupFacts, gpu_memory_bytes: int, *, tp: int, pp: int = 1, mla: bool = False,
+                     model_path: str = "", **sglang: Any) -> DefaultFraction:
+    """The fraction of each GPU's memory ``facts``' engine release takes when neither its flag nor a
+    declaration sets it: vLLM's ``--gpu-memory-utilization`` default of that release, SGLang's
+    ``mem_fraction_static`` heuristic for this GPU, parallelism and model (:func:`sglang_fraction`;
+    ``sglang`` passes its other keywords, the flags the command gives). The one derivation ``check``
+    (``gate.target.deployed_workload``) and ``recommend`` (``advisor.fit.engine_memory``) share."""
+    if facts.engine == "sglang":
+        h = sglang_fraction(facts, gpu_memory_bytes, tp=tp, pp=pp, mla=mla, model_path=model_path, **sglang)
+        mib = gpu_memory_bytes / MiB
+        par = f"TP {tp}" + (f" x PP {pp}" if pp > 1 else "")
+        return DefaultFraction(h.fraction, h.explanation,
+                               f"SGLang {facts.version}'s default --mem-fraction-static for this GPU and {par}: "
+                               f"({mib:,.0f} - {h.reserved_mib:,.0f} MiB reserved) / {mib:,.0f} MiB, "
+                               f"{facts.lines.get('reserved_mem', '').split(' (')[0]}")
+    if facts.memory_fraction_default is None:
+        from ..errors import DataError
+
+        raise DataError(f"data/engine_startup.yaml: {facts.id} has no memory_fraction_default")
+    line = facts.lines.get("memory_fraction_default", "")
+    return DefaultFraction(facts.memory_fraction_default, f"vLLM {facts.version}'s default ({line})",
+                           f"vLLM {facts.version}'s default --gpu-memory-utilization" + (f", {line}" if line else ""))
+
+
+def default_reserve_gb(engine: str) -> tuple[float, str]:
+    """(GiB per GPU, why) the engine uses outside its weights and KV cache when no reserve is given:
+    vLLM subtracts its activation peak, non-torch memory and CUDA graphs from its share
+    (``available_kv_memory``; quantadvise's estimate, ``defaults.RESERVE_GB``); SGLang's
+    ``mem_fraction_static`` has already left them out, so nothing more comes off its pool."""
+    if engine == "sglang":
+        return 0.0, "inside SGLang's mem-fraction-static"
+    return defaults.RESERVE_GB, "quantadvise's estimate of vLLM's activation peak, non-torch memory and CUDA graphs"
 
 
 def sglang_max_running(facts: StartupFacts, tokens: int, context_len: int, requested: int | None) -> int:

@@ -32,7 +32,7 @@ from .findings import Findings, Site
 from .memory import memory_findings
 from .result import MemoryFit, PerfCheck, TargetReport
 from .speed import performance_findings
-from .startup import DerivedMaxLen, StartupFacts, sglang_fraction, vllm_max_num_seqs
+from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 
 if TYPE_CHECKING:
     from ..artifacts.invocation import EngineInvocation
@@ -247,30 +247,26 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
         frac, frac_from = flag_frac, f"line {inv.flag_lines.get('gpu_memory_utilization')}"
     elif cfg.gpu_memory_utilization is not None:
         frac, frac_from = cfg.gpu_memory_utilization, "declared gpu_memory_utilization"
-    elif engine == "sglang":
-        h = sglang_fraction(
-            facts, gpu_memory_bytes, tp=tp, pp=pp, mla=mla, chunked_prefill_size=int_flag(inv, "--chunked-prefill-size"),
+    else:  # the engine's own default, derived as `recommend` derives it (gate.startup.default_fraction)
+        sglang = {} if engine != "sglang" else dict(
+            chunked_prefill_size=int_flag(inv, "--chunked-prefill-size"),
             max_prefill_tokens=int_flag(inv, "--max-prefill-tokens"),
             decode_max_bs=int_flag(inv, "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"),
             max_running_requests=inv.max_num_seqs if inv is not None else None,
             decode_graphs=not (bool_flag(inv, "--disable-cuda-graph", "--disable-decode-cuda-graph")
                                or str(inv.other.get("--cuda-graph-backend-decode", "")) == "disabled" if inv else False),
             prefill_graphs=not (bool_flag(inv, "--disable-cuda-graph", "--disable-prefill-cuda-graph")
-                                or str(inv.other.get("--cuda-graph-backend-prefill", "")) == "disabled" if inv else False),
-            model_path=(inv.model or "") if inv is not None else (cfg.model or ""))
-        frac, frac_from = h.fraction, h.explanation
-        assumptions.append(f"{frac_flag}: {frac:g}, {h.explanation}")
-    else:
-        frac = facts.memory_fraction_default or defaults.MEMORY_UTILIZATION
-        frac_from = f"vLLM {facts.version}'s default ({facts.lines.get('memory_fraction_default', '')})"
+                                or str(inv.other.get("--cuda-graph-backend-prefill", "")) == "disabled" if inv else False))
+        d = default_fraction(facts, gpu_memory_bytes, tp=tp, pp=pp, mla=mla,
+                             model_path=(inv.model or "") if inv is not None else (cfg.model or ""), **sglang)
+        frac, frac_from = d.fraction, d.source
         assumptions.append(f"{frac_flag}: {frac:g}, {frac_from}")
+    reserve_gb, reserve_from = default_reserve_gb(engine)
     if engine == "vllm":
-        reserve_gb = cfg.reserve_gb if cfg.reserve_gb is not None else defaults.RESERVE_GB
-        reserve_from = ("declared reserve_gb" if cfg.reserve_gb is not None else
-                        "quantadvise's estimate of vLLM's activation peak, non-torch memory and CUDA graphs; "
-                        "declare reserve_gb from your server's log")
-    else:
-        reserve_gb, reserve_from = 0.0, "inside SGLang's mem-fraction-static"
+        if cfg.reserve_gb is not None:
+            reserve_gb, reserve_from = cfg.reserve_gb, "declared reserve_gb"
+        else:
+            reserve_from += "; declare reserve_gb from your server's log"
     odd = [f for f in UNMODELLED.get(engine, ()) if inv is not None and (
         f in inv.other or (f == "--speculative-config" and inv.speculative_config is not None))]
     if odd:

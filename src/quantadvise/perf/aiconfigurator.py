@@ -29,7 +29,7 @@ from ..hardware import GPU
 from ..wording import install_hint
 from .heldout import HELD_OUT_CELLS, heldout_errors, moe_config, moe_errors
 from .kernel_curves import HeldOut, KernelCurve, QuantCurve, TableSource
-from .kernel_fit import Calls, fit_calls, fit_moe, fit_quant
+from .kernel_fit import M_KNOTS, Calls, fit_calls, fit_moe, fit_quant
 
 PACKAGE = "aiconfigurator-core"
 LICENSE = "Apache-2.0"
@@ -61,6 +61,16 @@ COLLECTORS = {
     "sglang": "ai-dynamo/aiconfigurator collector/sglang/collect_gemm.py (sglang==0.5.14): F.linear; "
               "sgl_per_token_quant_fp8 + fp8_scaled_mm; per-token-group quant + DeepGEMM gemm_nt_f8f8bf16",
 }
+def gemm_m_tile(gpu: GPU) -> int:
+    """Rows per M tile of a dense GEMM's compute term on ``gpu`` with ``--gemm-m-tile``, fixed before
+    fitting (docs/roofline.md §6b): 64 on Hopper (sm90 wgmma) and datacenter Blackwell (sm100 tcgen05), whose tensor-core
+    instructions compute 64 rows at least, so their GEMMs step there (H200 CUTLASS fp8, 4096 x 4096:
+    10.8 us at M = 64, 14.4 us at M = 80); 1 elsewhere (16-row mma.sync tiles, no coarser than the
+    tables' 16-row batch steps)."""
+    major = (gpu.compute_capability or "").split(".")[0]
+    return 64 if major in ("9", "10") else 1
+
+
 MIN_SIDE = 512  # shapes with N or K below this are outside the curves' knots (and the engines' big GEMMs)
 MAX_M = 16384
 
@@ -134,9 +144,11 @@ def _source(rel: str, ks: str, engine: str, version: str, device: str, rows: int
                        as_of=as_of)
 
 
-def import_gpu(root: Path, system: str, gpu: GPU, *, pkg_version: str, as_of: date) -> tuple[dict[str, Any], dict[str, Any]]:
+def import_gpu(root: Path, system: str, gpu: GPU, *, pkg_version: str, as_of: date,
+               gemm_tiles: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """One GPU's curves (``{"kernels": {...}, "quant_kernels": {...}, "notes": [...]}``) and its
-    held-out data (the document ``validate`` reads)."""
+    held-out data (the document ``validate`` reads). ``gemm_tiles``: price the dense GEMMs' compute in
+    :func:`gemm_m_tile` rows (opt-in, docs/calibration.md §7)."""
     import numpy as np
 
     bw = gpu.bandwidth_bytes_per_s
@@ -206,9 +218,13 @@ def import_gpu(root: Path, system: str, gpu: GPU, *, pkg_version: str, as_of: da
             tr, te = rows[~is_cell & ~is_test_m], rows[is_cell & is_test_m]
             qc = (quants.get(f"{engine}/{quant}") or quants.get(f"vllm/{quant}")) if quant not in (None, "included") else None
             extra = None if qc is None else np.array([qc.time(m, k, bw) for m, k in zip(tr.m, tr.k, strict=True)])
-            fr = fit_calls(Calls(tr.m.to_numpy(float), tr.n.to_numpy(float), tr.k.to_numpy(float),
-                                 tr.latency.to_numpy(float) * 1e-3, extra),
-                           weight_bytes=wbytes, act_bytes=abytes, bandwidth=bw, peak=peak)
+            calls = Calls(tr.m.to_numpy(float), tr.n.to_numpy(float), tr.k.to_numpy(float),
+                          tr.latency.to_numpy(float) * 1e-3, extra)
+            tile = gemm_m_tile(gpu) if gemm_tiles else 1
+            # the M factor is read at the rows computed, its knots from one tile up: every M within a tile
+            # costs the same, and the time never falls as M grows
+            fr = fit_calls(calls, weight_bytes=wbytes, act_bytes=abytes, bandwidth=bw, peak=peak, m_tile=tile,
+                           tile_m_factor=tile > 1, m_knots=tuple(x for x in M_KNOTS if x >= tile))
             what = {None: "", "included": "; the measured call includes the activation fp4 quantization",
                     "static-quant": "; the measured call's eager static activation quantization is priced by "
                                     f"{engine}/static-quant and left out of the curve",
@@ -218,8 +234,9 @@ def import_gpu(root: Path, system: str, gpu: GPU, *, pkg_version: str, as_of: da
                 kernel=kid, engine=engine, basis="measured", math=math_fmt, act_bytes=abytes,
                 includes_quant=quant == "included", overhead_s=fr.overhead_s, blend=fr.blend, nk_knots=fr.nk_knots,
                 memory_efficiency=fr.memory_efficiency, compute_efficiency=fr.compute_efficiency,
-                m_knots=fr.m_knots, m_factor=fr.m_factor,
-                note=f"fitted on {len(tr)} calls (N, K >= {MIN_SIDE}, M <= {MAX_M}){what}",
+                m_knots=fr.m_knots, m_factor=fr.m_factor, m_tile=tile, tile_m_factor=tile > 1,
+                note=(f"fitted on {len(tr)} calls (N, K >= {MIN_SIDE}, M <= {MAX_M})"
+                      + (f"; compute in {tile}-row M tiles" if tile > 1 else "") + what),
                 measured=_source(rel, str(ks), engine, ver, str(table.device.iloc[0]), len(tr), pkg_version, as_of,
                                  COLLECTORS[engine]))
             doc, summary = _heldout_gemm(curve, te, wbytes, bw, peak, qc)

@@ -433,6 +433,8 @@ def run_calibration(
     prov = Provenance(
         tool=tool, command=command, backend=backend.name, simulated=backend.simulated, gpu_name=dev.gpu_name,
         driver_version=dev.driver_version, cuda_version=dev.cuda_version, torch_version=dev.torch_version,
+        engine=next((k.engine for k in timed.values() if k.engine), None),
+        engine_version=next((k.engine_version for k in timed.values() if k.engine), None),
         measured_on=today or date.today(), seconds=round(clock(), 1) if clock is not None else 0.0,
     )
     calib = Calibration(provenance=prov, model=model_id, shapes=shapes, l2_rotation=rotation, ceilings=ceilings,

@@ -76,6 +76,48 @@ def errors_of(pred: Any, doc: dict[str, Any]) -> HeldOut:
                    method="shapes of the held-out sets (never fitted) at every other batch size (never fitted)")
 
 
+def monotone_floor(seconds: list[float]) -> float:
+    """The smallest worst-case relative error any prediction that never gets faster as M grows can
+    reach on ``seconds`` (measured times in ascending M): the least ``e`` for which a non-decreasing
+    ``p`` with ``|p_i / t_i - 1| <= e`` exists. More rows are never less work, so a curve (any compact
+    model of one kernel) is non-decreasing in M; a measured time that falls as M grows — another
+    kernel configuration picked by the library's heuristics, or a noisy single batch — costs at least
+    this much on the held-out data, whatever the model. Checked greedily (the lowest feasible ``p_i``
+    at each step), bisected on ``e``."""
+    ts = [t for t in seconds if t and t > 0]
+    if len(ts) < 2:
+        return 0.0
+
+    def feasible(e: float) -> bool:
+        p = 0.0
+        for t in ts:
+            p = max(p, t * (1.0 - e))
+            if p > t * (1.0 + e):
+                return False
+        return True
+
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
+    return hi
+
+
+def step_floor(doc: dict[str, Any]) -> float:
+    """:func:`monotone_floor` of every held-out decode step sequence of ``doc`` (each set of
+    :data:`HELD_OUT_SETS` along the held-out batches), the largest: no curve monotone in M misses
+    the held-out steps by less than this."""
+    ms, cells, seconds = doc["batches"], [tuple(c) for c in doc["cells"]], doc["seconds"]
+    idx = {(n, k, m): t for (n, k), row in zip(cells, seconds, strict=True) for m, t in zip(ms, row, strict=True)
+           if t is not None}
+    worst = 0.0
+    for cells_set in HELD_OUT_SETS.values():
+        seq = [sum(idx[(n, k, m)] for n, k in cells_set) for m in ms
+               if all((n, k, m) in idx for n, k in cells_set)]
+        worst = max(worst, monotone_floor(seq))
+    return worst
+
+
 def _median(xs: list[float]) -> float:
     if not xs:
         return math.nan

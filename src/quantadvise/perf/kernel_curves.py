@@ -4,14 +4,17 @@ A curve prices a call of ``M`` rows (the tokens of the step) against an ``N x K`
 
     t = overhead + ((mem)^p + (comp)^p)^(1/p)
     mem  = (N*K*weight_bytes + M*K*act_bytes + M*N*2) / (eta_m(N, K) * bandwidth)
-    comp = 2*M*N*K / (eta_c(N, K) * f(M) * peak)
+    comp = 2*R(M)*N*K / (eta_c(N, K) * f(M) * peak),   R(M) = ceil(M / m_tile) * m_tile
 
 ``eta_m`` is the streaming efficiency the kernel reaches at small M, ``eta_c`` its compute
 efficiency at large M, both tables over (log2 N, log2 K) interpolated bilinearly in log space (a
 small matrix cannot keep every SM busy, a large one can); ``f(M)`` is the kernel's tile behaviour in
-M (piecewise linear in log2 M); ``p`` (blend) the knee between the two regimes (the measured curve
-bends smoothly where a roofline has a sharp corner); ``overhead`` the fixed per-call cost; ``m_tile`` (Marlin: 64 rows per pass) rounds M up in the
-compute term.
+M (piecewise linear in log2 M; with ``tile_m_factor`` read at R(M), so every M within one tile costs
+the same and the time never falls as M grows); ``p`` (blend) the knee between the two regimes (the
+measured curve bends smoothly where a roofline has a sharp corner); ``overhead`` the fixed per-call cost; ``m_tile``
+the rows the kernel computes per pass (Marlin: 64; a Hopper / Blackwell tensor-core GEMM fitted with
+the importer's ``--gemm-m-tile``: 64, the M of one warpgroup MMA), so the compute term steps at tile
+boundaries.
 ``includes_quant`` says the curve was fitted on calls that quantize their own activations (the engine
 runs them that way); otherwise an engine that quantizes activations in a separate kernel pays a
 :class:`QuantCurve` on top.
@@ -108,6 +111,7 @@ class KernelCurve(Strict):
     m_knots: tuple[int, ...]
     m_factor: tuple[float, ...]
     m_tile: int = Field(default=1, ge=1)  # rows the kernel computes per pass: M is rounded up to a multiple
+    tile_m_factor: bool = False  # f is read at the rows computed (rows(M)): every M in one tile costs the same
     heldout: HeldOut | None = None
     _logs: tuple | None = PrivateAttr(default=None)  # the tables in log space, built on first use
 
@@ -167,7 +171,7 @@ class KernelCurve(Strict):
         _, _, _, mk, mf = self._tables()
         if len(mk) == 1:
             return math.exp(mf[0])
-        q, v = _locate(math.log2(max(m, 1.0)), mk)
+        q, v = _locate(math.log2(max(self.rows(m) if self.tile_m_factor else m, 1.0)), mk)
         return math.exp((1 - v) * mf[q] + v * mf[q + 1])
 
     def efficiencies(self, m: float, n: float, k: float) -> tuple[float, float]:

@@ -60,8 +60,11 @@ def _weights(x: Any, knots: Any) -> tuple[Any, Any]:
 
 def fit_calls(calls: Calls, *, weight_bytes: float, act_bytes: float, bandwidth: float, peak: float,
               nk_knots: tuple[int, ...] = NK_KNOTS, m_knots: tuple[int, ...] = M_KNOTS,
-              smoothness: float = SMOOTHNESS, max_nfev: int = 200) -> FitResult:
-    """Fit the curve's parameters to ``calls`` (module docstring)."""
+              smoothness: float = SMOOTHNESS, max_nfev: int = 200, m_tile: int = 1,
+              tile_m_factor: bool = False) -> FitResult:
+    """Fit the curve's parameters to ``calls`` (module docstring). ``m_tile`` is fixed, not fitted: the
+    compute term counts M rounded up to whole ``m_tile``-row tiles (:meth:`.KernelCurve.rows`), and
+    with ``tile_m_factor`` the M factor is read at those rows too."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -76,7 +79,9 @@ def fit_calls(calls: Calls, *, weight_bytes: float, act_bytes: float, bandwidth:
     nm = len(m_knots)
     i, t = _weights(np.log2(n), kn)
     j, u = _weights(np.log2(k), kn)
-    q, v = _weights(np.log2(m), km) if nm > 1 else (np.zeros(len(m), int), np.zeros(len(m)))
+    rows_m = m if m_tile <= 1 else np.ceil(m / m_tile - 1e-9) * m_tile  # the rows the kernel computes
+    at = rows_m if tile_m_factor else m
+    q, v = _weights(np.log2(at), km) if nm > 1 else (np.zeros(len(m), int), np.zeros(len(m)))
     rows = np.arange(len(m))
     # bilinear weights as a dense (calls x nk*nk) matrix: 4 non-zeros per row
     W = np.zeros((len(m), nk * nk))
@@ -88,7 +93,7 @@ def fit_calls(calls: Calls, *, weight_bytes: float, act_bytes: float, bandwidth:
         np.add.at(Fm, (rows, q + 1), v)
     Fm = Fm[:, :-1]  # the M factor at the largest knot is fixed at 1 (the compute efficiency the tables give)
     mem0 = (n * k * weight_bytes + m * k * act_bytes + m * n * 2.0) / bandwidth
-    comp0 = 2.0 * m * n * k / peak
+    comp0 = 2.0 * rows_m * n * k / peak
     n_t = nk * nk
     n_f = nm - 1
 

@@ -265,6 +265,9 @@ class Provenance(Strict):
     driver_version: str | None = None
     cuda_version: str | None = None
     torch_version: str | None = None
+    # the engine whose own kernels were timed (vllm) and its release; None: torch's kernels for every scheme
+    engine: str | None = None
+    engine_version: str | None = None
     measured_on: date
     seconds: float = Field(default=0.0, ge=0)
 

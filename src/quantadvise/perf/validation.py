@@ -20,12 +20,14 @@ from ..scheme import Scheme
 from .calibration import MIN_BATCHES, decode_shapes
 from .efficiency import MODELS, Efficiency, resolve
 from .fit import fit_linear, ideal_model, with_fit
-from .heldout import heldout_errors, moe_errors, roofline_errors
+from .heldout import heldout_errors, moe_errors, roofline_errors, step_floor
 from .kernel_curves import HeldOut, lookup
 from .profiles import IDEAL, GpuKnobs, Measurement, PerfProfile
 from .step import StepModel
 
 CALIB_MODELS = tuple(m for m in MODELS if m != "measured-kernels")  # what a calibration is checked against
+# issue 12's higher bar for plain bf16 decode (cuBLAS), held-out steps across batch 1..4096
+BF16_MEDIAN_ERROR, BF16_MAX_ERROR = 0.05, 0.12
 
 
 class ValidationPoint(Out):
@@ -70,7 +72,11 @@ class KernelValidation(Out):
     calls: HeldOut  # recomputed now from the shipped curve and the held-out data
     recorded: HeldOut | None  # what the importer recorded in the profile
     roofline: HeldOut | None = None  # the format-level default-efficiency roofline on the same data
+    # the least held-out step max any curve that never gets faster as M grows can reach on these data
+    # (heldout.monotone_floor): above the bar, the data, not the curve, decide the worst case
+    step_floor: float | None = None
     within: bool  # step median and max (fused-MoE: call median and max) within the thresholds
+    # (plain bf16 / cuBLAS: the higher bar, BF16_MEDIAN_ERROR / BF16_MAX_ERROR)
 
 
 class TableImportResult(Result):
@@ -192,7 +198,8 @@ def validate(
             kern += validate_kernels(entry, doc, g, baseline=base)
     return ValidationResult(
         kernels=kern,
-        kernel_thresholds={"step_median": defaults.KERNEL_MEDIAN_ERROR, "step_max": defaults.KERNEL_MAX_ERROR},
+        kernel_thresholds={"step_median": defaults.KERNEL_MEDIAN_ERROR, "step_max": defaults.KERNEL_MAX_ERROR,
+                           "bf16_step_median": BF16_MEDIAN_ERROR, "bf16_step_max": BF16_MAX_ERROR},
         profile=profile.id,
         max_error=max_error,
         method=("decode-step linear layers of the calibrated model's shapes, seconds; calibrated = fitted curve "
@@ -201,6 +208,9 @@ def validate(
         schemes=out,
         passed=all(s.within for s in out) and all(k.within for k in kern),
         notes=["error = (predicted - measured) / measured",
+               f"kernel curves: cublas-bf16 (plain bf16 decode) is held to {BF16_MEDIAN_ERROR:.0%} median / "
+               f"{BF16_MAX_ERROR:.0%} worst; step_floor: the least worst-case error any curve monotone in M can reach "
+               "on the held-out steps (docs/calibration.md §7)",
                "ideal: spec-sheet roofline; default-efficiency: data/perf_profile.yaml; calibrated-ceilings: the "
                "roofline with this profile's measured bandwidth and GEMM ceilings; calibrated: the measured curve"],
         warnings=warnings,
@@ -214,7 +224,9 @@ def validate_kernels(entry: GpuKnobs, heldout: dict | None, gpu: GPU, *,
     data/profiles/heldout/<gpu>.yaml holds): the decode steps of the held-out shape sets (fused-MoE
     curves: the held-out layers) must be within ``median`` / ``worst`` relative error. ``baseline``
     (the shipped default profile resolved for the GPU) adds the format-level roofline's error on the
-    same data, for comparison."""
+    same data, for comparison. Plain bf16 (``cublas-bf16``) curves are held to the higher bar
+    (:data:`BF16_MEDIAN_ERROR` / :data:`BF16_MAX_ERROR`, never looser than ``median`` / ``worst``);
+    each dense curve reports the data's own floor (:func:`.heldout.step_floor`)."""
     out: list[KernelValidation] = []
     docs = (heldout or {}).get("kernels", {})
     for key, curve in entry.kernels.items():
@@ -224,7 +236,7 @@ def validate_kernels(entry: GpuKnobs, heldout: dict | None, gpu: GPU, *,
         peak = gpu.peak(curve.math)
         if peak is None:
             continue
-        roof = None
+        roof = floor = None
         if doc.get("kind") == "moe":
             h = moe_errors(curve, doc, gpu.bandwidth_bytes_per_s, peak)
             ok = h.gemm_median <= median and h.gemm_max <= worst
@@ -232,14 +244,17 @@ def validate_kernels(entry: GpuKnobs, heldout: dict | None, gpu: GPU, *,
             q = doc.get("quant")
             quant = lookup(entry.quant_kernels, *q.split("/", 1)) if q else None
             h = heldout_errors(curve, doc, gpu.bandwidth_bytes_per_s, peak, quant)
-            ok = h.step_median <= median and h.step_max <= worst
+            med, top = ((min(median, BF16_MEDIAN_ERROR), min(worst, BF16_MAX_ERROR)) if curve.kernel == "cublas-bf16"
+                        else (median, worst))
+            ok = h.step_median <= med and h.step_max <= top
+            floor = step_floor(doc)
             if baseline is not None:
                 roof = roofline_errors(doc, gpu.bandwidth_bytes_per_s, peak, baseline.memory_at(1.0),
                                        baseline.compute_at(curve.math, 1.0), curve.act_bytes)
         m = curve.measured
         out.append(KernelValidation(gpu=gpu.id, curve=key, basis=curve.basis, table=m.table if m else None,
                                     engine_version=m.engine_version if m else None, calls=h, recorded=curve.heldout,
-                                    roofline=roof, within=ok))
+                                    roofline=roof, step_floor=floor, within=ok))
     return out
 
 

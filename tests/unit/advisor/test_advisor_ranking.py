@@ -26,23 +26,26 @@ def alt(rec, scheme):
 
 def test_70b_on_one_h100_at_64x8k_ranks_what_holds_the_batch():
     # Llama-3.1-70B: 80 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte (fp8) = 163,840 B per token;
-    # a sequence averages 7,936 + 256/2 = 8,064 tokens -> 1,321,205,760 B. The budget is
-    # 80 GiB x 0.9 - 2 GiB = 74.84 GB; 4-bit weights (39.5 GB) leave 35.3 GB -> 26 sequences;
-    # fp8-dynamic's 72.7 GB leave 2.1 GB -> 1 sequence. The old tree ranked fp8-dynamic first on its
-    # speed at a batch of 64 it cannot hold ("fastest candidate that fits", fits: false).
+    # a sequence averages 7,936 + 256/2 = 8,064 tokens -> 1,321,205,760 B. The budget is vLLM 0.33.0's
+    # default share of the H100's 85,520,809,984 B less 2 GiB: floor(85,520,809,984 x 0.92) = 78,679,145,185
+    # - 2,147,483,648 = 76,531,661,537 B; 4-bit weights (39,500,407,552 B) leave 37,031,253,985 B
+    # -> floor(28.03) = 28 sequences; fp8-dynamic's 72,669,806,592 B leave 3,861,854,945 B -> floor(2.92)
+    # = 2 sequences. The old tree ranked fp8-dynamic first on its speed at a batch of 64 it cannot hold
+    # ("fastest candidate that fits", fits: false).
     r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192)
     fit = node(r, "fit").numbers
     per_seq = 80 * 8 * 128 * 2 * 1 * (7936 + 128)
     assert per_seq == 1_321_205_760
     fp8 = alt(r, "fp8-dynamic")
-    assert fp8.concurrency == math.floor((fit["budget_bytes"] - fp8.weights_bytes) / per_seq) == 1
+    assert fit["budget_bytes"] == 76_531_661_537
+    assert fp8.concurrency == math.floor((fit["budget_bytes"] - fp8.weights_bytes) / per_seq) == 2
     winner = alt(r, r.scheme.id)
-    assert winner.concurrency == math.floor((fit["budget_bytes"] - winner.weights_bytes) / per_seq) == 26
+    assert winner.concurrency == math.floor((fit["budget_bytes"] - winner.weights_bytes) / per_seq) == 28
     assert r.scheme.axes.weights.bits == 4 and r.kv.dtype == "kv-fp8"
     assert winner.tokens_per_s > fp8.tokens_per_s
     assert "fp8-dynamic" in fp8.reason or "fewer output tokens/s" in fp8.reason
     # the whole batch would need more GPUs, computed for the winner: weights + 64 sequences of KV
-    # 39.5 + 64 x 1.32 = 124.1 GB: more than one 74.8 GB budget, within two (149.7 GB)
+    # 39.5 + 64 x 1.32 = 124.1 GB: more than one 76.5 GB budget, within two (153.1 GB)
     assert r.performance.gpus_for_batch == 2
 
 
