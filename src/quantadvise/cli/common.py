@@ -53,6 +53,14 @@ KvOpt = Annotated[
 CtxOpt = Annotated[int | None, typer.Option("--ctx", help="Context length per sequence (tokens).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Human output at full width (no clipping or dropped columns).")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
+# serving-target options that recommend and roofline share: one declaration, one env var, one help text
+UsdPerGpuHourOpt = Annotated[
+    float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list price "
+                               "in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")]
+SpecTokensOpt = Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
+                                                   "step (EAGLE / MTP head); needs --acceptance.")]
+AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens accepted, "
+                                                     "0..1.")]
 
 
 def emit(text: str) -> None:

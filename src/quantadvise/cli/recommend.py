@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from . import completion
-from .common import WideOpt, color_enabled, emit_report
+from .common import AcceptanceOpt, SpecTokensOpt, UsdPerGpuHourOpt, WideOpt, color_enabled, emit_report
 
 
 class RecFormat(str, Enum):
@@ -79,14 +79,9 @@ def recommend_cmd(
                                                "(replicas x tensor parallel).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Load in concurrent users (sequences in flight), "
                                               "instead of --rate.")] = None,
-    usd_per_gpu_hour: Annotated[
-        float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list "
-                                   "price in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")
-    ] = None,
-    spec_tokens: Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
-                                                    "step (EAGLE / MTP head); needs --acceptance.")] = None,
-    acceptance: Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens "
-                                                     "accepted, 0..1.")] = None,
+    usd_per_gpu_hour: UsdPerGpuHourOpt = None,
+    spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write the candidates' Pareto frontier (tokens/s per GPU vs per user) "
                                   "to FILE.png or FILE.svg (needs the [plot] extra).", dir_okay=False)

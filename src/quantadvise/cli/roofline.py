@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import KvOpt, ModelOpt, TableJsonCsv, WideOpt, emit_report
+from .common import AcceptanceOpt, KvOpt, ModelOpt, SpecTokensOpt, TableJsonCsv, UsdPerGpuHourOpt, WideOpt, emit_report
 
 CURVE_POINTS = 160
 
@@ -77,14 +77,9 @@ def roofline_cmd(
     itl_ms: Annotated[float | None, typer.Option("--itl-ms", help="With --pareto: mean inter-token latency "
                                                  "budget, ms (drawn as a line).")] = None,
     e2e_ms: Annotated[float | None, typer.Option("--e2e-ms", help="With --pareto: end-to-end budget, ms.")] = None,
-    usd_per_gpu_hour: Annotated[
-        float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list "
-                                   "price in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")
-    ] = None,
-    spec_tokens: Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
-                                                    "step; needs --acceptance.")] = None,
-    acceptance: Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens "
-                                                     "accepted, 0..1.")] = None,
+    usd_per_gpu_hour: UsdPerGpuHourOpt = None,
+    spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write step time and tokens/s vs batch (with --pareto: the frontier) "
                                   "to FILE.png or FILE.svg (needs the [plot] extra).", dir_okay=False)
