@@ -22,3 +22,8 @@ def ms(seconds: float | None) -> str:
         return "-"
     v = seconds * 1e3
     return f"{v:,.0f}" if v >= 99.95 else f"{v:,.1f}" if v >= 9.995 else f"{v:,.2f}"
+
+
+def usd(value: float | None) -> str:
+    """A $ figure (per million tokens, per hour): cents from $1, a tenth of a cent below it."""
+    return "-" if value is None else f"{value:,.2f}" if value >= 1 else f"{value:,.3f}"

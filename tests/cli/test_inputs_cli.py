@@ -4,13 +4,13 @@ names it; messages count correctly and never show a workload nobody gave."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from quantadvise.inputs import LIMITS, check
 from quantadvise.wording import install_hint, plural
+from tests.cli.test_check_cli import copy_example
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,10 +101,7 @@ def test_size_never_says_1_00x_smaller_nor_ctx_0(cli):
 
 
 def test_check_counts_in_words(cli, tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    shutil.copytree(REPO / "examples" / "passing-repo", root)
-    (root / ".git").mkdir()
-    monkeypatch.chdir(root)
+    monkeypatch.chdir(copy_example(tmp_path, "passing-repo"))
     r = cli("check", "--concurrency", "1", "--wide")
     assert r.code in (0, 1), r.stderr
     import re
@@ -137,10 +134,7 @@ def test_check_header_and_findings_give_one_number_for_the_tokens_held(cli, tmp_
     # 256 sequences x 8,192 tokens under continuous batching hold prompt + half the output on average:
     # the failing example declares no lengths, so the default 256-token output gives 8,192 - 256/2 = 8,064,
     # and that one number is in the header and in every finding that sizes the workload
-    root = tmp_path / "repo"
-    shutil.copytree(REPO / "examples" / "failing-repo", root)
-    (root / ".git").mkdir()
-    monkeypatch.chdir(root)
+    monkeypatch.chdir(copy_example(tmp_path, "failing-repo"))
     r = cli("check", "--wide")
     assert r.code == 1, r.stderr
     import re

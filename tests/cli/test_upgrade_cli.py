@@ -15,17 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.cli.test_check_cli import make_repo
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def make_repo(tmp_path: Path, files: dict[str, str | dict]) -> Path:
-    root = tmp_path / "repo"
-    for name, content in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(content, indent=2) if isinstance(content, dict) else content)
-    (root / ".git").mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def llama() -> dict:

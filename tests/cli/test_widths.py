@@ -7,10 +7,11 @@ and roofline, whose layouts carry the serving-target columns, are tested in test
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.cli.test_check_cli import copy_example
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -24,13 +25,6 @@ def _checkpoint(folder: Path, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(d["config"]))
     return folder
-
-
-def _example(tmp_path: Path, name: str) -> Path:
-    dst = tmp_path / name
-    shutil.copytree(REPO / "examples" / name, dst)
-    (dst / ".git").mkdir()  # a repository root: config discovery stops here
-    return dst
 
 
 # name: (argv, exit codes, wide: a line longer than 80 with --wide (the report has more than 80 columns to show))
@@ -79,7 +73,7 @@ def run_case(cli, tmp_path, monkeypatch):
         if name.startswith("check-") and name != "check-init":
             root = tmp_path / name
             if not root.exists():
-                root = _example(tmp_path, name.replace("check-", "") + "-repo")
+                root = copy_example(tmp_path, name.replace("check-", "") + "-repo")
                 root.rename(tmp_path / name)
                 root = tmp_path / name
             monkeypatch.chdir(root)

@@ -315,49 +315,40 @@ class StepModel:
             if decoder_only and not o.decoder:
                 continue
             n_tok = logits_tokens if o.component == "lm_head" else tokens
+            # each operator's time, whether its compute side binds, and its bytes: from the kernel's
+            # measured curve, a calibrated fit, or the roofline; accumulated once below
             if ko is not None:
                 op_t, mem_part, comp_part, bytes_ = kernel_time(ko, o, n_tok, self._bw, factors)
-                t += op_t
-                if comp_part > mem_part:
-                    comp_s += op_t
-                else:
-                    mem_s += op_t
-                b += bytes_
-                f += o.flops_per_token * n_tok
-                continue
-            if e:
-                frac = 1.0 - (1.0 - k / e) ** n_tok
-                mem_t *= frac
-                rows = n_tok * k / (e * frac)
-                dq *= frac
-                bytes_ = o.bytes * frac
+                compute = comp_part > mem_part
             else:
-                rows = n_tok
-                bytes_ = o.bytes
-            if fit is not None:
-                # measured: the fitted blend of the two terms, times the measured correction
-                comp_t = comp_per_tok * n_tok
-                op_t = fit.time(mem_t, comp_t, rows) if n_tok > 0 else 0.0
-                t += op_t
-                if comp_t > mem_t:
-                    comp_s += op_t
+                if e:
+                    frac = 1.0 - (1.0 - k / e) ** n_tok
+                    mem_t *= frac
+                    rows = n_tok * k / (e * frac)
+                    dq *= frac
+                    bytes_ = o.bytes * frac
                 else:
-                    mem_s += op_t
-                b += bytes_
-                f += o.flops_per_token * n_tok
-                continue
-            if dq:
-                dq *= rows * inv_tile if rows > self._dq_tile else 1.0
-            comp_t = comp_per_tok * n_tok + dq
-            if comp_t > mem_t:
-                t += comp_t
-                comp_s += comp_t
+                    rows = n_tok
+                    bytes_ = o.bytes
+                if fit is not None:
+                    # measured: the fitted blend of the two terms, times the measured correction
+                    comp_t = comp_per_tok * n_tok
+                    op_t = fit.time(mem_t, comp_t, rows) if n_tok > 0 else 0.0
+                    compute = comp_t > mem_t
+                else:
+                    if dq:
+                        dq *= rows * inv_tile if rows > self._dq_tile else 1.0
+                    comp_t = comp_per_tok * n_tok + dq
+                    compute = comp_t > mem_t
+                    op_t = comp_t if compute else mem_t
+                    dq_total += dq
+            t += op_t
+            if compute:
+                comp_s += op_t
             else:
-                t += mem_t
-                mem_s += mem_t
+                mem_s += op_t
             b += bytes_
             f += o.flops_per_token * n_tok
-            dq_total += dq
         return t, b, f, dq_total, mem_s, comp_s
 
     def decode(self, batch: float, ctx: int | None = None, *, cached: float | None = None,

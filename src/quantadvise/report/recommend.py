@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..advisor.result import Recommendation
 from ..scheme import SchemeAxes
-from ..wording import ms
+from ..wording import ms, usd
 from .text import Table, gb, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
@@ -45,10 +45,6 @@ def _axes_rows(axes: SchemeAxes) -> Table:
 
 
 
-def _usd(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
-
-
 def _searched(r: Recommendation) -> bool:
     return r.target is not None
 
@@ -82,7 +78,7 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
         lat += f", TTFT {ms(perf.ttft_s)} ms ({under}), E2E {perf.e2e_s:,.2f} s per request"
     split = (f"; GPU time: prefill {perf.prefill_share:.0%}, decode {perf.decode_share:.0%}"
              if perf.prefill_share is not None and perf.decode_share is not None else "")
-    cost = (f"; ${_usd(perf.usd_per_mtok)} per million output tokens at "
+    cost = (f"; ${usd(perf.usd_per_mtok)} per million output tokens at "
             f"{perf.tokens_per_s_per_gpu:,.0f} tokens/s per GPU") if perf.usd_per_mtok is not None else ""
     lines += wrap(f"Serving: {lat}{split}{cost}.", width, subsequent="  ")
     if r.speculation is not None:
@@ -110,7 +106,7 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
     for x in plan.options:
         t.add(x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
               f"{x.concurrency:,} seqs", f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s),
-              _usd(x.usd_per_hour), _usd(x.usd_per_mtok))
+              usd(x.usd_per_hour), usd(x.usd_per_mtok))
     out += [t.render(width), "< the recommendation"]
     return out
 
@@ -133,7 +129,7 @@ def _alternatives_table(r: Recommendation, why: bool) -> Table:
             "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
             ms(a.itl_s),
             ms(a.ttft_s) if ttft else "-",
-            _usd(a.usd_per_mtok) if price else "-",
+            usd(a.usd_per_mtok) if price else "-",
             "-" if a.decode_tokens_per_s is None else f"{a.decode_tokens_per_s:,.0f}",
             "-" if a.speedup_vs_bf16 is None else f"{a.speedup_vs_bf16:.2f}x",
             "-" if a.weights_bytes is None else f"{a.weights_bytes / 1e9:,.2f}",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
-from ..wording import ms
+from ..wording import ms, usd
 from .text import Table, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
@@ -138,7 +138,7 @@ def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
             p.scheme + mark,
             seconds_h(p.step_time_s),
             f"{p.tokens_per_s:,.0f}" + (unfit if mark_tokens else ""),
-            *([_usd(p.usd_per_mtok)] if price else []),
+            *([usd(p.usd_per_mtok)] if price else []),
             p.bound,
             pct(p.byte_shares.weights),
             pct(p.byte_shares.kv),
@@ -150,10 +150,6 @@ def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
             row.append(seconds_h(p.ttft_s) if p.ttft_s is not None else "")
         t.add(*row)
     return t
-
-
-def _usd(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
 
 
 
@@ -182,7 +178,7 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         t.add(f"{p.ctx:,}" if first else "", p.scheme if first else "", f"{p.batch:,}",
               f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", ms(p.itl_s), ms(p.ttft_s),
               f"{p.e2e_s:,.1f}", "-" if p.prefill_share is None else f"{p.prefill_share:.0%}",
-              *([_usd(p.usd_per_mtok)] if price else []),
+              *([usd(p.usd_per_mtok)] if price else []),
               *(["ok" if p.meets_slo else "breaks"] if slo else []), mark)
     out = [*wrap(f"Serving points: {pa.prompt:,} prompt + {pa.output:,} output tokens per request, continuous "
                  "batching (ITL the mean a user sees, TTFT under load, tokens/s per GPU = output tokens/s / GPUs):",
@@ -197,7 +193,7 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         budgets = ", ".join(f"{n} <= {v * 1e3:,.0f} ms" for n, v in (("ITL", pa.itl_budget_s),
                                                                      ("TTFT", pa.ttft_budget_s),
                                                                      ("E2E", pa.e2e_budget_s)) if v is not None)
-        cost = f", ${_usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
+        cost = f", ${usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
         out += wrap(f"Run at: {rec.scheme}, {rec.batch:,} sequences (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
                     f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {ms(rec.itl_s)} ms, "
                     f"TTFT {ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
