@@ -10,13 +10,14 @@ the wheels, the quotes themselves are checked against the wheel (skipped offline
 from __future__ import annotations
 
 import json
-import os
 import re
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.data.wheels import line_in, wheel_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTES = REPO / "tests" / "fixtures" / "engine_quotes"
@@ -128,12 +129,9 @@ def test_sglang_nvfp4_fallback_and_wna16_bits_follow_the_source():
 @pytest.mark.parametrize("release", RELEASES)
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
-    folder = os.environ.get("ENGINE_WHEELS_DIR")
     doc, quotes = load(release)
-    wheel = Path(folder) / doc["source"]["artifact"] if folder else None
-    if wheel is None or not wheel.is_file():
-        pytest.skip("ENGINE_WHEELS_DIR does not hold " + doc["source"]["artifact"])
+    wheel = wheel_or_skip(doc["source"]["artifact"])
     with zipfile.ZipFile(wheel) as z:
         for key, text in quotes.items():
             path, _, ln = key.rpartition(":")
-            assert z.read(path).decode().splitlines()[int(ln) - 1].strip() == text, key
+            assert line_in(z, path, ln) == text, key

@@ -9,7 +9,6 @@ the quotes themselves are checked against the wheels (skipped offline by default
 from __future__ import annotations
 
 import json
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from quantadvise import catalog
+from tests.data.wheels import line_in, wheel_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTES = json.loads((REPO / "tests" / "fixtures" / "engine_quotes" / "startup.json").read_text())
@@ -130,11 +130,8 @@ def test_sglang_messages_are_the_engines_words(fact, key):
 @pytest.mark.parametrize("release", sorted(QUOTES))
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
-    folder = os.environ.get("ENGINE_WHEELS_DIR")
-    wheel = Path(folder) / QUOTES[release]["wheel"] if folder else None
-    if wheel is None or not wheel.is_file():
-        pytest.skip("ENGINE_WHEELS_DIR does not hold " + QUOTES[release]["wheel"])
+    wheel = wheel_or_skip(QUOTES[release]["wheel"])
     with zipfile.ZipFile(wheel) as z:
         for key, text in QUOTES[release]["lines"].items():
             path, _, ln = key.rpartition(":")
-            assert z.read(path).decode().splitlines()[int(ln) - 1].strip() == text, key
+            assert line_in(z, path, ln) == text, key

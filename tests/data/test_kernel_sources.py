@@ -10,13 +10,14 @@ themselves are checked against the wheels.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.data.wheels import line_in, wheel_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
@@ -83,14 +84,11 @@ def test_each_route_row_cites_the_kernel_it_picks(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
-    folder = os.environ.get("ENGINE_WHEELS_DIR")
     doc, _ = load(release)
-    wheel = Path(folder) / doc["source"]["artifact"] if folder else None
-    if wheel is None or not wheel.is_file():
-        pytest.skip("ENGINE_WHEELS_DIR does not hold " + doc["source"]["artifact"])
+    wheel = wheel_or_skip(doc["source"]["artifact"])
     quotes = json.loads((REPO / "tests" / "fixtures" / "kernel_quotes" / f"{release}.json").read_text())
     with zipfile.ZipFile(wheel) as z:
         for key, text in quotes["lines"].items():
             path, _, ln = key.rpartition(":")
             full = quotes["paths"][path]
-            assert z.read(full).decode().splitlines()[int(ln) - 1].strip() == text, key
+            assert line_in(z, full, ln) == text, key
