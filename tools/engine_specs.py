@@ -36,6 +36,8 @@ class Facts:
     # --base-wheel compares each with the base release's and flags the ones that changed
     hand_defs: list[tuple[str, str, str | None, str]] = field(default_factory=list)
     skeletons: dict[str, Callable[[str], dict[str, Any]]] = field(default_factory=dict)
+    # rows whose order the engine's code decides (an if/elif chain: the first match wins), by id
+    orders: dict[str, list[str]] = field(default_factory=dict)
 
     def skeleton(self, section: str, rid: str) -> dict[str, Any]:
         return self.skeletons[section](rid)
@@ -236,6 +238,185 @@ def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, sch
         facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
 
 
+def _quantization_names(test: ast.AST, shorthands: list[str]) -> tuple[set[str], set[str]]:
+    """(--quantization names, config classes) an ``if`` test singles out: ``model_config.quantization
+    == "x"`` / ``in ("x", ...)`` / ``in _ONLINE_SHORTHANDS`` and ``quant_cls is X``."""
+    names: set[str] = set()
+    classes: set[str] = set()
+    for n in ast.walk(test):
+        if not isinstance(n, ast.Compare) or len(n.ops) != 1:
+            continue
+        left, op, right = ast.unparse(n.left), n.ops[0], n.comparators[0]
+        if left == "model_config.quantization" and isinstance(op, (ast.Eq, ast.In)):
+            v = literal(right)
+            if isinstance(v, str):
+                names.add(v)
+            elif isinstance(v, (list, tuple, set, frozenset)):
+                names.update(x for x in v if isinstance(x, str))
+            elif isinstance(right, ast.Name) and right.id == "_ONLINE_SHORTHANDS":
+                names.update(shorthands)
+        elif left == "quant_cls" and isinstance(op, ast.Is) and isinstance(right, ast.Name):
+            classes.add(right.id)
+    return names, classes
+
+
+def _init_required(w: Wheel, mod: str, cls: str) -> tuple[str, list[str], bool, Fact] | None:
+    """(``Owner.__init__``, its required parameters, keyword-only, where) of a config class; None when
+    it needs none (or inherits QuantizationConfig's, which takes none)."""
+    try:
+        path, owner, node = w.method(mod, cls, "__init__")
+    except NotFound:
+        return None
+    a = node.args
+    pos = a.posonlyargs + a.args
+    req = [p.arg for p in pos[:len(pos) - len(a.defaults)]][1:]  # self
+    kw = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    if not req and not kw:
+        return None
+    # CPython reports the missing positional parameters first; keyword-only ones only when none is
+    return f"{owner}.__init__", req or kw, not req, Fact(owner, path, node.lineno, node.args.args[-1].lineno
+                                                          if node.args.args else node.lineno)
+
+
+def _without_config(w: Wheel, facts: Facts, base: dict[str, Any], rel: str, classes: dict[str, tuple[str, str]],
+                    shorthands: list[str]) -> None:
+    """What ``get_quant_config`` does when --quantization names a method and the checkpoint has no
+    quantization config: the file lookup fails (``Cannot find the config file``) or, for a class with
+    no config file names, ``quant_cls()`` is called with no arguments; the names and classes the
+    function handles before either (online paths, special cases) build their config another way."""
+    fn = facts.attempt("get_quant_config", lambda: w.function(rel, "get_quant_config"))
+    if fn is None:
+        return
+    bare = next((n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == "quant_cls" and not n.args and not n.keywords), None)
+    missing = facts.attempt("config_file_missing", lambda: call_message(w, rel, "Cannot find the config file for"))
+    if bare is None or missing is None:
+        facts.review.append(f"{rel} get_quant_config: no quant_cls() call or no 'Cannot find the config file' raise; "
+                            "methods[*].without_config kept")
+        return
+    facts.anchor("messages", "config_class_needs_arguments", Fact("quant_cls()", rel, bare.lineno),
+                 "quant_cls() with no arguments")
+
+    def handled_before(line: int) -> tuple[dict[str, int], dict[str, int]]:
+        """name / class -> the line of the last ``if`` that handles it (and returns) before ``line``."""
+        names: dict[str, int] = {}
+        cls: dict[str, int] = {}
+        for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.If)), key=lambda n: n.lineno):
+            if node.lineno < line and any(isinstance(x, ast.Return) for b in node.body for x in ast.walk(b)):
+                n, c = _quantization_names(node.test, shorthands)
+                for x in n:  # the closest handler before ``line`` is cited
+                    names[x] = node.lineno
+                for x in c:
+                    cls[x] = node.lineno
+        return names, cls
+
+    names_file, _ = handled_before(missing.line)
+    names_bare, cls_bare = handled_before(bare.lineno)
+    rows = {m["id"]: m for m in base.get("methods") or []}
+    for mid, (mod, cls) in classes.items():
+        if mid not in rows:
+            continue
+        got = facts.values.get(("methods", mid, "config_filenames"))
+        files = got[0] if got is not None else list(rows[mid].get("config_filenames") or [])
+        value: dict[str, Any] | None = None
+        if files:
+            if mid in names_file:
+                where = Fact(mid, rel, names_file[mid])
+                facts.hand.append(f"methods[{mid}].without_config: none: get_quant_config handles '{mid}' at "
+                                  f"{rel}:{names_file[mid]} before its file lookup fails")
+            else:
+                value, where = {"raises": "config_file_missing"}, missing
+        elif mid in names_bare or cls in cls_bare:
+            where = Fact(mid, rel, names_bare.get(mid) or cls_bare[cls])
+        else:
+            req = _init_required(w, mod, cls)
+            where = Fact(mid, rel, bare.lineno)
+            if req is not None:
+                init, params, kw_only, at = req
+                value = {"raises": "config_class_needs_arguments", "init": init, "missing": params}
+                if kw_only:
+                    value["keyword_only"] = True
+                facts.anchor("methods", mid, at, f"{init} needs {', '.join(params)}")
+        facts.set("methods", mid, "without_config", value, where,
+                  "get_quant_config without a checkpoint quantization config")
+
+
+def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
+    """(the variable, the QuantAlgoMatch) an ``if`` test on a quant_algo string makes:
+    ``algo == "FP8"`` / ``algo in (...)`` is equality, ``"FP4" in algo`` a substring; ``or`` joins them.
+    None when the test compares no string with a variable."""
+    equals: list[str] = []
+    contains: list[str] = []
+    var: set[str] = set()
+    for n in ast.walk(test):
+        if isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And):
+            strs = [v for v in n.values if isinstance(v, ast.Compare) and any(
+                isinstance(c, ast.Constant) and isinstance(c.value, str) for c in (v.left, *v.comparators))]
+            if len(strs) > 1:
+                raise NotFound(f"line {n.lineno}: two string tests joined by 'and': {ast.unparse(n)}")
+        if not isinstance(n, ast.Compare) or len(n.ops) != 1:
+            continue
+        left, op, right = n.left, n.ops[0], n.comparators[0]
+        if isinstance(left, ast.Name) and isinstance(op, (ast.Eq, ast.In)):
+            v = literal(right)
+            got = [v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(
+                v, (list, tuple, set, frozenset)) else []
+            if got:
+                equals += got
+                var.add(left.id)
+        elif isinstance(left, ast.Constant) and isinstance(left.value, str) and isinstance(op, ast.In) \
+                and isinstance(right, ast.Name):
+            contains.append(left.value)
+            var.add(right.id)
+    if not var:
+        return None
+    if len(var) > 1:
+        raise NotFound(f"line {getattr(test, 'lineno', '?')}: strings compared with {sorted(var)}")
+    match: dict[str, Any] = {}
+    if equals:
+        match["equals"] = equals
+    if contains:
+        match["contains"] = contains
+    return var.pop(), match
+
+
+def _upper_cased(w: Wheel, path: str, owner: str | None, fn: ast.FunctionDef, var: str) -> bool:
+    """Whether ``var`` holds an upper-cased string: assigned from ``... .upper()`` or from a helper
+    (``cls._extract_modelopt_quant_algo(...)``) that upper-cases what it returns."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == var for t in node.targets):
+            if ".upper()" in ast.unparse(node.value):
+                return True
+            call = node.value if isinstance(node.value, ast.Call) else None
+            f = call.func if call is not None else None
+            own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("cls", "self")
+            name = f.attr if own and isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name is None:
+                return False
+            try:
+                helper = w.method(path, owner, name)[2] if owner else w.function(path, name)
+            except NotFound:
+                return False
+            return all(".upper()" in ast.unparse(r.value) for r in ast.walk(helper)
+                       if isinstance(r, ast.Return) and r.value is not None and not (
+                           isinstance(r.value, ast.Constant) and r.value.value is None))
+    return False
+
+
+def _guard_values(fn: ast.FunctionDef, var: str) -> tuple[list[Any], ast.If] | None:
+    """The values ``var`` may take past ``if var != X: raise`` / ``if var not in [...]: raise`` in ``fn``."""
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+                and ast.unparse(node.test.left) == var and any(isinstance(b, ast.Raise) for b in node.body)):
+            continue
+        op, v = node.test.ops[0], literal(node.test.comparators[0])
+        if isinstance(op, ast.NotEq) and isinstance(v, (int, str)):
+            return [v], node
+        if isinstance(op, ast.NotIn) and isinstance(v, (list, tuple, set, frozenset)):
+            return list(v), node
+    return None
+
+
 # =================================================================================================
 # vLLM
 # =================================================================================================
@@ -347,6 +528,9 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
         facts.hand.append(f"methods[{mid}]: kind, weight/act bits, weight_type, rocm_allowed, kv_scales_on_attention, "
                           "scheme_gates, weight_only_*, notes hand-written")
 
+    _without_config(w, facts, base, "vllm/model_executor/model_loader/weight_utils.py",
+                    {n.value: classes[n.value][:2] for n in names if n.value in classes}, [f.value for f in shorthands])
+
     mc = "vllm/config/model.py"
     vq = w.function(mc, "_verify_quantization")
     order = w.strings(mc, "overrides", vq)
@@ -362,7 +546,11 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
                 path, owner, node = got
                 facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
                              f"{owner}.override_quantization_method")
-        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
+                if ov.get("quant_algo") is not None:
+                    facts.attempt(f"overrides[{ov['id']}].quant_algo", lambda path=path, owner=owner, node=node, ov=ov:
+                                  _override_algo(w, facts, ov["id"], path, owner, node))
+        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written"
+                          + (" (quant_algo extracted)" if ov.get("quant_algo") is not None else ""))
         if probe in classes:
             facts.hand_defs.append((f"overrides[{ov['id']}]", classes[probe][0], classes[probe][1],
                                     "override_quantization_method"))
@@ -459,6 +647,21 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     return facts
 
 
+def _override_algo(w: Wheel, facts: Facts, rid: str, path: str, owner: str, fn: ast.FunctionDef) -> None:
+    """The quant_algo test of an ``override_quantization_method`` (the ``if`` that returns the name)."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and any(isinstance(b, ast.Return) for b in node.body):
+            got = _algo_match(node.test)
+            if got is None:
+                continue
+            var, match = got
+            if not _upper_cased(w, path, owner, fn, var):
+                match["case_sensitive"] = True
+            facts.set("overrides", rid, "quant_algo", match, Fact(match, path, node.lineno), "quant_algo test")
+            return
+    raise NotFound(f"{path} {owner}.override_quantization_method: no quant_algo test")
+
+
 def _int_keys(w: Wheel, rel: str, name: str) -> list[Fact]:
     node, _, _ = w.assigned(rel, name)
     if not isinstance(node, ast.Dict):
@@ -541,6 +744,12 @@ S_MESSAGES: dict[str, tuple[Any, ...]] = {
     "nvfp4_w4a4_unsupported": (SQ + "compressed_tensors/compressed_tensors.py",
                                "Current platform does not support w4a4 nvfp4 quantization"),
     "kv_fp4_e2m1_deprecated": ("sglang/srt/mem_cache/kv_cache_dtype.py", "--kv-cache-dtype=fp4_e2m1 is deprecated"),
+    "awq_unsupported_bits": (SQ + "awq/awq.py", "only 4-bit weight quantization is supported for",
+                             {"self.weight_bits": "w_bit"}),
+    "modelopt_fp8_algo": (SQ + "modelopt_quant.py", "ModelOptFp8Config only supports regular FP8",
+                          {"quant_method": "quant_algo"}),
+    "modelopt_unsupported_algo": (SQ + "modelopt_quant.py", "ModelOpt currently only supports: "),
+    "modelopt_mixed_algo": (SQ + "modelopt_quant.py", "ModelOptMixedPrecisionConfig only supports MIXED_PRECISION"),
 }
 
 # Messages whose file row is a template over several literal messages (one per class).
@@ -642,6 +851,8 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                               " config class and gates hand-written")
         facts.hand.append(f"methods[{mid}]: kind, bits, weight_type, registered_on, rocm_allowed, scheme_gates, "
                           "weight_only_*, notes hand-written")
+    _without_config(w, facts, base, "sglang/srt/model_loader/weight_utils.py",
+                    {n: imports[c] for n, (c, _) in cuda.items() if c in imports}, [])
     for ov in base.get("overrides") or []:
         facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
         for probe in ov.get("probed_as") or []:
@@ -663,14 +874,23 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                 facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
                              f"{owner}.override_quantization_method")
     pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"))
+    at: dict[str, int] = {}
     for rw in base.get("rewrites") or []:
-        facts.hand.append(f"rewrites[{rw['id']}]: hand-written")
+        facts.hand.append(f"rewrites[{rw['id']}]: checkpoint_method_prefix, has_nvfp4_layers hand-written; quant_algo "
+                          "extracted")
         if pm is not None:
             lines = w.lines(S_MC)
             ln = next((i for i in range(pm.lineno, (pm.end_lineno or pm.lineno) + 1)
                        if f'"quant_method": "{rw["becomes"]}"' in lines[i - 1]), None)
             if ln:
                 facts.anchor("rewrites", rw["id"], Fact(rw["becomes"], S_MC, ln), "_parse_modelopt_quant_config")
+                at[rw["id"]] = ln
+                facts.attempt(f"rewrites[{rw['id']}].quant_algo", lambda rw=rw, ln=ln: _rewrite_algo(
+                    w, facts, rw["id"], pm, ln))
+    if at:  # the if/elif chain's order: the first branch that matches wins
+        facts.orders["rewrites"] = sorted(at, key=lambda r: at[r])
+    _marlin_compatible(w, facts)
+    _s_config_rules(w, facts, cuda, imports)
     kv_rel = "sglang/srt/arg_groups/fields/model.py"
     kv = facts.attempt("kv_cache_dtype choices", lambda: _field_choices(w, kv_rel, "kv_cache_dtype"))
     if kv:
@@ -704,6 +924,124 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
               Fact(ok, ctf, 1), "transform_config is read nowhere under " + SQ if not ok else "")
     _messages(w, facts, base, S_MESSAGES)
     return facts
+
+
+def _rewrite_algo(w: Wheel, facts: Facts, rid: str, pm: ast.FunctionDef, ln: int) -> None:
+    """The quant_algo test of the ``if`` / ``elif`` branch of ``_parse_modelopt_quant_config`` that
+    returns on line ``ln`` (the innermost one that tests a string)."""
+    best: tuple[ast.If, str, dict[str, Any]] | None = None
+    for node in ast.walk(pm):
+        if isinstance(node, ast.If) and any(b.lineno <= ln <= (b.end_lineno or b.lineno) for b in node.body):
+            got = _algo_match(node.test)
+            if got is not None and (best is None or node.lineno > best[0].lineno):
+                best = (node, *got)
+    if best is None:
+        raise NotFound(f"{S_MC}:{ln}: no quant_algo test above the return")
+    node, var, match = best
+    if not _upper_cased(w, S_MC, "ModelConfig", pm, var):
+        match["case_sensitive"] = True
+    facts.set("rewrites", rid, "quant_algo", match, Fact(match, S_MC, node.lineno), "quant_algo test")
+
+
+# (requires_marlin, config file, class, is_<kind>_marlin_compatible, the checkpoint fields its TYPE_MAP keys and
+# the has_zp argument read, as CheckpointQuant.details records them)
+S_MARLIN = {
+    "awq": (SQ + "awq/awq.py", "AWQMarlinConfig", "is_awq_marlin_compatible", ["w_bit", "zero_point"]),
+    "gptq": (SQ + "gptq/gptq.py", "GPTQMarlinConfig", "is_gptq_marlin_compatible", ["bits", "sym"]),
+}
+
+
+def _marlin_compatible(w: Wheel, facts: Facts) -> None:
+    """Which (bits, sym / zero_point) ``is_<kind>_marlin_compatible`` accepts: the TYPE_MAP keys whose
+    scalar type ``query_marlin_supported_quant_types(has_zp)`` lists (marlin_utils.py)."""
+    mu = SQ + "marlin_utils.py"
+    fn = facts.attempt("marlin_compatible", lambda: w.function(mu, "query_marlin_supported_quant_types"))
+    if fn is None:
+        return
+    branch = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+                   and n.test.id == "has_zp"), None)
+    if branch is None:
+        facts.review.append(f"marlin_compatible: {mu} query_marlin_supported_quant_types has no 'if has_zp:'")
+        return
+
+    def types(nodes: list[ast.stmt]) -> set[str]:
+        return {a.attr for b in nodes for a in ast.walk(b) if isinstance(a, ast.Attribute)
+                and ast.unparse(a.value) == "scalar_types"}
+
+    supported = {True: types(branch.body), False: types(branch.orelse)}
+    kinds: list[Fact] = []
+    for kind, (rel, cls, check, _) in S_MARLIN.items():
+        try:
+            tm, ln, end = w.assigned(rel, "TYPE_MAP", w.find_class(rel, cls)[1])
+            chk = w.function(rel, check, cls)
+        except NotFound as exc:
+            facts.review.append(f"marlin_compatible[{kind}]: {exc}")
+            continue
+        call = next((n for n in ast.walk(chk) if isinstance(n, ast.Call)
+                     and ast.unparse(n.func).endswith("check_marlin_supported")), None)
+        if not isinstance(tm, ast.Dict) or call is None:
+            facts.review.append(f"marlin_compatible[{kind}]: TYPE_MAP or the check_marlin_supported call not found")
+            continue
+        zp = next((k for k in call.keywords if k.arg == "has_zp"), None)
+        allowed: list[list[Any]] = []
+        for k, v in zip(tm.keys, tm.values, strict=True):
+            key = literal(k) if k is not None else None
+            t = v.attr if isinstance(v, ast.Attribute) else None
+            if key is None or t is None:
+                continue
+            base_key = list(key) if isinstance(key, (list, tuple)) else [key]
+            if zp is None:  # has_zp defaults to False; the key already holds every field
+                if t in supported[False]:
+                    allowed.append(base_key)
+            else:
+                allowed += [[*base_key, z] for z in (True, False) if t in supported[z]]
+        kinds.append(Fact(kind, rel, call.lineno, call.end_lineno))
+        facts.set("marlin_compatible", kind, "allowed", allowed, Fact(allowed, rel, ln, end), f"{cls}.TYPE_MAP")
+        facts.anchor("marlin_compatible", kind, Fact("", mu, branch.lineno, branch.end_lineno),
+                     "query_marlin_supported_quant_types: with / without zero points")
+    facts.member("marlin_compatible", kinds, "check_marlin_supported")
+    facts.skeletons["marlin_compatible"] = lambda i: {"id": i, "fields": list(S_MARLIN[i][3]), "allowed": [],
+                                                      "source": "", "as_of": None}
+
+
+# config rules SGLang's config classes check while they are built: (file, class, function, the value
+# checked, checkpoint family, the CheckpointQuant.details field it is, message id)
+S_CONFIG_RULES = {
+    "awq-weight-bits": (SQ + "awq/awq.py", "AWQConfig", "__init__", "self.weight_bits", "awq", "w_bit",
+                        "awq_unsupported_bits"),
+    "modelopt-fp8-algo": (SQ + "modelopt_quant.py", "ModelOptFp8Config", "from_config", "quant_method", "modelopt",
+                          "quant_algo", "modelopt_fp8_algo"),
+    "modelopt-fp4-algos": (SQ + "modelopt_quant.py", "ModelOptFp4Config", "from_config", "quant_method", "modelopt",
+                           "quant_algo", "modelopt_unsupported_algo"),
+    "modelopt-mixed-algo": (SQ + "modelopt_quant.py", "ModelOptMixedPrecisionConfig", "from_config", "quant_algo",
+                            "modelopt", "quant_algo", "modelopt_mixed_algo"),
+}
+
+
+def _s_config_rules(w: Wheel, facts: Facts, cuda: dict[str, tuple[str, Fact]],
+                    imports: dict[str, tuple[str, str]]) -> None:
+    rows: list[Fact] = []
+    for rid, (rel, cls, fname, var, *_) in S_CONFIG_RULES.items():
+        try:
+            fn = w.function(rel, fname, cls)
+        except NotFound as exc:
+            facts.review.append(f"config_rules[{rid}]: {exc}")
+            continue
+        got = _guard_values(fn, var)
+        if got is None:
+            facts.review.append(f"config_rules[{rid}]: {rel} {cls}.{fname} has no 'if {var} != ...: raise'")
+            continue
+        values, node = got
+        methods = [n for n, (c, _) in cuda.items() if c in imports and imports[c][1] == cls]
+        at = Fact(values, rel, node.lineno, node.end_lineno)
+        rows.append(Fact(rid, rel, node.lineno, node.end_lineno))
+        facts.set("config_rules", rid, "allowed", [[v] for v in values], at, f"{cls}.{fname}")
+        facts.set("config_rules", rid, "methods", methods, next(f for n, (_, f) in cuda.items() if n == methods[0])
+                  if methods else at, f"BASE_QUANTIZATION_METHODS -> {cls}")
+    facts.member("config_rules", rows, "")  # the same lines as `allowed`, cited with the class below
+    facts.skeletons["config_rules"] = lambda i: {
+        "id": i, "methods": [], "family": S_CONFIG_RULES[i][4], "fields": [S_CONFIG_RULES[i][5]], "allowed": [],
+        "message": S_CONFIG_RULES[i][6], "source": "", "as_of": None}
 
 
 def _field_choices(w: Wheel, rel: str, field_name: str) -> list[Fact]:

@@ -48,9 +48,13 @@ ENGINES = REPO / "data" / "engines"
 # its default value is left out (the files stay as short as the hand-written ones were).
 DEFAULTS = {
     "methods": {"canonical": None, "deprecated": False, "cli_choice": True, "registered": True,
-                "config_filenames": [], "registered_on": []},
+                "config_filenames": [], "registered_on": [], "without_config": None},
     "shorthands": {"deferred": False},
 }
+
+
+# where a section the wheel adds to a file that has none yet is placed (the key it follows)
+PLACE_AFTER = {"marlin_compatible": "marlin_min_capability", "config_rules": "compressed_tensors"}
 
 
 def _version_key(v: str) -> tuple[Any, ...]:
@@ -163,7 +167,13 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
         for r in old_rows:
             if _row(new_rows, r["id"]) is None:
                 rep.review.append(f"{section}[{r['id']}]: in {base_name} but not in {version}; dropped")
-        doc[section] = new_rows
+        if section in doc or section not in PLACE_AFTER or PLACE_AFTER[section] not in doc:
+            doc[section] = new_rows
+        else:  # a section new to this file goes where the hand-written files keep it
+            items = list(doc.items())
+            i = next(n for n, (k, _) in enumerate(items) if k == PLACE_AFTER[section])
+            doc.clear()
+            doc.update([*items[:i + 1], (section, new_rows), *items[i + 1:]])
 
     # -- rows this release does not have ----------------------------------------------------------
     for section, rid, why in facts.drops:
@@ -191,6 +201,11 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
         if key not in target and value == default:
             cite(csec, crid, f, what)
             continue
+        if value is None and default is None:  # a fact this release does not have: the key goes
+            rep.review.append(f"{section}[{rid}].{key}: {target.pop(key)!r} in {base_name} -> none in the wheel "
+                              f"({f.cite()})")
+            cite(csec, crid, f, what)
+            continue
         old = target.get(key, _MISSING)
         if isinstance(old, str) and isinstance(value, str) and old.startswith(value + " ("):
             cite(csec, crid, f, what)  # the file annotates the class name ("Fp8Config (use_mxfp8)")
@@ -204,6 +219,12 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
         cite(csec, crid, f, what)
     for section, rid, f, what in facts.anchors:
         cite(section, rid, f, what)
+    for section, order in facts.orders.items():  # rows the engine tries in its own order (first match wins)
+        rows = doc.get(section) or []
+        ranked = sorted(rows, key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
+        if [r["id"] for r in ranked] != [r["id"] for r in rows]:
+            rep.review.append(f"{section}: reordered as the engine tries them: {', '.join(r['id'] for r in ranked)}")
+        doc[section] = ranked
     for item in facts.hand:
         rep.hand.append(item)
     rep.review.extend(facts.review)
@@ -218,7 +239,7 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
 
     # -- sources: every row says the lines its facts are on -----------------------------------------
     for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "shorthands",
-                    "auto_kv", "messages", "config_rules"):
+                    "auto_kv", "messages", "config_rules", "marlin_compatible"):
         for row in doc.get(section) or []:
             lines = cites.get((section, row["id"]))
             if lines:

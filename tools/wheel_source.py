@@ -270,7 +270,8 @@ def message_text(node: ast.AST, names: dict[str, str] | None = None) -> str | No
             elif isinstance(v, ast.FormattedValue):
                 expr = ast.unparse(v.value)
                 key = names.get(expr, expr.split(".")[-1])
-                parts.append("{" + key + "}")
+                conv = {ord("r"): "!r", ord("a"): "!a"}.get(v.conversion, "")  # {x!r}: the repr, quoted
+                parts.append("{" + key + conv + "}")
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         a, b = message_text(node.left, names), message_text(node.right, names)

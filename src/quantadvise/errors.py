@@ -37,6 +37,15 @@ class InputError(QuantAdviseError):
     """A flag, argument or value the user gave is invalid."""
 
 
+class NoSchemeError(InputError):
+    """No candidate serves the workload; ``vetoed``: some were turned down by the accuracy filter (so
+    a looser ``--accuracy-tolerance`` is one way out)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, vetoed: bool = False):
+        super().__init__(message, hint=hint, field="workload")
+        self.vetoed = vetoed
+
+
 class UnknownNameError(InputError):
     """A model / GPU / scheme / engine name that is not known, with close matches."""
 

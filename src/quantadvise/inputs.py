@@ -14,7 +14,7 @@ from typing import Any
 
 from annotated_types import Interval
 
-from .errors import InputError
+from .errors import InputError, UnknownNameError
 
 
 def _num(x: float) -> str:
@@ -64,6 +64,9 @@ LIMITS: dict[str, Limit] = {
     "acceptance": Limit(0, 1),  # mean fraction of drafted tokens accepted
 }
 LIMITS["concurrency"] = LIMITS["batch"]
+# roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
+# documented "no KV cache read" (the chapter's accounting, docs/roofline.md §7); above, the ctx limit
+DECODE_CTX = Limit(0, LIMITS["ctx"].high, integer=True)
 
 # field -> (the command-line flag, the environment variable that sets its default or None)
 FLAGS: dict[str, tuple[str, str | None]] = {
@@ -102,12 +105,13 @@ def flag(field: str) -> str:
     return FLAGS.get(field, (f"--{field.replace('_', '-')}", None))[0]
 
 
-def check(field: str, value: Any) -> Any:
-    """``value`` if it is a number in ``field``'s range (see :data:`LIMITS`), else one InputError
-    naming the flag, the range and what was given. None (not given) passes through."""
+def check(field: str, value: Any, limit: Limit | None = None) -> Any:
+    """``value`` if it is a number in ``field``'s range (see :data:`LIMITS`; ``limit`` where one flag
+    means a different quantity, :data:`DECODE_CTX`), else one InputError naming the flag, the range and
+    what was given. None (not given) passes through."""
     if value is None:
         return None
-    limit = LIMITS[field]
+    limit = limit or LIMITS[field]
     name = flag(field)
     bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
     if not bad and limit.integer and value != int(value):
@@ -125,10 +129,19 @@ def check_all(values: dict[str, Any]) -> dict[str, Any]:
     return {k: (check(k, v) if k in LIMITS else v) for k, v in values.items()}
 
 
-def lengths(ctx: int | None, prompt: int | None, output: int | None) -> None:
+def lengths(ctx: int | None, prompt: int | None, output: int | None, *, decode: bool = False) -> None:
     """A sequence's lengths must agree: the prompt leaves room for at least one output token, and
-    prompt + output fit the context."""
-    if ctx is not None and prompt is not None and prompt + (output or 1) > ctx:
+    prompt + output fit the context. ``decode=True`` (roofline): ``ctx`` is the context a decode step
+    reads, which holds the prompt (``--ctx`` = the prompt is the first decode step), so only the prompt
+    must fit it; ``output`` plays no part (under --pareto the decode context is prompt + output/2)."""
+    if ctx is None or prompt is None:
+        return
+    if decode:
+        if prompt > ctx:
+            raise InputError(f"the prompt ({prompt:,}) is longer than --ctx {ctx:,}, the context a decode step reads",
+                             hint="raise --ctx or shorten --prompt", field="ctx")
+        return
+    if prompt + (output or 1) > ctx:
         detail = f"prompt ({prompt:,}) + output ({output:,})" if output is not None else \
             f"the prompt ({prompt:,}) leaves no room for an output token in"
         raise InputError(f"{detail} exceed ctx ({ctx:,})" if output is not None else f"{detail} --ctx {ctx:,}",
@@ -147,16 +160,30 @@ def serving_pairs(values: dict[str, Any]) -> None:
                          field="spec_tokens" if spec is None else "acceptance")
 
 
-def engine(name: str | None) -> str | None:
+ENGINE_ALIASES = {"sgl": "sglang", "sgl-project": "sglang"}  # other spellings of an engine's name
+
+
+def engine_hint() -> str:
+    """What an unknown engine's error adds: the engines on file and the command that lists them."""
+    from .engines.flags import ENGINES
+
+    return f"engines on file: {', '.join(sorted(ENGINES))}; `quantadvise list engines` lists their releases"
+
+
+def engine(name: str | None, field: str = "engine") -> str | None:
     """An engine name as the flag table knows it (vllm, sglang; ``sgl`` is sglang), else one
-    InputError naming --engine and the engines on file."""
+    UnknownNameError — the same text from every command and argument — with the closest names, the
+    engines on file and ``quantadvise list engines``. ``field`` is where the name came from (``engine``:
+    --engine or QUANTADVISE_ENGINE, which the CLI then names; ``other``, ``name`` ...: an option or
+    argument no variable sets)."""
     if name is None:
         return None
     from .engines.flags import ENGINES
 
     key = name.strip().lower()
-    key = {"sgl": "sglang", "sgl-project": "sglang"}.get(key, key)
+    key = ENGINE_ALIASES.get(key, key)
     if key not in ENGINES:
-        raise InputError(f"--engine must be {' or '.join(ENGINES)}, got '{name}'",
-                         hint="`quantadvise list engines` lists the releases on file", field="engine")
+        err = UnknownNameError("engine", name, sorted(ENGINES), hint=engine_hint())
+        err.field = field
+        raise err
     return key

@@ -187,6 +187,24 @@ class ModelArch:
         full = len(types) - sliding - linear - none
         return AttentionLayers(full, sliding, linear, self.sliding_window if sliding else None)
 
+    def component_layers(self, component: str) -> tuple[int, ...]:
+        """The decoder layers (0-based) that hold ``component``'s tensors, from the one layer pattern
+        the inventory counts: a hybrid stack (Nemotron-H ``block_kinds``) has attention only on its
+        attention blocks, Mamba-2 on its Mamba blocks and the dense MLP on its MLP blocks; a plain
+        transformer has attention on every layer and the dense MLP on every non-MoE layer. Routed and
+        shared experts and the router sit on ``moe_layers`` either way; norms on every layer."""
+        if component in _MOE_COMPONENTS:
+            return self.moe_layers
+        if self.block_kinds:
+            kind = _COMPONENT_BLOCK.get(component)
+            return tuple(i for i, b in enumerate(self.block_kinds) if kind is None or b == kind)
+        if component == "mamba":
+            return ()
+        if component == "mlp":
+            moe = set(self.moe_layers)
+            return tuple(i for i in range(self.num_layers) if i not in moe)
+        return tuple(range(self.num_layers))
+
     @cached_property
     def inventory(self) -> Inventory:
         from .inventory import build_inventory
@@ -245,6 +263,9 @@ _NO_MIXER = ("mlp", "moe")
 # Hybrid layer patterns: Nemotron-H's hybrid_override_pattern letters and layers_block_type words.
 _BLOCK_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _BLOCK_WORDS = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+# Which block kind of a hybrid stack holds each inventory component (the rest, norms, are on every block).
+_MOE_COMPONENTS = ("experts", "shared_experts", "router")
+_COMPONENT_BLOCK = {"attention": "attention", "mla": "attention", "mamba": "mamba", "mlp": "mlp"}
 
 # model_type -> structural traits of the transformers modeling code (which tensors exist).
 _TRAITS: dict[str, dict[str, Any]] = {
@@ -264,7 +285,8 @@ _TRAITS: dict[str, dict[str, Any]] = {
     "gpt_oss": {"qkv_bias": True, "o_bias": True, "attention_sinks": True, "router_bias": True, "expert_bias": True},
     # Nemotron-H: one mixer per block (Mamba-2, attention, MLP or MoE), one norm per block, squared-ReLU
     # (non-gated) MLPs and experts, a sigmoid router with a score-correction bias
-    "nemotron_h": {"norms_per_layer": 1},
+    # vLLM 0.33.0 nemotron_h.py:167: NemotronHMoE.gate.e_score_correction_bias, n_routed_experts per MoE layer
+    "nemotron_h": {"norms_per_layer": 1, "score_correction_bias": True},
 }
 
 

@@ -324,7 +324,7 @@ class LayerPolicy(_Frozen):
             return v
         bad = [r for r in v if r not in POLICY_ROLES]
         if bad:
-            raise ValueError(f"unknown component(s) {bad}; choose from {sorted(POLICY_ROLES)}")
+            raise ValueError(f"unknown {'component' if len(bad) == 1 else 'components'} {bad}; choose from {sorted(POLICY_ROLES)}")
         return tuple(v)
 
     def quantizes(self, component: str) -> bool:

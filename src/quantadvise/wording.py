@@ -9,6 +9,19 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def every(n: int, word: str, many: str | None = None, *, own: str = "its") -> str:
+    """The whole of a count: ``its one sequence`` / ``all 64 sequences`` (never "all 1 sequences");
+    ``own`` is the determiner of the single one (``the one sequence``)."""
+    return f"{own} one {word}" if n == 1 else f"all {n:,} {many or word + 's'}"
+
+
+def more_or_fewer(value: float, reference: float) -> str:
+    """``value`` against ``reference`` as a share of the reference: ``4.2% more`` / ``63.2% fewer``.
+    One phrasing for a gain and a loss alike, never "1.01x fewer" (a ratio reads as a multiple)."""
+    d = value / reference - 1 if reference else 0.0
+    return f"{abs(d):.1%} {'more' if d > 0 else 'fewer'}"
+
+
 def install_hint(extra: str) -> str:
     """How to install an optional extra, from the package index and from a clone of the repository
     (where the package name does not resolve until it is published)."""

@@ -98,14 +98,11 @@ def test_failing_example_exits_1_with_every_family(cli, monkeypatch):
     q_line = line_of(manifest, "--quantization gptq")
     tp_line = line_of(manifest, "--tensor-parallel-size 2")
     cmd_line = line_of(manifest, "exec vllm serve")
-    conc_line = line_of(root / "quantadvise.yaml", "concurrency: 256")
     expected = {
         ("QA102", "k8s/deployment.yaml", q_line),  # --quantization gptq on an AWQ checkpoint
         ("QA107", "k8s/deployment.yaml", tp_line),  # TP 2 in a container given 1 GPU
-        # no QA201: vLLM 0.33.0 runs this AWQ checkpoint on Machete (auto_awq.py:263-286), whose measured
-        # streaming keeps it ahead of bf16 at 256 sequences; it is still slower than the recommendation
-        ("QA202", "k8s/deployment.yaml", q_line),
-        ("QA303", "quantadvise.yaml", conc_line),  # the declared workload queues: a warning at the declaration
+        # QA102 and QA107 mean vLLM refuses to start (rules.REFUSES_START): no speed verdict (QA201/QA202)
+        # and no queueing verdict (QA303) for a server that never runs (docs/ci.md, Refused deployments)
         ("QA402", "evals/awq/arc_challenge.jsonl", None),
         ("QA402", "evals/awq/gsm8k.jsonl", None),
         ("QA501", "k8s/deployment.yaml", q_line),
@@ -113,18 +110,24 @@ def test_failing_example_exits_1_with_every_family(cli, monkeypatch):
         ("QA505", "k8s/deployment.yaml", tp_line),
     }
     assert got == expected
-    assert {f["rule_id"][:3] for f in doc["findings"]} == {"QA1", "QA2", "QA3", "QA4", "QA5"}
+    assert {f["rule_id"][:3] for f in doc["findings"]} == {"QA1", "QA4", "QA5"}
     qa102 = next(f for f in doc["findings"] if f["rule_id"] == "QA102")
     assert qa102["engine_message"].startswith("Quantization method specified in the model config (awq) does not match")
     qa107 = next(f for f in doc["findings"] if f["rule_id"] == "QA107")
     assert f"given 1 (line {line_of(manifest, 'nvidia.com/gpu: 1')})" in qa107["message"]
-    # QA303, per GPU: floor(85,520,809,984 x 0.92) = 78,679,145,185 - 2 GiB reserve - 5,727,854,592 / 2 weights
-    # (AWQ INT4 g128, the chapter's 5.73 GB, over tensor-parallel 2) = 73,667,734,241 B; x 2 GPUs =
-    # 147,335,468,482 B. One sequence of 8,064 tokens (8,192 - 128: prompt + half the output) x 131,072 B =
-    # 1,056,964,608 B over both GPUs: 139.4 -> 139 run at once of the 256 declared
-    qa303 = next(f for f in doc["findings"] if f["rule_id"] == "QA303")
-    assert qa303["severity"] == "warning" and "139 such sequences run at once" in qa303["message"]
-    assert "137.22 GiB in all" in qa303["message"]  # 147,335,468,482 B / 2**30
+    # the memory arithmetic is still shown, per GPU: floor(85,520,809,984 x 0.92) = 78,679,145,185 - 2 GiB
+    # reserve - 5,727,854,592 / 2 weights (AWQ INT4 g128, the chapter's 5.73 GB, over tensor-parallel 2) =
+    # 73,667,734,241 B; but the deployment is refused, so the declared 256 sequences are not judged
+    m = doc["targets"][0]["memory"]
+    assert m["kv_cache_bytes_per_gpu"] == 73_667_734_241
+    assert (m["starts"], m["refused_by"], m["concurrency"]) == (False, ["QA102", "QA107"], None)
+    assert m["refusal"].startswith("Quantization method specified in the model config (awq) does not match")
+    assert doc["targets"][0]["performance"] is None and doc["targets"][0]["concurrency"] == 256  # as declared
+    rules = {s["rule_id"]: s for s in doc["rules"]}
+    for rid in ("QA201", "QA202", "QA303", "QA304"):
+        assert rules[rid]["status"] == "skipped", rid
+        assert rules[rid]["reason"] == ("vLLM refuses to start (QA102 quantization-flag-mismatch, QA107 "
+                                        "parallelism-mismatch)"), rid
     # the evidence, counted here from the files: pairs by id, lost = right before and wrong after
     for task in ("arc_challenge", "gsm8k"):
         base = {o["id"]: o["correct"] for o in map(json.loads, (root / "evals/bf16" / f"{task}.jsonl").open())}
@@ -144,7 +147,8 @@ def test_failing_example_table_is_readable(cli, monkeypatch):
     monkeypatch.chdir(EXAMPLES / "failing-repo")
     r = cli("check")
     assert r.code == 1
-    assert r.stdout.startswith("quantadvise check: FAIL — 8 errors, 3 warnings (fail on error)")
+    assert r.stdout.startswith("quantadvise check: FAIL — 8 errors, 1 warning (fail on error)")
+    assert "  refuses to start: QA102 quantization-flag-mismatch, QA107 parallelism-mismatch\n" in r.stdout
     assert "engine says: Quantization method specified in the model config (awq)" in r.stdout
 
 
@@ -212,7 +216,7 @@ def test_github_annotations_have_the_right_file_and_line(cli, monkeypatch):
     assert (f"::error file=k8s/deployment.yaml,line={q_line},title=QA102 quantization-flag-mismatch::vLLM 0.33.0: the "
             "checkpoint declares 'awq' but --quantization is 'gptq'; drop --quantization (or pass awq)") in lines
     assert sum(1 for x in lines if x.startswith("::error ")) == 8
-    assert sum(1 for x in lines if x.startswith("::warning ")) == 3
+    assert sum(1 for x in lines if x.startswith("::warning ")) == 1  # QA505 (refused: no QA202, QA303)
     accuracy = [x for x in lines if "QA402" in x]
     assert accuracy and all(x.startswith("::error file=evals/awq/") and ",line=" not in x for x in accuracy)
     assert all("%25" in x for x in accuracy if "%" in x.split("::", 2)[2])  # '%' escaped in messages
@@ -225,12 +229,12 @@ def test_sarif_report_validates_and_locates(cli, monkeypatch, tmp_path):
     out = tmp_path / "qa.sarif"
     r = cli("check", "--format", "sarif", "--output", out)
     assert r.code == 1 and r.stdout == ""
-    assert r.stderr.strip() == f"quantadvise check: FAIL — 8 errors, 3 warnings; sarif report written to {out}"
+    assert r.stderr.strip() == f"quantadvise check: FAIL — 8 errors, 1 warning; sarif report written to {out}"
     doc = json.loads(out.read_text())
     schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text())
     jsonschema.Draft4Validator(schema).validate(doc)
     results = doc["runs"][0]["results"]
-    assert len(results) == 11
+    assert len(results) == 9
     manifest = EXAMPLES / "failing-repo" / "k8s" / "deployment.yaml"
     qa107 = next(x for x in results if x["ruleId"] == "QA107")
     assert qa107["locations"][0]["physicalLocation"] == {
@@ -247,14 +251,14 @@ def test_junit_and_markdown(cli, monkeypatch):
     root = ET.fromstring(r.stdout)
     cases = root.findall("./testsuite/testcase")
     failed = sorted(c.get("name").split()[0] for c in cases if c.find("failure") is not None)
-    # errors fail the cases; the three warnings (QA202, QA303, QA505) go to system-out at --fail-on error
+    # errors fail the cases; the warning (QA505) goes to system-out at --fail-on error
     assert failed == ["QA102", "QA107", "QA402", "QA501", "QA503"]
     assert root.get("failures") == "5"
     r = cli("check", "--format", "junit", "--fail-on", "warning")
     root = ET.fromstring(r.stdout)
-    assert root.get("failures") == "8"
+    assert root.get("failures") == "6"
     md = cli("check", "--format", "markdown")
-    assert md.stdout.startswith("### ❌ quantadvise check: FAIL — 8 errors, 3 warnings")
+    assert md.stdout.startswith("### ❌ quantadvise check: FAIL — 8 errors, 1 warning")
     assert "| error | **QA102** quantization-flag-mismatch | `k8s/deployment.yaml:" in md.stdout
 
 
@@ -291,10 +295,10 @@ def test_baseline_survives_moved_lines_but_not_new_findings(cli, tmp_path, monke
     r = cli("check", "--write-baseline", base, "--format", "json")
     assert r.code == 0
     doc = r.json()
-    assert doc["findings"] == [] and len(doc["suppressed"]) == 11
+    assert doc["findings"] == [] and len(doc["suppressed"]) == 9
     assert (root / doc["baseline_written"]).resolve() == base.resolve()  # shown relative: ../baseline.json
     written = json.loads(base.read_text())
-    assert len(written["findings"]) == 11 and all("line" not in f for f in written["findings"])
+    assert len(written["findings"]) == 9 and all("line" not in f for f in written["findings"])
     assert cli("check", "--baseline", base).code == 0
     # move every line of the manifest down: the findings are the same things, so still accepted
     manifest = root / "k8s" / "deployment.yaml"

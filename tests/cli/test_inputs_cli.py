@@ -53,7 +53,7 @@ def test_an_unknown_gpu_from_the_environment_says_so_and_suggests(cli, monkeypat
 def test_an_unknown_engine_names_the_flag_not_a_workload_field(cli, monkeypatch):
     monkeypatch.setenv("QUANTADVISE_ENGINE", "trt")
     err = _one_error_line(cli("recommend"))
-    assert "--engine must be vllm or sglang, got 'trt'" in err and "QUANTADVISE_ENGINE" in err
+    assert "unknown engine 'trt'" in err and "QUANTADVISE_ENGINE" in err
     assert "(top level)" not in err
 
 
@@ -134,7 +134,15 @@ def test_check_header_and_findings_give_one_number_for_the_tokens_held(cli, tmp_
     # 256 sequences x 8,192 tokens under continuous batching hold prompt + half the output on average:
     # the failing example declares no lengths, so the default 256-token output gives 8,192 - 256/2 = 8,064,
     # and that one number is in the header and in every finding that sizes the workload
-    monkeypatch.chdir(copy_example(tmp_path, "failing-repo"))
+    repo = copy_example(tmp_path, "failing-repo")
+    # the example as shipped is refused at start-up (QA102 --quantization gptq on an AWQ checkpoint,
+    # QA107 two tensor-parallel workers in a one-GPU container), and a refused deployment has no
+    # workload verdicts; without those two flags vLLM starts and the declared workload is sized
+    dep = repo / "k8s" / "deployment.yaml"
+    text = dep.read_text()
+    dep.write_text(text.replace("--quantization gptq \\\n", "").replace("--tensor-parallel-size 2 \\\n", ""))
+    assert dep.read_text() != text
+    monkeypatch.chdir(repo)
     r = cli("check", "--wide")
     assert r.code == 1, r.stderr
     import re

@@ -80,7 +80,7 @@ def test_bad_workload_file(cli, tmp_path, content, needle):
         (["--batch", "0"], "--batch must be an integer >= 1"),
         (["--ctx", "-5"], "--ctx must be an integer >= 1"),
         (["--gpu", "h1000"], "unknown GPU"),
-        (["--engine", "trt"], "engine must be vllm or sglang"),
+        (["--engine", "trt"], "unknown engine 'trt'"),
         (["--engine-version", "0.1"], "unknown vllm version"),
         (["--candidates", "w4a16,nope"], "unknown scheme 'nope'"),
         (["--ideal", "--profile", "x.yaml"], "not both"),

@@ -240,3 +240,14 @@ def test_recommend_json_fields_are_documented(cli):
     keys |= set(doc["speculation"]) | set(doc["load"]) | set(doc["load"]["options"][0])
     missing = sorted(k for k in keys if f"`{k}`" not in text and f"`{k}[]`" not in text)
     assert not missing, missing
+
+
+def test_prefill_heavy_is_flagged_when_the_winner_is_w4a8(cli):
+    # 8,000-token prompts, 64-token answers: ~125 prompt tokens per output token, so prefill is most
+    # of the GPU time; the winner is W4A8 (4-bit weights, fp8 activations), whose prompt runs on the
+    # fp8 tensor cores — the flag covered only 8-bit W+A and stayed false here
+    doc = _recommend(cli, "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--batch", "8", "--prompt", "8000",
+                     "--output", "64", "--mode", "continuous")
+    node = _roofline_node(doc)
+    assert doc["scheme"]["id"] == "w4a8-fp8" and doc["performance"]["prefill_share"] >= 0.5
+    assert node["numbers"]["prefill_heavy"] is True

@@ -100,12 +100,17 @@ def test_upgrade_gate_reports_what_changes(cli, tmp_path, monkeypatch):
     assert any(f["rule_id"] == "QA112" for f in cli("check", "deploy", "--format", "json").json()["findings"])
 
 
-def test_upgrade_gate_sglang_verdict_turns(cli, tmp_path, monkeypatch):
-    root = make_repo(tmp_path, {
-        "quantadvise.yaml": "model: ./ckpt\ngpu: h100\nengine: sglang\nengine_version: 0.5.21\n"
+def pinned_repo(tmp_path, engine: str, version: str, ckpt: dict):
+    """A deployment repo pinned to ``engine`` ``version`` on one H100, serving the checkpoint ``ckpt``."""
+    return make_repo(tmp_path, {
+        "quantadvise.yaml": f"model: ./ckpt\ngpu: h100\nengine: {engine}\nengine_version: {version}\n"
                             "workload: {concurrency: 8, ctx: 4096}\n",
-        "ckpt/config.json": nvfp4_llama(),
+        "ckpt/config.json": ckpt,
     })
+
+
+def test_upgrade_gate_sglang_verdict_turns(cli, tmp_path, monkeypatch):
+    root = pinned_repo(tmp_path, "sglang", "0.5.21", nvfp4_llama())
     monkeypatch.chdir(root)
     pinned = cli("check", "--format", "json")
     assert pinned.code == 1  # 0.5.21 refuses NVFP4 W4A4 on an H100
@@ -123,3 +128,83 @@ def test_upgrade_gate_bad_target_is_exit_2(cli, tmp_path, monkeypatch):
     assert r.code == 2 and r.stderr.startswith("Error: --upgrade-to expects ENGINE@VERSION")
     r = cli("check", "--upgrade-to", "vllm@9.9.9")
     assert r.code == 2 and "unknown vllm version '9.9.9'" in r.stderr
+
+
+def fp8_dynamic_llama() -> dict:
+    from quantadvise import catalog
+    from quantadvise.advisor import plan
+
+    cfg = llama()
+    preset = catalog.scheme_preset("fp8-dynamic")
+    cfg["quantization_config"] = plan.quantization_config(catalog.scheme_from_preset(preset), preset.deploy)
+    return cfg
+
+
+def test_upgrade_gate_says_when_a_release_has_no_kernel_table(cli, tmp_path, monkeypatch):
+    # data/kernels/ holds vllm-0.33.0.yaml only: 0.30.0's kernel choice is not on file, so no kernel change can
+    # be reported for it, and the gate says so instead of comparing 0.33.0's table with itself
+    root = pinned_repo(tmp_path, "vllm", "0.30.0", fp8_dynamic_llama())
+    monkeypatch.chdir(root)
+    doc = cli("check", "--upgrade-to", "vllm@0.33.0", "--format", "json").json()
+    assert any(n.startswith("--upgrade-to vllm@0.33.0: kernel changes not compared: no kernel table on file for "
+                            "vLLM 0.30.0 (kernel tables on file: vLLM 0.33.0)") for n in doc["notes"])
+    assert not any("kernel" in f["message"] for f in doc["findings"] if f["rule_id"] == "QA112")
+    # inspect says the same for the pinned release instead of printing no kernel line
+    out = cli("inspect", "ckpt", "--gpu", "h100", "-e", "vllm==0.30.0").stdout
+    assert "kernel group_0: not on file" in out and "no kernel table on file for vLLM 0.30.0" in out
+
+
+def test_upgrade_gate_reports_a_kernel_change(cli, tmp_path, monkeypatch):
+    # Only vLLM 0.33.0 has a kernel table, so the pinned release's is a stand-in: 0.33.0's table with the
+    # per-channel FP8 route preferring HummingFP8ScaledMMLinearKernel. The target's own table
+    # (data/kernels/vllm-0.33.0.yaml, route fp8-channel) takes cutlass-fp8 first from SM89
+    # (kernels/linear/__init__.py:458-467; scaled_mm/cutlass.py:164-174): an H100 (SM90) runs CUTLASS.
+    from quantadvise import catalog
+
+    real = catalog.kernel_table
+    t33 = real("vllm", "0.33.0")
+    routes = tuple(r.model_copy(update={"kernel": "humming-fp8"}) if r.route == "fp8-channel" else r
+                   for r in t33.routes)
+    t32 = t33.model_copy(update={"version": "0.32.0", "routes": routes})
+    monkeypatch.setattr(catalog, "kernel_table", lambda e, v: t32 if (e, v) == ("vllm", "0.32.0") else real(e, v))
+    root = make_repo(tmp_path, {
+        "quantadvise.yaml": "model: ./ckpt\ngpu: h100\nengine: vllm\nengine_version: 0.32.0\n"
+                            "workload: {concurrency: 8, ctx: 4096}\n",
+        "ckpt/config.json": fp8_dynamic_llama(),
+    })
+    monkeypatch.chdir(root)
+    doc = cli("check", "--upgrade-to", "vllm@0.33.0", "--format", "json").json()
+    qa112 = [f for f in doc["findings"] if f["rule_id"] == "QA112"]
+    assert len(qa112) == 1
+    assert ("kernel group_0: HummingFP8ScaledMMLinearKernel -> group_0: CutlassFP8ScaledMMLinearKernel"
+            in qa112[0]["message"]), qa112[0]["message"]
+    assert not any("kernel changes not compared" in n for n in doc["notes"])
+    # with the same table on both sides nothing changes (vLLM 0.32.0 and 0.33.0 resolve this checkpoint alike)
+    monkeypatch.setattr(catalog, "kernel_table", lambda e, v: t33.model_copy(update={"version": v})
+                        if e == "vllm" else real(e, v))
+    same = cli("check", "--upgrade-to", "vllm@0.33.0", "--format", "json").json()
+    assert not any(f["rule_id"] == "QA112" for f in same["findings"])
+
+
+def test_kernels_are_compared_only_where_both_releases_have_a_table_and_load():
+    from quantadvise.gate.result import TargetReport
+    from quantadvise.gate.upgrade import compare, kernel_coverage
+
+    def target(version: str, kernels: list[str] | None, status: str = "ok") -> TargetReport:
+        return TargetReport(label="run.sh:1", source="shell", engine="vllm", engine_version=version,
+                            engine_version_from="flag", model="m", model_from="flag", checkpoint="c",
+                            engine_status=status, scheme_from="checkpoint", gpu="h100-sxm", gpus=1, mode="decode",
+                            kernels=kernels)
+
+    a, b = ["group_0: MarlinLinearKernel"], ["group_0: MacheteLinearKernel"]
+    change = compare(target("0.32.0", a), target("0.33.0", b), [], [])
+    assert change is not None and change.summary() == ("kernel group_0: MarlinLinearKernel -> "
+                                                       "group_0: MacheteLinearKernel")
+    assert compare(target("0.30.0", None), target("0.33.0", b), [], []) is None  # no table for 0.30.0
+    refused = compare(target("0.32.0", a, "refused"), target("0.33.0", b), [], [])
+    assert refused is not None and [d.what for d in refused.changes] == ["verdict"]
+    assert "kernels" not in target("0.33.0", b).model_dump(mode="json")  # not in check's JSON
+    assert kernel_coverage("vLLM", ["0.30.0"], ["0.33.0"]) == (
+        "kernel changes not compared: no kernel table on file for vLLM 0.30.0 (kernel tables on file: vLLM 0.33.0); "
+        "the verdict, method, scheme, KV cache dtype and messages are compared")
+    assert kernel_coverage("vLLM", [], ["0.32.0", "0.33.0"]) is None

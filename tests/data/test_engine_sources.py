@@ -126,6 +126,74 @@ def test_sglang_nvfp4_fallback_and_wna16_bits_follow_the_source():
     assert w4a4["fallback"] == "CompressedTensorsW4A16Fp4" and w4a4["fallback_min_capability"] == 80
 
 
+def test_without_config_follows_the_no_argument_call_and_the_init_it_cites():
+    # what get_quant_config does without a checkpoint quantization config (issue 13): quant_cls() with no
+    # arguments where get_config_filenames() is empty, and the __init__ whose required parameters make it raise
+    for release, bare in (("vllm-0.33.0", "return maybe_compose_online_quantization(quant_cls())"),
+                          ("sglang-0.5.23", "return quant_cls()")):
+        doc, quotes = load(release)
+        methods = {m["id"]: m for m in doc["methods"]}
+        ct = methods["compressed-tensors"]
+        assert ct["without_config"]["raises"] == "config_class_needs_arguments"
+        init = next(c for c in cites(ct) if c[3].startswith("CompressedTensorsConfig.__init__ needs"))
+        text = span(quotes, *init[:3])
+        assert "def __init__(" in text and all(f"{a}:" in text for a in ct["without_config"]["missing"]), text
+        msg = next(m for m in doc["messages"] if m["id"] == "config_class_needs_arguments")
+        path, start, _, _ = cites(msg)[0]
+        assert quotes[f"{path}:{start}"] == bare
+        # a method with config file names fails its file lookup instead ("Cannot find the config file for")
+        assert methods["awq"]["without_config"] == {"raises": "config_file_missing"}
+    # vLLM quark: QuarkConfig(quant_config, ...) has no default for quant_config
+    vq = {m["id"]: m for m in load("vllm-0.33.0")[0]["methods"]}["quark"]["without_config"]
+    assert vq == {"raises": "config_class_needs_arguments", "init": "QuarkConfig.__init__", "missing": ["quant_config"]}
+    # names get_quant_config handles before the lookup fails: vLLM's mxfp8 shorthand, SGLang's modelopt_fp4
+    v_doc, v_quotes = load("vllm-0.33.0")
+    mx = next(m for m in v_doc["methods"] if m["id"] == "mxfp8")
+    assert "without_config" not in mx and mx["config_filenames"] == ["hf_quant_config.json"]
+    c = next(c for c in cites(mx) if c[3] == "get_quant_config without a checkpoint quantization config")
+    assert v_quotes[f"{c[0]}:{c[1]}"] == "if model_config.quantization in _ONLINE_SHORTHANDS:"
+    s_doc, s_quotes = load("sglang-0.5.23")
+    fp4 = next(m for m in s_doc["methods"] if m["id"] == "modelopt_fp4")
+    c = next(c for c in cites(fp4) if c[3] == "get_quant_config without a checkpoint quantization config")
+    assert "without_config" not in fp4 and s_quotes[f"{c[0]}:{c[1]}"] == 'if model_config.quantization == "modelopt_fp4":'
+
+
+def test_sglang_marlin_compatibility_and_config_checks_follow_the_source():
+    doc, quotes = load("sglang-0.5.23")
+    marlin = {r["id"]: r for r in doc["marlin_compatible"]}
+    # AWQMarlinConfig.TYPE_MAP {4: uint4, 8: uint8}; with zero points Marlin lists only uint4 (marlin_utils.py:93-95)
+    assert marlin["awq"]["allowed"] == [[4, True]] and marlin["gptq"]["allowed"] == [[4, True], [8, True]]
+    path, start, end, _ = next(c for c in cites(marlin["awq"]) if c[3].startswith("query_marlin_supported_quant_types"))
+    text = span(quotes, path, start, end)
+    assert text.startswith("if has_zp:") and "return [scalar_types.uint4]" in text
+    path, start, end, _ = next(c for c in cites(marlin["awq"]) if c[3] == "AWQMarlinConfig.TYPE_MAP")
+    assert "4: scalar_types.uint4," in span(quotes, path, start, end)
+    rules = {r["id"]: r for r in doc["config_rules"]}
+    awq = rules["awq-weight-bits"]
+    path, start, _, _ = next(c for c in cites(awq) if c[3] == "AWQConfig.__init__")
+    assert quotes[f"{path}:{start}"] == "if self.weight_bits != 4:" and awq["allowed"] == [[4]]
+    assert awq["methods"] == ["awq"] and awq["message"] == "awq_unsupported_bits"
+    fp8 = rules["modelopt-fp8-algo"]
+    path, start, _, _ = next(c for c in cites(fp8) if c[3] == "ModelOptFp8Config.from_config")
+    assert quotes[f"{path}:{start}"] == 'if quant_method != "FP8":' and fp8["allowed"] == [["FP8"]]
+    assert set(fp8["methods"]) == {"modelopt", "modelopt_fp8"} and not fp8.get("case_insensitive")
+
+
+def test_sglang_rewrites_test_quant_algo_as_the_source_does():
+    # model_config.py _parse_modelopt_quant_config: == for MIXED_PRECISION, FP8, MXFP8; "in" for FP4 / NVFP4;
+    # the raw string (no .upper()), tried in the order of the if / elif chain
+    doc, quotes = load("sglang-0.5.23")
+    rw = {r["id"]: r for r in doc["rewrites"]}
+    assert rw["modelopt-fp8"]["quant_algo"] == {"equals": ["FP8"], "case_sensitive": True}
+    assert rw["modelopt-mxfp8"]["quant_algo"] == {"equals": ["MXFP8"], "case_sensitive": True}
+    assert rw["modelopt-fp4"]["quant_algo"] == {"contains": ["FP4", "NVFP4"], "case_sensitive": True}
+    for rid, line in (("modelopt-fp8", 'elif quant_algo == "FP8":'), ("modelopt-mxfp8", 'elif quant_algo == "MXFP8":'),
+                      ("modelopt-fp4", 'elif quant_algo and ("FP4" in quant_algo or "NVFP4" in quant_algo):')):
+        path, start, _, _ = next(c for c in cites(rw[rid]) if "quant_algo" in c[3])
+        assert quotes[f"{path}:{start}"] == line
+    assert [r["id"] for r in doc["rewrites"]][2:] == ["modelopt-fp4", "modelopt-fp8", "modelopt-mxfp8"]
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""

@@ -36,6 +36,10 @@ HAND = {
     + 4096,
     "Qwen/Qwen2.5-7B": llama_like(152064, 3584, 28, 18944, 28, 4, 128, qkv_bias=True),
     "Qwen/Qwen2.5-32B": llama_like(152064, 5120, 64, 27648, 40, 8, 128, qkv_bias=True),
+    # the instruct releases: the same tensors (their config.json differs in max_position_embeddings
+    # and eos_token_id only, data/models.yaml config_overrides)
+    "Qwen/Qwen2.5-7B-Instruct": llama_like(152064, 3584, 28, 18944, 28, 4, 128, qkv_bias=True),
+    "Qwen/Qwen2.5-32B-Instruct": llama_like(152064, 5120, 64, 27648, 40, 8, 128, qkv_bias=True),
     "Qwen/Qwen3-8B": llama_like(151936, 4096, 36, 12288, 32, 8, 128, qk_norm=True),
     # Qwen3-30B-A3B: 48 MoE layers, 128 experts of I=768, router 128xH, q/k norms, head_dim 128.
     "Qwen/Qwen3-30B-A3B": 151936 * 2048 * 2

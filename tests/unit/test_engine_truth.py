@@ -61,10 +61,9 @@ def test_vllm_refuses_8_bit_awq():
     assert r.refused
     assert f.engine_message == ("Unsupported num_bits = 8. Supported: 4. For 8-bit AWQ, use Marlin backend by "
                                 "setting backend='awq:marlin' or backend='marlin'.")
-    # 4-bit AWQ still loads; SGLang's AWQMarlinConfig takes 8-bit (its data lists weight_bits [4, 8])
+    # 4-bit AWQ still loads (SGLang's 8-bit AWQ: test_sglang_refuses_8_bit_awq)
     awq4 = {**awq8, "w_bit": 4}
     assert not resolve(VLLM, parse_quantization_config(awq4), capability=90).refused
-    assert not resolve(SGL, parse_quantization_config(awq8), capability=90, model_dtype="float16").refused
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,3 +238,126 @@ def test_vllm_refuses_a_modelopt_algorithm_outside_quant_algos():
                                                              "group_size": 16, "exclude_modules": []}}
     ok = resolve(VLLM, parse_checkpoint({"model_type": "llama"}, {"hf_quant_config.json": hf}), capability=100)
     assert not ok.refused and ok.resolved_method == "modelopt_fp4"
+
+
+# ---------------------------------------------------------------------------------------------
+# A checkpoint-format method with no config file names, forced on an unquantized checkpoint
+# ---------------------------------------------------------------------------------------------
+
+
+def test_compressed_tensors_and_quark_forced_on_an_unquantized_checkpoint_raise_type_error():
+    # vllm/model_executor/model_loader/weight_utils.py:350-368
+    #     possible_config_filenames = quant_cls.get_config_filenames()
+    #     if not possible_config_filenames:
+    #         if model_config.quantization == "fp8": ...            (online fp8_per_tensor)
+    #         if model_config.quantization in _ONLINE_SHORTHANDS: ... (online)
+    #         return maybe_compose_online_quantization(quant_cls())
+    # compressed_tensors/compressed_tensors.py:388-389  get_config_filenames -> []
+    # compressed_tensors/compressed_tensors.py:90-94
+    #     def __init__(self, target_scheme_map: dict[str, Any], ignore: list[str], quant_format: str, ...
+    # quark/quark.py:347-348  get_config_filenames -> [];  quark/quark.py:97-99  def __init__(self, quant_config, ...
+    # Python (CPython's format_missing) then raises:
+    #     TypeError: CompressedTensorsConfig.__init__() missing 3 required positional arguments: ...
+    r = resolve(VLLM, None, capability=90, quantization="compressed-tensors")
+    f = kinds(r)["config_class_needs_arguments"]
+    assert r.refused and f.engine_exception == "TypeError"
+    assert f.engine_message == ("CompressedTensorsConfig.__init__() missing 3 required positional arguments: "
+                                "'target_scheme_map', 'ignore', and 'quant_format'")
+    assert "model_loader/weight_utils.py:368 " in f.source
+    q = kinds(resolve(VLLM, None, capability=90, quantization="quark"))["config_class_needs_arguments"]
+    assert q.engine_message == "QuarkConfig.__init__() missing 1 required positional argument: 'quant_config'"
+    # sglang/srt/model_loader/weight_utils.py:353-375  the same branch ends in `return quant_cls()`;
+    # compressed_tensors/compressed_tensors.py:118-124 (SGLang) needs five: ... sparsity_scheme_map, sparsity_ignore_list
+    s = kinds(resolve(SGL, None, capability=90, quantization="compressed-tensors"))["config_class_needs_arguments"]
+    assert s.engine_message == ("CompressedTensorsConfig.__init__() missing 5 required positional arguments: "
+                                "'target_scheme_map', 'ignore', 'quant_format', 'sparsity_scheme_map', and "
+                                "'sparsity_ignore_list'")
+
+
+def test_a_forced_method_loads_where_get_quant_config_builds_it_without_a_config():
+    # SGLang quark/quark.py:322  QuarkConfig.__init__ has defaults for every parameter: quant_cls() works
+    assert not resolve(SGL, None, capability=90, quantization="quark").refused
+    # vLLM weight_utils.py:374-380: no hf_quant_config.json, but
+    #     if model_config.quantization in _ONLINE_SHORTHANDS: ... return OnlineQuantizationConfig(args=args)
+    # and config/quantization.py:195-237 lists "mxfp8" in _ONLINE_SHORTHANDS: online MXFP8, not "Cannot find"
+    r = resolve(VLLM, None, capability=100, quantization="mxfp8")
+    assert not r.refused and "config_file_missing" not in kinds(r)
+    # SGLang weight_utils.py:381-388: no hf_quant_config.json, but
+    #     if model_config.quantization == "modelopt_fp4": ... return quant_cls.for_online_weight_quantization(...)
+    r = resolve(SGL, None, capability=100, quantization="modelopt_fp4")
+    assert not r.refused and "config_file_missing" not in kinds(r)
+    # the checkpoint's own quantization_config: get_quant_config never reaches quant_cls()
+    ct = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"], "config_groups": {
+        "group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group",
+                                                       "group_size": 128, "symmetric": True}}}}
+    ok = resolve(VLLM, parse_quantization_config(ct), capability=90, quantization="compressed-tensors")
+    assert "config_class_needs_arguments" not in kinds(ok)
+
+
+# ---------------------------------------------------------------------------------------------
+# SGLang 8-bit AWQ: Marlin takes uint4 with zero points only, AWQConfig 4-bit only
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sglang_refuses_8_bit_awq():
+    # sglang/srt/layers/quantization/awq/awq.py:249-252  AWQMarlinConfig.TYPE_MAP = {4: uint4, 8: uint8}
+    # awq/awq.py:419-424 (is_awq_marlin_compatible)
+    #     if num_bits not in cls.TYPE_MAP: return False
+    #     return check_marlin_supported(quant_type=cls.TYPE_MAP[num_bits], group_size=group_size, has_zp=zero_point)
+    # marlin_utils.py:93-95
+    #     if has_zp:
+    #         # AWQ style, unsigned + runtime zero-point
+    #         return [scalar_types.uint4]
+    # so 8-bit AWQ is not claimed by awq_marlin and stays 'awq' -> AWQConfig, whose awq/awq.py:84-88 says
+    #     if self.weight_bits != 4:
+    #         raise ValueError("Currently, only 4-bit weight quantization is supported for "
+    #                          f"AWQ, but got {self.weight_bits} bits.")
+    awq8 = {"quant_method": "awq", "w_bit": 8, "q_group_size": 128, "zero_point": True, "version": "gemm"}
+    r = resolve(SGL, parse_quantization_config(awq8), capability=90, model_dtype="float16")
+    f = kinds(r)["awq_unsupported_bits"]
+    assert r.refused and r.resolved_method == "awq" and not any(s.startswith("override awq_marlin") for s in r.steps)
+    assert f.engine_message == "Currently, only 4-bit weight quantization is supported for AWQ, but got 8 bits."
+    assert f.engine_exception == "ValueError" and f.source.endswith("awq/awq.py:85-88")
+    # 4-bit AWQ with zero points is uint4 with has_zp: Marlin takes it
+    r4 = resolve(SGL, parse_quantization_config({**awq8, "w_bit": 4}), capability=90, model_dtype="float16")
+    assert not r4.refused and r4.resolved_method == "awq_marlin"
+
+
+# ---------------------------------------------------------------------------------------------
+# SGLang ModelOpt quant_algo: equality where the source tests equality
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ["FP8_PB_WO", "W4A8_AWQ", "FP8_PER_CHANNEL_PER_TOKEN"])
+def test_sglang_refuses_modelopt_algorithms_its_fp8_config_does_not_take(algo):
+    # sglang/srt/configs/model_config.py:1866-1870 (_parse_modelopt_quant_config)
+    #     elif quant_algo and ("FP4" in quant_algo or "NVFP4" in quant_algo): ... "modelopt_fp4"
+    #     elif quant_algo == "FP8": ... "modelopt_fp8"
+    #     elif quant_algo == "MXFP8": ...
+    #     else: return None          (quant_method stays 'modelopt')
+    # __init__.py:68  "modelopt": ModelOptFp8Config;  modelopt_quant.py:510-515
+    #     if quant_method != "FP8":
+    #         raise ValueError("ModelOptFp8Config only supports regular FP8 quantization, "
+    #                          f"but found {quant_method!r}. Use the native 'mxfp8' ...")
+    ck = parse_quantization_config({"quant_method": "modelopt", "quant_algo": algo})
+    r = resolve(SGL, ck, capability=90)
+    f = kinds(r)["modelopt_fp8_algo"]
+    assert r.refused and r.checkpoint_method == "modelopt" and r.resolved_method == "modelopt"
+    assert f.engine_message == (f"ModelOptFp8Config only supports regular FP8 quantization, but found {algo!r}. Use "
+                                "the native 'mxfp8' quantization method for MXFP8 or ModelOptFp4Config for FP4.")
+    # FP8 itself is parsed as modelopt_fp8 and loads; NVFP4 contains "FP4": modelopt_fp4
+    fp8 = resolve(SGL, parse_quantization_config({"quant_method": "modelopt", "quant_algo": "FP8"}), capability=90)
+    assert not fp8.refused and fp8.resolved_method == "modelopt_fp8"
+    nv = resolve(SGL, parse_quantization_config({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}),
+                 capability=100)
+    assert nv.checkpoint_method == "modelopt_fp4"
+
+
+def test_sglang_parses_quant_algo_case_sensitively():
+    # model_config.py:1853  quant_algo = json_quant_configs.get("quant_algo", None)   (not upper-cased)
+    # so "fp8" is not == "FP8": quant_method stays 'modelopt' and ModelOptFp8Config raises for 'fp8'
+    r = resolve(SGL, parse_quantization_config({"quant_method": "modelopt", "quant_algo": "fp8"}), capability=90)
+    assert r.checkpoint_method == "modelopt" and "modelopt_fp8_algo" in kinds(r)
+    # vLLM upper-cases it (modelopt.py:288-305 _extract_modelopt_quant_algo ... .upper()): "fp8" is FP8 there
+    v = resolve(VLLM, parse_quantization_config({"quant_method": "modelopt", "quant_algo": "fp8"}), capability=90)
+    assert not v.refused

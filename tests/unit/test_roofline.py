@@ -15,7 +15,7 @@ from quantadvise.perf.datapath import datapath
 from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.inputs import parse_batches, parse_contexts
 from quantadvise.perf.profiles import IDEAL, Curve, parse_profile
-from quantadvise.perf.solve import crossings, first_root
+from quantadvise.perf.solve import crossings, first_crossing, first_root
 from quantadvise.perf.step import StepModel, expected_experts
 
 # The chapter's H100 SXM constants.
@@ -399,6 +399,14 @@ def test_search_helpers():
     assert first_root(lambda x: -1.0, 1.0, 100.0) is None
     roots = crossings(lambda x: math.sin(math.log(x)), 1.0, math.exp(7))
     assert roots == pytest.approx([math.exp(math.pi), math.exp(2 * math.pi)], rel=1e-6)
+    # sin(log x) changes sign where log x = pi and 2 pi; the first is found without scanning on,
+    # so a function that would fail past it is never called there
+    def until_first(x: float) -> float:
+        assert x < math.exp(1.5 * math.pi), "scanned past the first crossing"
+        return math.sin(math.log(x))
+
+    assert first_crossing(until_first, 1.0, math.exp(7)) == pytest.approx(math.exp(math.pi), rel=1e-6)
+    assert first_crossing(lambda x: 1.0, 1.0, 100.0) is None
 
 
 def test_shipped_profile_is_sourced_and_names_known_gpus():

@@ -382,3 +382,28 @@ def test_workload_file_keys_with_dashes_reach_the_targets():
     tps = r.performance.tokens_per_s
     assert r.performance.usd_per_mtok == pytest.approx(2.0 / (tps * 3600) * 1e6)
     assert math.isclose(r.performance.concurrency, 17)
+
+
+def test_users_bound_the_concurrency_each_replica_runs():
+    # 200 concurrent users put at most 200 sequences in flight: no candidate may be priced at the
+    # 256-sequence search bound (the audit found replicas "at concurrency 256" for 200 users)
+    import quantadvise as api
+
+    r = api.recommend(users=200)
+    ranked = [a for a in r.alternatives if a.status in ("recommended", "runner-up", "slower")]
+    assert ranked and all(a.concurrency <= 200 for a in ranked)
+    assert all(o.concurrency <= 200 for o in r.load.options)
+
+
+def test_a_gpu_count_weighs_replicas_against_tensor_parallel():
+    # issue 15 item 2: "for the GPU count given, tensor parallel vs replicas vs quantizing". Four GPUs
+    # hold 4 x TP1, 2 x TP2 or 1 x TP4 (each degree dividing 4); the 70B's 141 GB of bf16 weights need
+    # more than one 80 GB GPU while its 39.5 GB W4A8 checkpoint fits on one, so the best layouts
+    # differ in degree and the table compares them.
+    import quantadvise as api
+
+    r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", rate=5, gpus=4)
+    assert r.load.tp_degrees == [1, 2, 4]
+    by = {o.scheme: o for o in r.load.options}
+    assert by["bf16"].tp >= 2 and by["w4a8-fp8"].tp == 1
+    assert all(o.gpus == o.replicas * o.tp for o in r.load.options)

@@ -22,6 +22,7 @@ from ..kvcache import max_sequences, sequence_bytes
 from ..perf.step import check_tensor_parallel
 from ..scheme import Scheme, TensorQuant
 from ..sizing import memory_budget
+from ..wording import every, plural
 from .options import BF16_KV, Context, Option
 from .result import TraceNode
 from .verdict import engine_verdict
@@ -132,7 +133,8 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
                 else max(o.max_concurrency_bf16, o.max_concurrency_quantized))
         if best < 1 and o.status == "candidate":
             o.status = "does-not-fit"
-            o.reason = (f"{o.weights_bytes / 1e9:.1f} GB of weights leave no room for one sequence of {tokens:,} tokens "
+            o.reason = (f"{o.weights_bytes / 1e9:.1f} GB of weights leave no room for one sequence of "
+                        f"{plural(tokens, 'token')} "
                         f"({ctx.kv_name if ctx.forced_kv else qname}) in the {ctx.budget_bytes / 1e9:.1f} GB budget")
     whole = [o.id for o in options if o.status == "candidate" and o.weights_bytes
              and max(o.max_concurrency_bf16, o.max_concurrency_quantized) >= w.batch]
@@ -151,7 +153,7 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
         "max_concurrency": {o.id: {"kv-bf16": o.max_concurrency_bf16, qname: o.max_concurrency_quantized}
                             for o in options if o.weights_bytes},
     }
-    kv_desc = f"{w.batch} x {tokens:,} tokens"
+    kv_desc = f"{w.batch} x {plural(tokens, 'token')}"
     budget = f"{ctx.budget_bytes / 1e9:.1f} GB"
     if not must:
         decision = (f"bf16 fits: {bf16_weights / 1e9:.1f} GB weights + {kv_bf16 / 1e9:.1f} GB KV for {kv_desc} within "
@@ -161,10 +163,10 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
         if room_bf16 > 0:
             bounds.append(f"<= {room_bf16 * 8 / params:.1f} bits/param with a bf16 KV cache")
         if room_q > 0:
-            bounds.append(f"<= {room_q * 8 / params:.1f} with {qname}")
+            bounds.append(f"<= {room_q * 8 / params:.1f} bits/param with {qname}")
         decision = (f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB + {kv_bf16 / 1e9:.1f} GB KV ({kv_desc}) but "
                     f"the budget is {budget}; "
-                    + (f"to hold the whole batch weights must average {' or '.join(bounds)}" if bounds else
+                    + (f"to hold the whole batch, weights must average {' or '.join(bounds)}" if bounds else
                        f"the whole batch cannot be held: its KV cache alone ({kv_q / 1e9:.1f} GB with {qname}) exceeds "
                        "the budget"))
     if ctx.batch_bound:
@@ -174,12 +176,13 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
                      f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB of weights + KV against {budget}")
                     + f"; concurrency is searched up to {w.batch:,}: each candidate runs at most what its KV cache "
                     f"holds ({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held.items())[:6])}"
-                    + (" ..." if len(held) > 6 else "") + f" sequences of {tokens:,} tokens with {qname})")
+                    + (" ..." if len(held) > 6 else "") + f" sequences of {plural(tokens, 'token')} with {qname})")
     elif part and whole:
-        decision += (f"; {', '.join(whole)} hold all {w.batch} sequences, {', '.join(part)} hold part of them (priced at "
-                     "the concurrency they hold)")
+        decision += (f"; {', '.join(whole)} hold {every(w.batch, 'sequence', own='the')}, {', '.join(part)} hold part "
+                     "of them (priced at the concurrency they hold)")
     elif part:
-        decision += f"; no candidate holds all {w.batch} sequences: each is priced at the concurrency it holds"
+        decision += (f"; no candidate holds {every(w.batch, 'sequence', own='the')}: each is priced at the concurrency "
+                     "it holds")
     elif not whole:
         decision += "; not even one sequence fits next to any candidate's weights"
     return TraceNode(node="fit", decision=decision, numbers=numbers)
@@ -224,7 +227,8 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                        max_concurrency_quantized=holds_q)
         want, short = [], []
         if share >= threshold:
-            want.append(f"KV is {share:.0%} of the bytes a step moves at batch {w.batch} x {w.decode_context:,} tokens "
+            want.append(f"KV is {share:.0%} of the bytes a step moves at batch {w.batch} x "
+                        f"{plural(w.decode_context, 'token')} "
                         f"next to {ref.id}, the deployable candidate with the fewest weight bytes (>= {threshold:.0%})")
             short.append(f"KV is {share:.0%} of step bytes")
         if holds_bf16 < w.batch:
@@ -246,8 +250,10 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
             decision = f"{qname} would help but is not allowed here: keep a bf16 KV cache"
         else:
             ctx.kv_name = BF16_KV
+            fitting = ("any number of sequences fit" if holds_bf16 >= 10**8 else
+                       f"{plural(holds_bf16, 'sequence')} {'fits' if holds_bf16 == 1 else 'fit'}")
             decision = (f"keep a bf16 KV cache: KV is {share:.1%} of step bytes next to {ref.id} (< {threshold:.0%}) and "
-                        f"{holds_bf16 if holds_bf16 < 10**8 else 'every'} sequence(s) fit (>= batch {w.batch})")
+                        f"{fitting} (>= batch {w.batch})")
     numbers["kv_dtype"] = ctx.kv_name
     kvt = ctx.kv_options[ctx.kv_name].kv
     for o in live:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from ..wording import plural
 from .result import Layout, LoadPlan, Recommendation
 
 RANKED = ("recommended", "runner-up", "slower")
@@ -85,7 +86,7 @@ def plan(recs: dict[int, Recommendation], *, rate: float | None, users: int | No
 
 def describe(p: LoadPlan, gpu_name: str, lead: int = 3) -> str:
     """``"12 req/s: w4a16 on 3 x H100 (3 replicas of TP1); or fp8-dynamic on 4 (2 x TP2) ..."``."""
-    demand = (f"{p.rate_per_s:g} requests/s" if p.rate_per_s is not None else f"{p.users:,} concurrent users")
+    demand = (f"{p.rate_per_s:g} requests/s" if p.rate_per_s is not None else plural(p.users or 0, "concurrent user"))
 
     def one(x: Layout, first: bool) -> str:
         rep = f"{x.replicas} replica{'s' if x.replicas != 1 else ''} of TP{x.tp}"

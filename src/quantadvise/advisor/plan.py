@@ -129,7 +129,7 @@ def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arc
     fmt = deploy.checkpoint_format
     if not scheme.quantizes_weights:
         return None
-    ignore = "[" + ", ".join(f'"{x}"' for x in ignore_list(scheme, arch)) + "]"
+    ignore = _literal(ignore_list(scheme, arch))  # "re:.*mlp\\.router$" stays valid Python
     if fmt == "awq":
         return (f'oneshot(model="{model_id}", recipe=AWQModifier(targets="Linear", scheme="W4A16_ASYM", '
                 f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=256)  # AWQ-style checkpoint '
@@ -138,7 +138,7 @@ def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arc
         return (f'oneshot(model="{model_id}", recipe=GPTQModifier(targets="Linear", scheme="W4A16", '
                 f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
     if preset is None:
-        return None
+        return _config_groups_recipe(scheme, deploy, model_id, arch, ignore)
     a = scheme.activation
     dynamic_only = a is None or not a.is_quantized or bool(a.scale and a.scale.dynamic and a.scale2 is None)
     w_int = scheme.weight is not None and get_format(scheme.weight.format).is_integer
@@ -156,6 +156,36 @@ def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arc
             f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
 
 
+def _config_groups_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arch: ModelArch | None,
+                          ignore: str) -> str | None:
+    """A compressed-tensors scheme no named preset carries (e.g. W4A16 regrouped to group 64): the
+    recipe spells out the same config groups the checkpoint declares (:func:`quantization_config`)."""
+    if deploy.checkpoint_format not in (None, "compressed-tensors"):
+        return None
+    cfg = quantization_config(scheme, deploy, arch)
+    if cfg is None:
+        return None
+    group = {k: v for k, v in cfg["config_groups"]["group_0"].items() if v is not None}
+    a = scheme.activation
+    w_int = scheme.weight is not None and get_format(scheme.weight.format).is_integer
+    calibrated = w_int or (a is not None and a.is_quantized and not (a.scale and a.scale.dynamic))
+    modifier = "GPTQModifier" if w_int else "QuantizationModifier"
+    data = ', dataset="open_platypus", num_calibration_samples=512' if calibrated else ""
+    return (f'oneshot(model="{model_id}", recipe={modifier}(config_groups={_literal({"group_0": group})}, '
+            f'ignore={ignore}){data})')
+
+
+def _literal(v: Any) -> str:
+    """``v`` as a Python literal in the recipe's quoting (double-quoted strings)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_literal(x) for x in v) + "]"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(v)  # bool, None, int, float: Python's own spelling
+
+
 def checkpoint_summary(scheme: Scheme, deploy: DeployHints) -> str:
     if not scheme.quantizes_weights:
         return "the original bf16 checkpoint"
@@ -168,7 +198,12 @@ def checkpoint_summary(scheme: Scheme, deploy: DeployHints) -> str:
     if fmt == "gptq":
         return f"a GPTQ checkpoint (AutoGPTQ / GPTQModel, bits {bits}, group_size {group}, sym true, desc_act false)"
     preset = deploy.compressed_tensors_preset
-    return f"a compressed-tensors checkpoint, preset {preset}" if preset else "a compressed-tensors checkpoint"
+    if preset:
+        return f"a compressed-tensors checkpoint, preset {preset}"
+    g = w.scale.group if w is not None and w.scale else None
+    if g is not None and g.is_per_group:  # no named preset has this group (a regrouped W4A16)
+        return f"a compressed-tensors checkpoint, {bits}-bit weights in groups of {g.col} (config_groups below)"
+    return "a compressed-tensors checkpoint"
 
 
 def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], CheckpointPlan]:

@@ -22,10 +22,10 @@ from ..model import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
-from ..perf.solve import crossings
+from ..perf.solve import first_crossing
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
-from ..wording import ms
+from ..wording import every, ms, plural
 from ..workload import Workload
 from .options import BF16_KV, Context, Option, family, family_kind, rank
 from .result import Prediction, TraceNode
@@ -129,14 +129,14 @@ def limit_text(ctx: Context, o: Option) -> str:
     """What stops ``o``'s concurrency where it runs, in words."""
     w = ctx.workload
     if o.limit in ("itl", "ttft", "e2e"):
-        nxt = "" if o.concurrency >= o.max_concurrency else f"; {o.concurrency + 1:,} sequences break it"
+        nxt = "" if o.concurrency >= o.max_concurrency else f"; {plural(o.concurrency + 1, 'sequence')} break it"
         step = ("; the step is compute-bound there: more sequences add latency, not tokens/s"
                 if o.bound == "compute" else "")
         return f"{budget_label(ctx, o.limit)} binds{nxt}{step}"
     if o.limit == "memory":
-        return f"memory binds: its KV cache holds {o.max_concurrency:,} sequences"
+        return f"memory binds: its KV cache holds {plural(o.max_concurrency, 'sequence')}"
     if ctx.batch_bound:
-        return f"the search bound of {w.batch:,} sequences binds (--batch raises it)"
+        return f"the search bound of {plural(w.batch, 'sequence')} binds (--batch raises it)"
     return f"the batch ({w.batch:,}) binds"
 
 
@@ -149,8 +149,7 @@ def _crossover(m1: StepModel, m2: StepModel, ct: float) -> float | None:
         t1, t2 = m1.decode_time(b, ct), m2.decode_time(b, ct)
         return (t1 - t2) / max(t1, t2)
 
-    xs = crossings(gap, 1.0, 4096.0)
-    return xs[0] if xs else None
+    return first_crossing(gap, 1.0, 4096.0)
 
 
 def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: int) -> tuple[str, list[str]]:
@@ -275,7 +274,7 @@ def held_text(ctx: Context, o: Option) -> str:
     w = ctx.workload
     if (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound:
         return f"at concurrency {o.concurrency:,} ({limit_text(ctx, o)})"
-    held = ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if o.concurrency >= w.batch
+    held = (every(w.batch, "sequence") if o.concurrency >= w.batch
             else f"{o.concurrency} of the {w.batch} sequences")
     return f"holding {held}"
 
@@ -293,13 +292,13 @@ def _slo_reasons(ctx: Context, ranked: list[Option]) -> list[str]:
 
 
 def _prefill_heavy(ctx: Context, ranked: list[Option], batch: int) -> str | None:
-    """A prefill-heavy workload where the best W8A8 candidate out-delivers the best weight-only one
+    """A prefill-heavy workload where the best W+A candidate out-delivers the best weight-only one
     although the decode step alone, below the weight-only ridge, favours fewer weight bytes."""
     top = ranked[0]
     if top.prefill_share is None or top.prefill_share < defaults.PREFILL_HEAVY_SHARE:
         return None
-    wa = next((o for o in ranked if family_kind(o.scheme) == "w+a" and o.scheme.weight is not None
-               and o.scheme.weight.bits == 8), None)
+    # any weight + activation candidate: W8A8 and W4A8 alike run the prompt on the fast tensor cores
+    wa = next((o for o in ranked if family_kind(o.scheme) == "w+a"), None)
     wo = next((o for o in ranked if family_kind(o.scheme) == "weight-only"), None)
     if wa is None or wo is None or wa.throughput <= wo.throughput:
         return (f"prefill-heavy: {top.prefill_share:.0%} of GPU time is prefill (>= "
@@ -309,7 +308,7 @@ def _prefill_heavy(ctx: Context, ranked: list[Option], batch: int) -> str | None
     below = f" although concurrency {wa.concurrency:,} is below {wo.id}'s decode ridge ({ridge:,.0f})" \
         if ridge and wa.concurrency < ridge else ""
     return (f"prefill-heavy: {top.prefill_share:.0%} of GPU time is prefill (>= {defaults.PREFILL_HEAVY_SHARE:.0%}), "
-            f"which runs compute-bound on the tensor cores, so W8A8 {wa.id} delivers {wa.throughput:,.0f} output "
+            f"which runs compute-bound on the tensor cores, so {wa.id} ({family(wa.scheme)}) delivers {wa.throughput:,.0f} output "
             f"tokens/s against weight-only {wo.id}'s {wo.throughput:,.0f}{below}")
 
 
@@ -319,9 +318,9 @@ def _spec_reason(ctx: Context, top: Option) -> str:
     assert spec is not None
     sm = priced_model(ctx, top)
     ridge = sm.ridge_batch() if sm is not None else None
-    where = (f"; a verification step runs {spec.queries} tokens per sequence, so {top.id}'s linear layers turn "
+    where = (f"; a verification step runs {plural(spec.queries, 'token')} per sequence, so {top.id}'s linear layers turn "
              f"compute-bound at {ridge / spec.queries:,.1f} sequences instead of {ridge:,.1f}" if ridge else "")
-    return (f"speculative decoding: {spec.tokens} drafted tokens per step at acceptance {spec.acceptance:g} -> "
+    return (f"speculative decoding: {plural(spec.tokens, 'drafted token')} per step at acceptance {spec.acceptance:g} -> "
             f"{spec.tokens_per_step:.2f} tokens per step per sequence (Leviathan et al., arXiv:2211.17192){where}")
 
 
@@ -331,8 +330,8 @@ def _why_not_regime(ctx: Context, top: Option, batch: int) -> str:
     if top.native:
         return f"but {top.id} is the checkpoint as shipped and delivers the most as it is"
     if top.prefill_share is not None:
-        return (f"but {top.id} wins overall: in continuous batching the prefill of {w.prompt_tokens:,} prompt tokens per "
-                f"sequence is {top.prefill_share:.0%} of GPU time and runs compute-bound, where "
+        return (f"but {top.id} wins overall: in continuous batching the prefill of {plural(w.prompt_tokens, 'prompt token')} "
+                f"per sequence is {top.prefill_share:.0%} of GPU time and runs compute-bound, where "
                 f"{top.model.path.math if top.model else 'its'} tensor cores pay off (pass --mode sync to rank by decode "
                 "latency alone)")
     if top.concurrency < w.batch and not ctx.batch_bound:

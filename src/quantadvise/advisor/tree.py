@@ -20,9 +20,10 @@ returns a typed :class:`~quantadvise.advisor.result.Recommendation`.
 from __future__ import annotations
 
 from .. import defaults
-from ..errors import InputError
+from ..errors import InputError, NoSchemeError
 from ..kvcache import sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
+from ..wording import every, more_or_fewer, plural
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, tie_reason
@@ -232,7 +233,7 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
             elif more > 0:
                 speed = f"{more:.1%} more output tokens/s{held}, but"
             else:
-                speed = f"{winner.throughput / o.throughput:.2f}x fewer output tokens/s{held}, and"
+                speed = f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s{held}, and"
             return (f"{speed} it re-quantizes the shipped checkpoint with a published drop of {lo:g}-{hi:g} points "
                     f"reaching the tolerance: ranks after {winner.id}")
         if winner.native and winner.throughput * (1 + tie) < o.throughput <= winner.throughput * (1 + margin):
@@ -244,7 +245,17 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
             gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
             return (f"ties with {winner.id} ({gap}within {tie:.1%} of output tokens/s); {winner.id} comes first: "
                     f"{tie_reason(winner, o)}")
-        return f"{winner.throughput / o.throughput:.2f}x fewer output tokens/s than {winner.id}{held}"
+        return f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}" + after(o)
+
+    def after(o: Option) -> str:
+        """Why ``o`` ranks after a candidate it out-delivers (within the tie band: evidence decides)."""
+        above = ranked[1:ranked.index(o)]
+        p = next((x for x in above if x.throughput < o.throughput), None)
+        if p is None:
+            return ""
+        diff = o.throughput / p.throughput - 1
+        than = f"{diff:.1%} more than {p.id} (within {tie:.1%})" if diff >= 0.0005 else f"as fast as {p.id}"
+        return f"; {than}, which comes first: {tie_reason(p, o)}"
 
     winner.status = "recommended"
     if len(ranked) > 1:
@@ -253,8 +264,8 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
     for o in ranked[2:]:
         o.status = "slower"
         o.reason = behind(o)
-    held = (f"runs {winner.concurrency:,} sequences at once" if searched
-            else f"holds all {batch} sequences" if winner.concurrency >= batch
+    held = (f"runs {plural(winner.concurrency, 'sequence')} at once" if searched
+            else f"holds {every(batch, 'sequence')}" if winner.concurrency >= batch
             else f"holds {winner.concurrency} of {batch} sequences")
     faster = [o for o in ranked[1:] if o.throughput > winner.throughput * (1 + tie)]
     if faster and winner.native:
@@ -282,7 +293,9 @@ def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None)
             parts.append(f"{len(ids)} {words} ({', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})")
     detail = "; ".join(parts) or next((t.decision for t in reversed(trace)), "")
     slo = any(o.status == "misses-slo" for o in options or [])
-    raise InputError(f"no scheme can serve this workload: {detail}",
-                     hint=("relax the latency budgets (--itl-ms / --ttft-ms / --e2e-ms), add GPUs (tensor parallel "
-                           "shortens each step) or shorten --prompt / --output") if slo else
-                     "add GPUs, relax --accuracy-tolerance or lower --batch / --ctx", field="workload")
+    vetoed = any(o.status == "vetoed" for o in options or [])
+    raise NoSchemeError(f"no scheme can serve this workload: {detail}",
+                        hint=("relax the latency budgets (--itl-ms / --ttft-ms / --e2e-ms), add GPUs (tensor parallel "
+                              "shortens each step) or shorten --prompt / --output") if slo else
+                        f"add GPUs{', relax --accuracy-tolerance' if vetoed else ''} or lower --batch / --ctx",
+                        vetoed=vetoed)

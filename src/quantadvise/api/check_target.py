@@ -165,11 +165,11 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
                 raise Unresolvable(f"'{model_ref}' is a path inside the container, not on this machine",
                                    hint="set model: in quantadvise.yaml to its Hub id or a local copy of its "
                                         "config.json", field="model")
-            src, cfg_json = declared(loaded, "model", lambda: resolve_model(model_ref))
-        except (SourceUnavailableError, UnknownNameError, Unresolvable) as exc:
-            if not _may_skip(exc, inv, cfg):
-                raise
-            models[model_ref] = exc
+            src, cfg_json = resolve_model(model_ref)
+        except QuantAdviseError as exc:
+            if not _may_skip(exc, inv, cfg):  # a wrong name or a broken local copy: exit 2, at its line
+                raise _at_line(loaded, "model", exc) from None
+            models[model_ref] = exc  # not bundled, cached or reachable: QA111, the gate goes on
         else:
             if not isinstance(cfg_json, dict):
                 raise ConfigError(f"{src.location}: expected a JSON object")
@@ -244,17 +244,30 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     return gt.judge(facts_, cfg, version_declared, out)
 
 
+def _at_line(loaded: LoadedConfig, key: str, exc: QuantAdviseError) -> QuantAdviseError:
+    """``exc`` naming the configuration line of ``key`` when the value came from there."""
+    if loaded.file is not None and key in loaded.lines:
+        return ConfigError(at(loaded, key, str(exc)), field=key)
+    return exc
+
+
 class Unresolvable(QuantAdviseError):
     """A model reference that names nothing this machine can read (a path inside the container)."""
 
 
 def _may_skip(exc: Exception, inv: EngineInvocation | None, cfg: Any) -> bool:
     """Whether a model that cannot be read leaves the engine-level rules to run (QA111): a Hub id
-    that is not bundled, cached or reachable, or a path inside the container. A declared local copy
-    that is missing stays an error (the declaration is wrong)."""
+    that is not bundled, cached or reachable, or a path inside the container — whether the command or
+    quantadvise.yaml names it (issue 14: an unresolvable model never aborts the gate). A declared
+    (``model:`` / ``--model``) local copy that is missing or malformed, or a declared name that is
+    neither bundled nor a Hub id, stays an error (the declaration is wrong)."""
     if isinstance(exc, Unresolvable | SourceUnavailableError):
         return True
-    return isinstance(exc, UnknownNameError) and "Hub" in (exc.hint or "")
+    if not isinstance(exc, UnknownNameError):
+        return False
+    if cfg.model is not None:  # quantadvise.yaml's model: or --model: only a Hub id the Hub does not know
+        return "Hugging Face Hub" in (exc.hint or "")  # hub.py: "not found on the Hugging Face Hub either"
+    return "Hub" in (exc.hint or "")  # the command's model: the engine may find what this machine cannot
 
 
 def _engine_flags(inv: EngineInvocation | None, cfg: Any, eng: EngineData, engine: str, ck0: Any
@@ -341,7 +354,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     """A deployment whose model's config.json cannot be read: the engine-level rules that need no
     checkpoint (QA1xx on the flags alone), one QA111 warning naming it, and the rest skipped."""
     from ..engines.resolution import resolve
-    from ..gate.engine import artifact_findings, engine_findings
+    from ..gate.engine import artifact_findings, engine_findings, parallelism_findings
     from ..gate.result import TargetReport
     from ..gate.rules import CHECKPOINT_FREE_KINDS
     from ..gate.target import unresolved
@@ -355,16 +368,21 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     kept = [f for f in res.findings if f.kind in CHECKPOINT_FREE_KINDS]
     res = res.model_copy(update={"findings": kept})
     notes = engine_findings(out, site, kept, res.label)
+    tp = (inv.tensor_parallel_size or 1) if inv is not None else (cfg.gpus or 1)
+    pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
-    file, line = site.at("model")
+        # the GPUs the container is given need no model config (the head split does: not checked)
+        parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
+    # where the model is named: quantadvise.yaml's model: line when the declaration names it, else the command's
+    from_config = cfg.model is not None and loaded.file is not None and "model" in loaded.lines
+    file, line = site.at("model", declared=from_config)
+    named = f"{loaded.file} line {loaded.lines['model']}" if from_config else (model_from or "declared")
     why = " ".join((exc.message if isinstance(exc, QuantAdviseError) else str(exc)).split())
-    out.add("QA111", f"model '{model_ref}' ({model_from or 'declared'}) could not be resolved: {why}; only the "
+    out.add("QA111", f"model '{model_ref}' ({named}) could not be resolved: {why}; only the "
             "engine-level rules ran (the flags against the engine), not memory, speed or drift"
             + (f" ({exc.hint})" if isinstance(exc, QuantAdviseError) and exc.hint else ""),
             subject=f"{site.key}|model-unresolved", file=file, line=line, target=site.label)
-    tp = (inv.tensor_parallel_size or 1) if inv is not None else (cfg.gpus or 1)
-    pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     return TargetReport(
         label=site.label, file=site.file, line=site.line, source=source, context=inv.context if inv else None,
         engine=choice.name, engine_version=choice.version, engine_version_from=choice.source, model=model_ref,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..errors import QuantAdviseError
-from ..scheme import Scheme, TensorQuant
+from ..scheme import DeployHints, Scheme, TensorQuant
+from ..wording import plural
 from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
 
 if TYPE_CHECKING:
@@ -48,7 +50,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     w = _parse(data)
     searched = (_slo(w) is not None or w.rate is not None or w.users is not None) and "batch" not in data
     if searched:  # the batch becomes the upper end of the concurrency search
-        w = w.model_copy(update={"batch": defaults.MAX_CONCURRENCY_SEARCH})
+        bound = defaults.MAX_CONCURRENCY_SEARCH
+        if w.users is not None:  # N users never put more than N sequences in flight
+            bound = min(bound, w.users)
+        w = w.model_copy(update={"batch": bound})
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
@@ -146,7 +151,10 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
     from ..errors import InputError
     from ..perf.step import check_tensor_parallel
 
-    degrees = [w.gpus] if fixed_gpus else list(defaults.TP_DEGREES)
+    # with --gpus N: every tensor-parallel degree that packs replicas into those N GPUs (N = 4 weighs
+    # 4 x TP1, 2 x TP2 and TP4 against each other), else every degree on file
+    degrees = ([t for t in defaults.TP_DEGREES if t <= w.gpus and w.gpus % t == 0] or [w.gpus]) if fixed_gpus \
+        else list(defaults.TP_DEGREES)
     recs: dict[int, Recommendation] = {}
     first: InputError | None = None
     for t in degrees:
@@ -215,7 +223,7 @@ def _target_assumptions(w: Workload, inputs: _Inputs, searched: bool, fixed_gpus
                    "(--batch sets the bound)")
     if w.rate is not None or w.users is not None:
         degrees = f"--gpus {w.gpus}" if fixed_gpus else "TP " + ", ".join(map(str, defaults.TP_DEGREES))
-        out.append(f"load: {f'{w.rate:g} requests/s' if w.rate is not None else f'{w.users:,} concurrent users'}; "
+        out.append(f"load: {f'{w.rate:g} requests/s' if w.rate is not None else plural(w.users or 0, 'concurrent user')}; "
                    f"replicas of each tensor-parallel degree weighed ({degrees}); users = sequences in flight, think "
                    "time not modelled")
     spec = _spec(w)
@@ -232,7 +240,10 @@ def _target_assumptions(w: Workload, inputs: _Inputs, searched: bool, fixed_gpus
 def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
     """Nothing serves the workload on ``w.gpus``: find, by walking the tree again, the smallest GPU
     count (a tensor-parallel degree the model's heads divide) on which something does."""
-    from ..errors import InputError
+    from ..errors import InputError, NoSchemeError
+
+    # a looser accuracy tolerance helps only where the accuracy filter turned something down
+    tolerance = "relax --accuracy-tolerance, " if not isinstance(exc, NoSchemeError) or exc.vetoed else ""
     from ..perf.step import check_tensor_parallel
 
     for n in range(w.gpus + 1, defaults.MAX_GPUS_SEARCH + 1):
@@ -246,11 +257,12 @@ def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> Quant
             continue
         return InputError(exc.message, field="workload",
                           hint=f"try --gpus {n}: the smallest count on which the tree finds a scheme "
-                               f"({rec.scheme.id} with {rec.kv.dtype}, {rec.kv.max_concurrency if rec.kv.max_concurrency < 10**8 else 'all'} "
-                               f"sequences held); or relax --accuracy-tolerance or lower --batch / --ctx")
+                               f"({rec.scheme.id} with {rec.kv.dtype}, "
+                               f"{plural(rec.kv.max_concurrency, 'sequence') if rec.kv.max_concurrency < 10**8 else 'all sequences'} "
+                               f"held); or {tolerance}lower --batch / --ctx")
     return InputError(exc.message, field="workload",
-                      hint=f"no GPU count up to {defaults.MAX_GPUS_SEARCH} serves it either: relax "
-                           "--accuracy-tolerance, lower --batch / --ctx, or choose a larger GPU")
+                      hint=f"no GPU count up to {defaults.MAX_GPUS_SEARCH} serves it either: {tolerance}"
+                           "lower --batch / --ctx, or choose a larger GPU")
 
 
 def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
@@ -355,9 +367,10 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
         scheme, regroup_note = fit_weight_group(arch, catalog.scheme_from_preset(preset))
         if regroup_note:
             notes.append(regroup_note)
-            scheme = scheme.model_copy(update={"description": _regrouped(scheme)})
+            scheme = scheme.model_copy(update={"description": _regrouped(scheme.description, scheme)})
+        deploy = _regrouped_deploy(preset.deploy, scheme) if regroup_note else preset.deploy
         eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)
-        picks.append(Candidate(scheme, preset.deploy, eff))
+        picks.append(Candidate(scheme, deploy, eff))
     unmeasured: list[str] = []
     if not w.candidates and any(c.efficiency.model == "calibrated" and c.scheme.quantizes_weights for c in picks):
         unmeasured = [c.scheme.id for c in picks if c.efficiency.model != "calibrated" and c.scheme.id != "bf16"
@@ -367,17 +380,25 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
     return picks, notes, unmeasured
 
 
-def _regrouped(scheme: Scheme) -> str:
-    """A regrouped preset's description with the group it now has (``w4a16-g64`` is not "group 128")."""
-    import re
-
+def _regrouped(text: str, scheme: Scheme) -> str:
+    """``text`` about a regrouped preset with the group it now has (``w4a16-g64`` is not "group 128")."""
     w = scheme.weight
     g = w.scale.group.reduction_group if w is not None and w.scale else None
     if not g:
-        return scheme.description
-    desc = re.sub(r"group \d+", f"group {g}", scheme.description)
-    desc = re.sub(r"\bg\d+\b", f"g{g}", desc)
-    return desc if desc != scheme.description else f"{scheme.description} (regrouped to group {g} for this model)"
+        return text
+    out = re.sub(r"group \d+", f"group {g}", text)
+    out = re.sub(r"\bg\d+\b", f"g{g}", out)
+    return out if out != text else f"{text} (regrouped to group {g} for this model)"
+
+
+def _regrouped_deploy(deploy: DeployHints, scheme: Scheme) -> DeployHints:
+    """A regrouped preset's deploy hints: the named compressed-tensors / llm-compressor presets fix
+    their own group (W4A16 is group 128), so they no longer name it (the plan writes the config
+    groups out instead), and the alternative formats carry the new group."""
+    return deploy.model_copy(update={
+        "compressed_tensors_preset": None, "llmcompressor_scheme": None,
+        "alternatives": tuple(_regrouped(a, scheme) if re.search(r"\bg\d+\b|group \d+", a) else a
+                              for a in deploy.alternatives)})
 
 
 _MEMORY = "memory: <the engine's share, per walk>"
@@ -394,10 +415,10 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
     if "engine" not in explicit or "engine_version" not in explicit:
         out.append(f"engine: {engine_label} (newest bundled; --engine / --engine-version)")
     if "ctx" not in explicit and "prompt" not in explicit:
-        out.append(f"context: {w.context:,} tokens per sequence (--ctx)")
+        out.append(f"context: {plural(w.context, 'token')} per sequence (--ctx)")
     out.append(
-        f"lengths: {w.prompt_tokens:,} prompt + {w.output_tokens:,} output tokens per sequence (--prompt/--output); "
-        f"a decode step is priced at the average {w.decode_context:,} tokens held; the KV cache is sized for "
+        f"lengths: {w.prompt_tokens:,} prompt + {plural(w.output_tokens, 'output token')} per sequence (--prompt/--output); "
+        f"a decode step is priced at the average {plural(w.decode_context, 'token')} held; the KV cache is sized for "
         + (f"{w.kv_tokens_per_sequence:,} tokens per sequence (continuous batching's steady-state average)"
            if w.serving_mode == "continuous" else f"the full {w.context:,} tokens (synchronous batches grow together)")
     )

@@ -57,6 +57,7 @@ def roofline(
     sets the weight group size of every scheme with per-group weight scales; without it the
     default list picks a group that divides the model's K (gpt-oss: 64), explicit schemes keep theirs.
     ``batches`` defaults to ``defaults.ROOFLINE_BATCHES`` (``defaults.PARETO_BATCHES`` with ``pareto``).
+    ``ctx`` is the context a decode step reads (0: no KV cache read); a ``prompt`` must fit in every one.
 
     Serving (docs/roofline.md §12): ``pareto=True`` prices every (scheme, context, batch) as a serving point
     under continuous batching — requests of ``prompt`` + ``output`` tokens (default
@@ -69,14 +70,18 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
-    from ..inputs import check, serving_pairs
+    from ..inputs import check, lengths, serving_pairs
+    from ..inputs import engine as check_engine
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
     from ..perf.serving import Slo, Speculation
     from .speed import efficiency, price_for
 
+    # every input checked before any work, by the checks (and messages) recommend, size and check use
     gpus = check("gpus", gpus)
-    output = check("output", output)
+    prompt, output = check("prompt", prompt), check("output", output)
+    prompt = prompt or None  # an empty prompt, as a workload may have: no prefill to price (--pareto's default)
+    engine = check_engine(engine)
     ttft_ms, itl_ms, e2e_ms = check("ttft_ms", ttft_ms), check("itl_ms", itl_ms), check("e2e_ms", e2e_ms)
     usd_per_gpu_hour = check("usd_per_gpu_hour", usd_per_gpu_hour)
     spec_tokens, acceptance = check("spec_tokens", spec_tokens), check("acceptance", acceptance)
@@ -87,6 +92,8 @@ def roofline(
         raise InputError(f"{flag} applies to the serving points of --pareto", hint="add --pareto", field="pareto")
     if batches is None:
         batches = defaults.PARETO_BATCHES if pareto else defaults.ROOFLINE_BATCHES
+    batch_list, contexts = parse_batches(batches), parse_contexts(ctx)
+    lengths(min(contexts), prompt, output, decode=True)  # a decode step at --ctx reads the prompt's KV
     arch, info = load_model(model)
     g = get_gpu(gpu)
     use_default_list = schemes is None
@@ -106,7 +113,7 @@ def roofline(
     elif use_default_list:
         fitted = [fit_weight_group(arch, s) for s in resolved]
         resolved = [s for s, _ in fitted]
-        notes = [n for _, n in fitted if n]
+        notes = [f"{n} (--group to choose)" for _, n in fitted if n]
     profiles = load_profiles(ideal, profile, g)
     if engine is not None:
         eng = catalog.get_engine(engine, engine_version)
@@ -124,8 +131,8 @@ def roofline(
         model_info=info,
         kv=kv,
         kv_name=kv_name,
-        batches=parse_batches(batches),
-        contexts=parse_contexts(ctx),
+        batches=batch_list,
+        contexts=contexts,
         prompt=prompt,
         gpus=gpus,
         scope=scope,

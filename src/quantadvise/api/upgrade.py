@@ -25,13 +25,14 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
     """Each deployment of the target's engine judged on the target release (through the same
     pipeline as the pinned one, into a scratch collector); a QA112 finding for each that changes."""
     from ..gate.findings import Findings
-    from ..gate.upgrade import compare, parse_target, report
+    from ..gate.upgrade import compare, kernel_coverage, parse_target, report
     from .check_target import resolve_target
 
     engine, version = parse_target(spec)
     version = catalog.get_engine(engine, version).version  # an unknown release: one Error: line, exit 2
     changes: list[UpgradeChange] = []
     compared = 0
+    pinned: set[str] = set()
     for inv, before in zip(deployments, targets, strict=True):
         if before.engine != engine:
             continue
@@ -42,11 +43,26 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
         after = resolve_target(inv, loaded, root, rel, gpu, scratch, engine_version_flag=version, notes=[],
                                models=models)
         compared += 1
+        pinned.add(before.engine_version)
         change = compare(before, after, out.items, scratch.items)
         if change is not None:
             changes.append(change)
     report(changes, out)
+    if compared:  # a kernel table is one release's own selection logic: none on file, no kernel compared
+        releases = sorted(pinned | {version})
+        has = {v: _has_kernel_table(engine, v) for v in releases}
+        note = kernel_coverage(catalog.get_engine(engine, version).display_name,
+                               [v for v in releases if not has[v]], [v for v in releases if has[v]])
+        if note:
+            notes.append(f"--upgrade-to {engine}@{version}: {note}")
     notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {plural(compared, engine + ' deployment')} behave "
                  "differently on the target release (QA112)" if compared else
                  f"--upgrade-to {engine}@{version}: no deployment runs another {engine} release")
     return changes
+
+
+def _has_kernel_table(engine: str, version: str) -> bool:
+    """Whether ``engine`` ``version`` has its own kernel table (catalog.kernel_table falls back to the
+    nearest release's, which the upgrade gate must not compare as if it were this one's)."""
+    table = catalog.kernel_table(engine, version)
+    return table is not None and table.version == version

@@ -16,6 +16,7 @@ from typing import Literal
 
 from ..errors import ConfigError, InputError
 from ..files import exists, read_text
+from ..wording import plural
 from .dockerfile import parse_dockerfile
 from .invocation import DeploymentScan, EngineInvocation
 from .launch import ENGINE_MARKER, parse_shell
@@ -183,7 +184,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                                "run time)")
     if templates:
         dirs = sorted({str(t.parent) for t in templates})
-        warnings.append(f"skipped {len(templates)} Helm/Go template(s) in {', '.join(dirs)} (not YAML until rendered); "
+        warnings.append(f"skipped {plural(len(templates), 'Helm/Go template')} in {', '.join(dirs)} (not YAML until rendered); "
                         f"scan the chart's values.yaml or the output of `helm template`")
     for inv in invocations:
         warnings.extend(inv.warnings)

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from ..engines.data import EngineData, FormatLibrary
 
 
-_ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "sgl": "sglang", "sgl-project": "sglang"}
 
 
 def _version_key(version: str) -> tuple[int | str, ...]:
@@ -75,10 +74,14 @@ def engine_versions(engine: str) -> list[str]:
 
 
 def _engine_name(engine: str) -> str:
-    key = engine.strip().lower()
-    name = _ENGINE_ALIASES.get(key, key)
+    """The engine's name (``sgl`` is sglang): one spelling table and one error for every caller
+    (:func:`quantadvise.inputs.engine`), then a data release on file for it."""
+    from ..inputs import engine as engine_input
+    from ..inputs import engine_hint
+
+    name = engine_input(engine) or ""
     if name not in engine_names():
-        raise UnknownNameError("engine", engine, engine_names(), hint="engines on file: " + ", ".join(engine_names()))
+        raise UnknownNameError("engine", engine, engine_names(), hint=engine_hint())
     return name
 
 

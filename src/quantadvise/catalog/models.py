@@ -6,7 +6,7 @@ import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
@@ -18,10 +18,21 @@ if TYPE_CHECKING:
 
 class ModelRow(Row):
     config: str
+    # keys of the model's own config.json that differ from the bundled file ``config`` points at
+    # (an instruct release sharing its base's tensors but not its context length); sourced in
+    # ``overrides_source``
+    config_overrides: dict[str, Any] = Field(default_factory=dict)
+    overrides_source: str = ""
     family: str
     published_params: int = Field(gt=0)
     params_source: str
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _sourced_overrides(self) -> ModelRow:
+        if self.config_overrides and not self.overrides_source:
+            raise ValueError("config_overrides needs overrides_source (where the differing values come from)")
+        return self
 
 
 @cache
@@ -51,9 +62,10 @@ def bundled_model_ids() -> list[str]:
 def bundled_config(row: ModelRow) -> dict[str, Any]:
     path = loader.data_dir() / row.config
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataError(f"bundled config {row.config} is unreadable: {exc}") from None
+    return {**cfg, **row.config_overrides} if row.config_overrides else cfg
 
 
 # -------------------------------------------------------------------------------------------------

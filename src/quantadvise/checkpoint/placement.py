@@ -29,12 +29,15 @@ from .quant import CheckpointQuant, QuantGroup
 
 @dataclass(frozen=True, slots=True)
 class Module:
-    """One weight tensor of the checkpoint: its module path, class name and inventory group."""
+    """One weight tensor of the checkpoint: its module path, class name and inventory group, and
+    ``aliases``: other spellings a config may use for the same module (Nemotron-H's safetensors say
+    ``backbone.layers.<i>`` where transformers and vLLM say ``model.layers.<i>``)."""
 
     name: str
     cls: str
     group: ParamGroup
     layer: int | None
+    aliases: tuple[str, ...] = ()
 
 
 # -------------------------------------------------------------------------------------------------
@@ -44,8 +47,28 @@ class Module:
 _MIXTRAL_EXPERT = {"gate": "w1", "up": "w3", "down": "w2"}
 
 
+def _hybrid_leaf(g: ParamGroup) -> tuple[str, str]:
+    """(module path under model.layers.<i>, class name) in a hybrid stack (Nemotron-H): each block
+    holds one ``mixer`` — Mamba-2 (in_proj, out_proj), attention (q/k/v/o_proj), a squared-ReLU MLP
+    (up/down_proj) or an MoE (gate, experts.<e>.up/down_proj, shared_experts.up/down_proj)."""
+    comp, role = g.component, g.role
+    if comp == "mamba":
+        return f"mixer.{role}", "Linear"
+    if comp == "router":
+        return "mixer.gate", "NemotronHTopkRouter"  # not an nn.Linear: the engines leave it unquantized
+    if comp == "experts":
+        return f"mixer.experts.{{e}}.{role}_proj", "Linear"
+    if comp == "shared_experts":
+        return f"mixer.shared_experts.{role}_proj", "Linear"
+    if comp in ("attention", "mlp"):
+        return f"mixer.{role}_proj", "Linear"
+    return f"mixer.{role}", "Linear"
+
+
 def _leaf(arch: ModelArch, g: ParamGroup) -> tuple[str, str]:
     """(module path under model.layers.<i>, class name) for a linear group."""
+    if arch.block_kinds:
+        return _hybrid_leaf(g)
     mt = arch.model_type
     comp, role = g.component, g.role
     if comp in ("attention", "mla"):
@@ -76,16 +99,19 @@ def _leaf(arch: ModelArch, g: ParamGroup) -> tuple[str, str]:
 
 
 def modules(arch: ModelArch, include_mtp: bool = True) -> list[Module]:
-    """Every linear weight of the checkpoint as a module path (experts one by one)."""
+    """Every linear weight of the checkpoint as a module path (experts one by one), each on the layers
+    :meth:`ModelArch.component_layers` gives its component — the layer pattern the inventory counts,
+    so the modules hold exactly the inventory's linear parameters."""
     out: list[Module] = []
-    moe = set(arch.moe_layers)
-    dense = [i for i in range(arch.num_layers) if i not in moe]
     mtp_layers = [arch.num_layers + j for j in range(arch.num_mtp_layers)]
     for g in arch.inventory.serving_groups(include_mtp):
         if not g.linear:
             continue
         if g.component == "embedding":
-            names = [f"model.layers.{i}.embed_tokens" for i in mtp_layers] if g.mtp else ["model.embed_tokens"]
+            if g.mtp:
+                names = [f"model.layers.{i}.embed_tokens" for i in mtp_layers]
+            else:
+                names = ["model.embeddings" if arch.block_kinds else "model.embed_tokens"]
             out.extend(Module(n, "Embedding", g, None) for n in names)
             continue
         if g.component == "lm_head":
@@ -96,21 +122,23 @@ def modules(arch: ModelArch, include_mtp: bool = True) -> list[Module]:
             out.extend(Module(f"model.layers.{i}.eh_proj", "Linear", g, i) for i in mtp_layers)
             continue
         leaf, cls = _leaf(arch, g)
-        if g.mtp:
-            layers = mtp_layers
-        elif g.component in ("experts", "router", "shared_experts"):
-            layers = sorted(moe)
-        elif g.component == "mlp":
-            layers = dense
-        else:
+        layers = mtp_layers if g.mtp else list(arch.component_layers(g.component))
+        if not layers:  # pragma: no cover - the inventory counts a component only on layers that hold it
             layers = list(range(arch.num_layers))
-        per_layer = max(1, g.count // max(1, len(layers)))
-        for i in layers:
+        # g.count tensors over these layers: an equal share each (any remainder on the first layers,
+        # so the total never drifts from the inventory's)
+        share, extra = divmod(g.count, len(layers))
+        for j, i in enumerate(layers):
+            n = share + (j < extra)
             if "{e}" in leaf:
-                for e in range(per_layer):
-                    out.append(Module(f"model.layers.{i}.{leaf.format(e=e)}", cls, g, i))
+                out.extend(Module(f"model.layers.{i}.{leaf.format(e=e)}", cls, g, i) for e in range(n))
             else:
-                out.extend(Module(f"model.layers.{i}.{leaf}", cls, g, i) for _ in range(per_layer))
+                out.extend(Module(f"model.layers.{i}.{leaf}", cls, g, i) for _ in range(n))
+    if arch.block_kinds:
+        # a hybrid's safetensors name its decoder "backbone" (transformers and vLLM load it as "model"):
+        # configs written against either spelling match
+        out = [Module(m.name, m.cls, m.group, m.layer, ("backbone." + m.name.removeprefix("model."),))
+               if m.name.startswith("model.") else m for m in out]
     return out
 
 
@@ -152,7 +180,9 @@ class Matcher:
         return bool(self.exact or self.regex or self.subs or self.classes)
 
     def by_name(self, m: Module) -> bool:
-        name = m.name
+        return any(self._name_matches(name) for name in (m.name, *m.aliases))
+
+    def _name_matches(self, name: str) -> bool:
         if self.exact:
             parts = name.split(".")
             # the module itself, a parent (a name covers the modules under it), or a suffix without

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, ModelOpt, WideOpt, emit_report
+from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report
 
 
 def calibrate_cmd(
@@ -64,6 +64,8 @@ def calibrate_cmd(
     """
     from ..api.calibrate import calibrate, import_tables
 
+    if out is not None:  # an unwritable --out is one error line before any timing or fitting
+        check_output_path(out, "--out")
     if from_tables is not None:
         kind, _, where = from_tables.partition(":")
         if kind.strip().lower() != "aiconfigurator":

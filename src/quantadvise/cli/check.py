@@ -100,8 +100,14 @@ def check_cmd(
     Example: quantadvise check k8s/ --gpu h100 --format github
     """
     from ..api.check import check, check_init
+    from ..inputs import engine as check_engine
     from ..report import render
 
+    engine = check_engine(engine)  # the one engine check (and message) of every command
+    if upgrade_to is not None:
+        from ..gate.upgrade import parse_target
+
+        check_engine(parse_target(upgrade_to)[0], "upgrade_to")
     if init:
         result = check_init(config, paths or None, force=force)
         human = fmt.value != "json"
@@ -115,7 +121,7 @@ def check_cmd(
         upgrade_to=upgrade_to,
     )
     for w in report.warnings:
-        warn(w)
+        warn(w, wide=wide)
     if verbose:
         import sys
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, TextIO
 
 import typer
 
+from ..errors import InputError
 from . import completion
 
 
@@ -68,13 +72,32 @@ def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+WARNING = "warning: "
 
 
-def terminal_width(wide: bool = False) -> int | None:
-    """The columns human output must fit: ``COLUMNS`` when set, else the terminal's width when
-    stdout is a terminal, else 80; None with ``--wide``."""
+def warn(message: str, *, wide: bool = False) -> None:
+    """A warning on stderr, wrapped to the terminal width with a hanging indent (continuation lines
+    line up under the message, so they read as part of it); one line with ``--wide``."""
+    sys.stderr.write(stderr_text(message, WARNING, " " * len(WARNING), terminal_width(wide, sys.stderr)))
+
+
+def stderr_text(message: str, prefix: str, hang: str, width: int | None) -> str:
+    """``prefix`` + ``message`` as lines of at most ``width`` characters (``None``: unwrapped), every
+    line after the first starting with ``hang``; a newline in the message starts a new paragraph.
+    Error lines never come here (an error is one line), nor ``wrote FILE`` (a path stays whole, to
+    copy)."""
+    from ..report.text import wrap
+
+    lines: list[str] = []
+    for i, para in enumerate(message.split("\n")):
+        lines += wrap(para, width, indent=prefix if i == 0 else hang, subsequent=hang)
+    return "\n".join(lines) + "\n"
+
+
+def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | None:
+    """The columns human output on ``stream`` (default stdout) must fit: ``COLUMNS`` when set, else
+    the terminal's width when the stream is a terminal, else 80; None with ``--wide``. Reports on
+    stdout and warnings on stderr use this one rule."""
     import os
     import shutil
 
@@ -83,9 +106,67 @@ def terminal_width(wide: bool = False) -> int | None:
     env = os.environ.get("COLUMNS", "")
     if env.strip().isdigit() and int(env) >= 20:
         return int(env)
-    if sys.stdout.isatty():
-        return max(shutil.get_terminal_size((80, 24)).columns, 20)
-    return 80
+    out = sys.stdout if stream is None else stream
+    if not _isatty(out):
+        return 80
+    columns = 0
+    if out is not sys.stdout:  # shutil measures stdout only
+        try:
+            columns = os.get_terminal_size(out.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+    if columns <= 0:
+        columns = shutil.get_terminal_size((80, 24)).columns
+    return max(columns, 20)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def check_output_path(path: Path, flag: str) -> Path | None:
+    """Before any work, one :class:`InputError` naming ``flag`` when no file can be written at
+    ``path``: it is a folder, something on the way is not a folder, or the nearest existing folder
+    (or the file itself) is not writable. Missing folders are not an error: writing creates them, as
+    ``calibrate --out`` and ``check --output`` do; the topmost one that will be made is returned
+    (None when the folder exists). A place that passes this and still refuses the file (``/proc``
+    as root, a full disk) fails inside :func:`writing`, with the same error."""
+    import os
+
+    try:
+        if path.is_dir():
+            raise _cannot_write(path, flag, "it is a folder", fix="name a file")
+        if os.path.lexists(path) and not os.access(path, os.W_OK):
+            raise _cannot_write(path, flag, "permission denied")
+        folder, made = path.parent, None
+        while not os.path.lexists(folder) and folder.parent != folder:
+            folder, made = folder.parent, folder
+        if not folder.is_dir():
+            raise _cannot_write(path, flag, f"{folder} is not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise _cannot_write(path, flag, f"{folder}: permission denied")
+    except OSError as exc:  # a name the OS cannot even look up (too long, ...)
+        raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
+    except ValueError:  # an embedded NUL
+        raise _cannot_write(path, flag, "not a valid file name") from None
+    return made
+
+
+@contextmanager
+def writing(path: Path, flag: str) -> Iterator[None]:
+    """Write the file ``flag`` names inside this block: an OSError becomes the one-line error of
+    :func:`check_output_path`."""
+    try:
+        yield
+    except OSError as exc:
+        raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
+
+
+def _cannot_write(path: Path, flag: str, reason: str, fix: str = "name a file in a folder you can write") -> InputError:
+    return InputError(f"{flag} {path}: cannot write it ({reason}); {fix}", field=flag.lstrip("-").replace("-", "_"))
 
 
 def color_enabled() -> bool:
@@ -105,7 +186,7 @@ def emit_report(kind: str, fmt: str | Enum, result: object, *, wide: bool = Fals
     from ..report import render
 
     for w in getattr(result, "warnings", ()) or ():
-        warn(w)
+        warn(w, wide=wide)
     name = fmt.value if isinstance(fmt, Enum) else fmt
     if name in ("table", "explain"):
         options.setdefault("width", terminal_width(wide))

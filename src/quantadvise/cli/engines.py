@@ -12,12 +12,14 @@ ACTIONS = ("list", "show", "diff")
 
 
 def engines_cmd(
+    ctx: typer.Context,
     action: Annotated[
         str, typer.Argument(help="list (every method), show METHOD (one method), diff [A B] (two engines, or two "
                             "releases of one, side by side); a method name alone means show.", show_default=True)
     ] = "list",
-    name: Annotated[str | None, typer.Argument(help="The method for show (awq, fp8, compressed-tensors ...); the "
-                                               "first release for diff (vllm@0.30.0).")] = None,
+    name: Annotated[str | None, typer.Argument(help="The engine for list (sglang, vllm@0.30.0); the method for show "
+                                               "(awq, fp8, compressed-tensors ...); the first release for diff "
+                                               "(vllm@0.30.0).")] = None,
     second: Annotated[str | None, typer.Argument(help="The second release for diff (vllm@0.33.0).",
                                                  show_default=False)] = None,
     engine: Annotated[
@@ -39,27 +41,45 @@ def engines_cmd(
     Example: quantadvise engines diff vllm@0.30.0 vllm@0.33.0
     """
     from ..api.engines import engines_diff, engines_list, engines_show
+    from ..errors import InputError
 
     act = action.strip().lower()
     if second is not None and act != "diff":
-        from ..errors import InputError
-
         raise InputError(f"'{action}' takes one name; only diff takes two (diff vllm@0.30.0 vllm@0.33.0)",
                          field="action")
     if act not in ACTIONS:
         if name is not None:
-            from ..errors import InputError
-
             raise InputError(f"unknown action '{action}' (choose list, show METHOD or diff)", field="action")
         act, name = "show", action
     if act == "list":
-        emit_report("engines", fmt, engines_list(engine, version), wide=wide)
+        if name is not None:  # `engines list sglang`: the engine as an argument, instead of --engine
+            typed = getattr(ctx.get_parameter_source("engine"), "name", None) == "COMMANDLINE"  # not a default
+            if typed and _name(name, "name") != _name(engine, "engine"):
+                raise InputError(f"give the engine once: `engines list {name}` or --engine {engine}, not both",
+                                 field="engine")
+            engine = _checked(name, "name")
+        emit_report("engines", fmt, engines_list(_checked(engine, "engine"), version), wide=wide)
     elif act == "show":
         if not name:
-            from ..errors import InputError
-
             raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
-        emit_report("engine_method", fmt, engines_show(name, engine, version), wide=wide)
+        emit_report("engine_method", fmt, engines_show(name, _checked(engine, "engine"), version), wide=wide)
     else:
-        first = name or (f"{engine}=={version}" if version else engine)
-        emit_report("engines_diff", fmt, engines_diff(first, second or other), wide=wide)
+        first = _checked(name, "name") if name else _checked(f"{engine}=={version}" if version else engine, "engine")
+        emit_report("engines_diff", fmt, engines_diff(first, _checked(second, "second") if second
+                                                      else _checked(other, "other")), wide=wide)
+
+
+def _name(spec: str, field: str) -> str | None:
+    """The engine ``spec`` (NAME, NAME==VERSION, NAME@VERSION) names, by the one engine check."""
+    from ..api.common import _split_engine
+    from ..inputs import engine
+
+    return engine(_split_engine(spec)[0], field)
+
+
+def _checked(spec: str, field: str) -> str:
+    """``spec`` once its engine passed the one engine check (its release is the catalog's to check);
+    ``field`` is the option or argument it came from, so an error blames QUANTADVISE_ENGINE only for
+    --engine."""
+    _name(spec, field)
+    return spec

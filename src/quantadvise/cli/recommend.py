@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from . import completion
-from .common import AcceptanceOpt, SpecTokensOpt, UsdPerGpuHourOpt, WideOpt, color_enabled, emit_report
+from .common import (
+    AcceptanceOpt,
+    SpecTokensOpt,
+    UsdPerGpuHourOpt,
+    WideOpt,
+    check_output_path,
+    color_enabled,
+    emit_report,
+    writing,
+)
 
 
 class RecFormat(str, Enum):
@@ -115,18 +124,22 @@ def recommend_cmd(
         "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users,
         "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance,
     }
-    if plot is not None:
+    made = None
+    if plot is not None:  # a bad --plot is one error line before any work
         from ..report.pareto import check_plot_path
 
         check_plot_path(plot)
+        made = check_output_path(plot, "--plot")
     result = recommend(base, frontier=plot is not None, **flags)
     if plot is not None:
         from ..report.recommend import write_plot
 
-        write_plot(result, plot)
+        with writing(plot, "--plot"):
+            write_plot(result, plot)
     kind = "explain" if explain and fmt.value == "table" else fmt.value
     emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
         import sys
 
-        sys.stderr.write(f"wrote {plot}\n")
+        # one line, not wrapped: the path stays whole, to copy
+        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")

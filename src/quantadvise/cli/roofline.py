@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import AcceptanceOpt, KvOpt, ModelOpt, SpecTokensOpt, TableJsonCsv, UsdPerGpuHourOpt, WideOpt, emit_report
+from .common import (
+    AcceptanceOpt,
+    KvOpt,
+    ModelOpt,
+    SpecTokensOpt,
+    TableJsonCsv,
+    UsdPerGpuHourOpt,
+    WideOpt,
+    check_output_path,
+    emit_report,
+    writing,
+)
 
 CURVE_POINTS = 160
 
@@ -108,10 +119,12 @@ def roofline_cmd(
     """
     from ..api.roofline import roofline
 
-    if plot is not None:
+    made = None
+    if plot is not None:  # a bad --plot is one error line before any work
         from ..report.pareto import check_plot_path
 
         check_plot_path(plot)
+        made = check_output_path(plot, "--plot")
     drawn = fmt == TableJsonCsv.table and chart and not pareto
     result = roofline(
         model,
@@ -142,10 +155,12 @@ def roofline_cmd(
     if plot is not None:
         from ..report.roofline import write_pareto_plot, write_plot
 
-        (write_pareto_plot if pareto else write_plot)(result, plot)
+        with writing(plot, "--plot"):
+            (write_pareto_plot if pareto else write_plot)(result, plot)
     if fmt == TableJsonCsv.table:
         emit_report("roofline", fmt, result, wide=wide, show_chart=drawn)
     else:
-        emit_report("roofline", fmt, result)
+        emit_report("roofline", fmt, result, wide=wide)
     if plot is not None:
-        sys.stderr.write(f"wrote {plot}\n")
+        # one line, not wrapped: the path stays whole, to copy
+        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")

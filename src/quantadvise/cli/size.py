@@ -19,6 +19,7 @@ from .common import (
     ModelArg,
     WideOpt,
     emit_report,
+    warn,
 )
 
 
@@ -67,9 +68,19 @@ def size_cmd(
 
     Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
     """
+    import os
+
     from ..api.size import size
     from ..inputs import check
+    from ..inputs import engine as check_engine
 
+    # `size` names no engine (its GPU share is the newest bundled vLLM's), but it reads its defaults from
+    # the same QUANTADVISE_* variables as recommend, roofline and check: a bad QUANTADVISE_ENGINE is the
+    # same error here, and a good one that size cannot follow is said, not silently dropped
+    env_engine = check_engine(os.environ.get("QUANTADVISE_ENGINE") or None)
+    if env_engine not in (None, defaults.ENGINE) and gpu is not None and memory_utilization is None:
+        warn(f"QUANTADVISE_ENGINE={env_engine}: `size` names no engine and takes the newest bundled "
+             f"{defaults.ENGINE}'s share of each GPU (--memory-utilization to give {env_engine}'s)")
     report = size(
         model,
         scheme,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, WideOpt, emit_report
+from .common import Format, FormatOpt, WideOpt, check_output_path, emit_report, writing
 
 
 def validate_cmd(
@@ -37,12 +37,15 @@ def validate_cmd(
     """
     from ..api.calibrate import validate
 
+    made = check_output_path(plot, "--plot") if plot is not None else None  # one error line before any work
     result = validate(profile, max_error=max_error / 100)
     if plot is not None:
         from ..report.calibrate import write_validation_plot
 
-        write_validation_plot(result, plot)
+        with writing(plot, "--plot"):
+            write_validation_plot(result, plot)
     emit_report("validate", fmt, result, wide=wide)
     if plot is not None:
-        sys.stderr.write(f"wrote {plot}\n")
+        # one line, not wrapped: the path stays whole, to copy
+        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")
     raise typer.Exit(result.exit_code())

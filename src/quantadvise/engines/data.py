@@ -59,6 +59,36 @@ class SchemeGate(Strict):
     min_capability: int
 
 
+class WithoutConfig(Strict):
+    """What the engine's ``get_quant_config`` does when ``--quantization`` names the method and the
+    checkpoint carries no quantization config: it looks for ``get_config_filenames()`` and finds none
+    (``raises: config_file_missing``), or, with no file names, calls the config class with no
+    arguments, which raises TypeError because ``init`` takes the required parameters ``missing``
+    (``raises: config_class_needs_arguments``). A method the engine builds some other way there (an
+    online shorthand, a name it special-cases, a class that needs no arguments) has none."""
+
+    raises: Literal["config_file_missing", "config_class_needs_arguments"]
+    init: str | None = None  # the __init__ Python names in the TypeError ("QuarkConfig.__init__")
+    missing: tuple[str, ...] = ()  # its required parameters, in order
+    keyword_only: bool = False  # ``missing`` are keyword-only (no positional one is required)
+
+    @model_validator(mode="after")
+    def _args(self) -> WithoutConfig:
+        if (self.raises == "config_class_needs_arguments") != bool(self.init and self.missing):
+            raise ValueError("config_class_needs_arguments names the __init__ and its missing parameters")
+        return self
+
+    def type_error(self) -> dict[str, str]:
+        """The values of CPython's "missing required argument" TypeError (``format_missing``):
+        ``'a'``, ``'a' and 'b'``, ``'a', 'b', and 'c'``."""
+        names = [repr(n) for n in self.missing]
+        joined = names[0] if len(names) == 1 else (
+            f"{names[0]} and {names[1]}" if len(names) == 2 else ", ".join(names[:-1]) + f", and {names[-1]}")
+        kind = "keyword-only" if self.keyword_only else "positional"
+        return {"init": self.init or "", "count": str(len(names)),
+                "arguments": f"{kind} argument" + ("s" if len(names) > 1 else ""), "names": joined}
+
+
 class Method(_Row):
     """One ``--quantization`` name (or a registry-only name detected from checkpoints)."""
 
@@ -85,6 +115,8 @@ class Method(_Row):
     # get_config_filenames(): files the engine looks for when --quantization names this method and
     # the checkpoint has no quantization_config; none found -> "Cannot find the config file"
     config_filenames: tuple[str, ...] = ()
+    # get_quant_config without a checkpoint quantization config (None: the engine builds one anyway)
+    without_config: WithoutConfig | None = None
     # below this capability the weights run weight-only (Marlin) and the engine prints this message
     weight_only_below: int | None = None
     weight_only_message: str | None = None
@@ -130,11 +162,18 @@ class Shorthand(_Row):
 
 
 class QuantAlgoMatch(Strict):
+    """How the engine tests a ModelOpt ``quant_algo``: ``==`` one of ``equals``, or one of
+    ``contains`` is a substring (``"FP4" in quant_algo``); upper-cased first unless the engine compares
+    the raw string (``case_sensitive``: SGLang's ``_parse_modelopt_quant_config``)."""
+
     equals: tuple[str, ...] = ()
     contains: tuple[str, ...] = ()
+    case_sensitive: bool = False
 
     def matches(self, algo: str | None) -> bool:
-        a = (algo or "").upper()
+        a = algo or ""
+        if not self.case_sensitive:
+            a = a.upper()
         if self.equals and a in self.equals:
             return True
         return bool(self.contains) and any(c in a for c in self.contains)
@@ -303,6 +342,20 @@ class ConfigRule(_Row):
         return not any(got == tuple(self._norm(v) for v in a) for a in self.allowed)
 
 
+class MarlinCompat(_Row):
+    """Which checkpoints an override that needs Marlin may claim (SGLang's ``is_awq_marlin_compatible``
+    / ``is_gptq_marlin_compatible``): the values of ``fields`` (as ``CheckpointQuant.details`` records
+    them) must be one of ``allowed`` (the config class's ``TYPE_MAP`` keys whose scalar type the
+    Marlin kernels take, with or without zero points). ``id`` is the override's ``requires_marlin``."""
+
+    fields: tuple[str, ...]
+    allowed: tuple[tuple[ConfigValue, ...], ...]
+    notes: str = ""
+
+    def accepts(self, details: dict[str, Any]) -> bool:
+        return tuple(details.get(f) for f in self.fields) in {tuple(a) for a in self.allowed}
+
+
 class Message(_Row):
     """An exact message the engine prints. ``text`` is a str.format template; ``parts`` is used
     instead when the engine passes several arguments to the exception (Python then prints the
@@ -369,6 +422,7 @@ class EngineData(Strict):
     requantization_methods: tuple[str, ...] = ()
     marlin_group_sizes: tuple[int, ...] = ()
     marlin_min_capability: int | None = None
+    marlin_compatible: tuple[MarlinCompat, ...] = ()
     platform_lists: tuple[PlatformList, ...] = ()
     shorthands: tuple[Shorthand, ...] = ()
     kv_cache_dtypes: tuple[KvCacheDtype, ...]
@@ -417,6 +471,8 @@ class EngineData(Strict):
             for d in self.compressed_tensors.dispatch:
                 said += [(f"dispatch row '{d.id}'", x) for x in (d.fallback_message, d.message, d.below_message) if x]
         said += [(f"kv cache dtype '{k.id}'", k.error) for k in self.kv_cache_dtypes if k.error]
+        said += [(f"method '{m.id}' without_config", m.without_config.raises) for m in self.methods
+                 if m.without_config is not None]
         for who, mid in said:
             if mid not in msg_ids:
                 raise ValueError(f"{who} names unknown message '{mid}'")

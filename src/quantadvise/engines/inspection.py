@@ -174,14 +174,43 @@ def inspect_checkpoint(
     kv = ck.kv_cache_quant.describe("kv_cache") if ck is not None and ck.kv_cache_quant is not None else (
         f"ModelOpt kv_cache_quant_algo {ck.kv_cache_algo}" if ck is not None and ck.kv_cache_algo else None)
     summary = ck.summary() if ck is not None else "unquantized (no quantization_config)"
+    kernels: list[GroupKernel] = []
+    if gpu is not None and gpu.capability:
+        resolutions, kernels, kernel_notes = _kernels(ck, resolutions, kernel_tables, gpu.capability, quantization)
+        notes += kernel_notes
     return InspectReport(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
         left_unquantized_modules=unq_n, ignore=list(ck.ignore) if ck else [], kv_cache=kv, size=size, gpu=gpu,
-        engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings,
-        kernels=checkpoint_kernels([(g.name, _scheme_of(g), g.format) for g in (ck.groups if ck else ())],
-                                   list(kernel_tables),
-                                   gpu.capability, quantization) if gpu is not None and gpu.capability else [],
+        engines=resolutions, notes=notes + (size.notes if size else []), warnings=warnings, kernels=kernels,
     )
+
+
+def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], tables: tuple[KernelTable, ...],
+             capability: int, quantization: str | None
+             ) -> tuple[list[EngineResolution], list[GroupKernel], list[str]]:
+    """The GEMM kernel each release runs for each config group, from that release's own kernel table
+    only (a table is one release's selection logic, read from its wheel): a release with none on file
+    gets a row per group with no kernel and a note saying so, never another release's answer."""
+    groups = [(g.name, _scheme_of(g), g.format) for g in (ck.groups if ck else ())]
+    out: list[GroupKernel] = []
+    notes: list[str] = []
+    done: list[EngineResolution] = []
+    for r in resolutions:
+        table = next((t for t in tables if (t.engine, t.version) == (r.engine, r.version)), None)
+        if table is None:
+            rows = [GroupKernel(engine=r.engine, engine_version=r.version, group=name, scheme=s.id if s else None,
+                                kernel=None, name=None, activation_quant=None, capability=capability, source=None)
+                    for name, s, _ in groups]
+            if groups:
+                on_file = sorted({t.label for t in tables if t.engine == r.engine})
+                notes.append(f"no kernel table on file for {r.label}: the GEMM kernel it runs is not shown"
+                             + (f" (kernel tables on file: {', '.join(on_file)})" if on_file else ""))
+            done.append(r)
+        else:
+            rows = checkpoint_kernels(groups, [table], capability, quantization)
+            done.append(r.model_copy(update={"kernels": rows}))
+        out += rows
+    return done, out, notes
 
 
 def _scheme_of(g: Any) -> Scheme | None:

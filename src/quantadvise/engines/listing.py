@@ -201,7 +201,7 @@ def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
 # -------------------------------------------------------------------------------------------------
 
 _METHOD_FIELDS = ("config_class", "min_capability", "effective_min_capability", "supported_act_dtypes", "deprecated",
-                  "optimized", "cli_choice", "registered", "config_filenames", "weight_only_below")
+                  "optimized", "cli_choice", "registered", "config_filenames", "without_config", "weight_only_below")
 _KV_FIELDS = ("mode", "storage", "min_capability", "capability_majors", "not_on", "error")
 _DISPATCH_FIELDS = ("scheme", "min_capability", "exact_capability", "fallback", "fallback_below",
                     "fallback_min_capability", "error")
@@ -234,6 +234,8 @@ def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
     _rows("methods", list(a.methods), list(b.methods), _METHOD_FIELDS, out)
     _rows("kv_cache_dtypes", list(a.kv_cache_dtypes), list(b.kv_cache_dtypes), _KV_FIELDS, out)
     _rows("config_rules", list(a.config_rules), list(b.config_rules), ("methods", "fields", "allowed"), out)
+    _rows("marlin_compatible", list(a.marlin_compatible), list(b.marlin_compatible), ("fields", "allowed"), out)
+    _rows("rewrites", list(a.rewrites), list(b.rewrites), ("quant_algo", "becomes"), out)
     for section, xa, xb in (("config_rules", a.config_rules, b.config_rules), ("messages", a.messages, b.messages),
                             ("overrides", a.overrides, b.overrides)):
         ia, ib = [r.id for r in xa], [r.id for r in xb]

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from ..results import Out
+from .config_checks import check_rules as _check_rules
+from .config_checks import check_without_config as _check_without_config
 from .data import EngineData, Method, Override, Severity
+from .kernels import GroupKernel
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
@@ -71,6 +74,10 @@ class EngineResolution(Out):
     kv_cache_dtype: str = "auto"
     kv_cache_dtype_resolved: str | None = None
     findings: list[Finding] = Field(default_factory=list)
+    # the GEMM kernel this release runs for each config group on the GPU (engines/kernels, filled by
+    # inspect); None: not looked up, or no kernel table on file for this release. Not in the JSON
+    # (``InspectReport.kernels`` carries it); ``check --upgrade-to`` compares it (QA112).
+    kernels: list[GroupKernel] | None = Field(default=None, exclude=True)
 
     @property
     def refused(self) -> bool:
@@ -92,16 +99,20 @@ def serving_dtype(torch_dtype: str | None) -> str:
 
 
 def _marlin_ok(kind: str, ck: CheckpointQuant, engine: EngineData, capability: int | None) -> bool:
+    """Whether the engine's ``is_<kind>_marlin_compatible`` claims the checkpoint: every field it reads
+    present, a (bits, sym / zero_point) the Marlin kernels take (``marlin_compatible``, extracted from
+    the config class's TYPE_MAP and the Marlin type list), a Marlin group size and a capable GPU."""
     d = ck.details
+    compat = next((m for m in engine.marlin_compatible if m.id == kind), None)
+    if compat is None or not compat.accepts(d):
+        return False
     if kind == "gptq":
-        bits, group, sym = d.get("bits"), d.get("group_size"), d.get("sym")
-        if bits is None or group is None or sym is None or "desc_act" not in d:
-            return False
-        if (bits, sym) not in ((4, True), (8, True)) or d.get("checkpoint_format") == "marlin":
+        group = d.get("group_size")
+        if group is None or "desc_act" not in d or d.get("checkpoint_format") == "marlin":
             return False
     else:
-        bits, group = d.get("w_bit"), d.get("q_group_size")
-        if bits not in (4, 8) or group is None:
+        group = d.get("q_group_size")
+        if group is None:
             return False
     if engine.marlin_group_sizes and group not in engine.marlin_group_sizes:
         return False
@@ -308,11 +319,7 @@ def resolve(
         return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
     steps.append(f"'{resolved}' -> {method.config_class}"
                  + (f" (get_name {method.canonical})" if method.canonical else ""))
-    if ck_method is None and method.config_filenames and (ck is None or ck.found_in not in method.config_filenames):
-        ctx.add("config_file_missing", "error", f"--quantization {resolved} reads its parameters from "
-                f"{' or '.join(method.config_filenames)}, and this checkpoint has no quantization config: "
-                f"{engine.label} refuses to start. Drop --quantization (or point it at a {resolved} checkpoint)",
-                subject=resolved, quantization=resolved)
+    _check_without_config(ctx, engine, ck, ck_method, method, resolved, steps)
     if ck is not None and ck_method is not None:
         _check_rules(ctx, engine, ck, resolved)
 
@@ -385,29 +392,6 @@ def resolve(
 
 def _below_gate(method: Method, capability: int) -> bool:
     return method.min_capability is not None and capability < method.min_capability
-
-
-def _check_rules(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, resolved: str | None) -> bool:
-    """The config checks of the class the checkpoint resolves to (``resolved`` None: the checks made
-    while reading the config, before any method is chosen). True when one refused."""
-    for rule in engine.config_rules:
-        if bool(rule.methods) != (resolved is not None) or (rule.methods and resolved not in rule.methods):
-            continue
-        if (rule.family is not None and ck.family != rule.family) or (rule.found_in and ck.found_in not in
-                                                                       rule.found_in):
-            continue
-        if not rule.violated(ck.details):
-            continue
-        got = dict(zip(rule.fields, rule.values(ck.details), strict=True))
-        shown = ", ".join(f"{k}={v}" for k, v in got.items())
-        ok = " or ".join("/".join(str(v) for v in a) for a in rule.allowed)
-        msg = engine.message(rule.message)
-        ctx.add(rule.message, "error", f"the checkpoint's {shown} is not one {engine.label} accepts"
-                + (f" for '{resolved}'" if resolved else "") + f" (it takes {ok}); it raises "
-                f"{msg.exception if msg else 'an error'} while building the config: re-export the checkpoint",
-                subject=rule.fields[0], **{**got, "supported": ", ".join(str(a[0]) for a in rule.allowed)})
-        return True
-    return False
 
 
 def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None) -> list[GroupDispatch]:

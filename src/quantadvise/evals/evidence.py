@@ -313,5 +313,5 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
     names = [t.task for t in tasks]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ConfigError(f"{p}: task(s) {', '.join(dup)} appear in more than one file", hint="keep one file per task")
+        raise ConfigError(f"{p}: {'task' if len(dup) == 1 else 'tasks'} {', '.join(dup)} {'appears' if len(dup) == 1 else 'appear'} in more than one file", hint="keep one file per task")
     return tasks

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..wording import plural
 from .result import GateFinding, RuleStatus
-from .rules import RULE_BY_ID, RULES, SEVERITY_RANK, fingerprint
+from .rules import REFUSES_START, RULE_BY_ID, RULES, SEVERITY_RANK, fingerprint
 
 # engine field -> the declaration key that states the same thing
 _DECLARED: dict[str, tuple[str, ...]] = {
@@ -60,6 +60,12 @@ class Findings:
         self.ran: set[str] = set()
         self.skipped: dict[str, str] = {}
         self._seen: set[str] = set()
+        self._refused: dict[str | None, dict[str, str]] = {}  # target -> refusal rule id -> what it says
+
+    def refused(self, target: str | None) -> dict[str, str]:
+        """The rules (REFUSES_START) that found the engine refusing to start ``target``, in the order
+        found, each with the engine's own words (else the finding's message); empty: it starts."""
+        return dict(self._refused.get(target, {}))
 
     def ran_rules(self, *rule_ids: str) -> None:
         self.ran.update(rule_ids)
@@ -74,6 +80,8 @@ class Findings:
         sev = self.overrides.get(rule_id, rule.severity)
         if sev == "off":
             return
+        if rule_id in REFUSES_START:  # counted even when the same finding was reported for another target
+            self._refused.setdefault(target, {}).setdefault(rule_id, " ".join((engine_message or message).split()))
         fp = fingerprint(rule_id, subject)
         if fp in self._seen:  # the same thing reported twice (two flags on one line): once is enough
             return

@@ -11,19 +11,22 @@
 - QA304 a declared workload fits with less headroom than configured.
 
 ``--max-num-seqs`` and ``--max-model-len`` are caps, not a workload: with nothing declared and an
-engine that starts, there is no memory finding.
+engine that starts, there is no memory finding. An engine that refuses to start — here (QA301,
+QA302, QA306) or for any other rule in ``rules.REFUSES_START`` found before (QA1xx) — gets no
+QA303/QA304/QA305: they describe an engine that runs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..sizing import memory_budget
 from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
+from .rules import ENGINE_LABELS, RULE_BY_ID
 from .startup import DerivedMaxLen, StartupFacts, gib, kv_share_per_gpu, longest_that_fits, sglang_max_running
 
 
@@ -159,6 +162,12 @@ def _short(source: str) -> str:
         else source
 
 
+def refusal_reason(engine: str, refused: Mapping[str, str]) -> str:
+    """``vLLM refuses to start (QA306 context-exceeds-model)``: why a start-dependent rule did not run."""
+    rules = ", ".join(f"{r} {RULE_BY_ID[r].name}" for r in refused)
+    return f"{ENGINE_LABELS.get(engine, engine)} refuses to start ({rules})"
+
+
 def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: float | None,
                     derived: DerivedMaxLen | None, max_model_len_given: int | None,
                     max_model_len_flag: str, facts: StartupFacts) -> None:
@@ -177,7 +186,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
             said = facts.message("context_exceeds_model", context=max_model_len_given, derived=derived.value)
         out.add("QA306", f"{max_model_len_flag} {max_model_len_given:,} is longer than the {derived.value:,} tokens the "
                 f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}): "
-                f"{facts.engine} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
+                f"{ENGINE_LABELS.get(facts.engine, facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
                 subject=f"{site.key}|max-len-vs-model", file=file, line=line, target=site.label,
                 engine_message=said)
     if not m.weights_fit:
@@ -199,6 +208,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
         for rid in ("QA302", "QA303", "QA304", "QA305"):
             out.skip(rid, "the weights leave no KV cache (QA301)")
         return
+    refused = out.refused(site.label)  # QA306 above, or a QA1xx refusal found before the memory rules
     kv_line = (f"the KV cache gets {_gib(m.kv_cache_bytes_per_gpu)} per GPU ({fraction}, less "
                f"{_gib(m.weights_bytes / gpus)} of weights"
                + (f" and {_gib(m.reserve_bytes / gpus)} runtime reserve" if m.reserve_bytes else "") + ")")
@@ -225,8 +235,11 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
             return
     else:
         out.skip("QA302", "vLLM's start-up check; SGLang starts and warns (QA305)")
-        out.ran_rules("QA305")
-        if m.kv_capacity_tokens is not None and m.max_model_len is not None and m.kv_capacity_tokens < m.max_model_len:
+        if refused:
+            out.skip("QA305", refusal_reason(m.engine, refused))
+        else:
+            out.ran_rules("QA305")
+        if not refused and m.kv_capacity_tokens is not None and m.max_model_len is not None and m.kv_capacity_tokens < m.max_model_len:
             file, line = site.at("max_model_len", "gpu_memory_utilization", "model")
             out.add("QA305", f"{kv_line}: {m.kv_capacity_tokens:,} tokens of {m.kv_dtype}, fewer than one request of "
                     f"--context-length {m.max_model_len:,} ({m.max_model_len_source}); SGLang starts, and refuses or "
@@ -234,6 +247,10 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
                     subject=f"{site.key}|context-vs-pool", file=file, line=line, target=site.label,
                     engine_message=facts.message("pool_below_context", tokens=m.kv_capacity_tokens,
                                                  context=m.max_model_len))
+    if refused:
+        for rid in ("QA303", "QA304"):
+            out.skip(rid, refusal_reason(m.engine, refused))
+        return
     if m.concurrency is None:
         out.skip("QA303", "no workload declared (workload.concurrency / --concurrency): the engine's caps are not a "
                  "workload")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..results import Out, Result
+from pydantic import Field
+
+from ..results import OmitNone, Out, Result
 from .rules import SEVERITY_RANK, FailOn, Severity
 
 
@@ -31,10 +33,15 @@ class GateFinding(Out):
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
-class MemoryFit(Out):
+class MemoryFit(OmitNone):
     """The engine's start-up memory arithmetic for one deployment (gate/startup.py, docs/ci.md): the
     KV cache it allocates, whether it starts, and the declared workload against it. Byte counts are
-    totals over the GPUs unless named ``_per_gpu`` (the engines compare and log per GPU)."""
+    totals over the GPUs unless named ``_per_gpu`` (the engines compare and log per GPU).
+
+    ``starts`` is the deployment's verdict, not only the memory's: False when any rule that means
+    "the engine refuses to start" fired (``refused_by``, rules.REFUSES_START), whichever found it."""
+
+    omit_if_none = ("refused_by",)
 
     engine: str = "vllm"
     gpu: str
@@ -62,7 +69,8 @@ class MemoryFit(Out):
     max_num_seqs_flag: str = "--max-num-seqs"
     max_num_seqs_source: str | None = None
     starts: bool = True
-    refusal: str | None = None  # the engine's own message when it refuses to start
+    refusal: str | None = None  # the engine's own message when it refuses to start (the first refusal found)
+    refused_by: list[str] | None = None  # the rules that found it refusing (QA306, QA102 ...); absent when it starts
     # the declared workload (None: nothing declared)
     concurrency: int | None = None
     kv_tokens_per_sequence: int | None = None
@@ -124,13 +132,18 @@ class TargetReport(Out):
     declared_kv_cache_dtype: str | None = None
     gpu: str
     gpus: int
-    concurrency: int | None = None  # the sequences priced (None: not sized, the model could not be read)
+    concurrency: int | None = None  # the sequences priced (None: not priced: the model could not be read, or the
+    # engine refuses to start and no workload is declared)
     ctx: int | None = None
     mode: str
     memory: MemoryFit | None = None
     performance: PerfCheck | None = None
     assumptions: list[str] = []
     notes: list[str] = []
+    # "group: kernel" for the GEMM kernel the engine runs on each config group (engines/kernels); None where
+    # the release has no kernel table on file (or the model was not read). Compared by `check --upgrade-to`
+    # (QA112); not in the JSON.
+    kernels: list[str] | None = Field(default=None, exclude=True)
 
 
 class RuleStatus(Out):

@@ -212,6 +212,13 @@ RULES: tuple[Rule, ...] = (
        "quantadvise.yaml declares one engine or release and the image tag / pinned package says another."),
 )
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+# Rules whose finding means "the engine refuses to start": the server exits before it serves a request
+# (argument parsing, model config, quantization method, parallel layout, weight loading, KV cache
+# planning). Whichever of them fires, the deployment is refused: no speed verdict (QA201/QA202), no
+# workload verdict (QA303/QA304), no "SGLang starts" (QA305). A rule turned ``off`` does not count (the
+# user says the engine starts, e.g. QA306 with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); a lowered severity does.
+REFUSES_START = frozenset({"QA101", "QA102", "QA103", "QA104", "QA105", "QA107", "QA108", "QA301", "QA302", "QA306"})
 FAMILY_PREFIX = {"engine": "QA1", "performance": "QA2", "memory": "QA3", "accuracy": "QA4", "drift": "QA5"}
 
 # engine.Finding.kind -> rule id ("info" kinds that change nothing are notes on the target, no rule)

@@ -29,8 +29,9 @@ from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
 from .engine import artifact_findings, engine_findings, parallelism_findings
 from .findings import Findings, Site
-from .memory import memory_findings
+from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
+from .rules import ENGINE_LABELS
 from .speed import performance_findings
 from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 
@@ -291,10 +292,10 @@ def speed_workload(w: DeployedWorkload, cfg: DeploymentConfig, mem: MemoryFit | 
         notes.append(f"context: {ctx:,} tokens per sequence, `recommend`'s default (declare workload.ctx)"
                      + (f"; {w.flag('max_model_len')} {w.max_model_len:,} is the longest request, not every one"
                         if w.max_model_len else ""))
+    if mem is not None and not mem.starts:  # a declared workload too: nothing runs to price
+        return None, ctx, [*notes, "no speed verdict: the engine does not start"]
     if w_cfg.batch is not None:
         return w_cfg.batch, ctx, notes
-    if mem is not None and not mem.starts:
-        return None, ctx, [*notes, "no speed verdict: the engine does not start"]
     cap = mem.max_num_seqs if mem is not None and mem.max_num_seqs else w.max_num_seqs
     if cap is None:
         return None, ctx, [*notes, "no speed verdict: no workload declared and no engine batch to assume"]
@@ -416,12 +417,32 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
         for rid in ("QA301", "QA302", "QA303", "QA304", "QA305", "QA306"):
             out.skip(rid, "no architecture or scheme to size")
 
-    if f.performance is not None:
+    # Every rule has run that can find the engine refusing to start (QA1xx, QA301, QA302, QA306): a refused
+    # deployment gets no speed verdict and no workload; its memory says it does not start, and why.
+    refused = out.refused(site.label)
+    performance, speed_assumptions = f.performance, f.speed_assumptions
+    concurrency: int | None = f.concurrency
+    stopped = bool(refused) or (mem is not None and not mem.starts)
+    if stopped:
+        why = refusal_reason(f.engine.name, refused) if refused else (
+            f"{ENGINE_LABELS.get(f.engine.name, f.engine.name)} refuses to start")
+        if mem is not None:
+            first = next(iter(refused.values()), None)
+            mem = mem.model_copy(update={  # as startup_memory leaves its own refusals: no declared workload held
+                "starts": False, "refusal": mem.refusal or first, "refused_by": list(refused) or None,
+                "concurrency": None, "kv_tokens_per_sequence": None, "kv_tokens_basis": "", "kv_bytes": None,
+                "free_bytes": None, "headroom": None, "max_concurrency": None})
+        performance, speed_assumptions = None, []
+        concurrency = cfg.workload.batch  # the declared workload, if any; nothing runs to price
+        for rid in ("QA201", "QA202"):
+            out.skip(rid, why)
+        notes.append(f"no speed verdict: {why}")
+    elif f.performance is not None:
         performance_findings(out, site, f.performance, max_slowdown=cfg.thresholds.max_slowdown_vs_recommended)
     else:
         out.skip("QA201", "speed not predicted (no architecture or scheme preset)")
         out.skip("QA202", "speed not predicted")
-    if f.speed_note:
+    if f.speed_note and not stopped:
         notes.append(f.speed_note)
 
     bits = scheme_bits(s.scheme, s.kv)
@@ -435,11 +456,19 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
         model=f.model_shown, model_from=f.model_from, checkpoint=f.checkpoint_summary,
         resolved_method=f.resolution.resolved_method, engine_status=f.resolution.status, scheme=s.scheme_id,
         scheme_from=s.scheme_from, declared_scheme=d.scheme_id, kv_cache_dtype=s.kv_id,
-        declared_kv_cache_dtype=d.kv_id, gpu=f.gpu_id, gpus=w.tp * w.pp, concurrency=f.concurrency, ctx=f.context,
-        mode=f.mode, memory=mem, performance=f.performance,
-        assumptions=([f.engine.assumption] if f.engine.assumption else []) + w.assumptions + f.speed_assumptions,
+        declared_kv_cache_dtype=d.kv_id, gpu=f.gpu_id, gpus=w.tp * w.pp, concurrency=concurrency, ctx=f.context,
+        mode=f.mode, memory=mem, performance=performance,
+        assumptions=([f.engine.assumption] if f.engine.assumption else []) + w.assumptions + speed_assumptions,
         notes=list(dict.fromkeys(notes + list(f.inspect_notes))),
+        kernels=kernel_names(f.resolution),
     )
+
+
+def kernel_names(res: EngineResolution) -> list[str] | None:
+    """``"group: kernel"`` per config group the engine runs (None: no kernel table for the release)."""
+    if res.kernels is None:
+        return None
+    return [f"{k.group}: {k.name.split(' (')[0] if k.name else 'no kernel on file'}" for k in res.kernels]
 
 
 def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommended: Any | None) -> PerfCheck:

@@ -4,8 +4,10 @@ Each deployment is judged twice, on the release it pins and on the target releas
 pipeline both times: the engine command, the model's config, the flags); :func:`compare` reads the
 two :class:`~quantadvise.gate.result.TargetReport` s and the engine findings (QA101-QA110) each
 produced, and returns an :class:`UpgradeChange` when the verdict (loads / warnings / refuses), the
-method or kernel path the engine resolves to, the served scheme or KV cache dtype, or what the
-engine prints differs. :func:`report` turns each change into a QA112 finding at the command's line.
+method the engine resolves to, the GEMM kernel it runs for a config group (where both releases have a
+kernel table on file, engines/kernels), the served scheme or KV cache dtype, or what the engine prints
+differs. :func:`report` turns each change into a QA112 finding at the command's line;
+:func:`kernel_coverage` says when a release has no kernel table, so no kernel change can be seen.
 Pure: the caller runs the pipeline.
 """
 
@@ -24,14 +26,14 @@ from .result import GateFinding, TargetReport
 RULE = "QA112"
 # the engine findings an upgrade can add or remove (QA100: version not on file; QA111: model unread)
 ENGINE_RULES = tuple(f"QA{n}" for n in range(101, 111))
-# (TargetReport field, how the change is named); "kernels" counts once the report carries the GEMM
-# kernel the engine picks (engines/kernels), until then the weight-only fallbacks the engine prints do
+# (TargetReport field, how the change is named); "kernels" (the GEMM kernel per config group) is compared only
+# where both releases have a kernel table on file and the engine loads the model on both
 _FIELDS = (("engine_status", "verdict"), ("resolved_method", "method"), ("kernels", "kernel"),
            ("scheme", "scheme served"), ("kv_cache_dtype", "KV cache dtype"))
 
 
 class UpgradeDelta(Out):
-    what: str  # verdict | method | scheme served | KV cache dtype
+    what: str  # verdict | method | kernel | scheme served | KV cache dtype
     before: str | None
     after: str | None
 
@@ -91,7 +93,8 @@ def compare(before: TargetReport, after: TargetReport, before_findings: Iterable
             after_findings: Iterable[GateFinding]) -> UpgradeChange | None:
     """The change one deployment sees between the two releases (None: it behaves the same)."""
     deltas = [UpgradeDelta(what=label, before=_text(getattr(before, key, None)), after=_text(getattr(after, key, None)))
-              for key, label in _FIELDS if getattr(before, key, None) != getattr(after, key, None)]
+              for key, label in _FIELDS if getattr(before, key, None) != getattr(after, key, None)
+              and (key != "kernels" or _kernels_comparable(before, after))]
     versions = (before.engine_version, after.engine_version)
     sa = _said([f for f in before_findings if f.target == before.label], versions)
     sb = _said([f for f in after_findings if f.target == after.label], versions)
@@ -102,6 +105,25 @@ def compare(before: TargetReport, after: TargetReport, before_findings: Iterable
     return UpgradeChange(target=before.label, file=before.file, line=before.line, engine=before.engine,
                          from_version=before.engine_version, to_version=after.engine_version, changes=deltas,
                          added=added, removed=removed)
+
+
+def _kernels_comparable(before: TargetReport, after: TargetReport) -> bool:
+    """Both releases have a kernel table (kernels not None) and load the model (a refusal is the verdict's
+    change, not a kernel's)."""
+    return before.kernels is not None and after.kernels is not None and \
+        "refused" not in (before.engine_status, after.engine_status)
+
+
+def kernel_coverage(engine_label: str, without_table: Iterable[str], with_table: Iterable[str]) -> str | None:
+    """The note ``check --upgrade-to`` prints when a release has no kernel table on file (None: both have
+    one): kernel changes cannot be seen for it, only verdicts, methods, schemes and messages."""
+    missing = sorted(set(without_table))
+    if not missing:
+        return None
+    have = sorted(set(with_table))
+    return (f"kernel changes not compared: no kernel table on file for {engine_label} {', '.join(missing)}"
+            + (f" (kernel tables on file: {engine_label} {', '.join(have)})" if have else "")
+            + "; the verdict, method, scheme, KV cache dtype and messages are compared")
 
 
 def report(changes: Iterable[UpgradeChange], out: Findings) -> None:

@@ -9,18 +9,19 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
+from ..inputs import DECODE_CTX, LIMITS, check
 from ..model import ModelArch
 from ..scheme import Scheme
 from ..sizing import quantized_groups
-
-MAX_BATCH = 1 << 24  # the largest batch the step model covers
-
 
 _RANGE = re.compile(r"^(\d+)\s*(?:\.\.|-)\s*(\d+)(?:\s*:\s*(\d+))?$")
 
 
 def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "batch") -> tuple[int, ...]:
-    """``1,8,64,512``; ``1..512`` (doubling from 1 to 512, 512 included); ``16..256:16`` (step 16)."""
+    """``1,8,64,512``; ``1..512`` (doubling from 1 to 512, 512 included); ``16..256:16`` (step 16).
+    Every batch within the one batch limit (``inputs.LIMITS["batch"]``, the message ``--batch`` has in
+    every command); ``field`` names the flag (``batches`` for calibrate)."""
+    limit = LIMITS["batch"]
     if isinstance(text, int):
         values = [text]
     elif isinstance(text, (list, tuple)):
@@ -34,8 +35,10 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
             m = _RANGE.match(part)
             if m:
                 lo, hi, step = int(m.group(1)), int(m.group(2)), m.group(3)
-                if lo < 1 or hi < lo:
-                    raise InputError(f"--{field} range '{part}' must go from >= 1 upwards", field=field)
+                check(field, lo, limit)  # before the range is built: no 0..8 doubling forever, no 1..10**12 list
+                check(field, hi, limit)
+                if hi < lo:
+                    raise InputError(f"--{field} range '{part}' must go upwards (low..high)", field=field)
                 if step is not None:
                     if int(step) < 1:
                         raise InputError(f"--{field} range step must be >= 1, got {step}", field=field)
@@ -47,35 +50,27 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
                         v *= 2
                     values.append(hi)
                 continue
-            values.append(_int(part, field))
+            values.append(_int(part, field, "1,8,64 or 1..512"))
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 1,8,64,512 or 1..512", field=field)
-    for v in values:
-        if v < 1:
-            raise InputError(f"--{field} must be >= 1 (a decode step serves at least one sequence), got {v}",
-                             field=field)
-        if v > MAX_BATCH:
-            raise InputError(f"--{field} {v} is beyond what the model covers (max {MAX_BATCH:,})", field=field)
-    return tuple(sorted(set(values)))
+    return tuple(sorted({check(field, v, limit) for v in values}))
 
 
 def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "ctx") -> tuple[int, ...]:
-    """``2048``, ``512,2k,32k`` (k = 1024 tokens); 0 is allowed (no KV cache read)."""
+    """``2048``, ``512,2k,32k`` (k = 1024 tokens): contexts a decode step reads, each within
+    ``inputs.DECODE_CTX`` — the ctx limit, and 0 (no KV cache read)."""
     if isinstance(text, int):
         values = [text]
     elif isinstance(text, (list, tuple)):
         values = [int(v) for v in text]
     else:
-        values = [_int(p.strip(), field) for p in str(text).split(",") if p.strip()]
+        values = [_int(p.strip(), field, "2048 or 512,2k,32k") for p in str(text).split(",") if p.strip()]
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 2048 or 512,2k,32k", field=field)
-    for v in values:
-        if v < 0:
-            raise InputError(f"--{field} must be >= 0 tokens, got {v}", field=field)
-    return tuple(sorted(set(values)))
+    return tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
 
 
-def _int(text: str, field: str) -> int:
+def _int(text: str, field: str, example: str) -> int:
     t = text.lower().replace("_", "")
     mult = 1
     if t.endswith("k"):
@@ -83,7 +78,7 @@ def _int(text: str, field: str) -> int:
     try:
         return int(t) * mult
     except ValueError:
-        raise InputError(f"--{field}: '{text}' is not a whole number (e.g. 1,8,64 or 1..512)", field=field) from None
+        raise InputError(f"--{field}: '{text}' is not a whole number (e.g. {example})", field=field) from None
 
 
 def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | None]:
@@ -102,6 +97,6 @@ def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | Non
         if all(k % cand == 0 for k in ks):
             bad = min(k for k in ks if k % g)
             return (scheme.with_weight_group(cand),
-                    f"{scheme.id} uses group {cand} here: {g} does not divide K = {bad} (--group to choose)")
+                    f"{scheme.id} uses group {cand} here: {g} does not divide K = {bad}")
         cand //= 2
     return scheme, None

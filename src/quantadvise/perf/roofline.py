@@ -18,6 +18,7 @@ from ..model import ModelArch, ModelSource
 from ..results import Out, Result
 from ..scheme import Scheme, TensorQuant
 from ..sizing import size_model
+from ..wording import plural
 from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
@@ -358,7 +359,7 @@ def roofline(
                      "fixed recurrent state is not modelled")
     if unfit:
         warnings.append(
-            f"{unfit} of {len(points)} points do not fit in {gpus} x {gpu.name} memory (weights + KV > "
+            f"{unfit} of {plural(len(points), 'point')} {'does' if unfit == 1 else 'do'} not fit in {gpus} x {gpu.name} memory (weights + KV > "
             f"{memory_utilization:.0%} of memory minus {reserve_bytes / 1024**3:.0f} GiB); their times assume "
             "they would"
         )

@@ -6,7 +6,7 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 Fn = Callable[[float], float]  # a continuous function of batch
 
@@ -39,12 +39,20 @@ def crossings(fn: Fn, lo: float, hi: float, steps: int = 400, rel: float = 1e-7,
     """Every x in [lo, hi] where continuous ``fn`` changes sign, found on a log grid and bisected.
     Values within ``tie`` of zero are ties, not sign changes (two schemes that converge on the
     same compute-bound time do not cross)."""
+    return list(_sign_changes(fn, lo, hi, steps, rel, tie))
 
+
+def first_crossing(fn: Fn, lo: float, hi: float, steps: int = 400, rel: float = 1e-7,
+                   tie: float = 1e-9) -> float | None:
+    """The first of :func:`crossings` (the same grid and bisection), without scanning past it."""
+    return next(_sign_changes(fn, lo, hi, steps, rel, tie), None)
+
+
+def _sign_changes(fn: Fn, lo: float, hi: float, steps: int, rel: float, tie: float) -> Iterator[float]:
     def sgn(x: float) -> int:
         v = fn(x)
         return 0 if abs(v) <= tie else (1 if v > 0 else -1)
 
-    out: list[float] = []
     ratio = (hi / lo) ** (1.0 / steps)
     x0, s0 = lo, sgn(lo)
     for i in range(1, steps + 1):
@@ -53,9 +61,8 @@ def crossings(fn: Fn, lo: float, hi: float, steps: int = 400, rel: float = 1e-7,
         if s1 == 0:
             continue
         if s0 != 0 and s1 != s0:
-            out.append(_bisect(_shifted(fn, s1, tie), x0, x1, rel))
+            yield _bisect(_shifted(fn, s1, tie), x0, x1, rel)
         x0, s0 = x1, s1
-    return out
 
 
 def _shifted(fn: Fn, sign: int, tie: float) -> Fn:

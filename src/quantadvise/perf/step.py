@@ -255,6 +255,9 @@ class StepModel:
         if efficiency.kernels is not None:
             self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu)
         self.kernel_priced = any(x is not None for x in self._kern)
+        # every operator on a kernel curve: no per-step roofline coefficients to evaluate
+        self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
+                          if all(x is not None for x in self._kern) else None)
         self._prep_fast()
 
     def peak_flops_per_s(self, math_fmt: str) -> float:
@@ -291,6 +294,8 @@ class StepModel:
         return (o.bytes / bw, o.flops_per_token / peak, dq, o.experts, o.top_k)
 
     def _all_coefs(self, m: float) -> tuple[tuple[float, float, float, int, int], ...]:
+        if self._no_coefs is not None:
+            return self._no_coefs
         return tuple((0.0, 0.0, 0.0, 0, 0) if ko is not None else self._coefs(o, m, fit)
                      for o, fit, ko in zip(self.linears, self._fits, self._kern, strict=True))
 

@@ -206,6 +206,9 @@ def write_validation_plot(r: ValidationResult, path: Path) -> Path:
 
     matplotlib.rcParams["svg.hashsalt"] = "quantadvise"
     n = len(r.schemes)
+    if n == 0:
+        raise InputError(f"--plot {path}: profile '{r.profile}' holds no per-scheme timings to plot (a profile of "
+                         "measured kernel curves: its held-out errors are in the table)", field="plot")
     cols = min(3, max(1, n))
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False, constrained_layout=True)

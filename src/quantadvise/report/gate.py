@@ -43,7 +43,9 @@ def _target_lines(t: TargetReport, width: int | None) -> list[str]:
     para(f"{t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
     kv = f"KV {t.kv_cache_dtype}" + (f" (declared {t.declared_kv_cache_dtype})" if t.declared_kv_cache_dtype
                                      and t.declared_kv_cache_dtype != t.kv_cache_dtype else "")
-    if t.concurrency is None or t.ctx is None:
+    if (t.concurrency is None or t.ctx is None) and t.memory is not None and not t.memory.starts:
+        para(f"{kv} · {t.gpus} x {t.gpu} · no workload priced: the engine refuses to start")
+    elif t.concurrency is None or t.ctx is None:
         para(f"{kv} · {t.gpus} x {t.gpu} · not sized (the model's config.json could not be read)")
     else:
         held = ""
@@ -86,9 +88,13 @@ def _memory_lines(m: MemoryFit) -> list[str]:
     if m.kv_capacity_tokens is not None:
         cache += f" ({m.kv_capacity_tokens:,} tokens)"
     out = [head + cache]
-    if not m.starts:
+    kv_refusal = m.max_model_len_that_fits is not None and (m.max_model_len_kv_bytes or 0) > m.kv_cache_bytes_per_gpu
+    if not m.starts and kv_refusal and (not m.refused_by or m.refused_by == ["QA302"]):  # vLLM's KV check (QA302)
         out.append(f"refuses to start: one sequence of {m.max_model_len:,} tokens needs "
                    f"{_gib(m.max_model_len_kv_bytes or 0)} per GPU; {m.max_model_len_that_fits or 0:,} fit")
+    elif not m.starts:  # another rule found the refusal (QA306, QA1xx ...): the findings say why
+        rules = ", ".join(f"{r} {RULE_BY_ID[r].name}" for r in m.refused_by or [] if r in RULE_BY_ID)
+        out.append(f"refuses to start: {rules or 'see the findings'}")
     else:
         n_held = m.sequences_at_max_model_len or 0
         held = "" if not m.max_model_len else (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..advisor.result import Recommendation
 from ..scheme import SchemeAxes
-from ..wording import ms, usd
+from ..wording import every, ms, plural, usd
 from .text import Table, gb, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
@@ -52,8 +52,8 @@ def _searched(r: Recommendation) -> bool:
 def _held(r: Recommendation) -> str:
     w, perf = r.workload, r.performance
     if _searched(r):
-        return f"{perf.concurrency:,} sequences at once ({_limit_words(r, perf.limit)})"
-    return ("its one sequence" if w.batch == 1 else f"all {w.batch} sequences" if perf.concurrency >= w.batch
+        return f"{plural(perf.concurrency, 'sequence')} at once ({_limit_words(r, perf.limit)})"
+    return (every(w.batch, "sequence") if perf.concurrency >= w.batch
             else f"{perf.concurrency} of {w.batch} sequences (serving all needs --gpus {perf.gpus_for_batch})"
             if perf.gpus_for_batch else f"{perf.concurrency} of {w.batch} sequences")
 
@@ -98,14 +98,14 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
         return []
     demand = (f"{plan.rate_per_s:g} requests/s ({plan.output_tokens_per_s:,.0f} output tokens/s)"
               if plan.rate_per_s is not None and plan.output_tokens_per_s is not None
-              else f"{plan.users:,} concurrent users")
+              else plural(plan.users or 0, "concurrent user"))
     out = ["", *wrap(f"GPUs for {demand} — each scheme's layout with the fewest GPUs "
                      f"(tensor parallel {', '.join(map(str, plan.tp_degrees))} weighed):", width)]
     t = Table(["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "$/hour", "$/Mtok"],
               align="lrlrrrrr", drop=("$/hour", "per replica", "ITL ms"))
     for x in plan.options:
         t.add(x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
-              f"{x.concurrency:,} seqs", f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s),
+              plural(x.concurrency, "seq"), f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s),
               usd(x.usd_per_hour), usd(x.usd_per_mtok))
     out += [t.render(width), "< the recommendation"]
     return out
@@ -162,9 +162,9 @@ def table(r: Recommendation, width: int | None = None) -> str:
     lines = [
         *wrap(f"Recommendation: {r.scheme.id} — {r.scheme.description}", width, subsequent="  "),
         *wrap(f"{w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
-              + (f"; up to {w.batch:,} sequences searched" if r.target is not None and r.target.batch_is_bound
+              + (f"; up to {plural(w.batch, 'sequence')} searched" if r.target is not None and r.target.batch_is_bound
                  else f"; batch {w.batch}")
-              + f", context {w.context:,} tokens, {w.serving_mode} serving, task {w.task}", width, indent="  ",
+              + f", context {plural(w.context, 'token')}, {w.serving_mode} serving, task {w.task}", width, indent="  ",
               subsequent="    "),
         "",
         _axes_rows(axes).render(width),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
-from ..wording import ms, usd
+from ..wording import ms, plural, usd
 from .text import Table, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
@@ -186,7 +186,8 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
     dropped = sum(1 for p in pa.points if not p.fits)
     legend = "< = the point to run at, * = on the envelope of every scheme, f = on the scheme's frontier"
     if dropped:
-        legend += f"; {dropped} points whose KV cache does not fit are left out"
+        legend += (f"; {plural(dropped, 'point')} whose KV cache does not fit {'is' if dropped == 1 else 'are'} "
+                   "left out")
     out += wrap(legend, width)
     rec = pa.recommended
     if rec is not None:
@@ -194,7 +195,7 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
                                                                      ("TTFT", pa.ttft_budget_s),
                                                                      ("E2E", pa.e2e_budget_s)) if v is not None)
         cost = f", ${usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
-        out += wrap(f"Run at: {rec.scheme}, {rec.batch:,} sequences (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
+        out += wrap(f"Run at: {rec.scheme}, {plural(rec.batch, 'sequence')} (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
                     f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {ms(rec.itl_s)} ms, "
                     f"TTFT {ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
                     + (f" and meet {budgets}" if budgets else ""), width, subsequent="  ")

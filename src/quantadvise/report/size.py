@@ -13,6 +13,13 @@ def ratio_words(ratio: float) -> str:
     return f"{ratio:.2f}x smaller" if ratio > 1 else f"{1 / ratio:.2f}x larger"
 
 
+def _room(free_bytes: int, tokens: int) -> str:
+    """The memory the weights leave for the KV cache; a negative room is a shortfall, never a negative size."""
+    if free_bytes < 0:
+        return f"exceeding the usable memory less the runtime reserve by {gb(-free_bytes)}; nothing left for KV"
+    return f"left for KV {gb(free_bytes)} = {plural(tokens, 'token')}"
+
+
 def table(r: SizeReport, width: int | None = None) -> str:
     m = r.model
     out: list[str] = []
@@ -53,23 +60,25 @@ def table(r: SizeReport, width: int | None = None) -> str:
                 + ("; * = quantized component" if any(c.quantized for c in r.components) else ""), width)
     if r.kv is not None:
         k = r.kv
-        sw = f", {k.sliding_layers} sliding-window layers capped at {k.sliding_window} tokens" if k.sliding_layers else ""
-        out += wrap(f"KV cache ({k.dtype}): {k.bytes_per_token:,.0f} B/token over {k.layers_caching_every_token} "
-                    f"layers{sw}; {plural(k.batch, 'sequence')} x {k.ctx:,} tokens = {gb(k.bytes)} ({gib(k.bytes)})",
+        sw = (f", {plural(k.sliding_layers, 'sliding-window layer')} capped at {plural(k.sliding_window or 0, 'token')}"
+              if k.sliding_layers else "")
+        out += wrap(f"KV cache ({k.dtype}): {k.bytes_per_token:,.0f} B/token over "
+                    f"{plural(k.layers_caching_every_token, 'layer')}{sw}; {plural(k.batch, 'sequence')} x "
+                    f"{plural(k.ctx, 'token')} = {gb(k.bytes)} ({gib(k.bytes)})",
                     width, subsequent="  ")
     if r.fit is not None:
         f = r.fit
         head = (f"{f.gpus} x {f.gpu}: {gb(f.usable_bytes)} usable ({f.memory_utilization:.0%} of "
                 f"{gb(f.memory_bytes)}), {gb(f.reserve_bytes)} runtime reserve, weights {gb(f.weights_bytes)}, ")
+        room = _room(f.free_for_kv_bytes, f.kv_token_capacity)
         if r.kv is None:  # no workload given: say what room the weights leave, judge nothing else
             verdict = "weights fit" if f.free_for_kv_bytes > 0 else "the weights DO NOT FIT"
-            tail = (f"left for KV {gb(f.free_for_kv_bytes)} = {f.kv_token_capacity:,} tokens -> {verdict} "
-                    "(give --ctx and --batch to size a workload's KV cache)")
+            tail = f"{room} -> {verdict} (give --ctx and --batch to size a workload's KV cache)"
         else:
-            tail = (f"left for KV {gb(f.free_for_kv_bytes)} = {f.kv_token_capacity:,} tokens -> "
-                    + ("fits" if f.fits else "DOES NOT FIT")
-                    + (f"; at most {plural(f.max_sequences_at_ctx, 'sequence')} of {r.kv.ctx:,} tokens"
-                       if f.max_sequences_at_ctx is not None and r.kv.ctx else ""))
+            tail = (f"{room} -> " + ("fits" if f.fits else "DOES NOT FIT")
+                    + ("" if f.max_sequences_at_ctx is None or not r.kv.ctx else
+                       f"; not one sequence of {plural(r.kv.ctx, 'token')} fits" if f.max_sequences_at_ctx == 0 else
+                       f"; at most {plural(f.max_sequences_at_ctx, 'sequence')} of {plural(r.kv.ctx, 'token')}"))
         out += wrap(head + tail, width, subsequent="  ")
     for n in r.notes:
         out += wrap(f"note: {n}", width, subsequent="  ")

@@ -94,3 +94,54 @@ def test_moe_recipe_keeps_the_router_16bit(model, router):
     assert r.scheme.id == "w4a16"
     assert router in r.checkpoint.quantization_config["ignore"] and "lm_head" in r.checkpoint.quantization_config["ignore"]
     assert router.replace("\\", "\\\\") in r.checkpoint.recipe or router in r.checkpoint.recipe
+
+
+def _recipe_kwargs(recipe: str) -> dict:
+    """The keyword arguments of the recipe's modifier call, parsed as Python (the recipe must be
+    code a user can paste: SyntaxWarnings are errors here)."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tree = ast.parse(recipe, mode="eval")
+    call = tree.body
+    recipe_kw = next(k.value for k in call.keywords if k.arg == "recipe")
+    mod = recipe_kw[-1] if isinstance(recipe_kw, ast.List) else recipe_kw
+    return {k.arg: ast.literal_eval(k.value) for k in mod.keywords}
+
+
+def test_a_regrouped_w4a16_is_produced_and_described_with_its_own_group():
+    # gpt-oss-120b's linears have K = 2880 = 2^6 x 45: group 128 does not divide it (2880 / 128 =
+    # 22.5), group 64 does (45). compressed-tensors' W4A16 preset is group 128
+    # (compressed_tensors/quantization/quant_scheme.py, W4A16: group_size=128), so neither the
+    # preset name nor "scheme=W4A16" may describe the checkpoint: the recipe writes the config
+    # group out, and the GPTQ alternative says g64.
+    r = api.recommend(model="openai/gpt-oss-120b", gpu="h200", accuracy_tolerance=4, candidates=["w4a16"])
+    assert r.scheme.id == "w4a16-g64"
+    # the note names the regroup; recommend has no --group option to point at (roofline and size do)
+    assert any("uses group 64" in a for a in r.assumptions) and not any("--group" in a for a in r.assumptions)
+    ck = r.checkpoint
+    assert "preset W4A16" not in ck.summary and "groups of 64" in ck.summary
+    assert ck.compressed_tensors_preset is None
+    assert not any("g128" in a for a in ck.alternatives) and any("g64" in a for a in ck.alternatives)
+    kw = _recipe_kwargs(ck.recipe)
+    assert "scheme" not in kw
+    weights = kw["config_groups"]["group_0"]["weights"]
+    assert (weights["num_bits"], weights["strategy"], weights["group_size"]) == (4, "group", 64)
+    # the recipe writes what the checkpoint declares
+    assert weights == ck.quantization_config["config_groups"]["group_0"]["weights"]
+    # gpt-oss's router stays 16-bit (transformers modeling_gpt_oss: GptOssMLP.router)
+    assert r"re:.*mlp\.router$" in kw["ignore"]
+
+
+def test_every_recipe_is_valid_python():
+    # the ignore regexes hold backslashes ("re:.*mlp\.router$"): written into a plain string
+    # literal they are invalid escapes (SyntaxWarning on Python 3.12+)
+    for kw in (dict(model="openai/gpt-oss-120b", gpu="h200", accuracy_tolerance=4, candidates=["w4a16"]),
+               dict(model="mistralai/Mixtral-8x7B-v0.1", gpu="h100", gpus=2, batch=8, ctx=4096,
+                    candidates=["bf16", "w4a16"]),
+               dict(batch=64, ctx=2048, candidates=["fp8-dynamic"])):
+        r = api.recommend(**kw)
+        assert r.checkpoint.recipe is not None
+        assert _recipe_kwargs(r.checkpoint.recipe)["ignore"] == r.checkpoint.quantization_config["ignore"]

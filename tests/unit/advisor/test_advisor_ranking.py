@@ -111,3 +111,29 @@ def test_the_winner_delivers_the_most_of_the_deployable(kw):
     ranked = [a for a in r.alternatives if a.status in ("recommended", "runner-up", "slower")]
     assert ranked[0].scheme == r.scheme.id
     assert all(a.tokens_per_s <= ranked[0].tokens_per_s * (1 + defaults.TIE) for a in ranked)
+
+
+@pytest.mark.parametrize("kw, out_of_order", [
+    # Llama-3.1-70B on one H100 under an 80 ms ITL budget: w4a16 / awq deliver ~0.4% more than nvfp4
+    # at concurrency 63, inside the 0.5% tie band, where evidence (the published accuracy drop) puts
+    # nvfp4 first
+    (dict(model="meta-llama/Llama-3.1-70B", gpu="h100", prompt=1000, output=200, itl_ms=80), True),
+    (dict(batch=64, ctx=2048), None),
+    (dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192), None),
+])
+def test_a_candidate_ranked_after_a_slower_one_says_why(kw, out_of_order):
+    # the audit: "nvfp4 (866 tok/s) is runner-up while w4a16 (869) is 'slower'", with no tie reason
+    r = api.recommend(**kw)
+    ranked = [a for a in r.alternatives if a.status in ("recommended", "runner-up", "slower")]
+    hits = 0
+    for i, a in enumerate(ranked[1:], start=1):
+        before = [b for b in ranked[1:i] if b.tokens_per_s < a.tokens_per_s]
+        if before:
+            # it out-delivers a candidate ranked before it: only a tie (<= 0.5%) broken by evidence may
+            # do that, and the reason says which candidate and why
+            assert a.tokens_per_s <= before[0].tokens_per_s * 1.005 + 1e-9
+            assert f"than {before[0].scheme}" in a.reason or f"as fast as {before[0].scheme}" in a.reason
+            assert "comes first" in a.reason
+            hits += 1
+    if out_of_order is not None:  # the case above is known to have one
+        assert (hits > 0) == out_of_order

@@ -16,6 +16,11 @@ from tests.conftest import run_cli
     ("meta-llama/Meta-Llama-3-8B", 32768, 8192),
     ("microsoft/Phi-3-mini-4k-instruct", 16384, 4096),
     ("google/gemma-2-9b", 32768, 8192),
+    # an instruct release whose config differs from its base: Qwen2.5-7B-Instruct's config.json sets
+    # max_position_embeddings 32768 (its model card: "The current config.json is set for context
+    # length up to 32,768 tokens"), the base Qwen2.5-7B 131072; it used to be an alias of the base
+    ("Qwen/Qwen2.5-7B-Instruct", 65536, 32768),
+    ("Qwen/Qwen2.5-32B-Instruct", 65536, 32768),
 ])
 def test_a_context_past_the_models_limit_is_exit_2_with_the_engines_message(model, ctx, limit):
     # vLLM 0.33.0 vllm/config/model.py:2664 raises "User-specified max_model_len (...) is greater than
@@ -37,6 +42,18 @@ def test_the_long_context_sibling_is_suggested():
     assert e.value.field == "ctx" and "serve meta-llama/Llama-3.1-8B" in e.value.hint
     r = api.recommend(model="meta-llama/Llama-3.1-8B", ctx=32768)
     assert "--max-model-len 32768" in r.engine_args["vllm"]
+
+
+def test_an_instruct_release_is_served_and_quantized_under_its_own_name():
+    # the recipe and the command line name the model the user asked for, not its base: quantizing
+    # Qwen/Qwen2.5-7B when Qwen/Qwen2.5-7B-Instruct was asked for produces a different model
+    r = api.recommend(model="Qwen/Qwen2.5-7B-Instruct", ctx=4096, candidates=["w4a16"])
+    assert r.workload.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert 'model="Qwen/Qwen2.5-7B-Instruct"' in r.checkpoint.recipe
+    # the long-context sibling is the base release (the same shapes, 131072 tokens)
+    with pytest.raises(QuantAdviseError) as e:
+        api.recommend(model="Qwen/Qwen2.5-7B-Instruct", ctx=65536)
+    assert "serve Qwen/Qwen2.5-7B" in e.value.hint
 
 
 def test_sglang_message_is_sglangs():
