@@ -130,7 +130,8 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
     if cached is not None:
         return ModelSource(name, "cache", str(cached), directory=str(cached.parent)), read_json_file(cached)
     if not allow_hub:
-        raise SourceUnavailableError(f"model '{name}' is not bundled and not in the local Hugging Face cache")
+        raise SourceUnavailableError(f"model '{name}' is not bundled and not in the local Hugging Face cache"
+                                     + _near_bundled(name), hint="`quantadvise list models` lists the bundled ones")
     downloaded = _from_hub(name)
     return ModelSource(name, "hub", str(downloaded), directory=str(downloaded.parent)), read_json_file(downloaded)
 
@@ -191,6 +192,17 @@ def _deadline(fn: Any, seconds: float) -> Any:
     return box.get("value")
 
 
+def _near_bundled(repo_id: str) -> str:
+    """``; did you mean 'meta-llama/Llama-3.1-70B'?`` when a bundled id is a near spelling of ``repo_id``
+    (a typo of a bundled model, not any other Hub id: the bar is high)."""
+    import difflib
+
+    ids = catalog.bundled_model_ids()
+    by_lower = {i.lower(): i for i in ids}
+    close = difflib.get_close_matches(repo_id.lower(), list(by_lower), n=2, cutoff=0.9)
+    return "; did you mean " + ", ".join(f"'{by_lower[c]}'" for c in close) + "?" if close else ""
+
+
 def _from_hub(repo_id: str) -> Path:
     """config.json from the Hub: one quick probe (no retries, :data:`defaults.HUB_TIMEOUT_S`), then the
     download. An unreachable Hub fails in seconds with what happened, not huggingface_hub's minute of
@@ -204,8 +216,10 @@ def _from_hub(repo_id: str) -> Path:
     )
     if _offline():
         raise SourceUnavailableError(
-            f"model '{repo_id}' is not bundled or in the local Hugging Face cache, and HF_HUB_OFFLINE is set",
-            hint=offline_hint.removesuffix("; set HF_HUB_OFFLINE=1 to skip the Hub"),
+            f"model '{repo_id}' is not bundled or in the local Hugging Face cache, and HF_HUB_OFFLINE is set"
+            + _near_bundled(repo_id),
+            hint=offline_hint.removesuffix("; set HF_HUB_OFFLINE=1 to skip the Hub")
+            + "; `quantadvise list models` lists the bundled ones",
         )
     from huggingface_hub import errors as hf_errors
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url

@@ -151,3 +151,15 @@ def test_check_header_and_findings_give_one_number_for_the_tokens_held(cli, tmp_
     assert header and header.group(1) == "8,064", r.stdout
     held = set(re.findall(r"256 (?:sequences )?x ([\d,]+) tokens", r.stdout)) - {"8,192"}
     assert held == {"8,064"}, held
+
+
+def test_a_typo_of_a_bundled_hub_id_is_suggested_offline(cli, monkeypatch):
+    # issue 16: every unknown-name error points to `quantadvise list models` and suggests the closest
+    # names; an org/name typo ("Lama") of the bundled meta-llama/Llama-3.1-70B used to get neither
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = cli("size", "meta-llama/Lama-3.1-70B")
+    assert r.code == 2 and r.stderr.count("\n") == 1
+    assert "did you mean 'meta-llama/Llama-3.1-70B'" in r.stderr and "quantadvise list models" in r.stderr
+    # an id nothing bundled resembles gets the pointer and no invented suggestion
+    r = cli("size", "someorg/any-model")
+    assert r.code == 2 and "did you mean" not in r.stderr and "quantadvise list models" in r.stderr
