@@ -165,6 +165,20 @@ def writing(path: Path, flag: str) -> Iterator[None]:
         raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
 
 
+def check_plot_target(path: Path) -> Path | None:
+    """A ``--plot FILE`` checked before any work: a .png / .svg name where a file can be written
+    (:func:`check_output_path`); returns the folder the write will create, if any."""
+    from ..report.pareto import check_plot_path
+
+    check_plot_path(path)
+    return check_output_path(path, "--plot")
+
+
+def wrote(path: Path, made: Path | None) -> None:
+    """``wrote FILE`` on stderr, one line and not wrapped (the path stays whole, to copy)."""
+    sys.stderr.write(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
+
+
 def _cannot_write(path: Path, flag: str, reason: str, fix: str = "name a file in a folder you can write") -> InputError:
     return InputError(f"{flag} {path}: cannot write it ({reason}); {fix}", field=flag.lstrip("-").replace("-", "_"))
 

@@ -14,10 +14,11 @@ from .common import (
     SpecTokensOpt,
     UsdPerGpuHourOpt,
     WideOpt,
-    check_output_path,
+    check_plot_target,
     color_enabled,
     emit_report,
     writing,
+    wrote,
 )
 
 
@@ -124,12 +125,7 @@ def recommend_cmd(
         "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users,
         "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance,
     }
-    made = None
-    if plot is not None:  # a bad --plot is one error line before any work
-        from ..report.pareto import check_plot_path
-
-        check_plot_path(plot)
-        made = check_output_path(plot, "--plot")
+    made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     result = recommend(base, frontier=plot is not None, **flags)
     if plot is not None:
         from ..report.recommend import write_plot
@@ -139,7 +135,4 @@ def recommend_cmd(
     kind = "explain" if explain and fmt.value == "table" else fmt.value
     emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
-        import sys
-
-        # one line, not wrapped: the path stays whole, to copy
-        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")
+        wrote(plot, made)

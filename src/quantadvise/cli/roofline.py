@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,9 +16,10 @@ from .common import (
     TableJsonCsv,
     UsdPerGpuHourOpt,
     WideOpt,
-    check_output_path,
+    check_plot_target,
     emit_report,
     writing,
+    wrote,
 )
 
 CURVE_POINTS = 160
@@ -119,12 +119,7 @@ def roofline_cmd(
     """
     from ..api.roofline import roofline
 
-    made = None
-    if plot is not None:  # a bad --plot is one error line before any work
-        from ..report.pareto import check_plot_path
-
-        check_plot_path(plot)
-        made = check_output_path(plot, "--plot")
+    made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     drawn = fmt == TableJsonCsv.table and chart and not pareto
     result = roofline(
         model,
@@ -162,5 +157,4 @@ def roofline_cmd(
     else:
         emit_report("roofline", fmt, result, wide=wide)
     if plot is not None:
-        # one line, not wrapped: the path stays whole, to copy
-        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")
+        wrote(plot, made)

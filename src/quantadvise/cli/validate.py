@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, WideOpt, check_output_path, emit_report, writing
+from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, writing, wrote
 
 
 def validate_cmd(
@@ -37,7 +36,7 @@ def validate_cmd(
     """
     from ..api.calibrate import validate
 
-    made = check_output_path(plot, "--plot") if plot is not None else None  # one error line before any work
+    made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     result = validate(profile, max_error=max_error / 100)
     if plot is not None:
         from ..report.calibrate import write_validation_plot
@@ -46,6 +45,5 @@ def validate_cmd(
             write_validation_plot(result, plot)
     emit_report("validate", fmt, result, wide=wide)
     if plot is not None:
-        # one line, not wrapped: the path stays whole, to copy
-        sys.stderr.write(f"wrote {plot}" + (f" (created the folder {plot.parent})" if made else "") + "\n")
+        wrote(plot, made)
     raise typer.Exit(result.exit_code())
