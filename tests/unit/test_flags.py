@@ -93,3 +93,15 @@ def test_engine_command_refuses_what_it_has_no_flag_for():
         engine_command("sglang", "m", max_num_batched_tokens=8192)
     with pytest.raises(ValueError, match="tgi"):
         engine_command("tgi", "m")
+
+
+def test_engine_labels_are_the_release_files_display_names():
+    # one spelling of each engine's name: the flag table's label is what every release file on record
+    # calls the engine (display_name), so text written with or without engine data says the same
+    from quantadvise import catalog
+    from quantadvise.engines.flags import ENGINES, engine_label
+
+    for name in ENGINES:
+        for version in catalog.engine_versions(name):
+            assert catalog.get_engine(name, version).display_name == engine_label(name)
+    assert engine_label("trt") == "trt"

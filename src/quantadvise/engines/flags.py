@@ -35,6 +35,7 @@ class Flag:
 @dataclass(frozen=True)
 class EngineFlags:
     engine: Engine
+    label: str  # how the engine writes its own name (its release files' display_name)
     launch: tuple[str, ...]  # the command written before the model
     positional_model: bool  # the written command takes the model as its first argument, not as a flag
     flags: tuple[Flag, ...]  # in the order a written command gives them
@@ -56,6 +57,7 @@ SGLANG_MODULES = ("sglang.launch_server", "sglang_router.launch_server")
 
 VLLM = EngineFlags(
     engine="vllm",
+    label="vLLM",
     launch=("vllm", "serve"),
     positional_model=True,
     underscores=True,
@@ -79,6 +81,7 @@ VLLM = EngineFlags(
 
 SGLANG = EngineFlags(
     engine="sglang",
+    label="SGLang",
     launch=("python", "-m", SGLANG_MODULES[0]),
     positional_model=False,
     flags=(
@@ -97,6 +100,12 @@ SGLANG = EngineFlags(
 )
 
 ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
+
+
+def engine_label(engine: str) -> str:
+    """``vLLM`` / ``SGLang`` for an engine id (the id itself for one not in the table)."""
+    t = ENGINES.get(engine)
+    return t.label if t is not None else engine
 _BY_NAME = {e: {n: f for f in t.flags for n in f.names} for e, t in ENGINES.items()}
 _BY_FIELD = {e: {f.field: f for f in t.flags} for e, t in ENGINES.items()}
 

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from ..formats import get_format
 from ..results import Strict
 from ..scheme import Scheme
+from .flags import engine_label
 
 KERNEL_DATA_VERSION = 1
 ROUTES = (
@@ -127,7 +128,7 @@ class KernelChoice(Strict):
     @property
     def label(self) -> str:
         """``"w4a16 via Machete, vLLM 0.33.0, sm90"``-style words (without the scheme)."""
-        eng = {"vllm": "vLLM", "sglang": "SGLang"}.get(self.engine, self.engine)
+        eng = engine_label(self.engine)
         sm = f", sm{self.capability}" if self.capability is not None else ""
         return f"{self.kernel.name.split(' (')[0]}, {eng} {self.engine_version}{sm}"
 

@@ -22,11 +22,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..engines.flags import engine_label
 from ..sizing import memory_budget
 from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
-from .rules import ENGINE_LABELS, RULE_BY_ID
+from .rules import RULE_BY_ID
 from .startup import DerivedMaxLen, StartupFacts, gib, kv_share_per_gpu, longest_that_fits, sglang_max_running
 
 
@@ -165,7 +166,7 @@ def _short(source: str) -> str:
 def refusal_reason(engine: str, refused: Mapping[str, str]) -> str:
     """``vLLM refuses to start (QA306 context-exceeds-model)``: why a start-dependent rule did not run."""
     rules = ", ".join(f"{r} {RULE_BY_ID[r].name}" for r in refused)
-    return f"{ENGINE_LABELS.get(engine, engine)} refuses to start ({rules})"
+    return f"{engine_label(engine)} refuses to start ({rules})"
 
 
 def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: float | None,
@@ -186,7 +187,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
             said = facts.message("context_exceeds_model", context=max_model_len_given, derived=derived.value)
         out.add("QA306", f"{max_model_len_flag} {max_model_len_given:,} is longer than the {derived.value:,} tokens the "
                 f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}): "
-                f"{ENGINE_LABELS.get(facts.engine, facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
+                f"{engine_label(facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
                 subject=f"{site.key}|max-len-vs-model", file=file, line=line, target=site.label,
                 engine_message=said)
     if not m.weights_fit:

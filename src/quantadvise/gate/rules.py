@@ -212,7 +212,6 @@ RULES: tuple[Rule, ...] = (
        "quantadvise.yaml declares one engine or release and the image tag / pinned package says another."),
 )
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
 # Rules whose finding means "the engine refuses to start": the server exits before it serves a request
 # (argument parsing, model config, quantization method, parallel layout, weight loading, KV cache
 # planning). Whichever of them fires, the deployment is refused: no speed verdict (QA201/QA202), no

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
-from ..engines.flags import ENGINES
+from ..engines.flags import ENGINES, engine_label
 from ..scheme import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
@@ -31,7 +31,6 @@ from .engine import artifact_findings, engine_findings, parallelism_findings
 from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
-from .rules import ENGINE_LABELS
 from .speed import performance_findings
 from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 
@@ -425,7 +424,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     stopped = bool(refused) or (mem is not None and not mem.starts)
     if stopped:
         why = refusal_reason(f.engine.name, refused) if refused else (
-            f"{ENGINE_LABELS.get(f.engine.name, f.engine.name)} refuses to start")
+            f"{engine_label(f.engine.name)} refuses to start")
         if mem is not None:
             first = next(iter(refused.values()), None)
             mem = mem.model_copy(update={  # as startup_memory leaves its own refusals: no declared workload held

@@ -29,13 +29,14 @@ from datetime import date
 from typing import Any, Protocol
 
 from .. import defaults
+from ..engines.flags import engine_label
 from ..errors import InputError
 from ..hardware import GPU
 from ..model import ModelArch
 from ..results import Out, Result
 from ..scheme import Scheme
 from .datapath import datapath
-from .engine_ops import ENGINE_LABELS, kernels_statement
+from .engine_ops import kernels_statement
 from .fit import fit_linear, ideal_model, significant
 from .inputs import parse_batches
 from .profiles import (
@@ -413,7 +414,7 @@ def run_calibration(
         except Exception as exc:  # noqa: BLE001 - an engine op that fails: torch's kernel instead, and why
             if not k.engine:
                 raise
-            why = (f"{k.key} ({ENGINE_LABELS.get(k.engine, k.engine)} {k.engine_version}) raised "
+            why = (f"{k.key} ({engine_label(k.engine)} {k.engine_version}) raised "
                    f"{type(exc).__name__}: {str(exc)[:160]}")
             k, done = KERNELS[sid], before
             rotation_k = backend.rotation(k, shapes)

@@ -21,13 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..engines.flags import engine_label
+
 if TYPE_CHECKING:
     from ..engines.kernels import KernelTable
     from ..scheme import Scheme
     from .calibration import Kernel
     from .profiles import LinearShape
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class Engine:
 
     @property
     def label(self) -> str:
-        return f"{ENGINE_LABELS.get(self.name, self.name)} {self.version}"
+        return f"{engine_label(self.name)} {self.version}"
 
 
 def _why(exc: BaseException) -> str:
@@ -174,7 +175,7 @@ def kernels_statement(timed: dict[str, Kernel], fallbacks: dict[str, str]) -> st
     eng = {sid: k for sid, k in timed.items() if k.engine}
     parts = []
     if eng:
-        label = ", ".join(sorted({f"{ENGINE_LABELS.get(k.engine, k.engine)} {k.engine_version}" for k in eng.values()}))
+        label = ", ".join(sorted({f"{engine_label(k.engine)} {k.engine_version}" for k in eng.values()}))
         parts.append(f"timed {label}'s own kernels for " + ", ".join(f"{sid} ({k.key})" for sid, k in eng.items()))
     own = [sid for sid in timed if sid not in eng]
     if own:

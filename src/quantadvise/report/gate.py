@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from ..engines.flags import engine_label
 from ..gate.result import GateFinding, GateResult, InitResult, MemoryFit, TargetReport
 from ..gate.rules import RULE_BY_ID, RULES, SEVERITY_RANK
 from ..wording import plural
@@ -78,7 +79,7 @@ def _gib(n: float) -> str:
 def _memory_lines(m: MemoryFit) -> list[str]:
     """The engine's start-up arithmetic in a few sentences (per GPU, as the engine logs it)."""
     n = max(m.gpus, 1)
-    engine = {"vllm": "vLLM", "sglang": "SGLang"}.get(m.engine, m.engine)
+    engine = engine_label(m.engine)
     reserve = f" - {_gib(m.reserve_bytes / n)} runtime reserve" if m.reserve_bytes else ""
     head = (f"memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
             f"{_gib(m.memory_bytes / n)} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
