@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import date
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +34,7 @@ class Layout(BaseModel):
     as_of: date
 
     def stored_bytes(self, n: int, k: int, group: int | None, bits: int, symmetric: bool) -> int:
-        env = {"N": n, "K": k, "G": 1 if group is None else math.ceil(k / group), "b": bits}
+        g = 1 if group is None else math.ceil(k / group)
         tensors = dict(self.tensors)
         if not symmetric:
             tensors.update(self.asymmetric_only)
@@ -41,12 +42,19 @@ class Layout(BaseModel):
         for dtype, dims in tensors.values():
             elems = 1
             for d in dims:
-                elems *= _eval_dim(d, env)
+                elems *= d if isinstance(d, int) else _dim(d, n, k, g, bits)
             total += elems * get_format(dtype).bits
         return math.ceil(total / 8)
 
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
+
+
+@lru_cache(maxsize=4096)
+def _dim(expr: str, n: int, k: int, g: int, b: int) -> int:
+    """:func:`_eval_dim` over N, K, G, b, remembered: a model has a handful of distinct shapes, and
+    sizing every candidate of a recommendation evaluates each of them hundreds of times."""
+    return _eval_dim(expr, {"N": n, "K": k, "G": g, "b": b})
 
 
 def _eval_dim(expr: str | int, env: dict[str, int]) -> int:

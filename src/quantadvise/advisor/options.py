@@ -228,10 +228,9 @@ def build_options(arch: ModelArch, gpu: GPU, workload: Workload, candidates: Seq
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 path = datapath(c.scheme, gpu)
-                hit = (size_model(arch, c.scheme).total_bytes,
-                       StepModel(arch, c.scheme, gpu, kv=kv_bf16, gpus=workload.gpus, efficiency=c.efficiency, path=path),
-                       StepModel(arch, c.scheme, gpu, kv=kv_q, gpus=workload.gpus, efficiency=c.efficiency, path=path),
-                       path.note)
+                plain = StepModel(arch, c.scheme, gpu, kv=kv_bf16, gpus=workload.gpus, efficiency=c.efficiency,
+                                  path=path)
+                hit = (size_model(arch, c.scheme).total_bytes, plain, plain.with_kv(kv_q), path.note)
                 if cache is not None:
                     cache[key] = hit
             o.weights_bytes, o.model, o.model_kv, note = hit

@@ -40,6 +40,7 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from ..errors import DataError, InputError
@@ -259,6 +260,16 @@ class StepModel:
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)
         self._prep_fast()
+
+    def with_kv(self, kv: TensorQuant | None) -> StepModel:
+        """The same model, GPU, scheme and kernels with another KV-cache dtype: only the bytes a cached
+        token costs change (the linear layers, their kernels and the attention FLOPs do not), so they
+        are shared instead of resolved again."""
+        other = copy.copy(self)
+        other.kv = kv
+        other.kv_bytes_per_token_layer = bytes_per_token_layer(self.arch, kv)
+        other.kv_per_cached_token = other.kv_bytes_per_token_layer * self.kv_share
+        return other
 
     def peak_flops_per_s(self, math_fmt: str) -> float:
         """The spec-sheet peak of a datapath on this GPU (DataError when the GPU has none)."""
