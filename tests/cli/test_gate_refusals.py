@@ -36,6 +36,16 @@ def _status(doc):
     return {s["rule_id"]: (s["status"], s["reason"]) for s in doc["rules"]}
 
 
+def _refused_only_by(doc, rule, concurrency):
+    """The one deployment is refused by ``rule`` alone: its only finding, not priced, the declared
+    ``concurrency`` kept as its load. Returns the target."""
+    assert {f["rule_id"] for f in doc["findings"]} == {rule}
+    t = doc["targets"][0]
+    assert t["performance"] is None and t["concurrency"] == concurrency
+    assert (t["memory"]["starts"], t["memory"]["refused_by"]) == (False, [rule])
+    return t
+
+
 # --- 1. a refusal from any rule refuses the deployment -------------------------------------------------
 
 
@@ -109,10 +119,7 @@ def test_an_engine_level_refusal_suppresses_the_declared_workload_and_speed(cli,
         "gpu: h100\nworkload: {concurrency: 64, ctx: 8192, mode: sync}\n")}))
     r, doc = _json(cli)
     assert r.code == 1
-    assert {f["rule_id"] for f in doc["findings"]} == {"QA105"}
-    t = doc["targets"][0]
-    assert t["performance"] is None and t["concurrency"] == 64
-    assert (t["memory"]["starts"], t["memory"]["refused_by"]) == (False, ["QA105"])
+    t = _refused_only_by(doc, "QA105", 64)
     assert t["memory"]["concurrency"] is None and t["memory"]["max_concurrency"] is None  # no queueing verdict
     status = _status(doc)
     for rid in START_DEPENDENT:
@@ -127,10 +134,7 @@ def test_a_memory_refusal_with_a_declared_workload_is_not_priced(cli, tmp_path, 
                                            "quantadvise.yaml": "gpu: l4\nworkload: {concurrency: 4}\n"}))
     r, doc = _json(cli)
     assert r.code == 1
-    assert {f["rule_id"] for f in doc["findings"]} == {"QA302"}
-    t = doc["targets"][0]
-    assert t["performance"] is None and t["concurrency"] == 4
-    assert (t["memory"]["starts"], t["memory"]["refused_by"]) == (False, ["QA302"])
+    _refused_only_by(doc, "QA302", 4)
     status = _status(doc)
     assert status["QA201"] == ("skipped", "vLLM refuses to start (QA302 max-model-len-exceeds-kv-cache)")
     assert status["QA202"] == ("skipped", "vLLM refuses to start (QA302 max-model-len-exceeds-kv-cache)")
