@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..errors import InputError
+from ..files import writing
 from ..hardware import GPU
 from ..model import ModelArch
 from ..scheme import Scheme
@@ -80,10 +81,8 @@ def calibrate(
     path = Path(out) if out is not None else Path(f"{profile.id}.yaml")
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(f"--out {path}: the profile is YAML; name the file .yaml", field="out")
-    try:
+    with writing(path, "--out"):
         write_profile(profile, path)
-    except OSError as exc:
-        raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})", field="out") from None
     return result.model_copy(update={"profile_path": str(path)})
 
 
@@ -167,11 +166,9 @@ def import_tables(gpu: str | GPU, *, source: str | Path | None = None, out: str 
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(f"--out {path}: the profile is YAML; name the file .yaml", field="out")
     sib = path.with_name(path.name.removesuffix(path.suffix) + ".heldout.yaml")
-    try:
+    with writing(path, "--out"):
         write_profile(profile, path)
         sib.write_text(aic.heldout_yaml(g.id, src, as_of, held), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})", field="out") from None
     from ..perf.efficiency import resolve
 
     base = resolve([catalog.default_perf_profile()], (g.id, g.name, *g.aliases))

@@ -133,13 +133,11 @@ def check_cmd(
     width = terminal_width(wide) if fmt.value == "table" and output is None else None
     text = render("check", fmt.value, report, **({"width": width} if fmt.value == "table" else {}))
     if output is not None:
-        from ..errors import InputError
+        from ..files import writing
 
-        try:
+        with writing(output, "--output"):
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"--output: cannot write {output}: {exc.strerror or exc}", field="output") from None
         c = report.counts()
         warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {plural(c['error'], 'error')}, "
                      f"{plural(c['warning'], 'warning')}; {fmt.value} report written to {output}")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
 
-from ..errors import InputError
+from ..files import check_output_path
 from . import completion
 
 
@@ -127,44 +125,6 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def check_output_path(path: Path, flag: str) -> Path | None:
-    """Before any work, one :class:`InputError` naming ``flag`` when no file can be written at
-    ``path``: it is a folder, something on the way is not a folder, or the nearest existing folder
-    (or the file itself) is not writable. Missing folders are not an error: writing creates them, as
-    ``calibrate --out`` and ``check --output`` do; the topmost one that will be made is returned
-    (None when the folder exists). A place that passes this and still refuses the file (``/proc``
-    as root, a full disk) fails inside :func:`writing`, with the same error."""
-    import os
-
-    try:
-        if path.is_dir():
-            raise _cannot_write(path, flag, "it is a folder", fix="name a file")
-        if os.path.lexists(path) and not os.access(path, os.W_OK):
-            raise _cannot_write(path, flag, "permission denied")
-        folder, made = path.parent, None
-        while not os.path.lexists(folder) and folder.parent != folder:
-            folder, made = folder.parent, folder
-        if not folder.is_dir():
-            raise _cannot_write(path, flag, f"{folder} is not a folder")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise _cannot_write(path, flag, f"{folder}: permission denied")
-    except OSError as exc:  # a name the OS cannot even look up (too long, ...)
-        raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
-    except ValueError:  # an embedded NUL
-        raise _cannot_write(path, flag, "not a valid file name") from None
-    return made
-
-
-@contextmanager
-def writing(path: Path, flag: str) -> Iterator[None]:
-    """Write the file ``flag`` names inside this block: an OSError becomes the one-line error of
-    :func:`check_output_path`."""
-    try:
-        yield
-    except OSError as exc:
-        raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
-
-
 def check_plot_target(path: Path) -> Path | None:
     """A ``--plot FILE`` checked before any work: a .png / .svg name where a file can be written
     (:func:`check_output_path`); returns the folder the write will create, if any."""
@@ -179,8 +139,7 @@ def wrote(path: Path, made: Path | None) -> None:
     sys.stderr.write(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
 
 
-def _cannot_write(path: Path, flag: str, reason: str, fix: str = "name a file in a folder you can write") -> InputError:
-    return InputError(f"{flag} {path}: cannot write it ({reason}); {fix}", field=flag.lstrip("-").replace("-", "_"))
+
 
 
 def color_enabled() -> bool:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..files import writing
 from . import completion
 from .common import (
     AcceptanceOpt,
@@ -17,7 +18,6 @@ from .common import (
     check_plot_target,
     color_enabled,
     emit_report,
-    writing,
     wrote,
 )
 

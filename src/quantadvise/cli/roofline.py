@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .. import defaults
+from ..files import writing
 from .common import (
     AcceptanceOpt,
     KvOpt,
@@ -18,7 +19,6 @@ from .common import (
     WideOpt,
     check_plot_target,
     emit_report,
-    writing,
     wrote,
 )
 

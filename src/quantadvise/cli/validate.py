@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, writing, wrote
+from ..files import writing
+from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, wrote
 
 
 def validate_cmd(
