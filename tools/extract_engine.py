@@ -238,8 +238,8 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
                                   f"{base_wheel.metadata['version']}: re-read the hand-written facts it backs")
 
     # -- sources: every row says the lines its facts are on -----------------------------------------
-    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "shorthands",
-                    "auto_kv", "messages", "config_rules", "marlin_compatible"):
+    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "dtype_checks",
+                    "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
         for row in doc.get(section) or []:
             lines = cites.get((section, row["id"]))
             if lines:

@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="price the dense GEMMs' compute in 64-row M tiles on sm90 / sm100 (lower worst-case held-out "
                          "error on H100 / H200 / B200, but it moves advisor decisions at batch 1 and 65: "
                          "docs/calibration.md §7); off for the shipped profiles")
+    ap.add_argument("--moe", action="store_true",
+                    help="keep the profiles on file and add (or refit) only the fused-MoE curves of perf.aiconfigurator."
+                         "MOE_SPECS and their held-out data")
     args = ap.parse_args(argv)
     as_of = date.fromisoformat(args.as_of)
     wanted = {catalog.get_gpu(g).id for g in args.gpu} if args.gpu else None
@@ -52,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return refresh(out, runs, wanted)
     root = aic.data_root(args.source)
     version = aic.package_version(root)
+    if args.moe:
+        return add_moe(out, root, version, date.fromisoformat(args.as_of), wanted)
     (out / "heldout").mkdir(parents=True, exist_ok=True)
     for system, gid in aic.SYSTEMS.items():
         if wanted is not None and gid not in wanted:
@@ -90,6 +95,51 @@ def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:
                                              "quant_kernels": dict(sorted(quants.items()))})
         path.write_text(profile_yaml(prof.model_copy(update={"gpus": (new_entry,)})), encoding="utf-8")
         print(f"{entry.gpu}: {sum(c.basis != 'measured' for c in kernels.values())} stand-in curves")
+    return 0
+
+
+def add_moe(out: Path, root: Path, version: str, as_of: date, wanted: set[str] | None) -> int:
+    """Add the fused-MoE curves (perf.aiconfigurator.MOE_SPECS) to the profiles in ``out`` (and their
+    held-out documents), leaving every other curve as it is."""
+    import yaml
+
+    from quantadvise.perf.profiles import parse_profile
+
+    gids = {v: k for k, v in aic.SYSTEMS.items()}
+    for path in sorted(out.glob("*.yaml")):
+        prof = parse_profile(catalog.load_yaml_file(path), str(path))
+        entry = prof.gpus[0]
+        system = gids.get(entry.gpu)
+        if system is None or (wanted is not None and entry.gpu not in wanted) or not entry.kernels:
+            continue
+        gpu = catalog.get_gpu(entry.gpu)
+        kernels = dict(entry.kernels)
+        held_path = out / "heldout" / f"{entry.gpu}.yaml"
+        held = yaml.safe_load(held_path.read_text(encoding="utf-8"))
+        for spec in aic.MOE_SPECS[1:]:
+            got = aic.import_moe(root, system, gpu, spec, pkg_version=version, as_of=as_of)
+            if got is None:
+                print(f"{entry.gpu:12s} {spec.kid:36s} no table")
+                continue
+            curve, doc = got
+            for key in [k for k, c in kernels.items() if c.kernel == spec.kid]:
+                del kernels[key]
+                held["kernels"].pop(key, None)
+            kernels[curve.key] = curve
+            held["kernels"][curve.key] = doc
+            h = curve.heldout
+            print(f"{entry.gpu:12s} {curve.key:36s} held-out layers: median {h.gemm_median:.1%}, max {h.gemm_max:.1%} "
+                  f"(n={h.gemm_points})")
+        for kid, (base, why) in aic.MOE_PROXIES.items():
+            src = kernels.get(f"vllm/{base}") or kernels.get(f"sglang/{base}")
+            if src is not None:
+                kernels[f"vllm/{kid}"] = src.model_copy(update={
+                    "kernel": kid, "engine": "vllm", "basis": "proxy", "proxy_of": src.key, "note": why,
+                    "measured": None, "heldout": None})
+        new_entry = entry.model_copy(update={"kernels": dict(sorted(kernels.items()))})
+        path.write_text(profile_yaml(prof.model_copy(update={"gpus": (new_entry,)})), encoding="utf-8")
+        held_path.write_text(yaml.safe_dump(held, sort_keys=False, default_flow_style=None, width=140),
+                             encoding="utf-8")
     return 0
 
 

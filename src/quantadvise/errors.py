@@ -8,7 +8,7 @@ catch :class:`QuantAdviseError` and read ``.message`` / ``.hint`` / ``.field``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 def norm_name(name: str) -> str:
@@ -47,19 +47,38 @@ class NoSchemeError(InputError):
 
 
 class UnknownNameError(InputError):
-    """A model / GPU / scheme / engine name that is not known, with close matches."""
+    """A model / GPU / scheme / engine name that is not known, with close matches.
+
+    Suggestions: names that extend what was typed (``h10`` -> ``h100``) first, then the caller's own
+    (``suggestions``: GPUs of the same family) or spelling neighbours. ``ids`` (any name -> its row's
+    id) turns an alias into the id it stands for, so ``W4A16`` is offered as ``w4a16``; without it the
+    first spelling of a name in ``candidates`` (ids come before their aliases) is the one shown. An
+    empty name says so instead of guessing."""
 
     def __init__(self, kind: str, name: str, candidates: Iterable[str], *, hint: str | None = None,
-                 suggestions: list[str] | None = None):
+                 suggestions: list[str] | None = None, ids: Mapping[str, str] | None = None):
         cands = list(candidates)
-        by_lower = {c.lower(): c for c in cands}
+        by_lower: dict[str, str] = {}
+        for c in cands:
+            by_lower.setdefault(c.lower(), c)
         low = name.lower().strip()
+        if not low:
+            self.suggestions: list[str] = []
+            super().__init__(f"the {kind} name is empty", hint=hint, field=kind)
+            return
+
+        def canonical(c: str) -> str:
+            real = by_lower[c]
+            return ids.get(real, ids.get(c, real)) if ids else real
+
         # names that extend what was typed ("a100" -> "a100-80gb") first, then spelling neighbours
-        prefix = sorted((c for c in by_lower if c.startswith(low) and c != low), key=len)[:3]
-        close = difflib.get_close_matches(low, list(by_lower), n=3, cutoff=0.5)
-        picked = list(dict.fromkeys(prefix + close))[:3]
-        # a caller that knows better (GPUs: the same product family first) gives its own
-        self.suggestions = suggestions if suggestions else [by_lower[c] for c in picked]
+        prefix = [canonical(c) for c in sorted((c for c in by_lower if c.startswith(low) and c != low), key=len)]
+        close = [canonical(c) for c in difflib.get_close_matches(low, list(by_lower), n=6, cutoff=0.5)]
+        if suggestions:  # a caller that knows better (GPUs: the same product family) ranks the rest
+            picked = list(dict.fromkeys(prefix[:1] + [ids.get(s, s) if ids else s for s in suggestions]))
+        else:
+            picked = list(dict.fromkeys(prefix + close))
+        self.suggestions = picked[:3]
         msg = f"unknown {kind} '{name}'"
         if self.suggestions:
             msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"

@@ -38,6 +38,9 @@ class GPU(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     id: str
     name: str
+    # the name the driver reports (nvidia-smi, torch.cuda.get_device_name()), which the engines print in
+    # their messages ("Your Tesla T4 GPU ..."); None where no public log of it is on file
+    device_name: str | None = None
     aliases: tuple[str, ...] = ()
     vendor: str
     architecture: str
@@ -65,6 +68,11 @@ class GPU(BaseModel):
     def has_math(self, math: str) -> bool:
         return self.peak(math) is not None
 
+    def native_peak(self, math: str) -> float | None:
+        """Dense peak of the chip's own datapath for ``math``, without :meth:`peak`'s bf16/fp16 stand-in:
+        None on a GPU with no such tensor-core datapath (bf16 on Volta and Turing)."""
+        return getattr(self.peak_flops, math, None)
+
     @property
     def capability(self) -> int | None:
         """Compute capability as vLLM compares it: "9.0" -> 90."""
@@ -73,10 +81,36 @@ class GPU(BaseModel):
         major, _, minor = self.compute_capability.partition(".")
         return int(major) * 10 + int(minor or 0)
 
+    @property
+    def engine_capability(self) -> int | None:
+        """The capability the engines compare: the CUDA compute capability, or on ROCm the one vLLM derives
+        from the gfx target (gfx942 -> 94: :func:`gcn_capability`)."""
+        if self.capability is not None:
+            return self.capability
+        return gcn_capability(self.gfx_target) if self.gfx_target else None
+
     def ridge(self, math: str) -> float | None:
         """FLOP per byte where the roofline turns from memory- to compute-bound."""
         p = self.peak(math)
         return None if p is None else p / self.bandwidth_bytes_per_s
+
+
+def gcn_capability(gfx: str) -> int | None:
+    """(major, minor) as vLLM's ROCm platform derives it from a GCN arch string, mirroring HIP's
+    hipDeviceProp_t (vllm/platforms/rocm.py ``_capability_from_gcn_arch``): "gfx" + major (1 digit for
+    gfx9, 2 for gfx10+) + minor + stepping, as ``major*10 + minor``: gfx90a -> 90, gfx942 -> 94,
+    gfx950 -> 95, gfx1100 -> 110. None for a string it cannot read."""
+    import re
+
+    m = re.match(r"gfx(\d+)", gfx.strip().lower())
+    if not m:
+        return None
+    d = m.group(1)
+    if len(d) in (2, 3):
+        return int(d[0]) * 10 + int(d[1])
+    if len(d) == 4:
+        return int(d[:2]) * 10 + int(d[2])
+    return None
 
 
 # words a GPU name carries that say nothing about which GPU it is

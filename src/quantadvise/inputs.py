@@ -62,6 +62,10 @@ LIMITS: dict[str, Limit] = {
     "usd_per_gpu_hour": Limit(0, 10_000, low_open=True),
     "spec_tokens": Limit(0, 64, integer=True),  # tokens drafted per step
     "acceptance": Limit(0, 1),  # mean fraction of drafted tokens accepted
+    # accuracy gate (`accuracy`): percentage points / percent, the unit of --accuracy-tolerance
+    "max_delta": Limit(0, 100),  # accuracy drop, percentage points
+    "max_flips": Limit(0, 100),  # share of answers that changed correctness, percent
+    "max_kl": Limit(0, 1_000),  # mean KL(base || quant), nats
 }
 LIMITS["concurrency"] = LIMITS["batch"]
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
@@ -95,6 +99,9 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "usd_per_gpu_hour": ("--usd-per-gpu-hour", "QUANTADVISE_USD_PER_GPU_HOUR"),
     "spec_tokens": ("--spec-tokens", None),
     "acceptance": ("--acceptance", None),
+    "max_delta": ("--max-delta", None),
+    "max_flips": ("--max-flips", None),
+    "max_kl": ("--max-kl", None),
 }
 # what an unknown-name error's kind is a field of
 KIND_FIELDS = {"gpu": "gpu", "model": "model", "engine": "engine", "scheme": "scheme", "kv cache dtype": "kv_dtype",
@@ -122,6 +129,26 @@ def check(field: str, value: Any, limit: Limit | None = None) -> Any:
     if bad:
         raise InputError(f"{name} must be {limit.describe()}, got {value!r}", field=field)
     return int(value) if limit.integer else float(value)
+
+
+PERCENT_SUFFIXES = ("%", "pp")  # "1%" and "1pp" are the bare 1: one percentage point
+
+
+def points(field: str, value: str | float | None) -> float | None:
+    """A percentage (points) ``field`` as a number: ``1``, ``1%`` and ``1pp`` are all 1 point, the unit
+    of ``--accuracy-tolerance``; then :func:`check` (nan, inf or out of range: one InputError naming
+    the flag). A value that is not a number: the same error, with what was given."""
+    if value is None or isinstance(value, int | float):
+        return check(field, value)
+    text = value.strip().lower()
+    for suffix in PERCENT_SUFFIXES:
+        text = text.removesuffix(suffix).strip()
+    try:
+        x = float(text)
+    except ValueError:
+        raise InputError(f"{flag(field)} must be a number of percentage points (1, 1% or 1pp = one point), "
+                         f"got {value!r}", field=field) from None
+    return check(field, x)
 
 
 def check_all(values: dict[str, Any]) -> dict[str, Any]:
@@ -187,3 +214,30 @@ def engine(name: str | None, field: str = "engine") -> str | None:
         err.field = field
         raise err
     return key
+
+
+def split_engine(spec: str, field: str = "engine") -> tuple[str, str | None]:
+    """(name as written, release or None) of ``NAME``, ``NAME==VERSION``, ``NAME@VERSION`` or
+    ``NAME:VERSION`` (a leading ``v`` dropped); the name is not checked (:func:`engine_spec` checks it)."""
+    import re
+
+    m = re.fullmatch(r"\s*([A-Za-z][\w-]*?)\s*(?:(?:==|@|:)\s*v?([\w.+-]+))?\s*", spec or "")
+    if not m:
+        raise InputError(f"{flag(field)} expects NAME or NAME==VERSION (vllm, sglang==0.5.23), got {spec!r}",
+                         field=field)
+    return m.group(1), m.group(2)
+
+
+def engine_spec(spec: str | None, version: str | None = None, field: str = "engine") -> tuple[str | None, str | None]:
+    """(engine, release) from an engine spec as every command reads --engine and QUANTADVISE_ENGINE:
+    ``NAME``, ``NAME==VERSION``, ``NAME@VERSION`` (``sglang==0.5.20``); the name passes :func:`engine`.
+    ``version`` is a separate --engine-version: it fills a spec without one, and must agree with a spec
+    that has one."""
+    if spec is None:
+        return None, version
+    raw, release = split_engine(spec, field)
+    name = engine(raw, field)
+    if release is not None and version is not None and release != version.strip().removeprefix("v"):
+        raise InputError(f"{flag(field)} {spec} and --engine-version {version} name two releases; give one",
+                         field=field)
+    return name, release or version

@@ -9,6 +9,12 @@ the window, so a sequence of length C costs ``min(C, window)`` tokens there (par
 
 Scales: a per-tensor or per-head scale is a constant per layer (not per token) and is ignored; a
 per-token(-head) or per-group scale is stored with every token and counted.
+
+Tensor parallelism (one home for this fact, :func:`kv_share_per_gpu`): each of ``tp`` GPUs holds
+``max(1, kv_heads // tp)`` KV heads (vLLM ``get_num_kv_heads``, ``vllm/config/model.py:1673-1683``),
+so KV heads are replicated once ``tp`` exceeds them, and an MLA latent (one "head") is whole on every
+GPU. The cluster then holds each sequence's KV :func:`kv_copies` times: pooling the GPUs' free memory
+and dividing by one copy's bytes overstates capacity by that factor.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from .formats import get_format
 from .model import ModelArch
 from .scheme import TensorQuant
+from .wording import plural
 
 BF16_BITS = 16
 
@@ -90,8 +97,47 @@ def bytes_per_token_short(arch: ModelArch, kv: TensorQuant | None) -> float:
     return (g.full_layers + g.sliding_layers) * bytes_per_token_layer(arch, kv)
 
 
-def max_sequences(arch: ModelArch, kv: TensorQuant | None, ctx: int, budget_bytes: float) -> int:
-    per_seq = sequence_bytes(arch, kv, ctx)
+def kv_share_per_gpu(*, kv_heads: int, mla: bool, tp: int, pp: int = 1) -> float:
+    """The fraction of one sequence's KV cache (all layers, all KV heads) one GPU holds: its
+    pipeline stage's layers, and ``max(1, kv_heads // tp)`` of the heads (an MLA latent is whole on
+    every GPU), ``vllm/config/model.py:1673-1683``."""
+    stage = 1 / max(pp, 1)
+    if mla or kv_heads <= 0:
+        return stage
+    return stage * max(1, kv_heads // max(tp, 1)) / kv_heads
+
+
+def kv_copies(arch: ModelArch, tp: int) -> float:
+    """How many times ``tp`` tensor-parallel GPUs together hold each KV byte of a sequence: 1 while
+    the KV heads split evenly, ``tp`` for an MLA latent, ``tp / kv_heads`` when heads replicate
+    (the pipeline degree does not change it: each stage holds its own layers once)."""
+    return kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=tp) * max(tp, 1)
+
+
+def replication_note(arch: ModelArch, tp: int) -> str | None:
+    """Why ``tp`` GPUs hold more than one copy of the KV cache, in words; None when they split it."""
+    copies = kv_copies(arch, tp)
+    if tp <= 1 or copies <= 1:
+        return None
+    where = "vllm/config/model.py:1673-1683"
+    if arch.is_mla:
+        return (f"the MLA latent is stored whole on each of the {tp} GPUs ({where}): every sequence's KV cache is "
+                f"held {tp} times, so the sequences that fit are one GPU's free memory over one sequence's KV")
+    per = max(1, arch.num_kv_heads // tp)
+    return (f"{plural(arch.num_kv_heads, 'KV head')} {'does' if arch.num_kv_heads == 1 else 'do'} not split over {tp} GPUs: each GPU holds "
+            f"{plural(per, 'head')} (max(1, kv_heads // tp), {where}), so every sequence's KV cache is held "
+            f"{copies:g} times")
+
+
+def held_sequence_bytes(arch: ModelArch, kv: TensorQuant | None, ctx: int, tp: int = 1) -> float:
+    """KV bytes one sequence of ``ctx`` tokens occupies over all ``tp`` GPUs, replicated copies included."""
+    return sequence_bytes(arch, kv, ctx) * kv_copies(arch, tp)
+
+
+def max_sequences(arch: ModelArch, kv: TensorQuant | None, ctx: int, budget_bytes: float, tp: int = 1) -> int:
+    """Sequences of ``ctx`` tokens whose KV fits in ``budget_bytes`` pooled over ``tp`` GPUs (each GPU
+    holds its share: ``budget / tp`` against ``sequence_bytes x kv_share_per_gpu``)."""
+    per_seq = held_sequence_bytes(arch, kv, ctx, tp)
     if per_seq <= 0:
         return 0
     return max(0, math.floor(budget_bytes / per_seq))

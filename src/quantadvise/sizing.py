@@ -23,7 +23,9 @@ from .kvcache import (
     bytes_per_token,
     bytes_per_token_layer,
     geometry,
+    kv_copies,
     max_sequences,
+    replication_note,
     sequence_bytes,
 )
 from .model import COMPONENTS, Inventory, ModelArch, ModelSource, ModelSummary, ParamGroup
@@ -99,7 +101,10 @@ class FitReport(_Out):
     usable_bytes: int
     reserve_bytes: int
     weights_bytes: int
-    kv_bytes: int
+    kv_bytes: int  # the batch's KV cache, one copy
+    kv_copies: float  # how many times the GPUs hold it (kvcache.kv_copies: MLA / replicated KV heads)
+    kv_held_bytes: int  # kv_bytes x kv_copies: what the GPUs really store
+    kv_replication: str | None  # why kv_copies > 1, in words
     fits: bool
     free_for_kv_bytes: int
     kv_token_capacity: int
@@ -322,11 +327,16 @@ def fit_report(
     memory_utilization: float,
     reserve_bytes: int,
 ) -> FitReport:
+    """Weights + the batch's KV cache against ``gpus`` GPUs. Each GPU holds ``weights / gpus`` and its
+    share of the KV (:func:`quantadvise.kvcache.kv_share_per_gpu`): with MLA or KV heads replicated over
+    the GPUs the pooled free memory holds ``kv_copies`` copies of every sequence, not one."""
     b = memory_budget(gpu.memory_bytes, gpus=gpus, memory_utilization=memory_utilization, reserve_bytes=reserve_bytes)
     usable, reserve = b.usable_bytes, b.reserve_bytes
     free = b.budget_bytes - weights_bytes
-    per_tok = bytes_per_token(arch, kv) or 1.0
-    max_seq = max_sequences(arch, kv, ctx, max(free, 0)) if ctx else None
+    copies = kv_copies(arch, gpus)
+    held = math.ceil(kv_bytes * copies)
+    per_tok = (bytes_per_token(arch, kv) or 1.0) * copies
+    max_seq = max_sequences(arch, kv, ctx, max(free, 0), tp=gpus) if ctx else None
     return FitReport(
         gpu=gpu.id,
         gpus=gpus,
@@ -336,9 +346,12 @@ def fit_report(
         reserve_bytes=reserve,
         weights_bytes=weights_bytes,
         kv_bytes=kv_bytes,
-        fits=free >= kv_bytes and free > 0,
+        kv_copies=copies,
+        kv_held_bytes=held,
+        kv_replication=replication_note(arch, gpus),
+        fits=free >= held and free > 0,
         free_for_kv_bytes=free,
         kv_token_capacity=max(0, math.floor(free / per_tok)),
         max_sequences_at_ctx=max_seq,
-        headroom_bytes=free - kv_bytes,
+        headroom_bytes=free - held,
     )

@@ -41,7 +41,7 @@ def test_json_is_the_report_only(cli):
 
 
 def test_thresholds_passing_exit_0(cli):
-    r = cli("accuracy", BASE, QUANT, "--max-delta", "10%", "--max-flips", "0.3", "--max-kl", "0.04", "-f", "json")
+    r = cli("accuracy", BASE, QUANT, "--max-delta", "10%", "--max-flips", "30", "--max-kl", "0.04", "-f", "json")
     assert r.code == 0, r.stdout
     assert [c["status"] for c in r.json()["checks"]] == ["pass", "pass", "pass"]
 
@@ -88,9 +88,28 @@ def test_empty_file_exit_2(cli, tmp_path):
     assert r.code == 2 and "no samples (the file is empty)" in r.stderr
 
 
-def test_ambiguous_threshold_is_a_usage_error(cli):
-    r = cli("accuracy", BASE, QUANT, "--max-delta", "5")
-    assert r.code == 2 and "give a fraction (0.01) or a percentage (5%)" in r.stderr
+def test_bare_threshold_is_percentage_points_like_recommend(cli):
+    # the fixture drops 10 points (2 lost - 1 gained of 10): --max-delta 1 is 1 point and fails, as
+    # recommend --accuracy-tolerance 1 means 1 point; it was read as 1.0 = 100 points and passed
+    r = cli("accuracy", BASE, QUANT, "--max-delta", "1", "--wide")
+    assert r.code == 1 and "drop 10.00 pp > max 1.00 pp" in r.stdout
+    for same in ("1%", "1pp"):
+        assert cli("accuracy", BASE, QUANT, "--max-delta", same, "--wide").stdout == r.stdout
+    # 10 points exactly: passes (10 / 100 = 0.10, the drop)
+    assert cli("accuracy", BASE, QUANT, "--max-delta", "10").code == 0
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--max-delta", "150%"), "--max-delta must be a number >= 0 and <= 100, got 150.0"),
+    (("--max-delta", "nan"), "--max-delta must be a number >= 0 and <= 100, got nan"),
+    (("--max-flips", "inf"), "--max-flips must be a number >= 0 and <= 100, got inf"),
+    (("--max-kl", "nan"), "--max-kl must be a number >= 0 and <= 1,000, got nan"),
+    (("--max-delta", "lots"), "--max-delta must be a number of percentage points (1, 1% or 1pp = one point)"),
+])
+def test_threshold_errors_name_the_flag(cli, args, expected):
+    r = cli("accuracy", BASE, QUANT, *args)
+    assert r.code == 2 and expected in r.stderr, r.stderr
+    assert "max_delta_drop" not in r.stderr and "thresholds" not in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_missing_file_exit_2(cli, tmp_path):
@@ -103,7 +122,7 @@ def test_json_fields_are_documented():
     import quantadvise as api
 
     doc_text = (Path(__file__).resolve().parent.parent.parent / "docs" / "accuracy.md").read_text()
-    doc = api.accuracy(BASE, QUANT, max_delta=0.01, max_kl=0.1).model_dump(mode="json")
+    doc = api.accuracy(BASE, QUANT, max_delta=1, max_kl=0.1).model_dump(mode="json")
     keys = set(doc) | set(doc["tasks"][0]) | set(doc["tasks"][0]["kl"]) | set(doc["checks"][0])
     keys |= set(doc["thresholds"])
     missing = sorted(k for k in keys if f"`{k}`" not in doc_text)

@@ -108,3 +108,25 @@ def test_list_unknown_kind_is_one_error_line(cli):
     r = cli("list", "flavours")
     assert r.code == 2 and r.stdout == ""
     assert r.stderr.startswith("Error: unknown listing 'flavours'") and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("words", "cword", "expected"), [
+    # data/hardware.yaml: h100-sxm's alias h100; data/models.yaml: meta-llama/Meta-Llama-3-8B
+    ("quantadvise check --gpu h10", 3, "h100"),
+    ("quantadvise check --model meta-llama/Meta", 3, "meta-llama/Meta-Llama-3-8B"),
+    ("quantadvise calibrate --gpu h10", 3, "h100-sxm"),
+    # comma lists complete their last item (data/schemes.yaml: w4a16)
+    ("quantadvise roofline --scheme bf16,w4a1", 3, "bf16,w4a16"),
+    ("quantadvise recommend --candidates bf16,w4a1", 3, "bf16,w4a16"),
+    ("quantadvise check -q w4a1", 3, "w4a16"),
+    ("quantadvise inspect meta-llama/Meta", 2, "meta-llama/Meta-Llama-3-8B"),
+    # vLLM's --kv-cache-dtype fp8_e5m2 (data/schemes.yaml kv-fp8-e5m2)
+    ("quantadvise inspect x --kv-cache-dtype fp8_e", 4, "fp8_e5m2"),
+    ("quantadvise recommend --engine sg", 3, "sglang"),
+    ("quantadvise recommend --task reas", 3, "reasoning"),
+    ("quantadvise recommend --mode cont", 3, "continuous"),
+    ("quantadvise list gp", 2, "gpus"),
+    ("quantadvise engines sh", 2, "show"),
+])
+def test_completion_of_every_name_option(cli, monkeypatch, words, cword, expected):
+    assert expected in _complete(cli, monkeypatch, words, cword)

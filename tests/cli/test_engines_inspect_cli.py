@@ -195,3 +195,46 @@ def test_every_engines_and_inspect_format_has_a_renderer():
     for kind in ("engines", "engine_method", "engines_diff", "inspect"):
         for fmt in Format:
             assert (kind, fmt.value) in RENDERERS
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint audit: conflicting versions, a release against itself, malformed compressed-tensors
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("engines", "list", "vllm@0.30.0", "--version", "0.33.0"),
+                                  ("engines", "list", "--version", "0.31.0", "-e", "vllm==0.32.0"),
+                                  ("engines", "show", "awq", "-e", "vllm==0.32.0", "--version", "0.31.0")])
+def test_engines_conflicting_versions_is_one_error(cli, args):
+    r = cli(*args)
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: conflicting versions") and "--version" in lines[0]
+    # the same version twice is no conflict
+    assert cli("engines", "list", "vllm@0.32.0", "--version", "0.32.0").code == 0
+
+
+def test_engines_diff_of_a_release_with_itself_says_so(cli):
+    r = cli("engines", "diff", "vllm@0.33.0", "vllm@0.33.0", "--format", "json")
+    assert r.code == 0
+    assert any("compared with itself" in w for w in r.json()["warnings"])
+
+
+@pytest.mark.parametrize(("group", "field"), [
+    ({"targets": "Linear", "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}}, "targets"),
+    ({"targets": ["Linear"], "weights": None,
+      "input_activations": {"num_bits": 8, "type": "float", "strategy": "tensor"}}, "weights"),
+])
+def test_inspect_malformed_compressed_tensors_group_is_one_error(cli, tmp_path, group, field):
+    # compressed-tensors QuantizationScheme: targets: list[str], and both engines validate every group's weights
+    # with QuantizationArgs.model_validate (vLLM compressed_tensors.py:330-335)
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors",
+                                                              "format": "float-quantized",
+                                                              "config_groups": {"group_0": group}}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = cli("inspect", str(tmp_path), "--gpu", "h100")
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and lines[0].startswith("Error: ")
+    assert f"config_groups.group_0.{field}" in lines[0]

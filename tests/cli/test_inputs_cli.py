@@ -59,9 +59,9 @@ def test_an_unknown_engine_names_the_flag_not_a_workload_field(cli, monkeypatch)
 
 @pytest.mark.parametrize("args, listing, near", [
     (("size", "llama-3-8bb"), "quantadvise list models", "llama-3-8b"),
-    (("size", "meta-llama/Llama-3-8B", "--scheme", "w4a61"), "quantadvise list schemes", "W4A16"),
+    (("size", "meta-llama/Llama-3-8B", "--scheme", "w4a61"), "quantadvise list schemes", "'w4a16'"),
     (("recommend", "--kv-dtype", "kv-fp9"), "quantadvise list kv", "kv-fp8"),
-    (("roofline", "--gpu", "h10"), "quantadvise list gpus", "h100"),
+    (("roofline", "--gpu", "h10"), "quantadvise list gpus", "'h100'"),
     (("recommend", "--engine", "vlm"), "quantadvise list engines", "vllm"),
 ], ids=["model", "scheme", "kv", "gpu", "engine"])
 def test_every_unknown_name_points_to_its_listing(cli, args, listing, near):

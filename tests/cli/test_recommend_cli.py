@@ -39,7 +39,10 @@ def test_json_contract(cli):
 def test_explain_renders_the_tree(cli):
     r = cli("recommend", "--batch", "1", "--explain")
     assert r.code == 0
-    assert "└──" in r.stdout and "→ w4a16" in r.stdout
+    # the path ends at the recommendation (batch 1 is synchronous: the prompt's prefill counts too, so the
+    # 4-bit-weight candidate with the faster prefill leads)
+    win = cli("recommend", "--batch", "1", "-f", "json").json()["scheme"]["id"]
+    assert "└──" in r.stdout and f"→ {win}" in r.stdout
     assert "✗ w3a16" in r.stdout  # the veto is on the path
 
 
@@ -56,7 +59,7 @@ def test_workload_file_and_flags_override(cli, tmp_path):
 @pytest.mark.parametrize(
     "content, needle",
     [
-        ("batch: 4\nbacth: 8\n", "field 'bacth': unknown key"),
+        ("batch: 4\nbacth: 8\n", "unknown key 'bacth'; did you mean 'batch'"),
         ("batch: -4\n", "field 'batch'"),
         ("batch: many\n", "field 'batch'"),
         ("ctx: [1, 2]\n", "field 'ctx'"),
@@ -97,3 +100,57 @@ def test_cautions_go_to_stderr_in_json_mode(cli):
     assert r.code == 0
     r.json()
     assert "warning:" in r.stderr and "expected drop 0-3 points" in r.stderr
+
+
+def test_engine_that_refuses_the_forced_kv_dtype_is_an_input_error(cli):
+    # audit rec #6: SGLang 0.5.23's --kv-cache-dtype choices are auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16,
+    # bfloat16, nvfp4, fp4_mx_block16 (sglang/srt/arg_groups/fields/model.py:209-218): no int4 KV cache. The
+    # old recommend exited 0, headed "sglang 0.5.23", with only a `vllm serve` command.
+    r = cli("recommend", "-b", "64", "--ctx", "8192", "--kv-dtype", "kv-int4-token-head", "--engine", "sglang")
+    assert r.code == 2, r.stdout
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr
+    line = errors[0]
+    assert "--kv-dtype kv-int4-token-head" in line and "SGLang 0.5.23" in line
+    assert "no --kv-cache-dtype for kv-int4-token-head" in line  # the engine's reason
+    # the fix: a KV dtype SGLang accepts on this GPU (fp8_e4m3 -> kv-fp8, fp8_e5m2 -> kv-fp8-e5m2, auto), or vLLM,
+    # whose CacheDType has int4_per_token_head (data/schemes.yaml kv-int4-token-head)
+    assert "kv-fp8" in line and "kv-bf16" in line and "--engine vllm" in line
+    assert r.stdout == ""
+    # JSON: nothing on stdout either, same exit code
+    j = cli("recommend", "-b", "64", "--ctx", "8192", "--kv-dtype", "kv-int4-token-head", "--engine", "sglang",
+            "-f", "json")
+    assert j.code == 2 and j.stdout.strip() == ""
+    # the same KV dtype on vLLM is served, and its deploy command is vLLM's own
+    ok = cli("recommend", "-b", "64", "--ctx", "8192", "--kv-dtype", "kv-int4-token-head", "-f", "json")
+    assert ok.code == 0, ok.stderr
+    assert "int4_per_token_head" in ok.json()["engine_args"]["vllm"]
+
+
+def test_engine_node_counts_in_words(cli):
+    # "vLLM 0.33.0 accepts all 1 candidates" (audit minor): one candidate reads "the one candidate"
+    r = cli("recommend", "-b", "8", "--candidates", "bf16", "-f", "json")
+    assert r.code == 0, r.stderr
+    eng = next(t for t in r.json()["trace"] if t["node"] == "engine")
+    assert "all 1 candidates" not in eng["decision"]
+    assert "accepts the one candidate" in eng["decision"]
+
+
+def test_the_native_candidate_name_is_accepted_back(cli):
+    # audit rec #10: recommend prints the shipped checkpoint as candidate "native-fp8" (DeepSeek-V3's
+    # config.json declares quantization_config.quant_method "fp8"), but --candidates native-fp8 was
+    # "unknown scheme"
+    ds = ("-m", "deepseek-ai/DeepSeek-V3", "--gpus", "8", "--gpu", "h200", "-b", "32", "--ctx", "8192")
+    for name in ("native-fp8", "native", "NATIVE-FP8"):
+        r = cli("recommend", *ds, "--candidates", f"{name},fp8-block", "-f", "json")
+        assert r.code == 0, (name, r.stderr)
+        weighed = {a["scheme"] for a in r.json()["alternatives"]}
+        assert {"native-fp8", "fp8-block", "bf16"} <= weighed, (name, weighed)
+    # a native name naming another method than the one shipped
+    r = cli("recommend", *ds, "--candidates", "native-mxfp4")
+    assert r.code == 2 and r.stderr.count("Error:") == 1 and "Traceback" not in r.stderr
+    assert "--candidates native-mxfp4" in r.stderr and "native-fp8" in r.stderr
+    # a 16-bit checkpoint ships nothing to serve as is: a clear error, not "unknown scheme"
+    r = cli("recommend", "--candidates", "native-fp8,w4a16")
+    assert r.code == 2 and r.stderr.count("Error:") == 1
+    assert "--candidates native-fp8" in r.stderr and "16-bit" in r.stderr and "unknown scheme" not in r.stderr

@@ -87,16 +87,22 @@ def test_recommend_and_roofline_pareto_give_the_same_numbers(cli):
 
 
 def test_rate_gives_the_gpu_count(cli):
-    # ITL <= 10 ms: one TP1 replica runs 17 sequences at 4.4806 + 17 x 0.3130 = 9.80 ms -> 17 / 0.0098 =
-    # 1,734 tokens/s; 10 requests/s x 384 tokens = 3,840 tokens/s -> ceil(2.21) = 3 replicas of 1 GPU
+    # ITL <= 10 ms: one TP1 replica runs 17 sequences at 4.4806 + 17 x 0.3130 = 9.80 ms. Synchronous
+    # serving prefills the batch first: 17 x 7,808 = 132,736 prompt tokens through the linears, 2 x
+    # (8,030,261,248 - 2 x 525,336,576 embedding and lm_head) = 13.959e9 FLOPs a token -> 1.8529e15 FLOPs at
+    # 989.4e12 (H100 SXM bf16 dense, data/hardware.yaml) = 1.873 s, plus causal attention 17 x 32 layers x
+    # 7,808 x 7,809 / 2 pairs x 4 x 32 heads x 128 = 2.717e14 FLOPs = 0.275 s: P_17 ~ 2.147 s. E2E = 2.147 +
+    # 383 x 9.80 ms = 5.901 s; 17 x 384 / 5.901 = 1,106 tokens/s (not the decode-only 17 / 9.80 ms = 1,734).
+    # 10 requests/s x 384 tokens = 3,840 tokens/s -> ceil(3,840 / 1,106) = ceil(3.47) = 4 replicas of 1 GPU
     doc = _recommend(cli, *IDEAL8, "--itl-ms", "10", "--rate", "10", "--gpus", "1")
     opt = doc["load"]["options"][0]
-    assert (opt["tp"], opt["replicas"], opt["gpus"], opt["concurrency"]) == (1, 3, 3, 17)
-    # the $ per hour is GPUs x the list price: 3 x $3.99 = $11.97
-    assert opt["usd_per_hour"] == pytest.approx(3 * doc["price"]["usd_per_gpu_hour"])
+    assert opt["tokens_per_s"] == pytest.approx(1106, rel=0.01)
+    assert (opt["tp"], opt["replicas"], opt["gpus"], opt["concurrency"]) == (1, 4, 4, 17)
+    # the $ per hour is GPUs x the list price: 4 x $3.99 = $15.96
+    assert opt["usd_per_hour"] == pytest.approx(4 * doc["price"]["usd_per_gpu_hour"])
     load = next(n for n in doc["trace"] if n["node"] == "load")
-    assert load["numbers"]["gpus"] == {"bf16": 3}
-    assert "3 replicas of TP1" in load["decision"]
+    assert load["numbers"]["gpus"] == {"bf16": 4}
+    assert "4 replicas of TP1" in load["decision"]
 
 
 def test_usd_per_mtok_follows_the_price_and_its_override(cli, tmp_path):

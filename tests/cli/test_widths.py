@@ -198,7 +198,7 @@ def test_import_table_fits_and_wide_keeps_every_column():
     wide = import_table(r, None)
     header = next(line for line in wide.splitlines() if line.startswith("gpu "))
     assert header.split() == ["gpu", "curve", "measured", "with", "calls", "call", "med", "call", "max", "steps",
-                              "step", "med", "step", "max", "roof", "med", "roof", "max", "ok"]
+                              "step", "med", "step", "max", "roof", "med", "roof", "max", "bars"]
     narrow = next(line for line in import_table(r, 80).splitlines() if "step med" in line)
     assert narrow.split()[0] == "curve"  # at 80 columns the GPU column drops first
     assert "quantadvise validate profiles/h100-sxm-measured.yaml" in import_table(r, 80)

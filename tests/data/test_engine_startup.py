@@ -74,7 +74,8 @@ def test_the_sizing_helpers_keyword_default_is_the_newest_vllms_own():
 
 
 @pytest.mark.parametrize(("fact", "key"), [("no_kv_memory", "no_kv_memory"), ("max_len_exceeds_kv", "max_len_exceeds_kv"),
-                                           ("max_len_exceeds_model", "max_len_exceeds_model")])
+                                           ("max_len_exceeds_model", "max_len_exceeds_model"),
+                                           ("weights_exceed_gpu", "weights_exceed_gpu")])
 def test_vllm_messages_are_the_engines_words(fact, key):
     f = catalog.engine_startup("vllm", "0.33.0")
     quoted = re.sub(r'"\s*f?"', "", span("vllm-0.33.0", fact))  # the f-string pieces, joined

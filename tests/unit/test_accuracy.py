@@ -139,11 +139,12 @@ def test_plain_fixture_by_hand():
 
 
 def test_thresholds_pass_fail_and_exact_boundaries():
-    # drop 0.10 exactly at a 10% limit passes (a ratio of counts, compared exactly)
-    r = plain_report(max_delta=0.10, max_flips=0.30, max_kl=0.0386, min_samples=10)
+    # drop 0.10 exactly at a 10-point limit passes (a ratio of counts, compared exactly; the API takes
+    # percentage points, as recommend's accuracy_tolerance: 10 points = 10 / 100 = 0.10 of the items)
+    r = plain_report(max_delta=10, max_flips=30, max_kl=0.0386, min_samples=10)
     assert [(c.check, c.status) for c in r.checks] == [
         ("samples", "pass"), ("delta", "pass"), ("flips", "pass"), ("kl", "pass")]
-    r = plain_report(max_delta=0.05, max_flips=0.25, max_kl=0.03, min_samples=11)
+    r = plain_report(max_delta=5, max_flips=25, max_kl=0.03, min_samples=11)
     assert [(c.check, c.status) for c in r.checks] == [
         ("samples", "fail"), ("delta", "fail"), ("flips", "fail"), ("kl", "fail")]
     assert r.exit_code() == 1
@@ -333,5 +334,19 @@ def test_missing_path_and_empty_directory(tmp_path):
 
 
 def test_threshold_values_are_validated():
-    with pytest.raises(InputError, match="max_flip_rate"):
-        plain_report(max_flips=1.5)
+    # percent: 150% of the answers is out of range; the error names the flag, not the internal field
+    with pytest.raises(InputError, match="--max-flips must be a number >= 0 and <= 100, got 150"):
+        plain_report(max_flips=150)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(InputError, match="--max-delta must be a number"):
+            plain_report(max_delta=bad)
+        with pytest.raises(InputError, match="--max-kl must be a number"):
+            plain_report(max_kl=bad)
+
+
+def test_api_thresholds_are_points_like_recommend():
+    # the fixture drops 10 points (2 lost - 1 gained of 10 items): a 1-point limit fails, whichever way
+    # it is written; 1 is never read as the fraction 1.0 (= 100 points)
+    for one_point in (1, 1.0, "1", "1%", "1pp"):
+        (row,) = plain_report(max_delta=one_point).checks
+        assert row.status == "fail" and row.threshold == pytest.approx(0.01), one_point

@@ -25,11 +25,20 @@ def axes(rec):
 
 def test_batch_1_is_4bit_weight_only():
     # Batch 1 is far below W4A16's ridge (~74 on the ideal H100 roofline, ~56 with the default
-    # efficiencies): the step is memory-bound and the fewest weight bytes win. 3-bit is faster still
-    # but the accuracy veto removes it at a 1% tolerance, so 4-bit weight-only wins.
+    # efficiencies): the decode step is memory-bound and the fewest weight bytes win. 3-bit is faster still
+    # but the accuracy veto removes it at a 1% tolerance, so 4-bit weights win. W4A16 and W4A8-fp8 read the
+    # same 4.125-bit weights, so their decode steps tie; synchronous tokens/s counts the 1,792-token prompt's
+    # prefill too (batch x output / E2E), which W4A8 runs on fp8 tensor cores (about twice bf16's peak), so
+    # the 4-bit W4A8 can lead by its shorter prefill — by a few percent at most, with the same weights.
     r = api.recommend(batch=1, ctx=2048)
-    assert r.scheme.family == "weight-only 4-bit"
-    assert axes(r)["weights"]["bits"] == 4 and axes(r)["activations"] is None
+    assert axes(r)["weights"]["bits"] == 4
+    w4a16 = next(a for a in r.alternatives if a.scheme == "w4a16")
+    if r.scheme.id != "w4a16":
+        assert r.scheme.id == "w4a8-fp8" and w4a16.status == "runner-up"
+        assert w4a16.decode_tokens_per_s == pytest.approx(r.performance.decode_tokens_per_s, rel=0.01)  # a tie
+        assert w4a16.tokens_per_s >= 0.95 * r.performance.tokens_per_s
+    else:
+        assert axes(r)["activations"] is None
     roof = node(r, "roofline")
     assert roof.numbers["regime"] == "memory-bound"
     assert roof.numbers["weight_only_ridge_batch"] > 1

@@ -240,8 +240,15 @@ W4 = {"quant_method": "compressed-tensors", "format": "pack-quantized",
         ({**W4, "config_groups": {"group_0": {**W4["config_groups"]["group_0"],
                                               "weights": {"num_bits": 4, "strategy": "rowwise", "group_size": 128}}}},
          "strategy"),  # unknown strategy
-        ({**W4, "config_groups": {"group_0": {"targets": "Linear", "weights": {"num_bits": 4, "group_size": 0}}}},
+        ({**W4, "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 0}}}},
          "group_size"),
+        # compressed-tensors QuantizationScheme.targets is list[str] (quant_scheme.py:39); both engines iterate it
+        ({**W4, "config_groups": {"group_0": {**W4["config_groups"]["group_0"], "targets": "Linear"}}}, "targets"),
+        # both engines: QuantizationArgs.model_validate(quant_config.get("weights")) (vLLM compressed_tensors.py:333-335,
+        # SGLang compressed_tensors.py:367-369) raises on null or a missing field
+        ({**W4, "config_groups": {"group_0": {"targets": ["Linear"], "weights": None}}}, "weights"),
+        ({**W4, "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": {"num_bits": 8}}}},
+         "weights"),
         ({**W4, "config_groups": {"group_0": {"targets": [], "weights": {"num_bits": 4}}}}, "targets"),
         ({"quant_method": "fp8", "weight_block_size": [128, 128, 1]}, "weight_block_size"),
         ({"quant_method": "fp8", "activation_scheme": "sometimes"}, "activation_scheme"),

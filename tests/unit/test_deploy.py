@@ -395,7 +395,7 @@ def test_helm_templates_are_skipped_with_a_warning(tmp_path):
     chart.mkdir(parents=True)
     (chart / "deployment.yaml").write_text("spec:\n  replicas: {{ .Values.replicas }}\n  {{- if .Values.x }}\n")
     scan = read_paths([tmp_path])
-    assert scan.invocations == [] and any("Helm/Go template" in w for w in scan.warnings)
+    assert scan.invocations == [] and any("Helm template (not rendered)" in w for w in scan.warnings)
 
 
 def test_missing_path_is_an_input_error(tmp_path):
@@ -406,3 +406,30 @@ def test_missing_path_is_an_input_error(tmp_path):
 def test_json_dump_has_schema_version():
     doc = read_paths([DEPLOY / "run.sh"]).model_dump(mode="json")
     assert doc["schema_version"] == 1 and doc["invocations"][0]["flag_lines"]["model"] == 12
+
+
+def test_a_bash_array_of_flags_is_expanded():
+    """r38: `ARGS=(... --tensor-parallel-size 2)` then `vllm serve ... "${ARGS[@]}"` lost TP 2 without a word
+    (sized as TP 1). bash expands "${ARGS[@]}" to one word per element; `+=( )` appends."""
+    text = ("#!/bin/bash\n"
+            "ARGS=(\n"
+            "  --max-num-seqs 64   # a comment inside the array\n"
+            "  --tensor-parallel-size 2\n"
+            ")\n"
+            "ARGS+=(--kv-cache-dtype fp8)\n"
+            "vllm serve org/m --max-model-len 16384 \"${ARGS[@]}\"\n")
+    (inv,) = parse_shell(text, "run.sh")
+    assert (inv.tensor_parallel_size, inv.max_num_seqs, inv.kv_cache_dtype, inv.max_model_len) == (2, 64, "fp8", 16384)
+    assert inv.flag_lines["tensor_parallel_size"] == 4 and inv.flag_lines["kv_cache_dtype"] == 6  # where written
+    assert inv.warnings == []
+
+
+def test_flags_from_a_variable_the_script_never_sets_are_said_to_be_unread():
+    text = "vllm serve org/m --max-model-len 8192 $EXTRA_ARGS \"${MORE[@]}\"\n"
+    (inv,) = parse_shell(text, "run.sh")
+    assert inv.max_model_len == 8192 and inv.unresolved_env == ["EXTRA_ARGS", "MORE"]
+    assert [w.split(": ", 1)[1] for w in inv.warnings] == [
+        "line 1: $EXTRA_ARGS is set at run time: the flags in it are not read (assign it in the script, or put the "
+        "flags that matter on the command line)",
+        "line 1: ${MORE[@]} is set at run time: the flags in it are not read (assign it in the script, or put the "
+        "flags that matter on the command line)"]

@@ -50,10 +50,43 @@ def test_python_launchers_with_literal_argv():
                                                             ("vllm", 5, "python"), ("vllm", 6, "python")]
     sgl, shell, split, execvp = invs
     assert (sgl.model, sgl.max_model_len, sgl.flag_lines["max_model_len"]) == ("org/m", 8192, 3)
-    assert sgl.other["--port"] == "${PY_VALUE}"  # a run-time value, not a literal
+    assert sgl.other["--port"] == "${PORT}"  # a run-time value, named by its variable (no internal placeholder)
     assert (shell.model, shell.max_num_seqs) == ("org/shell", 8)
     assert (split.model, split.tensor_parallel_size) == ("org/split", 2)
-    assert execvp.raw["model"] == "${PY_VALUE}" and execvp.max_model_len == 4096  # MODEL is a name: unresolved
+    assert execvp.raw["model"] == "${MODEL}" and execvp.max_model_len == 4096  # MODEL is never bound: unresolved
+    assert execvp.unresolved_env == ["MODEL"]
+
+
+def test_python_names_bound_to_an_argv_or_an_environment_default():
+    """r17/launch.py: `cmd = [sys.executable, "-m", "sglang.launch_server", ...]; subprocess.run(cmd)`, and
+    r18/launch2.py: `MODEL = os.environ.get("MODEL", "Qwen/...")` — the default is what runs when MODEL is unset."""
+    text = ("import os, subprocess, sys\n"
+            "MODEL = os.environ.get('MODEL', 'org/default')\n"
+            "KEY = os.environ['HF_MODEL']\n"
+            "def main(port):\n"
+            "    cmd = [\n"
+            "        sys.executable, '-m', 'sglang.launch_server',\n"
+            "        '--model-path', MODEL,\n"
+            "    ]\n"
+            "    cmd += ['--context-length', '8192']\n"
+            "    cmd.append('--tp')\n"
+            "    cmd.append('2')\n"
+            "    subprocess.run(cmd, check=True)\n"
+            "    subprocess.Popen(['vllm', 'serve', KEY, '--port', port])\n"
+            "    for m in ('a/b', 'c/d'):\n"
+            "        os.execvp('vllm', ['vllm', 'serve', m])\n")
+    sgl, env, loop = parse_python(text, "launch.py")
+    assert (sgl.engine, sgl.line, sgl.model, sgl.max_model_len, sgl.tensor_parallel_size) == (
+        "sglang", 6, "org/default", 8192, 2)  # the list's first line; += and append() in line order
+    assert sgl.argv[:3] == ["python", "-m", "sglang.launch_server"]
+    assert env.raw["model"] == "${HF_MODEL}" and env.other["--port"] == "${port}"  # the variable, not a placeholder
+    assert loop.raw["model"] == "${m}"  # a loop variable is a run-time value
+
+
+def test_a_name_bound_twice_is_a_run_time_value():
+    text = "import subprocess\nM = 'a/b'\nif x:\n    M = 'c/d'\nsubprocess.run(['vllm', 'serve', M])\n"
+    (inv,) = parse_python(text, "l.py")
+    assert inv.raw["model"] == "${M}" and inv.model == "${M}"
 
 
 def test_python_that_does_not_parse_is_one_error():
@@ -108,3 +141,61 @@ def test_the_walk_reads_ci_definitions_and_lists_what_it_skipped(tmp_path):
     assert set(skipped) == {"README.md", "big.yaml"}
     assert "no reader takes this kind of file" in skipped["README.md"]
     assert "larger than a deployment file" in skipped["big.yaml"]
+
+
+def test_a_python_file_named_like_a_dockerfile_is_python(tmp_path):
+    """`artifacts/dockerfile.py` whose docstring mentions `vllm serve` aborted the gate ("not a Dockerfile
+    instruction"): the .py extension wins over the name's prefix."""
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "dockerfile.py").write_text('"""Engine launches: `vllm serve MODEL`."""\nimport os\n')
+    assert classify("artifacts/dockerfile.py") == "python"
+    assert classify("Dockerfile.cuda") == "dockerfile" and classify("dockerfile.yaml") == "yaml"
+    scan = read_paths([tmp_path])
+    assert scan.invocations == [] and scan.warnings == []
+
+
+def test_a_file_only_guessed_to_be_a_dockerfile_is_skipped_not_fatal(tmp_path):
+    (tmp_path / "Dockerfile-notes.md").write_text('"""how we run vllm serve in the image"""\n')
+    (tmp_path / "run.sh").write_text("vllm serve org/m\n")
+    scan = read_paths([tmp_path])
+    assert [i.model for i in scan.invocations] == ["org/m"]
+    assert scan.warnings == []  # said with -v only
+    (why,) = [s for s in scan.files_skipped if "Dockerfile-notes.md" in s]
+    assert "named like a Dockerfile, but not one" in why and "not a Dockerfile instruction" in why
+    # a file only a Dockerfile is named like still stops the gate when it does not parse
+    (tmp_path / "Dockerfile").write_text('"""x"""\nCMD ["vllm", "serve", "org/m"]\n')
+    with pytest.raises(ConfigError, match="not a Dockerfile instruction"):
+        read_paths([tmp_path])
+
+
+def test_a_helm_template_is_named_as_one_even_when_it_parses_as_yaml(tmp_path):
+    """`- {{ .Values.model }}` is a YAML flow mapping: the file parsed and the reader said "command/args items
+    must be strings" (without -v). It is a Helm template, and is said to be one."""
+    t = tmp_path / "chart" / "templates"
+    t.mkdir(parents=True)
+    (t / "deployment.yaml").write_text("spec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n"
+                                       "          args:\n            - vllm\n            - serve\n"
+                                       "            - {{ .Values.model }}\n")
+    scan = read_paths([tmp_path])
+    assert scan.invocations == []
+    assert not any("must be strings" in w for w in scan.warnings)
+    assert any(w.startswith("skipped 1 Helm template (not rendered)") and "helm template" in w for w in scan.warnings)
+    assert any("a Helm template (not rendered)" in s for s in scan.files_skipped)
+
+
+def test_python_2_in_a_scanned_folder_is_skipped_with_its_reason(tmp_path):
+    (tmp_path / "bench.py").write_text('# client for the vllm serve endpoint\nprint "vllm serve benchmark"\n')
+    scan = read_paths([tmp_path])
+    (w,) = scan.warnings
+    assert "bench.py" in w and "not valid Python 3" in w and "no engine launch in it" not in w
+
+
+def test_a_pinned_engine_in_a_github_workflow_step():
+    """r17: `pip install vllm==0.32.0` in the step's `run:` was ignored (the same line in a .sh is honoured)."""
+    text = ("jobs:\n  smoke:\n    steps:\n      - name: deps\n        run: pip install 'sglang[all]==0.5.20'\n"
+            "      - name: start server\n        run: |\n          pip install vllm==0.32.0\n"
+            "          vllm serve org/m --max-model-len 8192 &\n"
+            "      - run: python -m sglang.launch_server --model-path org/s\n")
+    vllm, sgl = parse_yaml(text, ".github/workflows/smoke.yml")
+    assert (vllm.engine, vllm.engine_version, vllm.line) == ("vllm", "0.32.0", 9)
+    assert (sgl.engine, sgl.engine_version) == ("sglang", "0.5.20")  # pinned in another step of the file

@@ -101,6 +101,9 @@ BF16_MEDIAN = 0.05
 WORST_BOUND = {"cublas-bf16": 0.32, "cutlass-fp8": 0.40, "sgl-fp8-scaled-mm": 0.65,
                "deepgemm-fp8-block": 0.55, "flashinfer-cutedsl-nvfp4": 0.30, "flashinfer-cutlass-nvfp4": 0.40}
 MOE_MEDIAN = 0.12  # fused-MoE Marlin layers (few held-out configurations per GPU: the max is reported, not bounded)
+# fused-MoE Triton layers (tools/import_aiconfigurator.py --moe): a regression bound at the achieved
+# held-out median (worst: b200 vllm/triton-moe 16.1%, docs/calibration.md), the max reported, not bounded
+TRITON_MOE_MEDIAN = 0.17
 
 
 @pytest.mark.parametrize("gpu", ACCEPTANCE_GPUS)
@@ -110,8 +113,9 @@ def test_held_out_error_per_kernel(gpu: str) -> None:
     for k in results:
         kid = k.curve.split("/", 1)[1]
         h = k.calls
-        if kid == "marlin-moe":
-            assert h.gemm_points > 0 and h.gemm_median <= MOE_MEDIAN, (k.curve, h)
+        if kid.endswith("-moe"):
+            bound = MOE_MEDIAN if kid == "marlin-moe" else TRITON_MOE_MEDIAN
+            assert h.gemm_points > 0 and h.gemm_median <= bound, (k.curve, h)
             continue
         assert h.step_points > 0
         assert h.step_median <= (BF16_MEDIAN if kid == "cublas-bf16" else DENSE_MEDIAN), (gpu, k.curve, h)
@@ -144,7 +148,7 @@ def test_shipped_dense_curves_never_get_faster_with_more_rows(gpu: str) -> None:
     g = catalog.get_gpu(gpu)
     ms = [*range(1, 513), *range(528, 16385, 16)]
     for c in entry(gpu).kernels.values():
-        if c.basis != "measured" or c.kernel == "marlin-moe":
+        if c.basis != "measured" or c.kernel.endswith("-moe"):  # fused-MoE curves: rows per expert, not dense
             continue
         for n, k in sorted(HELD_OUT_CELLS)[::7]:
             ts = [c.time(m, n, k, 1.0, g.bandwidth_bytes_per_s, g.peak(c.math)) for m in ms]
@@ -243,7 +247,9 @@ def test_ideal_is_still_the_spec_sheet() -> None:
 
 def test_recommend_uses_the_measured_profile_and_says_so() -> None:
     rec = api.recommend(batch=64, ctx=2048, gpu="h200")
-    assert any(a.startswith("speed:") and "measured kernel curves" in a for a in rec.assumptions)
+    # the speed assumption names the measured profile and which candidates its measured kernel curves price
+    assert any(a.startswith("speed:") and "h200-measured" in a and "measured curve of its kernel for bf16" in a
+               for a in rec.assumptions)
     assert rec.performance.speed_model == "measured-kernels"
     assert rec.performance.kernel and "vLLM 0.33.0, sm90" in rec.performance.kernel
     roof = next(t for t in rec.trace if t.node == "roofline")

@@ -313,7 +313,10 @@ def test_recommend_slo_search_at_a_known_itl(itl_ms, concurrency, limit):
     assert p.limit == limit
     assert p.itl_s == pytest.approx((4.4806 + 0.3130 * concurrency) * 1e-3, rel=2e-3)
     assert p.itl_s <= itl_ms / 1e3
-    assert p.tokens_per_s == pytest.approx(concurrency / p.itl_s)  # synchronous: B / ITL
+    # synchronous: a decode step emits B tokens per ITL; delivered tokens/s is B x output over the whole request
+    # (prefill, then 384 tokens; the first comes with the prefill: E2E = TTFT + 383 x ITL)
+    assert p.decode_tokens_per_s == pytest.approx(concurrency / p.itl_s)
+    assert p.tokens_per_s == pytest.approx(concurrency * 384 / p.e2e_s)
     assert r.target is not None and r.target.itl_s == itl_ms / 1e3 and r.target.batch_is_bound
     assert r.target.max_concurrency == 256  # the search bound, also what workload.batch then says
     a = r.alternatives[0]
@@ -321,16 +324,16 @@ def test_recommend_slo_search_at_a_known_itl(itl_ms, concurrency, limit):
 
 
 def test_recommend_gpus_for_a_rate():
-    # At ITL <= 10 ms one replica (1 GPU) runs 17 sequences at 9.80 ms: 17 / 0.0098 = 1,734 output tokens/s.
-    # 10 requests/s x 384 output tokens = 3,840 tokens/s -> ceil(3,840 / 1,734) = ceil(2.21) = 3 replicas.
-    # Little's law as a check: each replica then serves 3,840 / 3 / 384 = 3.33 requests/s, each in flight for
-    # about 384 x 9.8 ms = 3.76 s -> 3.33 x 3.76 = 12.5 sequences in flight, within the 17 it was priced at.
+    # At ITL <= 10 ms one replica (1 GPU) runs 17 sequences at 9.80 ms. Synchronous serving prefills the 17
+    # prompts first (tests/cli/test_serving_cli.py test_rate_gives_the_gpu_count: P_17 ~ 2.147 s), so a request
+    # takes E2E = 2.147 + 383 x 9.80 ms = 5.901 s and a replica delivers 17 x 384 / 5.901 = 1,106 tokens/s.
+    # 10 requests/s x 384 output tokens = 3,840 tokens/s -> ceil(3,840 / 1,106) = ceil(3.47) = 4 replicas.
     from quantadvise.api.recommend import recommend
 
     r = recommend(**IDEAL_8B, itl_ms=10, rate=10, gpus=1)
     assert r.load is not None
     opt = r.load.options[0]
-    assert (opt.scheme, opt.tp, opt.replicas, opt.gpus, opt.concurrency) == ("bf16", 1, 3, 3, 17)
+    assert (opt.scheme, opt.tp, opt.replicas, opt.gpus, opt.concurrency) == ("bf16", 1, 4, 4, 17)
     assert r.load.output_tokens_per_s == pytest.approx(3840)
     # 40 concurrent users at 17 per replica -> ceil(2.35) = 3 replicas
     r = recommend(**IDEAL_8B, itl_ms=10, users=40, gpus=1)
@@ -340,16 +343,19 @@ def test_recommend_gpus_for_a_rate():
 def test_recommend_tensor_parallel_beats_replicas_for_a_rate():
     # Without --gpus every tensor-parallel degree is weighed. TP2 halves each GPU's bytes: ITL(B) =
     # 4.4806/2 + 0.3130/2 x B = 2.2403 + 0.1565 B ms (ideal: no communication latency), so ITL <= 10 ms
-    # holds (10 - 2.2403) / 0.1565 = 49.6 -> 49 sequences: 49 / ~0.0100 s = ~4,900 tokens/s >= 3,840 ->
-    # one TP2 replica, 2 GPUs, fewer than the 3 GPUs of three TP1 replicas.
+    # holds (10 - 2.2403) / 0.1565 = 49.6 -> 49 sequences at 9.909 ms. Their prefill on two GPUs' tensor cores:
+    # 49 x 7,808 tokens x 13.959e9 FLOPs (linears) = 5.341e15 + attention 49 x 32 x 7,808 x 7,809 / 2 x 4 x 32 x
+    # 128 = 7.83e14 -> 6.124e15 / (2 x 989.4e12) = 3.095 s; E2E = 3.095 + 383 x 9.909 ms = 6.890 s ->
+    # 49 x 384 / 6.890 = 2,731 tokens/s per TP2 replica -> ceil(3,840 / 2,731) = 2 replicas, 4 GPUs; TP1
+    # needs 4 replicas of 1 GPU (test above): the same 4 GPUs, and TP2 serves each user faster.
     from quantadvise.api.recommend import recommend
 
     r = recommend(**IDEAL_8B, itl_ms=10, rate=10)
     assert r.load is not None
     opt = r.load.options[0]
-    assert (opt.tp, opt.replicas, opt.gpus, opt.concurrency) == (2, 1, 2, 49)
+    assert (opt.tp, opt.replicas, opt.gpus, opt.concurrency) == (2, 2, 4, 49)
     tp1 = next(x for x in r.load.layouts if x.tp == 1)
-    assert (tp1.replicas, tp1.gpus) == (3, 3)
+    assert (tp1.replicas, tp1.gpus) == (4, 4)
     assert r.workload.gpus == 2  # the recommendation is the walk at the chosen degree
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import defaults
 from ..errors import QuantAdviseError
-from ..kvcache import max_sequences, sequence_bytes
+from ..kvcache import held_sequence_bytes, max_sequences, replication_note, sequence_bytes
 from ..perf.step import check_tensor_parallel
 from ..scheme import Scheme, TensorQuant
 from ..sizing import memory_budget
@@ -82,35 +82,61 @@ def budget_for(ctx: Context, gpus: int) -> float:
 
 
 def capacity(ctx: Context, weights_bytes: int, kv: TensorQuant | None, budget: float | None = None) -> int:
-    """Sequences of the workload's KV length that fit next to ``weights_bytes``."""
+    """Sequences of the workload's KV length that fit next to ``weights_bytes`` on the workload's GPUs,
+    each GPU holding its share of every sequence's KV (:func:`quantadvise.kvcache.max_sequences`: an MLA
+    latent, or KV heads fewer than the GPUs, are held more than once)."""
     tokens = ctx.workload.kv_tokens_per_sequence
+    room = budget if budget is not None else ctx.budget_bytes
     if sequence_bytes(ctx.arch, kv, tokens) <= 0:
-        return UNBOUNDED if weights_bytes <= (budget if budget is not None else ctx.budget_bytes) else 0
-    return max_sequences(ctx.arch, kv, tokens, (budget if budget is not None else ctx.budget_bytes) - weights_bytes)
+        return UNBOUNDED if weights_bytes <= room else 0
+    return max_sequences(ctx.arch, kv, tokens, room - weights_bytes, tp=ctx.workload.gpus)
 
 
 def gpus_needed(ctx: Context, o: Option, kv: TensorQuant | None) -> int | None:
     """Smallest tensor-parallel degree (one the model's heads divide) on which ``o``'s weights + the
-    KV cache of the whole batch fit."""
+    KV cache of the whole batch (as those GPUs hold it, replicated copies included) fit."""
     a, w, g = ctx.arch, ctx.workload, ctx.gpu
-    need = o.weights_bytes + sequence_bytes(a, kv, w.kv_tokens_per_sequence) * w.batch
     for n in range(1, defaults.MAX_GPUS_SEARCH + 1):
         try:
             check_tensor_parallel(a, g, n)
         except QuantAdviseError:
             continue
-        if need <= budget_for(ctx, n):
+        if o.weights_bytes + held_sequence_bytes(a, kv, w.kv_tokens_per_sequence, n) * w.batch <= budget_for(ctx, n):
             return n
     return None
+
+
+def _kv_label(name: str) -> str:
+    return "a bf16 KV cache" if name == BF16_KV else name
+
+
+def _holds(caps: dict[str, int], batch: int) -> str:
+    """Which candidates hold the whole batch and how many the others hold, from each one's capacity."""
+    whole = [k for k, v in caps.items() if v >= batch]
+    if len(whole) == len(caps):
+        return (f"every candidate holds {every(batch, 'sequence', own='the')}" if len(caps) > 1 else
+                f"{whole[0]} holds {every(batch, 'sequence', own='the')}")
+    by_count: dict[int, list[str]] = {}
+    for k, v in caps.items():
+        if v < batch:
+            by_count.setdefault(v, []).append(k)
+    part = ", ".join(f"{', '.join(ids)} {'hold' if len(ids) > 1 else 'holds'} {v:,}"
+                     for v, ids in sorted(by_count.items(), reverse=True))
+    if not whole:
+        return f"none holds {every(batch, 'sequence', own='the')}: {part}"
+    return f"{', '.join(whole)} {'hold' if len(whole) > 1 else 'holds'} {every(batch, 'sequence', own='the')}, {part}"
 
 
 def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     """Weights + the KV cache the workload holds + reserve, against the GPUs' memory.
 
     KV demand is ``batch x kv_tokens_per_sequence`` (continuous batching: the steady-state average
-    prompt + output/2; synchronous: the full context). Every candidate whose weights leave room for
-    at least one sequence stays; how many it holds is its capacity, at which the speed node prices
-    it."""
+    prompt + output/2; synchronous: the full context), as the GPUs hold it (an MLA latent or KV heads
+    fewer than the GPUs are stored on several GPUs). It is weighed with each KV cache dtype node (e)
+    may choose — a bf16 one and ``quant_kv``, or only the one the workload sets — and every figure is
+    said with its dtype, the figures the alternatives table shows for the dtype (e) keeps. Every
+    candidate whose weights leave room for at least one sequence stays; how many it holds is its
+    capacity, at which the speed node prices it."""
     a, w, g = ctx.arch, ctx.workload, ctx.gpu
     check_tensor_parallel(a, g, w.gpus)
     m = engine_memory(ctx, w.gpus)
@@ -120,34 +146,48 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     tokens = w.kv_tokens_per_sequence
     qname = ctx.quant_kv
     qkv = ctx.kv_options[qname].kv
-    forced = ctx.kv_options[ctx.kv_name].kv if ctx.forced_kv else None
-    kv_bf16 = sequence_bytes(a, None, tokens) * w.batch
-    kv_q = sequence_bytes(a, qkv, tokens) * w.batch
+    # the KV cache dtypes node (e) may end with: the one the workload sets, else bf16 or the quantized one
+    dtypes = [ctx.kv_name] if ctx.forced_kv else list(dict.fromkeys([BF16_KV, qname]))
+    kvs = {d: ctx.kv_options[d].kv for d in dtypes}
+    kv_bf16 = held_sequence_bytes(a, None, tokens, w.gpus) * w.batch
+    kv_q = held_sequence_bytes(a, qkv, tokens, w.gpus) * w.batch
+    kv_need = {d: held_sequence_bytes(a, kv, tokens, w.gpus) * w.batch for d, kv in kvs.items()}
     bf16_weights = next((o.weights_bytes for o in options if not o.scheme.quantizes_weights), 0)
+    caps: dict[str, dict[str, int]] = {d: {} for d in dtypes}
     for o in options:
         if not o.weights_bytes:
             continue
         o.max_concurrency_bf16 = capacity(ctx, o.weights_bytes, None)
         o.max_concurrency_quantized = capacity(ctx, o.weights_bytes, qkv)
-        best = (capacity(ctx, o.weights_bytes, forced) if ctx.forced_kv
-                else max(o.max_concurrency_bf16, o.max_concurrency_quantized))
-        if best < 1 and o.status == "candidate":
+        held = {d: capacity(ctx, o.weights_bytes, kv) for d, kv in kvs.items()}
+        if max(held.values()) < 1 and o.status == "candidate":
             o.status = "does-not-fit"
             o.reason = (f"{o.weights_bytes / 1e9:.1f} GB of weights leave no room for one sequence of "
                         f"{plural(tokens, 'token')} "
                         f"({ctx.kv_name if ctx.forced_kv else qname}) in the {ctx.budget_bytes / 1e9:.1f} GB budget")
-    whole = [o.id for o in options if o.status == "candidate" and o.weights_bytes
-             and max(o.max_concurrency_bf16, o.max_concurrency_quantized) >= w.batch]
-    part = [o.id for o in options if o.status == "candidate" and o.weights_bytes and o.id not in whole]
+        if o.status == "candidate":
+            for d in dtypes:
+                caps[d][o.id] = held[d]
+    room = {d: ctx.budget_bytes - kv_need[d] for d in dtypes}
+    first = dtypes[0]
+    fits_with = [d for d in dtypes if bf16_weights <= room[d]]
+    must = not fits_with
+    params = a.inventory.total_params()
     room_bf16 = ctx.budget_bytes - kv_bf16
     room_q = ctx.budget_bytes - kv_q
-    must = bf16_weights > room_bf16
-    params = a.inventory.total_params()
+    copies_note = replication_note(a, w.gpus)
     numbers: dict[str, Any] = {
         "gpus": w.gpus, "memory_bytes": b.memory_bytes, "memory_utilization": m.fraction, "usable_bytes": b.usable_bytes,
         "reserve_bytes": b.reserve_bytes, "budget_bytes": b.budget_bytes, "bf16_weights_bytes": bf16_weights,
         "kv_tokens_per_sequence": tokens, "kv_bytes_bf16": round(kv_bf16), "kv_bytes_quantized": round(kv_q),
-        "quantized_kv_dtype": qname, "must_quantize": must, "holds_whole_batch": whole, "holds_part_of_batch": part,
+        "kv_copies": held_sequence_bytes(a, None, 1, w.gpus) / sequence_bytes(a, None, 1)
+        if sequence_bytes(a, None, 1) > 0 else 1.0,
+        "quantized_kv_dtype": qname, "kv_dtypes_weighed": dtypes, "must_quantize": must,
+        "bf16_fits_with": fits_with,
+        # with the KV cache dtype that holds most (the dtypes weighed), and per dtype
+        "holds_whole_batch": [k for k in caps[first] if max(c[k] for c in caps.values()) >= w.batch],
+        "holds_part_of_batch": [k for k in caps[first] if max(c[k] for c in caps.values()) < w.batch],
+        "holds_whole_batch_by_kv": {d: [k for k, v in c.items() if v >= w.batch] for d, c in caps.items()},
         "max_bits_per_param_kv_bf16": round(room_bf16 * 8 / params, 2) if room_bf16 > 0 else None,
         "max_bits_per_param_kv_quantized": round(room_q * 8 / params, 2) if room_q > 0 else None,
         "max_concurrency": {o.id: {"kv-bf16": o.max_concurrency_bf16, qname: o.max_concurrency_quantized}
@@ -156,35 +196,36 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     kv_desc = f"{w.batch} x {plural(tokens, 'token')}"
     budget = f"{ctx.budget_bytes / 1e9:.1f} GB"
     if not must:
-        decision = (f"bf16 fits: {bf16_weights / 1e9:.1f} GB weights + {kv_bf16 / 1e9:.1f} GB KV for {kv_desc} within "
-                    f"{budget} — quantization is optional, chosen for speed")
+        d = fits_with[0]
+        decision = (f"bf16 fits: {bf16_weights / 1e9:.1f} GB weights + {kv_need[d] / 1e9:.1f} GB KV for {kv_desc} "
+                    + (f"with {d} " if d != BF16_KV else "")
+                    + f"within {budget}"
+                    + (f" (with a bf16 KV cache it needs {kv_need[BF16_KV] / 1e9:.1f} GB of KV: too much)"
+                       if d != BF16_KV and BF16_KV in kv_need else "")
+                    + " — quantization is optional, chosen for speed")
     else:
-        bounds = []
-        if room_bf16 > 0:
-            bounds.append(f"<= {room_bf16 * 8 / params:.1f} bits/param with a bf16 KV cache")
-        if room_q > 0:
-            bounds.append(f"<= {room_q * 8 / params:.1f} bits/param with {qname}")
-        decision = (f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB + {kv_bf16 / 1e9:.1f} GB KV ({kv_desc}) but "
-                    f"the budget is {budget}; "
+        bounds = [f"<= {room[d] * 8 / params:.1f} bits/param with {_kv_label(d)}" for d in dtypes if room[d] > 0]
+        decision = (f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB + {kv_need[first] / 1e9:.1f} GB KV "
+                    f"({kv_desc}, {_kv_label(first)}) but the budget is {budget}; "
                     + (f"to hold the whole batch, weights must average {' or '.join(bounds)}" if bounds else
-                       f"the whole batch cannot be held: its KV cache alone ({kv_q / 1e9:.1f} GB with {qname}) exceeds "
-                       "the budget"))
+                       f"the whole batch cannot be held: its KV cache alone ({kv_need[dtypes[-1]] / 1e9:.1f} GB with "
+                       f"{_kv_label(dtypes[-1])}) exceeds the budget"))
     if ctx.batch_bound:
-        held = {o.id: max(o.max_concurrency_bf16, o.max_concurrency_quantized) for o in options
-                if o.status == "candidate" and o.weights_bytes}
+        last = dtypes[-1]
+        held_last = caps[last]
         decision = ((f"bf16 fits ({bf16_weights / 1e9:.1f} GB of weights in {budget})" if not must else
                      f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB of weights + KV against {budget}")
                     + f"; concurrency is searched up to {w.batch:,}: each candidate runs at most what its KV cache "
-                    f"holds ({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held.items())[:6])}"
-                    + (" ..." if len(held) > 6 else "") + f" sequences of {plural(tokens, 'token')} with {qname})")
-    elif part and whole:
-        decision += (f"; {', '.join(whole)} hold {every(w.batch, 'sequence', own='the')}, {', '.join(part)} hold part "
-                     "of them (priced at the concurrency they hold)")
-    elif part:
-        decision += (f"; no candidate holds {every(w.batch, 'sequence', own='the')}: each is priced at the concurrency "
-                     "it holds")
-    elif not whole:
+                    f"holds ({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held_last.items())[:6])}"
+                    + (" ..." if len(held_last) > 6 else "") + f" sequences of {plural(tokens, 'token')} with {last})")
+    elif any(caps[d] for d in dtypes):
+        decision += "; " + "; ".join(f"with {_kv_label(d)} {_holds(caps[d], w.batch)}" for d in dtypes if caps[d])
+        if any(v < w.batch for c in caps.values() for v in c.values()):
+            decision += " (each is priced at the concurrency it holds with the KV cache dtype node e keeps)"
+    else:
         decision += "; not even one sequence fits next to any candidate's weights"
+    if copies_note:
+        decision += f"; KV replicated: {copies_note}"
     return TraceNode(node="fit", decision=decision, numbers=numbers)
 
 

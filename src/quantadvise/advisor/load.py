@@ -21,9 +21,7 @@ from __future__ import annotations
 import math
 
 from ..wording import plural
-from .result import Layout, LoadPlan, Recommendation
-
-RANKED = ("recommended", "runner-up", "slower")
+from .result import RANKED, Layout, LoadPlan, Recommendation
 
 
 def replicas_for(*, rate: float | None, users: int | None, output_tokens: int, tokens_per_s: float,
@@ -90,7 +88,8 @@ def describe(p: LoadPlan, gpu_name: str, lead: int = 3) -> str:
 
     def one(x: Layout, first: bool) -> str:
         rep = f"{x.replicas} replica{'s' if x.replicas != 1 else ''} of TP{x.tp}"
-        return f"{x.scheme} on {x.gpus} x {gpu_name} ({rep})" if first else f"{x.scheme} on {x.gpus} ({rep})"
+        return (f"{x.scheme} on {x.gpus} x {gpu_name} ({rep})" if first else
+                f"{x.scheme} on {plural(x.gpus, 'GPU')} ({rep})")
 
     head = p.options[0]
     rest = "; or ".join(one(x, False) for x in p.options[1:lead])

@@ -74,9 +74,9 @@ class Option:
     checkpoint: CheckpointQuant | None = None  # the shipped checkpoint (native candidate only)
     step_s: float = math.inf
     ttft_s: float | None = None
-    throughput: float = 0.0  # output tokens/s at the concurrency it holds (continuous: prefill included)
+    throughput: float = 0.0  # output tokens/s at the concurrency it holds, prefill included (perf.serving.serve)
     decode_tps: float = 0.0  # decode tokens/s at that concurrency (concurrency / step)
-    prefill_share: float | None = None  # share of GPU time spent on prefill (continuous batching)
+    prefill_share: float | None = None  # share of GPU time spent on prefill (None: no prompt)
     score_s: float = math.inf  # seconds per output token as the workload experiences it
     kv_name: str = BF16_KV  # the KV cache dtype it is priced with
     concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency), or what an SLO allows
@@ -138,6 +138,9 @@ class Context:
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
     # the engine release's start-up memory facts: its default memory fraction when the workload gives none
     startup: StartupFacts | None = None
+    # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
+    # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
+    fp16: dict[str, str] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:

@@ -94,9 +94,23 @@ def _ignore(arch: ModelArch, policy: LayerPolicy) -> tuple[str, ...]:
     return tuple(out)
 
 
-def quantization_config(scheme: Scheme, deploy: DeployHints, arch: ModelArch | None = None) -> dict[str, Any] | None:
+def kv_cache_scheme(kv: TensorQuant | None) -> dict[str, Any] | None:
+    """The compressed-tensors ``kv_cache_scheme`` of a KV cache with calibrated static scales — fp8 e4m3
+    with one static scale per tensor (``strategy: tensor``) or per KV head (``attn_head``) — in
+    llm-compressor's documented form (examples/quantization_kv_cache/llama3_fp8_kv_example.py:
+    num_bits 8, type float, strategy tensor, dynamic false, symmetric true). None for a 16-bit cache,
+    dynamic per-token scales (the engine computes them) or fp8 e5m2 (used without scales)."""
+    if kv is None or not kv.is_quantized or kv.format != "fp8_e4m3" or kv.scale is None or kv.scale.dynamic:
+        return None
+    return {"num_bits": 8, "type": "float", "strategy": "attn_head" if kv.scale.per_head else "tensor",
+            "dynamic": False, "symmetric": True}
+
+
+def quantization_config(scheme: Scheme, deploy: DeployHints, arch: ModelArch | None = None,
+                        kv: TensorQuant | None = None) -> dict[str, Any] | None:
     """The quantization_config a checkpoint of ``scheme`` declares (None for bf16); with ``arch`` the
-    ``ignore`` list follows the scheme's layer policy (:func:`ignore_list`)."""
+    ``ignore`` list follows the scheme's layer policy (:func:`ignore_list`); with a static-scale ``kv``
+    cache a compressed-tensors checkpoint also declares its ``kv_cache_scheme`` (the calibrated k/v scales)."""
     if not scheme.quantizes_weights:
         return None
     w = scheme.weight
@@ -120,44 +134,58 @@ def quantization_config(scheme: Scheme, deploy: DeployHints, arch: ModelArch | N
         "ignore": ignore,
         "quantization_status": "compressed",
     }
+    if (kvs := kv_cache_scheme(kv)) is not None:
+        cfg["kv_cache_scheme"] = kvs
     return cfg
 
 
-def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arch: ModelArch | None = None) -> str | None:
-    """One line of llm-compressor that produces the checkpoint (its ``ignore`` from the layer policy)."""
+def llmcompressor_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arch: ModelArch | None = None,
+                         kv: TensorQuant | None = None) -> str | None:
+    """One line of llm-compressor that produces the checkpoint (its ``ignore`` from the layer policy).
+    With a static-scale ``kv`` cache the modifier also gets its ``kv_cache_scheme`` (:func:`kv_cache_scheme`;
+    every llm-compressor quantization modifier takes one, QuantizationMixin) and the recipe calibrates,
+    so the engine reads calibrated k/v scales instead of its default 1.0. A 16-bit scheme with such a
+    cache gets a KV-only recipe (the weights stay 16-bit)."""
     preset = deploy.llmcompressor_scheme
     fmt = deploy.checkpoint_format
+    kvs = kv_cache_scheme(kv)
+    kvarg = f", kv_cache_scheme={_literal(kvs)}" if kvs is not None else ""
+    data = 'dataset="open_platypus", num_calibration_samples=512'
     if not scheme.quantizes_weights:
-        return None
+        if kvs is None:
+            return None
+        return (f'oneshot(model="{model_id}", recipe=QuantizationModifier(kv_cache_scheme={_literal(kvs)}), {data})'
+                "  # calibrates the KV cache scales only; the weights stay 16-bit")
     ignore = _literal(ignore_list(scheme, arch))  # "re:.*mlp\\.router$" stays valid Python
     if fmt == "awq":
         return (f'oneshot(model="{model_id}", recipe=AWQModifier(targets="Linear", scheme="W4A16_ASYM", '
-                f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=256)  # AWQ-style checkpoint '
-                "in compressed-tensors; AutoAWQ writes the GEMM layout")
+                f'ignore={ignore}{kvarg}), dataset="open_platypus", num_calibration_samples=256)  # AWQ-style '
+                "checkpoint in compressed-tensors; AutoAWQ writes the GEMM layout")
     if fmt == "gptq":
         return (f'oneshot(model="{model_id}", recipe=GPTQModifier(targets="Linear", scheme="W4A16", '
-                f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
+                f'ignore={ignore}{kvarg}), {data})')
     if preset is None:
-        return _config_groups_recipe(scheme, deploy, model_id, arch, ignore)
+        return _config_groups_recipe(scheme, deploy, model_id, arch, ignore, kv)
     a = scheme.activation
     dynamic_only = a is None or not a.is_quantized or bool(a.scale and a.scale.dynamic and a.scale2 is None)
     w_int = scheme.weight is not None and get_format(scheme.weight.format).is_integer
     if preset in ("FP8_DYNAMIC", "FP8_BLOCK", "MXFP8", "MXFP4", "MXFP4A16") or (dynamic_only and not w_int):
-        return (f'oneshot(model="{model_id}", recipe=QuantizationModifier(targets="Linear", scheme="{preset}", '
-                f'ignore={ignore}))  # data-free')
+        head = (f'oneshot(model="{model_id}", recipe=QuantizationModifier(targets="Linear", scheme="{preset}", '
+                f'ignore={ignore}{kvarg})')
+        return (f"{head}, {data})  # the weights are data-free; the static KV scales need calibration data"
+                if kvs is not None else f"{head})  # data-free")
     if preset in ("W8A8", "INT8"):
         return (f'oneshot(model="{model_id}", recipe=[SmoothQuantModifier(smoothing_strength=0.8), '
-                f'GPTQModifier(targets="Linear", scheme="W8A8", ignore={ignore})], dataset="open_platypus", '
-                "num_calibration_samples=512)")
+                f'GPTQModifier(targets="Linear", scheme="W8A8", ignore={ignore}{kvarg})], {data})')
     if w_int:
         return (f'oneshot(model="{model_id}", recipe=GPTQModifier(targets="Linear", scheme="{preset}", '
-                f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
+                f'ignore={ignore}{kvarg}), {data})')
     return (f'oneshot(model="{model_id}", recipe=QuantizationModifier(targets="Linear", scheme="{preset}", '
-            f'ignore={ignore}), dataset="open_platypus", num_calibration_samples=512)')
+            f'ignore={ignore}{kvarg}), {data})')
 
 
 def _config_groups_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, arch: ModelArch | None,
-                          ignore: str) -> str | None:
+                          ignore: str, kv: TensorQuant | None = None) -> str | None:
     """A compressed-tensors scheme no named preset carries (e.g. W4A16 regrouped to group 64): the
     recipe spells out the same config groups the checkpoint declares (:func:`quantization_config`)."""
     if deploy.checkpoint_format not in (None, "compressed-tensors"):
@@ -168,11 +196,13 @@ def _config_groups_recipe(scheme: Scheme, deploy: DeployHints, model_id: str, ar
     group = {k: v for k, v in cfg["config_groups"]["group_0"].items() if v is not None}
     a = scheme.activation
     w_int = scheme.weight is not None and get_format(scheme.weight.format).is_integer
-    calibrated = w_int or (a is not None and a.is_quantized and not (a.scale and a.scale.dynamic))
+    kvs = kv_cache_scheme(kv)
+    calibrated = w_int or (a is not None and a.is_quantized and not (a.scale and a.scale.dynamic)) or kvs is not None
     modifier = "GPTQModifier" if w_int else "QuantizationModifier"
     data = ', dataset="open_platypus", num_calibration_samples=512' if calibrated else ""
+    kvarg = f", kv_cache_scheme={_literal(kvs)}" if kvs is not None else ""
     return (f'oneshot(model="{model_id}", recipe={modifier}(config_groups={_literal({"group_0": group})}, '
-            f'ignore={ignore}){data})')
+            f'ignore={ignore}{kvarg}){data})')
 
 
 def _literal(v: Any) -> str:
@@ -222,9 +252,11 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     seqs = winner.concurrency if searched and winner.concurrency >= 1 else w.batch
 
     def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
+        # no bfloat16 on this GPU: the engine would run the 16-bit tensors in float16 anyway; say so
         return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
                               max_model_len=w.context, tensor_parallel_size=w.gpus,
-                              gpu_memory_utilization=w.memory_utilization)
+                              gpu_memory_utilization=w.memory_utilization,
+                              dtype="half" if engine in ctx.fp16 else None)
 
     commands: dict[str, str | None] = {}
     notes = []
@@ -240,9 +272,18 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
         else:
             commands[eng.engine] = None
             notes.append(f"{eng.label} refuses it: " + "; ".join(v.messages))
+    for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
+        if eng.engine in ctx.fp16 and commands.get(eng.engine):
+            notes.append(f"{ctx.gpu.name} (compute capability {ctx.gpu.compute_capability}) has no bfloat16: "
+                         f"{eng.label} runs the 16-bit tensors in float16 (\"{ctx.fp16[eng.engine]}\"), so the "
+                         "command passes --dtype half")
     nat = ctx.native
     if winner.native and nat is not None:
         ck = nat.checkpoint
+        if kv_cache_scheme(ctx.kv_options[ctx.kv_name].kv) is not None and ck.kv_cache_raw is None \
+                and not ck.kv_cache_algo:
+            notes.append(f"{ctx.kv_name}: the shipped checkpoint has no calibrated KV scales, so the engine uses its "
+                         "default k/v scale 1.0 (vllm/model_executor/layers/quantization/kv_cache.py)")
         plan = CheckpointPlan(
             format=ck.family, compressed_tensors_preset=None,
             summary=f"the published checkpoint as shipped ({ck.summary()}): nothing to produce",
@@ -261,13 +302,25 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     online = None
     if d.online and nat is None and ctx.engine.engine == "vllm" and ctx.engine.shorthand(d.online) is not None:
         online = command("vllm", model_id, d.online, kv_flag(ctx, ctx.engine, ctx.kv_name))
+    kv = ctx.kv_options[ctx.kv_name].kv
+    kvs = kv_cache_scheme(kv)
+    recipe = llmcompressor_recipe(winner.scheme, d, model_id, ctx.arch, kv)
+    if kvs is not None and d.checkpoint_format in ("awq", "gptq"):
+        notes.append(f"{ctx.kv_name} has calibrated static scales: the recipe writes them (kv_cache_scheme) into a "
+                     "compressed-tensors checkpoint; an AutoAWQ / AutoGPTQ checkpoint carries none, so the engine "
+                     "would use its default k/v scale 1.0 (vllm/model_executor/layers/quantization/kv_cache.py)")
+    elif kvs is not None and not winner.scheme.quantizes_weights:
+        notes.append(f"{ctx.kv_name} on the original 16-bit checkpoint runs with the engine's default k/v scale 1.0 "
+                     "(vLLM warns \"Using KV cache scaling factor 1.0 for fp8_e4m3\", "
+                     "vllm/model_executor/layers/quantization/kv_cache.py); the llm-compressor line calibrates the "
+                     "scales into a copy of it")
     plan = CheckpointPlan(
         format=d.checkpoint_format if winner.scheme.quantizes_weights else None,
         compressed_tensors_preset=d.compressed_tensors_preset,
         summary=checkpoint_summary(winner.scheme, d),
         alternatives=list(d.alternatives),
-        recipe=llmcompressor_recipe(winner.scheme, d, model_id, ctx.arch),
-        quantization_config=quantization_config(winner.scheme, d, ctx.arch),
+        recipe=recipe,
+        quantization_config=quantization_config(winner.scheme, d, ctx.arch, kv),
         suggested_path=path,
         notes=notes,
         online=online,

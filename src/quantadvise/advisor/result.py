@@ -16,6 +16,8 @@ from ..results import OmitNone, Out, Result
 from ..scheme import SchemeAxes
 from ..workload import Workload
 
+# the statuses of the candidates that were ranked (priced and deployable), best first
+RANKED = ("recommended", "runner-up", "ranked-after", "slower")
 
 class TraceNode(Out):
     """One node of the decision tree: its decision in words, the numbers behind it, the reasons."""
@@ -33,14 +35,14 @@ class Alternative(Out):
 
     scheme: str
     description: str
-    status: str  # recommended | runner-up | slower | vetoed | not-supported | does-not-fit | misses-slo | cannot-run
+    status: str  # recommended | runner-up | ranked-after (faster, ranked after by evidence) | slower | vetoed | not-supported | does-not-fit | misses-slo | cannot-run
     reason: str
     native: bool = False  # the checkpoint as shipped
     step_time_s: float | None = None
-    tokens_per_s: float | None = None  # output tokens/s (continuous batching: prefill included)
+    tokens_per_s: float | None = None  # output tokens/s, prefill included (perf.serving.serve)
     tokens_per_s_per_gpu: float | None = None
     decode_tokens_per_s: float | None = None  # concurrency x tokens per step / decode step
-    prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
+    prefill_share: float | None = None  # share of GPU time in prefill (None: no prompt)
     itl_s: float | None = None  # mean inter-token latency at ``concurrency`` (perf.serving)
     ttft_s: float | None = None  # continuous batching: under load (queued prefills); sync: the batch's prefill
     e2e_s: float | None = None  # ttft + (output - 1) x itl
@@ -167,8 +169,9 @@ class CheckpointPlan(OmitNone):
 
 class Performance(Out):
     """The winner's predicted speed at the concurrency it holds, with the KV cache dtype it runs, and
-    what the prediction rests on. ``tokens_per_s = decode_tokens_per_s x (1 - prefill_share)``
-    under continuous batching; synchronous serving reports decode alone (TTFT apart)."""
+    what the prediction rests on. ``tokens_per_s`` includes the prefill in both serving modes:
+    ``decode_tokens_per_s x (1 - prefill_share)`` under continuous batching, ``concurrency x output
+    tokens / e2e_s`` in synchronous serving (a batch is prefilled, then decoded); ``includes`` says which."""
 
     step_time_s: float
     tokens_per_s: float
@@ -182,7 +185,7 @@ class Performance(Out):
     tokens_per_s_per_gpu: float
     itl_s: float  # mean inter-token latency at ``concurrency``
     e2e_s: float
-    decode_share: float | None  # 1 - prefill_share (continuous batching)
+    decode_share: float | None  # 1 - prefill_share (None: no prompt)
     limit: str  # what stops the concurrency: batch | memory | itl | ttft | e2e
     bound: str  # the decode step's bound there: memory | compute | communication
     tokens_per_step: float  # per sequence: 1, or 1 + K x A with speculative decoding
@@ -272,12 +275,12 @@ class Prediction(Result):
     decode_ctx: int
     mode: str
     step_time_s: float
-    seconds_per_token: float  # per output token as the workload experiences it (continuous: prefill included)
+    seconds_per_token: float  # per output token as the workload experiences it (1 / tokens_per_s, prefill included)
     tokens_per_s: float
     ttft_s: float | None = None
     itl_s: float | None = None  # mean inter-token latency (perf.serving)
     decode_tokens_per_s: float | None = None  # batch / decode step
-    prefill_share: float | None = None  # share of GPU time in prefill (continuous batching)
+    prefill_share: float | None = None  # share of GPU time in prefill (None: no prompt)
     profile: str
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
     speed_model: str = "default-efficiency"  # perf.efficiency.MODELS

@@ -22,7 +22,7 @@ from ..model import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
-from ..perf.solve import first_crossing
+from ..perf.solve import crossings
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
 from ..wording import every, ms, plural
@@ -36,11 +36,64 @@ MEASURED_NOTE = ("prediction from the measured curve of the kernel each linear l
                  "per-kernel tables; held-out error in docs/calibration.md), not a measurement of this deployment")
 
 
-def model_note(efficiency: Efficiency) -> str:
-    """What a predicted speed rests on, in words."""
-    if efficiency.model == "calibrated":
+def model_note(efficiency: Efficiency | dict[str, Efficiency]) -> str:
+    """What a predicted speed rests on, in words: one scheme's efficiency, or the ranked candidates'
+    (scheme id -> efficiency) — under the measured-kernels model each kernel curve's basis is named
+    (measured, composed from another kernel's curve, a proxy's, or none: the roofline), so the note
+    never calls a composed or proxy curve measured (:func:`curve_basis`)."""
+    effs = efficiency if isinstance(efficiency, dict) else {"": efficiency}
+    models = {e.model for e in effs.values()}
+    if models == {"calibrated"}:
         return CALIBRATED_NOTE
-    return MEASURED_NOTE if efficiency.model == "measured-kernels" else ROOFLINE_NOTE
+    if "measured-kernels" not in models:
+        return ROOFLINE_NOTE
+    if {curve_basis(e) for e in effs.values()} == {"measured"}:
+        return MEASURED_NOTE
+    return "prediction from kernel cost curves, not a measurement of this deployment: " + provenance(effs, _BASIS_WORDS)
+
+
+def provenance(effs: dict[str, Efficiency], words: dict[str, str] | None = None) -> str:
+    """``"measured curve for fp8-dynamic, bf16; composed curve for w4a8-fp8, ...; proxy curve for ..."``:
+    the schemes grouped by what prices their linear layers (:func:`curve_basis`), in ``effs``' order."""
+    names = words or _BASIS_SHORT
+    by: dict[str, list[str]] = {}
+    for sid, e in effs.items():
+        by.setdefault(curve_basis(e), []).append(sid)
+    return "; ".join(names.get(b, b) + (f" for {', '.join(ids)}" if any(ids) else "")
+                     for b in (*_BASIS_ORDER, *sorted(set(by) - set(_BASIS_ORDER))) if (ids := by.get(b)))
+
+
+_BASIS_ORDER = ("measured", "composed", "proxy", "roofline", "calibrated", "ideal")
+_BASIS_WORDS = {
+    "measured": "measured curve of the kernel it runs (fitted to published per-kernel tables, held-out error in "
+                "docs/calibration.md)",
+    "composed": "composed curve (no measurement of its kernel: another kernel's measured curve, composed)",
+    "proxy": "proxy curve (no measurement of its kernel: a similar kernel's measured curve)",
+    "roofline": "roofline with the efficiency profile (no kernel curve on file)",
+    "calibrated": "calibrated curve (a measured profile)",
+    "ideal": "spec-sheet roofline",
+}
+
+
+_BASIS_SHORT = {"measured": "measured curve of its kernel", "composed": "composed curve (another kernel's measurement)",
+                "proxy": "proxy curve (a similar kernel's measurement)", "roofline": "roofline (no kernel curve on file)",
+                "calibrated": "calibrated curve", "ideal": "spec sheet"}
+
+
+def curve_basis(efficiency: Efficiency) -> str:
+    """What prices a scheme's quantized linear layers: ``measured`` / ``composed`` / ``proxy`` (the
+    basis of the kernel curve on file, as ``kernel_line`` names it), ``roofline`` (no kernel curve),
+    ``calibrated`` or ``ideal``."""
+    if efficiency.model in ("calibrated", "ideal"):
+        return efficiency.model
+    k = efficiency.kernels
+    if efficiency.model != "measured-kernels" or k is None:
+        return "roofline"
+    ch = k.choice if k.context.scheme.quantizes_weights else k.choice_bf16
+    c = k.curve(ch)
+    if ch is None or c is None:
+        return "roofline"
+    return "composed" if ch.kernel.id == "awq-dequant-cublas" else str(c.basis)
 
 
 def kernel_line(efficiency: Efficiency) -> str | None:
@@ -62,7 +115,7 @@ def _apply(o: Option, p: ServePoint) -> None:
     o.concurrency = p.concurrency
     o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
     o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
-    o.score_s = p.itl_s / p.concurrency
+    o.score_s = 1.0 / p.tokens_per_s  # seconds per output token, prefill included (both modes)
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
 
 
@@ -142,18 +195,28 @@ def limit_text(ctx: Context, o: Option) -> str:
 
 @lru_cache(maxsize=256)
 def _crossover(m1: StepModel, m2: StepModel, ct: float) -> float | None:
-    """The first batch where ``m2``'s decode step overtakes ``m1``'s (step models are immutable, so
-    the answer is reused across walks over the same candidates)."""
+    """The batch where ``m2``'s (W+A) decode step overtakes ``m1``'s (weight-only): the first crossing
+    after which the W+A step is the faster one, as ``roofline`` prints it ("w4a16 -> w4a8-fp8 at B =
+    35.6"; a crossing the other way, where weight-only overtakes, is not it); 1 when W+A is faster at
+    every batch. Step models are immutable, so the answer is reused across walks."""
 
-    def gap(b: float) -> float:  # relative step-time difference, weight-only minus W+A
+    def gap(b: float) -> float:  # relative step-time difference, weight-only minus W+A: > 0 where W+A is faster
         t1, t2 = m1.decode_time(b, ct), m2.decode_time(b, ct)
         return (t1 - t2) / max(t1, t2)
 
-    return first_crossing(gap, 1.0, 4096.0)
+    xs = crossings(gap, 1.0, 4096.0)  # the crossovers `roofline` prints for the pair
+    up = next((x for x in xs if gap(x) > 0), None)
+    if up is None and not xs and gap(1.0) > 0:
+        return 1.0  # faster at every batch
+    return up
 
 
 def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: int) -> tuple[str, list[str]]:
-    """The decode regime at ``batch`` from the best weight-only 4-bit and the best W+A candidate on this GPU."""
+    """The decode regime at ``batch`` from the best weight-only 4-bit and the best W+A candidate on this
+    GPU: memory-bound below the weight-only ridge and below the batch where the W+A decode step
+    overtakes (-> weight-only 4-bit), compute-bound past both (-> W+A), in between otherwise (the
+    predicted step decides). Each reason quotes both decode steps at ``batch``, so it follows from the
+    numbers it prints."""
     w, g = ctx.workload, ctx.gpu
     wa_math = "fp8" if g.has_math("fp8") else "int8"
     wo = [o for o in ranked if o.scheme.weight_only and o.scheme.weight is not None and o.scheme.weight.bits == 4]
@@ -166,24 +229,34 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: 
         assert m1 is not None and m2 is not None
         best_wo.ridge = m1.ridge_batch()
         ridge_wo = best_wo.ridge or math.inf
-        cross = _crossover(m1, m2, m1.cached_tokens(w.decode_context))
-        numbers["crossover"] = {"a": best_wo.id, "b": best_wa.id, "batch": round(cross, 1) if cross else None}
+        ct = m1.cached_tokens(w.decode_context)
+        cross = _crossover(m1, m2, ct)
+        t1, t2 = m1.decode_time(batch, ct), m2.decode_time(batch, ct)
+        numbers["crossover"] = {"a": best_wo.id, "b": best_wa.id, "batch": round(cross, 1) if cross else None,
+                                "meaning": "the batch from which b's decode step is faster than a's"}
         numbers["weight_only_ridge_batch"] = round(ridge_wo, 1) if ridge_wo != math.inf else None
+        numbers["decode_step_s_at_batch"] = {best_wo.id: t1, best_wa.id: t2}
+        steps = (f"decode step at batch {batch}: {best_wo.id} {t1 * 1e3:.2f} ms, {best_wa.id} {t2 * 1e3:.2f} ms"
+                 + (" (a tie)" if abs(t1 - t2) <= defaults.TIE * max(t1, t2) else ""))
+        ridge_txt = f"{best_wo.id}'s ridge ({ridge_wo:.0f})" if ridge_wo != math.inf else f"{best_wo.id}'s ridge (none)"
+        cross_txt = (f"the batch where {best_wa.id}'s decode step overtakes {best_wo.id}'s ({cross:.0f})" if cross
+                     else f"any batch where {best_wa.id}'s decode step overtakes {best_wo.id}'s (none up to 4,096)")
         if batch < ridge_wo and (cross is None or batch < cross):
             regime = "memory-bound"
-            reasons.append(f"batch {batch} is below {best_wo.id}'s ridge ({ridge_wo:.0f}): the linears are memory-bound, "
-                           "so the fewest weight bytes win -> weight-only 4-bit")
-        elif cross is not None and batch > cross:
+            reasons.append(f"batch {batch} is below {ridge_txt} and below {cross_txt}: the linears are memory-bound, "
+                           f"so the fewest weight bytes win -> weight-only 4-bit; {steps}")
+        elif cross is not None and batch > cross and batch >= ridge_wo:
             regime = "compute-bound"
             reasons.append(
-                f"batch {batch} is past the {best_wo.id} / {best_wa.id} crossover ({cross:.0f}): the linears are compute-bound, "
-                f"so the faster tensor-core path wins -> W+A on {wa_math} "
-                + ("(this GPU has fp8 tensor cores)" if wa_math == "fp8" else "(no fp8 tensor cores on this GPU)"))
+                f"batch {batch} is past {ridge_txt} and past {cross_txt}: the linears are compute-bound, so the "
+                f"faster tensor-core path wins -> W+A on {wa_math} "
+                + ("(this GPU has fp8 tensor cores)" if wa_math == "fp8" else "(no fp8 tensor cores on this GPU)")
+                + f"; {steps}")
         else:
             regime = "in between"
-            reasons.append((f"batch {batch} sits between {best_wo.id}'s ridge ({ridge_wo:.0f}) and the crossover "
-                            f"({cross:.0f}) " if cross else f"batch {batch} is past {best_wo.id}'s ridge ({ridge_wo:.0f}) ")
-                           + "-> the predicted step time decides")
+            reasons.append(f"batch {batch} is {'below' if batch < ridge_wo else 'past'} {ridge_txt} and "
+                           f"{'past' if cross is not None and batch > cross else 'below'} {cross_txt} "
+                           f"-> the predicted step time decides; {steps}")
     if regime == "unknown" and wo and (m := priced_model(ctx, wo[0])) is not None:
         wo[0].ridge = m.ridge_batch()
     if regime == "unknown" and wo and wo[0].ridge:
@@ -250,7 +323,8 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         if regime in ("memory-bound", "compute-bound"):
             expected = "weight-only" if regime == "memory-bound" else "w+a"
             if family_kind(top.scheme) != expected and top.scheme.quantizes_weights:
-                reasons.append(_why_not_regime(ctx, top, batch))
+                rival = next((o for o in ranked if family_kind(o.scheme) == expected), None)
+                reasons.append(_why_not_regime(ctx, top, rival, batch))
         heavy = _prefill_heavy(ctx, ranked, batch)
         numbers["prefill_heavy"] = heavy is not None
         if heavy:
@@ -324,20 +398,42 @@ def _spec_reason(ctx: Context, top: Option) -> str:
             f"{spec.tokens_per_step:.2f} tokens per step per sequence (Leviathan et al., arXiv:2211.17192){where}")
 
 
-def _why_not_regime(ctx: Context, top: Option, batch: int) -> str:
-    """Why the fastest candidate is not of the family the decode regime points to."""
+def _why_not_regime(ctx: Context, top: Option, rival: Option | None, batch: int) -> str:
+    """Why the fastest candidate is not of the family the decode regime points to (``rival``: the best
+    of that family): from their numbers, which of decode and prefill decides."""
     w = ctx.workload
     if top.native:
         return f"but {top.id} is the checkpoint as shipped and delivers the most as it is"
-    if top.prefill_share is not None:
-        return (f"but {top.id} wins overall: in continuous batching the prefill of {plural(w.prompt_tokens, 'prompt token')} "
-                f"per sequence is {top.prefill_share:.0%} of GPU time and runs compute-bound, where "
-                f"{top.model.path.math if top.model else 'its'} tensor cores pay off (pass --mode sync to rank by decode "
-                "latency alone)")
-    if top.concurrency < w.batch and not ctx.batch_bound:
-        return f"but {top.id} holds more sequences than the regime's family and delivers more at the concurrency it holds"
+    if top.concurrency > (rival.concurrency if rival is not None else top.concurrency) and not ctx.batch_bound:
+        assert rival is not None
+        return (f"but {top.id} holds more sequences ({top.concurrency:,} against {rival.id}'s {rival.concurrency:,}) "
+                "and delivers more at the concurrency it holds")
+    if rival is not None and top.prefill_share is not None and rival.prefill_share is not None:
+        decode_wins = top.step_s < rival.step_s * (1 - defaults.TIE)
+        if not decode_wins:
+            how = "in continuous batching" if w.serving_mode == "continuous" else "in synchronous batches"
+            math_ = top.model.path.math if top.model is not None else "its"
+            p_top, p_rival = _prefill_one(ctx, top), _prefill_one(ctx, rival)
+            step = ("tie" if abs(top.step_s - rival.step_s) <= defaults.TIE * max(top.step_s, rival.step_s)
+                    else "favour " + rival.id)
+            prefill = (f"prefilling one {w.prompt_tokens:,}-token prompt takes {p_top * 1e3:,.0f} ms against "
+                       f"{p_rival * 1e3:,.0f} ms, " if p_top is not None and p_rival is not None else "")
+            at = ((f" at {plural(top.concurrency, 'sequence')}", f" at {rival.concurrency:,}")
+                  if top.concurrency != rival.concurrency else ("", ""))  # each at the concurrency it runs
+            return (f"but the prefill decides: the decode steps {step} ({top.id} {top.step_s * 1e3:.2f} ms{at[0]}, "
+                    f"{rival.id} {rival.step_s * 1e3:.2f} ms{at[1]}), while {how} the prefill runs compute-bound, where {math_} tensor "
+                    f"cores pay off: {prefill}{top.prefill_share:.0%} of {top.id}'s GPU time against "
+                    f"{rival.prefill_share:.0%} of {rival.id}'s -> {top.throughput:,.0f} against "
+                    f"{rival.throughput:,.0f} output tokens/s")
     return (f"but the efficiency profile ({top.efficiency.profile_id}) predicts {top.id} faster at batch {batch} "
             "than the regime's family; the prediction is followed")
+
+
+def _prefill_one(ctx: Context, o: Option) -> float | None:
+    """Seconds to prefill one of the workload's prompts with ``o`` (None: no prompt or no model)."""
+    sm = priced_model(ctx, o)
+    prompt = ctx.workload.prompt_tokens
+    return sm.prefill(1, prompt).time_s if sm is not None and prompt else None
 
 
 def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, efficiency: Efficiency, *,
@@ -349,7 +445,7 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
     return Prediction(
         scheme=scheme.id, kv_dtype=kv_name, gpu=gpu.id, gpus=workload.gpus, batch=workload.batch,
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
-        seconds_per_token=s.itl_s / s.concurrency, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
+        seconds_per_token=1.0 / s.tokens_per_s, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
         speed_model=efficiency.model, model_note=model_note(efficiency), kernel=kernel_line(efficiency),
     )

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 from .. import defaults
 from ..errors import InputError, NoSchemeError
-from ..kvcache import sequence_bytes
+from ..kvcache import held_sequence_bytes, kv_copies, sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
+from ..scheme import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, tie_reason
 from .plan import deploy_plan
 from .result import (
+    RANKED,
     Alternative,
     KvChoice,
     Performance,
@@ -41,7 +43,7 @@ from .result import (
 from .speed import frontier, kernel_line, model_note, node_roofline, price
 from .veto import node_accuracy, node_engine
 
-_STATUS_ORDER = {"recommended": 0, "runner-up": 1, "slower": 2, "misses-slo": 3, "vetoed": 4, "not-supported": 5,
+_STATUS_ORDER = {"recommended": 0, "runner-up": 1, "ranked-after": 2, "slower": 2, "misses-slo": 3, "vetoed": 4, "not-supported": 5,
                  "does-not-fit": 6, "cannot-run": 7, "candidate": 8}
 
 
@@ -110,13 +112,18 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             concurrency=o.concurrency if live_row else None,
             max_concurrency=o.max_concurrency if live_row else None,
             kv_dtype=o.kv_name if live_row else None,
-            expected_drop_pct=o.expected_drop if o.status in ("recommended", "runner-up", "slower", "vetoed") else None,
+            expected_drop_pct=o.expected_drop if o.status in (*RANKED, "vetoed") else None,
             cautions=o.cautions,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
     kv_opt = ctx.kv_options[ctx.kv_name]
     kv_t = kv_opt.kv
     final = winner.scheme.with_kv(kv_t) if kv_t is not None else winner.scheme
+    fp16 = ctx.engine.engine in ctx.fp16  # no bfloat16 on this GPU: the engine runs 16-bit tensors in fp16
+    sixteen = "16-bit (fp16 on this GPU)" if fp16 else "bf16"
+    axes = _fp16_axes(final.axes()) if fp16 else final.axes()
+    description = winner.scheme.description + (
+        f"; run in fp16 ({ctx.gpu.name} has no bf16)" if fp16 and axes != final.axes() else "")
     warnings = list(winner.cautions)
     need = gpus_needed(ctx, winner, kv_t) if winner.concurrency < w.batch else w.gpus
     mem = engine_memory(ctx, w.gpus)
@@ -125,14 +132,17 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         warnings.append(
             f"{winner.id} with {ctx.kv_name} holds {winner.concurrency} of the {w.batch} sequences ({tokens:,} tokens each) "
             f"on {w.gpus} x {ctx.gpu.name}; the rest queue. Serving all {w.batch} at once needs "
-            + (f"{need} GPUs (--gpus {need})" if need else f"more than {defaults.MAX_GPUS_SEARCH} GPUs"))
+            + (f"{need} GPUs (--gpus {need})" if need else
+               f"more replicas (data parallel): every GPU added to tensor parallelism holds another copy of each "
+               f"sequence's KV cache ({kv_copies(ctx.arch, 2):g} copies on 2 GPUs), so no tensor-parallel degree "
+               f"up to {defaults.MAX_GPUS_SEARCH} holds them" if kv_copies(ctx.arch, 2) >= 2 else
+               f"more than {defaults.MAX_GPUS_SEARCH} GPUs"))
     perf = Performance(
         step_time_s=winner.step_s,
         tokens_per_s=winner.throughput,
         decode_tokens_per_s=winner.decode_tps,
         prefill_share=winner.prefill_share,
-        includes=("output tokens per second, each prompt's prefill included (continuous batching)"
-                  if winner.prefill_share is not None else "decode steps only (synchronous serving; TTFT apart)"),
+        includes=_includes(w.serving_mode, winner.prefill_share is not None),
         concurrency=winner.concurrency,
         kv_dtype=ctx.kv_name,
         ttft_s=winner.ttft_s,
@@ -145,12 +155,12 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         bound=winner.bound,
         tokens_per_step=winner.tokens_per_step,
         usd_per_mtok=cost(winner),
-        baseline=(f"bf16 weights with the same {ctx.kv_name} cache at the {base.concurrency} sequences it holds"
-                  if base is not None else "none: bf16 weights cannot serve this workload here"),
+        baseline=(f"{sixteen} weights with the same {ctx.kv_name} cache at the {base.concurrency} sequences it holds"
+                  if base is not None else f"none: {sixteen} weights cannot serve this workload here"),
         vs_runner_up=(winner.throughput / ranked[1].throughput) if len(ranked) > 1 else None,
         runner_up=ranked[1].id if len(ranked) > 1 else None,
         profile=winner.efficiency.profile_id,
-        model_note=model_note(winner.efficiency),
+        model_note=model_note({o.id: o.efficiency for o in ranked}),
         speed_model=winner.efficiency.model,
         kernel=kernel_line(winner.efficiency),
         gpus_for_batch=need,
@@ -161,10 +171,11 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         dtype=ctx.kv_name,
         max_concurrency=winner.max_concurrency,
         fits_requested_concurrency=winner.max_concurrency >= w.batch,
-        description=kv_t.describe("kv_cache") if kv_t is not None else "bf16 (model dtype)",
+        description=kv_t.describe("kv_cache") if kv_t is not None else (
+            "fp16 (the model dtype as the engine runs it on this GPU)" if fp16 else "bf16 (model dtype)"),
         tokens_per_sequence=tokens,
         bytes_per_sequence=round(per_seq),
-        bytes_total=round(per_seq * winner.concurrency),
+        bytes_total=round(held_sequence_bytes(ctx.arch, kv_t, tokens, w.gpus) * winner.concurrency),
         vllm_kv_cache_dtype=hints.vllm_kv_cache_dtype,
         sglang_kv_cache_dtype=hints.sglang_kv_cache_dtype,
         alternatives=list(hints.alternatives),
@@ -173,8 +184,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         workload=ServedWorkload.of(w, model_id=ctx.model_id or None, engine_version=ctx.engine.version,
                                    memory_utilization=mem.fraction, reserve_gb=mem.reserve_gb),
         assumptions=assumptions,
-        scheme=SchemeChoice(id=winner.id, description=winner.scheme.description, family=family(winner.scheme),
-                            axes=final.axes(), native=winner.native),
+        scheme=SchemeChoice(id=winner.id, description=description, family=family(winner.scheme),
+                            axes=axes, native=winner.native),
         kv=kv,
         trace=trace,
         alternatives=alternatives,
@@ -186,6 +197,27 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         frontier=frontier(ctx, ranked) if ctx.frontier else [],
         warnings=warnings,
     )
+
+
+def _fp16_axes(axes: SchemeAxes) -> SchemeAxes:
+    """``axes`` as the engine runs them on a GPU without bfloat16: every 16-bit bf16 tensor, and a bf16
+    math datapath, in fp16 (engines.config_checks.dtype_fallback)."""
+    def half(ax: TensorAxes | None) -> TensorAxes | None:
+        return ax.model_copy(update={"dtype": "fp16"}) if ax is not None and ax.dtype == "bf16" else ax
+
+    return axes.model_copy(update={"weights": half(axes.weights), "activations": half(axes.activations),
+                                   "kv_cache": half(axes.kv_cache),
+                                   "math": "fp16" if axes.math == "bf16" else axes.math})
+
+
+def _includes(mode: str, prefill: bool) -> str:
+    """What ``Performance.tokens_per_s`` counts, in words (perf.serving.serve)."""
+    if not prefill:
+        return "decode steps only (no prompt to prefill)"
+    if mode == "continuous":
+        return "output tokens per second, each prompt's prefill included (continuous batching)"
+    return ("output tokens per second, the batch's prefill included: batch x output tokens / E2E "
+            "(synchronous serving)")
 
 
 def _target(ctx: Context) -> Target | None:
@@ -202,7 +234,7 @@ def _baseline(ctx: Context, options: list[Option]) -> Option | None:
     """bf16 weights with the workload's KV cache, priced at the concurrency they hold — None when
     bf16 cannot serve here (it does not fit, or the engine refuses it)."""
     base = next((o for o in options if o.family == "bf16" and not o.native), None)
-    if base is None or base.status not in ("recommended", "runner-up", "slower", "vetoed", "candidate"):
+    if base is None or base.status not in (*RANKED, "vetoed", "candidate"):
         return None
     if not base.priced:  # vetoed or filtered before pricing: price it for the comparison alone
         kvt = ctx.kv_options[ctx.kv_name].kv
@@ -262,7 +294,9 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
         ranked[1].status = "runner-up"
         ranked[1].reason = behind(ranked[1])
     for o in ranked[2:]:
-        o.status = "slower"
+        # faster than the winner but ranked after it by evidence (the shipped checkpoint's margin, an accuracy
+        # risk the winner does not carry): not "slower"
+        o.status = "ranked-after" if o.throughput > winner.throughput * (1 + tie) else "slower"
         o.reason = behind(o)
     held = (f"runs {plural(winner.concurrency, 'sequence')} at once" if searched
             else f"holds {every(batch, 'sequence')}" if winner.concurrency >= batch

@@ -52,7 +52,9 @@ def _verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str
         if not ck.engines_read_it:  # a side file only the producer's loader reads: the engine needs the flag
             quantization = ck.quant_method
     else:
-        qc = quantization_config(option.scheme, option.deploy, ctx.arch) if option is not None else None
+        # the checkpoint the plan writes: with a static-scale KV cache it declares its kv_cache_scheme too
+        kv = ctx.kv_options[kv_id].kv if kv_id is not None and kv_id in ctx.kv_options else None
+        qc = quantization_config(option.scheme, option.deploy, ctx.arch, kv) if option is not None else None
         ck = parse_quantization_config(qc) if qc is not None else None
     res = resolve(engine, ck, capability=ctx.gpu.capability, platform=ctx.platform, kv_cache_dtype=flag,
                   model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype, quantization=quantization)

@@ -16,16 +16,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
 from ..evals.priors import Verdict, expected_drop, judge
-from .options import Context, Option
+from ..wording import every
+from .options import BF16_KV, Context, Option
 from .result import TraceNode
 from .verdict import engine_verdict
 
 
 def node_engine(ctx: Context, live: list[Option]) -> TraceNode:
+    """c. the chosen engine release must load each candidate's checkpoint on this GPU — with the KV
+    cache dtype the workload forces (``--kv-dtype``), when it forces one. A forced KV dtype the engine
+    refuses for every candidate it would otherwise load is an input error (exit 2) naming the flag."""
     label = ctx.engine.label
     numbers: dict[str, Any] = {"engine": label, "gpu_capability": ctx.gpu.compute_capability}
     refused, reasons = [], []
+    kv_id = ctx.kv_name if ctx.forced_kv and ctx.kv_name != BF16_KV else None
+    kv_refused: dict[str, str] = {}
     for o in live:
         v = engine_verdict(ctx, ctx.engine, o, None)
         o.engine = v
@@ -34,25 +41,55 @@ def node_engine(ctx: Context, live: list[Option]) -> TraceNode:
             o.reason = "; ".join(v.messages) or f"{label} cannot run it"
             refused.append(o.id)
             continue
+        if kv_id is not None and not (vk := engine_verdict(ctx, ctx.engine, o, kv_id)).supported:
+            why = "; ".join(vk.messages) or f"{label} cannot run it with {kv_id}"
+            o.status = "not-supported"
+            o.reason = f"with --kv-dtype {kv_id}: {why}"
+            kv_refused[o.id] = why
+            refused.append(o.id)
+            continue
         if v.optimized is False:
             msg = next((m for m in v.messages if "not fully optimized" in m), "")
             o.cautions.append(msg or f"{v.resolved_method} is not on {label}'s optimized list")
             reasons.append(f"{o.id} resolves to {v.resolved_method}, which {label} marks not fully optimized: it stays, "
                            "and loses ties to optimized methods")
     kept = [o for o in live if o.status == "candidate"]
+    if kv_id is not None and kv_refused and not kept:
+        raise _kv_refused(ctx, kv_id, next(iter(kv_refused.values())), live)
     numbers["resolved"] = {
         o.id: {"method": o.engine.resolved_method, "scheme_class": o.engine.scheme_class, "optimized": o.engine.optimized}
         for o in kept if o.engine is not None
     }
     numbers["supported"] = [o.id for o in kept]
     numbers["refused"] = refused
+    if kv_id is not None:
+        numbers["kv_dtype"] = kv_id
+        numbers["refused_with_kv_dtype"] = list(kv_refused)
+    with_kv = f" with --kv-dtype {kv_id}" if kv_id is not None else ""
     if not kept:
-        decision = f"no candidate is accepted by {label} on {ctx.gpu.name}"
+        decision = f"no candidate is accepted by {label} on {ctx.gpu.name}{with_kv}"
     elif refused:
-        decision = f"{label} accepts {len(kept)} of {len(live)} candidates; refuses {', '.join(refused)}"
+        decision = f"{label} accepts {len(kept)} of {len(live)} candidates{with_kv}; refuses {', '.join(refused)}"
     else:
-        decision = f"{label} accepts all {len(kept)} candidates on {ctx.gpu.name}"
+        decision = f"{label} accepts {every(len(kept), 'candidate', own='the')}{with_kv} on {ctx.gpu.name}"
+    if kv_refused and kept:
+        reasons.append(f"{', '.join(kv_refused)} load without it, but {label} refuses them with --kv-dtype {kv_id}: "
+                       f"{next(iter(kv_refused.values()))}")
     return TraceNode(node="engine", decision=decision, numbers=numbers, reasons=reasons)
+
+
+def _kv_refused(ctx: Context, kv_id: str, why: str, live: list[Option]) -> InputError:
+    """The chosen engine refuses the forced KV cache dtype with every candidate it would load without
+    it: exit 2, naming --kv-dtype, the engine's reason and what works (the other engine when it
+    accepts the same KV dtype; the API adds the KV dtypes this engine accepts)."""
+    label = ctx.engine.label
+    other = ctx.other_engine
+    fix = ""
+    if other is not None and any(engine_verdict(ctx, other, o, kv_id).supported for o in live):
+        fix = f"--engine {other.engine} ({other.label} accepts {kv_id})"
+    said = why if why.startswith(label) else f"{label} refuses it: {why}"
+    return InputError(f"--kv-dtype {kv_id}: {said}",
+                      hint=f"pass a KV cache dtype {label} accepts" + (f", or {fix}" if fix else ""), field="kv_dtype")
 
 
 def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
@@ -111,7 +148,8 @@ def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
         decision = (f"vetoed {', '.join(vetoed)} (published drop at or beyond the {w.accuracy_tolerance:g}-point "
                     f"tolerance); {len(kept)} pass")
     else:
-        decision = f"no published evidence vetoes any of the {len(kept)} candidates"
+        decision = ("no published evidence vetoes " + ("the one candidate" if len(kept) == 1
+                                                        else f"any of the {len(kept):,} candidates"))
     if cautions:
         decision += f"; {len(cautions)} with cautions"
     return TraceNode(node="accuracy", decision=decision, numbers=numbers, reasons=reasons)

@@ -19,8 +19,8 @@ def accuracy(
     metric: str | None = None,
     filter: str | None = None,
     confidence: float = 0.95,
-    max_delta: float | None = None,
-    max_flips: float | None = None,
+    max_delta: float | str | None = None,
+    max_flips: float | str | None = None,
     max_kl: float | None = None,
     min_samples: int | None = None,
     thresholds: AccuracyThresholds | None = None,
@@ -31,7 +31,8 @@ def accuracy(
     lm-eval ``samples_*.jsonl`` or plain JSONL): per task the accuracy delta with a paired
     confidence interval, flips, McNemar's p and mean KL; with thresholds, pass/fail checks.
 
-    ``max_delta`` / ``max_flips`` are fractions (0.01 = 1 percentage point), ``max_kl`` nats;
+    ``max_delta`` is percentage points and ``max_flips`` percent (1.0 = 1 point, the unit of
+    ``recommend``'s ``accuracy_tolerance``; ``"1%"`` / ``"1pp"`` are read the same), ``max_kl`` nats;
     ``thresholds`` (an :class:`~quantadvise.accuracy_stats.AccuracyThresholds`) and ``per_task``
     (task -> thresholds) are the gate's way in. Returns an ``AccuracyReport``; its
     ``exit_code()`` is 1 when a check fails. ``choice`` (an ``evals.evidence.Choice``: per-task
@@ -39,17 +40,18 @@ def accuracy(
     """
     from ..evals.evidence import load_evidence
     from ..evals.stats import AccuracyThresholds, compare
+    from ..inputs import check, points
 
-    flags = {"max_delta_drop": max_delta, "max_flip_rate": max_flips, "max_kl": max_kl, "min_samples": min_samples}
+    delta, flips = points("max_delta", max_delta), points("max_flips", max_flips)
+    if min_samples is not None and (isinstance(min_samples, bool) or not isinstance(min_samples, int)
+                                    or min_samples < 1):
+        raise InputError(f"--min-samples must be an integer >= 1, got {min_samples!r}", field="min_samples")
+    # the thresholds are fractions of the items (0.01 = 1 percentage point)
+    flags = {"max_delta_drop": None if delta is None else delta / 100,
+             "max_flip_rate": None if flips is None else flips / 100,
+             "max_kl": check("max_kl", max_kl), "min_samples": min_samples}
     if any(v is not None for v in flags.values()):
-        from pydantic import ValidationError
-
-        from ..errors import format_validation_error
-
-        try:
-            given = AccuracyThresholds(**{k: v for k, v in flags.items() if v is not None})
-        except ValidationError as exc:
-            raise InputError(format_validation_error(exc, "thresholds"), field="thresholds") from None
+        given = AccuracyThresholds(**{k: v for k, v in flags.items() if v is not None})
         thresholds = (thresholds or AccuracyThresholds()).overlay(given)
     b = load_evidence(base, metric=metric, filter=filter, role="BASE", choice=choice)
     q = load_evidence(quant, metric=metric, filter=filter, role="QUANT", choice=choice)

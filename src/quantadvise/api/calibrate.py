@@ -87,15 +87,21 @@ def calibrate(
 
 
 def validate(
-    profile: str | Path | PerfProfile, *, max_error: float = defaults.MAX_VALIDATION_ERROR
+    profile: str | Path | PerfProfile, *, max_error: float = defaults.MAX_VALIDATION_ERROR,
+    project_bars: bool = False,
 ) -> ValidationResult:
     """Predicted vs measured decode-linear time per scheme and batch for a calibrated profile, with
     the error of the ideal, default-efficiency, measured-ceilings and calibrated models (the last
     leave-one-out over batches). ``max_error`` is a fraction; ``.passed`` / ``.exit_code()`` say
-    whether the calibrated model is within it at every measured batch."""
+    whether the calibrated model is within it at every measured batch and every kernel curve's worst
+    held-out error is; ``project_bars`` adds the project's median / worst bars for its shipped kernel
+    curves to the verdict (``.bars_passed`` reports them either way). ``profile`` is a file, a shipped
+    profile's GPU id (``h100-sxm``) or its profile id (``h100-sxm-measured``)."""
     from ..perf.profiles import PerfProfile
     from ..perf.validation import validate as run
 
+    if not isinstance(profile, PerfProfile):
+        profile = shipped_profile_name(profile)
     prof = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
     archs: dict[str, ModelArch] = {}
     gpus: dict[str, GPU] = {}
@@ -115,7 +121,31 @@ def validate(
         for m in entry.calibration.measurements:
             schemes[m.scheme] = catalog.get_scheme(m.scheme)
     return run(prof, catalog.default_perf_profile(), archs=archs, gpus=gpus, schemes=schemes, max_error=max_error,
-               heldout=heldout)
+               heldout=heldout, project_bars=project_bars)
+
+
+MEASURED_SUFFIX = "-measured"  # a shipped kernel profile's id is its GPU id and this (data/profiles/<gpu>.yaml)
+
+
+def shipped_profile_name(profile: str | Path) -> str | Path:
+    """``profile`` as ``catalog.load_perf_profile`` reads it: a path that exists, or a bare name of a
+    shipped profile — its file stem (``h100-sxm``) or the profile id the reports print
+    (``h100-sxm-measured``). A bare name that is neither: an error listing the shipped ones."""
+    from ..catalog.profiles import shipped_profile_paths
+    from ..errors import UnknownNameError, norm_name
+
+    p = Path(profile)
+    if p.exists() or p.parent != Path(".") or p.suffix.lower() in (".yaml", ".yml"):
+        return profile
+    shipped = shipped_profile_paths()
+    key = norm_name(p.name)
+    for k in (key, key.removesuffix(MEASURED_SUFFIX)):
+        if k in shipped:
+            return k
+    ids = sorted(shipped)
+    raise UnknownNameError("profile", str(profile), [*ids, *(i + MEASURED_SUFFIX for i in ids)],
+                           hint="no such file either; give a profile file written by `quantadvise calibrate` or "
+                                f"a shipped one: {', '.join(ids)}")
 
 
 def _heldout_for(given: Any, profile_id: str, gpu_id: str) -> Any:

@@ -179,7 +179,8 @@ def check_init(
     cwd: str | Path | None = None,
 ) -> InitResult:
     """Write a commented starter ``quantadvise.yaml`` (at ``path``, default ./quantadvise.yaml), filled
-    in from the first engine command found under ``paths``; refuses to overwrite without ``force``."""
+    in from the first engine command found under ``paths`` (default: ``cwd``, as ``check`` scans it);
+    refuses to overwrite without ``force``."""
     from ..gate.config import starter_caps, starter_config, starter_values
     from ..gate.files import parse_yaml_config, write_text
     from ..gate.result import InitResult
@@ -196,15 +197,13 @@ def check_init(
         raise InputError(f"{_relative_to(root)(target)} already exists; pass --force to overwrite it", field="init")
     import os
 
-    values: dict[str, Any] = {}
-    caps: dict[str, int] = {}
-    if paths:
-        given = [paths] if isinstance(paths, str | Path) else list(paths)
-        scan_paths = [Path(p) if Path(p).is_absolute() else root / p for p in given]
-        scan = read_deployment(scan_paths)
-        deployment = [Path(os.path.relpath(p, target.parent)).as_posix() for p in scan_paths]
-        first = scan.invocations[0] if scan.invocations else None
-        values, caps = starter_values(first, deployment), starter_caps(first)
+    # the paths `check` would scan without any: the working directory (the starter's folder by default)
+    given = ([paths] if isinstance(paths, str | Path) else list(paths)) if paths else [root]
+    scan_paths = [Path(p) if Path(p).is_absolute() else root / p for p in given]
+    scan = read_deployment(scan_paths)
+    deployment = [Path(os.path.relpath(p, target.parent)).as_posix() for p in scan_paths]
+    first = scan.invocations[0] if scan.invocations else None
+    values, caps = starter_values(first, deployment), starter_caps(first)
     text = starter_config(values, caps)
     parse_yaml_config(text, str(target))  # the starter must itself be valid
     write_text(target, text, field="init")

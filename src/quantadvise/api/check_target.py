@@ -95,13 +95,20 @@ def served_scheme(ck: Any, res: EngineResolution, notes: list[str], arch: ModelA
             notes.append(f"'{res.resolved_method}' has no scheme preset: not priced or sized as a scheme")
             return None, res.resolved_method, where
         return catalog.scheme_from_preset(preset), preset.id, where
-    return catalog.get_scheme("bf16"), "bf16", "the checkpoint (no quantization_config)"
+    return catalog.get_scheme("bf16"), "bf16", "the checkpoint, no quantization_config"
 
 
 def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, site_file: str | None,
-           out: Findings, site: Any) -> tuple[str, str, bool]:
-    """(model reference, where it came from, whether the declaration names a local copy)."""
-    from ..gate.target import choose_model
+           out: Findings, site: Any) -> tuple[str | None, str, bool]:
+    """(model reference, where it came from, whether it is the declaration's).
+
+    The command's own model is checked when it names one: a declared Hub id (``model:`` or
+    ``--model``) that differs from the command's Hub id is reported (QA504) and the command's model
+    checked, so one declaration never hides another deployment's model; the declaration stands in
+    for a command whose model is missing, set at run time or a path this machine cannot read, and a
+    declared local copy (or bundled name) is taken as the deployment's model. None (no exception) when the command's model is set at run time and
+    nothing is declared: the deployment gets QA110 and the engine-level rules."""
+    from ..gate.target import _HUB_ID, choose_model
 
     cfg = loaded.config
     local = False
@@ -113,14 +120,32 @@ def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, 
         ref = str(path) if local else ref
         declared_from = f"{loaded.file}" if "model" in loaded.lines else "--model"
     model_ref, model_from = choose_model(inv, ref, declared_is_local=local, declared_from=declared_from, site=site,
-                                         out=out)
+                                         out=out)  # QA504 when the two name different Hub ids
+    if ref is not None and inv is not None and model_ref == ref:
+        observed = _observed_model(inv)
+        # the two name different Hub ids (QA504 above), or the command names a copy on this machine
+        if observed is not None and (exists(observed) or (not local and _HUB_ID.fullmatch(observed)
+                                                         and _HUB_ID.fullmatch(ref) and not _same_model(observed, ref))):
+            return observed, f"{site_file}:{inv.flag_lines.get('model', inv.line)}", False
     if model_ref is None:
-        raise InputError(f"{site_label}: no model to check (the command's model is "
-                         f"{inv.raw.get('model', 'missing') if inv is not None else 'missing'})",
+        if inv is not None and "model" in inv.raw:  # set at run time ($MODEL): QA110, the gate goes on
+            return None, f"{site_file}:{inv.flag_lines.get('model', inv.line)}", False
+        raise InputError(f"{site_label}: no model to check (the command names none)",
                          hint="set model: in quantadvise.yaml (a Hub id or a local copy of its config.json) or pass "
                               "--model",
                          field="model")
-    return model_ref, model_from, local
+    return model_ref, model_from, ref is not None and model_ref == ref
+
+
+def _observed_model(inv: EngineInvocation) -> str | None:
+    """The model the command names, when it is not set at run time."""
+    from ..gate.target import unresolved
+
+    return inv.model if inv.model and "model" not in unresolved(inv) else None
+
+
+def _same_model(a: str, b: str) -> bool:
+    return a.strip().strip("/").lower() == b.strip().strip("/").lower()
 
 
 def _served_kv(res: EngineResolution, kv_flag: str | None, notes: list[str]) -> tuple[str, Any, str]:
@@ -140,7 +165,10 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
                    engine_version_flag: str | None, notes: list[str], models: dict[str, Any]) -> TargetReport:
     """Resolve one engine command (or the declaration alone) and judge it."""
     from ..checkpoint.parse import SIDECARS, parse_checkpoint
+    from ..engines.config_checks import dtype_fallback, dtype_refusal
+    from ..engines.flags import model_overrides
     from ..gate import target as gt
+    from ..gate.engine import dtype_findings
     from ..gate.startup import derived_max_len
     from ..hub import read_sidecar, resolve_model
     from ..perf.step import check_tensor_parallel
@@ -157,18 +185,20 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     eng = declared(loaded, "engine_version", lambda: catalog.get_engine(choice.name, choice.version))
     facts = catalog.engine_startup(choice.name, eng.version)
 
-    model_ref, model_from, _ = _model(inv, loaded, site.label, site.file, out, site)
+    model_ref, model_from, is_declared = _model(inv, loaded, site.label, site.file, out, site)
+    if model_ref is None:  # the command's model is set at run time: QA110 and the engine-level rules
+        return _unresolved(inv, loaded, g, out, site, source, choice, eng, facts, None, model_from, None)
     if model_ref not in models:
         try:
-            if cfg.model is None and inv is not None and model_ref.startswith(("/", "./", "~")) \
+            if not is_declared and inv is not None and model_ref.startswith(("/", "./", "~")) \
                     and not exists(model_ref):
                 raise Unresolvable(f"'{model_ref}' is a path inside the container, not on this machine",
                                    hint="set model: in quantadvise.yaml to its Hub id or a local copy of its "
                                         "config.json", field="model")
             src, cfg_json = resolve_model(model_ref)
         except QuantAdviseError as exc:
-            if not _may_skip(exc, inv, cfg):  # a wrong name or a broken local copy: exit 2, at its line
-                raise _at_line(loaded, "model", exc) from None
+            if not _may_skip(exc, is_declared):  # a wrong name or a broken local copy: exit 2, at its line
+                raise (_at_line(loaded, "model", exc) if is_declared else exc) from None
             models[model_ref] = exc  # not bundled, cached or reachable: QA111, the gate goes on
         else:
             if not isinstance(cfg_json, dict):
@@ -179,6 +209,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         return _unresolved(inv, loaded, g, out, site, source, choice, eng, facts, model_ref, model_from,
                            models[model_ref])
     src, cfg_json, side = models[model_ref]
+    config_dtype = cfg_json.get("torch_dtype") or (cfg_json.get("text_config") or {}).get("torch_dtype")
     if inv is not None and inv.dtype and inv.dtype.lower() != "auto":
         cfg_json = {**cfg_json, "torch_dtype": gt.TORCH_NAMES.get(inv.dtype.lower(), inv.dtype)}
 
@@ -189,7 +220,8 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
                                  kv_cache_dtype=kv_flag, sidecars=side)
     res, ck = rep.engines[0], rep.checkpoint
     arch = load_model(cfg_json)[0] if rep.model.architecture else None
-    derived = derived_max_len(cfg_json, facts) if arch is not None else None
+    overrides = model_overrides(choice.name, inv.other) if inv is not None else None
+    derived = derived_max_len(cfg_json, facts, overrides) if arch is not None else None
     w = gt.deployed_workload(inv, cfg, facts, derived=derived, gpu_memory_bytes=g.memory_bytes,
                              gpu_names=(g.id, g.name, *g.aliases), capability=g.capability,
                              mla=bool(arch is not None and arch.is_mla), engine=choice.name,
@@ -202,6 +234,15 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
             split_error = exc.message.replace(f"--gpus {w.tp}", f"{w.flag('tensor_parallel_size')} {w.tp}")
 
     served_notes: list[str] = []
+    if g.capability is not None:  # the engine's dtype check on this GPU (QA103, or a note when it falls back)
+        dtype = inv.dtype if inv is not None and inv.dtype else "auto"
+        platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
+        served_notes += dtype_findings(
+            out, site, engine_label=res.label, dtype=dtype,
+            refusal=dtype_refusal(eng, g.capability, dtype, config_dtype=config_dtype, gpu_name=g.name,
+                                  platform=platform),
+            fallback=dtype_fallback(eng, g.capability, dtype, config_dtype=config_dtype, gpu_name=g.name,
+                                    platform=platform))
     scheme, scheme_id, scheme_from = served_scheme(ck, res, served_notes, arch)
     kv_id, kv_t, kv_from = _served_kv(res, kv_flag, served_notes)
     decl = _declared_schemes(loaded)
@@ -255,7 +296,7 @@ class Unresolvable(QuantAdviseError):
     """A model reference that names nothing this machine can read (a path inside the container)."""
 
 
-def _may_skip(exc: Exception, inv: EngineInvocation | None, cfg: Any) -> bool:
+def _may_skip(exc: Exception, is_declared: bool) -> bool:
     """Whether a model that cannot be read leaves the engine-level rules to run (QA111): a Hub id
     that is not bundled, cached or reachable, or a path inside the container — whether the command or
     quantadvise.yaml names it (issue 14: an unresolvable model never aborts the gate). A declared
@@ -265,7 +306,7 @@ def _may_skip(exc: Exception, inv: EngineInvocation | None, cfg: Any) -> bool:
         return True
     if not isinstance(exc, UnknownNameError):
         return False
-    if cfg.model is not None:  # quantadvise.yaml's model: or --model: only a Hub id the Hub does not know
+    if is_declared:  # quantadvise.yaml's model: or --model: only a Hub id the Hub does not know
         return "Hugging Face Hub" in (exc.hint or "")  # hub.py: "not found on the Hugging Face Hub either"
     return "Hub" in (exc.hint or "")  # the command's model: the engine may find what this machine cannot
 
@@ -307,8 +348,7 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
     over all GPUs as the engine holds them (replicated heads included)."""
     from ..gate.memory import Declared as DeclaredLoad
     from ..gate.memory import MemoryInputs, startup_memory
-    from ..gate.startup import kv_share_per_gpu
-    from ..kvcache import bytes_per_token, sequence_bytes
+    from ..kvcache import bytes_per_token, kv_share_per_gpu, sequence_bytes
     from ..sizing import size_model
     from ..workload import parse_workload
 
@@ -349,10 +389,11 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
 
 
 def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out: Findings, site: Any, source: str,
-                choice: Any, eng: EngineData, facts: Any, model_ref: str, model_from: str, exc: Exception
-                ) -> TargetReport:
+                choice: Any, eng: EngineData, facts: Any, model_ref: str | None, model_from: str,
+                exc: Exception | None) -> TargetReport:
     """A deployment whose model's config.json cannot be read: the engine-level rules that need no
-    checkpoint (QA1xx on the flags alone), one QA111 warning naming it, and the rest skipped."""
+    checkpoint (QA1xx on the flags alone), and the rest skipped. ``exc`` None: the command's model is
+    set at run time (``$MODEL``), which QA110 reports; else one QA111 warning names the model."""
     from ..engines.resolution import resolve
     from ..gate.engine import artifact_findings, engine_findings, parallelism_findings
     from ..gate.result import TargetReport
@@ -374,20 +415,29 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
-    # where the model is named: quantadvise.yaml's model: line when the declaration names it, else the command's
-    from_config = cfg.model is not None and loaded.file is not None and "model" in loaded.lines
-    file, line = site.at("model", declared=from_config)
-    named = f"{loaded.file} line {loaded.lines['model']}" if from_config else (model_from or "declared")
-    why = " ".join((exc.message if isinstance(exc, QuantAdviseError) else str(exc)).split())
-    out.add("QA111", f"model '{model_ref}' ({named}) could not be resolved: {why}; only the "
-            "engine-level rules ran (the flags against the engine), not memory, speed or drift"
-            + (f" ({exc.hint})" if isinstance(exc, QuantAdviseError) and exc.hint else ""),
-            subject=f"{site.key}|model-unresolved", file=file, line=line, target=site.label)
+    if exc is None:
+        raw = inv.raw.get("model", "") if inv is not None else ""
+        model_ref = raw
+        notes.append(f"the model is '{raw}', set at run time: only the engine-level rules ran (the flags against "
+                     "the engine), not memory, speed or drift; give the variable a default in the artifact or "
+                     "declare model: in quantadvise.yaml")
+    else:
+        # where the model is named: quantadvise.yaml's model: line when the declaration names it, else the command's
+        from_config = loaded.file is not None and "model" in loaded.lines and model_from == loaded.file
+        file, line = site.at("model", declared=from_config)
+        named = f"{loaded.file} line {loaded.lines['model']}" if from_config else (model_from or "declared")
+        why = " ".join((exc.message if isinstance(exc, QuantAdviseError) else str(exc)).split())
+        out.add("QA111", f"model '{model_ref}' ({named}) could not be resolved: {why}; only the "
+                "engine-level rules ran (the flags against the engine), not memory, speed or drift"
+                + (f" ({exc.hint})" if isinstance(exc, QuantAdviseError) and exc.hint else ""),
+                subject=f"{site.key}|model-unresolved", file=file, line=line, target=site.label)
     return TargetReport(
         label=site.label, file=site.file, line=site.line, source=source, context=inv.context if inv else None,
-        engine=choice.name, engine_version=choice.version, engine_version_from=choice.source, model=model_ref,
-        model_from=model_from or "declared", checkpoint="unknown (config.json not readable)",
-        resolved_method=res.resolved_method, engine_status=res.status, scheme=None,
+        engine=choice.name, engine_version=choice.version, engine_version_from=choice.source, model=model_ref or "",
+        model_from=model_from or "declared", checkpoint="unknown (config.json not readable)" if exc is not None
+        else "unknown (the model is set at run time)",
+        resolved_method=res.resolved_method, engine_status="refused" if out.refused(site.label) else res.status,
+        scheme=None,
         scheme_from="unknown: the model's config.json could not be read", kv_cache_dtype=kv_flag or "auto",
         gpu=g.id, gpus=tp * pp, mode="unknown",
         assumptions=[choice.assumption] if choice.assumption else [], notes=notes,

@@ -92,22 +92,12 @@ def get_gpu(gpu: str | GPU) -> GPU:
     return gpu if isinstance(gpu, GPU) else catalog.get_gpu(gpu)
 
 
-
 def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> EngineData:
     """One engine release from data/engines/ (``engine`` may carry the version: ``vllm==0.33.0``)."""
-    name, ver = _split_engine(engine)
+    from ..inputs import split_engine
+
+    name, ver = split_engine(engine)
     return catalog.get_engine(name, version or ver)
-
-
-def _split_engine(spec: str) -> tuple[str, str | None]:
-    import re
-
-    m = re.fullmatch(r"\s*([A-Za-z][\w-]*?)\s*(?:(?:==|@|:)\s*v?([\w.+-]+))?\s*", spec or "")
-    if not m:
-        raise InputError(f"--engine expects NAME or NAME==VERSION (vllm, sglang==0.5.23), got '{spec}'",
-                         field="engine")
-    return m.group(1), m.group(2)
-
 
 
 def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, gpu: Any | None = None) -> list[Any]:

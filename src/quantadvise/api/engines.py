@@ -11,11 +11,25 @@ if TYPE_CHECKING:
     from ..engines.listing import EngineDiff, EngineListing, MethodDetail, Probe
 
 
+def _one_version(engine: str, version: str | None) -> None:
+    """``engine`` may carry a version (``vllm@0.30.0``, ``vllm==0.30.0``) and ``version`` name one too: the
+    two must agree, or the call is refused (never one of them silently)."""
+    from ..errors import InputError
+    from ..inputs import split_engine
+
+    _, carried = split_engine(engine)
+    given = (version or "").strip().lower().removeprefix("v")
+    if carried is not None and given not in ("", "latest") and carried.lower().removeprefix("v") != given:
+        raise InputError(f"conflicting versions: '{engine.strip()}' names {carried} and --version names {version}; "
+                         "give the version once", field="version")
+
+
 def engines_list(engine: str = "vllm", version: str | None = None) -> EngineListing:
     """Every method an engine release accepts, with config class, minimum capability, activation
     dtypes, optimized flag; its KV cache dtypes, online shorthands and override order."""
     from ..engines.listing import listing
 
+    _one_version(engine, version)
     return listing(get_engine(engine, version))
 
 
@@ -24,6 +38,7 @@ def engines_show(method: str, engine: str = "vllm", version: str | None = None) 
     overrides that produce it, and the same name in the other engines on file."""
     from ..engines.listing import method_detail
 
+    _one_version(engine, version)
     e = get_engine(engine, version)
     others = [catalog.get_engine(n) for n in catalog.engine_names() if n != e.engine]
     detail = method_detail(e, method, others)

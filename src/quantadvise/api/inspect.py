@@ -35,8 +35,10 @@ def gpu_target(gpu: str | GPU | int | None) -> GpuTarget | None:
             return GpuTarget(id=f"sm{cap}", capability=cap)
     g = get_gpu(gpu)
     platform = "rocm" if g.vendor.lower() in ("amd",) else "cuda"
-    return GpuTarget(id=g.id, name=g.name, capability=g.capability, platform=platform,
-                     compute_capability=g.compute_capability)
+    # on ROCm the engines compare the capability vLLM derives from the gfx target (gfx942 -> 9.4)
+    ecap = g.engine_capability
+    shown = g.compute_capability or (f"{ecap // 10}.{ecap % 10} ({g.gfx_target})" if ecap is not None else None)
+    return GpuTarget(id=g.id, name=g.name, capability=ecap, platform=platform, compute_capability=shown)
 
 
 def inspect(

@@ -37,7 +37,7 @@ def list_bundled(kind: str) -> Listing:
             g = catalog.get_gpu(gid)
             gpus.append(L.GpuItem(id=g.id, aliases=list(g.aliases), name=g.name, vendor=g.vendor,
                                   memory_bytes=g.memory_bytes, bandwidth_bytes_per_s=g.bandwidth_bytes_per_s,
-                                  peak_flops_bf16=g.peak("bf16"), peak_flops_fp8=g.peak("fp8"),
+                                  peak_flops_bf16=g.native_peak("bf16"), peak_flops_fp8=g.peak("fp8"),
                                   peak_flops_fp4=g.peak("fp4"), compute_capability=g.compute_capability,
                                   source=g.source))
         return L.GpuList(gpus=gpus)

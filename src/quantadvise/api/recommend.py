@@ -38,8 +38,8 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``).
 
     >>> r = recommend(batch=1, ctx=2048)
-    >>> r.scheme.family
-    'weight-only 4-bit'
+    >>> r.scheme.axes.weights.bits
+    4
     """
     from ..errors import InputError
     from ..inputs import serving_pairs
@@ -66,6 +66,8 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     except InputError as exc:
         if exc.field == "ctx":
             raise _with_sibling_hint(exc, inputs, w) from None
+        if exc.field == "kv_dtype":
+            raise _with_kv_hint(exc, inputs) from None
         if exc.field != "workload":
             raise
         raise _with_gpu_hint(exc, inputs, w) from None
@@ -135,7 +137,8 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   forced_kv=inputs.forced is not None, native=inputs.native, limits=inputs.limits,
                   model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
-                  batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup)
+                  batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
+                  fp16=_fp16_engines(inputs))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -183,6 +186,26 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
         + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
             "split, or nothing fits)"] if skipped else []))
     return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
+
+
+def _fp16_engines(inputs: _Inputs) -> dict[str, str]:
+    """Engine name -> the message it logs when it runs this model's 16-bit weights in float16 on this GPU
+    (bfloat16 below compute capability 8.0: vLLM's --dtype auto falls back to the first supported dtype,
+    SGLang downgrades to float16; data/engines/*.yaml dtype_checks)."""
+    from ..engines.config_checks import dtype_fallback
+
+    g, arch = inputs.gpu, inputs.arch
+    cap = g.engine_capability
+    if cap is None:
+        return {}
+    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
+    out: dict[str, str] = {}
+    for eng in (inputs.engine, *([inputs.other] if inputs.other is not None else [])):
+        fb = dtype_fallback(eng, cap, "auto", config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
+                            platform=platform)
+        if fb is not None and fb[0] == "float16":
+            out[eng.engine] = fb[1]
+    return out
 
 
 def _slo(w: Workload) -> Slo | None:
@@ -235,6 +258,29 @@ def _target_assumptions(w: Workload, inputs: _Inputs, searched: bool, fixed_gpus
     if inputs.price is not None:
         out.append(f"price: {inputs.price.label()}; $/Mtok = $/GPU-hour x GPUs / (output tokens/s x 3600) x 1e6")
     return out
+
+
+def _with_kv_hint(exc: QuantAdviseError, inputs: _Inputs) -> QuantAdviseError:
+    """The engine refuses the forced KV dtype: name the KV presets it accepts on this GPU (each one's
+    --kv-cache-dtype value through the engine resolver, as the engine node checks it)."""
+    from ..engines.resolution import resolve
+    from ..errors import InputError
+
+    eng, g = inputs.engine, inputs.gpu
+    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
+    ok = []
+    for kid in catalog.kv_ids():
+        d = catalog.kv_preset(kid).deploy
+        flag = d.vllm_kv_cache_dtype if eng.engine == "vllm" else d.sglang_kv_cache_dtype
+        if flag is not None and not resolve(eng, None, capability=g.capability, platform=platform,
+                                            kv_cache_dtype=flag).refused:
+            ok.append(kid)
+    hint = exc.hint or ""
+    if ok:
+        listed = ", ".join(ok[:-1]) + f" or {ok[-1]}" if len(ok) > 1 else ok[0]
+        hint = hint.replace(f"pass a KV cache dtype {eng.label} accepts",
+                            f"use --kv-dtype {listed} (what {eng.label} accepts on {g.name})")
+    return InputError(exc.message, hint=hint or None, field="kv_dtype")
 
 
 def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
@@ -350,7 +396,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
     from .speed import efficiency
 
     profiles = load_profiles(w.ideal, w.profile, g)
-    names = list(w.candidates) if w.candidates else list(defaults.CANDIDATES)
+    names = [n for n in w.candidates if not _names_native(n, w.model, native)] if w.candidates \
+        else list(defaults.CANDIDATES)
     if "bf16" not in [catalog.scheme_preset(n).id for n in names]:
         names.insert(0, "bf16")
     seen: set[str] = set()
@@ -378,6 +425,27 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
         picks = [c for c in picks if c.efficiency.model == "calibrated" or c.scheme.id == "bf16"
                  or c.checkpoint is not None]
     return picks, notes, unmeasured
+
+
+def _names_native(name: str, model: str, native: Native | None) -> bool:
+    """Whether a --candidates entry names the checkpoint as shipped — ``native`` or the id the tree
+    prints for it (``native-fp8``, ``native-mxfp4``) — which is always weighed when the model ships
+    quantized. A native name for a 16-bit checkpoint, or one naming another method, is an input error."""
+    from ..advisor.native import NATIVE_PREFIX
+    from ..errors import InputError
+
+    n = name.strip().lower()
+    if n != "native" and not n.startswith(NATIVE_PREFIX):
+        return False
+    if native is None:
+        raise InputError(f"--candidates {name}: {model} ships 16-bit weights (no "
+                         "quantization_config), so there is no quantized checkpoint to serve as shipped",
+                         hint="drop it: every quantized candidate is then a re-quantization (`quantadvise list "
+                              "schemes` lists them)", field="candidates")
+    if n not in ("native", native.id.lower()):
+        raise InputError(f"--candidates {name}: the checkpoint as shipped is {native.id} "
+                         f"({native.checkpoint.quant_method})", hint=f"write native or {native.id}", field="candidates")
+    return True
 
 
 def _regrouped(text: str, scheme: Scheme) -> str:
@@ -420,7 +488,7 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
         f"lengths: {w.prompt_tokens:,} prompt + {plural(w.output_tokens, 'output token')} per sequence (--prompt/--output); "
         f"a decode step is priced at the average {plural(w.decode_context, 'token')} held; the KV cache is sized for "
         + (f"{w.kv_tokens_per_sequence:,} tokens per sequence (continuous batching's steady-state average)"
-           if w.serving_mode == "continuous" else f"the full {w.context:,} tokens (synchronous batches grow together)")
+           if w.serving_mode == "continuous" else f"the full {plural(w.context, 'token')} (synchronous batches grow together)")
     )
     if "mode" not in explicit:
         out.append(f"serving mode: {w.serving_mode} (auto: batch <= {defaults.SYNC_MAX_BATCH} is synchronous; --mode)")
@@ -429,9 +497,15 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
     effs = {c.scheme.id: c.efficiency for c in candidates}
     profile_id = candidates[0].efficiency.profile_id
     if any(e.calibration is not None or e.model == "measured-kernels" for e in effs.values()):
+        from ..advisor.speed import provenance
         from ..perf.efficiency import describe_models
 
-        out.append(f"speed: profile '{profile_id}': " + describe_models(effs))
+        kernels = {sid: e for sid, e in effs.items() if e.model == "measured-kernels"}
+        rest = {sid: e for sid, e in effs.items() if sid not in kernels}
+        kp = next((e.kernels for e in kernels.values() if e.kernels is not None), None)
+        parts = ([f"kernel cost curves (profile {kp.profile_id}: the kernel {kp.context.table.label} runs for each "
+                  f"layer): {provenance(kernels)}"] if kp is not None else []) + ([describe_models(rest)] if rest else [])
+        out.append(f"speed: profile '{profile_id}': " + "; ".join(parts))
         if unmeasured:
             out.append("not weighed (no measured curve on this GPU; the advice follows the measurement — "
                        "name them with --candidates to price them by the roofline): " + ", ".join(unmeasured))

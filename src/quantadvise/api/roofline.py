@@ -75,6 +75,7 @@ def roofline(
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
     from ..perf.serving import Slo, Speculation
+    from .size import context_warnings
     from .speed import efficiency, price_for
 
     # every input checked before any work, by the checks (and messages) recommend, size and check use
@@ -123,7 +124,8 @@ def roofline(
     kv, kv_name = resolve_kv(kv_dtype)
     # what "fits" means: the engine's own share of each GPU (the named release's, else the newest vLLM's)
     share, reserve, _ = engine_share(g, gpus, arch=arch, engine=engine, version=engine_version)
-    return run(
+    too_long = context_warnings(model, info.id, [c for c in contexts if c])  # engines refuse them at startup
+    result = run(
         arch,
         resolved,
         g,
@@ -146,5 +148,6 @@ def roofline(
                 Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
                     e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,
     )
+    return result.model_copy(update={"warnings": [*result.warnings, *too_long]}) if too_long else result
 
 

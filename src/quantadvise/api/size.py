@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import defaults
+from .. import catalog, defaults
 from ..hardware import GPU
 from ..model import ModelArch
 from ..scheme import Scheme, TensorQuant
@@ -47,8 +47,20 @@ def size(
     check("reserve_gb", reserve_bytes / defaults.GiB)
     arch, info = load_model(model)
     s = resolve_scheme(scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
+    if scheme is not None and group is not None and bits is None:
+        base = resolve_scheme(scheme, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
+        s = s.model_copy(update={"description": regrouped_description(base, s)})
     kv, kv_name = resolve_kv(kv_dtype)
     g = get_gpu(gpu) if gpu is not None else None
+    if g is not None:
+        from ..perf.step import check_tensor_parallel
+
+        check_tensor_parallel(arch, g, gpus)  # what recommend and roofline refuse, refused here too
+    warnings = ignored_flags(gpu=gpu, gpus=gpus, memory_utilization=memory_utilization, reserve_bytes=reserve_bytes,
+                             ctx=ctx, batch=batch, kv_dtype=kv_dtype, include_mtp=include_mtp,
+                             mtp_layers=arch.num_mtp_layers)
+    if ctx:
+        warnings += context_warnings(model, info.id, [ctx])
     note = None
     if g is not None and memory_utilization is None:
         memory_utilization, _, why = engine_share(g, gpus)
@@ -68,6 +80,75 @@ def size(
         memory_utilization=memory_utilization if memory_utilization is not None else defaults.MEMORY_UTILIZATION,
         reserve_bytes=reserve_bytes,
     )
-    return report if note is None else report.model_copy(update={"notes": [*report.notes, note]})
+    update: dict[str, Any] = {"warnings": [*report.warnings, *warnings]}
+    if note is not None:
+        update["notes"] = [*report.notes, note]
+    return report.model_copy(update=update)
 
 
+def regrouped_description(base: Scheme, s: Scheme) -> str:
+    """The description of preset ``base`` after ``--group`` regrouped it into ``s``: the group the preset
+    names is rewritten as ``recommend`` rewrites it; otherwise the new group is said after it."""
+    from .recommend import _regrouped
+
+    old = base.weight.scale.group if base.weight is not None and base.weight.scale is not None else None
+    new = s.weight.scale.group if s.weight is not None and s.weight.scale is not None else None
+    if old is None or new is None or old == new:
+        return base.description
+    if old.is_per_group and new.is_per_group and f"group {old.reduction_group}" in base.description:
+        return _regrouped(base.description, s)
+    return (f"{base.description}; weights regrouped by --group to "
+            + (f"group {new.reduction_group}" if new.is_per_group else "per-channel scales"))
+
+
+def ignored_flags(*, gpu: object, gpus: int, memory_utilization: float | None, reserve_bytes: int, ctx: int | None,
+                  batch: int, kv_dtype: object, include_mtp: bool, mtp_layers: int) -> list[str]:
+    """One warning per flag ``size`` was given that changes nothing, saying what to add."""
+    out: list[str] = []
+    if gpu is None:
+        given = [f for f, on in (("--gpus", gpus != 1), ("--memory-utilization", memory_utilization is not None),
+                                 ("--reserve-gb", reserve_bytes != defaults.RESERVE_BYTES)) if on]
+        out += [f"{f} has no effect without --gpu: add --gpu (e.g. --gpu {defaults.GPU}) to size the fit" for f in given]
+    if not ctx:
+        given = [f for f, on in (("--batch", batch != 1), ("--kv-dtype", kv_dtype is not None)) if on]
+        out += [f"{f} has no effect without --ctx: add --ctx (tokens per sequence) to size the KV cache" for f in given]
+    if include_mtp and not mtp_layers:
+        out.append("--mtp has no effect: this model has no multi-token-prediction layers")
+    return out
+
+
+def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[str]:
+    """A warning when a context is longer than the engines serve for this model: they refuse such a
+    ``--max-model-len`` / ``--context-length`` at startup (the limit each derives, ``advisor.limits``)."""
+    from ..advisor.limits import ContextLimit, context_limit
+
+    if not contexts:
+        return []
+    if isinstance(model, dict):
+        cfg: dict[str, Any] = model
+    elif isinstance(model, str):
+        from ..hub import resolve_model
+
+        cfg = resolve_model(model)[1]  # load_model found it already: bundled or cached, no download
+    else:
+        return []
+    flags = {"vllm": "--max-model-len", "sglang": "--context-length"}
+    by_limit: dict[tuple[int, str, float | None], list[tuple[str, ContextLimit]]] = {}
+    for name in sorted(catalog.engine_names(), key=lambda n: n != defaults.ENGINE):  # the default engine first
+        lim = context_limit(cfg, name)
+        if lim.tokens is not None and max(contexts) > lim.tokens:
+            by_limit.setdefault((lim.tokens, lim.key or "", lim.rope_factor), []).append(
+                (catalog.get_engine(name).label, lim))
+    out: list[str] = []
+    for (tokens, key, factor), engines in by_limit.items():
+        over = sorted(c for c in contexts if c > tokens)
+        said = [f"{c:,}" for c in over]
+        listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+        label, first = engines[0]
+        out.append(f"--ctx {listed} {'is' if len(over) == 1 else 'are'} longer than "
+                   f"{model_id} serves: {' and '.join(e for e, _ in engines)} derive at most {tokens:,} tokens per "
+                   f"sequence ({key}{f' x rope factor {factor:g}' if factor else ''}) and refuse a longer "
+                   f"{' / '.join(flags.get(lim.engine, '--max-model-len') for _, lim in engines)} at startup "
+                   f"({label}: \"{first.refusal(over[-1])}\"); these figures are for a configuration that does not "
+                   "start")
+    return out

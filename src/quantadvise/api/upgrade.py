@@ -55,8 +55,9 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
                                [v for v in releases if not has[v]], [v for v in releases if has[v]])
         if note:
             notes.append(f"--upgrade-to {engine}@{version}: {note}")
-    notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {plural(compared, engine + ' deployment')} behave "
-                 "differently on the target release (QA112)" if compared else
+    notes.append(f"--upgrade-to {engine}@{version}: {len(changes)} of {plural(compared, engine + ' deployment')} "
+                 f"{'behaves' if len(changes) == 1 else 'behave'} differently on the target release (QA112)"
+                 if compared else
                  f"--upgrade-to {engine}@{version}: no deployment runs another {engine} release")
     return changes
 

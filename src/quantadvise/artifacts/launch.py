@@ -24,7 +24,7 @@ from .shell import Word, split_shell
 # Text that holds an engine launch (decides whether a file's parse errors matter, and which YAML strings
 # are read as commands).
 ENGINE_MARKER = re.compile(
-    r"\b(?:vllm\s+serve|sglang\s+serve|-m\s+(?:vllm\.entrypoints\.(?:openai\.)?api_server"
+    r"(?:\bvllm\s+serve|\bsglang\s+serve|(?<![\w-])-m\s*(?:vllm\.entrypoints\.(?:openai\.)?api_server"
     r"|vllm\.entrypoints\.cli\.main|sglang(?:_router)?\.launch_server))\b"
 )
 _PIP_PIN = re.compile(r"""(?:^|[\s"'])(vllm|sglang)(?:\[[^\]]*\])?==(\d[\w.+\-]*)""")
@@ -244,6 +244,10 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
             lines["model"] = w.line
             raw["model"] = t
             values["model"] = None if w.unresolved else t
+        elif w.unresolved:  # "${ARGS[@]}", $EXTRA_ARGS: flags the gate cannot see
+            warnings.append(f"{where}: line {w.line}: {t} is set at run time: the flags in it are not read (assign "
+                            "it in the script, or put the flags that matter on the command line)")
+            unresolved.extend(w.unresolved)
         else:
             other.setdefault("<positional>", t)
         i += 1

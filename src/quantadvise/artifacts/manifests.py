@@ -20,7 +20,16 @@ from typing import Any
 
 from ..errors import ConfigError
 from .invocation import EngineInvocation, Source
-from .launch import ENGINE_MARKER, LaunchContext, find_engine, invocation_from_words, launch_position, parse_image
+from .launch import (
+    ENGINE_MARKER,
+    LaunchContext,
+    find_engine,
+    invocation_from_words,
+    launch_position,
+    parse_image,
+    pip_versions,
+    with_version,
+)
 from .shell import Word, split_shell
 
 
@@ -502,8 +511,9 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None)
                     continue  # "... pass these to vllm serve ..." in some text, not a command
                 inv = invocation_from_words(c, ctx)
                 if inv is not None:
-                    out.append(inv)
+                    out.append(with_version(inv, pip_versions(node.value)))  # a pin in the same step first
 
         _walk(root, "", scan_strings)
-    return out
+    versions = pip_versions(text)  # `pip install vllm==0.9.2` in another step, or a container's shell command
+    return [with_version(i, versions) for i in out]
 

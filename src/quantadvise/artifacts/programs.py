@@ -101,6 +101,7 @@ def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None
 _ARGV_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen"})  # subprocess.*(argv, ...)
 _EXEC_ARGV = frozenset({"execv", "execvp", "execve", "execvpe", "spawnv", "spawnvp", "spawnve", "spawnvpe"})
 _EXEC_VARARGS = frozenset({"execl", "execlp", "execle", "execlpe", "create_subprocess_exec"})
+MAX_NAME_DEPTH = 8  # a name bound to a name bound to ...: deeper than this is a run-time value
 
 
 def _name(node: ast.AST) -> str:
@@ -109,9 +110,91 @@ def _name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _word(node: ast.AST) -> Word | None:
-    """One argv element: a literal string, ``sys.executable`` (python), else a run-time value."""
-    line = getattr(node, "lineno", 1)
+def _str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _environ(node: ast.AST) -> tuple[str, ast.AST | None] | None:
+    """``os.environ["X"]`` / ``os.environ.get("X"[, default])`` / ``os.getenv("X"[, default])``:
+    (the variable, its default expression or None)."""
+    if isinstance(node, ast.Subscript) and _name(node.value) == "environ":
+        key = _str(node.slice)
+        return (key, None) if key is not None else None
+    if isinstance(node, ast.Call) and node.args and (
+            (_name(node.func) == "get" and isinstance(node.func, ast.Attribute) and _name(node.func.value) == "environ")
+            or _name(node.func) == "getenv"):
+        key = _str(node.args[0])
+        default = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "default"), None)
+        return (key, default) if key is not None else None
+    return None
+
+
+class _Names:
+    """A module's names bound once to a value (``MODEL = "org/m"``, ``cmd = [...]``) — the only
+    bindings followed; a name bound twice, or bound in a loop / by a parameter, is a run-time value.
+    ``cmd += [...]`` / ``cmd.extend([...])`` / ``cmd.append(x)`` extend a bound list, in line order."""
+
+    def __init__(self, tree: ast.AST):
+        self.bound: dict[str, list[ast.AST]] = {}
+        self.grown: dict[str, list[tuple[int, list[ast.AST]]]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self.bound.setdefault(t.id, []).append(node.value)
+                    else:  # a, b = ...: every name in it is a run-time value
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                self.bound.setdefault(n.id, []).extend([t, t])
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                self.bound.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                if isinstance(node.op, ast.Add) and isinstance(node.value, ast.List | ast.Tuple):
+                    self.grown.setdefault(node.target.id, []).append((node.lineno, list(node.value.elts)))
+                else:
+                    self.bound.setdefault(node.target.id, []).extend([node, node])
+            elif isinstance(node, ast.NamedExpr):
+                self.bound.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.withitem | ast.arguments):
+                scope = node if isinstance(node, ast.arguments) else \
+                    node.optional_vars if isinstance(node, ast.withitem) else node.target
+                for n in ast.walk(scope) if scope is not None else ():
+                    if isinstance(n, ast.Name | ast.arg):  # a loop variable, a parameter: a run-time value
+                        self.bound.setdefault(n.id if isinstance(n, ast.Name) else n.arg, []).extend([n, n])
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.args:
+                verb, target = node.func.attr, node.func.value.id
+                if verb == "append":
+                    self.grown.setdefault(target, []).append((node.lineno, [node.args[0]]))
+                elif verb == "extend" and isinstance(node.args[0], ast.List | ast.Tuple):
+                    self.grown.setdefault(target, []).append((node.lineno, list(node.args[0].elts)))
+                elif verb in ("extend", "insert", "pop", "remove", "clear"):
+                    self.bound.setdefault(target, []).extend([node, node])  # changed in a way not followed
+
+    def value(self, name: str) -> ast.AST | None:
+        """The one value a name is bound to, else None."""
+        values = self.bound.get(name, [])
+        return values[0] if len(values) == 1 else None
+
+    def extra(self, name: str) -> list[ast.AST]:
+        return [el for _, els in sorted(self.grown.get(name, []), key=lambda g: g[0]) for el in els]
+
+
+def _shown(node: ast.AST) -> str:
+    """A run-time value as the report shows it: ``${MODEL}`` for an environment variable or a name,
+    ``${args.model}`` for another expression."""
+    env = _environ(node)
+    text = env[0] if env is not None else ast.unparse(node)
+    text = " ".join(text.split())
+    return "${" + (text if len(text) <= 60 else text[:57] + "...") + "}"
+
+
+def _word(node: ast.AST, names: _Names, at: int | None = None, depth: int = 0) -> Word | None:
+    """One argv element: a literal string, ``sys.executable`` (python), a name bound once to one of
+    these, an environment variable's literal default (``os.environ.get("X", "org/m")``); else a
+    run-time value, shown as ``${...}``."""
+    line: int = at or int(getattr(node, "lineno", 1))
     if isinstance(node, ast.Constant) and isinstance(node.value, str | int | float) \
             and not isinstance(node.value, bool):
         return Word(str(node.value), line)
@@ -119,15 +202,41 @@ def _word(node: ast.AST) -> Word | None:
         return Word("python", line)
     if isinstance(node, ast.Starred):
         return None
-    return Word("${PY_VALUE}", line, ("a Python expression",))
+    if depth < MAX_NAME_DEPTH:
+        if isinstance(node, ast.Name) and (bound := names.value(node.id)) is not None \
+                and not isinstance(bound, ast.List | ast.Tuple):
+            w = _word(bound, names, line, depth + 1)
+            if w is not None and not w.unresolved:
+                return w
+        env = _environ(node)
+        if env is not None and env[1] is not None:
+            w = _word(env[1], names, line, depth + 1)
+            if w is not None and not w.unresolved:
+                return w  # the default: what runs where the variable is not set
+    bound = names.value(node.id) if isinstance(node, ast.Name) else None
+    text = _shown(bound if bound is not None and _environ(bound) is not None else node)  # MODEL = os.environ[...]
+    return Word(text, line, (text[2:-1],))
 
 
-def _argv(node: ast.AST) -> list[Word] | None:
-    """The words of an argv literal (a list / tuple, or ``shlex.split("...")`` / a command string)."""
+def _argv(node: ast.AST, names: _Names, depth: int = 0) -> list[Word] | None:
+    """The words of an argv literal (a list / tuple, a name bound to one, or ``shlex.split("...")`` /
+    a command string)."""
+    if isinstance(node, ast.Name) and depth < MAX_NAME_DEPTH:
+        bound = names.value(node.id)
+        if bound is None:
+            return None
+        words = _argv(bound, names, depth + 1)
+        if words is not None and isinstance(bound, ast.List | ast.Tuple):
+            for el in names.extra(node.id):
+                w = _word(el, names)
+                if w is None:
+                    break
+                words.append(w)
+        return words
     if isinstance(node, ast.List | ast.Tuple):
         words = []
         for el in node.elts:
-            w = _word(el)
+            w = _word(el, names)
             if w is None:
                 break  # *args: the rest is unknown
             words.append(w)
@@ -142,15 +251,17 @@ def _argv(node: ast.AST) -> list[Word] | None:
 
 
 def parse_python(text: str, file: str) -> list[EngineInvocation]:
-    """Engine launches in a Python launcher (subprocess / os.exec* with a literal argv)."""
+    """Engine launches in a Python launcher (subprocess / os.exec* with a literal argv, or a name
+    bound once to one)."""
     from ..errors import ConfigError
 
     try:
         tree = ast.parse(text, filename=file)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
-        raise ConfigError(f"{file}:{f' line {line}:' if line else ''} not valid Python ({getattr(exc, 'msg', exc)})") \
-            from None
+        raise ConfigError(f"{file}:{f' line {line}:' if line else ''} not valid Python 3 "
+                          f"({getattr(exc, 'msg', exc)})") from None
+    names = _Names(tree)
     ctx = LaunchContext(file=file, source="python")
     out: list[EngineInvocation] = []
     for node in ast.walk(tree):
@@ -159,12 +270,12 @@ def parse_python(text: str, file: str) -> list[EngineInvocation]:
         fn = _name(node.func)
         words: list[Word] | None = None
         if fn in _ARGV_CALLS and node.args:
-            words = _argv(node.args[0])
+            words = _argv(node.args[0], names)
         elif fn in _EXEC_ARGV and len(node.args) >= 2:
-            words = _argv(node.args[1])
+            words = _argv(node.args[1], names)
         elif fn in _EXEC_VARARGS and node.args:
             args = node.args[1:] if fn.startswith("exec") else node.args
-            words = [w for w in (_word(a) for a in args) if w is not None]
+            words = [w for w in (_word(a, names) for a in args) if w is not None]
         if not words:
             continue
         inv = invocation_from_words(words, ctx)

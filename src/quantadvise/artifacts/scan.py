@@ -35,9 +35,9 @@ def classify(path: str | Path, head: str = "") -> FileKind | None:
     """Which parser reads a file, from its name (and first line for extension-less scripts)."""
     name = Path(path).name
     low = name.lower()
-    if low.startswith(("dockerfile", "containerfile")) or low.endswith((".dockerfile", ".containerfile")):
+    if is_dockerfile_name(low):  # Dockerfile, app.dockerfile: certain
         return "dockerfile"
-    if low.endswith((".yaml", ".yml")):
+    if low.endswith((".yaml", ".yml")):  # the extension wins over a name that starts like a Dockerfile's
         return "yaml"
     if low.endswith((".sh", ".bash", ".zsh", ".ksh")):
         return "shell"
@@ -45,12 +45,21 @@ def classify(path: str | Path, head: str = "") -> FileKind | None:
         return "makefile"
     if low.endswith(".py"):
         return "python"
+    if low.startswith(("dockerfile", "containerfile")):  # Dockerfile.cuda, dockerfile-old: a guess by name
+        return "dockerfile"
     first = head.splitlines()[0] if head else ""
     if first.startswith("#!") and re.search(r"\b(ba|da|k|z)?sh\b", first):
         return "shell"
     if first.startswith("#!") and re.search(r"\bpython[\d.]*\b", first):
         return "python"
     return None
+
+
+def is_dockerfile_name(name: str) -> bool:
+    """A name only a Dockerfile has (``Dockerfile``, ``Containerfile``, ``*.dockerfile``); a name that
+    merely starts with one (``Dockerfile.cuda``) is a guess, and a guess that does not parse is skipped."""
+    low = name.lower()
+    return low in ("dockerfile", "containerfile") or low.endswith((".dockerfile", ".containerfile"))
 
 
 def parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] | None = None,
@@ -85,7 +94,26 @@ def parse_dotenv(text: str) -> dict[str, str]:
 
 def _relevant(text: str) -> bool:
     """Whether a file mentions an engine launch or an engine image (its parse errors then matter)."""
-    return bool(ENGINE_MARKER.search(text) or re.search(r"vllm-openai|lmsysorg/sglang", text))
+    return bool(ENGINE_MARKER.search(text) or re.search(
+        r"vllm-openai|lmsysorg/sglang|sglang\.launch_server|vllm\.entrypoints\.|[\"']vllm[\"']\s*,\s*[\"']serve[\"']", text))
+
+
+def _parses(text: str, file: str) -> bool:
+    try:
+        yaml_nodes(text, file)
+    except ConfigError:
+        return False
+    return True
+
+
+def _unreadable(f: Path, kind: FileKind, exc: ConfigError, guessed: bool) -> str:
+    """``FILE: why`` for a candidate that did not parse and is skipped."""
+    why = str(exc).removeprefix(f"{f}: ").removeprefix(f"{f}:").strip()
+    if guessed:
+        return f"{f}: named like a Dockerfile, but not one ({why})"
+    if kind == "python":
+        return f"{f}: {why}; a launch in it is not read (a Python 2 script?)"
+    return f"{f}: could not be parsed as {'a ' + kind if kind != 'yaml' else 'YAML'} ({why})"
 
 
 def _iter_files(root: Path) -> Iterable[Path]:
@@ -154,37 +182,39 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                     continue
             else:
                 text = read_text(f)
-            if kind == "yaml" and ("templates" in f.parts or "{{" in text):
-                try:
-                    yaml_nodes(text, str(f))
-                except ConfigError:
-                    if "{{" in text:
-                        templates.append(f)
-                        skipped.append(f"{f}: a Helm/Go template (not YAML until rendered)")
-                        continue
-                    raise
+            if kind == "yaml" and "{{" in text and ("templates" in f.parts or not _parses(text, str(f))):
+                templates.append(f)
+                skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
+                continue
             dotenv: dict[str, str] = {}
             if kind == "yaml":
                 envfile = f.parent / ".env"
                 if envfile.is_file():
                     dotenv = parse_dotenv(read_text(envfile))
                 dotenv = {**dotenv, **(env or {})}
-            scanned.append(str(f))
             try:
                 found = parse_text(text, str(f), kind, env=env, dotenv=dotenv)
             except ConfigError as exc:
-                if explicit or (_relevant(text) and kind != "python"):  # a Python file's prose mentions engines
-                    raise
-                warnings.append(f"skipped (no engine launch in it, and it could not be parsed): {exc}")
-                skipped.append(f"{f}: could not be parsed ({exc})")
+                if kind == "yaml" and "{{" in text:  # YAML, but its values are Go template actions
+                    templates.append(f)
+                    skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
+                    continue
+                guessed = kind == "dockerfile" and not is_dockerfile_name(f.name)
+                if not guessed and (explicit or (_relevant(text) and kind != "python")):
+                    raise  # a deployment file that does not parse: the gate cannot check it
+                why = _unreadable(f, kind, exc, guessed)
+                skipped.append(why)
+                if explicit or (_relevant(text) and not guessed):  # it may hold a launch: said without -v too
+                    warnings.append(f"skipped {why}")
                 continue
+            scanned.append(str(f))
             invocations.extend(found)
             if not found and _relevant(text):
                 skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
                                "run time)")
     if templates:
         dirs = sorted({str(t.parent) for t in templates})
-        warnings.append(f"skipped {plural(len(templates), 'Helm/Go template')} in {', '.join(dirs)} (not YAML until rendered); "
+        warnings.append(f"skipped {plural(len(templates), 'Helm template')} (not rendered) in {', '.join(dirs)}: "
                         f"scan the chart's values.yaml or the output of `helm template`")
     for inv in invocations:
         warnings.extend(inv.warnings)

@@ -27,7 +27,11 @@ class Unknown(tuple[str, ...]):
     """The value of a variable set from something unresolvable (``$(cmd)``, ``$1``)."""
 
 
-EnvValue = str | Unknown | None
+class Array(tuple[Word, ...]):
+    """A bash array assigned in the script (``ARGS=(--max-model-len 8192 -tp 2)``): its words."""
+
+
+EnvValue = str | Unknown | Array | None
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = "@*#?$!-0123456789"
 
@@ -171,6 +175,10 @@ class _Shell:
             if c in "<>" or (c == "&" and s.startswith("&>", self.i)):
                 self._redirect()
                 continue
+            if c == "(" and self.expand and self._started and self._literal \
+                    and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?=", "".join(self._parts)):
+                self._array()
+                continue
             if c in ";&|()":
                 self._end_command()
                 self.i += 1
@@ -188,6 +196,39 @@ class _Shell:
         else:
             self._end_command()
         return self.commands
+
+    def _array(self) -> None:
+        """``NAME=( words )`` / ``NAME+=( words )``: a bash array, kept for ``"${NAME[@]}"``."""
+        target = "".join(self._parts)
+        name, append = target.rstrip("+="), target.endswith("+=")
+        j = self._matching(self.i + 1, "(", ")")
+        body = self.s[self.i + 1:j]
+        sub = _Shell(body, self.file, self.line_map[self.phys:], self.env, expand=True)
+        words = [w for cmd in sub.run() for w in cmd]
+        old = self.env.get(name)
+        if append and isinstance(old, Array):
+            words = [*old, *words]
+        self.env[name] = Array(words)
+        self._advance_over(body)
+        self.i = j + 1
+        self._reset_word()  # the assignment is not a word of the command
+
+    def _array_words(self, name: str, index: str, source: str) -> bool:
+        """Emit ``${NAME[@]}`` / ``${NAME[*]}`` (every element a word) or ``${NAME[n]}``; False when
+        NAME is no array this script assigned (the reference is then unresolved)."""
+        value = self.env.get(name)
+        if not isinstance(value, Array):
+            return False
+        items = list(value) if index in "@*" else list(value[int(index):int(index) + 1])
+        for k, w in enumerate(items):
+            if k > 0 or (self._started and "".join(self._parts)):
+                self._finish()
+            self._start()
+            self._wline = w.line  # a flag from the array is located where the array writes it
+            self._literal = False
+            self._unres.extend(w.unresolved)
+            self._parts.append(w.text)
+        return True
 
     def _double_quoted(self) -> None:
         s, n = self.s, len(self.s)
@@ -265,8 +306,11 @@ class _Shell:
             body = s[i + 2:j]
             source = s[i:j + 1]
             self.i = j + 1
-            value, unres = self._brace(body, source)
             self._advance_over(source)
+            arr = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*]|[0-9]+)\]", body)
+            if arr and self._array_words(arr.group(1), arr.group(2), source):
+                return
+            value, unres = self._brace(body, source)
         elif nxt == "(":
             j = self._matching(i + 2, "(", ")")
             source = s[i:j + 1]
@@ -299,6 +343,8 @@ class _Shell:
 
     def _lookup(self, name: str, source: str) -> tuple[str, list[str]]:
         v = self.env.get(name)
+        if isinstance(v, Array):  # $ARGS is the array's first element
+            return (v[0].text, list(v[0].unresolved)) if v else ("", [])
         if isinstance(v, Unknown):
             return source, [name, *v]
         if v is None:
@@ -312,6 +358,8 @@ class _Shell:
             return source, names
         name, op, word = m.group(1), m.group(2), m.group(3)
         value = self.env.get(name)
+        if isinstance(value, Array):  # ${ARGS} is the array's first element
+            value = value[0].text if value else ""
         if isinstance(value, Unknown):  # set from something unresolvable: so is its expansion
             return source, [name, *value] if op is None or op[-1] in "-=+" else [name]
         if op is None:

@@ -15,7 +15,8 @@ from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
 
 if TYPE_CHECKING:
-    from ..engines.data import EngineData, FormatLibrary
+    from ..engines.data import EngineData
+    from ..engines.library import FormatLibrary
 
 
 
@@ -109,7 +110,7 @@ def get_engine(engine: str, version: str | None = None) -> EngineData:
 @cache
 def format_library(library: str = "compressed-tensors", version: str | None = None) -> FormatLibrary:
     """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
-    from ..engines.data import FormatLibrary
+    from ..engines.library import FormatLibrary
 
     libraries = sorted({n for n, _, _ in _release_paths().values() if not _is_engine(n)})
     versions = sorted((v for n, v, _ in _release_paths().values() if n == library), key=_version_key)

@@ -7,6 +7,7 @@ same vocabulary (fp8's and Quark's KV schemes, ModelOpt's config_groups).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -105,7 +106,12 @@ def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
     )
 
 
-def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -> CheckpointQuant:
+def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str, *,
+                             engine_groups: bool = True) -> CheckpointQuant:
+    """``engine_groups``: the config groups are the ones both engines build their scheme map from
+    (``_quantization_scheme_map_from_config``), which iterates ``targets`` and validates every group's
+    ``weights`` with ``QuantizationArgs.model_validate``; False for ModelOpt's config_groups, which
+    the engines never validate that way."""
     fmt = get_field(qc, "format", where, str, default=None)
     warnings: list[str] = []
     if fmt is not None and fmt not in COMPRESSION_FORMATS:
@@ -116,6 +122,17 @@ def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: st
         gw = f"{where}.config_groups.{gname}"
         if not isinstance(g, dict):
             raise field_error(gw, f"must be an object with targets and weights, got {short(g)}")
+        if engine_groups and isinstance(g.get("targets"), str):
+            # compressed-tensors QuantizationScheme.targets is list[str] (quant_scheme.py:39), and both engines
+            # run `for target in targets`, which takes a string one character at a time
+            raise field_error(f"{gw}.targets", f"must be a list of layer names, re:regex patterns or class names, "
+                              f"got the string {short(g['targets'])}", hint=f"write {json.dumps([g['targets']])}")
+        if engine_groups and g.get("weights") is None:
+            # both engines read every group's weights with QuantizationArgs.model_validate(quant_config.get("weights")),
+            # which raises a pydantic ValidationError on null / missing
+            raise field_error(f"{gw}.weights", "must be an object of quantization arguments (num_bits, type, strategy "
+                              "...), got " + ("null" if "weights" in g else "none: the field is missing"),
+                              hint="vLLM and SGLang validate every config group's weights and refuse the config")
         targets = get_str_list(g, "targets", gw, default=REQUIRED)
         if not targets:
             raise field_error(f"{gw}.targets", "must list at least one target (a layer name, re:regex or class name)")

@@ -51,6 +51,10 @@ def parse_gptq(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key: str) -
     ckpt_fmt = get_field(qc, "checkpoint_format", where, str, default=None) or (
         "marlin" if get_field(qc, "is_marlin_format", where, bool, default=False) else "gptq")
     weights = int_args(bits, group, sym, f"{where}.bits", scale="fp16")
+    if desc_act and group != -1:
+        # act-order groups follow g_idx (vLLM: MPLinearLayerConfig(has_g_idx=self.quant_config.desc_act),
+        # auto_gptq.py); with group_size -1 there is one scale per channel and the engines drop desc_act
+        weights = weights.model_copy(update={"actorder": "group"})
     if ckpt_fmt not in ("gptq", "gptq_v2", "marlin"):
         raise field_error(f"{where}.checkpoint_format", f"unknown GPTQ checkpoint_format {short(ckpt_fmt)}",
                           hint="choose gptq, gptq_v2 or marlin")

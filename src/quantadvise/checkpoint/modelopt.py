@@ -95,7 +95,7 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
     # _parse_modelopt_quant_config), so the map wins here too.
     if not mixed and "config_groups" in body and isinstance(body.get("config_groups"), dict) and body["config_groups"]:
         ct = parse_compressed_tensors({**body, "quant_method": "compressed-tensors"}, None, found, dtype,
-                                      "compressed-tensors")
+                                      "compressed-tensors", engine_groups=False)
         algo = body.get("quant_algo") if isinstance(body.get("quant_algo"), str) else None
         kv_algo = body.get("kv_cache_quant_algo") if isinstance(body.get("kv_cache_quant_algo"), str) else None
         ignore = ct.ignore + get_str_list(body, "exclude_modules", found, default=())

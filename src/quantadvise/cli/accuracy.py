@@ -10,18 +10,30 @@ import typer
 from .common import Format, FormatOpt, WideOpt, emit_report
 
 
-def _fraction(value: str) -> float:
-    """'0.01' or '1%' -> 0.01; a bare number above 1 is ambiguous and refused."""
-    text = value.strip()
+def _points(field: str):
+    """'1', '1%' or '1pp' -> 1.0 (percentage points, as recommend's --accuracy-tolerance); a bad value:
+    one error naming the flag (inputs.points)."""
+    def parse(value: str) -> float | None:
+        from ..errors import InputError
+        from ..inputs import points
+
+        try:
+            return points(field, value)
+        except InputError as exc:
+            raise typer.BadParameter(exc.message) from None
+    return parse
+
+
+def _nats(value: str) -> float | None:
+    from ..errors import InputError
+    from ..inputs import check
+
     try:
-        if text.endswith("%"):
-            return float(text[:-1]) / 100
-        x = float(text)
+        return check("max_kl", float(value))
     except ValueError:
-        raise typer.BadParameter(f"'{value}' is not a number; give a fraction (0.01) or a percentage (1%)") from None
-    if x > 1:
-        raise typer.BadParameter(f"'{value}' is above 1; give a fraction (0.01) or a percentage ({x:g}%)")
-    return x
+        raise typer.BadParameter(f"--max-kl must be a number of nats, got {value!r}") from None
+    except InputError as exc:
+        raise typer.BadParameter(exc.message) from None
 
 
 def accuracy_cmd(
@@ -37,15 +49,18 @@ def accuracy_cmd(
                                  "flexible-extract) [default: the first].")
     ] = None,
     max_delta: Annotated[
-        float | None, typer.Option("--max-delta", parser=_fraction, metavar="FRACTION|PCT",
-                                   help="Largest accuracy drop allowed, e.g. 0.01 or 1% (= 1 percentage point).")
+        float | None, typer.Option("--max-delta", parser=_points("max_delta"), metavar="POINTS",
+                                   help="Largest accuracy drop allowed, percentage points (as recommend's "
+                                   "--accuracy-tolerance): 1, 1% and 1pp all mean 1 point.")
     ] = None,
     max_flips: Annotated[
-        float | None, typer.Option("--max-flips", parser=_fraction, metavar="FRACTION|PCT",
-                                   help="Largest share of answers allowed to change correctness, e.g. 5%.")
+        float | None, typer.Option("--max-flips", parser=_points("max_flips"), metavar="PERCENT",
+                                   help="Largest share of answers allowed to change correctness, percent: 5 or "
+                                   "5%.")
     ] = None,
     max_kl: Annotated[
-        float | None, typer.Option("--max-kl", min=0, help="Largest mean KL(base || quant) in nats (needs log-probs).")
+        float | None, typer.Option("--max-kl", parser=_nats, metavar="NATS",
+                                   help="Largest mean KL(base || quant) in nats (needs log-probs).")
     ] = None,
     min_samples: Annotated[
         int | None, typer.Option("--min-samples", min=1, help="Fewest paired items that count as evidence.")
@@ -61,7 +76,7 @@ def accuracy_cmd(
     exact p and mean KL divergence when log-probs are present. With --max-delta / --max-flips /
     --max-kl / --min-samples it is a gate: exit 1 when a task fails one.
 
-    Example: quantadvise accuracy base/ w4a16/ --max-delta 1% --max-flips 5%
+    Example: quantadvise accuracy base/ w4a16/ --max-delta 1 --max-flips 5
     """
     from ..api.accuracy import accuracy
 

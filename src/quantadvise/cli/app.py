@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -152,8 +153,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # shell completion asks about every command; a normal run registers only the one it runs
     completing = COMPLETE_VAR in os.environ
     app = build_app(None if completing else args[0])
+    hidden: dict[str, str] = {}
     try:
-        code = app(args=args, prog_name="quantadvise", standalone_mode=False)
+        group = typer.main.get_command(app)
+        if not completing:
+            hidden = _env_format(group, args)
+        code = group.main(args=args, prog_name="quantadvise", standalone_mode=False)
     except QuantAdviseError as exc:
         sys.stderr.write(f"Error: {exc}{_from_env(args, exc.field, str(exc))}\n")
         code = exc.exit_code
@@ -165,8 +170,75 @@ def main(argv: Sequence[str] | None = None) -> None:
         msg = fmt() if callable(fmt) else str(exc)
         cmd = args[0] if args and args[0] in COMMANDS else None
         where = f"quantadvise {cmd} --help" if cmd else "quantadvise --help"
-        sys.stderr.write(f"Error: {' '.join(msg.split())}{_from_env(args, None, msg)} (see `{where}`)\n")
+        msg = _with_value(" ".join(msg.split()), args)
+        sys.stderr.write(f"Error: {msg}{_from_env(args, None, msg)} (see `{where}`)\n")
         code = getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         code = 130
+    finally:
+        os.environ.update(hidden)
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+_PARSER_WORDS = {  # the parser's wording of a bad value -> the house's
+    "Input should be a valid integer, unable to parse string as an integer": "not an integer",
+    "Input should be a valid number, unable to parse string as a number": "not a number",
+    "Input should be a valid integer": "not an integer",
+    "Input should be a valid number": "not a number",
+}
+
+
+def _with_value(msg: str, args: Sequence[str]) -> str:
+    """A usage error about a bad value, with the value it was given (from the command line, else the
+    environment variable the parser names) and without the parser's wording: ``Invalid value for
+    '--gpus' (env var: 'QUANTADVISE_GPUS'): 'abc' is not an integer``."""
+    import re
+
+    m = re.match(r"Invalid value for '(--[\w-]+)'(?: / '-\w')?( \(env var: '(\w+)'\))?: (.*)$", msg)
+    if not m:
+        return msg.replace("Value error, ", "")
+    flag, env_part, env, detail = m.groups()
+    detail = detail.removeprefix("Value error, ")
+    for words, ours in _PARSER_WORDS.items():
+        if detail.startswith(words):
+            value = None
+            for i, a in enumerate(args):
+                if a == flag and i + 1 < len(args):
+                    value = args[i + 1]
+                elif a.startswith(flag + "="):
+                    value = a.split("=", 1)[1]
+            if value is None and env:
+                value = os.environ.get(env)
+            detail = f"{value!r} is {ours}" if value is not None else ours
+            break
+    return f"Invalid value for '{flag}'{env_part or ''}: {detail}"
+
+
+def _env_format(group: Any, args: Sequence[str]) -> dict[str, str]:
+    """QUANTADVISE_FORMAT for the command in ``args``: one of its formats is its default; a format only
+    other commands have (csv, sarif ...) is set aside for this run with a note on stderr (so one CI-wide
+    variable does not break the other commands); a value no command has is one error naming the
+    variable. Returns what was set aside, to restore."""
+    from ..errors import InputError
+    from .common import ALL_FORMATS, FORMAT_ENV
+
+    value = os.environ.get(FORMAT_ENV)
+    if value is None or not args or args[0] not in COMMANDS:
+        return {}
+    if any(a in ("--format", "-f") or a.startswith("--format=") or (a.startswith("-f") and not a.startswith("--"))
+           for a in args[1:]):
+        return {}  # the flag wins over the variable
+    cmd = group.commands.get(args[0]) if hasattr(group, "commands") else None
+    param = next((p for p in getattr(cmd, "params", ()) if "--format" in getattr(p, "opts", ())), None)
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)  # the command's format Enum
+    choices = [str(f.value) for f in kind] if isinstance(kind, type) and issubclass(kind, Enum) else []
+    key = value.strip().lower()
+    if not choices or key in choices:
+        return {}
+    if key not in ALL_FORMATS:
+        raise InputError(f"--format {value!r} is not an output format (`quantadvise {args[0]}` takes "
+                         f"{', '.join(choices)}; other commands also {', '.join(f for f in ALL_FORMATS if f not in choices)})",
+                         field="format")
+    sys.stderr.write(f"note: {FORMAT_ENV}={value} is not a format of `quantadvise {args[0]}` "
+                     f"({', '.join(choices)}); using {choices[0]}\n")
+    return {FORMAT_ENV: os.environ.pop(FORMAT_ENV)}

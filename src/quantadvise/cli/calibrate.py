@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import defaults
+from . import completion
 from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report
 
 
@@ -34,7 +35,8 @@ def calibrate_cmd(
     ] = "torch",
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU row (id or alias) [default: the name the driver reports]; "
-                                 "required with --backend simulated.", envvar="QUANTADVISE_GPU")
+                                 "required with --backend simulated.", envvar="QUANTADVISE_GPU",
+                                 autocompletion=completion.gpus)
     ] = None,
     seconds: Annotated[
         float, typer.Option("--seconds", min=1.0, help="Timing budget in seconds (setup comes on top).")

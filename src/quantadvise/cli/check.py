@@ -9,16 +9,8 @@ from typing import Annotated
 import typer
 
 from ..wording import plural
-from .common import WideOpt, emit, terminal_width, warn
-
-
-class CheckFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    github = "github"
-    sarif = "sarif"
-    junit = "junit"
+from . import completion
+from .common import CheckFormat, WideOpt, emit, input_file, terminal_width, warn
 
 
 class FailOn(str, Enum):
@@ -39,13 +31,14 @@ def check_cmd(
                                   envvar="QUANTADVISE_CONFIG")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The checkpoint served: Hub id or local "
-                                              "folder / config.json.", envvar="QUANTADVISE_MODEL")] = None,
+                                              "folder / config.json.", envvar="QUANTADVISE_MODEL",
+                                              autocompletion=completion.models)] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias (h100, l4, a100-80gb ...).",
-                                            envvar="QUANTADVISE_GPU")] = None,
+                                            envvar="QUANTADVISE_GPU", autocompletion=completion.gpus)] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs per replica, as declared.",
                                              envvar="QUANTADVISE_GPUS")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang, when no command says.",
-                                               envvar="QUANTADVISE_ENGINE")] = None,
+                                               envvar="QUANTADVISE_ENGINE", autocompletion=completion.engines)] = None,
     engine_version: Annotated[
         str | None, typer.Option("--engine-version", help="Engine release to check against (wins over the image "
                                  "tag) [default: the image tag, else the config, else the newest on file].")
@@ -56,13 +49,15 @@ def check_cmd(
     ctx: Annotated[int | None, typer.Option("--ctx", help="Tokens per sequence, prompt + output.")] = None,
     quantization: Annotated[
         str | None, typer.Option("--quantization", "-q", help="The scheme the deployment should run (a preset: "
-                                 "w4a16, awq, fp8-dynamic ...), checked for drift.")
+                                 "w4a16, awq, fp8-dynamic ...), checked for drift.",
+                                 autocompletion=completion.schemes)
     ] = None,
     kv_cache_dtype: Annotated[
-        str | None, typer.Option("--kv-cache-dtype", help="The KV cache dtype it should run (auto, fp8 ...).")
+        str | None, typer.Option("--kv-cache-dtype", help="The KV cache dtype it should run (auto, fp8 ...).",
+                                 autocompletion=completion.kv_cache_dtypes)
     ] = None,
     task: Annotated[str | None, typer.Option("--task", help="general | reasoning | code | long-generation | "
-                                             "retrieval.")] = None,
+                                             "retrieval.", autocompletion=completion.tasks)] = None,
     profile: Annotated[
         Path | None, typer.Option("--profile", help="Efficiency profile YAML for the speed rules (measured with "
                                   "`quantadvise calibrate`).")
@@ -86,7 +81,7 @@ def check_cmd(
                                  "config's upgrade_to].", show_default=False)
     ] = None,
     init: Annotated[bool, typer.Option("--init", help="Write a commented starter quantadvise.yaml (at --config, "
-                                       "else ./quantadvise.yaml), filled in from PATHS.")] = False,
+                                       "else ./quantadvise.yaml), filled in from PATHS (default: the working directory).")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --init: overwrite an existing file.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list, on stderr, every candidate file no "
                                           "reader took (and why).")] = False,
@@ -101,9 +96,14 @@ def check_cmd(
     """
     from ..api.check import check, check_init
     from ..inputs import engine as check_engine
+    from ..inputs import engine_spec
     from ..report import render
 
-    engine = check_engine(engine)  # the one engine check (and message) of every command
+    # the one engine check (and message) of every command; NAME==VERSION as engines and inspect read it
+    engine, engine_version = engine_spec(engine, engine_version)
+    if not init:
+        input_file(config, "config", "the configuration file (quantadvise.yaml or pyproject.toml)",
+                   exists="`quantadvise check --init` writes a starter")
     if upgrade_to is not None:
         from ..gate.upgrade import parse_target
 

@@ -24,6 +24,21 @@ class TableJsonCsv(str, Enum):
     csv = "csv"
 
 
+class CheckFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    github = "github"
+    sarif = "sarif"
+    junit = "junit"
+
+
+FORMAT_ENV = "QUANTADVISE_FORMAT"
+# every --format value some command has: QUANTADVISE_FORMAT set to one of them is ignored, with a note,
+# by a command that lacks it (csv for roofline, sarif for check); a value no command has is an error
+ALL_FORMATS = tuple(dict.fromkeys(f.value for e in (Format, TableJsonCsv, CheckFormat) for f in e))
+
+
 FormatOpt = Annotated[
     Format,
     typer.Option("--format", "-f", help="Output format; json puts only the report on stdout.",
@@ -123,6 +138,22 @@ def _isatty(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False
+
+
+def input_file(path: str | Path | None, field: str, what: str, *, exists: str | None = None) -> None:
+    """A file option (--workload, --config, --profile) checked before any work: a folder is one error
+    naming the flag (and, through ``field``, the variable that set it); with ``exists`` (the hint) so is
+    a missing path."""
+    from ..errors import InputError
+    from ..inputs import flag
+
+    if path is None or str(path) == "-":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{flag(field)} {path} is a directory; give {what}", field=field)
+    if exists and not p.exists():
+        raise InputError(f"{flag(field)} {path}: no such file", hint=exists, field=field)
 
 
 def check_plot_target(path: Path) -> Path | None:

@@ -34,3 +34,55 @@ def kv_presets(incomplete: str) -> list[str]:
     from ..catalog import kv_names_all
 
     return _matching(kv_names_all, incomplete)
+
+
+def scheme_list(incomplete: str) -> list[str]:
+    """A comma-separated list of schemes (roofline --scheme, recommend --candidates): the last item."""
+    head, _, last = incomplete.rpartition(",")
+    lead = head + "," if head else ""
+    return [lead + n for n in schemes(last)]
+
+
+def engines(incomplete: str) -> list[str]:
+    from ..engines.flags import ENGINES
+
+    return _matching(lambda: sorted(ENGINES), incomplete)
+
+
+def tasks(incomplete: str) -> list[str]:
+    from ..workload import TASK_ALIASES, Task
+
+    return _matching(lambda: [t.value for t in Task] + list(TASK_ALIASES), incomplete)
+
+
+def modes(incomplete: str) -> list[str]:
+    from ..workload import MODE_ALIASES, Mode
+
+    return _matching(lambda: [m.value for m in Mode] + list(MODE_ALIASES), incomplete)
+
+
+def kv_cache_dtypes(incomplete: str) -> list[str]:
+    """The engines' own --kv-cache-dtype values (auto, fp8, fp8_e5m2 ...), from the KV presets."""
+    from ..api.listing import list_bundled
+    from ..listings import KvList
+
+    def names() -> list[str]:
+        out = ["auto"]
+        kv = list_bundled("kv")
+        for k in kv.kv_presets if isinstance(kv, KvList) else ():
+            out += [v for v in (k.vllm_kv_cache_dtype, k.sglang_kv_cache_dtype) if v]
+        return out
+
+    return _matching(names, incomplete)
+
+
+def listings(incomplete: str) -> list[str]:
+    from ..listings import KINDS
+
+    return _matching(lambda: list(KINDS), incomplete)
+
+
+def engine_actions(incomplete: str) -> list[str]:
+    from .engines import ACTIONS
+
+    return _matching(lambda: list(ACTIONS), incomplete)

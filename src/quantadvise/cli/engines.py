@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from . import completion
 from .common import Format, FormatOpt, WideOpt, emit_report
 
 ACTIONS = ("list", "show", "diff")
@@ -15,7 +16,8 @@ def engines_cmd(
     ctx: typer.Context,
     action: Annotated[
         str, typer.Argument(help="list (every method), show METHOD (one method), diff [A B] (two engines, or two "
-                            "releases of one, side by side); a method name alone means show.", show_default=True)
+                            "releases of one, side by side); a method name alone means show.", show_default=True,
+                            autocompletion=completion.engine_actions)
     ] = "list",
     name: Annotated[str | None, typer.Argument(help="The engine for list (sglang, vllm@0.30.0); the method for show "
                                                "(awq, fp8, compressed-tensors ...); the first release for diff "
@@ -24,12 +26,15 @@ def engines_cmd(
                                                  show_default=False)] = None,
     engine: Annotated[
         str, typer.Option("--engine", "-e", help="vllm or sglang (NAME==VERSION also works).",
-                          envvar="QUANTADVISE_ENGINE")
+                          envvar="QUANTADVISE_ENGINE", autocompletion=completion.engines)
     ] = "vllm",
     version: Annotated[
-        str | None, typer.Option("--version", help="Engine release on file [default: the newest].")
+        str | None, typer.Option("--release", "--version", metavar="RELEASE",
+                                 help="The engine's release on file, e.g. 0.30.0 [default: the newest]; not "
+                                 "quantadvise's own version (`quantadvise --version`).")
     ] = None,
-    other: Annotated[str, typer.Option("--other", help="The second engine for diff.")] = "sglang",
+    other: Annotated[str | None, typer.Option("--other", help="The second engine for diff [default: the engine "
+                                              "that is not --engine: sglang for vllm, vllm for sglang].")] = None,
     fmt: FormatOpt = Format.table,
     wide: WideOpt = False,
 ) -> None:
@@ -65,16 +70,19 @@ def engines_cmd(
         emit_report("engine_method", fmt, engines_show(name, _checked(engine, "engine"), version), wide=wide)
     else:
         first = _checked(name, "name") if name else _checked(f"{engine}=={version}" if version else engine, "engine")
+        if second is None and other is None:  # the other engine, never the first one again
+            from ..engines.flags import ENGINES
+
+            other = next(e for e in sorted(ENGINES, reverse=True) if e != _name(first, "name"))
         emit_report("engines_diff", fmt, engines_diff(first, _checked(second, "second") if second
-                                                      else _checked(other, "other")), wide=wide)
+                                                      else _checked(other or "", "other")), wide=wide)
 
 
 def _name(spec: str, field: str) -> str | None:
     """The engine ``spec`` (NAME, NAME==VERSION, NAME@VERSION) names, by the one engine check."""
-    from ..api.common import _split_engine
-    from ..inputs import engine
+    from ..inputs import engine, split_engine
 
-    return engine(_split_engine(spec)[0], field)
+    return engine(split_engine(spec, field)[0], field)
 
 
 def _checked(spec: str, field: str) -> str:

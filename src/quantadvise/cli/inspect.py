@@ -6,24 +6,28 @@ from typing import Annotated
 
 import typer
 
+from . import completion
 from .common import Format, FormatOpt, GpuOpt, WideOpt, emit_report
 
 
 def inspect_cmd(
     model: Annotated[
         str, typer.Argument(help="Bundled id, local folder or JSON file (config.json, quantization_config, "
-                            "hf_quant_config.json), or a Hub id (local cache first).", envvar="QUANTADVISE_MODEL")
+                            "hf_quant_config.json), or a Hub id (local cache first).", envvar="QUANTADVISE_MODEL",
+                            autocompletion=completion.models)
     ],
     engine: Annotated[
         list[str] | None, typer.Option("--engine", "-e", help="vllm, sglang or NAME==VERSION; repeat for several "
-                                       "[default: every engine on file].", envvar="QUANTADVISE_ENGINE")
+                                       "[default: every engine on file].", envvar="QUANTADVISE_ENGINE",
+                                       autocompletion=completion.engines)
     ] = None,
     gpu: GpuOpt = None,
     quantization: Annotated[
         str | None, typer.Option("--quantization", "-q", help="The --quantization you would pass to the engine.")
     ] = None,
     kv_cache_dtype: Annotated[
-        str | None, typer.Option("--kv-cache-dtype", help="The --kv-cache-dtype you would pass [default: auto].")
+        str | None, typer.Option("--kv-cache-dtype", help="The --kv-cache-dtype you would pass [default: auto].",
+                                 autocompletion=completion.kv_cache_dtypes)
     ] = None,
     allow_deprecated: Annotated[
         bool, typer.Option("--allow-deprecated-quantization", help="As vLLM's flag: deprecated methods warn "

@@ -6,11 +6,13 @@ from typing import Annotated
 
 import typer
 
+from . import completion
 from .common import Format, FormatOpt, WideOpt, emit_report
 
 
 def list_cmd(
-    kind: Annotated[str, typer.Argument(help="models | gpus | schemes | kv | engines.")],
+    kind: Annotated[str, typer.Argument(help="models | gpus | schemes | kv | engines.",
+                                                autocompletion=completion.listings)],
     fmt: FormatOpt = Format.table,
     wide: WideOpt = False,
 ) -> None:

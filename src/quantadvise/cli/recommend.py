@@ -18,6 +18,7 @@ from .common import (
     check_plot_target,
     color_enabled,
     emit_report,
+    input_file,
     wrote,
 )
 
@@ -36,11 +37,12 @@ def recommend_cmd(
     mode: Annotated[
         str | None,
         typer.Option("--mode", help="sync (low concurrency, latency) | continuous (async continuous batching, "
-                     "throughput) | auto [default: auto: sync up to batch 4]."),
+                     "throughput) | auto [default: auto: sync up to batch 4].", autocompletion=completion.modes),
     ] = None,
     task: Annotated[
         str | None,
-        typer.Option("--task", help="general | reasoning | code | long-generation | retrieval [default: general]."),
+        typer.Option("--task", help="general | reasoning | code | long-generation | retrieval [default: general].",
+                     autocompletion=completion.tasks),
     ] = None,
     tolerance: Annotated[
         float | None,
@@ -57,7 +59,7 @@ def recommend_cmd(
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].",
                                              envvar="QUANTADVISE_GPUS")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang [default: vllm].",
-                                               envvar="QUANTADVISE_ENGINE")] = None,
+                                               envvar="QUANTADVISE_ENGINE", autocompletion=completion.engines)] = None,
     engine_version: Annotated[
         str | None, typer.Option("--engine-version", help="Engine release [default: newest bundled].")
     ] = None,
@@ -72,10 +74,12 @@ def recommend_cmd(
                                    "engine commands [default: the engine release's own].")
     ] = None,
     reserve_gb: Annotated[
-        float | None, typer.Option("--reserve-gb", help="Runtime reserve per GPU, GiB [default: 2 on vLLM, 0 on SGLang].")
+        float | None, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB, 2^30 bytes (reports print "
+                                                      "decimal GB: 2 GiB = 2.15 GB) [default: 2 on vLLM, 0 on SGLang].")
     ] = None,
     candidates: Annotated[
-        str | None, typer.Option("--candidates", help="Comma-separated schemes to weigh (default: the built-in set).")
+        str | None, typer.Option("--candidates", help="Comma-separated schemes to weigh (default: the built-in set).",
+                                 autocompletion=completion.scheme_list)
     ] = None,
     profile: Annotated[
         str | None, typer.Option("--profile", help="Efficiency profile YAML (measured with `quantadvise calibrate`).")
@@ -113,8 +117,14 @@ def recommend_cmd(
 
     from ..api.common import load_workload
     from ..api.recommend import recommend
+    from ..inputs import engine_spec
 
+    engine, engine_version = engine_spec(engine, engine_version)  # NAME==VERSION, as every command reads it
+    input_file(workload, "workload", "a workload YAML file")
+    input_file(profile, "profile", "a profile YAML file (`quantadvise calibrate` writes one)")
     base = load_workload(workload) if workload else {}
+    _known_keys(base, workload)
+    mode, task = _choice("mode", mode), _choice("task", task)
     flags = {
         "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
         "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
@@ -136,3 +146,39 @@ def recommend_cmd(
     emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
         wrote(plot, made)
+
+
+def _choice(field: str, value: str | None) -> str | None:
+    """--mode / --task: a value or alias the workload accepts, else one error naming the flag with the
+    closest values (workload.py holds the values and aliases)."""
+    if value is None:
+        return None
+    from ..errors import UnknownNameError
+    from ..workload import MODE_ALIASES, TASK_ALIASES, Mode, Task
+
+    kind, aliases = (Mode, MODE_ALIASES) if field == "mode" else (Task, TASK_ALIASES)
+    allowed = [m.value for m in kind]
+    key = value.strip().lower()
+    if aliases.get(key, key) in allowed:
+        return value
+    err = UnknownNameError(f"--{field} value", value, [*allowed, *aliases], hint=f"one of {', '.join(allowed)}",
+                           ids=aliases)
+    err.field = field
+    raise err
+
+
+def _known_keys(doc: dict, path: str | None) -> None:
+    """A workload file's keys: an unknown one is one error naming the file and the closest key."""
+    from ..errors import ConfigError, UnknownNameError
+    from ..workload import Workload
+
+    known: list[str] = []
+    for name, f in Workload.model_fields.items():
+        known.append(name)
+        choices = getattr(f.validation_alias, "choices", None)
+        known += [c for c in (choices or ()) if isinstance(c, str)]
+    for key in doc:
+        if str(key).replace("-", "_") not in known:
+            err = UnknownNameError("key", str(key), known)
+            raise ConfigError(f"{path}: {err.message}", hint="the keys are the flags' names with _ "
+                              "(docs/recommend.md)")

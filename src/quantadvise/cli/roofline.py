@@ -9,6 +9,7 @@ import typer
 
 from .. import defaults
 from ..files import writing
+from . import completion
 from .common import (
     AcceptanceOpt,
     KvOpt,
@@ -19,6 +20,7 @@ from .common import (
     WideOpt,
     check_plot_target,
     emit_report,
+    input_file,
     wrote,
 )
 
@@ -36,7 +38,8 @@ def roofline_cmd(
     scheme: Annotated[
         str | None,
         typer.Option("--scheme", "-s", help="Comma-separated presets or scheme YAML files [default: bf16, w4a16 "
-                     "and w8a8-fp8, or w8a8-int8 on GPUs without fp8].", envvar="QUANTADVISE_SCHEME"),
+                     "and fp8-dynamic (alias w8a8-fp8), or w8a8-int8 on GPUs without fp8].", envvar="QUANTADVISE_SCHEME",
+                     autocompletion=completion.scheme_list),
     ] = None,
     kv_dtype: KvOpt = None,
     batch: Annotated[
@@ -63,7 +66,8 @@ def roofline_cmd(
     ] = None,
     engine: Annotated[
         str | None, typer.Option("--engine", help="Engine whose kernels price the linear layers: vllm or sglang "
-                                 "[default: vllm].", envvar="QUANTADVISE_ENGINE")
+                                 "[default: vllm].", envvar="QUANTADVISE_ENGINE",
+                                 autocompletion=completion.engines)
     ] = None,
     engine_version: Annotated[
         str | None, typer.Option("--engine-version", help="Engine release [default: the newest on file].")
@@ -115,9 +119,14 @@ def roofline_cmd(
     $/Mtok) and marks each scheme's frontier.
 
     Example: quantadvise roofline --model meta-llama/Llama-3-8B --gpu h100 --batch 1..1024
+
     Example: quantadvise roofline -m meta-llama/Llama-3.1-70B --pareto --prompt 2000 --ctx 2128 --itl-ms 50
     """
     from ..api.roofline import roofline
+    from ..inputs import engine_spec
+
+    engine, engine_version = engine_spec(engine, engine_version)  # NAME==VERSION, as every command reads it
+    input_file(profile, "profile", "a profile YAML file (`quantadvise calibrate` writes one)")
 
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     drawn = fmt == TableJsonCsv.table and chart and not pareto

@@ -24,7 +24,13 @@ from .common import (
 
 
 def size_cmd(
+    click_ctx: typer.Context,
     model: ModelArg = defaults.MODEL,
+    model_opt: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="The model, as an option (as in recommend, roofline and calibrate); "
+                     "the same as the MODEL argument.", autocompletion=completion.models),
+    ] = None,
     scheme: Annotated[
         str | None,
         typer.Option("--scheme", "-s", help="Preset id/alias (w4a16, awq, gptq, fp8-dynamic, nvfp4 ...) or a "
@@ -56,8 +62,8 @@ def size_cmd(
                                    "--gpu-memory-utilization) [default: the newest bundled vLLM's default].")
     ] = None,
     reserve_gb: Annotated[
-        float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB (CUDA context, activations, "
-                            "CUDA graphs).")
+        float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB, 2^30 bytes (CUDA context, "
+                            "activations, CUDA graphs); reports print decimal GB: 2 GiB = 2.15 GB.")
     ] = defaults.RESERVE_GB,
     fmt: FormatOpt = Format.table,
     wide: WideOpt = False,
@@ -77,6 +83,19 @@ def size_cmd(
     # `size` names no engine (its GPU share is the newest bundled vLLM's), but it reads its defaults from
     # the same QUANTADVISE_* variables as recommend, roofline and check: a bad QUANTADVISE_ENGINE is the
     # same error here, and a good one that size cannot follow is said, not silently dropped
+    if scheme is not None and "," in scheme:  # QUANTADVISE_SCHEME=bf16,w4a16 is roofline's comma list
+        from ..errors import InputError
+
+        raise InputError(f"--scheme takes one scheme in `size`, got {scheme!r} (a comma list is for roofline and "
+                         "recommend --candidates)", hint="give one, e.g. --scheme w4a16", field="scheme")
+    if model_opt is not None:
+        typed = getattr(click_ctx.get_parameter_source("model"), "name", None) == "COMMANDLINE"  # not a default
+        if typed and model_opt != model:
+            from ..errors import InputError
+
+            raise InputError(f"two models given: the MODEL argument '{model}' and --model '{model_opt}'",
+                             hint="give one of them", field="model")
+        model = model_opt
     env_engine = check_engine(os.environ.get("QUANTADVISE_ENGINE") or None)
     if env_engine not in (None, defaults.ENGINE) and gpu is not None and memory_utilization is None:
         warn(f"QUANTADVISE_ENGINE={env_engine}: `size` names no engine and takes the newest bundled "

@@ -1,7 +1,8 @@
 """The checks an engine makes while it reads the checkpoint's quantization config and builds the config
 class (:func:`quantadvise.engines.resolution.resolve` calls them): what ``get_quant_config`` does when
 the checkpoint carries none (``Method.without_config``), and the values a config class refuses
-(``config_rules``). Pure."""
+(``config_rules``); and what the engine does with the model dtype on the GPU (``dtype_checks``:
+:func:`dtype_refusal`, :func:`dtype_fallback`). Pure."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
-    from .data import EngineData, Method
+    from .data import DtypeCheck, EngineData, Method
     from .resolution import _Ctx
 
 
@@ -61,3 +62,87 @@ def check_rules(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, resolved: st
                 subject=rule.fields[0], **{**got, "supported": ", ".join(str(a[0]) for a in rule.allowed)})
         return True
     return False
+
+
+# -------------------------------------------------------------------------------------------------
+# the model dtype against the GPU (EngineData.dtype_checks)
+# -------------------------------------------------------------------------------------------------
+
+# --dtype spellings as the engines accept them (vLLM/SGLang "half", "float", the torch names) and the
+# short forms quantadvise prints; "auto" stays "auto"
+_DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "half": "float16", "fp16": "float16",
+                "float16": "float16", "float": "float32", "fp32": "float32", "float32": "float32", "auto": "auto"}
+
+
+def _norm_dtype(dtype: str) -> str:
+    d = dtype.strip().lower().removeprefix("torch.")
+    return _DTYPE_NAMES.get(d, d)
+
+
+def _capability_str(capability: int) -> str:
+    """DeviceCapability.as_version_str(): 75 -> "7.5"."""
+    return f"{capability // 10}.{capability % 10}"
+
+
+def _applies(check: DtypeCheck, capability: int, dtype: str, config_dtype: str | None, platform: str) -> str | None:
+    """The dtype the check looks at, when it fires for this request (None: it does not)."""
+    if capability >= check.below or (check.platforms and platform not in check.platforms):
+        return None
+    asked = _norm_dtype(dtype)
+    if asked == "auto":
+        if check.requested == "explicit":
+            return None
+        subject = _norm_dtype(config_dtype) if config_dtype else None
+    else:
+        if check.requested == "auto":
+            return None
+        subject = asked
+    if check.dtypes and subject not in check.dtypes:
+        return None
+    return subject or "auto"
+
+
+def _render(engine: EngineData, check: DtypeCheck, capability: int, dtype: str, gpu_name: str) -> str:
+    msg = engine.message(check.message)
+    if msg is None:  # pragma: no cover - EngineData validates every message id
+        return check.message
+    text = msg.render(gpu_name=gpu_name, capability=_capability_str(capability), dtype=dtype,
+                      becomes=check.becomes or "")
+    return " ".join(text.split())  # no name: "Your  GPU" -> "Your GPU"
+
+
+def dtype_refusal(engine: EngineData, capability: int, dtype: str, *, config_dtype: str | None = None,
+                  gpu_name: str = "", platform: str = "cuda") -> str | None:
+    """The message the engine raises at startup when the model dtype cannot run on a GPU of this compute
+    capability (``75`` for 7.5), or None when it starts. ``dtype`` is the ``--dtype`` value ("bfloat16",
+    "bf16", "half", "auto" ...); with "auto", ``config_dtype`` is the checkpoint's ``torch_dtype``.
+    ``gpu_name`` is the name the engine prints (``torch.cuda.get_device_name()``: "Tesla T4").
+
+    vLLM refuses an explicit bfloat16 below 8.0 (vllm/platforms/cuda.py ``check_if_supports_dtype``) but
+    falls back to float16 under "auto" (:func:`dtype_fallback`); SGLang never refuses for the dtype but
+    refuses every GPU below 7.5 (``maybe_downgrade_dtype_for_legacy_gpu``). Pure."""
+    for check in engine.dtype_checks:
+        if check.action != "refuse":
+            continue
+        subject = _applies(check, capability, dtype, config_dtype, platform)
+        if subject is not None:
+            return _render(engine, check, capability, subject, gpu_name)
+    return None
+
+
+def dtype_fallback(engine: EngineData, capability: int, dtype: str, *, config_dtype: str | None = None,
+                   gpu_name: str = "", platform: str = "cuda") -> tuple[str, str] | None:
+    """(the dtype the engine runs the model in instead, the message it logs) when it replaces the
+    requested one on this GPU, else None (it runs what was asked, or refuses: :func:`dtype_refusal`
+    first). Pure."""
+    if dtype_refusal(engine, capability, dtype, config_dtype=config_dtype, gpu_name=gpu_name,
+                     platform=platform) is not None:
+        return None
+    for check in engine.dtype_checks:
+        if check.action != "fallback" or check.becomes is None:
+            continue
+        subject = _applies(check, capability, dtype, config_dtype, platform)
+        if subject is None or subject == check.becomes:
+            continue
+        return check.becomes, _render(engine, check, capability, subject, gpu_name)
+    return None

@@ -220,6 +220,31 @@ class PlatformList(_Row):
     allowed: tuple[str, ...]
 
 
+class DtypeCheck(_Row):
+    """What the engine does at startup with a model dtype the GPU cannot run (vLLM's
+    ``check_if_supports_dtype`` and ``_resolve_auto_dtype``, SGLang's ``maybe_downgrade_dtype_for_legacy_gpu``).
+
+    Applies to the model dtypes ``dtypes`` (empty: any) asked for as ``requested`` (``explicit``: ``--dtype``
+    names it; ``auto``: ``--dtype auto`` and the checkpoint's ``torch_dtype`` is it; ``any``: either) on a GPU
+    of compute capability below ``below`` on ``platforms`` (empty: any): ``refuse`` raises ``message``;
+    ``fallback`` runs the model in ``becomes`` and logs ``message``."""
+
+    dtypes: tuple[str, ...] = ()
+    requested: Literal["explicit", "auto", "any"] = "any"
+    below: int
+    platforms: tuple[str, ...] = ()
+    action: Literal["refuse", "fallback"]
+    becomes: str | None = None
+    message: str
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _becomes(self) -> DtypeCheck:
+        if (self.action == "fallback") != (self.becomes is not None):
+            raise ValueError(f"dtype check '{self.id}': a fallback names what it becomes, a refusal does not")
+        return self
+
+
 class ArgsMatch(Strict):
     """A predicate over one role's quantization args (compressed-tensors QuantizationArgs)."""
 
@@ -270,6 +295,7 @@ class Dispatch(_Row):
     fallback_below: int | None = None
     fallback_min_capability: int | None = None
     fallback_message: str | None = None  # message id the engine logs when it takes the fallback
+    fallback_platforms: tuple[str, ...] = ()  # where the fallback exists (empty: wherever the row dispatches)
     message: str | None = None  # message id the engine logs whenever this row dispatches
     below_message: str | None = None  # message id raised below min_capability (default: the scheme check's)
     error: str | None = None  # finding kind when the row refuses (its message, if recorded, has that id)
@@ -424,6 +450,7 @@ class EngineData(Strict):
     marlin_min_capability: int | None = None
     marlin_compatible: tuple[MarlinCompat, ...] = ()
     platform_lists: tuple[PlatformList, ...] = ()
+    dtype_checks: tuple[DtypeCheck, ...] = ()
     shorthands: tuple[Shorthand, ...] = ()
     kv_cache_dtypes: tuple[KvCacheDtype, ...]
     auto_kv: tuple[AutoKv, ...] = ()
@@ -470,6 +497,7 @@ class EngineData(Strict):
         if self.compressed_tensors is not None:
             for d in self.compressed_tensors.dispatch:
                 said += [(f"dispatch row '{d.id}'", x) for x in (d.fallback_message, d.message, d.below_message) if x]
+        said += [(f"dtype check '{d.id}'", d.message) for d in self.dtype_checks]
         said += [(f"kv cache dtype '{k.id}'", k.error) for k in self.kv_cache_dtypes if k.error]
         said += [(f"method '{m.id}' without_config", m.without_config.raises) for m in self.methods
                  if m.without_config is not None]
@@ -523,72 +551,3 @@ class EngineData(Strict):
     @property
     def real_cli_methods(self) -> list[Method]:
         return [m for m in self.methods if m.cli_choice and m.kind != "escape_hatch"]
-
-
-# -------------------------------------------------------------------------------------------------
-# compressed-tensors (the checkpoint-format library both engines read): presets and vocabulary
-# -------------------------------------------------------------------------------------------------
-
-
-class PresetArgs(Strict):
-    """compressed-tensors QuantizationArgs of one preset role."""
-
-    num_bits: int
-    type: Literal["int", "float"]
-    strategy: str
-    symmetric: bool = True
-    dynamic: bool | Literal["local"] = False
-    group_size: int | None = None
-    block_structure: tuple[int, int] | None = None
-    scale_dtype: str | None = None
-    zp_dtype: str | None = None
-    observer: str | None = None
-
-
-class CtPreset(_Row):
-    """A named preset scheme (``W4A16``, ``FP8_DYNAMIC`` ...); ``name`` is the library's spelling."""
-
-    name: str
-    weights: PresetArgs | None = None
-    input_activations: PresetArgs | None = None
-    alias_of: str | None = None
-
-
-class FormatLibrary(Strict):
-    """A checkpoint-format library release (compressed-tensors): vocabulary and presets."""
-
-    schema_version: int = DATA_FORMAT_VERSION
-    id: str
-    library: str
-    version: str
-    kind: Literal["library"] = "library"
-    source: PackageSource
-    as_of: date
-    strategies: tuple[str, ...]
-    types: tuple[str, ...]
-    activation_orderings: tuple[str, ...]
-    compression_formats: tuple[str, ...]
-    input_activation_strategies: tuple[str, ...]
-    presets: tuple[CtPreset, ...]
-    preset_history: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FormatLibrary:
-        if self.id != f"{self.library}-{self.version}":
-            raise ValueError(f"id must be '<library>-<version>', got '{self.id}'")
-        names = {p.name for p in self.presets}
-        for p in self.presets:
-            if p.alias_of is not None and p.alias_of not in names:
-                raise ValueError(f"preset '{p.name}' is an alias of unknown preset '{p.alias_of}'")
-            for role in (p.weights, p.input_activations):
-                if role is not None and role.strategy not in self.strategies:
-                    raise ValueError(f"preset '{p.name}': unknown strategy '{role.strategy}'")
-        return self
-
-    def preset(self, name: str) -> CtPreset | None:
-        for p in self.presets:
-            if p.name == name:
-                return self.preset(p.alias_of) if p.alias_of else p
-        return None
-

@@ -107,6 +107,30 @@ def engine_label(engine: str) -> str:
     t = ENGINES.get(engine)
     return t.label if t is not None else engine
 _BY_NAME = {e: {n: f for f in t.flags for n in f.names} for e, t in ENGINES.items()}
+
+# The flag that overrides keys of the model's config.json (a JSON object): vLLM's --hf-overrides
+# (ModelConfig.hf_overrides, applied to the Hugging Face config before the maximum length is derived,
+# vllm/engine/arg_utils.py:1035) and SGLang's --json-model-override-args (set on the config before
+# get_context_length, sglang/srt/utils/hf_transformers/config.py:405-423). RoPE scaling is given here
+# (`{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, ...}}`): vLLM 0.33.0 has no --rope-scaling flag.
+MODEL_OVERRIDE_FLAGS: dict[str, tuple[str, ...]] = {
+    "vllm": ("--hf-overrides", "--hf_overrides"),
+    "sglang": ("--json-model-override-args",),
+}
+
+
+def model_overrides(engine: str, other: dict[str, Any]) -> dict[str, Any] | None:
+    """The config.json keys a command overrides (None: no override flag, or not a JSON object)."""
+    for name in MODEL_OVERRIDE_FLAGS.get(engine, ()):
+        raw = other.get(name)
+        if not isinstance(raw, str):
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
 _BY_FIELD = {e: {f.field: f for f in t.flags} for e, t in ENGINES.items()}
 
 # Flags known to take no value (so the next token is not read as one), both engines'.

@@ -14,13 +14,14 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
-from ..checkpoint.quant import CheckpointQuant, GroupAxes
+from ..checkpoint.quant import CheckpointQuant, GroupAxes, QArgs
 from ..layout import Layout
 from ..model import ModelArch, ModelSource
 from ..results import Out, Result
 from ..scheme import Scheme
-from .data import EngineData, FormatLibrary
+from .data import EngineData
 from .kernels import GroupKernel, KernelTable, checkpoint_kernels
+from .library import FormatLibrary
 from .resolution import EngineResolution, resolve
 
 
@@ -103,6 +104,15 @@ class InspectReport(Result):
     warnings: list[str] = Field(default_factory=list)
 
 
+def _actorder(a: QArgs | None) -> str:
+    """What the weights' activation ordering adds to their description: GPTQ ``desc_act`` /
+    compressed-tensors ``actorder: group`` keep a ``g_idx`` (the groups follow it, not contiguous
+    columns); ``weight`` / ``static`` reorder the columns once, at export."""
+    if a is None or a.actorder is None:
+        return ""
+    return " (act-order, g_idx)" if a.actorder in ("group", "dynamic") else f" (act-order: {a.actorder})"
+
+
 def _acc(s: Scheme | None) -> str | None:
     return s.accumulation_format if s is not None else None
 
@@ -129,6 +139,7 @@ def inspect_checkpoint(
     warnings: list[str] = list(ck.warnings) if ck else []
     size = None
     per_group: dict[str, tuple[int, int, int, str | None]] = {}
+    kinds: dict[str, tuple[str, ...]] = {}  # group -> the layer kinds its modules are ("dense", "experts")
     unq: list[str] = []
     unq_n: int | None = None
     gguf_weights = ck is not None and ck.family == "gguf"
@@ -139,6 +150,8 @@ def inspect_checkpoint(
                          tied_lm_head_stored=bool(ck and ck.tied_lm_head_stored))
         for a in size.groups:
             per_group[a.group] = (a.modules, a.params, a.bytes, a.example)
+            kinds[a.group] = tuple(k for k, hit in (("dense", any(c != "experts" for c in a.components)),
+                                                   ("experts", "experts" in a.components)) if hit)
         unq, unq_n = size.unquantized_linear, size.unquantized_linear_modules
         if ck is not None and ck.is_quantized and not size.quantized_params:
             warnings.append("no layer of this model matches the checkpoint's targets: check the targets and ignore "
@@ -156,7 +169,7 @@ def inspect_checkpoint(
         m = per_group.get(g.name)
         rows.append(GroupRow(
             group=g.name, targets=list(g.targets), format=g.format,
-            weights=g.weight.describe("weight") if g.weight else None,
+            weights=(g.weight.describe("weight") + _actorder(g.weights)) if g.weight else None,
             activations=g.activation.describe("activation") if g.activation else None,
             output_activations=g.output_activations.describe() if g.output_activations else None,
             accumulation=_acc(s), preset=g.preset, ct_preset=g.ct_preset, labels=list(g.labels),
@@ -176,7 +189,8 @@ def inspect_checkpoint(
     summary = ck.summary() if ck is not None else "unquantized (no quantization_config)"
     kernels: list[GroupKernel] = []
     if gpu is not None and gpu.capability:
-        resolutions, kernels, kernel_notes = _kernels(ck, resolutions, kernel_tables, gpu.capability, quantization)
+        resolutions, kernels, kernel_notes = _kernels(ck, resolutions, kernel_tables, gpu.capability, quantization,
+                                                      kinds)
         notes += kernel_notes
     return InspectReport(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
@@ -186,12 +200,14 @@ def inspect_checkpoint(
 
 
 def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], tables: tuple[KernelTable, ...],
-             capability: int, quantization: str | None
+             capability: int, quantization: str | None, kinds: dict[str, tuple[str, ...]] | None = None
              ) -> tuple[list[EngineResolution], list[GroupKernel], list[str]]:
     """The GEMM kernel each release runs for each config group, from that release's own kernel table
     only (a table is one release's selection logic, read from its wheel): a release with none on file
-    gets a row per group with no kernel and a note saying so, never another release's answer."""
-    groups = [(g.name, _scheme_of(g), g.format) for g in (ck.groups if ck else ())]
+    gets a row per group with no kernel and a note saying so, never another release's answer. Routed
+    experts (``kinds``: the layer kinds each group's modules are) get the fused-MoE backend."""
+    groups = [(g.name, _scheme_of(g), g.format, (kinds or {}).get(g.name) or ("dense",))
+              for g in (ck.groups if ck else ())]
     out: list[GroupKernel] = []
     notes: list[str] = []
     done: list[EngineResolution] = []
@@ -200,7 +216,7 @@ def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], ta
         if table is None:
             rows = [GroupKernel(engine=r.engine, engine_version=r.version, group=name, scheme=s.id if s else None,
                                 kernel=None, name=None, activation_quant=None, capability=capability, source=None)
-                    for name, s, _ in groups]
+                    for name, s, _, _ in groups]
             if groups:
                 on_file = sorted({t.label for t in tables if t.engine == r.engine})
                 notes.append(f"no kernel table on file for {r.label}: the GEMM kernel it runs is not shown"

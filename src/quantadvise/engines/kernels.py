@@ -51,6 +51,8 @@ class KernelInfo(Strict):
     quant_kernel: str | None = None  # the separate activation-quantization kernel when unfused
     source: str
     note: str = ""
+    requires: str | None = None  # the optional package the kernel needs (and where the release gets it)
+    otherwise: str | None = None  # the kernel id the release runs instead when ``requires`` is not importable
 
     @model_validator(mode="after")
     def _quant(self) -> KernelInfo:
@@ -92,22 +94,31 @@ class KernelTable(Strict):
     notes: tuple[str, ...] = ()
     kernels: tuple[KernelInfo, ...]
     routes: tuple[KernelRoute, ...]
+    # routed experts (FusedMoE layers) never run the Linear kernels above: the quantization method's
+    # fused-MoE backend, walked the same way (first row whose conditions hold)
+    moe_kernels: tuple[KernelInfo, ...] = ()
+    moe_routes: tuple[KernelRoute, ...] = ()
 
     @model_validator(mode="after")
     def _refs(self) -> KernelTable:
         if self.schema_version != KERNEL_DATA_VERSION:
             raise ValueError(f"this quantadvise reads kernel tables version {KERNEL_DATA_VERSION}")
-        ids = [k.id for k in self.kernels]
-        dup = sorted({i for i in ids if ids.count(i) > 1})
-        if dup:
-            raise ValueError(f"kernel '{dup[0]}' is listed twice")
-        for r in self.routes:
-            if r.kernel not in ids:
-                raise ValueError(f"route {r.route} names kernel '{r.kernel}', which is not in kernels")
+        for what, infos, rows in (("kernels", self.kernels, self.routes),
+                                  ("moe_kernels", self.moe_kernels, self.moe_routes)):
+            ids = [k.id for k in infos]
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            if dup:
+                raise ValueError(f"kernel '{dup[0]}' is listed twice in {what}")
+            for r in rows:
+                if r.kernel not in ids:
+                    raise ValueError(f"route {r.route} names kernel '{r.kernel}', which is not in {what}")
+            for k in infos:
+                if k.otherwise is not None and k.otherwise not in ids:
+                    raise ValueError(f"kernel {k.id}: otherwise names '{k.otherwise}', which is not in {what}")
         return self
 
     def kernel(self, kid: str) -> KernelInfo:
-        return next(k for k in self.kernels if k.id == kid)
+        return next(k for k in (*self.kernels, *self.moe_kernels) if k.id == kid)
 
     @property
     def label(self) -> str:
@@ -125,12 +136,23 @@ class KernelChoice(Strict):
     capability: int | None
     source: str  # the route row's citation
 
+    moe: bool = False  # a fused-MoE backend (routed experts), not a Linear kernel
+    otherwise: str | None = None  # the short name of the kernel run when ``kernel.requires`` is missing
+
+    @property
+    def short(self) -> str:
+        """The kernel's short name, with its condition when it needs an optional package."""
+        name = self.kernel.name.split(" (")[0]
+        if self.kernel.requires and self.otherwise:
+            return f"{name} when {self.kernel.requires.split(' (')[0]} imports, else {self.otherwise}"
+        return name
+
     @property
     def label(self) -> str:
         """``"w4a16 via Machete, vLLM 0.33.0, sm90"``-style words (without the scheme)."""
         eng = engine_label(self.engine)
         sm = f", sm{self.capability}" if self.capability is not None else ""
-        return f"{self.kernel.name.split(' (')[0]}, {eng} {self.engine_version}{sm}"
+        return f"{self.short}, {eng} {self.engine_version}{sm}"
 
 
 def route(scheme: Scheme, layout: str | None = None) -> str | None:
@@ -220,17 +242,31 @@ def resolve_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *
     return _walk(table, r, scheme, capability, shape, quantization)
 
 
-def resolve_route(table: KernelTable, name: str, capability: int | None) -> KernelChoice | None:
-    """The kernel of a route without scheme conditions (``"bf16"``: the 16-bit layers)."""
-    return _walk(table, name, None, capability, None, None)
+def resolve_route(table: KernelTable, name: str, capability: int | None, *, moe: bool = False) -> KernelChoice | None:
+    """The kernel of a route without scheme conditions (``"bf16"``: the 16-bit layers; ``moe``: the
+    fused-MoE backend of routed experts instead of the Linear kernel)."""
+    return _walk(table, name, None, capability, None, None, moe=moe)
+
+
+def resolve_moe_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *,
+                       layout: str | None = None) -> KernelChoice | None:
+    """The fused-MoE backend ``table``'s engine runs for routed experts quantized as ``scheme``
+    (unquantized experts: ``scheme`` bf16) on a GPU of ``capability``; None when the table has no
+    row for it ("MoE kernel not on file" — never a Linear kernel)."""
+    r = route(scheme, layout)
+    if r is None:
+        return None
+    return _walk(table, r, scheme, capability, None, None, moe=True)
 
 
 def _walk(table: KernelTable, r: str, scheme: Scheme | None, capability: int | None,
-          shape: tuple[int, int] | None, quantization: str | None) -> KernelChoice | None:
-    for row in table.routes:
+          shape: tuple[int, int] | None, quantization: str | None, *, moe: bool = False) -> KernelChoice | None:
+    for row in (table.moe_routes if moe else table.routes):
         if row.route == r and _matches(row, scheme, capability, shape, quantization):
-            return KernelChoice(kernel=table.kernel(row.kernel), route=r, engine=table.engine,
-                                engine_version=table.version, capability=capability, source=row.source)
+            info = table.kernel(row.kernel)
+            other = table.kernel(info.otherwise).name.split(" (")[0] if info.otherwise else None
+            return KernelChoice(kernel=info, route=r, engine=table.engine, engine_version=table.version,
+                                capability=capability, source=row.source, moe=moe, otherwise=other)
     return None
 
 
@@ -248,18 +284,36 @@ class GroupKernel(Strict):
     source: str | None
 
 
-def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]], tables: list[KernelTable],
-                       capability: int | None, quantization: str | None = None) -> list[GroupKernel]:
-    """For each (group name, its scheme, its on-disk layout) and each release's table: the kernel the
-    release runs."""
+def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]]
+                       | list[tuple[str, Scheme | None, str | None, tuple[str, ...]]],
+                       tables: list[KernelTable], capability: int | None,
+                       quantization: str | None = None) -> list[GroupKernel]:
+    """For each (group name, its scheme, its on-disk layout[, the layer kinds it covers: "dense",
+    "experts"]) and each release's table: the kernel the release runs — the Linear kernel for dense
+    layers, the fused-MoE backend for routed experts (a group covering both gets one row per kind,
+    named "<group> (experts)" / "<group> (dense)"). A group without kinds is taken as dense."""
     out: list[GroupKernel] = []
     for table in tables:
-        for name, s, layout in groups:
-            c = (resolve_kernel(table, s, capability, quantization=quantization, layout=layout)
-                 if s is not None else None)
-            out.append(GroupKernel(
-                engine=table.engine, engine_version=table.version, group=name, scheme=s.id if s else None,
-                kernel=c.kernel.id if c else None, name=c.kernel.name if c else None,
-                activation_quant=c.kernel.activation_quant if c else None, capability=capability,
-                source=c.source if c else None))
+        for g in groups:
+            name, s, layout = g[0], g[1], g[2]
+            kinds = tuple(g[3]) if len(g) > 3 else ("dense",)
+            for kind in kinds:
+                label = name if len(kinds) == 1 else f"{name} ({kind})"
+                if s is None:
+                    c = None
+                elif kind == "experts":
+                    c = resolve_moe_kernel(table, s, capability, layout=layout)
+                else:
+                    c = resolve_kernel(table, s, capability, quantization=quantization, layout=layout)
+                words = None
+                if c is not None:
+                    words = c.kernel.name + (f"; needs {c.kernel.requires}, else {c.otherwise}"
+                                             if c.kernel.requires and c.otherwise else "")
+                elif s is not None and kind == "experts":
+                    words = "MoE kernel not on file"
+                out.append(GroupKernel(
+                    engine=table.engine, engine_version=table.version, group=label, scheme=s.id if s else None,
+                    kernel=c.kernel.id if c else None, name=words,
+                    activation_quant=c.kernel.activation_quant if c else None, capability=capability,
+                    source=c.source if c else None))
     return out

@@ -193,6 +193,8 @@ def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
         changed=fact_changes(a, b) if a.engine == b.engine else [],
         verdicts=verdict_changes(a, b, probes or [], gpus or []) if a.engine == b.engine else [],
         probes_compared=len(probes or []) * len(gpus or []) if a.engine == b.engine else 0,
+        warnings=[f"{a.label} was compared with itself: nothing can differ (name two releases, e.g. "
+                  f"{a.engine}@<older> {a.engine}@{a.version})"] if a.id == b.id else [],
     )
 
 

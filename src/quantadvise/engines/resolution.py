@@ -360,8 +360,10 @@ def resolve(
         ctx.add("kernel_capability", "warning", f"'{resolved}' passes the config-level gate but its kernels need "
                 f"compute capability {method.effective_min_capability}", subject=resolved)
 
-    if capability is not None and method.weight_only_below and capability < method.weight_only_below \
-            and ck is not None and ck.is_quantized and not _below_gate(method, capability):
+    # the weight-only fallbacks are Marlin kernels, which exist on CUDA only
+    if platform == "cuda" and capability is not None and method.weight_only_below \
+            and capability < method.weight_only_below and ck is not None and ck.is_quantized \
+            and not _below_gate(method, capability):
         ctx.add(method.weight_only_message or "weight_only_fallback", "warning", f"'{resolved}' on compute capability "
                 f"{capability} (below {method.weight_only_below}) runs the weights weight-only through Marlin: the "
                 "activations stay 16-bit, so compute-bound batches gain nothing over bf16", subject=resolved)
@@ -382,7 +384,7 @@ def resolve(
 
     # 13. compressed-tensors checks and scheme dispatch
     if ck is not None and method.config_class == "CompressedTensorsConfig" and engine.compressed_tensors is not None:
-        groups = _check_ct(ctx, engine, ck, capability)
+        groups = _check_ct(ctx, engine, ck, capability, platform)
     elif ck is not None and method.scheme_gates:
         groups = _check_gates(ctx, engine, ck, method, capability)
 
@@ -394,7 +396,8 @@ def _below_gate(method: Method, capability: int) -> bool:
     return method.min_capability is not None and capability < method.min_capability
 
 
-def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None) -> list[GroupDispatch]:
+def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None,
+              platform: str = "cuda") -> list[GroupDispatch]:
     ct = engine.compressed_tensors
     assert ct is not None
     out: list[GroupDispatch] = []
@@ -450,7 +453,8 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
             continue
         scheme, min_cap, note = chosen.scheme, chosen.min_capability, ""
         said = chosen.message
-        if chosen.fallback and capability is not None and chosen.fallback_below and capability < chosen.fallback_below:
+        if chosen.fallback and (not chosen.fallback_platforms or platform in chosen.fallback_platforms) \
+                and capability is not None and chosen.fallback_below and capability < chosen.fallback_below:
             scheme, min_cap = chosen.fallback, chosen.fallback_min_capability
             note = f"below compute capability {chosen.fallback_below}: weight-only fallback"
             said = chosen.fallback_message or said

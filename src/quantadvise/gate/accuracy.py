@@ -14,15 +14,32 @@ if TYPE_CHECKING:
 
 
 def evidence_required(out: Findings, site: Site, *, scheme: str, bits: float | None, below: int,
-                      evidence: bool) -> None:
+                      evidence: bool, kv_bits: float | None = None, shipped: bool = False,
+                      policy: bool = True) -> None:
+    """QA401: ``bits`` (the served weights / activations) or ``kv_bits`` (a quantized KV cache) below
+    ``below`` with no evidence declared. ``shipped``: the weights are the model's only release, served as
+    its publisher ships it (target.released_quantized: gpt-oss and DeepSeek-V3 have no 16-bit release to
+    compare with; the publisher's evaluation is the evidence): only a KV cache the deployment quantizes
+    needs evidence. ``policy``: quantadvise.yaml
+    declares an accuracy policy (accuracy:, thresholds.evidence_below_bits or rules: QA401); without one
+    the finding is a note, never a failed build."""
+    low = [b for b in ((None if shipped else bits), kv_bits) if b is not None and b < below]
+    if shipped and bits is not None and bits < below and not low:
+        out.skip("QA401", f"{scheme}: the model's only release is this quantized checkpoint, served as its publisher "
+                          "ships it (its accuracy is the publisher's evaluation; no 16-bit baseline exists)")
+        return
     out.ran_rules("QA401")
-    if bits is None or bits >= below or evidence:
+    if not low or evidence:
         return
     file, line = site.at("quantization", "model", declared=True)
-    out.add("QA401", f"{scheme} quantizes to {bits:g} bits (< {below}) and quantadvise.yaml names no accuracy "
-            "evidence: add accuracy.baseline and accuracy.quantized (per-sample results, e.g. lm-eval "
+    what = f"{scheme} quantizes to {min(low):g} bits (< {below})" if not shipped else \
+        f"the KV cache ({scheme}) is quantized to {min(low):g} bits (< {below})"
+    out.add("QA401", f"{what} and "
+            + ("quantadvise.yaml names no accuracy evidence" if policy else
+               "no accuracy policy is declared (no quantadvise.yaml accuracy:)")
+            + ": add accuracy.baseline and accuracy.quantized (per-sample results, e.g. lm-eval "
             "--log_samples) with thresholds", subject=f"{site.key}|evidence|{scheme}", file=file, line=line,
-            target=site.label)
+            target=site.label, severity=None if policy else "note")
 
 
 def accuracy_findings(out: Findings, checks: Iterable[Any], files: Mapping[str, str], config_file: str | None,

@@ -70,7 +70,8 @@ def model_drift(out: Findings, site: Site, *, declared: str, served: str) -> Non
     if declared.strip().strip("/").lower() == served.strip().strip("/").lower():
         return
     file, line = site.at("model")
-    out.add("QA504", f"the command serves '{served}' but quantadvise.yaml declares model '{declared}' (checked)",
+    out.add("QA504", f"the command serves '{served}' but quantadvise.yaml declares model '{declared}'; the "
+            f"command's model is checked (the declaration applies to deployments that name none)",
             subject=f"{site.key}|model", file=file, line=line, target=site.label)
 
 

@@ -74,3 +74,21 @@ def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unreso
                 subject=f"{site.key}|unresolved|{name}", file=file, line=line, target=site.label)
 
 
+
+
+def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, refusal: str | None,
+                   fallback: tuple[str, str] | None = None) -> list[str]:
+    """The model dtype on this GPU (engines.config_checks.dtype_refusal / dtype_fallback, looked up by the
+    caller): a refusal is QA103 (vLLM: "Bfloat16 is only supported on GPUs with compute capability of at
+    least 8.0 ..." for --dtype bfloat16 on a T4 or V100); a fallback (auto -> float16) is a note."""
+    out.ran_rules("QA103")
+    if refusal is not None:
+        file, line = site.at("dtype", "model")
+        out.add("QA103", f"{engine_label} refuses --dtype {dtype} on this GPU at start-up; serve it with --dtype half "
+                f"(float16)",
+                subject=f"{site.key}|dtype|{dtype}", file=file, line=line, target=site.label, engine_message=refusal)
+        return []
+    if fallback is not None:
+        asked = "the checkpoint's dtype (--dtype auto)" if dtype == "auto" else f"--dtype {dtype}"
+        return [f"{engine_label} runs the model in {fallback[0]}, not {asked}: {fallback[1]}"]
+    return []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..wording import plural
 from .result import GateFinding, RuleStatus
-from .rules import REFUSES_START, RULE_BY_ID, RULES, SEVERITY_RANK, fingerprint
+from .rules import REFUSES_START, RULE_BY_ID, RULES, SEVERITY_RANK, Severity, fingerprint
 
 # engine field -> the declaration key that states the same thing
 _DECLARED: dict[str, tuple[str, ...]] = {
@@ -74,10 +74,12 @@ class Findings:
         self.skipped.setdefault(rule_id, reason)
 
     def add(self, rule_id: str, message: str, *, subject: str, file: str | None = None, line: int | None = None,
-            target: str | None = None, engine_message: str | None = None) -> None:
+            target: str | None = None, engine_message: str | None = None, severity: Severity | None = None) -> None:
+        """``severity``: this finding's default when it is not the rule's (QA401 without a declared accuracy
+        policy is a note); a severity set under ``rules:`` wins over both."""
         rule = RULE_BY_ID[rule_id]
         self.ran.add(rule_id)
-        sev = self.overrides.get(rule_id, rule.severity)
+        sev = self.overrides.get(rule_id, severity or rule.severity)
         if sev == "off":
             return
         if rule_id in REFUSES_START:  # counted even when the same finding was reported for another target

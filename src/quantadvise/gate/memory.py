@@ -23,12 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..engines.flags import engine_label
+from ..kvcache import kv_share_per_gpu
 from ..sizing import memory_budget
 from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
 from .rules import RULE_BY_ID
-from .startup import DerivedMaxLen, StartupFacts, gib, kv_share_per_gpu, longest_that_fits, sglang_max_running
+from .startup import DerivedMaxLen, StartupFacts, gib, longest_that_fits, sglang_max_running
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
         kv_bytes_per_token=m.kv_bytes_per_token, kv_capacity_tokens=tokens if per_token_gpu > 0 else None,
         max_model_len=mml, max_model_len_source=mml_from, max_model_len_kv_bytes=need_gpu,
         max_model_len_that_fits=fits_len, sequences_at_max_model_len=at_mml, max_num_seqs=cap,
-        max_num_seqs_flag=m.max_num_seqs_flag, max_num_seqs_source=cap_from, starts=refusal is None,
+        max_num_seqs_flag=m.max_num_seqs_flag, max_num_seqs_source=cap_from, starts=refusal is None and kv_gpu > 0,
         refusal=refusal,
     )
     d = m.declared
@@ -143,7 +144,12 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
     })
 
 
-def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, kv_gpu: float) -> str:
+def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, kv_gpu: float) -> str | None:
+    """What the engine prints when the weights leave no KV cache. Weights larger than the GPU fail while
+    loading (a CUDA out-of-memory error: vLLM's own words where on file, else none quoted), before the
+    engine plans a KV cache."""
+    if weights_gpu > m.gpu_memory_bytes:
+        return f.message("weights_exceed_gpu") if "weights_exceed_gpu" in f.messages else None
     if f.engine == "sglang":
         minimum = weights_gpu / m.gpu_memory_bytes  # 1 - available/pre, with available = pre - weights
         return f.message("weights_leave_no_kv", fraction=f"{m.fraction:g}", suggested=f"{math.ceil(minimum * 1000) / 1000:.3f}",
@@ -185,26 +191,39 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
                                  derived=derived.value, model_max_length=derived.model_max_length)
         else:
             said = facts.message("context_exceeds_model", context=max_model_len_given, derived=derived.value)
+        overridden = f", with the command's {', '.join(derived.overridden)} override" if derived.overridden else ""
+        hint = ""
+        if derived.unapplied_rope is not None and derived.key:
+            kind, factor = derived.unapplied_rope
+            hint = (f"; {engine_label(facts.engine)} does not multiply {derived.key} by the {kind} RoPE factor "
+                    f"{factor:g} (it takes the length as already scaled): set {derived.key} to the scaled length in "
+                    "the same override (e.g. "
+                    f"\"{derived.key}\": {max_model_len_given}) if the model supports it")
         out.add("QA306", f"{max_model_len_flag} {max_model_len_given:,} is longer than the {derived.value:,} tokens the "
-                f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}): "
-                f"{engine_label(facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')})",
+                f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}{overridden}): "
+                f"{engine_label(facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')}){hint}",
                 subject=f"{site.key}|max-len-vs-model", file=file, line=line, target=site.label,
                 engine_message=said)
     if not m.weights_fit:
         file, line = site.at("gpu_memory_utilization", "tensor_parallel_size", "model")
         weights_gpu = m.weights_bytes / gpus
         fix = f"use more GPUs (tensor parallel), a smaller scheme or a larger {m.memory_utilization_flag}"
-        if weights_gpu > m.memory_bytes / gpus:
+        oom = weights_gpu > m.memory_bytes / gpus
+        if oom:
             fix = "use more GPUs (tensor parallel) or a smaller scheme"
             what = (f"the weights ({_gib(weights_gpu)} per GPU, {m.weights_source}) are larger than the "
-                    f"{_gib(m.memory_bytes / gpus)} of the {m.gpu}: loading runs out of memory")
+                    f"{_gib(m.memory_bytes / gpus)} of the {m.gpu}: loading runs out of memory (CUDA out of memory "
+                    "in the model loader, before any KV cache is planned)")
         else:
             reserve = (f" + {_gib(m.reserve_bytes / gpus)} runtime reserve ({m.reserve_from})"
                        if m.reserve_bytes else "")
             what = (f"the weights ({_gib(weights_gpu)} per GPU, {m.weights_source}){reserve} fill the "
                     f"{_gib(m.budget_bytes / gpus + m.reserve_bytes / gpus)} {m.engine} may use per GPU "
                     f"({fraction}): no KV cache is left and {m.engine} refuses to start")
-        out.add("QA301", f"{what}; {fix} ({facts.cite('no_kv_memory' if m.engine == 'vllm' else 'weights_leave_no_kv')})",
+        fact = ("weights_exceed_gpu" if oom else "no_kv_memory") if m.engine == "vllm" else \
+            ("weights_leave_no_kv" if not oom else "")
+        cite = f" ({facts.cite(fact)})" if fact in facts.lines else ""
+        out.add("QA301", f"{what}; {fix}{cite}",
                 subject=f"{site.key}|weights", file=file, line=line, target=site.label, engine_message=m.refusal)
         for rid in ("QA302", "QA303", "QA304", "QA305"):
             out.skip(rid, "the weights leave no KV cache (QA301)")

@@ -107,6 +107,12 @@ class PerfCheck(Out):
     mode: str
     batch: int
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
+    # what the comparisons may assume: bf16's weights (None: not known) and whether the recommendation fits
+    bf16_weights_bytes: int | None = None
+    bf16_does_not_fit: bool = False  # the recommendation found bf16 cannot hold one sequence
+    recommended_native: bool = False  # the recommendation is the checkpoint as shipped
+    recommended_fits: bool | None = None
+    bf16_unservable: str | None = None  # why bf16 cannot be served on these GPUs: no bf16 comparison (QA201)
 
 
 class TargetReport(Out):

@@ -125,7 +125,8 @@ RULES: tuple[Rule, ...] = (
     _r("QA201", "slower-than-bf16", "performance", "error",
        "Predicted slower than bf16 at the deployed concurrency",
        "At this concurrency the quantized scheme is predicted to serve fewer tokens per second than the bf16 "
-       "model with the same KV cache: you pay the accuracy cost and lose speed. Typical for weight-only "
+       "model with the same KV cache: you pay the accuracy cost and lose speed (not judged when bf16 weights "
+       "do not fit the deployment's GPUs). Typical for weight-only "
        "schemes at large batches, where dequantization sits on a compute-bound path (a roofline model with "
        "the efficiency profile, not a measurement; calibrate with --profile)."),
     _r("QA202", "slower-than-recommended", "performance", "warning",
@@ -146,7 +147,7 @@ RULES: tuple[Rule, ...] = (
        "(gpu-memory-utilization x memory, less the activation peak, non-torch memory and CUDA graphs) stops "
        "with 'No available memory for the cache blocks'; SGLang (mem-fraction-static x memory) with 'Loaded "
        "weights leave no GPU memory for the KV cache'. Weights larger than the GPU run out of memory while "
-       "loading. More GPUs (tensor parallel), a smaller scheme, or a larger memory fraction."),
+       "loading (CUDA out of memory in the model loader, before any KV cache is planned). More GPUs (tensor parallel), a smaller scheme, or a larger memory fraction."),
     _r("QA302", "max-model-len-exceeds-kv-cache", "memory", "error",
        "One sequence of max-model-len tokens does not fit in vLLM's KV cache",
        "vLLM refuses to start when the KV cache of one GPU cannot hold a single sequence of max_model_len "
@@ -176,7 +177,9 @@ RULES: tuple[Rule, ...] = (
        "No accuracy evidence for a scheme below 8 bits",
        "Weights, activations or the KV cache are quantized below thresholds.evidence_below_bits (default 8) "
        "and quantadvise.yaml names no per-sample evidence (accuracy.baseline / accuracy.quantized). Below "
-       "8 bits accuracy depends on the model, the method and the task; aggregate scores hide flips."),
+       "8 bits accuracy depends on the model, the method and the task; aggregate scores hide flips. A note "
+       "when quantadvise.yaml declares no accuracy policy (accuracy:, thresholds.evidence_below_bits, rules:); "
+       "not applied to the weights of a model whose only release is the quantized checkpoint served as shipped."),
     _r("QA402", "accuracy-threshold-failed", "accuracy", "error",
        "The accuracy evidence fails a threshold",
        "Per task, the accuracy drop, the flip rate (answers that changed correctness, arXiv:2407.09141), the "

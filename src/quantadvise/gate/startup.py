@@ -135,6 +135,23 @@ class DerivedMaxLen:
     value: int
     key: str | None  # the config.json key it came from (None: no key, the engine's fallback)
     model_max_length: int | None
+    # a RoPE scaling the engine does NOT multiply the length by: (rope type, factor) — vLLM takes a yarn
+    # config's max_position_embeddings as already scaled (vllm/config/model.py:2609-2617)
+    unapplied_rope: tuple[str, float] | None = None
+    overridden: tuple[str, ...] = ()  # config.json keys the command's override flag set (--hf-overrides)
+
+
+def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """config.json with a command's --hf-overrides / --json-model-override-args applied, as the engines
+    set them on the Hugging Face config (a dict-valued key merges into a sub-config or a rope dict)."""
+    out = dict(cfg)
+    for k, v in (overrides or {}).items():
+        cur = out.get(k)
+        out[k] = {**cur, **v} if isinstance(v, dict) and isinstance(cur, dict) else v
+    text = out.get("text_config")
+    if isinstance(text, dict) and overrides:  # a text model's keys live in its text_config
+        out["text_config"] = {**text, **{k: v for k, v in overrides.items() if k != "text_config"}}
+    return out
 
 
 def _num(v: Any) -> float | None:
@@ -143,10 +160,14 @@ def _num(v: Any) -> float | None:
     return float(v)
 
 
-def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts) -> DerivedMaxLen:
+def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,
+                    overrides: Mapping[str, Any] | None = None) -> DerivedMaxLen:
     """The longest sequence the engine derives from a config.json: vLLM's smallest length key
     (``model_max_length`` winning) times the RoPE factor (``vllm/config/model.py:2545-2640``), SGLang's
-    first length key times its factor (``get_context_length``); the rules are the release's data."""
+    first length key times its factor (``get_context_length``); the rules are the release's data.
+    ``overrides``: the command's --hf-overrides / --json-model-override-args (engines.flags.model_overrides),
+    applied first as the engine applies them."""
+    cfg = apply_overrides(cfg, overrides)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     assert isinstance(text, Mapping)
     keys = facts.max_len_keys or ("max_position_embeddings",)
@@ -166,10 +187,12 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts) -> DerivedMaxLe
         override = _num(text.get(facts.max_len_override_key))
         if override is not None:
             best, key = override, facts.max_len_override_key
+    touched = tuple(sorted(overrides or ()))
     if best is None:
-        return DerivedMaxLen(facts.max_len_fallback, None, None)
+        return DerivedMaxLen(facts.max_len_fallback, None, None, overridden=touched)
     rope = text.get("rope_scaling") or text.get("rope_parameters")
     model_type = str(text.get("model_type", ""))
+    unapplied = None
     if isinstance(rope, dict) and "gemma3" not in model_type:
         kind = rope.get("rope_type") or rope.get("type")
         factor = _num(rope.get("factor"))
@@ -177,7 +200,9 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts) -> DerivedMaxLe
             any(k in rope for k in facts.max_len_unscaled_if_rope_has)
         if factor is not None and not unscaled:
             best *= factor
-    return DerivedMaxLen(int(min(best, 2**62)), key, int(mml) if mml is not None else None)
+        elif factor is not None and factor > 1 and kind != "default":
+            unapplied = (str(kind), factor)
+    return DerivedMaxLen(int(min(best, 2**62)), key, int(mml) if mml is not None else None, unapplied, touched)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -338,14 +363,8 @@ def sglang_max_running(facts: StartupFacts, tokens: int, context_len: int, reque
 # -------------------------------------------------------------------------------------------------
 
 
-def kv_share_per_gpu(*, kv_heads: int, mla: bool, tp: int, pp: int) -> float:
-    """The fraction of one sequence's KV cache (all layers, all KV heads) one GPU holds: its
-    pipeline stage's layers, and ``max(1, kv_heads // tp)`` of the heads (an MLA latent is whole on
-    every GPU), ``vllm/config/model.py:1673-1683``."""
-    stage = 1 / max(pp, 1)
-    if mla or kv_heads <= 0:
-        return stage
-    return stage * max(1, kv_heads // max(tp, 1)) / kv_heads
+# the fact has one home, kvcache (size, recommend, roofline and check all read it); importable from here too
+from ..kvcache import kv_share_per_gpu as kv_share_per_gpu  # noqa: E402
 
 
 def longest_that_fits(seq_bytes: Any, room: float, upper: int) -> int:

@@ -31,7 +31,7 @@ from .engine import artifact_findings, engine_findings, parallelism_findings
 from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
-from .speed import performance_findings
+from .speed import bf16_unservable, performance_findings
 from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 
 if TYPE_CHECKING:
@@ -52,14 +52,14 @@ def unresolved(inv: EngineInvocation) -> dict[str, str]:
             if name in inv.raw and re.search(r"\$[{(\w]|`", inv.raw[name])}
 
 
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
 def nearest_version(versions: list[str], wanted: str) -> str:
     """The newest release on file not newer than ``wanted`` (else the oldest on file)."""
-
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-    older = [v for v in versions if key(v) <= key(wanted)]
-    return max(older, key=key) if older else min(versions, key=key)
+    older = [v for v in versions if _version_key(v) <= _version_key(wanted)]
+    return max(older, key=_version_key) if older else min(versions, key=_version_key)
 
 
 def scheme_bits(scheme: Scheme | None, kv: TensorQuant | None) -> float | None:
@@ -123,8 +123,9 @@ def choose_engine(inv: EngineInvocation | None, cfg: DeploymentConfig, *, versio
 
 def choose_model(inv: EngineInvocation | None, declared: str | None, *, declared_is_local: bool,
                  declared_from: str, site: Site, out: Findings) -> tuple[str | None, str]:
-    """(the model reference to check, where it came from): the declaration wins over the command;
-    two different Hub ids are QA504. None when neither names one."""
+    """(the declared model, or else the command's, and where it came from); two different Hub ids are
+    QA504. The caller (api.check_target._model) checks a command that names its own Hub id as that
+    model and keeps the declaration for commands that name none. None when neither names one."""
     observed = inv.model if inv is not None and inv.model and "model" not in unresolved(inv) else None
     if declared is not None:
         if observed is not None and not declared_is_local and _HUB_ID.fullmatch(observed) \
@@ -204,8 +205,12 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
     engine = engine or (inv.engine if inv is not None else (cfg.engine or defaults.ENGINE))
     assumptions: list[str] = []
     if engine_version is not None and engine_version.removeprefix("v") != facts.version:
-        assumptions.append(f"start-up memory: {engine} {facts.version}'s arithmetic and defaults, the closest release "
-                           f"to {engine_version} in data/engine_startup.yaml")
+        older = _version_key(facts.version) <= _version_key(engine_version)
+        assumptions.append(
+            f"start-up memory: {engine} {facts.version}'s arithmetic and defaults, the closest older release in "
+            f"data/engine_startup.yaml" if older else
+            f"start-up memory: {engine} {facts.version}'s arithmetic and defaults: data/engine_startup.yaml has no "
+            f"release as old as {engine_version}, so its oldest is used ({engine_version}'s own defaults may differ)")
     tp = (inv.tensor_parallel_size or 1) if inv is not None else (cfg.gpus or 1)
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     table = ENGINES[engine]
@@ -366,6 +371,34 @@ class Facts:
     speed_assumptions: list[str] = field(default_factory=list)
 
 
+def accuracy_policy(config_lines: Mapping[str, int], overrides: Mapping[str, str]) -> bool:
+    """quantadvise.yaml declares an accuracy policy: evidence (accuracy:), the bits below which evidence is
+    required (thresholds.evidence_below_bits), or QA401's severity (rules:). Without one QA401 is a note."""
+    return "QA401" in overrides or any(k in config_lines for k in ("accuracy", "thresholds.evidence_below_bits"))
+
+
+# a Hub name that says it is a quantization of another model ("-AWQ", "-FP8", "-w4a16", "-4bit", "-GGUF")
+_QUANT_NAME = re.compile(r"awq|gptq|fp[48]|int[48]|w\d+a\d+|nf4|bnb|\d-?bit|gguf|exl2|quant|marlin", re.IGNORECASE)
+
+
+def released_quantized(model_ref: str, s: Served) -> bool:
+    """The model's only release is the quantized checkpoint the deployment serves as shipped: a Hub id
+    whose name does not say it is a quantization of another model (openai/gpt-oss-120b ships MXFP4 experts,
+    deepseek-ai/DeepSeek-V3 FP8 blocks; Qwen/Qwen2.5-7B-Instruct-AWQ is a quantization of a 16-bit release,
+    and a local checkpoint is whoever made it). Its accuracy is its publisher's evaluation: there is no
+    16-bit baseline to hold it to (QA401)."""
+    if not serves_as_shipped(s) or not _HUB_ID.fullmatch(model_ref) or model_ref.startswith((".", "/", "~")):
+        return False
+    return _QUANT_NAME.search(model_ref.split("/", 1)[1]) is None
+
+
+def serves_as_shipped(s: Served) -> bool:
+    """The engine serves a quantized checkpoint as it is shipped (its quantization_config), not a
+    16-bit checkpoint quantized online (api/check_target.served_scheme's ``scheme_from``)."""
+    return s.scheme_id != "bf16" and s.scheme_from.startswith("the checkpoint (") \
+        and "no quantization_config" not in s.scheme_from
+
+
 def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, out: Findings) -> TargetReport:
     """Run every rule on one deployment and report it."""
     site, inv, w = f.site, f.inv, f.workload
@@ -437,23 +470,31 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
             out.skip(rid, why)
         notes.append(f"no speed verdict: {why}")
     elif f.performance is not None:
-        performance_findings(out, site, f.performance, max_slowdown=cfg.thresholds.max_slowdown_vs_recommended)
+        performance = f.performance.model_copy(update={"bf16_unservable": bf16_unservable(f.performance, mem)})
+        notes.extend(performance_findings(out, site, performance,
+                                          max_slowdown=cfg.thresholds.max_slowdown_vs_recommended, mem=mem,
+                                          shipped=serves_as_shipped(s)))
     else:
         out.skip("QA201", "speed not predicted (no architecture or scheme preset)")
         out.skip("QA202", "speed not predicted")
     if f.speed_note and not stopped:
         notes.append(f.speed_note)
 
-    bits = scheme_bits(s.scheme, s.kv)
+    bits = scheme_bits(s.scheme, None)
     if s.scheme is None and s.weight_bits is not None:
         bits = s.weight_bits
     evidence_required(out, site, scheme=s.scheme_id + (f" + {s.kv_id}" if s.kv is not None else ""), bits=bits,
-                      below=cfg.thresholds.evidence_below_bits, evidence=f.evidence_declared)
+                      kv_bits=scheme_bits(None, s.kv), below=cfg.thresholds.evidence_below_bits,
+                      evidence=f.evidence_declared, shipped=released_quantized(f.model_ref, s),
+                      policy=accuracy_policy(site.config_lines, out.overrides))
     return TargetReport(
         label=site.label, file=site.file, line=site.line, source=f.source, context=inv.context if inv else None,
         engine=f.engine.name, engine_version=f.engine.version, engine_version_from=f.engine.source,
         model=f.model_shown, model_from=f.model_from, checkpoint=f.checkpoint_summary,
-        resolved_method=f.resolution.resolved_method, engine_status=f.resolution.status, scheme=s.scheme_id,
+        resolved_method=f.resolution.resolved_method,
+        # the header agrees with the findings: any rule that means "the engine refuses to start" (QA107, QA301,
+        # QA306 ... rules.REFUSES_START), not only the quantization method's resolution, makes it "refused"
+        engine_status="refused" if stopped else f.resolution.status, scheme=s.scheme_id,
         scheme_from=s.scheme_from, declared_scheme=d.scheme_id, kv_cache_dtype=s.kv_id,
         declared_kv_cache_dtype=d.kv_id, gpu=f.gpu_id, gpus=w.tp * w.pp, concurrency=concurrency, ctx=f.context,
         mode=f.mode, memory=mem, performance=performance,
@@ -473,6 +514,9 @@ def kernel_names(res: EngineResolution) -> list[str] | None:
 def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommended: Any | None) -> PerfCheck:
     """The deployed scheme's prediction next to bf16's and the recommendation's."""
     rec_tps = recommended.performance.tokens_per_s if recommended is not None else None
+    alts = list(getattr(recommended, "alternatives", None) or [])
+    base = next((a for a in alts if a.scheme == "bf16"), None)
+    top = next((a for a in alts if recommended is not None and a.scheme == recommended.scheme_id), None)
     return PerfCheck(
         scheme=scheme_id, kv_dtype=kv_id, tokens_per_s=deployed.tokens_per_s, step_time_s=deployed.step_time_s,
         bf16_tokens_per_s=bf16.tokens_per_s, speedup_vs_bf16=deployed.tokens_per_s / bf16.tokens_per_s,
@@ -481,4 +525,8 @@ def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommen
         recommended_tokens_per_s=rec_tps,
         slowdown_vs_recommended=(rec_tps / deployed.tokens_per_s - 1) if rec_tps else None,
         profile=deployed.profile, mode=deployed.mode, batch=deployed.batch, model_note=deployed.model_note,
+        bf16_weights_bytes=base.weights_bytes if base is not None else None,
+        bf16_does_not_fit=base is not None and base.status == "does-not-fit",
+        recommended_native=bool(recommended is not None and recommended.scheme.native),
+        recommended_fits=top.fits if top is not None else None,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..hardware import GPU
@@ -268,28 +268,81 @@ def _heldout_gemm(curve: KernelCurve, te: Any, wbytes: float, bw: float, peak: f
 MOE_TABLES = (("sglang", "sglang_marlin_moe"), ("vllm", "marlin"))  # SGLang's cover more model shapes
 MARLIN_M_TILE = 64  # Marlin computes M in blocks of up to 4 x 16 rows
 INT4_G128_BYTES = 0.5 + 2.0 / 128  # int4 weights with one 16-bit scale per 128
+FP8_BLOCK_BYTES = 1.0 + 4.0 / (128 * 128)  # fp8 weights with one fp32 scale per 128 x 128 block
+TRITON_MOE_M_TILE = 16  # the fused-MoE Triton kernel pads each expert's rows to BLOCK_SIZE_M (16 at decode sizes)
 
 
-def _import_marlin(root: Path, system: str, gpu: GPU, *, pkg_version: str,
-                   as_of: date) -> tuple[KernelCurve, dict[str, Any]] | None:
-    """The fused-MoE Marlin kernel (int4 weight-only experts) measured on this GPU: the only published
-    Marlin measurement in the tables. Balanced routing, no expert parallelism (how the tables split
-    tokens across expert-parallel ranks is not documented); every other configuration and every other
-    token count are held out."""
+class MoeSpec(NamedTuple):
+    """One fused-MoE kernel fitted to a published MoE table: the quantadvise kernel id, the table's
+    ``moe_dtype``, the tables searched in order ((engine, substring of kernel_source)), bytes per
+    weight element, bytes per activation element, the tensor cores, the rows per M tile, and what the
+    kernel is."""
+
+    kid: str
+    dtype: str
+    tables: tuple[tuple[str, str], ...]
+    weight_bytes: float
+    act_bytes: float
+    math: str
+    m_tile: int
+    what: str
+    first_table: bool = True  # the first (engine, marker) with tables wins; False: the most shapes over all
+
+
+MOE_SPECS = (
+    MoeSpec("marlin-moe", "int4_wo", MOE_TABLES, INT4_G128_BYTES, 2.0, "bf16", MARLIN_M_TILE,
+            "fused-MoE Marlin (int4 weight-only, group 128)", False),
+    # vLLM's TritonExperts: the FP8 MoE backend vLLM 0.33.0 puts first on Hopper for block FP8 under tensor
+    # parallelism (fused_moe/oracle/fp8.py:122-132); measured as vllm_fp8moe_triton_tritonexperts
+    MoeSpec("triton-fp8-block-moe", "fp8_block", (("vllm", "triton_tritonexperts"), ("vllm", "vllm_fused_moe"),
+                                                  ("sglang", "sglang_fused_moe_triton")),
+            FP8_BLOCK_BYTES, 1.0, "fp8", TRITON_MOE_M_TILE,
+            "fused-MoE Triton (fp8 weights in 128 x 128 blocks, fp8 activations in 1 x 128 groups)"),
+    # vLLM's unquantized TritonExperts (fused_moe/oracle/unquantized.py:69-80: Triton ahead of FlashInfer on SM90)
+    MoeSpec("triton-moe", "bfloat16", (("vllm", "unquantizedfusedmoe_triton"), ("vllm", "vllm_fused_moe"),
+                                       ("sglang", "sglang_fused_moe_triton")),
+            2.0, 2.0, "bf16", TRITON_MOE_M_TILE, "fused-MoE Triton (bf16 weights and activations)"),
+    # gpt-oss MXFP4 experts on Hopper: OAI triton_kernels matmul_ogs (fused_moe/oracle/mxfp4.py:402-425)
+    MoeSpec("triton-mxfp4-moe", "w4a16_mxfp4", (("vllm", "gptossmxfp4moe_triton"), ("vllm", "vllm_mxfp4_moe")),
+            0.5 + 1.0 / 32, 2.0, "bf16", TRITON_MOE_M_TILE,
+            "fused-MoE OAI Triton matmul_ogs (mxfp4 weights, bf16 activations)"),
+)
+# fused-MoE kernels with no table of their own: the measured MoE kernel that stands in, and why
+MOE_PROXIES: dict[str, tuple[str, str]] = {
+    "humming-moe": ("marlin-moe", "no published table for the Humming fused-MoE kernel: the measured fused-MoE Marlin "
+                    "kernel (the mixed-input MoE GEMM Humming replaces on SM90) stands in"),
+    "humming-fp8-moe": ("marlin-moe", "no published table for the Humming fused-MoE kernel with fp8 weights: the "
+                        "measured fused-MoE Marlin kernel stands in"),
+    "cutlass-fp8-moe": ("triton-fp8-block-moe", "no published table for vLLM's CUTLASS fp8 fused-MoE kernel "
+                        "(CutlassExpertsFp8, per-channel weights): the measured fused-MoE Triton kernel with fp8 "
+                        "weights and fp8 activations (the same bytes and tensor-core math) stands in"),
+}
+
+
+def import_moe(root: Path, system: str, gpu: GPU, spec: MoeSpec, *, pkg_version: str,
+               as_of: date) -> tuple[KernelCurve, dict[str, Any]] | None:
+    """One fused-MoE kernel measured on this GPU (:data:`MOE_SPECS`): the table (of the first engine
+    whose tables cover two or more model shapes, the one covering the most) fitted over balanced
+    routing, no expert parallelism (how the tables split tokens across expert-parallel ranks is not
+    documented); every other configuration and every other token count are held out."""
     import numpy as np
 
-    peak = gpu.peak("bf16")
+    peak = gpu.peak(spec.math)
     keys = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+    if peak is None:
+        return None
     found = []
-    for engine, marker in MOE_TABLES:
+    for engine, marker in spec.tables:
         for path in sorted((root / system / "moe" / engine).glob("*/moe_perf.parquet")):
             t = _read(path)
-            rows = t[(t.moe_dtype == "int4_wo") & t.kernel_source.str.contains(marker) & (t.distribution == "balanced")
-                     & (t.moe_ep_size == 1)]
+            rows = t[(t.moe_dtype == spec.dtype) & t.kernel_source.str.contains(marker)
+                     & (t.distribution == "balanced") & (t.moe_ep_size == 1) & (t.latency > 0)]
             cfgs = sorted({tuple(int(x) for x in r) for r in rows[keys].itertuples(index=False)})
             if len(cfgs) >= 2:
                 found.append((len(cfgs), engine, path, rows, cfgs))
-    if not found or peak is None:
+        if found and spec.first_table:
+            break
+    if not found:
         return None
     _, engine, path, rows, cfgs = max(found, key=lambda f: f[0])  # the table covering the most model shapes
     held_cfg = {c for i, c in enumerate(cfgs) if i % 2 == 1}
@@ -300,27 +353,34 @@ def _import_marlin(root: Path, system: str, gpu: GPU, *, pkg_version: str,
     tr, te = rows[~is_cfg & ~is_tok], rows[is_cfg & is_tok]
     tr_cfg = [moe_config(*c) for c, keep in zip(ckey, ~is_cfg & ~is_tok, strict=True) if keep]
     fr = fit_moe(tr_cfg, tr.num_tokens.to_numpy(float), tr.latency.to_numpy(float) * 1e-3,
-                 weight_bytes=INT4_G128_BYTES, act_bytes=2.0, bandwidth=gpu.bandwidth_bytes_per_s, peak=peak,
-                 m_tile=MARLIN_M_TILE)
+                 weight_bytes=spec.weight_bytes, act_bytes=spec.act_bytes, bandwidth=gpu.bandwidth_bytes_per_s,
+                 peak=peak, m_tile=spec.m_tile)
     ver, ks = str(rows.version.iloc[0]), str(rows.kernel_source.iloc[0])
     curve = KernelCurve(
-        kernel="marlin-moe", engine=engine, basis="measured", math="bf16", act_bytes=2.0,
+        kernel=spec.kid, engine=engine, basis="measured", math=spec.math, act_bytes=spec.act_bytes,
         overhead_s=fr.overhead_s, blend=fr.blend, nk_knots=fr.nk_knots, memory_efficiency=fr.memory_efficiency,
         compute_efficiency=fr.compute_efficiency, m_knots=fr.m_knots, m_factor=fr.m_factor,
-        m_tile=MARLIN_M_TILE,
-        note=(f"fused-MoE Marlin (int4 weight-only, group 128) fitted on {len(tr)} layers of {len(cfgs) - len(held_cfg)} "
-              "tensor-parallel configurations (expert parallel 1), balanced routing; compute rounded up to 64-row M tiles"),
+        m_tile=spec.m_tile,
+        note=(f"{spec.what} fitted on {len(tr)} layers of {len(cfgs) - len(held_cfg)} tensor-parallel "
+              f"configurations (expert parallel 1), balanced routing; compute rounded up to {spec.m_tile}-row M "
+              "tiles; one call per MoE layer (gate/up and down)"),
         measured=_source(str(path.relative_to(root.parent.parent.parent)), ks, engine, ver,
                          str(rows.device.iloc[0]), len(tr), pkg_version, as_of,
-                         f"ai-dynamo/aiconfigurator collector/{engine}/collect_moe.py (int4_wo, balanced)"))
+                         f"ai-dynamo/aiconfigurator collector/{engine}/collect_moe.py ({spec.dtype}, balanced)"))
     toks = sorted(held_tok)
     idx = {(tuple(int(x) for x in r[:-2]), int(r[-2])): float(r[-1]) * 1e-3
            for r in te[[*keys, "num_tokens", "latency"]].itertuples(index=False)}
     hcfgs = sorted(held_cfg)
-    doc = {"kind": "moe", "weight_bytes": INT4_G128_BYTES, "tokens": toks,
+    doc = {"kind": "moe", "weight_bytes": spec.weight_bytes, "tokens": toks,
            "configs": [moe_config(*c) for c in hcfgs],
            "seconds": [[_sig(idx[(c, m)]) if (c, m) in idx else None for m in toks] for c in hcfgs]}
     return curve.model_copy(update={"heldout": moe_errors(curve, doc, gpu.bandwidth_bytes_per_s, peak)}), doc
+
+
+def _import_marlin(root: Path, system: str, gpu: GPU, *, pkg_version: str,
+                   as_of: date) -> tuple[KernelCurve, dict[str, Any]] | None:
+    """The fused-MoE Marlin kernel (int4 weight-only experts) measured on this GPU (:func:`import_moe`)."""
+    return import_moe(root, system, gpu, MOE_SPECS[0], pkg_version=pkg_version, as_of=as_of)
 
 
 def _sig(v: float) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_route
+from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_moe_kernel, resolve_route
 from ..errors import norm_name
 from ..scheme import Scheme
 from .kernel_curves import KernelCurve, QuantCurve, lookup
@@ -57,6 +57,26 @@ class KernelPricing:
             return self.choice_bf16
         return resolve_kernel(c.table, c.scheme, c.capability, shape=(n, k), quantization=c.quantization)
 
+    def choose_moe(self, quantized: bool) -> KernelChoice | None:
+        """The fused-MoE backend the engine runs for routed experts — never a dense Linear kernel's
+        curve. When the release's table has no row for the experts' route, the measured fused-MoE
+        curve of the same kind stands in (:func:`moe_stand_in`), so an expert format nobody measured
+        is not priced on the spec-sheet roofline ahead of the measured ones; None only when no
+        fused-MoE curve is on file for this GPU at all (the roofline then prices every scheme's experts
+        alike)."""
+        c = self.context
+        if not quantized or not c.scheme.quantizes_weights:
+            got = resolve_route(c.table, "bf16", c.capability, moe=True)
+        else:
+            got = resolve_moe_kernel(c.table, c.scheme, c.capability)
+        if got is not None:
+            return got
+        # how the engine runs this scheme on this GPU: a W+A format without its tensor cores here runs
+        # weight-only (NVFP4 below SM100, FP8 below SM89: the dense kernel says so)
+        dense = self.choice if quantized and c.scheme.quantizes_weights else self.choice_bf16
+        return moe_stand_in(c, self.curves, quantized,
+                            weight_only=dense is not None and dense.kernel.execution == "weight-only")
+
     def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
         if choice is None:
             return None
@@ -85,6 +105,41 @@ class KernelPricing:
         other = self.context.engine_version
         table = f" (kernel table of {self.context.table.label}: none on file for {other})" if other else ""
         return f"{sid} via {ch.label}{table}; {how}"
+
+
+# the measured fused-MoE curves that stand in (first on file) for experts whose backend is not on file:
+# weight-only formats by the fused-MoE Marlin kernel (the mixed-input MoE GEMM), W+A formats by the fused-MoE
+# Triton kernel with fp8 weights and activations (else the same Triton kernel in bf16, on a GPU without fp8
+# tensor cores, run on the format's own datapath), 16-bit experts by the bf16 fused-MoE Triton kernel
+MOE_STAND_INS = {"weight-only": ("marlin-moe",), "w+a": ("triton-fp8-block-moe", "triton-moe"),
+                 "bf16": ("triton-moe",)}
+
+
+def moe_stand_in(c: KernelContext, curves: dict[str, KernelCurve], quantized: bool, *,
+                 weight_only: bool = False) -> KernelChoice | None:
+    """A labelled stand-in for routed experts whose fused-MoE backend the kernel table does not
+    name: the measured fused-MoE curve of the same kind (:data:`MOE_STAND_INS`), priced with the
+    experts' own bytes per weight and, for a W+A format, on its own tensor-core datapath (the
+    stand-in's ``math``; int8 experts on int8 tensor cores). ``weight_only``: the engine runs this
+    W+A format weight-only on this GPU. None when that curve is not on file for this GPU."""
+    from ..engines.kernels import KernelInfo, route
+
+    s = c.scheme
+    kind = ("bf16" if not quantized or not s.quantizes_weights else
+            "weight-only" if weight_only or s.weight_only or s.activation is None else "w+a")
+    found = next(((k, cv) for k in MOE_STAND_INS[kind] if (cv := lookup(curves, c.table.engine, k)) is not None),
+                 None)
+    if found is None:
+        return None
+    kid, curve = found
+    why = (f"no fused-MoE row for these experts in the {c.table.label} kernel table: the measured {kid} curve "
+           f"stands in, with the experts' own bytes per weight")
+    info = KernelInfo(id=kid, name=f"MoE kernel not on file ({kid} curve stands in)",
+                      math=s.math_format if kind == "w+a" else curve.math,
+                      execution="weight-only" if kind == "weight-only" else "native",
+                      activation_quant="none" if kind != "w+a" else "fused", source=why)
+    return KernelChoice(kernel=info, route=route(s) or "bf16", engine=c.table.engine, engine_version=c.table.version,
+                        capability=c.capability, source=why, moe=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ class KernelOp:
     dequant: QuantCurve | None = None
     eta_m: float = 1.0  # the curve's efficiencies at this fused shape (before the M factor): fixed per op
     eta_c: float = 1.0
+    overhead_share: float = 1.0  # the part of the kernel's per-call overhead this operator carries
 
 _FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up"}
 
@@ -54,11 +55,22 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
     for o in ops:
         key = (o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)
         fused[key] = fused.get(key, 0.0) + o.n
+    # routed experts: one fused-MoE call per layer covers gate, up and down (the curve's overhead is
+    # per layer, shared by the operators in proportion to their weights)
+    moe_elems: dict[int, float] = {}
+    for o in ops:
+        if o.experts:
+            moe_elems[o.count] = moe_elems.get(o.count, 0.0) + o.n * o.k
     out: list[KernelOp | None] = []
     for o, fit in zip(ops, fits, strict=True):
         n_f = fused[(o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)]
-        choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
+        if o.experts:  # the fused-MoE backend the engine runs, never a dense Linear kernel
+            choice = pricing.choose_moe(o.quantized)
+        else:
+            choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
         curve = pricing.curve(choice)
+        if curve is not None and choice is not None and choice.moe and choice.kernel.math != curve.math:
+            curve = curve.model_copy(update={"math": choice.kernel.math})  # a stand-in on the experts' own datapath
         if fit is not None or curve is None or choice is None or o.elements <= 0:
             out.append(None)
             continue
@@ -76,8 +88,10 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
             dq, dq_bytes, w_bytes = pricing.quant(choice.engine, "static-quant"), stored + 2.0, 2.0
         calls = o.count / (o.experts or 1) / 1.0
         em, ec = curve.shape_efficiencies(n_f, o.k)
+        share = (n_f * o.k / moe_elems[o.count]) if o.experts else 1.0
         out.append(KernelOp(curve=curve, peak=peak, n=n_f, k=o.k, calls=calls, share=o.n / n_f if n_f else 1.0,
-                            weight_bytes=w_bytes, quant=quant, dequant_bytes=dq_bytes, dequant=dq, eta_m=em, eta_c=ec))
+                            weight_bytes=w_bytes, quant=quant, dequant_bytes=dq_bytes, dequant=dq, eta_m=em, eta_c=ec,
+                            overhead_share=share))
     return tuple(out)
 
 
@@ -95,8 +109,8 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         rows = tokens * o.top_k / touched
         em, ec = ko.eta_m, ko.eta_c * _factor(c, rows, factors)
         mem = touched * (n * k * ko.weight_bytes + rows * k * c.act_bytes + rows * n * 2.0) / (em * bw)
-        comp = touched * 2.0 * c.rows(rows) * n * k / (ec * ko.peak)
-        per_call = c.overhead_s + blend(mem, comp, c.blend)
+        comp = touched * 2.0 * expert_rows(c, rows) * n * k / (ec * ko.peak)
+        per_call = c.overhead_s * ko.overhead_share + blend(mem, comp, c.blend)
         read = touched * n * k * (o.bytes / o.elements)
     else:
         em, ec = ko.eta_m, ko.eta_c * _factor(c, tokens, factors)
@@ -110,6 +124,20 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         per_call += ko.dequant.overhead_s + n * k * ko.dequant_bytes / (ko.dequant.efficiency * bw)
     scale = ko.calls * ko.share
     return per_call * scale, mem * scale, comp * scale, read * ko.calls * ko.share
+
+
+def expert_rows(c: KernelCurve, rows: float) -> float:
+    """The rows one touched expert computes when it gets ``rows`` tokens on average, its count padded
+    to whole M tiles. Serving traffic is not routed evenly (the published tables time balanced
+    routing): per-expert counts spread around the mean, so once they span a few tiles the padding
+    averages half a tile, ``(tile - 1) / 2``; an expert that gets at most a tile's worth computes one
+    tile. ``max(tile, rows + (tile - 1) / 2)`` joins the two and grows smoothly with the batch —
+    rounding the mean up to a whole tile would make one more sequence cost a whole tile per expert
+    at every multiple (a step that real, unevenly routed traffic averages out)."""
+    t = c.m_tile
+    if t <= 1:
+        return rows
+    return max(float(t), rows + (t - 1) / 2.0)
 
 
 def _factor(c: KernelCurve, m: float, cache: dict[tuple[int, float], float] | None) -> float:

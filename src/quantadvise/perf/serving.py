@@ -17,8 +17,12 @@ figures every command prints for a serving point — so ``recommend``, ``rooflin
 - **ITL** (mean inter-token latency a user sees): continuous batching ``t/tau + P_B/O`` — the decode
   step per token plus the prefill of the B requests that join while one request generates its O
   tokens (``P_B`` = prefill of B prompts), spread over those O tokens; synchronous ``t/tau``.
-- **output tokens/s** ``B / ITL`` (continuous: prefill included); ``decode tokens/s = B·tau / t``;
-  **prefill share** ``P_B / (O·t/tau + P_B)`` of GPU time, the **decode share** the rest.
+- **output tokens/s**, prefill included in both modes: continuous batching ``B / ITL``; synchronous
+  serving ``B·O / E2E`` — a batch of B requests is prefilled together (``P_B``, which yields each first
+  token) and then decoded for O − 1 steps, and the next batch starts when it finishes, so the B·O
+  tokens take the batch's E2E. ``decode tokens/s = B·tau / t`` (the decode steps alone);
+  **prefill share** of GPU time ``P_B / (O·t/tau + P_B)`` (continuous) or ``P_B / E2E`` (synchronous),
+  the **decode share** the rest.
 - **TTFT**: synchronous, the prefill of the whole batch (its B prompts arrive together: what
   ``roofline --prompt`` prints per point); continuous batching, *under load*: one prompt's prefill
   ``P_1`` plus the prefills queued ahead of it — an M/D/1 queue (Poisson arrivals, a deterministic
@@ -130,9 +134,9 @@ class ServePoint:
     itl_s: float  # mean inter-token latency a user sees
     ttft_s: float | None  # None: no prompt
     e2e_s: float
-    tokens_per_s: float  # output tokens/s of the replica (continuous: prefill included)
+    tokens_per_s: float  # output tokens/s of the replica, prefill included (with a prompt)
     decode_tokens_per_s: float  # concurrency x tokens per step / step
-    prefill_share: float | None  # share of GPU time in prefill (continuous batching with a prompt)
+    prefill_share: float | None  # share of GPU time in prefill (None: no prompt)
     bound: str  # memory | compute | communication: the decode step's (StepCost.bound)
 
     @property
@@ -164,9 +168,15 @@ def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None 
         itl = step / tau
         if prompt:
             ttft = sm.prefill(batch, prompt).time_s
-    tps = batch / itl
+    e2e = (ttft or 0.0) + (out - 1) * itl
+    if prompt and lengths.mode != "continuous":
+        # synchronous: the batch's B·O output tokens take its E2E (prefill, then O - 1 decode steps)
+        assert ttft is not None
+        tps, share = batch * out / e2e, ttft / e2e
+    else:
+        tps = batch / itl
     return ServePoint(concurrency=batch, step_s=step, tokens_per_step=tau, itl_s=itl, ttft_s=ttft,
-                      e2e_s=(ttft or 0.0) + (out - 1) * itl, tokens_per_s=tps, decode_tokens_per_s=decode_tps,
+                      e2e_s=e2e, tokens_per_s=tps, decode_tokens_per_s=decode_tps,
                       prefill_share=share, bound=cost.bound)
 
 

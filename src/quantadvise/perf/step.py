@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from ..errors import DataError, InputError
 from ..hardware import GPU
-from ..kvcache import bytes_per_token_layer, cached_tokens, geometry
+from ..kvcache import bytes_per_token_layer, cached_tokens, geometry, kv_share_per_gpu
 from ..model import ModelArch
 from ..scheme import Scheme, TensorQuant
 from ..sizing import check_groups, linear_bytes, quantized_groups
@@ -195,14 +195,13 @@ class StepModel:
         # attention
         geo = geometry(arch)
         self.kv_bytes_per_token_layer = bytes_per_token_layer(arch, kv)
+        # one GPU's share of the KV cache: max(1, kv_heads // tp) heads, an MLA latent whole on every GPU
+        kv_share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=gpus)
         if arch.is_mla:
-            kv_share = 1.0  # the latent is not split by heads: every GPU holds all of it
             self.attn_flops_decode = 2.0 * arch.num_heads * (2 * arch.kv_lora_rank + arch.qk_rope_head_dim) / tp
             self.attn_flops_prefill = 2.0 * arch.num_heads * (
                 arch.qk_nope_head_dim + arch.qk_rope_head_dim + arch.v_head_dim) / tp
         else:
-            kvh = arch.num_kv_heads
-            kv_share = (1.0 / tp) if gpus <= kvh else 1.0 / kvh
             self.attn_flops_decode = 4.0 * arch.num_heads * arch.head_dim / tp
             self.attn_flops_prefill = self.attn_flops_decode
         self.kv_share = kv_share

@@ -42,9 +42,15 @@ def table(r: AccuracyReport, width: int | None = None) -> str:
             f"run (e.g. {', '.join(a.unmatched_examples)}); not counted.", width, subsequent="  ")
     if r.checks:
         lines.append("")
-        c = Table(["task", "check", "result", "detail"], align="llll", flex=("detail", "task"))
+        # the detail wraps onto continuation rows (its threshold is the part that matters): never clipped
+        c = Table(["task", "check", "result", "detail"], align="llll", flex=("task",))
+        lead = max(len(x) for x in ["task", *(row.task for row in r.checks)]) + len("check") + len("result") + 6
+        room = None if width is None else max(20, width - lead)
         for row in r.checks:
-            c.add(row.task, row.check, row.status.upper(), row.message)
+            chunks = wrap(row.message, room) or [""]
+            c.add(row.task, row.check, row.status.upper(), chunks[0])
+            for more in chunks[1:]:
+                c.add("", "", "", more)
         lines.append(c.render(width))
         lines.append("")
         failed = r.failed

@@ -63,7 +63,8 @@ def _target_lines(t: TargetReport, width: int | None) -> list[str]:
         rec = ""
         if p.recommended is not None and p.recommended_tokens_per_s:
             rec = f"; recommended {p.recommended} ({p.recommended_kv_dtype}) {p.recommended_tokens_per_s:,.0f} tokens/s"
-        para(f"speed: {p.tokens_per_s:,.0f} tokens/s, {p.speedup_vs_bf16:.2f}x bf16, step "
+        vs = "bf16 does not fit" if p.bf16_unservable else f"{p.speedup_vs_bf16:.2f}x bf16"
+        para(f"speed: {p.tokens_per_s:,.0f} tokens/s, {vs}, step "
              f"{seconds_h(p.step_time_s)}{rec} (a model, not a measurement)")
     for a in t.assumptions:
         para(f"assumed: {a}")
@@ -203,7 +204,8 @@ def markdown(r: GateResult) -> str:
             m, p = t.memory, t.performance
             mem = "—" if m is None else _md_memory(m)
             load = "—" if t.concurrency is None or t.ctx is None else f"{t.concurrency:,} x {t.ctx:,}"
-            speed = "—" if p is None else f"{p.tokens_per_s:,.0f} tok/s ({p.speedup_vs_bf16:.2f}x bf16)"
+            speed = "—" if p is None else f"{p.tokens_per_s:,.0f} tok/s (" + (
+                "bf16 does not fit)" if p.bf16_unservable else f"{p.speedup_vs_bf16:.2f}x bf16)")
             out.append(f"| {_md_code(t.label)} | {_md(t.engine)} {_md(t.engine_version)} | {_md(t.scheme or t.checkpoint)} | "
                        f"{_md(t.kv_cache_dtype or '—')} | {t.gpus} x {_md(t.gpu)} | {load} | {mem} | {speed} |")
         out += ["", "</details>", ""]
@@ -422,7 +424,7 @@ def _xml_text(text: str) -> str:
 
 def init_table(r: InitResult, width: int | None = None) -> str:
     verb = "overwrote" if r.overwritten else "wrote"
-    filled = ", ".join(f"{k}" for k in r.prefilled if k != "deployment") or "nothing (no engine command given)"
+    filled = ", ".join(f"{k}" for k in r.prefilled if k != "deployment") or "nothing (no engine command found)"
     return "\n".join([*wrap(f"{verb} {r.path}: filled in from the deployment: {filled}; keys left commented out are "
                             "not checked.", width, subsequent="  "),
                       *wrap("Edit it, then run `quantadvise check`.", width)])

@@ -17,7 +17,7 @@ def _tf(flops: float | None) -> str:
 
 def table(r: Listing, width: int | None = None) -> str:
     if isinstance(r, ModelList):
-        t = Table(["model", "params", "kind", "max ctx", "aliases"], align="lrlrl", flex=("aliases", "model"),
+        t = Table(["model", "params", "kind", "max ctx", "aliases"], align="lrlrl", flex=("aliases",),
                   drop=("aliases", "kind"))
         for m in r.models:
             t.add(m.id, count_h(m.params), m.kind, "-" if m.max_context is None else f"{m.max_context:,}",

@@ -28,7 +28,7 @@ def _axes_rows(axes: SchemeAxes) -> Table:
               align="llllllll", drop=("scale2", "zero-point", "symmetric", "static/dynamic"))
     for role, ax in (("weights", axes.weights), ("activations", axes.activations), ("kv cache", axes.kv_cache)):
         if ax is None or ax.dtype in ("bf16", "fp16") and not ax.granularity:
-            t.add(role, ax.dtype if ax is not None else "bf16", "-", "-", "-", "-", "-", "-")
+            t.add(role, ax.dtype if ax is not None else _sixteen(axes), "-", "-", "-", "-", "-", "-")
             continue
         t.add(
             role,
@@ -43,6 +43,12 @@ def _axes_rows(axes: SchemeAxes) -> Table:
     return t
 
 
+
+
+def _sixteen(axes: SchemeAxes) -> str:
+    """The 16-bit dtype the unquantized tensors run in: fp16 where the GPU has no bf16 (the axes say so)."""
+    acts = axes.activations
+    return "fp16" if axes.math == "fp16" or (acts is not None and acts.dtype == "fp16") else "bf16"
 
 
 def _searched(r: Recommendation) -> bool:
@@ -68,13 +74,20 @@ def _limit_words(r: Recommendation, limit: str) -> str:
     return f"the {'search bound' if t is not None and t.batch_is_bound else 'batch'} of {r.workload.batch:,}"
 
 
+def _prefill_words(r: Recommendation) -> str:
+    """How the output tokens/s counts the prefill, per serving mode (perf.serving.serve)."""
+    if r.workload.serving_mode == "continuous":
+        return "prefill included"
+    return "prefill included: batch x output tokens / E2E"
+
+
 def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     """Latencies, the prefill / decode split, speculation and cost of the recommended point."""
     perf = r.performance
     lines: list[str] = []
     lat = f"ITL {ms(perf.itl_s)} ms (mean)"
     if perf.ttft_s is not None:
-        under = "under load" if perf.prefill_share is not None else "the batch's prompts together"
+        under = "under load" if r.workload.serving_mode == "continuous" else "the batch's prompts together"
         lat += f", TTFT {ms(perf.ttft_s)} ms ({under}), E2E {perf.e2e_s:,.2f} s per request"
     split = (f"; GPU time: prefill {perf.prefill_share:.0%}, decode {perf.decode_share:.0%}"
              if perf.prefill_share is not None and perf.decode_share is not None else "")
@@ -169,7 +182,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
         "",
         _axes_rows(axes).render(width),
         *wrap(f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
-              f"lm_head {'quantized' if axes.lm_head_quantized else 'bf16'}; "
+              f"lm_head {'quantized' if axes.lm_head_quantized else _sixteen(axes)}; "
               f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the sequences held)", width, subsequent="  "),
         "",
         "Why (the decision tree):",
@@ -188,8 +201,8 @@ def table(r: Recommendation, width: int | None = None) -> str:
     lines += wrap(
         f"Predicted with a {perf.kv_dtype} cache, {'running' if _searched(r) else 'holding'} {_held(r)}: "
         f"{perf.tokens_per_s:,.0f} output tokens/s"
-        + (f" ({perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of GPU time in prefill)"
-           if perf.prefill_share is not None else " (decode only)")
+        + (f" ({_prefill_words(r)}; {perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of "
+           "GPU time in prefill)" if perf.prefill_share is not None else " (decode only: no prompt)")
         + f", {perf.step_time_s * 1e3:,.2f} ms per decode step"
         + (f"; {', '.join(vs)}" if vs else "")
         + f" — {perf.model_note} ({perf.profile})", width, subsequent="  ")

@@ -80,6 +80,10 @@ def table(r: SizeReport, width: int | None = None) -> str:
                        f"; not one sequence of {plural(r.kv.ctx, 'token')} fits" if f.max_sequences_at_ctx == 0 else
                        f"; at most {plural(f.max_sequences_at_ctx, 'sequence')} of {plural(r.kv.ctx, 'token')}"))
         out += wrap(head + tail, width, subsequent="  ")
+        if f.kv_replication:
+            held = (f"; the {gb(f.kv_bytes)} KV cache above takes {gb(f.kv_held_bytes)} over the {f.gpus} GPUs"
+                    if r.kv is not None and f.kv_bytes else "")
+            out += wrap(f"KV replicated: {f.kv_replication}{held}", width, subsequent="  ")
     for n in r.notes:
         out += wrap(f"note: {n}", width, subsequent="  ")
     return "\n".join(out)

@@ -6,6 +6,7 @@ no limit, ``--wide``), so golden files are stable; units always shown.
 
 from __future__ import annotations
 
+import re
 import shlex
 import textwrap
 from collections.abc import Sequence
@@ -57,13 +58,20 @@ def clip(text: str, width: int) -> str:
 
 def wrap(text: str, width: int | None, indent: str = "", subsequent: str | None = None) -> list[str]:
     """A paragraph as lines of at most ``width`` characters (``None``: one line), broken at spaces;
-    a word longer than the line is broken too, so no line is ever longer than ``width``."""
+    a word longer than the line is broken too, so no line is longer than ``width`` — except a URL
+    (``huggingface.co/...``, ``https://...``), which stays whole on a line of its own, to copy."""
     first = indent + text
     if width is None or len(first) <= width:
         return [first]
     rest = indent if subsequent is None else subsequent
+    room = width - max(len(indent), len(rest))
+    url = any(len(w) > room and _URL.search(w) for w in text.split())
     return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=rest,
-                         break_on_hyphens=False) or [indent]
+                         break_on_hyphens=False, break_long_words=not url) or [indent]
+
+
+# a word that is a web address: a scheme, or a host name with a dot followed by a path
+_URL = re.compile(r"^\(?(?:[a-z]+://|[\w-]+(?:\.[\w-]+)+/)", re.I)
 
 
 def wrap_command(argv: str, width: int | None, indent: str = "") -> list[str]:

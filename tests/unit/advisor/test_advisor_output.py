@@ -36,7 +36,12 @@ def test_the_same_quantity_is_the_same_number_everywhere(kw):
         assert math.isclose(p.tokens_per_s, p.decode_tokens_per_s * (1 - p.prefill_share), rel_tol=1e-12)
         assert "prefill included" in p.includes
     else:
-        assert p.prefill_share is None and p.tokens_per_s == p.decode_tokens_per_s and "decode" in p.includes
+        # synchronous: the batch is prefilled, then decoded; its B x O output tokens take its E2E
+        from quantadvise.workload import Workload
+
+        out = Workload(**kw).output_tokens  # 256 by default (defaults.OUTPUT_TOKENS)
+        assert math.isclose(p.tokens_per_s, p.concurrency * out / p.e2e_s, rel_tol=1e-12)
+        assert p.tokens_per_s < p.decode_tokens_per_s and "prefill included" in p.includes
     # the same number from `predict` (what the CI gate prices a deployment with)
     pred = api.predict(kw, r.scheme.id, kv_dtype=r.kv.dtype)
     assert pred.kv_dtype == r.kv.dtype
@@ -111,13 +116,28 @@ def _recipe_kwargs(recipe: str) -> dict:
     return {k.arg: ast.literal_eval(k.value) for k in mod.keywords}
 
 
-def test_a_regrouped_w4a16_is_produced_and_described_with_its_own_group():
+def _gpt_oss_16bit(tmp_path):
+    import json
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).resolve().parents[3] / "data" / "models" / "openai" / "gpt-oss-120b.json")
+                     .read_text())
+    cfg.pop("quantization_config", None)
+    folder = tmp_path / "gpt-oss-120b-bf16"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return str(folder)
+
+
+def test_a_regrouped_w4a16_is_produced_and_described_with_its_own_group(tmp_path):
     # gpt-oss-120b's linears have K = 2880 = 2^6 x 45: group 128 does not divide it (2880 / 128 =
     # 22.5), group 64 does (45). compressed-tensors' W4A16 preset is group 128
     # (compressed_tensors/quantization/quant_scheme.py, W4A16: group_size=128), so neither the
     # preset name nor "scheme=W4A16" may describe the checkpoint: the recipe writes the config
     # group out, and the GPTQ alternative says g64.
-    r = api.recommend(model="openai/gpt-oss-120b", gpu="h200", accuracy_tolerance=4, candidates=["w4a16"])
+    # the 16-bit gpt-oss-120b (its config without the shipped MXFP4 quantization_config): the shipped
+    # checkpoint would otherwise be weighed too, and the recipe is written for the recommendation only
+    r = api.recommend(model=_gpt_oss_16bit(tmp_path), gpu="h200", accuracy_tolerance=4, candidates=["w4a16"])
     assert r.scheme.id == "w4a16-g64"
     # the note names the regroup; recommend has no --group option to point at (roofline and size do)
     assert any("uses group 64" in a for a in r.assumptions) and not any("--group" in a for a in r.assumptions)
@@ -135,10 +155,10 @@ def test_a_regrouped_w4a16_is_produced_and_described_with_its_own_group():
     assert r"re:.*mlp\.router$" in kw["ignore"]
 
 
-def test_every_recipe_is_valid_python():
+def test_every_recipe_is_valid_python(tmp_path):
     # the ignore regexes hold backslashes ("re:.*mlp\.router$"): written into a plain string
     # literal they are invalid escapes (SyntaxWarning on Python 3.12+)
-    for kw in (dict(model="openai/gpt-oss-120b", gpu="h200", accuracy_tolerance=4, candidates=["w4a16"]),
+    for kw in (dict(model=_gpt_oss_16bit(tmp_path), gpu="h200", accuracy_tolerance=4, candidates=["w4a16"]),
                dict(model="mistralai/Mixtral-8x7B-v0.1", gpu="h100", gpus=2, batch=8, ctx=4096,
                     candidates=["bf16", "w4a16"]),
                dict(batch=64, ctx=2048, candidates=["fp8-dynamic"])):
