@@ -141,6 +141,8 @@ class Context:
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)
+    # engine name -> the message it refuses this GPU with whatever the scheme (it gets no command)
+    gpu_refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:

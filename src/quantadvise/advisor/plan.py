@@ -261,6 +261,10 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     commands: dict[str, str | None] = {}
     notes = []
     for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
+        if eng.engine in ctx.gpu_refused:
+            commands[eng.engine] = None
+            notes.append(f"{eng.label} does not start on {ctx.gpu.name}: {ctx.gpu_refused[eng.engine]}")
+            continue
         limit = ctx.limits.get(eng.engine)
         if limit is not None and limit.tokens is not None and w.context > limit.tokens:
             commands[eng.engine] = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..errors import QuantAdviseError
+from ..errors import InputError, QuantAdviseError
 from ..scheme import DeployHints, Scheme, TensorQuant
 from ..wording import plural
 from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
@@ -119,7 +119,8 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     if forced is not None and forced.kv_cache.is_quantized:
         quant_kv = forced.id  # the tree's "quantized KV" is the one the workload asked for
     assumptions = _assumptions(w, explicit, src.id, g.name, engine.label, candidates, unmeasured) + group_notes
-    limits = {e.engine: context_limit(cfg, e.engine) for e in (engine, *([other] if other else []))}
+    limits = {e.engine: context_limit(cfg, catalog.engine_startup(e.engine, e.version))
+              for e in (engine, *([other] if other else []))}
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
@@ -138,7 +139,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=_fp16_engines(inputs))
+                  fp16=_fp16_engines(inputs), gpu_refused=_gpu_refusals(inputs))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -186,6 +187,30 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
         + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
             "split, or nothing fits)"] if skipped else []))
     return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
+
+
+def _gpu_refusals(inputs: _Inputs) -> dict[str, str]:
+    """Engine name -> the message it refuses to start with on this GPU whatever the scheme (SGLang below
+    compute capability 7.5: "SGLang only supports sm75 and above."; data/engines/*.yaml dtype_checks). The
+    engine the workload names refusing is an input error; the other one gets no command."""
+    from ..engines.config_checks import dtype_refusal
+
+    g, arch = inputs.gpu, inputs.arch
+    cap = g.engine_capability
+    if cap is None:
+        return {}
+    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
+    out: dict[str, str] = {}
+    for eng in (inputs.engine, *([inputs.other] if inputs.other is not None else [])):
+        msg = dtype_refusal(eng, cap, "auto", config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
+                            platform=platform)
+        if msg is not None:
+            out[eng.engine] = msg
+    if inputs.engine.engine in out:
+        raise InputError(f"{inputs.engine.label} does not start on {g.name} (compute capability "
+                         f"{g.compute_capability}): {out[inputs.engine.engine]}",
+                         hint="choose another --engine or --gpu", field="engine")
+    return out
 
 
 def _fp16_engines(inputs: _Inputs) -> dict[str, str]:
@@ -331,7 +356,7 @@ def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> Q
         if (b.model_type, b.hidden_size, b.num_layers, b.num_heads, b.num_kv_heads, b.intermediate_size,
                 b.vocab_size) != shape:
             continue
-        lim = context_limit(cfg, inputs.engine.engine)
+        lim = context_limit(cfg, catalog.engine_startup(inputs.engine.engine, inputs.engine.version))
         if lim.tokens is not None and lim.tokens >= w.context:
             return InputError(exc.message, field="ctx",
                               hint=f"{exc.hint}, or serve {mid}: the same architecture with a {lim.tokens:,}-token "

@@ -135,7 +135,7 @@ def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[
     flags = {"vllm": "--max-model-len", "sglang": "--context-length"}
     by_limit: dict[tuple[int, str, float | None], list[tuple[str, ContextLimit]]] = {}
     for name in sorted(catalog.engine_names(), key=lambda n: n != defaults.ENGINE):  # the default engine first
-        lim = context_limit(cfg, name)
+        lim = context_limit(cfg, catalog.engine_startup(name, catalog.get_engine(name).version))
         if lim.tokens is not None and max(contexts) > lim.tokens:
             by_limit.setdefault((lim.tokens, lim.key or "", lim.rope_factor), []).append(
                 (catalog.get_engine(name).label, lim))

@@ -139,6 +139,7 @@ class DerivedMaxLen:
     # config's max_position_embeddings as already scaled (vllm/config/model.py:2609-2617)
     unapplied_rope: tuple[str, float] | None = None
     overridden: tuple[str, ...] = ()  # config.json keys the command's override flag set (--hf-overrides)
+    rope_factor: float | None = None  # the RoPE factor the engine multiplied the length by (None: not scaled)
 
 
 def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -192,7 +193,7 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,
         return DerivedMaxLen(facts.max_len_fallback, None, None, overridden=touched)
     rope = text.get("rope_scaling") or text.get("rope_parameters")
     model_type = str(text.get("model_type", ""))
-    unapplied = None
+    unapplied, applied = None, None
     if isinstance(rope, dict) and "gemma3" not in model_type:
         kind = rope.get("rope_type") or rope.get("type")
         factor = _num(rope.get("factor"))
@@ -200,9 +201,11 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,
             any(k in rope for k in facts.max_len_unscaled_if_rope_has)
         if factor is not None and not unscaled:
             best *= factor
+            applied = factor
         elif factor is not None and factor > 1 and kind != "default":
             unapplied = (str(kind), factor)
-    return DerivedMaxLen(int(min(best, 2**62)), key, int(mml) if mml is not None else None, unapplied, touched)
+    return DerivedMaxLen(int(min(best, 2**62)), key, int(mml) if mml is not None else None, unapplied, touched,
+                         applied)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def table(r: SizeReport, width: int | None = None) -> str:
     if r.fit is not None:
         f = r.fit
         head = (f"{f.gpus} x {f.gpu}: {gb(f.usable_bytes)} usable ({f.memory_utilization:.0%} of "
-                f"{gb(f.memory_bytes)}), {gb(f.reserve_bytes)} runtime reserve, weights {gb(f.weights_bytes)}, ")
+                f"{gb(f.memory_bytes)}), {gb(f.reserve_bytes)} ({gib(f.reserve_bytes)}) runtime reserve, weights {gb(f.weights_bytes)}, ")
         room = _room(f.free_for_kv_bytes, f.kv_token_capacity)
         if r.kv is None:  # no workload given: say what room the weights leave, judge nothing else
             verdict = "weights fit" if f.free_for_kv_bytes > 0 else "the weights DO NOT FIT"

@@ -40,3 +40,20 @@ def test_h100_keeps_bf16_and_no_dtype_flag():
     r = api.recommend(batch=4)
     assert "--dtype" not in (r.engine_args["vllm"] or "")
     assert not any("Falling back to torch.float16" in n for n in r.checkpoint.notes)
+
+
+def test_sglang_refuses_a_gpu_below_sm75():
+    # SGLang 0.5.23 refuses every GPU below compute capability 7.5 ("SGLang only supports sm75 and above.",
+    # sglang/srt/model_executor/model_runner_components/load_model_utils.py:80-91); the V100 is 7.0. As the other engine it gets no
+    # command and a note; named with --engine it is an input error.
+    import pytest
+
+    from quantadvise.errors import InputError
+
+    r = api.recommend(model="meta-llama/Llama-3.1-8B", gpu="v100", batch=4)
+    assert r.engine_args.get("sglang") is None
+    assert any("SGLang only supports sm75 and above." in n for n in r.checkpoint.notes)
+    with pytest.raises(InputError, match="SGLang only supports sm75 and above"):
+        api.recommend(model="meta-llama/Llama-3.1-8B", gpu="v100", batch=4, engine="sglang")
+    t4 = api.recommend(model="meta-llama/Llama-3.1-8B", gpu="t4", batch=4)  # 7.5: SGLang starts (in fp16)
+    assert not any("does not start" in n for n in t4.checkpoint.notes)

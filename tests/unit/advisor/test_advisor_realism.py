@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import quantadvise as api
-from quantadvise.advisor.limits import context_limit
+from quantadvise.advisor.limits import context_limit as limit_of
 from quantadvise.errors import QuantAdviseError
 from tests.conftest import run_cli
 
@@ -64,6 +64,13 @@ def test_sglang_message_is_sglangs():
 
 
 def test_limit_derivation_follows_each_engine():
+    from quantadvise import catalog
+
+    facts = {"vllm": catalog.engine_startup("vllm", "0.33.0"), "sglang": catalog.engine_startup("sglang", "0.5.23")}
+
+    def context_limit(cfg, engine):
+        return limit_of(cfg, facts[engine])
+
     base = {"model_type": "llama", "max_position_embeddings": 4096}
     # a linear rope factor multiplies in both engines (vLLM model.py:2613; SGLang common.py:681-686)
     lin = dict(base, rope_scaling={"type": "linear", "factor": 2.0})
