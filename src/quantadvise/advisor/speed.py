@@ -22,7 +22,7 @@ from ..model import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
-from ..perf.solve import crossings
+from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
 from ..wording import every, ms, plural
@@ -204,11 +204,14 @@ def _crossover(m1: StepModel, m2: StepModel, ct: float) -> float | None:
         t1, t2 = m1.decode_time(b, ct), m2.decode_time(b, ct)
         return (t1 - t2) / max(t1, t2)
 
-    xs = crossings(gap, 1.0, 4096.0)  # the crossovers `roofline` prints for the pair
-    up = next((x for x in xs if gap(x) > 0), None)
-    if up is None and not xs and gap(1.0) > 0:
-        return 1.0  # faster at every batch
-    return up
+    seen = False
+    # the crossovers `roofline` prints for the pair, in order; a grid 4x coarser than roofline's (each step 9%
+    # in batch: smooth step curves do not cross twice within it), bisected to the same roots
+    for x in iter_crossings(gap, 1.0, 4096.0, steps=100):
+        seen = True
+        if gap(x) > 0:
+            return x
+    return 1.0 if not seen and gap(1.0) > 0 else None  # 1.0: faster at every batch
 
 
 def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: int) -> tuple[str, list[str]]:

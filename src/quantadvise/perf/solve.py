@@ -48,6 +48,12 @@ def first_crossing(fn: Fn, lo: float, hi: float, steps: int = 400, rel: float = 
     return next(_sign_changes(fn, lo, hi, steps, rel, tie), None)
 
 
+def iter_crossings(fn: Fn, lo: float, hi: float, steps: int = 400, rel: float = 1e-7,
+                   tie: float = 1e-9) -> Iterator[float]:
+    """:func:`crossings` one at a time, so a caller that wants a particular one stops scanning there."""
+    return _sign_changes(fn, lo, hi, steps, rel, tie)
+
+
 def _sign_changes(fn: Fn, lo: float, hi: float, steps: int, rel: float, tie: float) -> Iterator[float]:
     def sgn(x: float) -> int:
         v = fn(x)
