@@ -132,6 +132,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
     from ..advisor.options import BF16_KV, Context, build_options
     from ..advisor.tree import recommend as walk
 
+    fp16, refused = _engine_dtypes(inputs)
     ctx = Context(arch=inputs.arch, gpu=inputs.gpu, workload=w, kv_options=inputs.kv_options,
                   quant_kv=inputs.quant_kv, rules=catalog.accuracy_rules(), engine=inputs.engine,
                   other_engine=inputs.other, model_id=inputs.model_id, kv_name=inputs.forced or BF16_KV,
@@ -139,7 +140,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=_fp16_engines(inputs), gpu_refused=_gpu_refusals(inputs))
+                  fp16=fp16, gpu_refused=refused)
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -189,48 +190,35 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
     return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
 
 
-def _gpu_refusals(inputs: _Inputs) -> dict[str, str]:
-    """Engine name -> the message it refuses to start with on this GPU whatever the scheme (SGLang below
-    compute capability 7.5: "SGLang only supports sm75 and above."; data/engines/*.yaml dtype_checks). The
-    engine the workload names refusing is an input error; the other one gets no command."""
-    from ..engines.config_checks import dtype_refusal
+def _engine_dtypes(inputs: _Inputs) -> tuple[dict[str, str], dict[str, str]]:
+    """The engines' start-up dtype checks on this GPU (data/engines/*.yaml dtype_checks), per engine name:
+    (the message it logs when it runs this model's 16-bit weights in float16 — bfloat16 below compute
+    capability 8.0: vLLM's --dtype auto falls back, SGLang downgrades —, the message it refuses to start
+    with whatever the scheme — SGLang below 7.5: "SGLang only supports sm75 and above."). The engine the
+    workload names refusing is an input error; the other one gets no command."""
+    from ..engines.config_checks import dtype_fallback, dtype_refusal
 
     g, arch = inputs.gpu, inputs.arch
     cap = g.engine_capability
+    fp16: dict[str, str] = {}
+    refused: dict[str, str] = {}
     if cap is None:
-        return {}
-    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
-    out: dict[str, str] = {}
+        return fp16, refused
+    how = dict(config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
+               platform="rocm" if g.vendor.lower() == "amd" else "cuda")
     for eng in (inputs.engine, *([inputs.other] if inputs.other is not None else [])):
-        msg = dtype_refusal(eng, cap, "auto", config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
-                            platform=platform)
+        msg = dtype_refusal(eng, cap, "auto", **how)
         if msg is not None:
-            out[eng.engine] = msg
-    if inputs.engine.engine in out:
-        raise InputError(f"{inputs.engine.label} does not start on {g.name} (compute capability "
-                         f"{g.compute_capability}): {out[inputs.engine.engine]}",
-                         hint="choose another --engine or --gpu", field="engine")
-    return out
-
-
-def _fp16_engines(inputs: _Inputs) -> dict[str, str]:
-    """Engine name -> the message it logs when it runs this model's 16-bit weights in float16 on this GPU
-    (bfloat16 below compute capability 8.0: vLLM's --dtype auto falls back to the first supported dtype,
-    SGLang downgrades to float16; data/engines/*.yaml dtype_checks)."""
-    from ..engines.config_checks import dtype_fallback
-
-    g, arch = inputs.gpu, inputs.arch
-    cap = g.engine_capability
-    if cap is None:
-        return {}
-    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
-    out: dict[str, str] = {}
-    for eng in (inputs.engine, *([inputs.other] if inputs.other is not None else [])):
-        fb = dtype_fallback(eng, cap, "auto", config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
-                            platform=platform)
+            refused[eng.engine] = msg
+            continue
+        fb = dtype_fallback(eng, cap, "auto", **how)
         if fb is not None and fb[0] == "float16":
-            out[eng.engine] = fb[1]
-    return out
+            fp16[eng.engine] = fb[1]
+    if inputs.engine.engine in refused:
+        raise InputError(f"{inputs.engine.label} does not start on {g.name} (compute capability "
+                         f"{g.compute_capability}): {refused[inputs.engine.engine]}",
+                         hint="choose another --engine or --gpu", field="engine")
+    return fp16, refused
 
 
 def _slo(w: Workload) -> Slo | None:
