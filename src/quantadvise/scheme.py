@@ -204,13 +204,15 @@ class TensorQuant(_Frozen):
             if self.scale is None:
                 raise ValueError("a second-level scale needs a first-level scale")
             sfmt = get_format(self.scale.format)
-            # Two-tier scaling exists because a narrow float scale (NVFP4's fp8 e4m3 group scale)
-            # cannot span a tensor's range alone. Power-of-two (e8m0, MX formats) and wide (fp16,
-            # bf16, fp32) scales span it already, so a second level is not part of those formats.
-            if not (sfmt.kind == "float" and sfmt.bits <= 8):
+            # Two-tier scaling exists because a narrow scale cannot span a tensor's range alone: NVFP4's
+            # fp8 e4m3 group scales under one fp32, bitsandbytes' double quantization (its absmax stored as
+            # 8-bit codes, blocks of 256 of them under one fp32). Power-of-two (e8m0, MX formats) and wide
+            # (fp16, bf16, fp32) scales span it already, so a second level is not part of those formats.
+            if not (sfmt.kind in ("float", "int", "uint") and sfmt.bits <= 8):
                 raise ValueError(
-                    f"a second-level scale only exists over narrow float group scales (NVFP4: fp8 "
-                    f"scales under one fp32); {fmt.id} with {sfmt.id} scales has none"
+                    f"a second-level scale only exists over narrow 8-bit-or-less group scales (NVFP4: fp8 "
+                    f"scales under one fp32; bitsandbytes double quantization: 8-bit absmax codes); {fmt.id} "
+                    f"with {sfmt.id} scales has none"
                 )
         return self
 

@@ -160,3 +160,20 @@ def test_gptq_desc_act_is_act_order_with_g_idx():
     # desc_act false, or one scale per channel (group_size -1): no act-order groups
     assert parse_quantization_config({**qc, "desc_act": False}).groups[0].weights.actorder is None
     assert parse_quantization_config({**qc, "group_size": -1}).groups[0].weights.actorder is None
+
+
+def test_bitsandbytes_double_quant_is_a_second_level_scale_and_nf4_is_named():
+    # bitsandbytes functional.py quantize_4bit: absmax per block of 64 weights; with compress_statistics
+    # (bnb_4bit_use_double_quant) the absmax values are themselves quantized to 8-bit codes in blocks of 256,
+    # each block keeping one fp32 absmax: a second-level fp32 scale per 64 x 256 = 16,384 weights.
+    qc = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+          "bnb_4bit_use_double_quant": True}
+    ck = parse_quantization_config(qc)
+    w = ck.groups[0].weight
+    assert w is not None and w.format == "nf4"
+    assert w.scale is not None and w.scale.format == "uint8" and w.scale.group.col == 64
+    assert w.scale2 is not None and w.scale2.format == "fp32" and w.scale2.group.col == 64 * 256
+    assert "nf4" in ck.summary() and "int4" not in ck.summary()
+    # without double quantization the absmax is fp32 and there is no second level
+    plain = parse_quantization_config({**qc, "bnb_4bit_use_double_quant": False}).groups[0].weight
+    assert plain is not None and plain.scale2 is None and plain.scale is not None and plain.scale.format == "fp32"

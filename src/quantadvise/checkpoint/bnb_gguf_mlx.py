@@ -33,7 +33,9 @@ def parse_bitsandbytes(qc: dict[str, Any], _hf: Any, where: str, dtype: str, key
             raise field_error(f"{where}.bnb_4bit_quant_type", f"must be 'nf4' or 'fp4', got {short(qtype)}")
         dq = get_field(qc, "bnb_4bit_use_double_quant", where, bool, default=False)
         w = QArgs(num_bits=4, type="float" if qtype == "fp4" else "int", strategy="group", group_size=64,
-                  scale_dtype="uint8" if dq else "fp32", element="nf4" if qtype == "nf4" else "fp4_e2m1")
+                  scale_dtype="uint8" if dq else "fp32", element="nf4" if qtype == "nf4" else "fp4_e2m1",
+                  scale2_group=64 * 256 if dq else None)  # bitsandbytes functional.py quantize_4bit: blocksize
+                  # 64; compress_statistics quantizes the absmax in blocks of 256 with an fp32 absmax each
         layout = "bnb-4bit-dq" if dq else "bnb-4bit"
         name = f"bnb-{qtype}" + ("-dq" if dq else "")
         details = {"bnb_4bit_quant_type": qtype, "bnb_4bit_use_double_quant": dq,

@@ -40,6 +40,10 @@ class QArgs(Out):
     actorder: str | None = None
     scale_dtype: str | None = None  # quantadvise format id of the stored scale
     element: str | None = None  # explicit element format (nf4, fp8_e5m2 ...) when type/bits do not say it
+    # a second-level fp32 scale over this many consecutive weights (bitsandbytes double quantization: the
+    # 8-bit absmax of 256 blocks of 64 weights share one fp32 scale, 16,384 weights); None: per tensor for
+    # tensor_group (NVFP4), else no second level
+    scale2_group: int | None = None
 
     @property
     def element_format(self) -> str:
@@ -70,7 +74,8 @@ class QArgs(Out):
         else:
             gran = self.strategy
         dyn = {True: "dynamic", False: "static", "local": "dynamic (local)"}[self.dynamic]
-        return f"{self.type}{self.num_bits} {gran} {'sym' if self.symmetric else 'asym'} {dyn}"
+        name = self.element or f"{self.type}{self.num_bits}"  # nf4 is not int4
+        return f"{name} {gran} {'sym' if self.symmetric else 'asym'} {dyn}"
 
     def tensor_quant(self, role: str, default_scale: str) -> TensorQuant:
         """The six-axis :class:`TensorQuant` of this role."""
@@ -78,10 +83,11 @@ class QArgs(Out):
         sfmt = self.scale_dtype or _default_scale(self, role, default_scale)
         scale = ScaleSpec(format=sfmt, dynamic=bool(self.dynamic), group=self.group_shape,
                           per_head=self.strategy == "attn_head")
-        scale2 = ScaleSpec(format="fp32", group=GroupShape(row=-1, col=-1)) if self.strategy == "tensor_group" else None
+        scale2 = (ScaleSpec(format="fp32", group=GroupShape(row=1, col=self.scale2_group)) if self.scale2_group else
+                  ScaleSpec(format="fp32", group=GroupShape(row=-1, col=-1)) if self.strategy == "tensor_group" else None)
         zero = None if self.symmetric else fmt
         if fmt == "nf4":
-            return TensorQuant(format=fmt, scale=scale, symmetric=True)
+            return TensorQuant(format=fmt, scale=scale, scale2=scale2, symmetric=True)
         return TensorQuant(format=fmt, scale=scale, scale2=scale2, symmetric=self.symmetric, zero_format=zero)
 
 
