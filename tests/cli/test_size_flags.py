@@ -81,3 +81,21 @@ def test_size_regrouped_scheme_describes_its_group(cli):
     # the preset's own group: nothing changes
     d = cli("size", LLAMA3, "--scheme", "w4a16", "--group", "128", "--format", "json").json()["scheme"]
     assert d["description"] == "int4 weight-only, group 128, symmetric, bf16 scale, compressed-tensors pack-quantized layout"
+
+
+def test_size_of_a_model_released_quantized_is_the_checkpoint_as_shipped(cli):
+    # openai/gpt-oss-120b ships MXFP4 experts (its config.json quantization_config, quant_method mxfp4; attention,
+    # router, embedding and lm_head unquantized): 36 layers x 128 experts x 3 x 2880 x 2880 = 114,661,785,600
+    # expert weights at 4.25 bits (4 + one 8-bit e8m0 scale per 32) = 60,914,073,600 B, plus the other
+    # 2,167,371,072 params in bf16 = 4,334,742,144 B: 65,248,815,744 B — not the 233.66 GB of all 116.83B
+    # parameters in bf16. With no scheme asked for, `size` sizes what is stored; --scheme bf16 the 16-bit model.
+    import json
+
+    r = cli("size", "openai/gpt-oss-120b", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.code == 0 and doc["scheme"]["id"] == "native-mxfp4" and doc["total_bytes"] == 65_248_815_744
+    assert any("sized as shipped" in n for n in doc["notes"])
+    bf16 = json.loads(cli("size", "openai/gpt-oss-120b", "--scheme", "bf16", "--format", "json").stdout)
+    assert bf16["scheme"]["id"] == "bf16" and bf16["total_bytes"] > 3 * doc["total_bytes"]
+    # a 16-bit checkpoint is sized as bf16, as before
+    assert json.loads(cli("size", "--format", "json").stdout)["scheme"]["id"] == "bf16"

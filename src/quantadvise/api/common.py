@@ -15,6 +15,7 @@ from ..model import ModelArch, ModelSource, parse_config
 from ..scheme import Scheme, TensorQuant, custom_weight_scheme
 
 if TYPE_CHECKING:
+    from ..advisor.native import Native
     from ..engines.data import EngineData
 
 
@@ -150,3 +151,23 @@ def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine
                          mla=bool(arch is not None and arch.is_mla), model_path=arch.architecture if arch else "")
     reserve_gb, _ = default_reserve_gb(eng.engine)
     return d.fraction, int(reserve_gb * defaults.GiB), d.brief
+
+
+def shipped_scheme(arch: ModelArch, src: Any | None, cfg: dict[str, Any]) -> Native | None:
+    """The checkpoint as shipped (its quantization_config, or ModelOpt's hf_quant_config.json beside
+    it when ``src`` is a folder or Hub entry), when it quantizes weights: what ``recommend`` weighs as the
+    native candidate and ``size`` sizes by default."""
+    from ..advisor.native import native_scheme
+    from ..checkpoint.parse import SIDECARS, find_quantization_config, parse_checkpoint
+    from ..checkpoint.presets import with_presets
+    from ..hub import read_sidecar
+
+    side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None} if src is not None else {}
+    ck = parse_checkpoint(cfg, side)
+    if ck is None or not ck.is_quantized:
+        return None
+    presets = [catalog.get_scheme(s) for s in catalog.scheme_ids()]
+    ck = with_presets(ck, presets, catalog.format_library("compressed-tensors"))
+    qc, _ = find_quantization_config(cfg)
+    return native_scheme(arch, ck, catalog.layouts(), quantization_config=qc or side.get("hf_quant_config.json"))
+

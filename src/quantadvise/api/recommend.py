@@ -10,7 +10,7 @@ from .. import catalog, defaults
 from ..errors import InputError, QuantAdviseError
 from ..scheme import DeployHints, Scheme, TensorQuant
 from ..wording import plural
-from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
 
 if TYPE_CHECKING:
     from ..advisor.limits import ContextLimit
@@ -110,7 +110,7 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     g = get_gpu(w.gpu)
     engine = catalog.get_engine(w.engine, w.engine_version)
     other = next((catalog.get_engine(n) for n in catalog.engine_names() if n != engine.engine), None)
-    native = _native(arch, src, cfg)
+    native = shipped_scheme(arch, src, cfg)
     candidates, group_notes, unmeasured = _candidates(w, arch, g, native)
     quant_kv = defaults.QUANTIZED_KV
     forced = catalog.kv_preset(w.kv_dtype) if w.kv_dtype is not None else None
@@ -350,24 +350,6 @@ def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> Q
                               hint=f"{exc.hint}, or serve {mid}: the same architecture with a {lim.tokens:,}-token "
                                    f"limit ({lim.key})")
     return exc
-
-
-def _native(arch: ModelArch, src: Any, cfg: dict[str, Any]) -> Native | None:
-    """The checkpoint as shipped (its quantization_config, or ModelOpt's hf_quant_config.json beside
-    it), when it quantizes weights."""
-    from ..advisor.native import native_scheme
-    from ..checkpoint.parse import SIDECARS, find_quantization_config, parse_checkpoint
-    from ..checkpoint.presets import with_presets
-    from ..hub import read_sidecar
-
-    side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
-    ck = parse_checkpoint(cfg, side)
-    if ck is None or not ck.is_quantized:
-        return None
-    presets = [catalog.get_scheme(s) for s in catalog.scheme_ids()]
-    ck = with_presets(ck, presets, catalog.format_library("compressed-tensors"))
-    qc, _ = find_quantization_config(cfg)
-    return native_scheme(arch, ck, catalog.layouts(), quantization_config=qc or side.get("hf_quant_config.json"))
 
 
 def _workload_data(workload: Workload | dict[str, Any] | None, overrides: dict[str, Any]) -> dict[str, Any]:

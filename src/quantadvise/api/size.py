@@ -9,7 +9,7 @@ from ..hardware import GPU
 from ..model import ModelArch
 from ..scheme import Scheme, TensorQuant
 from ..sizing import SizeReport, size_model
-from .common import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme
+from .common import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
 
 
 def size(
@@ -46,7 +46,12 @@ def size(
     memory_utilization = check("memory_utilization", memory_utilization)
     check("reserve_gb", reserve_bytes / defaults.GiB)
     arch, info = load_model(model)
-    s = resolve_scheme(scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
+    shipped = None
+    if scheme is None and bits is None and group is None and symmetric is None and lm_head is None \
+            and embedding is None and (found := model_config(model)) is not None:
+        shipped = shipped_scheme(arch, *found)  # no scheme asked for: the checkpoint as it is stored
+    s = shipped.scheme if shipped is not None else resolve_scheme(
+        scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
     if scheme is not None and group is not None and bits is None:
         base = resolve_scheme(scheme, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
         s = s.model_copy(update={"description": regrouped_description(base, s)})
@@ -62,6 +67,8 @@ def size(
     if ctx:
         warnings += context_warnings(model, info.id, [ctx])
     note = None
+    shipped_note = (f"sized as shipped: {s.id} (the checkpoint's quantization_config; --scheme bf16 for the 16-bit "
+                    "model)") if shipped is not None else None
     if g is not None and memory_utilization is None:
         memory_utilization, _, why = engine_share(g, gpus)
         note = (f"usable memory: {round(memory_utilization * 100, 2):g}% of each GPU, {why} (`size` names no engine: "
@@ -81,8 +88,9 @@ def size(
         reserve_bytes=reserve_bytes,
     )
     update: dict[str, Any] = {"warnings": [*report.warnings, *warnings]}
-    if note is not None:
-        update["notes"] = [*report.notes, note]
+    notes = [n for n in (shipped_note, note) if n is not None]
+    if notes:
+        update["notes"] = [*report.notes, *notes]
     return report.model_copy(update=update)
 
 
@@ -117,6 +125,18 @@ def ignored_flags(*, gpu: object, gpus: int, memory_utilization: float | None, r
     return out
 
 
+def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
+    """(where the config came from or None, the config.json dict) of a model given by name or as a dict;
+    None for a parsed ModelArch. A name was resolved by load_model already: bundled or cached, no download."""
+    if isinstance(model, dict):
+        return None, model
+    if isinstance(model, str):
+        from ..hub import resolve_model
+
+        return resolve_model(model)
+    return None
+
+
 def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[str]:
     """A warning when a context is longer than the engines serve for this model: they refuse such a
     ``--max-model-len`` / ``--context-length`` at startup (the limit each derives, ``advisor.limits``)."""
@@ -124,14 +144,10 @@ def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[
 
     if not contexts:
         return []
-    if isinstance(model, dict):
-        cfg: dict[str, Any] = model
-    elif isinstance(model, str):
-        from ..hub import resolve_model
-
-        cfg = resolve_model(model)[1]  # load_model found it already: bundled or cached, no download
-    else:
+    found = model_config(model)
+    if found is None:
         return []
+    cfg = found[1]
     flags = {"vllm": "--max-model-len", "sglang": "--context-length"}
     by_limit: dict[tuple[int, str, float | None], list[tuple[str, ContextLimit]]] = {}
     for name in sorted(catalog.engine_names(), key=lambda n: n != defaults.ENGINE):  # the default engine first

@@ -34,7 +34,8 @@ def size_cmd(
     scheme: Annotated[
         str | None,
         typer.Option("--scheme", "-s", help="Preset id/alias (w4a16, awq, gptq, fp8-dynamic, nvfp4 ...) or a "
-                     "scheme YAML file.", envvar="QUANTADVISE_SCHEME", autocompletion=completion.schemes),
+                     "scheme YAML file. Default: the checkpoint as shipped (its quantization_config), bf16 for a "
+                     "16-bit checkpoint.", envvar="QUANTADVISE_SCHEME", autocompletion=completion.schemes),
     ] = None,
     bits: Annotated[int | None, typer.Option("--bits", help="Integer weight bits (2-8; 16 = unquantized).")] = None,
     group: Annotated[
