@@ -47,6 +47,19 @@ def _fraction(value: Any) -> Any:
 Fraction = Annotated[float, BeforeValidator(_fraction)]
 
 
+def _share(value: Any) -> Any:
+    """A share of the items (accuracy limits): ``0.02`` or ``"2%"``; a bare number above 1 is refused
+    with the two spellings (``2`` would be 200 points; the CLI's ``--max-delta 2`` is ``2%`` here)."""
+    got = _fraction(value)
+    if isinstance(got, int | float) and not isinstance(got, bool) and not isinstance(value, str) and got > 1:
+        raise ValueError(f"a share of the items: a fraction (0.02 = 2 percentage points) or a percentage ('2%'), "
+                         f"got {value!r} — write '{value:g}%' for {value:g} points")
+    return got
+
+
+Share = Annotated[float, BeforeValidator(_share)]
+
+
 class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -67,8 +80,8 @@ class Thresholds(_Cfg):
 class TaskLimits(_Cfg):
     """Accuracy limits (fractions: 0.01 = 1 percentage point; '1%' works too)."""
 
-    max_delta_drop: Fraction | None = Field(default=None, ge=0, le=1)
-    max_flip_rate: Fraction | None = Field(default=None, ge=0, le=1)
+    max_delta_drop: Share | None = Field(default=None, ge=0, le=1)
+    max_flip_rate: Share | None = Field(default=None, ge=0, le=1)
     max_kl: float | None = Field(default=None, ge=0)
     min_samples: int | None = Field(default=None, ge=1)
 
