@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import DataError, UnknownNameError, format_validation_error
+from ..versions import nearest_version, version_key
 from . import loader
 
 if TYPE_CHECKING:
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
     from ..engines.library import FormatLibrary
 
 
-
-
-def _version_key(version: str) -> tuple[int | str, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in version.replace("-", ".").split("."))
 
 
 _RELEASE = re.compile(r"(?P<name>.+?)-(?P<version>\d[\w.+]*)")
@@ -71,7 +68,7 @@ def engine_names() -> list[str]:
 def engine_versions(engine: str) -> list[str]:
     """Releases on file for an engine, oldest first."""
     name = _engine_name(engine)
-    return sorted((v for n, v, _ in _release_paths().values() if n == name), key=_version_key)
+    return sorted((v for n, v, _ in _release_paths().values() if n == name), key=version_key)
 
 
 def _engine_name(engine: str) -> str:
@@ -113,7 +110,7 @@ def format_library(library: str = "compressed-tensors", version: str | None = No
     from ..engines.library import FormatLibrary
 
     libraries = sorted({n for n, _, _ in _release_paths().values() if not _is_engine(n)})
-    versions = sorted((v for n, v, _ in _release_paths().values() if n == library), key=_version_key)
+    versions = sorted((v for n, v, _ in _release_paths().values() if n == library), key=version_key)
     if not versions:
         raise UnknownNameError("format library", library, libraries)
     if version is not None and version not in versions:
@@ -147,14 +144,14 @@ def kernel_table(engine: str, version: str) -> Any:
     than it (else the oldest); None when the engine has none."""
     from ..engines.kernels import KernelTable
 
-    files = sorted((loader.data_dir() / "kernels").glob(f"{engine}-*.yaml"), key=lambda p: _version_key(p.stem[len(engine) + 1:]))
-    older = [p for p in files if _version_key(p.stem[len(engine) + 1:]) <= _version_key(version)] or files[:1]
-    if not older:
+    files = {p.stem[len(engine) + 1:]: p for p in (loader.data_dir() / "kernels").glob(f"{engine}-*.yaml")}
+    if not files:
         return None
+    path = files[nearest_version(files, version)]
     try:
-        return KernelTable.model_validate(loader.data_yaml(older[-1], f"data/kernels/{older[-1].name}"))
+        return KernelTable.model_validate(loader.data_yaml(path, f"data/kernels/{path.name}"))
     except (ValidationError, TypeError) as exc:
-        raise DataError(f"data/kernels/{older[-1].name}: {exc}") from None
+        raise DataError(f"data/kernels/{path.name}: {exc}") from None
 
 
 @cache

@@ -105,19 +105,16 @@ class StartupTable(Strict):
 
 def pick_release(table: StartupTable, engine: str, version: str) -> StartupFacts:
     """The row for ``engine`` ``version``: that release, else the newest on file not newer than it, else
-    the oldest (the engine data's own fallback, ``gate.target.nearest_version``)."""
-    import re
+    the oldest (the engine data's own fallback, :func:`quantadvise.versions.nearest_version`)."""
+    from ..versions import nearest_version
 
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-    rows = sorted((r for r in table.releases if r.engine == engine), key=lambda r: key(r.version))
+    rows = [r for r in table.releases if r.engine == engine]
     if not rows:
         from ..errors import DataError
 
         raise DataError(f"data/engine_startup.yaml has no release of {engine}")
-    older = [r for r in rows if key(r.version) <= key(version)]
-    return older[-1] if older else rows[0]
+    chosen = nearest_version((r.version for r in rows), version)
+    return next(r for r in rows if r.version == chosen)
 
 
 def gib(n: float) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults
 from ..engines.flags import ENGINES, engine_label
 from ..scheme import Scheme, TensorQuant
+from ..versions import nearest_version, version_key
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
@@ -52,14 +53,6 @@ def unresolved(inv: EngineInvocation) -> dict[str, str]:
             if name in inv.raw and re.search(r"\$[{(\w]|`", inv.raw[name])}
 
 
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-
-def nearest_version(versions: list[str], wanted: str) -> str:
-    """The newest release on file not newer than ``wanted`` (else the oldest on file)."""
-    older = [v for v in versions if _version_key(v) <= _version_key(wanted)]
-    return max(older, key=_version_key) if older else min(versions, key=_version_key)
 
 
 def scheme_bits(scheme: Scheme | None, kv: TensorQuant | None) -> float | None:
@@ -205,7 +198,7 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
     engine = engine or (inv.engine if inv is not None else (cfg.engine or defaults.ENGINE))
     assumptions: list[str] = []
     if engine_version is not None and engine_version.removeprefix("v") != facts.version:
-        older = _version_key(facts.version) <= _version_key(engine_version)
+        older = version_key(facts.version) <= version_key(engine_version)
         assumptions.append(
             f"start-up memory: {engine} {facts.version}'s arithmetic and defaults, the closest older release in "
             f"data/engine_startup.yaml" if older else
