@@ -89,11 +89,7 @@ def curve_basis(efficiency: Efficiency) -> str:
     k = efficiency.kernels
     if efficiency.model != "measured-kernels" or k is None:
         return "roofline"
-    ch = k.choice if k.context.scheme.quantizes_weights else k.choice_bf16
-    c = k.curve(ch)
-    if ch is None or c is None:
-        return "roofline"
-    return "composed" if ch.kernel.id == "awq-dequant-cublas" else str(c.basis)
+    return k.basis
 
 
 def kernel_line(efficiency: Efficiency) -> str | None:

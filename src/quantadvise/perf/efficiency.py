@@ -73,7 +73,7 @@ class KernelPricing:
             return got
         # how the engine runs this scheme on this GPU: a W+A format without its tensor cores here runs
         # weight-only (NVFP4 below SM100, FP8 below SM89: the dense kernel says so)
-        dense = self.choice if quantized and c.scheme.quantizes_weights else self.choice_bf16
+        dense = self.layer_choice if quantized else self.choice_bf16
         return moe_stand_in(c, self.curves, quantized,
                             weight_only=dense is not None and dense.kernel.execution == "weight-only")
 
@@ -87,14 +87,29 @@ class KernelPricing:
         return lookup(self.quants, engine, kid)
 
     @property
+    def layer_choice(self) -> KernelChoice | None:
+        """The kernel of the scheme's own layers: the quantized ones', or the 16-bit kernel for bf16."""
+        return self.choice if self.context.scheme.quantizes_weights else self.choice_bf16
+
+    @property
     def measured(self) -> bool:
         """True when the quantized layers' kernel has a curve on this GPU."""
-        return self.curve(self.choice if self.context.scheme.quantizes_weights else self.choice_bf16) is not None
+        return self.curve(self.layer_choice) is not None
+
+    @property
+    def basis(self) -> str:
+        """What prices the scheme's own layers: the basis of its kernel's curve (``measured``, ``proxy``,
+        ``composed``; AWQ's dequantize-then-cuBLAS is composed), or ``roofline`` when no curve is on file."""
+        ch = self.layer_choice
+        c = self.curve(ch)
+        if ch is None or c is None:
+            return "roofline"
+        return "composed" if ch.kernel.id == "awq-dequant-cublas" else str(c.basis)
 
     def label(self) -> str:
         """``"w4a16 via Machete, vLLM 0.33.0, sm90"`` and where its curve comes from."""
         sid = self.context.scheme.id
-        ch = self.choice if self.context.scheme.quantizes_weights else self.choice_bf16
+        ch = self.layer_choice
         if ch is None:
             return f"{sid}: no kernel on file for {self.context.table.label}"
         c = self.curve(ch)

@@ -221,7 +221,7 @@ def roofline(
         fit = eff.linear
         peak = sm.peak_flops_per_s(path.math)
         kp = eff.kernels
-        choice = (kp.choice if scheme.quantizes_weights else kp.choice_bf16) if kp is not None else None
+        choice = kp.layer_choice if kp is not None else None
         kcurve = kp.curve(choice) if kp is not None else None
         kern_eff = sm.kernel_efficiencies(at) if sm.kernel_priced and fit is None else None
         summaries.append(SchemeSummary(
