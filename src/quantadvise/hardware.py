@@ -82,6 +82,11 @@ class GPU(BaseModel):
         return int(major) * 10 + int(minor or 0)
 
     @property
+    def platform(self) -> str:
+        """The engines' platform for this GPU: ``rocm`` for AMD, else ``cuda``."""
+        return "rocm" if self.vendor.lower() == "amd" else "cuda"
+
+    @property
     def engine_capability(self) -> int | None:
         """The capability the engines compare: the CUDA compute capability, or on ROCm the one vLLM derives
         from the gfx target (gfx942 -> 94: :func:`gcn_capability`)."""

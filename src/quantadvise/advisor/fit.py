@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import defaults
 from ..errors import QuantAdviseError
-from ..kvcache import held_sequence_bytes, max_sequences, replication_note, sequence_bytes
+from ..kvcache import held_sequence_bytes, kv_copies, max_sequences, replication_note, sequence_bytes
 from ..perf.step import check_tensor_parallel
 from ..scheme import Scheme, TensorQuant
 from ..sizing import memory_budget
@@ -180,8 +180,7 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
         "gpus": w.gpus, "memory_bytes": b.memory_bytes, "memory_utilization": m.fraction, "usable_bytes": b.usable_bytes,
         "reserve_bytes": b.reserve_bytes, "budget_bytes": b.budget_bytes, "bf16_weights_bytes": bf16_weights,
         "kv_tokens_per_sequence": tokens, "kv_bytes_bf16": round(kv_bf16), "kv_bytes_quantized": round(kv_q),
-        "kv_copies": held_sequence_bytes(a, None, 1, w.gpus) / sequence_bytes(a, None, 1)
-        if sequence_bytes(a, None, 1) > 0 else 1.0,
+        "kv_copies": kv_copies(a, w.gpus),
         "quantized_kv_dtype": qname, "kv_dtypes_weighed": dtypes, "must_quantize": must,
         "bf16_fits_with": fits_with,
         # with the KV cache dtype that holds most (the dtypes weighed), and per dtype

@@ -146,7 +146,7 @@ class Context:
 
     @property
     def platform(self) -> str:
-        return "rocm" if self.gpu.vendor.lower() == "amd" else "cuda"
+        return self.gpu.platform
 
 
 _MATURITY = {True: 0, None: 1, False: 2}

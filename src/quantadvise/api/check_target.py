@@ -234,15 +234,13 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
             split_error = exc.message.replace(f"--gpus {w.tp}", f"{w.flag('tensor_parallel_size')} {w.tp}")
 
     served_notes: list[str] = []
-    if g.capability is not None:  # the engine's dtype check on this GPU (QA103, or a note when it falls back)
+    cap = g.engine_capability
+    if cap is not None:  # the engine's dtype check on this GPU (QA103, or a note when it falls back)
         dtype = inv.dtype if inv is not None and inv.dtype else "auto"
-        platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
-        served_notes += dtype_findings(
-            out, site, engine_label=res.label, dtype=dtype,
-            refusal=dtype_refusal(eng, g.capability, dtype, config_dtype=config_dtype, gpu_name=g.name,
-                                  platform=platform),
-            fallback=dtype_fallback(eng, g.capability, dtype, config_dtype=config_dtype, gpu_name=g.name,
-                                    platform=platform))
+        how: dict[str, Any] = dict(config_dtype=config_dtype, gpu_name=g.device_name or g.name, platform=g.platform)
+        served_notes += dtype_findings(out, site, engine_label=res.label, dtype=dtype,
+                                       refusal=dtype_refusal(eng, cap, dtype, **how),
+                                       fallback=dtype_fallback(eng, cap, dtype, **how))
     scheme, scheme_id, scheme_from = served_scheme(ck, res, served_notes, arch)
     kv_id, kv_t, kv_from = _served_kv(res, kv_flag, served_notes)
     decl = _declared_schemes(loaded)

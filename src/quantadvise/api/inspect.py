@@ -34,7 +34,7 @@ def gpu_target(gpu: str | GPU | int | None) -> GpuTarget | None:
                 cap *= 10
             return GpuTarget(id=f"sm{cap}", capability=cap)
     g = get_gpu(gpu)
-    platform = "rocm" if g.vendor.lower() in ("amd",) else "cuda"
+    platform = g.platform
     # on ROCm the engines compare the capability vLLM derives from the gfx target (gfx942 -> 9.4)
     ecap = g.engine_capability
     shown = g.compute_capability or (f"{ecap // 10}.{ecap % 10} ({g.gfx_target})" if ecap is not None else None)

@@ -97,6 +97,8 @@ class _Inputs:
     price: Price | None = None  # the $/GPU-hour behind $/Mtok
     batch_bound: bool = False  # the batch is a search bound (a serving target without --batch)
     frontier: bool = False
+    fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
+    gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -121,10 +123,11 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     assumptions = _assumptions(w, explicit, src.id, g.name, engine.label, candidates, unmeasured) + group_notes
     limits = {e.engine: context_limit(cfg, catalog.engine_startup(e.engine, e.version))
               for e in (engine, *([other] if other else []))}
+    fp16, refused = _engine_dtypes(arch, g, engine, other)
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
-                   startup=catalog.engine_startup(engine.engine, engine.version))
+                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused)
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
@@ -132,7 +135,6 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
     from ..advisor.options import BF16_KV, Context, build_options
     from ..advisor.tree import recommend as walk
 
-    fp16, refused = _engine_dtypes(inputs)
     ctx = Context(arch=inputs.arch, gpu=inputs.gpu, workload=w, kv_options=inputs.kv_options,
                   quant_kv=inputs.quant_kv, rules=catalog.accuracy_rules(), engine=inputs.engine,
                   other_engine=inputs.other, model_id=inputs.model_id, kv_name=inputs.forced or BF16_KV,
@@ -140,7 +142,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=fp16, gpu_refused=refused)
+                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -190,7 +192,8 @@ def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendat
     return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
 
 
-def _engine_dtypes(inputs: _Inputs) -> tuple[dict[str, str], dict[str, str]]:
+def _engine_dtypes(arch: ModelArch, g: GPU, engine: EngineData,
+                   other: EngineData | None) -> tuple[dict[str, str], dict[str, str]]:
     """The engines' start-up dtype checks on this GPU (data/engines/*.yaml dtype_checks), per engine name:
     (the message it logs when it runs this model's 16-bit weights in float16 — bfloat16 below compute
     capability 8.0: vLLM's --dtype auto falls back, SGLang downgrades —, the message it refuses to start
@@ -198,15 +201,13 @@ def _engine_dtypes(inputs: _Inputs) -> tuple[dict[str, str], dict[str, str]]:
     workload names refusing is an input error; the other one gets no command."""
     from ..engines.config_checks import dtype_fallback, dtype_refusal
 
-    g, arch = inputs.gpu, inputs.arch
     cap = g.engine_capability
     fp16: dict[str, str] = {}
     refused: dict[str, str] = {}
     if cap is None:
         return fp16, refused
-    how = dict(config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name,
-               platform="rocm" if g.vendor.lower() == "amd" else "cuda")
-    for eng in (inputs.engine, *([inputs.other] if inputs.other is not None else [])):
+    how = dict(config_dtype=arch.torch_dtype, gpu_name=g.device_name or g.name, platform=g.platform)
+    for eng in (engine, *([other] if other is not None else [])):
         msg = dtype_refusal(eng, cap, "auto", **how)
         if msg is not None:
             refused[eng.engine] = msg
@@ -214,9 +215,9 @@ def _engine_dtypes(inputs: _Inputs) -> tuple[dict[str, str], dict[str, str]]:
         fb = dtype_fallback(eng, cap, "auto", **how)
         if fb is not None and fb[0] == "float16":
             fp16[eng.engine] = fb[1]
-    if inputs.engine.engine in refused:
-        raise InputError(f"{inputs.engine.label} does not start on {g.name} (compute capability "
-                         f"{g.compute_capability}): {refused[inputs.engine.engine]}",
+    if engine.engine in refused:
+        raise InputError(f"{engine.label} does not start on {g.name} (compute capability "
+                         f"{g.compute_capability}): {refused[engine.engine]}",
                          hint="choose another --engine or --gpu", field="engine")
     return fp16, refused
 
@@ -280,7 +281,7 @@ def _with_kv_hint(exc: QuantAdviseError, inputs: _Inputs) -> QuantAdviseError:
     from ..errors import InputError
 
     eng, g = inputs.engine, inputs.gpu
-    platform = "rocm" if g.vendor.lower() == "amd" else "cuda"
+    platform = g.platform
     ok = []
     for kid in catalog.kv_ids():
         d = catalog.kv_preset(kid).deploy
