@@ -137,6 +137,7 @@ class _Names:
 
     def __init__(self, tree: ast.AST):
         self.bound: dict[str, list[ast.AST]] = {}
+        self.runtime: set[str] = set()  # names whose value is only known when the launcher runs
         self.grown: dict[str, list[tuple[int, list[ast.AST]]]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -146,14 +147,14 @@ class _Names:
                     else:  # a, b = ...: every name in it is a run-time value
                         for n in ast.walk(t):
                             if isinstance(n, ast.Name):
-                                self.bound.setdefault(n.id, []).extend([t, t])
+                                self.runtime.add(n.id)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
                 self.bound.setdefault(node.target.id, []).append(node.value)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 if isinstance(node.op, ast.Add) and isinstance(node.value, ast.List | ast.Tuple):
                     self.grown.setdefault(node.target.id, []).append((node.lineno, list(node.value.elts)))
                 else:
-                    self.bound.setdefault(node.target.id, []).extend([node, node])
+                    self.runtime.add(node.target.id)
             elif isinstance(node, ast.NamedExpr):
                 self.bound.setdefault(node.target.id, []).append(node.value)
             elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.withitem | ast.arguments):
@@ -161,7 +162,7 @@ class _Names:
                     node.optional_vars if isinstance(node, ast.withitem) else node.target
                 for n in ast.walk(scope) if scope is not None else ():
                     if isinstance(n, ast.Name | ast.arg):  # a loop variable, a parameter: a run-time value
-                        self.bound.setdefault(n.id if isinstance(n, ast.Name) else n.arg, []).extend([n, n])
+                        self.runtime.add(n.id if isinstance(n, ast.Name) else n.arg)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and isinstance(node.func.value, ast.Name) and node.args:
                 verb, target = node.func.attr, node.func.value.id
@@ -170,12 +171,12 @@ class _Names:
                 elif verb == "extend" and isinstance(node.args[0], ast.List | ast.Tuple):
                     self.grown.setdefault(target, []).append((node.lineno, list(node.args[0].elts)))
                 elif verb in ("extend", "insert", "pop", "remove", "clear"):
-                    self.bound.setdefault(target, []).extend([node, node])  # changed in a way not followed
+                    self.runtime.add(target)  # changed in a way not followed
 
     def value(self, name: str) -> ast.AST | None:
-        """The one value a name is bound to, else None."""
+        """The one value a name is bound to, else None (bound twice, or a run-time value)."""
         values = self.bound.get(name, [])
-        return values[0] if len(values) == 1 else None
+        return values[0] if len(values) == 1 and name not in self.runtime else None
 
     def extra(self, name: str) -> list[ast.AST]:
         return [el for _, els in sorted(self.grown.get(name, []), key=lambda g: g[0]) for el in els]
