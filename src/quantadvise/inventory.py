@@ -126,6 +126,7 @@ def build_inventory(a: ModelArch) -> Inventory:
     groups.append(ParamGroup("model.norm.weight", "norm", "norm", (h,), 1))
     if not a.tie_word_embeddings:
         groups.append(ParamGroup("lm_head.weight", "lm_head", "lm_head", (v, h), 1, True))
+    groups += a.encoders
     if a.num_mtp_layers:
         m = a.num_mtp_layers
         # DeepSeek-V3's MTP module (HF checkpoint layer index num_hidden_layers): its own embedding

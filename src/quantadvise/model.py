@@ -32,6 +32,7 @@ COMPONENTS = (
     "bias",
     "other",
     "lm_head",
+    "vision",
     "mtp",
 )
 
@@ -152,6 +153,8 @@ class ModelArch:
     max_position_embeddings: int | None = None
     raw_quantization_config: dict[str, Any] | None = field(default=None, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # a multimodal checkpoint's encoders and projector (quantadvise.towers): 16-bit, outside the decode step
+    encoders: tuple[ParamGroup, ...] = ()
 
     # -- kinds ----------------------------------------------------------------------------------
     @property
@@ -274,6 +277,7 @@ _TRAITS: dict[str, dict[str, Any]] = {
     "mixtral": {},
     "qwen2": {"qkv_bias": True},
     "qwen2_moe": {"qkv_bias": True, "shared_expert_gate": True},
+    "qwen2_5_vl": {"qkv_bias": True},  # its text model is Qwen2's (modeling_qwen2_5_vl.py:625-628)
     "qwen3": {"qk_norm": True},
     "qwen3_moe": {"qk_norm": True},
     "gemma": {},
@@ -362,7 +366,10 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
     """Build a :class:`ModelArch` from a config.json dict; ConfigError names the bad field."""
     if not isinstance(cfg, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
-    cfg = _text_config(cfg)
+    from .towers import encoder_groups, text_defaults
+
+    top = cfg
+    cfg = text_defaults(top, _text_config(cfg))
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' is missing or not a string", field="model_type")
@@ -379,6 +386,8 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         )
 
     hidden = _req_int(cfg, "hidden_size", "d_model", "n_embd", where=where)
+    encoders, encoder_warnings = encoder_groups(top, hidden, where)
+    warnings += encoder_warnings
     layers = _req_int(cfg, "num_hidden_layers", "n_layer", "num_layers", where=where, maximum=MAX_LAYERS)
     heads = _req_int(cfg, "num_attention_heads", "n_head", where=where)
     kv_heads = _opt_int(cfg, "num_key_value_heads", default=heads, where=where) or heads
@@ -551,4 +560,5 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         else None,
         raw_quantization_config=qc if isinstance(qc, dict) else None,
         warnings=tuple(warnings),
+        encoders=encoders,
     )

@@ -253,9 +253,13 @@ def size_model(
 
     notes: list[str] = []
     if scheme.quantizes_weights:
-        kept = [c.component for c in components if not c.quantized and c.component not in ("norm", "bias", "other")]
+        kept = [c.component for c in components
+                if not c.quantized and c.component not in ("norm", "bias", "other", "vision")]
         if kept:
             notes.append("kept in bf16: " + ", ".join(kept))
+    if "vision" in comp:
+        notes.append(f"vision encoder and projector ({comp['vision']['params']:,} params) in 16 bits: vLLM loads "
+                     "them unless --limit-mm-per-prompt sets every modality to 0")
     if arch.num_mtp_layers and not include_mtp:
         mtp_params = sum(g.params for g in inv.groups if g.mtp)
         notes.append(f"multi-token-prediction module ({mtp_params:,} params) excluded; include it with --mtp")

@@ -165,9 +165,12 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,
     first length key times its factor (``get_context_length``); the rules are the release's data.
     ``overrides``: the command's --hf-overrides / --json-model-override-args (engines.flags.model_overrides),
     applied first as the engine applies them."""
+    from ..towers import text_defaults
+
     cfg = apply_overrides(cfg, overrides)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     assert isinstance(text, Mapping)
+    text = text_defaults(dict(cfg), dict(text))  # the config class's defaults, as the engine's transformers fills them
     keys = facts.max_len_keys or ("max_position_embeddings",)
     best: float | None = None
     key: str | None = None
