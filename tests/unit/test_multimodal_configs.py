@@ -143,3 +143,14 @@ def test_qwen25_vl_counts_its_vision_transformer_and_merger():
     assert a.inventory.params_by_component()["vision"] == vision
     # 8,292,166,656: the "8.29B params" the Hub lists for Qwen/Qwen2.5-VL-7B-Instruct
     assert a.inventory.total_params() == text + vision == 8_292_166_656
+
+
+def test_the_recipe_leaves_the_encoders_out_as_sizing_prices_them():
+    # llm-compressor quantizes every module its targets ("Linear") match unless ignored, and SigLIP's
+    # projections are nn.Linear (modeling_siglip.py:268-271): the recipe must name the tower and the
+    # projector, as RedHatAI's published Gemma 3 recipes do.
+    from quantadvise.advisor.plan import ignore_list
+
+    ignore = ignore_list(catalog.get_scheme("w4a16"), parse_config(GEMMA3_4B))
+    assert "re:.*vision_tower.*" in ignore and "re:.*multi_modal_projector.*" in ignore
+    assert "re:.*visual.*" in ignore_list(catalog.get_scheme("w4a16"), parse_config(QWEN25_VL_7B))

@@ -67,7 +67,8 @@ def _ct_format(s: Scheme) -> str:
 def ignore_list(scheme: Scheme, arch: ModelArch | None) -> list[str]:
     """The Linear modules ``scheme``'s layer policy keeps 16-bit, as compressed-tensors / llm-compressor
     ``ignore`` entries: ``lm_head`` and one ``re:`` pattern per module kind under the decoder layers
-    (MoE routers and gates, shared-expert gates, attention when only the experts are quantized ...).
+    (MoE routers and gates, shared-expert gates, attention when only the experts are quantized ...), and one
+    ``re:`` pattern per encoder of a multimodal checkpoint (its vision tower and projector).
     The same policy decides which layers :func:`quantadvise.sizing.size_model` counts as quantized,
     so the recipe writes the checkpoint the sizing priced. Without ``arch`` only lm_head is known."""
     if arch is None:
@@ -89,6 +90,10 @@ def _ignore(arch: ModelArch, policy: LayerPolicy) -> tuple[str, ...]:
         else:
             leaf = re.sub(r"^model\.layers\.\d+\.", "", m.name)
             entry = "re:.*" + re.sub(r"\\\.\d+\\\.", r"\\.\\d+\\.", re.escape(leaf)) + "$"
+        if entry not in out:
+            out.append(entry)
+    for g in arch.encoders:  # a multimodal checkpoint's encoders stay 16-bit, as sizing prices them
+        entry = f"re:.*{g.name.split('.', 1)[0]}.*"  # re:.*vision_tower.*, re:.*multi_modal_projector.*
         if entry not in out:
             out.append(entry)
     return tuple(out)
