@@ -69,6 +69,16 @@ def _pos_int(cfg: dict[str, Any], key: str, where: str) -> int:
     return v
 
 
+def _filled(defaults: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` over its config class's ``defaults`` (a null counts as left out, as transformers reads it)."""
+    return {**defaults, **{k: v for k, v in cfg.items() if v is not None}}
+
+
+def _g(name: str, shape: tuple[int, ...], count: int = 1) -> ParamGroup:
+    """An encoder's parameter group: component and role ``vision``."""
+    return ParamGroup(name, "vision", "vision", shape, count)
+
+
 def _pair(cfg: dict[str, Any], key: str, where: str) -> tuple[int, int]:
     """An image-size field given as one number or as [height, width]."""
     v = cfg.get(key)
@@ -86,33 +96,30 @@ def _siglip(cfg: dict[str, Any], where: str, prefix: str) -> list[ParamGroup]:
     patch Conv2d and position table, :124-134; per layer q/k/v/out projections with bias, :268-271, a
     fc1/fc2 MLP with bias, :315-316, two LayerNorms, :329-331; the post LayerNorm, :566; the attention
     pooling head when ``vision_use_head``, :627-630)."""
-    c = {**_SIGLIP_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+    c = _filled(_SIGLIP_DEFAULTS, cfg)
     h, i = _pos_int(c, "hidden_size", where), _pos_int(c, "intermediate_size", where)
     layers, ch = _pos_int(c, "num_hidden_layers", where), _pos_int(c, "num_channels", where)
     ph, pw = _pair(c, "patch_size", where)
     ih, iw = _pair(c, "image_size", where)
     e, L = f"{prefix}.embeddings", f"{prefix}.encoder.layers.*"
 
-    def g(name: str, shape: tuple[int, ...], count: int = 1) -> ParamGroup:
-        return ParamGroup(name, "vision", "vision", shape, count)
-
     out = [
-        g(f"{e}.patch_embedding.weight", (h, ch, ph, pw)), g(f"{e}.patch_embedding.bias", (h,)),
-        g(f"{e}.position_embedding.weight", ((ih // ph) * (iw // pw), h)),
-        g(f"{L}.self_attn.q/k/v/out_proj.weight", (h, h), 4 * layers),
-        g(f"{L}.self_attn.q/k/v/out_proj.bias", (h,), 4 * layers),
-        g(f"{L}.mlp.fc1.weight", (i, h), layers), g(f"{L}.mlp.fc1.bias", (i,), layers),
-        g(f"{L}.mlp.fc2.weight", (h, i), layers), g(f"{L}.mlp.fc2.bias", (h,), layers),
-        g(f"{L}.layer_norm1/2.weight+bias", (h,), 4 * layers),
-        g(f"{prefix}.post_layernorm.weight+bias", (h,), 2),
+        _g(f"{e}.patch_embedding.weight", (h, ch, ph, pw)), _g(f"{e}.patch_embedding.bias", (h,)),
+        _g(f"{e}.position_embedding.weight", ((ih // ph) * (iw // pw), h)),
+        _g(f"{L}.self_attn.q/k/v/out_proj.weight", (h, h), 4 * layers),
+        _g(f"{L}.self_attn.q/k/v/out_proj.bias", (h,), 4 * layers),
+        _g(f"{L}.mlp.fc1.weight", (i, h), layers), _g(f"{L}.mlp.fc1.bias", (i,), layers),
+        _g(f"{L}.mlp.fc2.weight", (h, i), layers), _g(f"{L}.mlp.fc2.bias", (h,), layers),
+        _g(f"{L}.layer_norm1/2.weight+bias", (h,), 4 * layers),
+        _g(f"{prefix}.post_layernorm.weight+bias", (h,), 2),
     ]
     if c.get("vision_use_head"):
         hd = f"{prefix}.head"
-        out += [g(f"{hd}.probe", (h,)), g(f"{hd}.attention.in_proj_weight", (3 * h, h)),
-                g(f"{hd}.attention.in_proj_bias", (3 * h,)), g(f"{hd}.attention.out_proj.weight", (h, h)),
-                g(f"{hd}.attention.out_proj.bias", (h,)), g(f"{hd}.layernorm.weight+bias", (h,), 2),
-                g(f"{hd}.mlp.fc1.weight", (i, h)), g(f"{hd}.mlp.fc1.bias", (i,)),
-                g(f"{hd}.mlp.fc2.weight", (h, i)), g(f"{hd}.mlp.fc2.bias", (h,))]
+        out += [_g(f"{hd}.probe", (h,)), _g(f"{hd}.attention.in_proj_weight", (3 * h, h)),
+                _g(f"{hd}.attention.in_proj_bias", (3 * h,)), _g(f"{hd}.attention.out_proj.weight", (h, h)),
+                _g(f"{hd}.attention.out_proj.bias", (h,)), _g(f"{hd}.layernorm.weight+bias", (h,), 2),
+                _g(f"{hd}.mlp.fc1.weight", (i, h)), _g(f"{hd}.mlp.fc1.bias", (i,)),
+                _g(f"{hd}.mlp.fc2.weight", (h, i)), _g(f"{hd}.mlp.fc2.bias", (h,))]
     return out
 
 
@@ -121,7 +128,7 @@ def _qwen25_vision(cfg: dict[str, Any], where: str, prefix: str) -> list[ParamGr
     patch embedding without bias, :114; per block two RMSNorms, :345-346, a fused qkv and a proj with bias,
     :266-267, a gated MLP with bias, :90-92, :348; the patch merger, an RMSNorm and two Linears over
     spatial_merge_size^2 patches, :189-194, :413-416)."""
-    c = {**_QWEN25_VISION_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+    c = _filled(_QWEN25_VISION_DEFAULTS, cfg)
     if "in_chans" in cfg and "in_channels" not in cfg:
         c["in_channels"] = cfg["in_chans"]
     h, i = _pos_int(c, "hidden_size", where), _pos_int(c, "intermediate_size", where)
@@ -131,19 +138,16 @@ def _qwen25_vision(cfg: dict[str, Any], where: str, prefix: str) -> list[ParamGr
     out_h = _pos_int(c, "out_hidden_size", where)
     b = f"{prefix}.blocks.*"
 
-    def g(name: str, shape: tuple[int, ...], count: int = 1) -> ParamGroup:
-        return ParamGroup(name, "vision", "vision", shape, count)
-
     return [
-        g(f"{prefix}.patch_embed.proj.weight", (h, ch, t, p, p)),
-        g(f"{b}.norm1/norm2.weight", (h,), 2 * depth),
-        g(f"{b}.attn.qkv.weight", (3 * h, h), depth), g(f"{b}.attn.qkv.bias", (3 * h,), depth),
-        g(f"{b}.attn.proj.weight", (h, h), depth), g(f"{b}.attn.proj.bias", (h,), depth),
-        g(f"{b}.mlp.gate_proj/up_proj.weight", (i, h), 2 * depth), g(f"{b}.mlp.gate_proj/up_proj.bias", (i,), 2 * depth),
-        g(f"{b}.mlp.down_proj.weight", (h, i), depth), g(f"{b}.mlp.down_proj.bias", (h,), depth),
-        g(f"{prefix}.merger.ln_q.weight", (h,)),
-        g(f"{prefix}.merger.mlp.0.weight", (merged, merged)), g(f"{prefix}.merger.mlp.0.bias", (merged,)),
-        g(f"{prefix}.merger.mlp.2.weight", (out_h, merged)), g(f"{prefix}.merger.mlp.2.bias", (out_h,)),
+        _g(f"{prefix}.patch_embed.proj.weight", (h, ch, t, p, p)),
+        _g(f"{b}.norm1/norm2.weight", (h,), 2 * depth),
+        _g(f"{b}.attn.qkv.weight", (3 * h, h), depth), _g(f"{b}.attn.qkv.bias", (3 * h,), depth),
+        _g(f"{b}.attn.proj.weight", (h, h), depth), _g(f"{b}.attn.proj.bias", (h,), depth),
+        _g(f"{b}.mlp.gate_proj/up_proj.weight", (i, h), 2 * depth), _g(f"{b}.mlp.gate_proj/up_proj.bias", (i,), 2 * depth),
+        _g(f"{b}.mlp.down_proj.weight", (h, i), depth), _g(f"{b}.mlp.down_proj.bias", (h,), depth),
+        _g(f"{prefix}.merger.ln_q.weight", (h,)),
+        _g(f"{prefix}.merger.mlp.0.weight", (merged, merged)), _g(f"{prefix}.merger.mlp.0.bias", (merged,)),
+        _g(f"{prefix}.merger.mlp.2.weight", (out_h, merged)), _g(f"{prefix}.merger.mlp.2.bias", (out_h,)),
     ]
 
 
@@ -163,11 +167,9 @@ def encoder_groups(top: dict[str, Any], text_hidden: int, where: str) -> tuple[t
             groups += _siglip(vision, where, "vision_tower.vision_model")
             if model_type == "gemma3":
                 # modeling_gemma3.py:639-645: a vision_hidden x text_hidden projection and an RMSNorm
-                vh = _pos_int({**_SIGLIP_DEFAULTS, **{k: v for k, v in vision.items() if v is not None}},
-                              "hidden_size", where)
-                groups += [ParamGroup("multi_modal_projector.mm_input_projection_weight", "vision", "vision",
-                                      (vh, text_hidden)),
-                           ParamGroup("multi_modal_projector.mm_soft_emb_norm.weight", "vision", "vision", (vh,))]
+                vh = _pos_int(_filled(_SIGLIP_DEFAULTS, vision), "hidden_size", where)
+                groups += [_g("multi_modal_projector.mm_input_projection_weight", (vh, text_hidden)),
+                           _g("multi_modal_projector.mm_soft_emb_norm.weight", (vh,))]
             else:
                 warnings.append(f"the projector between the vision encoder and the text model of model_type "
                                 f"'{model_type}' is not counted: the checkpoint is a little larger than shown")
