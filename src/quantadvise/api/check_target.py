@@ -278,6 +278,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
         derived=derived, served_notes=served_notes,
         speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
+        options=catalog.flag_vocabulary(choice.name, choice.running),
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
     return gt.judge(facts_, cfg, version_declared, out)
@@ -393,7 +394,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     checkpoint (QA1xx on the flags alone), and the rest skipped. ``exc`` None: the command's model is
     set at run time (``$MODEL``), which QA110 reports; else one QA111 warning names the model."""
     from ..engines.resolution import resolve
-    from ..gate.engine import artifact_findings, engine_findings, parallelism_findings
+    from ..gate.engine import artifact_findings, engine_findings, option_findings, parallelism_findings
     from ..gate.result import TargetReport
     from ..gate.rules import CHECKPOINT_FREE_KINDS
     from ..gate.target import unresolved
@@ -411,6 +412,8 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
+        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.running),
+                                     choice.running))
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
     if exc is None:

@@ -155,6 +155,26 @@ def kernel_table(engine: str, version: str) -> Any:
 
 
 @cache
+def flag_vocabulary(engine: str, version: str) -> Any:
+    """Every option ``engine`` ``version``'s server parser accepts (an ``engines.vocabulary.FlagVocabulary``,
+    data/flags/<engine>-<version>.yaml), None when that exact release is not on file: a neighbouring
+    release's options would call a flag added since "unrecognized"."""
+    from ..engines.vocabulary import FlagVocabulary
+
+    path = loader.data_dir() / "flags" / f"{engine}-{version}.yaml"
+    if not path.is_file():
+        return None
+    where = f"data/flags/{path.name}"
+    try:
+        vocab = FlagVocabulary.model_validate(loader.data_yaml(path, where))
+    except (ValidationError, TypeError) as exc:
+        raise DataError(f"{where}: {exc}") from None
+    if (vocab.engine, vocab.version) != (engine, version):
+        raise DataError(f"{where}: engine {vocab.engine} {vocab.version} must match the file name")
+    return vocab
+
+
+@cache
 def engine_startup(engine: str, version: str) -> Any:
     """The start-up memory facts (``gate.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
     ``version``, else of the closest older release on file (else the oldest)."""

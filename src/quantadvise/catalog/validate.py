@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, DataError
 from . import loader, profiles
-from .engines import validate_engines
+from .engines import engine_names, engine_versions, flag_vocabulary, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
 from .profiles import accuracy_rules, default_perf_profile
@@ -52,6 +52,13 @@ def validate_all() -> dict[str, int]:
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
         gpu_price(gid)
     counts["prices"] = len(price_ids())
+    counts["flag_vocabularies"] = 0
+    for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
+        engine, _, version = path.stem.partition("-")
+        if engine not in engine_names() or version not in engine_versions(engine):
+            raise DataError(f"data/flags/{path.name}: no data/engines/{path.stem}.yaml for this release")
+        flag_vocabulary(engine, version)
+        counts["flag_vocabularies"] += 1
     return counts
 
 

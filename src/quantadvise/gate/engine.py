@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .findings import Findings, Site
 from .rules import _KIND_FLAG, rule_for_kind
+
+if TYPE_CHECKING:
+    from ..artifacts.invocation import EngineInvocation
+    from ..engines.vocabulary import FlagVocabulary
 
 
 def engine_findings(out: Findings, site: Site, findings: Iterable[Any], engine_label: str) -> list[str]:
@@ -92,3 +96,51 @@ def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, 
         asked = "the checkpoint's dtype (--dtype auto)" if dtype == "auto" else f"--dtype {dtype}"
         return [f"{engine_label} runs the model in {fallback[0]}, not {asked}: {fallback[1]}"]
     return []
+
+
+_SUGGEST = 20  # unknown options per command that get "did you mean" (difflib over ~500 names each)
+
+
+def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: FlagVocabulary | None,
+                    version: str) -> list[str]:
+    """The option names of a launch against every option the release's parser registers
+    (``data/flags/``): a spelling it does not register, or a prefix of several, ends the start-up
+    with argparse's own error (QA108); a unique prefix of an option quantadvise reads is read by the
+    engine, not by quantadvise (QA109). Returns the notes (why names were not checked)."""
+    from ..engines.flags import ENGINES
+
+    spelled = [n for n in inv.other if n.startswith("-") and "$" not in n]
+    if not spelled:
+        return []
+    if any("sglang_router" in a for a in inv.argv[:4]):
+        return ["option names are not checked: sglang_router.launch_server adds the router's own options"]
+    if inv.engine == "vllm" and "--omni" in inv.other:  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
+        return ["option names are not checked: --omni hands the command line to vllm_omni, whose options are not on "
+                "file"]
+    if vocab is None:
+        label = ENGINES[inv.engine].label if inv.engine in ENGINES else inv.engine
+        return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
+    table = ENGINES.get(inv.engine)
+    prog = vocab.parser.prog
+    release = f"{table.label if table is not None else inv.engine} {vocab.version}"
+    for i, name in enumerate(spelled):
+        hit = vocab.lookup(name, suggest=i < _SUGGEST)
+        line = inv.flag_lines.get(name, site.line)
+        if hit.verdict == "unknown":
+            near = f"; did you mean {' or '.join(hit.matches)}?" if hit.matches else ""
+            out.add("QA108", f"{name} is not a {release} option: the server exits at start-up{near}",
+                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+                    engine_message=hit.engine_error(prog, name))
+        elif hit.verdict == "ambiguous":
+            out.add("QA108", f"{name} is a prefix of {len(hit.matches)} {release} options: the server "
+                    f"exits at start-up; write the option in full",
+                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+                    engine_message=hit.engine_error(prog, name))
+        elif hit.verdict == "abbreviation" and hit.option is not None and table is not None \
+                and table.named(hit.option) is not None:
+            out.add("QA109", f"{name} is read by {release} as {hit.option} (argparse takes a unique prefix of an "
+                    f"option); quantadvise reads options written in full, so this value is not checked: write "
+                    f"{hit.option}", subject=f"{site.key}|option|{name}", file=site.file, line=line,
+                    target=site.label)
+    return []
+

@@ -28,7 +28,7 @@ from ..versions import nearest_version, version_key
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
-from .engine import artifact_findings, engine_findings, parallelism_findings
+from .engine import artifact_findings, engine_findings, option_findings, parallelism_findings
 from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
@@ -38,6 +38,7 @@ from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_rese
 if TYPE_CHECKING:
     from ..artifacts.invocation import EngineInvocation
     from ..engines.resolution import EngineResolution
+    from ..engines.vocabulary import FlagVocabulary
 
 # the engine flags the gate reads; one whose value is a run-time reference cannot be checked
 GATE_FIELDS = ("model", "quantization", "kv_cache_dtype", "dtype", "max_num_seqs", "max_model_len",
@@ -85,6 +86,12 @@ class EngineChoice:
     version: str
     source: str  # where the version came from, in words
     assumption: str | None = None
+    asked: str | None = None  # the release the image names when it is not on file (checked as ``version``)
+
+    @property
+    def running(self) -> str:
+        """The release the deployment runs (the image's, even when another is on file in its place)."""
+        return self.asked or self.version
 
 
 def choose_engine(inv: EngineInvocation | None, cfg: DeploymentConfig, *, versions: list[str],
@@ -108,9 +115,9 @@ def choose_engine(inv: EngineInvocation | None, cfg: DeploymentConfig, *, versio
         out.add("QA100", f"{name} {version} ({vfrom}) is not on file; checked against {name} {chosen}, the closest "
                 f"release on file (on file: {', '.join(versions)})", subject=f"{site.key}|engine-version",
                 file=site.file, line=site.line, target=site.label)
-        version, vfrom = chosen, f"the closest release on file to {version}"
-    else:
-        out.ran_rules("QA100")
+        return EngineChoice(name, chosen, f"the closest release on file to {version}", assumption,
+                            asked=version.removeprefix("v"))
+    out.ran_rules("QA100")
     return EngineChoice(name, version, vfrom, assumption)
 
 
@@ -362,6 +369,7 @@ class Facts:
     derived: DerivedMaxLen | None = None  # the model's own length limit
     served_notes: list[str] = field(default_factory=list)  # what resolving the served scheme / KV noticed
     speed_assumptions: list[str] = field(default_factory=list)
+    options: FlagVocabulary | None = None  # every option the release's parser accepts (None: not on file)
 
 
 def accuracy_policy(config_lines: Mapping[str, int], overrides: Mapping[str, str]) -> bool:
@@ -399,6 +407,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     out.ran_rules("QA111")  # the model's config.json was read
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=f.engine.name)
+        notes.extend(option_findings(out, site, inv, f.options, f.engine.running))
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)

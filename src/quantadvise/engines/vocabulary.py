@@ -1,0 +1,145 @@
+"""Every option an engine release's server parser accepts, and how that parser reads a spelling.
+
+``data/flags/<engine>-<version>.yaml`` (:class:`FlagVocabulary`) lists each option string
+``vllm serve`` / SGLang's ``launch_server`` registers, extracted from the release's wheel by
+``tools/extract_flags.py`` with the file and line that registers it. :meth:`FlagVocabulary.lookup`
+answers what the engine's argparse parser does with a spelling found in a deployment file, the way
+argparse does it (Python's ``ArgumentParser._parse_optional``): an option string it registered is
+read; with ``allow_abbrev`` (argparse's default, which neither engine turns off) a unique prefix of a
+long option is that option and a prefix of several is "ambiguous option: --x could match ..."; any
+other spelling ends the start-up with "unrecognized arguments: --x". ``BooleanOptionalAction``
+options also register ``--no-X`` (and, in vLLM releases with ``EnableDisableAction``, ``--enable-x``
+pairs with ``--disable-x``).
+
+The spelling given to :meth:`lookup` is the one the engine matches: the deployment readers already
+apply vLLM's underscore rewrite (``--max_model_len`` -> ``--max-model-len``) and split ``--x=value``.
+
+Pure: the tables are values (``catalog.flag_vocabulary`` reads them).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import cached_property
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from ..results import Strict
+
+FLAG_DATA_VERSION = 1
+OptionKind = Literal["value", "flag", "negatable"]
+
+
+class FlagSource(Strict):
+    """The published artifact the options were read from."""
+
+    package: str
+    version: str
+    artifact: str
+    sha256: str
+    read_by: str
+
+
+class ParserFacts(Strict):
+    """How the release's parser is built and how it reads a spelling, each with its source line."""
+
+    prog: str  # the name the engine's argparse errors start with ("vllm serve: error: ...")
+    entry: str  # file:line of the function that builds the parser
+    underscores: str | None = None  # file:line where --a_b is read as --a-b (None: not rewritten)
+    abbreviations: bool = True  # argparse allow_abbrev: a unique prefix of a long option is that option
+    abbreviations_source: str
+    negation: str | None = None  # file:line of the BooleanOptionalAction use (--no-X)
+    enable_disable: bool = False  # --enable-x also accepts --disable-x and the reverse (vLLM EnableDisableAction)
+    short_o: str | None = None  # file:line where -O3 / -O=3 / -O 3 become --optimization-level (vLLM)
+    dotted_json: str | None = None  # file:line where --x.key value becomes --x '{"key": value}' (vLLM)
+
+
+class OptionRow(Strict):
+    names: tuple[str, ...]  # every option string of one add_argument call
+    kind: OptionKind  # value: takes an argument; flag: takes none; negatable: BooleanOptionalAction
+    source: str  # file:line of the add_argument call or the dataclass field
+
+
+class Lookup(Strict):
+    """What the parser does with one spelling."""
+
+    model_config = ConfigDict(frozen=True)
+    verdict: Literal["known", "abbreviation", "ambiguous", "unknown"]
+    option: str | None = None  # the option string it is read as (known, abbreviation)
+    matches: tuple[str, ...] = ()  # ambiguous: every option it could be; unknown: the closest spellings
+    source: str | None = None  # file:line of the option it is read as
+
+    def engine_error(self, prog: str, spelled: str) -> str | None:
+        """The line argparse ends the start-up with, None when the spelling is read."""
+        if self.verdict == "ambiguous":
+            return f"{prog}: error: ambiguous option: {spelled} could match {', '.join(self.matches)}"
+        if self.verdict == "unknown":
+            return f"{prog}: error: unrecognized arguments: {spelled}"
+        return None
+
+
+class FlagVocabulary(Strict):
+    """One engine release's server options (``data/flags/<engine>-<version>.yaml``)."""
+
+    schema_version: int
+    engine: Literal["vllm", "sglang"]
+    version: str
+    source: FlagSource
+    as_of: date
+    parser: ParserFacts
+    options: tuple[OptionRow, ...]
+    not_extracted: tuple[str, ...] = ()  # what the extractor saw and could not read (said in the file)
+
+    @cached_property
+    def registered(self) -> dict[str, OptionRow]:
+        """Every option string the parser registers -> its row (``--no-X`` and the enable/disable
+        inverses included, as argparse registers them), plus argparse's own ``-h`` / ``--help``."""
+        out: dict[str, OptionRow] = {}
+        for row in self.options:
+            for name in row.names:
+                out.setdefault(name, row)
+                if row.kind != "negatable" or not name.startswith("--"):
+                    continue
+                out.setdefault("--no-" + name[2:], row)
+                if self.parser.enable_disable:
+                    for a, b in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+                        if name.startswith(a):
+                            out.setdefault(b + name[len(a):], row)
+        help_row = OptionRow(names=("-h", "--help"), kind="flag", source="argparse (add_help)")
+        out.setdefault("-h", help_row)
+        out.setdefault("--help", help_row)
+        return out
+
+    def lookup(self, spelled: str, suggest: bool = True) -> Lookup:
+        """What the parser does with ``spelled`` (an option string as the engine matches it); ``suggest``
+        False leaves out the closest spellings of an unknown one (a few ms each)."""
+        known = self.registered
+        if self.parser.dotted_json and spelled.startswith("--") and "." in spelled:
+            spelled = spelled.split(".", 1)[0]  # --compilation-config.mode 3: the option before the first dot
+        if self.parser.short_o and spelled.startswith("-O") and "--optimization-level" in known:
+            return Lookup(verdict="known", option="--optimization-level", source=self.parser.short_o)
+        row = known.get(spelled)
+        if row is not None:
+            return Lookup(verdict="known", option=spelled, source=row.source)
+        hits: list[str] = []
+        if spelled.startswith("--"):  # argparse._get_option_tuples: long prefixes only with allow_abbrev
+            if self.parser.abbreviations and len(spelled) > 2:
+                hits = sorted(n for n in known if n.startswith(spelled))
+        elif spelled.startswith("-") and len(spelled) > 1:  # -q8 is -q 8; -t a prefix of -tp (always allowed)
+            hits = sorted(n for n in known if n == spelled[:2] or n.startswith(spelled))
+        if len(hits) > 1:
+            return Lookup(verdict="ambiguous", matches=tuple(hits))
+        if len(hits) == 1:
+            hit = hits[0]
+            verdict: Literal["known", "abbreviation"] = "known" if hit == spelled[:2] else "abbreviation"
+            return Lookup(verdict=verdict, option=hit, source=known[hit].source)
+        return Lookup(verdict="unknown", matches=tuple(closest(spelled, known)) if suggest else ())
+
+
+def closest(spelled: str, names: dict[str, OptionRow] | list[str], n: int = 3) -> list[str]:
+    """The registered long options closest to a misspelling (difflib's ratio, cut-off 0.75)."""
+    import difflib
+
+    pool = [k for k in names if k.startswith("--")]
+    return difflib.get_close_matches(spelled, pool, n=n, cutoff=0.75)

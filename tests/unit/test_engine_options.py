@@ -1,0 +1,117 @@
+"""The engine's option list and how its parser reads a spelling (engines/vocabulary.py).
+
+The oracle is Python's own argparse: a parser built with the same option strings must accept,
+abbreviate or refuse a spelling exactly as ``FlagVocabulary.lookup`` says (both engines build their
+server parser with argparse and leave ``allow_abbrev`` at its default: vLLM's FlexibleArgumentParser
+in vllm/utils/argparse_utils.py, SGLang's ``argparse.ArgumentParser(prog="sglang serve")`` in
+sglang/srt/server_args.py:679).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+
+import pytest
+
+from quantadvise.engines.vocabulary import FlagVocabulary
+
+OPTIONS = [
+    {"names": ["--max-model-len"], "kind": "value", "source": "a.py:1"},
+    {"names": ["--max-num-seqs"], "kind": "value", "source": "a.py:2"},
+    {"names": ["--max-num-batched-tokens"], "kind": "value", "source": "a.py:3"},
+    {"names": ["--tensor-parallel-size", "-tp"], "kind": "value", "source": "a.py:4"},
+    {"names": ["--quantization", "-q"], "kind": "value", "source": "a.py:5"},
+    {"names": ["--gpu-memory-utilization"], "kind": "value", "source": "a.py:6"},
+    {"names": ["--enforce-eager"], "kind": "flag", "source": "a.py:7"},
+    {"names": ["--enable-prefix-caching"], "kind": "negatable", "source": "a.py:8"},
+    {"names": ["--trust-remote-code"], "kind": "negatable", "source": "a.py:9"},
+]
+
+
+def vocab(**parser: object) -> FlagVocabulary:
+    return FlagVocabulary.model_validate({
+        "schema_version": 1, "engine": "vllm", "version": "0.33.0", "as_of": "2026-12-02",
+        "source": {"package": "vllm", "version": "0.33.0", "artifact": "w.whl", "sha256": "0" * 64, "read_by": "test"},
+        "parser": {"prog": "vllm serve", "entry": "e.py:1", "abbreviations_source": "e.py:2", **parser},
+        "options": OPTIONS,
+    })
+
+
+def argparse_reads(spelled: str, allow_abbrev: bool = True) -> str:
+    """What a real argparse parser with OPTIONS does with ``spelled``: 'known:<dest>' or the error."""
+    p = argparse.ArgumentParser(prog="vllm serve", allow_abbrev=allow_abbrev, exit_on_error=False)
+    for o in OPTIONS:
+        if o["kind"] == "value":
+            p.add_argument(*o["names"])
+        elif o["kind"] == "flag":
+            p.add_argument(*o["names"], action="store_true")
+        else:
+            p.add_argument(*o["names"], action=argparse.BooleanOptionalAction)
+    argv = [spelled, "1"]  # a value for options that take one; left over (a positional) for flags
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            ns, rest = p.parse_known_args(argv)
+    except (argparse.ArgumentError, SystemExit) as exc:
+        return f"error: {exc}" if isinstance(exc, argparse.ArgumentError) else f"error: {err.getvalue()}"
+    if spelled in rest:
+        return "unrecognized"
+    return "known:" + ",".join(k for k, v in vars(ns).items() if v not in (None, False))
+
+
+@pytest.mark.parametrize("spelled", [
+    "--max-model-len", "--max-model", "--max-num", "--max", "--max-num-s", "--tensor-parallel-size", "-tp",
+    "-q", "--enable-prefix-caching", "--no-enable-prefix-caching", "--no-trust", "--gpu-memory-utilisation",
+    "--gpu-mem", "--enforce-eager", "--enforce-eager-mode", "--quantisation", "--tensor_parallel_size",
+])
+def test_lookup_agrees_with_argparse(spelled: str) -> None:
+    v = vocab().lookup(spelled)
+    real = argparse_reads(spelled)
+    if v.verdict == "unknown":
+        assert real == "unrecognized", (spelled, real)
+    elif v.verdict == "ambiguous":
+        assert real.startswith("error:") and "ambiguous option" in real, (spelled, real)
+        for m in v.matches:
+            assert m in real  # argparse names every option the prefix could match
+    else:
+        assert real.startswith("known:"), (spelled, real)
+        assert v.option is not None
+        dest = v.option.lstrip("-").removeprefix("no-").replace("-", "_")
+        if v.option == "-tp":
+            dest = "tensor_parallel_size"
+        elif v.option == "-q":
+            dest = "quantization"
+        assert dest in real.removeprefix("known:").split(",") or v.option.startswith("--no-"), (spelled, real)
+
+
+def test_verdicts_and_engine_messages() -> None:
+    v = vocab()
+    # a typo argparse cannot read: its own message, as vLLM prints it before exiting with status 2
+    miss = v.lookup("--gpu-memory-utilisation")
+    assert miss.verdict == "unknown" and miss.matches[0] == "--gpu-memory-utilization"
+    assert miss.engine_error("vllm serve", "--gpu-memory-utilisation") == \
+        "vllm serve: error: unrecognized arguments: --gpu-memory-utilisation"
+    # --max is a prefix of three options: argparse's "ambiguous option: --max could match ..."
+    amb = v.lookup("--max")
+    assert amb.verdict == "ambiguous"
+    assert amb.matches == ("--max-model-len", "--max-num-batched-tokens", "--max-num-seqs")
+    assert amb.engine_error("vllm serve", "--max") == ("vllm serve: error: ambiguous option: --max could match "
+                                                       "--max-model-len, --max-num-batched-tokens, --max-num-seqs")
+    # a unique prefix is the option; --no-X exists only for BooleanOptionalAction options
+    assert v.lookup("--max-model").option == "--max-model-len"
+    assert v.lookup("--no-enable-prefix-caching").verdict == "known"
+    assert v.lookup("--no-enforce-eager").verdict == "unknown"
+    # -q8 is -q with the value 8 (argparse: a registered two-character option with its value attached)
+    assert (v.lookup("-q8").verdict, v.lookup("-q8").option) == ("known", "-q")
+    assert v.lookup("--help").verdict == "known"
+
+
+def test_enable_disable_pairs_and_abbreviations_off() -> None:
+    # vLLM's EnableDisableAction (vllm/utils/argparse_utils.py:120-143) registers --disable-x beside --enable-x
+    assert vocab(enable_disable=True).lookup("--disable-prefix-caching").verdict == "known"
+    assert vocab(enable_disable=False).lookup("--disable-prefix-caching").verdict == "unknown"
+    # allow_abbrev=False: a long prefix is unrecognized (argparse reads only exact long options)
+    assert vocab(abbreviations=False).lookup("--max-model").verdict == "unknown"
+    assert argparse_reads("--max-model", allow_abbrev=False) == "unrecognized"
