@@ -30,8 +30,8 @@ ROUTES = (
 ActivationQuant = Literal["none", "fused", "unfused", "in-kernel"]
 
 
-class KernelSource(Strict):
-    """The published artifact the selection logic was read from."""
+class WheelSource(Strict):
+    """The published wheel a release's table was read from (its kernel selection, its server options)."""
 
     package: str
     version: str
@@ -89,7 +89,7 @@ class KernelTable(Strict):
     schema_version: int = KERNEL_DATA_VERSION
     engine: str
     version: str
-    source: KernelSource
+    source: WheelSource
     as_of: date
     notes: tuple[str, ...] = ()
     kernels: tuple[KernelInfo, ...]

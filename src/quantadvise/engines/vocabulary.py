@@ -26,19 +26,10 @@ from typing import Literal
 from pydantic import ConfigDict
 
 from ..results import Strict
+from .kernels import WheelSource
 
 FLAG_DATA_VERSION = 1
 OptionKind = Literal["value", "flag", "negatable"]
-
-
-class FlagSource(Strict):
-    """The published artifact the options were read from."""
-
-    package: str
-    version: str
-    artifact: str
-    sha256: str
-    read_by: str
 
 
 class ParserFacts(Strict):
@@ -85,7 +76,7 @@ class FlagVocabulary(Strict):
     schema_version: int
     engine: Literal["vllm", "sglang"]
     version: str
-    source: FlagSource
+    source: WheelSource  # the same stamp as the release's kernel table
     as_of: date
     parser: ParserFacts
     options: tuple[OptionRow, ...]
