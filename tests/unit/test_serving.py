@@ -357,6 +357,20 @@ def test_recommend_tensor_parallel_beats_replicas_for_a_rate():
     tp1 = next(x for x in r.load.layouts if x.tp == 1)
     assert (tp1.replicas, tp1.gpus) == (4, 4)
     assert r.workload.gpus == 2  # the recommendation is the walk at the chosen degree
+    # how busy the load keeps it: 3,840 tokens/s over the 2 replicas' output tokens/s X each. Two replicas are
+    # needed, so 3,840 / 2 <= X < 3,840 and the share is in (0.5, 1]; docs/recommend.md works X out by hand with
+    # the all-reduce traffic and a 3.6 s prefill: 49 x 384 / (3.6 + 383 x 9.99 ms) ~ 2,540 -> 3,840 / 5,080 = 0.756.
+    # The load's tokens cost the 4 GPUs' $/hour whatever they do: 4 x $3.99 (data/pricing.yaml's H100 list price,
+    # $31.92 / 8) / (3,840 x 3,600 tokens) x 1e6 = 15.96 / 13.824 = $1.1545 per million.
+    assert opt.utilization == pytest.approx(3840 / (2 * opt.tokens_per_s))
+    assert 0.5 < opt.utilization <= 1 and opt.utilization == pytest.approx(0.756, abs=0.01)
+    assert opt.usd_per_mtok_at_load == pytest.approx(4 * 3.99 / (3840 * 3600) * 1e6, rel=1e-9)
+    assert opt.usd_per_mtok_at_load == pytest.approx(1.1545, abs=1e-4)
+    assert (tp1.utilization, tp1.usd_per_mtok_at_load) == (pytest.approx(3840 / (4 * tp1.tokens_per_s)),
+                                                           pytest.approx(opt.usd_per_mtok_at_load))
+    # --users: the load's tokens/s is not known (think time is not modelled), so neither figure is given
+    u = recommend(**IDEAL_8B, itl_ms=10, users=40, gpus=1)
+    assert u.load is not None and (u.load.options[0].utilization, u.load.options[0].usd_per_mtok_at_load) == (None, None)
 
 
 def test_recommend_without_budgets_is_as_before():

@@ -9,7 +9,10 @@ given); each ranked candidate of that walk runs one replica of t GPUs at the con
 - ``--users N`` concurrent users (sequences in flight; think time not modelled):
   ``ceil(N / concurrency)`` replicas,
 
-and ``gpus = t x replicas``. Per scheme the layout with the fewest GPUs is kept (then the most output
+and ``gpus = t x replicas``. With ``--rate`` each layout also says how busy the load keeps it
+(``utilization``: R x O over the replicas' output tokens/s) and what the load's tokens cost on it
+(``usd_per_mtok_at_load``: the layout's $/hour over R x O x 3600 tokens; the GPUs are paid for whether
+busy or not), beside ``usd_per_mtok`` at full concurrency. Per scheme the layout with the fewest GPUs is kept (then the most output
 tokens/s per GPU, then the smaller t): "70B: 2 x H100 fp8 TP2, or 1 x H100 W4A16, or 4 x H100 bf16
 TP4". The recommendation is the tree's own winner at the degree whose winner needs the fewest GPUs
 (ties: more tokens/s per GPU, then the smaller degree), so the native-checkpoint margin and the
@@ -36,18 +39,24 @@ def replicas_for(*, rate: float | None, users: int | None, output_tokens: int, t
 def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | None, output_tokens: int,
             usd_per_gpu_hour: float | None) -> list[Layout]:
     """One layout per ranked candidate of the walk at tensor-parallel degree ``tp``."""
+    from ..perf.serving import usd_per_mtok
+
+    load = rate * output_tokens if rate is not None else None  # output tokens/s the load asks for
     out = []
     for a in rec.alternatives:
         if a.status not in RANKED or not a.tokens_per_s or not a.concurrency:
             continue
         n = replicas_for(rate=rate, users=users, output_tokens=output_tokens, tokens_per_s=a.tokens_per_s,
                          concurrency=a.concurrency)
+        at_load = {} if load is None else {
+            "utilization": load / (n * a.tokens_per_s),
+            "usd_per_mtok_at_load": usd_per_mtok(usd_per_gpu_hour, n * tp, load)}
         out.append(Layout(
             scheme=a.scheme, tp=tp, replicas=n, gpus=n * tp, concurrency=a.concurrency, tokens_per_s=a.tokens_per_s,
             tokens_per_s_per_gpu=a.tokens_per_s / tp, requests_per_s=a.tokens_per_s / output_tokens,
             itl_s=a.itl_s or 0.0, ttft_s=a.ttft_s, limit=a.limit or "",
             usd_per_hour=usd_per_gpu_hour * n * tp if usd_per_gpu_hour is not None else None,
-            usd_per_mtok=a.usd_per_mtok))
+            usd_per_mtok=a.usd_per_mtok, **at_load))
     return out
 
 

@@ -227,6 +227,10 @@ class Layout(Out):
     usd_per_hour: float | None  # gpus x $/GPU-hour
     usd_per_mtok: float | None  # at ``concurrency`` (every GPU busy)
     recommended: bool = False
+    # --rate only (the load's output tokens/s is known): the share of the replicas' output tokens/s the load
+    # uses, and the $ per million output tokens at that load (the GPUs are paid for whether busy or not)
+    utilization: float | None = None
+    usd_per_mtok_at_load: float | None = None
 
 
 class LoadPlan(Out):

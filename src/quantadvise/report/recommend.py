@@ -114,13 +114,26 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
               else plural(plan.users or 0, "concurrent user"))
     out = ["", *wrap(f"GPUs for {demand} — each scheme's layout with the fewest GPUs "
                      f"(tensor parallel {', '.join(map(str, plan.tp_degrees))} weighed):", width)]
-    t = Table(["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "$/hour", "$/Mtok"],
-              align="lrlrrrrr", drop=("$/hour", "per replica", "ITL ms"))
+    rate = plan.rate_per_s is not None
+    cols = ["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "$/hour", "$/Mtok"]
+    if rate:
+        cols[5:5] = ["busy"]
+        cols += ["at load"]
+    t = Table(cols, align="lrlr" + "r" * (len(cols) - 4),
+              drop=("$/hour", "per replica", "ITL ms", "$/Mtok") if rate else ("$/hour", "per replica", "ITL ms"))
     for x in plan.options:
-        t.add(x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
-              plural(x.concurrency, "seq"), f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s),
-              usd(x.usd_per_hour), usd(x.usd_per_mtok))
+        row = [x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
+               plural(x.concurrency, "seq"), f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s), usd(x.usd_per_hour),
+               usd(x.usd_per_mtok)]
+        if rate:
+            row[5:5] = ["-" if x.utilization is None else f"{100 * x.utilization:.0f}%"]
+            row += [usd(x.usd_per_mtok_at_load)]
+        t.add(*row)
     out += [t.render(width), "< the recommendation"]
+    if rate:
+        out += wrap("busy: the share of the layout's output tokens/s (at full concurrency, per replica) the load "
+                    "uses; $/Mtok at full concurrency, and at load: $/hour over the load's own tokens (the GPUs are "
+                    "paid for whether busy or not); ITL at full concurrency (at a lower load it is lower)", width)
     return out
 
 
