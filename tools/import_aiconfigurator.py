@@ -90,7 +90,7 @@ def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:
             continue
         measured = {k: c for k, c in entry.kernels.items() if c.basis == "measured"}
         quants = {k: q for k, q in entry.quant_kernels.items() if q.basis == "measured"}
-        kernels = aic.add_proxies(measured, quants, runs)
+        kernels = aic.add_moe_proxies(aic.add_proxies(measured, quants, runs))  # the dense and the fused-MoE stand-ins
         new_entry = entry.model_copy(update={"kernels": dict(sorted(kernels.items())),
                                              "quant_kernels": dict(sorted(quants.items()))})
         path.write_text(profile_yaml(prof.model_copy(update={"gpus": (new_entry,)})), encoding="utf-8")
@@ -130,12 +130,7 @@ def add_moe(out: Path, root: Path, version: str, as_of: date, wanted: set[str] |
             h = curve.heldout
             print(f"{entry.gpu:12s} {curve.key:36s} held-out layers: median {h.gemm_median:.1%}, max {h.gemm_max:.1%} "
                   f"(n={h.gemm_points})")
-        for kid, (base, why) in aic.MOE_PROXIES.items():
-            src = kernels.get(f"vllm/{base}") or kernels.get(f"sglang/{base}")
-            if src is not None:
-                kernels[f"vllm/{kid}"] = src.model_copy(update={
-                    "kernel": kid, "engine": "vllm", "basis": "proxy", "proxy_of": src.key, "note": why,
-                    "measured": None, "heldout": None})
+        kernels = aic.add_moe_proxies(kernels)
         new_entry = entry.model_copy(update={"kernels": dict(sorted(kernels.items()))})
         path.write_text(profile_yaml(prof.model_copy(update={"gpus": (new_entry,)})), encoding="utf-8")
         held_path.write_text(yaml.safe_dump(held, sort_keys=False, default_flow_style=None, width=140),

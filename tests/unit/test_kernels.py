@@ -68,6 +68,13 @@ SGLANG_CASES = [
     # the auto FP4 backend: Marlin for 8.0 <= capability < 10.0 (fp4_utils.py:157-158)
     ("nvfp4", 90, "marlin-nvfp4", "fp4_utils.py:157-158"),
     ("nvfp4", 100, "flashinfer-cutedsl-nvfp4", "fp4_utils.py:154-156"),
+    # NVFP4 weight-only (CompressedTensorsW4A16Fp4): FlashInfer's bf16 x fp4 GEMM only with the CuTe-DSL backend,
+    # which auto picks on SM100 (fp4_utils.py:154-156); every other backend keeps FP4 Marlin
+    # (compressed_tensors_w4a16_nvfp4.py:74-82): auto's marlin on SM80-SM90, flashinfer_cutlass on SM120
+    ("nvfp4-a16", 90, "marlin-nvfp4", "compressed_tensors_w4a16_nvfp4.py:74-82"),
+    ("nvfp4-a16", 80, "marlin-nvfp4", "compressed_tensors_w4a16_nvfp4.py:74-82"),
+    ("nvfp4-a16", 120, "marlin-nvfp4", "compressed_tensors_w4a16_nvfp4.py:74-82"),
+    ("nvfp4-a16", 100, "flashinfer-cutedsl-nvfp4-a16", "fp4_utils.py:154-156"),
 ]
 
 

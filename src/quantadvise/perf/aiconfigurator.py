@@ -319,6 +319,19 @@ MOE_PROXIES: dict[str, tuple[str, str]] = {
 }
 
 
+def add_moe_proxies(kernels: dict[str, KernelCurve]) -> dict[str, KernelCurve]:
+    """``kernels`` with a labelled copy of the measured fused-MoE curve that stands in for each kernel of
+    :data:`MOE_PROXIES` (vLLM's) where that curve is on this GPU."""
+    out = dict(kernels)
+    for kid, (base, why) in MOE_PROXIES.items():
+        src = out.get(f"vllm/{base}") or out.get(f"sglang/{base}")
+        if src is not None:
+            out[f"vllm/{kid}"] = src.model_copy(update={
+                "kernel": kid, "engine": "vllm", "basis": "proxy", "proxy_of": src.key, "note": why,
+                "measured": None, "heldout": None})
+    return out
+
+
 def import_moe(root: Path, system: str, gpu: GPU, spec: MoeSpec, *, pkg_version: str,
                as_of: date) -> tuple[KernelCurve, dict[str, Any]] | None:
     """One fused-MoE kernel measured on this GPU (:data:`MOE_SPECS`): the table (of the first engine
