@@ -115,3 +115,38 @@ def test_enable_disable_pairs_and_abbreviations_off() -> None:
     # allow_abbrev=False: a long prefix is unrecognized (argparse reads only exact long options)
     assert vocab(abbreviations=False).lookup("--max-model").verdict == "unknown"
     assert argparse_reads("--max-model", allow_abbrev=False) == "unrecognized"
+
+
+def test_compare_releases_by_what_the_newer_does_with_each_old_option() -> None:
+    from quantadvise.engines.vocabulary import compare
+
+    old = vocab()
+    new_opts = [o for o in OPTIONS if o["names"] != ["--enforce-eager"]]  # removed
+    new_opts = [{**o, "kind": "flag"} if o["names"] == ["--trust-remote-code"] else o for o in new_opts]
+    new_opts = [o for o in new_opts if o["names"] != ["--max-num-seqs"]]  # removed, and now a prefix of one option
+    new_opts.append({"names": ["--max-num-seqs-per-step"], "kind": "value", "source": "a.py:20"})
+    new = FlagVocabulary.model_validate({**old.model_dump(mode="json"), "version": "0.34.0", "options": new_opts})
+    d = compare(old, new, "vLLM 0.33.0", "vLLM 0.34.0")
+    assert (d.a_count, d.b_count) == (9, 8)
+    assert d.added == ["--max-num-seqs-per-step"]
+    # --enforce-eager: nothing starts with it any more -> argparse refuses it; --max-num-seqs is now a unique
+    # prefix of --max-num-seqs-per-step, so argparse reads it as that option (a silent change of meaning)
+    assert [(c.option, c.before, c.after) for c in d.removed] == [
+        ("--enforce-eager", "flag", "refused"), ("--max-num-seqs", "value", "read as --max-num-seqs-per-step")]
+    assert [(c.option, c.before, c.after) for c in d.kind_changed] == [("--trust-remote-code", "negatable", "flag")]
+
+
+def test_engines_diff_lists_the_options_a_release_dropped() -> None:
+    """vLLM 0.31.0 dropped --enable-mamba-fine-grained-prefix-cache (in data/flags/vllm-0.30.0.yaml, in no later
+    file); SGLang 0.5.23 turned --enable-tf32-matmul into a BooleanOptionalAction
+    (sglang/srt/arg_groups/fields/exec_.py:45-49 in 0.5.23; a store_true field in 0.5.22)."""
+    from quantadvise.api.engines import engines_diff
+
+    v = engines_diff("vllm@0.30.0", "vllm@0.33.0").options
+    assert v is not None and [(c.option, c.after) for c in v.removed] == [
+        ("--enable-mamba-fine-grained-prefix-cache", "refused")]
+    assert "--grpc-port" in v.added  # new in 0.32.0
+    s = engines_diff("sglang@0.5.22", "sglang@0.5.23").options
+    assert s is not None and ("--enable-tf32-matmul", "flag", "negatable") in [
+        (c.option, c.before, c.after) for c in s.kind_changed]
+    assert engines_diff("vllm", "sglang").options is None  # two engines: their options are not one list

@@ -57,14 +57,24 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     that changed (minimum capabilities, activation dtypes, config rules, dispatch rows, messages) and
     the verdicts that changed: every scheme preset's checkpoint (as its producer writes it), the
     online shorthands and the KV cache dtypes, judged by both releases on one NVIDIA GPU per compute
-    capability on file."""
+    capability on file; and the server options each release registers (data/flags/): added, removed
+    (with what the newer release does with the old spelling) and changed in kind."""
     from ..engines.listing import diff
 
     ea, eb = get_engine(a), get_engine(b)
     if ea.engine != eb.engine:
         return diff(ea, eb)
     names = list(dict.fromkeys(m.id for e in (ea, eb) for m in e.methods if m.cli_choice))
-    return diff(ea, eb, probes(ea.engine, names), probe_gpus())
+    from ..engines.vocabulary import compare
+
+    va, vb = (catalog.flag_vocabulary(e.engine, e.version) for e in (ea, eb))
+    out = diff(ea, eb, probes(ea.engine, names), probe_gpus(),
+               options=compare(va, vb, ea.label, eb.label) if va is not None and vb is not None else None)
+    if va is None or vb is None:
+        missing = " and ".join(e.label for e, v in ((ea, va), (eb, vb)) if v is None)
+        out = out.model_copy(update={"warnings": [*out.warnings, f"server options not compared: no option list on "
+                                                  f"file for {missing} (data/flags/)"]})
+    return out
 
 
 def probes(engine: str, methods: list[str] | None = None) -> list[Probe]:

@@ -17,6 +17,7 @@ from pydantic import Field
 from ..results import OmitNone, Out, Result
 from .data import EngineData, KvCacheDtype, Method, Override, PackageSource, Shorthand
 from .resolution import EngineResolution, resolve
+from .vocabulary import OptionDiff
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
@@ -127,6 +128,7 @@ class EngineDiff(Result):
     changed: list[FactChange] = Field(default_factory=list)
     verdicts: list[VerdictChange] = Field(default_factory=list)
     probes_compared: int = 0  # probe x GPU pairs judged by both releases
+    options: OptionDiff | None = None  # two releases of one engine with both option lists on file (data/flags/)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -175,10 +177,10 @@ def method_detail(e: EngineData, name: str, others: list[EngineData]) -> MethodD
 
 
 def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
-         gpus: list[tuple[str, int]] | None = None) -> EngineDiff:
+         gpus: list[tuple[str, int]] | None = None, options: OptionDiff | None = None) -> EngineDiff:
     """The two registries side by side: the table the chapter asks readers to regenerate. For two
-    releases of one engine, also the facts that changed and, over ``probes`` x ``gpus`` (label,
-    capability), the verdicts that changed."""
+    releases of one engine, also the facts that changed, over ``probes`` x ``gpus`` (label,
+    capability) the verdicts that changed, and ``options`` (engines.vocabulary.compare) as given."""
     an = [m.id for m in a.methods if m.kind != "escape_hatch"]
     bn = [m.id for m in b.methods if m.kind != "escape_hatch"]
     both = [DiffRow(name=n, a=a.method(n), b=b.method(n)) for n in sorted(set(an) & set(bn))]
@@ -192,7 +194,7 @@ def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
                        if e.optimized_allow_list is not None},
         changed=fact_changes(a, b) if a.engine == b.engine else [],
         verdicts=verdict_changes(a, b, probes or [], gpus or []) if a.engine == b.engine else [],
-        probes_compared=len(probes or []) * len(gpus or []) if a.engine == b.engine else 0,
+        probes_compared=len(probes or []) * len(gpus or []) if a.engine == b.engine else 0, options=options,
         warnings=[f"{a.label} was compared with itself: nothing can differ (name two releases, e.g. "
                   f"{a.engine}@<older> {a.engine}@{a.version})"] if a.id == b.id else [],
     )

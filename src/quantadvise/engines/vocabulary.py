@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from ..results import Strict
+from ..results import Out, Strict
 from .kernels import WheelSource
 
 FLAG_DATA_VERSION = 1
@@ -134,3 +134,43 @@ def closest(spelled: str, names: dict[str, OptionRow] | list[str], n: int = 3) -
 
     pool = [k for k in names if k.startswith("--")]
     return difflib.get_close_matches(spelled, pool, n=n, cutoff=0.75)
+
+
+class OptionChange(Out):
+    option: str
+    before: str  # what the older release does with it: "value", "flag", "negatable", or "refused"
+    after: str  # the newer release: a kind, "refused", "ambiguous", or "read as --x" (now a prefix of one option)
+
+
+class OptionDiff(Out):
+    """Two releases' server options: what a command written for the first finds in the second."""
+
+    a: str
+    b: str
+    a_count: int  # options (add_argument calls) each registers
+    b_count: int
+    added: list[str]  # option strings only the second registers
+    removed: list[OptionChange]  # option strings the first registers and the second does not read as themselves
+    kind_changed: list[OptionChange]
+
+
+def compare(a: FlagVocabulary, b: FlagVocabulary, label_a: str, label_b: str) -> OptionDiff:
+    """What ``b`` does with every option string ``a`` declares, and what ``b`` adds (declared names,
+    not the ``--no-X`` / ``--disable-x`` spellings each derives)."""
+    kinds_a = {n: r.kind for r in a.options for n in r.names}
+    kinds_b = {n: r.kind for r in b.options for n in r.names}
+    removed, changed = [], []
+    for name, kind in kinds_a.items():
+        if name in kinds_b:
+            if kinds_b[name] != kind:
+                changed.append(OptionChange(option=name, before=kind, after=kinds_b[name]))
+            continue
+        hit = b.lookup(name, suggest=False)
+        if hit.verdict == "known":  # still registered, now as a derived spelling (an enable/disable pair)
+            continue
+        after = {"unknown": "refused", "ambiguous": "ambiguous"}.get(hit.verdict, f"read as {hit.option}")
+        removed.append(OptionChange(option=name, before=kind, after=after))
+    added = sorted(n for n in kinds_b if n not in a.registered)
+    return OptionDiff(a=label_a, b=label_b, a_count=len(a.options), b_count=len(b.options), added=added,
+                      removed=sorted(removed, key=lambda c: c.option), kind_changed=sorted(changed, key=lambda c: c.option))
+

@@ -174,6 +174,16 @@ def diff(r: EngineDiff, width: int | None = None) -> str:
     for label in (a, b):
         if label not in r.not_optimized:
             lines += wrap(f"{label}: no optimized allow-list (optimized is '-')", width, subsequent="  ")
+    if r.options is not None:
+        o = r.options
+        lines += ["", *wrap(f"server options: {a} {o.a_count}, {b} {o.b_count}", width)]
+        lines += _names(f"only in {b} ({len(o.added)}): ", o.added, width, indent="  ")
+        lines += _names(f"gone in {b} ({len(o.removed)}): ",
+                        [f"{c.option} ({'refused' if c.after == 'refused' else c.after})" for c in o.removed],
+                        width, indent="  ")
+        if o.kind_changed:
+            lines += _names(f"changed kind ({len(o.kind_changed)}): ",
+                            [f"{c.option} {c.before} -> {c.after}" for c in o.kind_changed], width, indent="  ")
     if r.probes_compared:
         lines += ["", f"facts that changed ({len(r.changed)}):"]
         if r.changed:
