@@ -150,3 +150,24 @@ def test_engines_diff_lists_the_options_a_release_dropped() -> None:
     assert s is not None and ("--enable-tf32-matmul", "flag", "negatable") in [
         (c.option, c.before, c.after) for c in s.kind_changed]
     assert engines_diff("vllm", "sglang").options is None  # two engines: their options are not one list
+
+
+def test_the_readers_take_each_options_kind_from_the_release() -> None:
+    """An option the flag table does not read is skipped with or without the next token as the release's
+    parser does. --allow-credentials is a bool field of vLLM's frontend (vllm/entrypoints/common/cli_args.py:327
+    ``allow_credentials: bool = False``, a BooleanOptionalAction through get_kwargs), so the model after it is
+    the positional; --disable-access-log-for-endpoints takes a value (cli_args.py:321 ``str | None``, one
+    comma-separated string, :413-416), so "/health,/metrics" is its value and not the model."""
+    from quantadvise.artifacts.launch import parse_shell
+
+    inv = parse_shell("vllm serve --allow-credentials meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192\n",
+                      "a.sh")[0]
+    assert (inv.model, inv.max_model_len, inv.other["--allow-credentials"]) == (
+        "meta-llama/Meta-Llama-3-8B-Instruct", 8192, True)
+    inv = parse_shell("vllm serve --disable-access-log-for-endpoints /health,/metrics meta-llama/Meta-Llama-3-8B\n",
+                      "a.sh")[0]
+    assert inv.model == "meta-llama/Meta-Llama-3-8B"
+    assert inv.other["--disable-access-log-for-endpoints"] == "/health,/metrics"
+    # -O3 carries its value (vLLM rewrites it to --optimization-level 3, vllm/utils/argparse_utils.py:395)
+    inv = parse_shell("vllm serve -O3 meta-llama/Meta-Llama-3-8B --max-num-seqs 8\n", "a.sh")[0]
+    assert (inv.model, inv.max_num_seqs) == ("meta-llama/Meta-Llama-3-8B", 8)

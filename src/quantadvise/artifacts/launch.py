@@ -182,6 +182,9 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
             return
         values[canon] = _typed(flag, text, spelled, word, where, warnings)
 
+    def no_value(name: str) -> bool:
+        return takes_no_value(engine, version, name)
+
     i = 0
     positional_seen = False
     while i < len(args):
@@ -223,10 +226,10 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
             nxt = args[i + 1].text if i + 1 < len(args) else ""
             if eq:
                 other[name] = val
-            elif is_boolean(name) and nxt.lower() in ("true", "false"):
+            elif no_value(name) and nxt.lower() in ("true", "false"):
                 other[name] = nxt  # older vLLM: --enable-chunked-prefill False
                 i += 1
-            elif is_boolean(name):
+            elif no_value(name):
                 other[name] = True
             elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
                 other[name] = args[i + 1].text
@@ -266,6 +269,33 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
         unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
         **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},
     )
+
+
+def takes_no_value(engine: Engine, version: str | None, name: str) -> bool:
+    """Whether an option outside the flag table is given without a value (so the next token is not
+    read as one): its kind in the release's option list (data/flags/; the newest release on file when
+    the image names none, or one not on file); an option no list registers falls back to
+    ``engines.flags.is_boolean`` (options of older releases: ``--use-v2-block-manager``)."""
+    vocab = _options(engine, version)
+    if vocab is not None:
+        hit = vocab.lookup(name, suggest=False)
+        if hit.verdict in ("known", "abbreviation") and hit.option is not None:
+            if not name.startswith("--") and hit.option != name and name != "-O":
+                return True  # -q8, -O3: the value is attached
+            row = vocab.registered.get(hit.option)
+            return row is None or row.kind != "value"
+    return is_boolean(name)
+
+
+def _options(engine: Engine, version: str | None) -> Any:
+    from .. import catalog
+    from ..errors import QuantAdviseError
+
+    try:
+        vocab = catalog.flag_vocabulary(engine, version.removeprefix("v")) if version else None
+        return vocab or catalog.flag_vocabulary(engine, catalog.engine_versions(engine)[-1])
+    except (QuantAdviseError, IndexError):
+        return None
 
 
 def gpu_request_count(text: str) -> int | None:

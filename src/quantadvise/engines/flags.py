@@ -133,7 +133,8 @@ def model_overrides(engine: str, other: dict[str, Any]) -> dict[str, Any] | None
     return None
 _BY_FIELD = {e: {f.field: f for f in t.flags} for e, t in ENGINES.items()}
 
-# Flags known to take no value (so the next token is not read as one), both engines'.
+# Options known to take no value, both engines': the fallback for options no release's option list on file
+# registers (data/flags/ gives the kind of every option the releases on file have; artifacts.launch reads it).
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--enable-chunked-prefill",
     "--disable-log-requests", "--disable-log-stats", "--enable-log-requests", "--enable-lora",
