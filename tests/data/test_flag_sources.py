@@ -77,3 +77,21 @@ def test_sample_kinds(release: str, option: str, kind: str) -> None:
     doc = yaml.safe_load((FLAGS / f"{release}.yaml").read_text())
     rows = [r for r in doc["options"] if option in r["names"]]
     assert len(rows) == 1 and rows[0]["kind"] == kind
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_flag_table_writes_only_options_the_release_registers(release: str) -> None:
+    """Every command quantadvise writes (engines.flags: the deploy plan's `vllm serve ...` lines) spells each
+    flag as the release registers it, and every spelling the readers accept is one its parser reads as that
+    flag: registered, or a unique prefix of it (SGLang's --tp for --tp-size, argparse's allow_abbrev)."""
+    from quantadvise import catalog
+    from quantadvise.engines.flags import ENGINES
+
+    engine, _, version = release.partition("-")
+    vocab = catalog.flag_vocabulary(engine, version)
+    for flag in ENGINES[engine].flags:
+        assert vocab.lookup(flag.name).verdict == "known", (release, flag.name)
+        for spelled in flag.names[1:]:
+            hit = vocab.lookup(spelled)
+            assert hit.verdict == "known" or (hit.verdict == "abbreviation" and hit.option in flag.names), \
+                (release, spelled, hit)
