@@ -54,17 +54,20 @@ def test_sglang_prefix_of_two_options_is_ambiguous(cli, tmp_path, monkeypatch):
                                    "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill")
 
 
-def test_unique_prefix_is_read_by_the_engine_and_said_when_the_gate_reads_that_option(cli, tmp_path, monkeypatch):
-    """--mem-fraction is a prefix of one SGLang option only, --mem-fraction-static: argparse reads it as
-    that option and the server starts (no QA108). The gate reads --mem-fraction-static (its memory
-    rules use it) but only written in full, so it warns (QA109) that the value was not checked."""
+def test_unique_prefix_is_read_as_its_option_by_the_engine_and_by_the_gate(cli, tmp_path, monkeypatch):
+    """--mem-fraction is a prefix of one SGLang 0.5.23 option only, --mem-fraction-static: argparse reads it as
+    that option and the server starts (no QA108). The gate reads it the same way, so the start-up memory
+    uses 0.8 (not SGLang's default), and warns (QA109) that a prefix breaks once a release adds another
+    option starting with it."""
     script = ("python -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-8B-Instruct "
               "--mem-fraction 0.8\n")
     monkeypatch.chdir(make_repo(tmp_path, {"a.sh": script}))
     _, doc = _check(cli, ".", "--gpu", "h100", "--engine", "sglang", "--engine-version", "0.5.23")
     assert not [f for f in doc["findings"] if f["rule_id"] == "QA108"]
-    f = next(f for f in doc["findings"] if f["rule_id"] == "QA109" and "--mem-fraction " in f["message"] + " ")
-    assert "as --mem-fraction-static" in f["message"]
+    f = next(f for f in doc["findings"] if f["rule_id"] == "QA109")
+    assert f["message"].startswith("--mem-fraction is read as --mem-fraction-static")
+    m = doc["targets"][0]["memory"]
+    assert (m["memory_utilization"], m["memory_utilization_flag"]) == (0.8, "--mem-fraction-static")
 
 
 def test_healthy_commands_have_no_option_finding(cli, tmp_path, monkeypatch):

@@ -197,7 +197,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
             name, eq, val = t.partition("=")
             if table.underscores and name.startswith("--"):
                 name = "--" + name[2:].replace("_", "-")
-            flag = table.named(name)
+            flag = table.named(name) or _prefix_of(table, engine, version, name, w.line, where, warnings)
             base, dot, key = name.partition(".")
             parent = table.named(base) if flag is None and dot and table.dotted_json else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
@@ -285,6 +285,20 @@ def takes_no_value(engine: Engine, version: str | None, name: str) -> bool:
             row = vocab.registered.get(hit.option)
             return row is None or row.kind != "value"
     return is_boolean(name)
+
+
+def _prefix_of(table: Any, engine: Engine, version: str | None, name: str, line: int, where: str,
+               warnings: list[str]) -> Flag | None:
+    """The table flag a long option is a unique prefix of, as the release's argparse reads it
+    (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
+    vocab = _options(engine, version) if name.startswith("--") else None
+    hit = vocab.lookup(name, suggest=False) if vocab is not None else None
+    flag = table.named(hit.option) if hit is not None and hit.verdict == "abbreviation" and hit.option else None
+    if flag is not None:
+        warnings.append(f"{where}: line {line}: {name} is read as {flag.name} (a unique prefix of it, which "
+                        f"argparse accepts until a release adds another option starting with {name}): write "
+                        f"{flag.name}")
+    return flag
 
 
 def _options(engine: Engine, version: str | None) -> Any:

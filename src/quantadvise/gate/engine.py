@@ -105,8 +105,8 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
                     version: str) -> list[str]:
     """The option names of a launch against every option the release's parser registers
     (``data/flags/``): a spelling it does not register, or a prefix of several, ends the start-up
-    with argparse's own error (QA108); a unique prefix of an option quantadvise reads is read by the
-    engine, not by quantadvise (QA109). Returns the notes (why names were not checked)."""
+    with argparse's own error (QA108). (A unique prefix is read as its option, by the deployment
+    readers too: ``artifacts.launch``.) Returns the notes (why names were not checked)."""
     from ..engines.flags import ENGINES
 
     spelled = [n for n in inv.other if n.startswith("-") and "$" not in n]
@@ -136,11 +136,5 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
                     f"exits at start-up; write the option in full",
                     subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
-        elif hit.verdict == "abbreviation" and hit.option is not None and table is not None \
-                and table.named(hit.option) is not None:
-            out.add("QA109", f"{name} is read by {release} as {hit.option} (argparse takes a unique prefix of an "
-                    f"option); quantadvise reads options written in full, so this value is not checked: write "
-                    f"{hit.option}", subject=f"{site.key}|option|{name}", file=site.file, line=line,
-                    target=site.label)
     return []
 
