@@ -73,7 +73,8 @@ def build(wheel: Path) -> tuple[str, dict[str, Any]]:
         "as_of": date.today(),
         "parser": parser,
         "not_extracted": list(got.get("not_extracted", [])),
-        "options": [{"names": list(o["names"]), "kind": o["kind"], "source": o["source"]} for o in got["options"]],
+        "options": [{"names": list(o["names"]), "kind": o["kind"], "source": o["source"],
+                     **({"launcher": o["launcher"]} if o.get("launcher") else {})} for o in got["options"]],
     }
     return f"{engine}-{version}", doc
 
@@ -97,7 +98,8 @@ def render(doc: dict[str, Any]) -> str:
     text += "options:\n"
     for o in doc["options"]:
         names = ", ".join(json.dumps(n) for n in o["names"])
-        text += f"  - {{names: [{names}], kind: {o['kind']}, source: {json.dumps(o['source'])}}}\n"
+        launcher = f", launcher: {json.dumps(o['launcher'])}" if o.get("launcher") else ""
+        text += f"  - {{names: [{names}], kind: {o['kind']}, source: {json.dumps(o['source'])}{launcher}}}\n"
     return text
 
 

@@ -368,12 +368,11 @@ def extract(w: Wheel) -> dict[str, Any]:
             r.notes.append(f"{w.grep(rel, anchor).cite()}: {what}")
         except NotFound:
             pass
-    # `sglang serve` takes --model-type <v> out of argv before prepare_server_args: not a parser option,
-    # but a command that passes it starts, so it is listed (python -m sglang.launch_server would refuse it;
-    # listing it can only miss that refusal, never invent one)
+    # `sglang serve` takes --model-type <v> (exactly so spelled) out of argv before prepare_server_args: not a
+    # parser option, read only on that launcher (python -m sglang.launch_server refuses it)
     try:
         mt = w.grep("sglang/cli/serve.py", r'arg == "--model-type"')
-        r.options.append({"names": ["--model-type"], "kind": "value", "source": mt.cite()})
+        r.options.append({"names": ["--model-type"], "kind": "value", "source": mt.cite(), "launcher": "sglang serve"})
     except NotFound:
         pass
     return {

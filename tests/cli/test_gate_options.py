@@ -110,3 +110,49 @@ def test_upgrade_names_an_option_the_target_release_removed(cli, tmp_path, monke
     f = next(f for f in doc["findings"] if f["rule_id"] == "QA112")
     assert "verdict ok -> refused" in f["message"]
     assert "unrecognized arguments: --enable-mamba-fine-grained-prefix-cache" in f["message"]
+
+
+def test_sglang_serve_takes_a_positional_model_and_its_own_model_type(cli, tmp_path, monkeypatch):
+    """`sglang serve MODEL` turns a first bare argument into --model-path (sglang/cli/serve.py:62-66) and takes
+    --model-type out of argv before the parser runs (:30-59); `python -m sglang.launch_server` goes straight to
+    prepare_server_args, whose parser has no --model-type: "unrecognized arguments: --model-type"."""
+    serve = "sglang serve meta-llama/Meta-Llama-3-8B-Instruct --model-type llm --tp 1\n"
+    module = "python -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-8B-Instruct --model-type llm\n"
+    monkeypatch.chdir(make_repo(tmp_path, {"serve.sh": serve, "module.sh": module}))
+    r, doc = _check(cli, ".", "--gpu", "h100", "--engine-version", "0.5.23")
+    by_file = {t["file"]: t for t in doc["targets"]}
+    assert by_file["serve.sh"]["model"] == "meta-llama/Meta-Llama-3-8B-Instruct"  # was: "no model to check"
+    qa108 = [(f["file"], f["engine_message"]) for f in doc["findings"] if f["rule_id"] == "QA108"]
+    assert qa108 == [("module.sh", "sglang serve: error: unrecognized arguments: --model-type")]
+
+
+def test_sglang_serve_of_a_model_it_cannot_read_leaves_the_diffusion_parsers_options_alone(cli, tmp_path,
+                                                                                            monkeypatch):
+    """`sglang serve` sends a diffusion model (model_index.json) to SGLang-Diffusion's parser
+    (sglang/cli/serve.py:107-142), which registers --num-gpus and --ulysses-degree
+    (sglang/multimodal_gen/runtime/server_args/server_args.py): when the model cannot be read to tell, or the
+    command says --model-type diffusion, the option names are not judged against the LLM server's list."""
+    flux = "sglang serve black-forest-labs/FLUX.1-dev --num-gpus 1 --ulysses-degree 1\n"
+    typed = "sglang serve some-org/some-model --model-type diffusion --num-gpus 2\n"
+    monkeypatch.chdir(make_repo(tmp_path, {"flux.sh": flux, "typed.sh": typed}))
+    _, doc = _check(cli, ".", "--gpu", "h100", "--engine-version", "0.5.23")
+    assert not [f for f in doc["findings"] if f["rule_id"] == "QA108"]
+    notes = {t["file"]: " ".join(t["notes"]) for t in doc["targets"]}
+    assert "the model could not be read to tell" in notes["flux.sh"]
+    assert "--model-type diffusion" in notes["typed.sh"]
+
+
+def test_true_or_false_after_an_option_that_takes_none_is_refused(cli, tmp_path, monkeypatch):
+    """vLLM 0.33.0 registers --enforce-eager and --enable-chunked-prefill as BooleanOptionalAction options
+    (bool fields through get_kwargs, vllm/engine/arg_utils.py), which take no value: the word after them is
+    left over and argparse ends with "unrecognized arguments: False". (Releases before those on file parsed
+    some of them as booleans, so a release not on file is not judged.)"""
+    script = ("vllm serve meta-llama/Meta-Llama-3-8B-Instruct --enforce-eager true --enable-chunked-prefill False "
+              "--max-model-len 8192\n")
+    monkeypatch.chdir(make_repo(tmp_path, {"a.sh": script}))
+    _, doc = _check(cli, ".", "--gpu", "h100", "--engine-version", "0.33.0")
+    msgs = sorted(f["message"] for f in doc["findings"] if f["rule_id"] == "QA108")
+    assert len(msgs) == 2
+    assert "'False' after it is an argument the parser does not take" in msgs[0]
+    assert msgs[0].endswith("write --no-enable-chunked-prefill")
+    assert msgs[1].endswith("write --enforce-eager")

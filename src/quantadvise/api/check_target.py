@@ -413,7 +413,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
         notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.running),
-                                     choice.running))
+                                     choice.running, model_read=False))
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
     if exc is None:

@@ -69,8 +69,9 @@ def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
     return engine, entry, version
 
 
-def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool] | None:
-    """(engine, index of the engine token, index of its first argument, positional model allowed)."""
+def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool | str] | None:
+    """(engine, index of the engine token, index of its first argument, positional model allowed: True,
+    False, or "first" when only a first argument that is not an option names the model)."""
     if not words or words[0].text in _NOT_LAUNCH:
         return None
     for i, w in enumerate(words):
@@ -78,8 +79,8 @@ def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool] | None:
         base = w.text.rsplit("/", 1)[-1]
         if base == "vllm" and nxt == "serve":
             return "vllm", i, i + 2, True
-        if base == "sglang" and nxt == "serve":
-            return "sglang", i, i + 2, False
+        if base == "sglang" and nxt == "serve":  # `sglang serve MODEL`: a first bare argument is --model-path
+            return "sglang", i, i + 2, "first"  # (sglang/cli/serve.py:62-66, _normalize_positional_model_path)
         if w.text == "-m" or (w.text.startswith("-m") and w.text[2:] in (*VLLM_MODULES, *SGLANG_MODULES)):
             mod = nxt if w.text == "-m" else w.text[2:]
             skip = 2 if w.text == "-m" else 1
@@ -157,8 +158,8 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
     return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version)
 
 
-def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchContext, *, line: int, argv: list[str],
-           image: str | None, version: str | None) -> EngineInvocation:
+def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: LaunchContext, *, line: int,
+           argv: list[str], image: str | None, version: str | None) -> EngineInvocation:
     table = ENGINES[engine]
     values: dict[str, Any] = {}
     lines: dict[str, int] = {}
@@ -228,6 +229,9 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
                 other[name] = val
             elif no_value(name) and nxt.lower() in ("true", "false"):
                 other[name] = nxt  # older vLLM: --enable-chunked-prefill False
+                stray = _stray_boolean(engine, version, name, nxt)
+                if stray:
+                    warnings.append(f"{where}: line {w.line}: {stray}")
                 i += 1
             elif no_value(name):
                 other[name] = True
@@ -239,7 +243,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool, ctx: LaunchCo
             lines.setdefault(name, w.line)
             i += 1
             continue
-        if positional and not positional_seen:
+        if positional and not positional_seen and (positional is True or i == 0):
             positional_seen = True
             if "model" in lines:
                 warnings.append(f"{where}: line {w.line}: the model is given both as --model and as the positional "
@@ -299,6 +303,32 @@ def _prefix_of(table: Any, engine: Engine, version: str | None, name: str, line:
                         f"argparse accepts until a release adds another option starting with {name}): write "
                         f"{flag.name}")
     return flag
+
+
+def _stray_boolean(engine: Engine, version: str | None, name: str, word: str) -> str | None:
+    """Why the release refuses ``--flag true``/``false`` when ``--flag`` takes no value in it (argparse
+    leaves the word over: "unrecognized arguments: False"); None when the release is not on file (older
+    releases parsed some as booleans) or the option takes a value."""
+    from .. import catalog
+    from ..errors import QuantAdviseError
+
+    try:
+        vocab = catalog.flag_vocabulary(engine, version.removeprefix("v") if version else
+                                        catalog.engine_versions(engine)[-1])
+    except (QuantAdviseError, IndexError):
+        return None
+    if vocab is None:
+        return None
+    option = vocab.lookup(name, suggest=False).option
+    row = vocab.registered.get(option) if option is not None else None
+    if option is None or row is None or row.kind == "value":
+        return None
+    if word.lower() == "true":
+        fix = name
+    else:
+        fix = f"--no-{option[2:]}" if row.kind == "negatable" else "leave the option out"
+    return (f"{name} takes no value in {engine} {vocab.version}, so '{word}' after it is an argument the parser "
+            f"does not take (unrecognized arguments: {word}); the engine would refuse it: write {fix}")
 
 
 def _options(engine: Engine, version: str | None) -> Any:

@@ -50,6 +50,9 @@ class OptionRow(Strict):
     names: tuple[str, ...]  # every option string of one add_argument call
     kind: OptionKind  # value: takes an argument; flag: takes none; negatable: BooleanOptionalAction
     source: str  # file:line of the add_argument call or the dataclass field
+    # read only when the server is started this way, which takes the option (spelled exactly) out of argv
+    # before the parser runs (SGLang's `sglang serve --model-type`); None: the parser registers it
+    launcher: str | None = None
 
 
 class Lookup(Strict):
@@ -88,6 +91,8 @@ class FlagVocabulary(Strict):
         inverses included, as argparse registers them), plus argparse's own ``-h`` / ``--help``."""
         out: dict[str, OptionRow] = {}
         for row in self.options:
+            if row.launcher is not None:
+                continue
             for name in row.names:
                 out.setdefault(name, row)
                 if row.kind != "negatable" or not name.startswith("--"):
@@ -102,9 +107,13 @@ class FlagVocabulary(Strict):
         out.setdefault("--help", help_row)
         return out
 
-    def lookup(self, spelled: str, suggest: bool = True) -> Lookup:
-        """What the parser does with ``spelled`` (an option string as the engine matches it); ``suggest``
+    def lookup(self, spelled: str, suggest: bool = True, launcher: str | None = None) -> Lookup:
+        """What the parser does with ``spelled`` (an option string as the engine matches it), the server
+        started by ``launcher`` (``"sglang serve"``; None: the module's own entry point); ``suggest``
         False leaves out the closest spellings of an unknown one (a few ms each)."""
+        for own in self.options:
+            if launcher is not None and own.launcher == launcher and spelled in own.names:
+                return Lookup(verdict="known", option=spelled, source=own.source)
         known = self.registered
         if self.parser.dotted_json and spelled.startswith("--") and "." in spelled:
             spelled = spelled.split(".", 1)[0]  # --compilation-config.mode 3: the option before the first dot

@@ -101,12 +101,20 @@ def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, 
 _SUGGEST = 20  # unknown options per command that get "did you mean" (difflib over ~500 names each)
 
 
+def _sglang_serve(argv: list[str]) -> bool:
+    """The command is ``sglang serve ...`` (not ``python -m sglang.launch_server``)."""
+    return any(a.rsplit("/", 1)[-1] == "sglang" and b == "serve" for a, b in zip(argv, argv[1:], strict=False))
+
+
 def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: FlagVocabulary | None,
-                    version: str) -> list[str]:
+                    version: str, model_read: bool = True) -> list[str]:
     """The option names of a launch against every option the release's parser registers
     (``data/flags/``): a spelling it does not register, or a prefix of several, ends the start-up
     with argparse's own error (QA108). (A unique prefix is read as its option, by the deployment
-    readers too: ``artifacts.launch``.) Returns the notes (why names were not checked)."""
+    readers too: ``artifacts.launch``.) ``sglang serve`` hands a diffusion model to SGLang-Diffusion's
+    own parser (sglang/cli/serve.py:107-142): its options are not checked when the command says
+    ``--model-type diffusion`` or the model could not be read (``model_read`` False) to tell. Returns
+    the notes (why names were not checked)."""
     from ..engines.flags import ENGINES
 
     spelled = [n for n in inv.other if n.startswith("-") and "$" not in n]
@@ -120,11 +128,18 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
     if vocab is None:
         label = ENGINES[inv.engine].label if inv.engine in ENGINES else inv.engine
         return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
+    launcher = "sglang serve" if inv.engine == "sglang" and _sglang_serve(inv.argv) else None
+    if launcher is not None:
+        model_type = str(inv.other.get("--model-type", "auto")).lower()
+        if model_type == "diffusion" or (model_type == "auto" and not model_read):
+            why = "--model-type diffusion" if model_type == "diffusion" else "the model could not be read to tell"
+            return [f"option names are not checked: `sglang serve` hands a diffusion model to SGLang-Diffusion's own "
+                    f"parser (sglang/cli/serve.py:107-142; {why})"]
     table = ENGINES.get(inv.engine)
     prog = vocab.parser.prog
     release = f"{table.label if table is not None else inv.engine} {vocab.version}"
     for i, name in enumerate(spelled):
-        hit = vocab.lookup(name, suggest=i < _SUGGEST)
+        hit = vocab.lookup(name, suggest=i < _SUGGEST, launcher=launcher)
         line = inv.flag_lines.get(name, site.line)
         if hit.verdict == "unknown":
             near = f"; did you mean {' or '.join(hit.matches)}?" if hit.matches else ""
