@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from wheel_source import Wheel  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +59,12 @@ def build(wheel: Path) -> tuple[str, dict[str, Any]]:
     got = extract(w)
     parser = {k: got[k] for k in ("prog", "entry", "underscores", "abbreviations", "abbreviations_source",
                                   "negation", "enable_disable")}
+    # the `python -m` server modules (of this engine's own package) the deployment readers know, where the wheel
+    # has them: a launch of one the release lacks exits with "No module named ..."
+    from quantadvise.engines.flags import SGLANG_MODULES, VLLM_MODULES
+
+    known = [m for m in (VLLM_MODULES if engine == "vllm" else SGLANG_MODULES) if m.startswith(engine + ".")]
+    parser["modules"] = [m for m in known if w.exists(m.replace(".", "/") + ".py")]
     if engine == "vllm":  # FlexibleArgumentParser.parse_args rewrites these before argparse sees them
         from flags_vllm import spellings
 

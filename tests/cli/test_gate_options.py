@@ -156,3 +156,15 @@ def test_true_or_false_after_an_option_that_takes_none_is_refused(cli, tmp_path,
     assert "'False' after it is an argument the parser does not take" in msgs[0]
     assert msgs[0].endswith("write --no-enable-chunked-prefill")
     assert msgs[1].endswith("write --enforce-eager")
+
+
+def test_a_server_module_the_release_does_not_hold_is_refused(cli, tmp_path, monkeypatch):
+    """The old demo server vllm/entrypoints/api_server.py is in none of the vLLM wheels on file (0.30.0-0.33.0:
+    `unzip -l` lists vllm/entrypoints/openai/api_server.py only), so `python -m vllm.entrypoints.api_server`
+    exits with Python's "No module named vllm.entrypoints.api_server" before any server starts."""
+    script = "python -m vllm.entrypoints.api_server --model meta-llama/Meta-Llama-3-8B-Instruct --port 8000\n"
+    ok = "python3 -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct\n"
+    monkeypatch.chdir(make_repo(tmp_path, {"old.sh": script, "ok.sh": ok}))
+    _, doc = _check(cli, ".", "--gpu", "h100", "--engine-version", "0.33.0")
+    found = [(f["file"], f["engine_message"]) for f in doc["findings"] if f["rule_id"] == "QA108"]
+    assert found == [("old.sh", "No module named vllm.entrypoints.api_server")]

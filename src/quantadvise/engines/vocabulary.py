@@ -44,6 +44,9 @@ class ParserFacts(Strict):
     enable_disable: bool = False  # --enable-x also accepts --disable-x and the reverse (vLLM EnableDisableAction)
     short_o: str | None = None  # file:line where -O3 / -O=3 / -O 3 become --optimization-level (vLLM)
     dotted_json: str | None = None  # file:line where --x.key value becomes --x '{"key": value}' (vLLM)
+    # the `python -m` server modules of this engine the wheel holds (those quantadvise reads launches of);
+    # empty: not recorded
+    modules: tuple[str, ...] = ()
 
 
 class OptionRow(Strict):

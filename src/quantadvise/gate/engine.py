@@ -101,6 +101,16 @@ def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, 
 _SUGGEST = 20  # unknown options per command that get "did you mean" (difflib over ~500 names each)
 
 
+def _module(argv: list[str]) -> str | None:
+    """The module a ``python -m MODULE`` launch runs, None for any other launch."""
+    for i, a in enumerate(argv[:4]):
+        if a == "-m" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("-m") and len(a) > 2:
+            return a[2:]
+    return None
+
+
 def _sglang_serve(argv: list[str]) -> bool:
     """The command is ``sglang serve ...`` (not ``python -m sglang.launch_server``)."""
     return any(a.rsplit("/", 1)[-1] == "sglang" and b == "serve" for a, b in zip(argv, argv[1:], strict=False))
@@ -113,10 +123,21 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
     with argparse's own error (QA108). (A unique prefix is read as its option, by the deployment
     readers too: ``artifacts.launch``.) ``sglang serve`` hands a diffusion model to SGLang-Diffusion's
     own parser (sglang/cli/serve.py:107-142): its options are not checked when the command says
-    ``--model-type diffusion`` or the model could not be read (``model_read`` False) to tell. Returns
-    the notes (why names were not checked)."""
+    ``--model-type diffusion`` or the model could not be read (``model_read`` False) to tell. A
+    ``python -m`` server module the release does not hold ends the launch before any parser ("No module
+    named ...", QA108). Returns the notes (why names were not checked)."""
     from ..engines.flags import ENGINES
 
+    table = ENGINES.get(inv.engine)
+    label = table.label if table is not None else inv.engine
+    module = _module(inv.argv)
+    if vocab is not None and module is not None and module.startswith(inv.engine + ".") and vocab.parser.modules \
+            and module not in vocab.parser.modules:
+        servers = ", ".join([*(["vllm serve"] if inv.engine == "vllm" else []),
+                             *(f"python -m {m}" for m in vocab.parser.modules)])
+        out.add("QA108", f"python -m {module}: {label} {vocab.version} has no such module, so the process exits "
+                f"before a server starts (its servers: {servers})", subject=f"{site.key}|module|{module}",
+                file=site.file, line=site.line, target=site.label, engine_message=f"No module named {module}")
     spelled = [n for n in inv.other if n.startswith("-") and "$" not in n]
     if not spelled:
         return []
@@ -126,7 +147,6 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
         return ["option names are not checked: --omni hands the command line to vllm_omni, whose options are not on "
                 "file"]
     if vocab is None:
-        label = ENGINES[inv.engine].label if inv.engine in ENGINES else inv.engine
         return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
     launcher = "sglang serve" if inv.engine == "sglang" and _sglang_serve(inv.argv) else None
     if launcher is not None:
@@ -135,9 +155,8 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
             why = "--model-type diffusion" if model_type == "diffusion" else "the model could not be read to tell"
             return [f"option names are not checked: `sglang serve` hands a diffusion model to SGLang-Diffusion's own "
                     f"parser (sglang/cli/serve.py:107-142; {why})"]
-    table = ENGINES.get(inv.engine)
     prog = vocab.parser.prog
-    release = f"{table.label if table is not None else inv.engine} {vocab.version}"
+    release = f"{label} {vocab.version}"
     for i, name in enumerate(spelled):
         hit = vocab.lookup(name, suggest=i < _SUGGEST, launcher=launcher)
         line = inv.flag_lines.get(name, site.line)
