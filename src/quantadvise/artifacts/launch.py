@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from ..engines.flags import ENGINES, SGLANG_MODULES, VLLM_MODULES, Engine, Flag, is_boolean
+from ..engines.flags import ENGINES, SGLANG_MODULES, VLLM_MODULES, Engine, EngineFlags, Flag, is_boolean
 from .invocation import EngineInvocation, Source
 from .shell import Word, split_shell
 
@@ -291,7 +291,7 @@ def takes_no_value(engine: Engine, version: str | None, name: str) -> bool:
     return is_boolean(name)
 
 
-def _prefix_of(table: Any, engine: Engine, version: str | None, name: str, line: int, where: str,
+def _prefix_of(table: EngineFlags, engine: Engine, version: str | None, name: str, line: int, where: str,
                warnings: list[str]) -> Flag | None:
     """The table flag a long option is a unique prefix of, as the release's argparse reads it
     (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
@@ -309,14 +309,7 @@ def _stray_boolean(engine: Engine, version: str | None, name: str, word: str) ->
     """Why the release refuses ``--flag true``/``false`` when ``--flag`` takes no value in it (argparse
     leaves the word over: "unrecognized arguments: False"); None when the release is not on file (older
     releases parsed some as booleans) or the option takes a value."""
-    from .. import catalog
-    from ..errors import QuantAdviseError
-
-    try:
-        vocab = catalog.flag_vocabulary(engine, version.removeprefix("v") if version else
-                                        catalog.engine_versions(engine)[-1])
-    except (QuantAdviseError, IndexError):
-        return None
+    vocab = _options(engine, version, exact=True)
     if vocab is None:
         return None
     option = vocab.lookup(name, suggest=False).option
@@ -327,17 +320,21 @@ def _stray_boolean(engine: Engine, version: str | None, name: str, word: str) ->
         fix = name
     else:
         fix = f"--no-{option[2:]}" if row.kind == "negatable" else "leave the option out"
-    return (f"{name} takes no value in {engine} {vocab.version}, so '{word}' after it is an argument the parser "
-            f"does not take (unrecognized arguments: {word}); the engine would refuse it: write {fix}")
+    return (f"{name} takes no value in {ENGINES[engine].label} {vocab.version}, so '{word}' after it is an argument "
+            f"the parser does not take (unrecognized arguments: {word}); the engine would refuse it: write {fix}")
 
 
-def _options(engine: Engine, version: str | None) -> Any:
+def _options(engine: Engine, version: str | None, exact: bool = False) -> Any:
+    """The option list (``engines.vocabulary.FlagVocabulary``) of ``version`` (None: the newest release on
+    file, the one the gate assumes); one not on file is None when ``exact``, else the newest's."""
     from .. import catalog
     from ..errors import QuantAdviseError
 
     try:
         vocab = catalog.flag_vocabulary(engine, version.removeprefix("v")) if version else None
-        return vocab or catalog.flag_vocabulary(engine, catalog.engine_versions(engine)[-1])
+        if vocab is not None or (exact and version):
+            return vocab
+        return catalog.flag_vocabulary(engine, catalog.engine_versions(engine)[-1])
     except (QuantAdviseError, IndexError):
         return None
 
