@@ -19,6 +19,7 @@ class EngineInvocation(Out):
     line: int  # the line of the command's first token (the engine's, or the image's arguments)
     source: Source
     context: str | None = None  # "Deployment/llm container vllm", "service api", "CMD", "docker run" ...
+    launcher: str | None = None  # "vllm serve", "sglang serve", "python -m MODULE", "image entrypoint"
     image: str | None = None
     engine_version: str | None = None  # from the image tag or a pinned `pip install vllm==...`
     argv: list[str]

@@ -125,6 +125,7 @@ def _is_number(text: str) -> bool:
 def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineInvocation | None:
     """The engine launch in one command's words, if there is one."""
     found = find_engine(words)
+    launcher: str | None = None
     image, version = ctx.image, ctx.engine_version
     run = docker_run_image(words)
     if run is not None:
@@ -141,11 +142,14 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
         elif found is None and entry and run_engine is not None:
             image, version = run_image, tag_version or version
             found = (run_engine, j, j + 1, True)  # the arguments go to the image's server entrypoint
+            launcher = "image entrypoint"
     elif found is None and ctx.implicit is not None:
         found = (ctx.implicit, -1, 0, True)
     if found is None:
         return None
     engine, at, first_arg, positional = found
+    if launcher is None:
+        launcher = _launcher([w.text for w in words[at:first_arg]]) if at >= 0 else "image entrypoint"
     if at > 0 and words[at].text == "-m" and PurePosixPath(words[at - 1].text).name.startswith("python"):
         at -= 1  # argv starts at the interpreter: python3 -m sglang.launch_server
     if image is not None and parse_image(image)[0] not in (None, engine):
@@ -155,11 +159,20 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
     argv = [w.text for w in words[max(at, 0):]]
     if at < 0:
         argv = ["<image entrypoint>", *argv]
-    return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version)
+    return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version,
+                  launcher=launcher)
+
+
+def _launcher(tokens: list[str]) -> str:
+    """How find_engine's tokens start the server: ``vllm serve``, ``sglang serve`` or ``python -m MODULE``."""
+    if tokens and tokens[0].startswith("-m"):
+        mod = tokens[1] if tokens[0] == "-m" and len(tokens) > 1 else tokens[0][2:]
+        return "vllm serve" if mod == "vllm.entrypoints.cli.main" else f"python -m {mod}"
+    return " ".join([tokens[0].rsplit("/", 1)[-1], *tokens[1:]]) if tokens else "image entrypoint"
 
 
 def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: LaunchContext, *, line: int,
-           argv: list[str], image: str | None, version: str | None) -> EngineInvocation:
+           argv: list[str], image: str | None, version: str | None, launcher: str | None = None) -> EngineInvocation:
     table = ENGINES[engine]
     values: dict[str, Any] = {}
     lines: dict[str, int] = {}
@@ -268,7 +281,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         warnings.append(f"{where}: line {lines['--config']}: flags in --config {other['--config']} are not read; "
                         f"put the flags that matter on the command line to have them checked")
     return EngineInvocation(
-        engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, image=image,
+        engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, launcher=launcher, image=image,
         engine_version=version, argv=argv, flag_lines=lines, raw=raw,
         unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
         **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},

@@ -101,21 +101,6 @@ def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, 
 _SUGGEST = 20  # unknown options per command that get "did you mean" (difflib over ~500 names each)
 
 
-def _module(argv: list[str]) -> str | None:
-    """The module a ``python -m MODULE`` launch runs, None for any other launch."""
-    for i, a in enumerate(argv[:4]):
-        if a == "-m" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("-m") and len(a) > 2:
-            return a[2:]
-    return None
-
-
-def _sglang_serve(argv: list[str]) -> bool:
-    """The command is ``sglang serve ...`` (not ``python -m sglang.launch_server``)."""
-    return any(a.rsplit("/", 1)[-1] == "sglang" and b == "serve" for a, b in zip(argv, argv[1:], strict=False))
-
-
 def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: FlagVocabulary | None,
                     version: str, model_read: bool = True) -> list[str]:
     """The option names of a launch against every option the release's parser registers
@@ -130,7 +115,8 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
 
     table = ENGINES.get(inv.engine)
     label = table.label if table is not None else inv.engine
-    module = _module(inv.argv)
+    module = inv.launcher.removeprefix("python -m ") if inv.launcher and inv.launcher.startswith("python -m ") \
+        else None
     if vocab is not None and module is not None and module.startswith(inv.engine + ".") and vocab.parser.modules \
             and module not in vocab.parser.modules:
         servers = ", ".join([*(["vllm serve"] if inv.engine == "vllm" else []),
@@ -141,14 +127,14 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
     spelled = [n for n in inv.other if n.startswith("-") and "$" not in n]
     if not spelled:
         return []
-    if any("sglang_router" in a for a in inv.argv[:4]):
+    if inv.launcher == "python -m sglang_router.launch_server":
         return ["option names are not checked: sglang_router.launch_server adds the router's own options"]
     if inv.engine == "vllm" and "--omni" in inv.other:  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
         return ["option names are not checked: --omni hands the command line to vllm_omni, whose options are not on "
                 "file"]
     if vocab is None:
         return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
-    launcher = "sglang serve" if inv.engine == "sglang" and _sglang_serve(inv.argv) else None
+    launcher = "sglang serve" if inv.launcher == "sglang serve" else None
     if launcher is not None:
         model_type = str(inv.other.get("--model-type", "auto")).lower()
         if model_type == "diffusion" or (model_type == "auto" and not model_read):
