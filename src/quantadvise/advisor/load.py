@@ -12,9 +12,9 @@ given); each ranked candidate of that walk runs one replica of t GPUs at the con
 and ``gpus = t x replicas``. With ``--rate`` each layout also says how busy the load keeps it
 (``utilization``: R x O over the replicas' output tokens/s) and what the load's tokens cost on it
 (``usd_per_mtok_at_load``: the layout's $/hour over R x O x 3600 tokens; the GPUs are paid for whether
-busy or not), beside ``usd_per_mtok`` at full concurrency. Per scheme the layout with the fewest GPUs is kept (then the most output
-tokens/s per GPU, then the smaller t): "70B: 2 x H100 fp8 TP2, or 1 x H100 W4A16, or 4 x H100 bf16
-TP4". The recommendation is the tree's own winner at the degree whose winner needs the fewest GPUs
+busy or not), beside ``usd_per_mtok`` at full concurrency. Per scheme the layout with the fewest GPUs
+is kept (then the most output tokens/s per GPU, then the smaller t): "70B: 2 x H100 fp8 TP2, or 1 x H100
+W4A16, or 4 x H100 bf16 TP4". The recommendation is the tree's own winner at the degree whose winner needs the fewest GPUs
 (ties: more tokens/s per GPU, then the smaller degree), so the native-checkpoint margin and the
 accuracy tiers of the tree still apply. Pure.
 """

@@ -134,8 +134,8 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
                 "file"]
     if vocab is None:
         return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
-    launcher = "sglang serve" if inv.launcher == "sglang serve" else None
-    if launcher is not None:
+    launcher = inv.launcher  # only `sglang serve` reads an option of its own (--model-type)
+    if launcher == "sglang serve":
         model_type = str(inv.other.get("--model-type", "auto")).lower()
         if model_type == "diffusion" or (model_type == "auto" and not model_read):
             why = "--model-type diffusion" if model_type == "diffusion" else "the model could not be read to tell"
@@ -157,4 +157,3 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
                     subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
     return []
-

@@ -179,7 +179,7 @@ def diff(r: EngineDiff, width: int | None = None) -> str:
         lines += ["", *wrap(f"server options: {a} {o.a_count}, {b} {o.b_count}", width)]
         lines += _names(f"only in {b} ({len(o.added)}): ", o.added, width, indent="  ")
         lines += _names(f"gone in {b} ({len(o.removed)}): ",
-                        [f"{c.option} ({'refused' if c.after == 'refused' else c.after})" for c in o.removed],
+                        [f"{c.option} ({c.after})" for c in o.removed],
                         width, indent="  ")
         if o.kind_changed:
             lines += _names(f"changed kind ({len(o.kind_changed)}): ",
