@@ -628,7 +628,7 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
                                  ("auto-awq-type-map", VQ + "auto_awq.py", "AutoAWQConfig", r"not in self\.TYPE_MAP")):
         got = facts.attempt(rid, lambda mod=mod, cls=cls: w.assigned(mod, "TYPE_MAP", w.find_class(mod, cls)[1]))
         if got is not None:
-            keys = [k for k in (literal(k) for k in got[0].keys) if k is not None]  # type: ignore[attr-defined]
+            keys = [k for k in (literal(k) for k in got[0].keys) if k is not None]
             allowed = [list(k) if isinstance(k, (tuple, list)) else [k] for k in keys]
             at = w.grep(mod, check)
             _config_rule(facts, rid, allowed, at, f"{cls}.TYPE_MAP check")
@@ -644,7 +644,29 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
             joined = " / ".join(a for a, o in owners.items() if o == owner)
             table[mid] = (spec[0], spec[1], spec[2], {"' / '.join(supported)": joined, "join(supported)": joined})
     _messages(w, facts, base, table)
+    facts.attempt("humming_preferred", lambda: _humming_preferred(w, facts))
     return facts
+
+
+def _humming_preferred(w: Wheel, facts: Facts) -> None:
+    """vLLM's ``_HUMMING_PREFERRED_CAPABILITIES``: where ``prioritize_humming`` moves Humming ahead of
+    Marlin in every linear-kernel list (so no Marlin warning is logged there). A release without the
+    module lists Humming after Marlin with no reordering: none (cited at the kernel-list filter)."""
+    pri = "vllm/model_executor/layers/quantization/utils/humming/priority.py"
+    if w.exists(pri):
+        val, ln, end = w.assigned(pri, "_HUMMING_PREFERRED_CAPABILITIES")
+        got = literal(val)
+        if not isinstance(got, list) or not all(isinstance(c, int) for c in got):
+            raise NotFound(f"{pri}:{ln} _HUMMING_PREFERRED_CAPABILITIES is not a literal set of capabilities")
+        caps = sorted(got)
+        facts.set("doc", "_", "humming_preferred", caps, Fact(caps, pri, ln, end), "_HUMMING_PREFERRED_CAPABILITIES")
+        return
+    init = "vllm/model_executor/kernels/linear/__init__.py"
+    fn = w.function(init, "_resolve_backend_kernels")
+    if "prioritize_humming" in ast.unparse(fn):
+        raise NotFound(f"{init} _resolve_backend_kernels calls prioritize_humming but {pri} is not in the wheel")
+    facts.set("doc", "_", "humming_preferred", [], Fact([], init, fn.lineno, fn.end_lineno),
+              "_resolve_backend_kernels: no prioritize_humming")
 
 
 def _override_algo(w: Wheel, facts: Facts, rid: str, path: str, owner: str, fn: ast.FunctionDef) -> None:

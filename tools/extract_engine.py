@@ -112,7 +112,7 @@ def _def_source(w: Wheel, rel: str, cls: str | None, name: str) -> str | None:
 
 
 def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, rep: Report,
-          base_wheel: Wheel | None = None) -> dict[str, Any]:
+          base_wheel: Wheel | None = None, base_quotes: dict[str, str] | None = None) -> dict[str, Any]:
     meta = w.metadata
     engine, version = meta["name"].lower(), meta["version"]
     spec = SPECS[engine]
@@ -238,30 +238,38 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
                                   f"{base_wheel.metadata['version']}: re-read the hand-written facts it backs")
 
     # -- sources: every row says the lines its facts are on -----------------------------------------
+    # a hand-written row's citations were read in the base release: where the base is another wheel they
+    # are found again in this one by the text of the lines they cite (the base wheel's, or the base
+    # release's quote file), else the row needs a human; every line a source cites is quoted
+    moved = base.get("source", {}).get("sha256") != w.sha256
+    carry = _Carrier(w, engine, version, base.get("version"), base_wheel, base_quotes, rep) if moved else None
+
+    def hand(label: str, source: str) -> str:
+        if carry is None:
+            out = _restamp(source, engine, version)
+            rep.hand.append(f"{label}: hand-written, " + ("read in this wheel" if CITE.search(out) else "cites no line")
+                            + f" ({out})")
+        else:
+            out = carry.relocate(label, source)
+        return out
+
     for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "dtype_checks",
                     "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
         for row in doc.get(section) or []:
             lines = cites.get((section, row["id"]))
-            if lines:
-                row["source"] = prefix + "; ".join(lines)
-            else:
-                row["source"] = _restamp(row["source"], engine, version)
-                rep.hand.append(f"{section}[{row['id']}]: hand-written, no line re-located ({row['source']})")
+            row["source"] = prefix + "; ".join(lines) if lines else hand(f"{section}[{row['id']}]", row["source"])
+            _quote_source(w, row["source"], quotes, rep, f"{section}[{row['id']}]")
             row["as_of"] = stamp
     ct = doc.get("compressed_tensors")
     if ct:
         for key, node in (("kv_cache_scheme", ct.get("kv_cache_scheme")), *(
-                (f"dispatch/{d['id']}", d) for d in ct.get("dispatch") or [])):
+                (f"dispatch/{d['id']}", d) for d in ct.get("dispatch") or []), ("_", ct)):
             if node is None:
                 continue
             lines = cites.get(("compressed_tensors", key))
-            node["source"] = prefix + "; ".join(lines) if lines else _restamp(node["source"], engine, version)
-            if not lines:
-                rep.hand.append(f"compressed_tensors.{key}: hand-written, no line re-located")
+            node["source"] = prefix + "; ".join(lines) if lines else hand(f"compressed_tensors.{key}", node["source"])
+            _quote_source(w, node["source"], quotes, rep, f"compressed_tensors.{key}")
             node["as_of"] = stamp
-        lines = cites.get(("compressed_tensors", "_"))
-        ct["source"] = prefix + "; ".join(lines) if lines else _restamp(ct["source"], engine, version)
-        ct["as_of"] = stamp
 
     # -- history: counts of this release; other releases' counts stop at this one ----------------------
     hist = doc.get("history") or {}
@@ -301,6 +309,95 @@ def _locate(doc: dict[str, Any], section: str, rid: str) -> dict[str, Any] | Non
 
 def _restamp(source: str, engine: str, version: str) -> str:
     return re.sub(rf"^{engine} [\w.]+ wheel: ", f"{engine} {version} wheel: ", source)
+
+
+# a citation in a ``source``: ``path.py:12`` or ``path.py:12-30`` (the form the tests read back)
+CITE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)(?:-(\d+))?")
+QUOTED = 8  # lines quoted from the start of a span (a span's head says what it is)
+
+
+def _wheel_path(w: Wheel, path: str) -> str | None:
+    """The wheel file a cited path names: itself, or the one file it is a suffix of."""
+    if w.exists(path):
+        return path
+    hits = [n for n in w.names if n.endswith("/" + path)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _quote_source(w: Wheel, source: str, quotes: dict[str, str], rep: Report, label: str) -> None:
+    """Quote the first lines of every span ``source`` cites, keyed by the path as written."""
+    for m in CITE.finditer(source):
+        path, start = m.group(1), int(m.group(2))
+        end = int(m.group(3) or start)
+        full = _wheel_path(w, path)
+        if full is None:
+            rep.review.append(f"{label}: cites {path}, which is not one file of {w.path.name}")
+            continue
+        text = w.lines(full)
+        if end > len(text) or start < 1 or end < start:
+            rep.review.append(f"{label}: cites {path}:{start}-{end}, past the end of the file ({len(text)} lines)")
+            continue
+        for ln in range(start, min(end, start + QUOTED - 1) + 1):
+            quotes[f"{path}:{ln}"] = text[ln - 1].strip()
+
+
+class _Carrier:
+    """Finds a hand-written row's cited lines again in a new wheel, by their text in the base release."""
+
+    def __init__(self, w: Wheel, engine: str, version: str, base_version: str | None, base_wheel: Wheel | None,
+                 base_quotes: dict[str, str] | None, rep: Report) -> None:
+        self.w, self.engine, self.version, self.base_version = w, engine, version, base_version
+        self.base_wheel, self.base_quotes, self.rep = base_wheel, base_quotes or {}, rep
+
+    def _base_block(self, path: str, start: int, end: int) -> list[str] | None:
+        last = min(end, start + QUOTED - 1)
+        if self.base_wheel is not None:
+            full = _wheel_path(self.base_wheel, path)
+            if full is None:
+                return None
+            text = self.base_wheel.lines(full)
+            return [t.strip() for t in text[start - 1:last]] if last <= len(text) else None
+        got = [self.base_quotes.get(f"{path}:{ln}") for ln in range(start, last + 1)]
+        return None if any(g is None for g in got) else [g for g in got if g is not None]
+
+    def _find(self, path: str, block: list[str], near: int) -> int | None:
+        full = _wheel_path(self.w, path)
+        if full is None:
+            return None
+        text = [t.strip() for t in self.w.lines(full)]
+        hits = [i + 1 for i in range(len(text) - len(block) + 1) if text[i:i + len(block)] == block]
+        return min(hits, key=lambda h: (abs(h - near), h)) if hits else None
+
+    def relocate(self, label: str, source: str) -> str:
+        out = _restamp(source, self.engine, self.version)
+        if not CITE.search(out):
+            self.rep.hand.append(f"{label}: hand-written, cites no line ({out})")
+            return out
+        lost: list[str] = []
+        moved: list[str] = []
+
+        def sub(m: re.Match[str]) -> str:
+            path, start = m.group(1), int(m.group(2))
+            end = int(m.group(3) or start)
+            block = self._base_block(path, start, end)
+            at = self._find(path, block, start) if block else None
+            if at is None:
+                lost.append(f"{path}:{start}" + (f"-{end}" if end != start else "")
+                            + (" (its text in the base release is not on file: pass --base-wheel)" if block is None
+                               else " (its text is not in this wheel)"))
+                return m.group(0)
+            if at != start:
+                moved.append(f"{path}:{start} -> :{at}")
+            return f"{path}:{at}" + (f"-{at + end - start}" if m.group(3) else "")
+
+        out = CITE.sub(sub, out)
+        if lost:
+            self.rep.review.append(f"{label}: hand-written; cited lines of {self.base_version} not found again in "
+                                   f"{self.version}, kept as they were: {'; '.join(lost)}")
+        else:
+            self.rep.hand.append(f"{label}: hand-written, its cited lines found again in {self.version}"
+                                 + (f" ({', '.join(moved)})" if moved else " (unmoved)"))
+        return out
 
 
 # -------------------------------------------------------------------------------------------------
@@ -362,6 +459,21 @@ def semantic_diff(a: Any, b: Any, path: str = "") -> list[str]:
     return out
 
 
+QUOTES = REPO / "tests" / "fixtures" / "engine_quotes"
+
+
+def base_quotes(base: dict[str, Any]) -> dict[str, str] | None:
+    """The base release's quoted lines (tests/fixtures/engine_quotes/<id>.json) when they were read from
+    the wheel the base file names."""
+    path = QUOTES / f"{base.get('id')}.json"
+    if not path.exists():
+        return None
+    import json
+
+    doc = json.loads(path.read_text())
+    return doc["lines"] if doc.get("sha256") == base.get("source", {}).get("sha256") else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wheel", type=Path)
@@ -389,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base = yaml.safe_load(base_path.read_text())
     rep = Report()
-    doc = build(w, base, base_path.name, args.as_of, rep, Wheel(args.base_wheel) if args.base_wheel else None)
+    doc = build(w, base, base_path.name, args.as_of, rep, Wheel(args.base_wheel) if args.base_wheel else None,
+                base_quotes(base))
     out = args.out or ENGINES / f"{engine}-{version}.yaml"
     text = dump(doc, header_of(base_path, engine, version))
     yaml.safe_load(text)  # round-trips

@@ -80,14 +80,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:
-    """Redo the stand-in curves of the profiles in ``out`` from their measured curves."""
+    """Redo the stand-in curves of the profiles in ``out`` from their measured curves, and each measured
+    curve's recorded held-out error from its held-out document (what ``validate`` recomputes: after a
+    change to how a curve is priced, e.g. its M factor read through its non-decreasing envelope)."""
+    import yaml
+
     from quantadvise.perf.profiles import parse_profile
+    from quantadvise.perf.validation import validate_kernels
 
     for path in sorted(out.glob("*.yaml")):
         prof = parse_profile(catalog.load_yaml_file(path), str(path))
         entry = prof.gpus[0]
         if wanted is not None and entry.gpu not in wanted or not entry.kernels:
             continue
+        held_path = out / "heldout" / f"{entry.gpu}.yaml"
+        if held_path.is_file():
+            held = yaml.safe_load(held_path.read_text(encoding="utf-8"))
+            again = {v.curve: v.calls for v in validate_kernels(entry, held, catalog.get_gpu(entry.gpu))}
+            entry = entry.model_copy(update={"kernels": {
+                k: (c.model_copy(update={"heldout": again[k]}) if k in again else c) for k, c in entry.kernels.items()}})
         measured = {k: c for k, c in entry.kernels.items() if c.basis == "measured"}
         quants = {k: q for k, q in entry.quant_kernels.items() if q.basis == "measured"}
         kernels = aic.add_moe_proxies(aic.add_proxies(measured, quants, runs))  # the dense and the fused-MoE stand-ins

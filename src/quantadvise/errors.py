@@ -17,6 +17,50 @@ def norm_name(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest single-character insertions, deletions and substitutions that
+    turn ``a`` into ``b``."""
+    if len(a) < len(b):
+        a, b = b, a
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def closest(name: str, spellings: Iterable[str], *, n: int = 3, cutoff: float = 0.5) -> list[str]:
+    """The spellings nearest ``name``, case-insensitively, nearest first — the one suggestion ranking every
+    "did you mean" uses (GPUs, schemes, KV presets, engines, models; ids and aliases alike): first those
+    that extend what was typed (``h10`` -> ``h100``, shortest first), then by edit distance, difflib's
+    similarity breaking ties, then the order given. A spelling is near when its similarity is at least
+    ``cutoff`` or its edit distance at most ``(1 - cutoff)`` of the typed length (so a one-letter slip in a
+    long id, ``meta-llama/Llama-3-8x``, finds the alias ``meta-llama/Llama-3-8B`` before the id
+    ``meta-llama/Llama-3.1-8B``). Returns spellings as given, the first of case-insensitive duplicates."""
+    low = name.strip().lower()
+    first: dict[str, str] = {}
+    for s in spellings:
+        first.setdefault(s.lower(), s)
+    if not low:
+        return []
+    ranked: list[tuple[int, int, float, int, str]] = []
+    for order, key in enumerate(first):
+        if key == low:
+            continue
+        if key.startswith(low):
+            ranked.append((0, len(key), 0.0, order, key))
+            continue
+        la, lb = len(low), len(key)
+        if 2 * min(la, lb) < cutoff * (la + lb) and abs(la - lb) > int(la * (1 - cutoff)):
+            continue  # too far by length alone (similarity <= 2 min / sum, distance >= the length gap): not near
+        dist = edit_distance(low, key)
+        ratio = difflib.SequenceMatcher(None, low, key).ratio()
+        if ratio >= cutoff or dist <= int(len(low) * (1 - cutoff)):
+            ranked.append((1, dist, -ratio, order, key))
+    return [first[k] for *_, k in sorted(ranked)[:n]]
+
+
 class QuantAdviseError(Exception):
     """Base class: bad input, bad data or an unreachable source. Exit code 2 in the CLI."""
 
@@ -71,9 +115,11 @@ class UnknownNameError(InputError):
             real = by_lower[c]
             return ids.get(real, ids.get(c, real)) if ids else real
 
-        # names that extend what was typed ("a100" -> "a100-80gb") first, then spelling neighbours
-        prefix = [canonical(c) for c in sorted((c for c in by_lower if c.startswith(low) and c != low), key=len)]
-        close = [canonical(c) for c in difflib.get_close_matches(low, list(by_lower), n=6, cutoff=0.5)]
+        # names that extend what was typed ("a100" -> "a100-80gb") first, then spelling neighbours, nearest
+        # first by edit distance over ids and aliases alike (:func:`closest`)
+        near = [c.lower() for c in closest(low, list(by_lower), n=6 + len(by_lower), cutoff=0.5)]
+        prefix = [canonical(c) for c in near if c.startswith(low)]
+        close = [canonical(c) for c in near if not c.startswith(low)][:6]
         if suggestions:  # a caller that knows better (GPUs: the same product family) ranks the rest
             picked = list(dict.fromkeys(prefix[:1] + [ids.get(s, s) if ids else s for s in suggestions]))
         else:
@@ -83,6 +129,17 @@ class UnknownNameError(InputError):
         if self.suggestions:
             msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"
         super().__init__(msg, hint=hint, field=kind)
+
+
+class AmbiguousNameError(UnknownNameError):
+    """A name several rows share (``a100``: a100-40gb and a100-80gb): the rows it matches, to pick
+    one. An :class:`UnknownNameError`, so every caller that handles an unresolved name handles it."""
+
+    def __init__(self, kind: str, name: str, matches: Iterable[str], *, hint: str | None = None):
+        self.suggestions = list(matches)
+        InputError.__init__(self, f"{kind} '{name}' is ambiguous: it matches "
+                            + ", ".join(f"'{m}'" for m in self.suggestions) + "; pass one of them",
+                            hint=hint, field=kind)
 
 
 class ConfigError(QuantAdviseError):

@@ -118,6 +118,8 @@ def gcn_capability(gfx: str) -> int | None:
     return None
 
 
+# longer than any GPU's name or alias on file ("NVIDIA RTX PRO 6000 Blackwell Server Edition" is 45)
+_LONGEST_NAME = 96
 # words a GPU name carries that say nothing about which GPU it is
 _VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon")
 
@@ -128,6 +130,8 @@ def _family(name: str) -> tuple[str, int] | None:
     number."""
     import re
 
+    if len(name) > _LONGEST_NAME:  # no GPU name is that long (and the search below is quadratic in it)
+        return None
     low = name.lower()
     for w in _VENDOR_WORDS:
         low = low.replace(w, " ")
@@ -136,17 +140,63 @@ def _family(name: str) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
-def family_suggestions(name: str, rows: list[tuple[str, tuple[str, ...]]], n: int = 3) -> list[str]:
-    """The ids of the GPUs of the same family as ``name`` (same letters before the model number),
-    closest model number first; empty when no row shares the family. ``rows``: (id, its names)."""
+# product lines whose letters change between generations (GeForce GTX -> RTX, Titan; Radeon RX): a
+# typed name of a line with no row of its own letters is matched with the rows whose names carry the
+# line's word, then with its vendor's rows
+_LINES = {"gtx": "geforce", "rtx": "geforce", "titan": "geforce", "mi": "instinct", "rx": "radeon"}
+_LINE_WORDS = ("geforce", "instinct", "radeon")
+_VENDOR_OF = {"geforce": "nvidia", "tesla": "nvidia", "quadro": "nvidia", "nvidia": "nvidia",
+              "instinct": "amd", "radeon": "amd", "amd": "amd"}
+
+
+def _line_and_vendor(name: str) -> tuple[str | None, str | None]:
+    low = name.lower()
+    fam = _family(name)
+    line = next((w for w in _LINE_WORDS if w in low), None) or (_LINES.get(fam[0]) if fam else None)
+    vendor = next((v for w, v in _VENDOR_OF.items() if w in low), None) or (_VENDOR_OF.get(line) if line else None)
+    return line, vendor
+
+
+def family_suggestions(name: str, rows: list[tuple[str, tuple[str, ...], str | None]], n: int = 3) -> list[str]:
+    """The ids of the GPUs closest to ``name`` by naming, for an unknown name: the same family (the
+    same letters before the model number: ``v100s`` -> v100, ``a5000`` -> rtx-a6000), else the same
+    product line (``gtx1080`` -> the GeForce RTX rows), else the same vendor; closest model number
+    first within each. Empty when none applies. ``rows``: (id, its names, its vendor)."""
     want = _family(name)
     if want is None:
         return []
-    scored: dict[str, int] = {}
-    for gid, names in rows:
+    line, vendor = _line_and_vendor(name)
+    scored: dict[str, tuple[int, int]] = {}
+    for gid, names, row_vendor in rows:
+        row_line = next((w for w in _LINE_WORDS for a in names if w in a.lower()), None)
         for alias in names:
             fam = _family(alias)
-            if fam is not None and fam[0] == want[0]:
-                d = abs(fam[1] - want[1])
-                scored[gid] = min(d, scored.get(gid, d))
-    return sorted(scored, key=lambda g: (scored[g], g))[:n]
+            if fam is None:
+                continue
+            tier = 0 if fam[0] == want[0] else 1 if line is not None and row_line == line else \
+                2 if vendor is not None and row_vendor == vendor else None
+            if tier is None:
+                continue
+            got = (tier, abs(fam[1] - want[1]))
+            scored[gid] = min(got, scored.get(gid, got))
+    if not scored:
+        return []
+    best = min(t for t, _ in scored.values())
+    return sorted((g for g in scored if scored[g][0] == best), key=lambda g: (scored[g], g))[:n]
+
+
+def name_matches(name: str, rows: list[tuple[str, tuple[str, ...], str | None]]) -> list[str]:
+    """The ids of the GPUs one of whose names is ``name`` followed by more words (``a100`` ->
+    a100-40gb, a100-80gb): what a shared prefix stands for. Only for a name with a model number."""
+    from .errors import norm_name
+
+    low = norm_name(name)
+    if not low or _family(low) is None:
+        return []
+    out: list[str] = []
+    for gid, names, _ in rows:
+        for alias in names:
+            a = norm_name(alias)
+            if len(a) > len(low) and a.startswith(low) and a[len(low)] in "- " and gid not in out:
+                out.append(gid)
+    return out

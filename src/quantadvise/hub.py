@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,43 @@ def _deadline(fn: Any, seconds: float) -> Any:
 def _near_bundled(repo_id: str) -> str:
     """``; did you mean 'meta-llama/Llama-3.1-70B'?`` when a bundled id is a near spelling of ``repo_id``
     (a typo of a bundled model, not any other Hub id: the bar is high)."""
-    import difflib
+    from .errors import closest
 
-    ids = catalog.bundled_model_ids()
-    by_lower = {i.lower(): i for i in ids}
-    close = difflib.get_close_matches(repo_id.lower(), list(by_lower), n=2, cutoff=0.9)
-    return "; did you mean " + ", ".join(f"'{by_lower[c]}'" for c in close) + "?" if close else ""
+    # ids and aliases alike, nearest first (the one suggestion ranking, errors.closest)
+    close = closest(repo_id, catalog.bundled_model_names(), n=2, cutoff=0.9)
+    return "; did you mean " + ", ".join(f"'{c}'" for c in close) + "?" if close else ""
+
+
+# Once the Hub could not be reached (no route, refused, no answer in time), later lookups in the same
+# process fail at once with the same line instead of waiting ~1.8 s each: a gate over N private models
+# would otherwise wait N times. Remembered per endpoint, for UNREACHABLE_MEMO_S (a long-lived process
+# tries again later); a Hub that answers, even "not found", is never remembered as down.
+UNREACHABLE_MEMO_S = 300.0
+_unreachable: dict[str, tuple[float, str, str]] = {}  # endpoint -> (when, why, the model first asked for)
+
+
+def forget_unreachable() -> None:
+    """Forget that the Hub was unreachable (the next lookup asks it again)."""
+    _unreachable.clear()
+
+
+def _endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+
+
+def _no_connection(exc: BaseException) -> bool:
+    """Whether a failure means the Hub was not reached at all (no route, refused, reset, no answer in
+    time), as opposed to an answer (not found, gated, a server error)."""
+    from huggingface_hub import errors as hf_errors
+
+    if isinstance(exc, hf_errors.LocalEntryNotFoundError | ConnectionError | TimeoutError):
+        return True
+    import socket
+
+    if isinstance(exc, socket.gaierror):
+        return True
+    # httpx / httpx2 (huggingface_hub 2.x): ConnectError, ProxyError, ReadTimeout ... are TransportErrors
+    return any(c.__name__ in ("TransportError", "ConnectionError", "ConnectTimeout") for c in type(exc).__mro__)
 
 
 def _from_hub(repo_id: str) -> Path:
@@ -224,9 +256,17 @@ def _from_hub(repo_id: str) -> Path:
     from huggingface_hub import errors as hf_errors
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
-    def unreachable(why: str) -> SourceUnavailableError:
+    def unreachable(why: str, exc: BaseException) -> SourceUnavailableError:
+        if _no_connection(exc):
+            _unreachable[_endpoint()] = (time.monotonic(), why, repo_id)
         return SourceUnavailableError(f"cannot reach the Hugging Face Hub for '{repo_id}' ({why})", hint=offline_hint)
 
+    down = _unreachable.get(_endpoint())
+    if down is not None and time.monotonic() - down[0] < UNREACHABLE_MEMO_S:
+        _, why, first = down
+        said = why if first == repo_id else f"{why}, when '{first}' was looked up"
+        raise SourceUnavailableError(f"cannot reach the Hugging Face Hub for '{repo_id}' ({said}; not asked again)",
+                                     hint=offline_hint)
     timeout = defaults.HUB_TIMEOUT_S
     try:
         _deadline(lambda: get_hf_file_metadata(hf_hub_url(repo_id, "config.json"), timeout=timeout), timeout + 0.3)
@@ -240,11 +280,11 @@ def _from_hub(repo_id: str) -> Path:
         raise UnknownNameError("model", repo_id, catalog.bundled_model_names(),
                                hint="not found on the Hugging Face Hub either (private? run `hf auth login`)") from None
     except hf_errors.LocalEntryNotFoundError as exc:  # a connection failure, after the library's own retries
-        raise unreachable(type(exc.__cause__ or exc).__name__) from None
+        raise unreachable(type(exc.__cause__ or exc).__name__, exc) from None
     except hf_errors.EntryNotFoundError:  # RemoteEntryNotFoundError: the repository has no config.json
         raise SourceUnavailableError(f"model '{repo_id}' has no config.json on the Hub",
                                      hint="pass the folder or config.json of the checkpoint you serve") from None
     except TimeoutError as exc:
-        raise unreachable(str(exc)) from None
+        raise unreachable(str(exc), exc) from None
     except Exception as exc:  # noqa: BLE001 - network failures come in many classes (httpx2.ConnectError ...)
-        raise unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}") from None
+        raise unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}", exc) from None

@@ -112,6 +112,44 @@ def flag(field: str) -> str:
     return FLAGS.get(field, (f"--{field.replace('_', '-')}", None))[0]
 
 
+def field_of(option: str) -> str:
+    """The field a command-line flag spells (``--gpus`` -> ``gpus``, ``--format`` -> ``format``); a flag
+    the table does not name -> its own words (``--fail-on`` -> ``fail_on``)."""
+    for field, (name, _env) in FLAGS.items():
+        if name == option:
+            return field
+    return option.lstrip("-").replace("-", "_")
+
+
+def env_suffix(env: str) -> str:
+    """What an error adds when the value it is about came from an environment variable."""
+    return f" (from the environment variable {env})"
+
+
+def format_error(value: str, command: str, choices: list[str], others: list[str]) -> InputError:
+    """The one error for an output format a command does not take, from ``--format`` or QUANTADVISE_FORMAT
+    (the CLI adds which, :func:`env_suffix`): the command's formats, and the other commands' too."""
+    more = [f for f in others if f not in choices]
+    return InputError(f"--format {value!r} is not an output format (`quantadvise {command}` takes "
+                      f"{', '.join(choices)}" + (f"; other commands also {', '.join(more)}" if more else "") + ")",
+                      field="format")
+
+
+def bad_value(field: str, value: str | None, *, integer: bool = False, choices: list[str] | None = None,
+              option: str | None = None) -> InputError:
+    """The one error for a value a flag (or the environment variable behind it) cannot take at all — not
+    a number, not one of its choices — worded as :func:`check` words a number out of range, so
+    ``--gpus abc`` and ``--gpus 0`` read alike: "--gpus must be an integer >= 1 and <= 1,024, got 'abc'".
+    ``option`` is the flag when the field table does not know it."""
+    name = option or flag(field)
+    got = "" if value is None else f", got {value!r}"
+    if field in LIMITS:
+        return InputError(f"{name} must be {LIMITS[field].describe()}{got}", field=field)
+    if choices:
+        return InputError(f"{name} must be one of {', '.join(choices)}{got}", field=field)
+    return InputError(f"{name} must be {'an integer' if integer else 'a number'}{got}", field=field)
+
+
 def check(field: str, value: Any, limit: Limit | None = None) -> Any:
     """``value`` if it is a number in ``field``'s range (see :data:`LIMITS`; ``limit`` where one flag
     means a different quantity, :data:`DECODE_CTX`), else one InputError naming the flag, the range and

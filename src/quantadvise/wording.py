@@ -28,6 +28,12 @@ def install_hint(extra: str) -> str:
     return f"pip install 'quantadvise[{extra}]' (from a clone of the repository: pip install '.[{extra}]')"
 
 
+def install_forms(extra: str) -> str:
+    """The two ways to install an optional extra, for a help text or a doc line that is already in
+    brackets: ``from an index: pip install 'quantadvise[gpu]', from a clone: pip install '.[gpu]'``."""
+    return f"from an index: pip install 'quantadvise[{extra}]', from a clone: pip install '.[{extra}]'"
+
+
 def ms(seconds: float | None) -> str:
     """A latency in milliseconds at three significant figures (whole ms from 100 ms): one precision
     for an ITL or TTFT in every line of every output, so a quantity never reads as two numbers."""

@@ -154,3 +154,29 @@ def test_the_native_candidate_name_is_accepted_back(cli):
     r = cli("recommend", "--candidates", "native-fp8,w4a16")
     assert r.code == 2 and r.stderr.count("Error:") == 1
     assert "--candidates native-fp8" in r.stderr and "16-bit" in r.stderr and "unknown scheme" not in r.stderr
+
+
+def test_users_bound_is_named_as_the_users_flag(cli):
+    # --users 1 caps the concurrency search at one sequence (one user never has more than one in flight):
+    # the wording says "1 sequence" and names --users, not --batch, as what set the bound
+    r = cli("recommend", "--users", "1", "--itl-ms", "50", "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    line = next(a for a in doc["assumptions"] if a.startswith("concurrency searched"))
+    assert "up to 1 sequence per replica" in line and "--users 1 sets the bound" in line
+    text = " ".join(t["decision"] + " " + " ".join(t["reasons"]) for t in doc["trace"])
+    assert "--batch raises it" not in text and "--users 1 caps it" in text
+    assert "1 sequences" not in text + line
+
+
+def test_no_scheme_hint_names_the_budget_that_failed(cli):
+    # Llama-3.1-70B on one H100, prompts of 1,000 tokens within a 50 ms TTFT: every candidate that fits
+    # misses the TTFT budget even at one sequence. The hint names that budget with its value, and lowers
+    # only what the workload set (--prompt / --output): neither --batch nor --ctx was given.
+    r = cli("recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--prompt", "1000", "--output", "200",
+            "--ttft-ms", "50")
+    assert r.code == 2
+    err = " ".join(r.stderr.split())
+    assert "relax --ttft-ms 50" in err and "try --gpus" in err
+    assert "--batch" not in err and "--ctx" not in err
+    assert "lower --prompt / --output" in err

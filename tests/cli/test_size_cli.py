@@ -99,7 +99,7 @@ def test_hf_cache_is_used_offline(cli, tmp_path, monkeypatch):
         (["size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "100"], "does not divide"),
         (["size", "meta-llama/Llama-3-8B", "--bits", "0"], "--bits must be between 2 and 8"),
         (["size", "meta-llama/Llama-3-8B", "--bits", "17"], "--bits must be between 2 and 8"),
-        (["size", "meta-llama/Llama-3-8B", "--bits", "four"], "Invalid value for '--bits'"),
+        (["size", "meta-llama/Llama-3-8B", "--bits", "four"], "--bits must be an integer, got 'four'"),
         (["size", "meta-llama/Llama-3-8B", "--scheme", "w4a61"], "unknown scheme 'w4a61'"),
         (["size", "meta-llama/Llama-3-8B", "--gpu", "h1000"], "unknown GPU 'h1000'"),
         (["size", "meta-llama/Llama-3-8B", "--kv-dtype", "fp9"], "unknown KV cache dtype"),

@@ -141,22 +141,30 @@ def fp8_dynamic_llama() -> dict:
 
 
 def test_upgrade_gate_says_when_a_release_has_no_kernel_table(cli, tmp_path, monkeypatch):
-    # data/kernels/ holds vllm-0.33.0.yaml only: 0.30.0's kernel choice is not on file, so no kernel change can
-    # be reported for it, and the gate says so instead of comparing 0.33.0's table with itself
+    # Every release on file has its own kernel table (data/kernels/), so a release without one is simulated:
+    # catalog.kernel_table answers vLLM 0.30.0 with what its fallback returns when a release has no file and no
+    # older one is on file, the oldest table (here 0.31.0's). Such a stand-in is never compared as if it were
+    # 0.30.0's own: no kernel change can be reported for it, and the gate says so.
+    from quantadvise import catalog
+
+    real = catalog.kernel_table
+    monkeypatch.setattr(catalog, "kernel_table",
+                        lambda e, v: real("vllm", "0.31.0") if (e, v) == ("vllm", "0.30.0") else real(e, v))
     root = pinned_repo(tmp_path, "vllm", "0.30.0", fp8_dynamic_llama())
     monkeypatch.chdir(root)
     doc = cli("check", "--upgrade-to", "vllm@0.33.0", "--format", "json").json()
     assert any(n.startswith("--upgrade-to vllm@0.33.0: kernel changes not compared: no kernel table on file for "
                             "vLLM 0.30.0 (kernel tables on file: vLLM 0.33.0)") for n in doc["notes"])
     assert not any("kernel" in f["message"] for f in doc["findings"] if f["rule_id"] == "QA112")
-    # inspect says the same for the pinned release instead of printing no kernel line
+    # inspect says the same for the pinned release instead of printing another release's kernel
     out = cli("inspect", "ckpt", "--gpu", "h100", "-e", "vllm==0.30.0").stdout
     assert "kernel group_0: not on file" in out and "no kernel table on file for vLLM 0.30.0" in out
 
 
 def test_upgrade_gate_reports_a_kernel_change(cli, tmp_path, monkeypatch):
-    # Only vLLM 0.33.0 has a kernel table, so the pinned release's is a stand-in: 0.33.0's table with the
-    # per-channel FP8 route preferring HummingFP8ScaledMMLinearKernel. The target's own table
+    # The mechanism on a stand-in: the pinned release's table is 0.33.0's with the per-channel FP8 route
+    # preferring HummingFP8ScaledMMLinearKernel (the real tables of 0.32.0 and 0.33.0 agree on this route;
+    # test_upgrade_gate_reports_a_real_kernel_change below compares two real ones). The target's own table
     # (data/kernels/vllm-0.33.0.yaml, route fp8-channel) takes cutlass-fp8 first from SM89
     # (kernels/linear/__init__.py:458-467; scaled_mm/cutlass.py:164-174): an H100 (SM90) runs CUTLASS.
     from quantadvise import catalog
@@ -208,3 +216,54 @@ def test_kernels_are_compared_only_where_both_releases_have_a_table_and_load():
         "kernel changes not compared: no kernel table on file for vLLM 0.30.0 (kernel tables on file: vLLM 0.33.0); "
         "the verdict, method, scheme, KV cache dtype and messages are compared")
     assert kernel_coverage("vLLM", [], ["0.32.0", "0.33.0"]) is None
+
+
+def test_upgrade_gate_reports_a_real_kernel_change(cli, tmp_path, monkeypatch):
+    # A compressed-tensors NVFP4 (W4A4) Llama on one H100 (SM90), pinned on vLLM 0.31.0, upgraded to 0.32.0; both
+    # releases' own kernel tables, read from their wheels:
+    # - 0.31.0 (data/kernels/vllm-0.31.0.yaml): below SM100 the W4A4 checkpoint runs weight-only. The CUDA list
+    #   _POSSIBLE_NVFP4_KERNELS (kernels/linear/__init__.py:551-567) puts FlashInfer CuTe-DSL (:553, sm_10x only,
+    #   nvfp4/flashinfer.py:112-123) and FlashInfer CUTLASS (:554, SM100+) first, then MarlinNvFp4LinearKernel
+    #   (:559), supported from SM75, well ahead of HummingNvFp4LinearKernel (:566); the 0.31.0 wheel has no
+    #   layers/quantization/utils/humming/priority.py, so nothing reorders the list: an H100 runs FP4 Marlin, whose
+    #   setup logs "Your GPU does not have native support for FP4 computation ..." (nvfp4/marlin.py:35).
+    # - 0.32.0 (data/kernels/vllm-0.32.0.yaml): _resolve_backend_kernels calls prioritize_humming
+    #   (kernels/linear/__init__.py:411), which moves Humming directly ahead of Marlin where
+    #   _HUMMING_PREFERRED_CAPABILITIES = frozenset({90}) (humming/priority.py:11, 26-48): the H100 runs
+    #   HummingNvFp4LinearKernel, and the Marlin message is gone.
+    root = pinned_repo(tmp_path, "vllm", "0.31.0", nvfp4_llama())
+    monkeypatch.chdir(root)
+    doc = cli("check", "--upgrade-to", "vllm@0.32.0", "--format", "json").json()
+    qa112 = [f for f in doc["findings"] if f["rule_id"] == "QA112"]
+    assert len(qa112) == 1, doc["findings"]
+    msg = qa112[0]["message"]
+    assert "upgrading vllm 0.31.0 -> 0.32.0" in msg
+    assert "kernel group_0: MarlinNvFp4LinearKernel -> group_0: HummingNvFp4LinearKernel" in msg, msg
+    assert "gone: QA106 [warning] Your GPU does not have native support for FP4 computation" in msg
+    # both releases have their own table: the coverage note is not printed
+    assert not any("kernel changes not compared" in n for n in doc["notes"])
+    # on an A100 (SM80, not Humming-preferred in either release) both run FP4 Marlin: no kernel change
+    (root / "quantadvise.yaml").write_text((root / "quantadvise.yaml").read_text().replace("gpu: h100", "gpu: a100-80gb"))
+    a100 = cli("check", "--upgrade-to", "vllm@0.32.0", "--format", "json").json()
+    assert not any(f["rule_id"] == "QA112" for f in a100["findings"])
+
+
+def test_engines_diff_lists_kernel_changes(cli):
+    d = cli("engines", "diff", "vllm@0.30.0", "vllm@0.33.0", "--format", "json").json()
+    assert d["kernel_tables"] == {"vLLM 0.30.0": "vLLM 0.30.0", "vLLM 0.33.0": "vLLM 0.33.0"}
+    kernels = {(c["subject"].split(" ")[0], c["field"]): (c["before"], c["after"])
+               for c in d["changed"] if c["section"] == "kernels"}
+    # W8A16 (symmetric 8-bit, per channel): 0.30.0 lists AllSparkLinearKernel between Machete and Marlin
+    # (kernels/linear/__init__.py:503), for SM80-SM89 uint8b128 per-channel weights
+    # (quantization/utils/allspark_utils.py:25-65); 0.31.0 dropped it, so Marlin runs from then on
+    assert kernels[("w8a16", "kernel on sm80, sm86, sm89")] == ("AllSparkLinearKernel", "MarlinLinearKernel")
+    # on SM90 Humming moves ahead of Marlin from 0.32.0 (humming/priority.py:11)
+    assert kernels[("nvfp4", "kernel on sm90")] == ("MarlinNvFp4LinearKernel", "HummingNvFp4LinearKernel")
+    assert kernels[("mxfp8", "kernel on sm90")] == ("MarlinMxfp8LinearKernel", "HummingMxfp8LinearKernel")
+    # a refusal is the verdict's change, never a kernel's: each listed change is between two loading releases
+    assert all(not k[0].startswith("bf16") for k in kernels)
+    table = cli("engines", "diff", "vllm@0.30.0", "vllm@0.33.0", "--wide").stdout
+    assert any(line.startswith("kernels") and "AllSparkLinearKernel" in line for line in table.splitlines())
+    # 0.32.0 and 0.33.0 select the same kernels (their selection code differs only off the CUDA routes on file)
+    same = cli("engines", "diff", "vllm@0.32.0", "vllm@0.33.0", "--format", "json").json()
+    assert not [c for c in same["changed"] if c["section"] == "kernels"]

@@ -145,7 +145,7 @@ def test_fit_bound_is_in_bits_per_param(cli):
 def test_counts_of_one_are_singular(cli):
     """Case 7: counts written by f-strings go through plural(): a context of one token, one user, one seq."""
     out = _out(cli, "recommend", "--batch", "1", "--ctx", "1")
-    assert "batch 1, context 1 token, sync serving" in out
+    assert "batch 1, context 1 token (no prompt, 1 output), sync serving" in out
     assert "for 1 x 1 token within" in _line(out, "b. fit")
     load = _out(cli, "recommend", "--users", "1")
     assert "GPUs for 1 concurrent user —" in load

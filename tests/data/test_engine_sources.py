@@ -21,7 +21,7 @@ from tests.data.wheels import line_in, wheel_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTES = REPO / "tests" / "fixtures" / "engine_quotes"
-RELEASES = ["vllm-0.33.0", "sglang-0.5.23"]
+RELEASES = [p.stem for p in sorted((REPO / "data" / "engines").glob("*.yaml")) if p.stem.startswith(("vllm-", "sglang-"))]
 CITE = re.compile(r"([\w./-]+\.py):(\d+)(?:-(\d+))?(?: \(([^)]*)\))?")
 TORCH = {"float16": ("torch.half", "torch.float16"), "bfloat16": ("torch.bfloat16",),
          "float32": ("torch.float32", "torch.float"), "float8_e4m3fn": ("torch.float8_e4m3fn",),

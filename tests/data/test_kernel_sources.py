@@ -23,25 +23,26 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from quote_kernel_sources import spans  # noqa: E402
 
-RELEASES = ["vllm-0.33.0", "sglang-0.5.23"]
+# every release with a kernel table on file (each read from its own wheel)
+RELEASES = sorted(p.stem for p in (REPO / "data" / "kernels").glob("*.yaml"))
 # what the cited code calls the kernel, where the data's display name is not a code identifier
 IDENT = {
-    ("sglang-0.5.23", "cublas-bf16"): "f.linear",
-    ("sglang-0.5.23", "sgl-fp8-scaled-mm"): "fp8_scaled_mm",
-    ("sglang-0.5.23", "torch-scaled-mm-fp8"): "torch._scaled_mm",
-    ("sglang-0.5.23", "sgl-int8-scaled-mm"): "int8_scaled_mm",
-    ("sglang-0.5.23", "deepgemm-fp8-block"): "deepgemm",
-    ("sglang-0.5.23", "flashinfer-fp8-block"): "flashinfer",
-    ("sglang-0.5.23", "cutlass-fp8-block"): "cutlass",
-    ("sglang-0.5.23", "triton-fp8-block"): "triton_w8a8_block_fp8_linear",
-    ("sglang-0.5.23", "marlin"): "marlin",
-    ("sglang-0.5.23", "awq-dequant-cublas"): "awq",
-    ("sglang-0.5.23", "marlin-fp8"): "marlin",
-    ("sglang-0.5.23", "flashinfer-cutedsl-nvfp4"): "flashinfer_cutedsl",
-    ("sglang-0.5.23", "flashinfer-cutlass-nvfp4"): "flashinfer_cutlass",
-    ("sglang-0.5.23", "marlin-nvfp4"): "marlin",
-    ("vllm-0.33.0", "cublas-bf16"): "torch.nn.functional.linear",
-    ("vllm-0.33.0", "awq-gemm"): "awq_gemm",
+    ("sglang", "cublas-bf16"): "f.linear",
+    ("sglang", "sgl-fp8-scaled-mm"): "fp8_scaled_mm",
+    ("sglang", "torch-scaled-mm-fp8"): "torch._scaled_mm",
+    ("sglang", "sgl-int8-scaled-mm"): "int8_scaled_mm",
+    ("sglang", "deepgemm-fp8-block"): "deepgemm",
+    ("sglang", "flashinfer-fp8-block"): "flashinfer",
+    ("sglang", "cutlass-fp8-block"): "cutlass",
+    ("sglang", "triton-fp8-block"): "triton_w8a8_block_fp8_linear",
+    ("sglang", "marlin"): "marlin",
+    ("sglang", "awq-dequant-cublas"): "awq",
+    ("sglang", "marlin-fp8"): "marlin",
+    ("sglang", "flashinfer-cutedsl-nvfp4"): "flashinfer_cutedsl",
+    ("sglang", "flashinfer-cutlass-nvfp4"): "flashinfer_cutlass",
+    ("sglang", "marlin-nvfp4"): "marlin",
+    ("vllm", "cublas-bf16"): "torch.nn.functional.linear",
+    ("vllm", "awq-gemm"): "awq_gemm",
 }
 
 
@@ -63,7 +64,7 @@ def cited(quotes: dict[str, str], source: str) -> str:
 
 
 def ident(release: str, kernel: dict) -> str:
-    return IDENT.get((release, kernel["id"]), kernel["name"].split(" ")[0]).lower()
+    return IDENT.get((release.split("-")[0], kernel["id"]), kernel["name"].split(" ")[0]).lower()
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -92,3 +93,88 @@ def test_quotes_match_the_wheel(release):
             path, _, ln = key.rpartition(":")
             full = quotes["paths"][path]
             assert line_in(z, full, ln) == text, key
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_table_is_read_from_its_own_release_wheel(release):
+    # the file name, the table's engine and version, and the wheel it was read from name one release, the same
+    # wheel (sha256) data/engines/<release>.yaml was extracted from
+    doc, _ = load(release)
+    engine, version = release.split("-", 1)
+    assert (doc["engine"], str(doc["version"])) == (engine, version)
+    assert f"-{version}-" in doc["source"]["artifact"] and str(doc["source"]["version"]) == version
+    engine_doc = yaml.safe_load((REPO / "data" / "engines" / f"{release}.yaml").read_text())
+    assert doc["source"]["sha256"] == engine_doc["source"]["sha256"]
+
+
+def test_kernel_table_answers_each_release_with_its_own_table():
+    from quantadvise import catalog
+
+    for release in RELEASES:
+        engine, version = release.split("-", 1)
+        assert catalog.kernel_table(engine, version).version == version
+    # a release with no table of its own gets the newest not newer than it, else the oldest; the table says
+    # which release it is (callers compare .version: the upgrade gate and inspect never use a stand-in, and a
+    # speed figure names the table that priced it)
+    assert catalog.kernel_table("vllm", "0.34.0").version == "0.33.0"
+    assert catalog.kernel_table("vllm", "0.29.0").version == "0.30.0"
+    assert catalog.kernel_table("sglang", "0.5.19").version == "0.5.20"
+
+
+# vLLM's weight-only Marlin messages come from the Marlin kernels' setup (scaled_mm/marlin.py ->
+# prepare_fp8_layer_for_marlin; nvfp4/marlin.py), so the engine data's message and the kernel table's kernel must
+# agree in every release (tests/unit/test_weight_only_kernels.py checks 0.33.0 in detail)
+_WARN_CHECKPOINTS = ("fp8", "fp8-block", "modelopt-fp8", "modelopt-fp8-pb-wo", "modelopt-nvfp4", "ct-fp8",
+                     "ct-fp8-block", "ct-w8a16-fp8", "ct-nvfp4", "ct-nvfp4a16")
+# vLLM 0.30.0's CutlassFP8ScaledMMLinearKernel.is_supported checks only is_cuda() (scaled_mm/cutlass.py:163-169;
+# 0.31.0 adds cutlass_fp8_supported()) and comes before Marlin in _POSSIBLE_FP8_KERNELS (kernels/linear/__init__.py:424,
+# :428): Fp8Config / ModelOpt FP8 per-tensor and per-channel weights run CUTLASS there and log no Marlin message
+
+
+_VLLM = sorted(r.split("-", 1)[1] for r in RELEASES if r.startswith("vllm-"))
+
+
+@pytest.mark.parametrize(("version", "name", "capability"), [
+    (v, n, c) for v in _VLLM for n in _WARN_CHECKPOINTS for c in (75, 80, 86, 89, 90, 100, 120)])
+def test_marlin_messages_follow_each_vllm_release_kernel_table(version, name, capability):
+    from quantadvise import catalog
+    from quantadvise.checkpoint.parse import parse_quantization_config
+    from quantadvise.engines.kernels import checkpoint_kernels
+    from quantadvise.engines.resolution import resolve
+    from tests.unit.test_weight_only_kernels import CHECKPOINTS, MARLIN_KINDS
+
+    engine, table = catalog.get_engine("vllm", version), catalog.kernel_table("vllm", version)
+    ck = parse_quantization_config(CHECKPOINTS[name])
+    r = resolve(engine, ck, capability=capability)
+    if r.refused:
+        return
+    (row,) = checkpoint_kernels([(g.name, g.scheme(), g.format) for g in ck.groups], [table], capability, None,
+                                r.resolved_method)
+    k = table.kernel(row.kernel) if row.kernel else None
+    assert k is not None
+    said = {f.kind for f in r.findings if f.kind in MARLIN_KINDS}
+    assert said == ({k.warns} if k.warns else set()), (k.id, said)
+
+
+def test_carry_moves_each_citation_to_where_its_lines_are_and_lists_the_rest(tmp_path):
+    # tools/quote_kernel_sources.py carry: a citation whose lines moved in the other wheel is cited where they are
+    # now (a recurring one-line span by its neighbours), one whose text changed is kept and listed for a human
+    from quote_kernel_sources import carry_text
+
+    def wheel(name: str, body: list[str]) -> zipfile.ZipFile:
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("eng/kernels.py", "\n".join(body) + "\n")
+        return zipfile.ZipFile(path)
+
+    old = ["A = [", "    Fast,", "    Marlin,", "]", "B = [", "    Marlin,", "    Slow,", "]", "def pick():",
+           "    return 1"]
+    new = ["import os", "", "A = [", "    Fast,", "    Marlin,", "]", "B = [", "    Marlin,", "    Slow,", "]",
+           "def pick():", "    return 2"]
+    table = ("version: 1.1\nsource:\n  version: 1.1\n  artifact: eng-1.1-py3-none-any.whl\n  sha256: aa\n"
+             'routes:\n  - source: "eng/kernels.py:5-8 (B), :6 (Marlin in B), :3; kernels.py:9-10"\n')
+    out, review = carry_text(table, wheel("eng-1.1-py3-none-any.whl", old), wheel("eng-1.0-py3-none-any.whl", new),
+                             "1.0", "eng-1.0-py3-none-any.whl", "bb")
+    assert 'source: "eng/kernels.py:7-10 (B), :8 (Marlin in B), :5; kernels.py:9-10"' in out
+    assert "version: 1.0\n" in out and "  version: 1.0\n" in out and "  sha256: bb\n" in out
+    assert len(review) == 1 and "kernels.py:9-10 not found again (kept)" in review[0]

@@ -42,17 +42,43 @@ def nvfp4(form: str):
 
 
 @pytest.mark.parametrize("form", ["compressed-tensors", "modelopt"])
-@pytest.mark.parametrize("capability", [75, 80, 89, 90])
+@pytest.mark.parametrize("capability", [75, 80, 89])
 def test_vllm_nvfp4_w4a4_below_sm100_warns_weight_only_marlin(form, capability):
-    # kernels/linear/__init__.py:592-611 _POSSIBLE_NVFP4_KERNELS[CUDA]: every W4A4 kernel ahead of
-    # MarlinNvFp4LinearKernel needs sm_100+ (nvfp4/flashinfer.py:121 "requires sm_10x", :204 has_device_capability(100);
-    # cutlass_fp4_supported), Marlin needs 75 (marlin_utils_fp4.py:34-35); both the compressed-tensors scheme
+    # kernels/linear/__init__.py:592-609 _POSSIBLE_NVFP4_KERNELS[CUDA]: every W4A4 kernel ahead of
+    # MarlinNvFp4LinearKernel (:600) needs sm_100+ (nvfp4/flashinfer.py:121 "requires sm_10x", :204
+    # has_device_capability(100); cutlass_fp4_supported) and the CuTe-DSL W4A16 kernel (:599) sm_100/103 or sm_12x
+    # (nvfp4/flashinfer.py:50-53); Marlin needs 75 (marlin_utils_fp4.py:34-35) and logs the warning in
+    # process_weights_after_loading (nvfp4/marlin.py:34-39); both the compressed-tensors scheme
     # (compressed_tensors_w4a4_nvfp4.py:31) and ModelOpt (modelopt.py:2435) call init_nvfp4_linear_kernel
     r = resolve(VLLM, nvfp4(form), capability=capability)
     assert not r.refused
     f = kinds(r)["nvfp4_marlin_weight_only"]
     assert f.severity == "warning" and f.engine_message == MARLIN_FP4
     assert f.source.endswith("nvfp4/marlin.py:34-39")
+
+
+@pytest.mark.parametrize("form", ["compressed-tensors", "modelopt"])
+def test_vllm_nvfp4_w4a4_on_hopper_runs_humming_and_prints_nothing(form):
+    # layers/quantization/utils/humming/priority.py:11 `_HUMMING_PREFERRED_CAPABILITIES = frozenset({90})`;
+    # _resolve_backend_kernels (kernels/linear/__init__.py:426) calls prioritize_humming, which moves
+    # HummingNvFp4LinearKernel (:608) directly ahead of MarlinNvFp4LinearKernel (:600) on SM90 (priority.py:26-48):
+    # Humming runs, Marlin's warning (nvfp4/marlin.py:34-39) is never logged. The W4A4 activations are still
+    # dropped (weight-only), which quantadvise says as a note of its own.
+    r = resolve(VLLM, nvfp4(form), capability=90)
+    assert not r.refused and r.status == "ok"
+    assert "nvfp4_marlin_weight_only" not in kinds(r)
+    f = kinds(r)["weight_only_silent"]
+    assert f.severity == "info" and f.engine_message is None
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.31.0"])
+@pytest.mark.parametrize("form", ["compressed-tensors", "modelopt"])
+def test_vllm_before_humming_priority_warns_on_hopper_too(version, form):
+    # vLLM 0.30.0 / 0.31.0 have no layers/quantization/utils/humming/priority.py and their
+    # _resolve_backend_kernels (kernels/linear/__init__.py:375-392 in 0.30.0) only filters by --linear-backend:
+    # _POSSIBLE_NVFP4_KERNELS keeps MarlinNvFp4LinearKernel (:559) ahead of HummingNvFp4LinearKernel (:566)
+    r = resolve(catalog.get_engine("vllm", version), nvfp4(form), capability=90)
+    assert kinds(r)["nvfp4_marlin_weight_only"].engine_message == MARLIN_FP4
 
 
 @pytest.mark.parametrize("form", ["compressed-tensors", "modelopt"])

@@ -72,12 +72,14 @@ def test_a_full_file_parses_with_aliases_percentages_and_lines():
     [
         ("  concurrency: 16", "  concurency: 16", "workload.concurency", "unknown key"),
         ("  concurrency: 16", "  concurrency: 0", "workload.concurrency", "greater than or equal to 1"),
-        ("gpus: 2", "gpus: two", "gpus", "valid integer"),
+        # numbers a flag also takes: the flag's range and message (inputs.LIMITS: gpus 1..1024, max_kl 0..1000)
+        ("gpus: 2", "gpus: two", "gpus", "must be an integer >= 1 and <= 1,024, got 'two'"),
         ("engine: vllm", "engine: tensorrt", "engine", "'vllm' or 'sglang'"),
         # a bare 5 would be 500 points: refused, with the two spellings that mean 5 points (0.05, '5%')
         ("  max_flip_rate: 0.05", "  max_flip_rate: 5", "accuracy.max_flip_rate", "write '5%' for 5 points"),
         ("  max_flip_rate: 0.05", "  max_flip_rate: 1.5", "accuracy.max_flip_rate", "0.02 = 2 percentage points"),
-        ("      max_kl: 0.1", "      max_kl: -1", "accuracy.tasks.arc-challenge.max_kl", "greater than or equal to 0"),
+        ("      max_kl: 0.1", "      max_kl: -1", "accuracy.tasks.arc-challenge.max_kl",
+         "must be a number >= 0 and <= 1,000, got -1"),
         ("  mode: async", "  mode: batchy", "workload.mode", "sync, continuous, auto"),
         ("  qa202: error", "  QA999: error", "rules.QA999", "unknown rule id 'QA999'"),
         ("  qa202: error", "  QA202: loud", "rules.QA202", "'error', 'warning', 'note' or 'off'"),

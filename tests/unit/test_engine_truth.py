@@ -105,23 +105,41 @@ MARLIN_FP8 = ("Your GPU does not have native support for FP8 computation but FP8
               "for compute-heavy workloads.")
 
 
-@pytest.mark.parametrize("engine", [VLLM, SGL], ids=["vllm", "sglang"])
-def test_fp8_on_ampere_prints_the_marlin_weight_only_warning(engine):
-    # vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py:108-113 and
+def test_fp8_on_ampere_prints_the_marlin_weight_only_warning_in_sglang():
     # sglang/srt/layers/quantization/marlin_utils_fp8.py:104-110 (prepare_fp8_layer_for_marlin):
     #     logger.warning_once("Your GPU does not have native support for FP8 computation but " ...)
     # compressed-tensors W8A8-FP8 below SM89 dispatches to CompressedTensorsW8A16Fp8, which prepares
-    # the layer for Marlin (vllm compressed_tensors.py:909-912; sglang compressed_tensors.py:819-824)
-    r = resolve(engine, parse_quantization_config(FP8_CT), capability=80)
+    # the layer for Marlin (sglang compressed_tensors.py:819-824)
+    r = resolve(SGL, parse_quantization_config(FP8_CT), capability=80)
     assert r.groups[0].scheme_class == "CompressedTensorsW8A16Fp8" and not r.refused
     assert kinds(r)["fp8_marlin_weight_only"].engine_message == MARLIN_FP8
-    # a serialized fp8 checkpoint on an A100: vLLM's Fp8 linear picks the Marlin FP8 kernel below SM89,
-    # SGLang auto-enables it for 80 <= sm < 89 (sglang fp8_utils.py:2798)
-    f8 = resolve(engine, parse_quantization_config({"quant_method": "fp8", "activation_scheme": "dynamic"}),
+    # a serialized fp8 checkpoint on an A100: SGLang auto-enables Marlin for 80 <= sm < 89 (sglang fp8_utils.py:2798)
+    f8 = resolve(SGL, parse_quantization_config({"quant_method": "fp8", "activation_scheme": "dynamic"}),
                  capability=80)
     assert kinds(f8)["fp8_marlin_weight_only"].engine_message == MARLIN_FP8 and not f8.refused
-    # on an H100 neither warns
-    assert "fp8_marlin_weight_only" not in kinds(resolve(engine, parse_quantization_config(FP8_CT), capability=90))
+    # on an H100 nothing is printed
+    assert "fp8_marlin_weight_only" not in kinds(resolve(SGL, parse_quantization_config(FP8_CT), capability=90))
+
+
+def test_vllm_fp8_on_ampere_warns_only_where_it_runs_marlin():
+    # compressed-tensors W8A8-FP8 below SM89 dispatches to CompressedTensorsW8A16Fp8
+    # (vllm compressed_tensors.py:909-912), which calls init_wfp8_a16_linear_kernel
+    # (schemes/compressed_tensors_w8a16_fp8.py:112); its CUDA list is
+    #     _POSSIBLE_WFP8A16_KERNELS = {PlatformEnum.CUDA: [HummingFP8ScaledMMLinearKernel, MarlinFP8ScaledMMLinearKernel]}
+    # (kernels/linear/__init__.py:522-526), and Humming is supported from SM75 (scaled_mm/humming.py:40-41) with
+    # humming-kernels a Requires-Dist of the wheel: Humming runs, and the Marlin message (logged only by
+    # prepare_fp8_layer_for_marlin, marlin_utils_fp8.py:108-113) is never printed
+    r = resolve(VLLM, parse_quantization_config(FP8_CT), capability=80)
+    assert r.groups[0].scheme_class == "CompressedTensorsW8A16Fp8" and not r.refused
+    assert "fp8_marlin_weight_only" not in kinds(r) and r.status == "ok"
+    assert kinds(r)["weight_only_silent"].severity == "info"
+    # a serialized fp8 checkpoint: Fp8LinearMethod calls init_fp8_linear_kernel (fp8.py:347); below SM89 the
+    # first kernel of _POSSIBLE_FP8_KERNELS[CUDA] it can run is MarlinFP8ScaledMMLinearKernel (:465, before Humming
+    # at :466), whose process_weights_after_loading (scaled_mm/marlin.py:77) logs the message
+    f8 = resolve(VLLM, parse_quantization_config({"quant_method": "fp8", "activation_scheme": "dynamic"}),
+                 capability=80)
+    assert kinds(f8)["fp8_marlin_weight_only"].engine_message == MARLIN_FP8 and not f8.refused
+    assert "fp8_marlin_weight_only" not in kinds(resolve(VLLM, parse_quantization_config(FP8_CT), capability=90))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,3 +379,39 @@ def test_sglang_parses_quant_algo_case_sensitively():
     # vLLM upper-cases it (modelopt.py:288-305 _extract_modelopt_quant_algo ... .upper()): "fp8" is FP8 there
     v = resolve(VLLM, parse_quantization_config({"quant_method": "modelopt", "quant_algo": "fp8"}), capability=90)
     assert not v.refused
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine stops at its first refusal: nothing it would check later is reported
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sglang_awq_on_an_unquantized_checkpoint_stops_at_the_missing_config_file():
+    # sglang/srt/model_loader/loader.py:214-217: get_quant_config(...) first, which raises
+    #     ValueError(f"Cannot find the config file for {model_config.quantization}")  (weight_utils.py:389)
+    # before the capability check (:253-265) and the activation-dtype check (:266-272) that would refuse a
+    # bfloat16 model (awq/awq.py:105-106: AWQConfig.get_supported_act_dtypes is [torch.float16])
+    r = resolve(SGL, None, capability=90, quantization="awq", model_dtype="bfloat16")
+    errors = [f.kind for f in r.findings if f.severity == "error"]
+    assert errors == ["config_file_missing"]
+    assert kinds(r)["config_file_missing"].engine_message == "Cannot find the config file for awq"
+
+
+def test_vllm_checks_the_capability_before_the_activation_dtype():
+    # vllm/config/vllm.py:928-936 raises "... is not supported for the current GPU" before :937-943 checks the
+    # dtype; ModelOptMxFp8Config needs 80 and bfloat16 activations (data/engines/vllm-0.33.0.yaml methods)
+    ck = parse_quantization_config({"quant_method": "modelopt", "quant_algo": "MXFP8"})
+    low = resolve(VLLM, ck, capability=75, model_dtype="float16")
+    assert [f.kind for f in low.findings if f.severity == "error"] == ["capability_too_low"]
+    ok_gpu = resolve(VLLM, ck, capability=90, model_dtype="float16")
+    assert [f.kind for f in ok_gpu.findings if f.severity == "error"] == ["act_dtype_unsupported"]
+
+
+def test_a_deprecated_method_stops_before_its_config_is_read():
+    # vllm/config/model.py:1472-1485: ModelConfig._verify_quantization raises for a deprecated method (without
+    # --allow-deprecated-quantization) before VllmConfig._get_quantization_config calls get_quant_config
+    # (config/vllm.py:922-925), so FBGEMMFp8Config's missing arguments (the TypeError) are never reached
+    r = resolve(VLLM, None, capability=90, quantization="fbgemm_fp8")
+    assert [f.kind for f in r.findings if f.severity == "error"] == ["deprecated_method"]
+    allowed = resolve(VLLM, None, capability=90, quantization="fbgemm_fp8", allow_deprecated=True)
+    assert [f.kind for f in allowed.findings if f.severity == "error"] == ["config_class_needs_arguments"]

@@ -15,6 +15,14 @@ def online(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _hub_not_remembered_down():
+    """Each test starts with no memory of an unreachable Hub (hub.py remembers one per process)."""
+    hub.forget_unreachable()
+    yield
+    hub.forget_unreachable()
+
+
 class _Meta:
     etag = "x"
 

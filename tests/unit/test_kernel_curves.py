@@ -7,7 +7,7 @@ import math
 import pytest
 
 from quantadvise.perf.heldout import HELD_OUT_SETS, moe_config, moe_time, monotone_floor, step_floor
-from quantadvise.perf.kernel_curves import KernelCurve, QuantCurve, blend, lookup
+from quantadvise.perf.kernel_curves import KernelCurve, QuantCurve, blend, lookup, monotone_m_factor
 
 
 def flat(em: float = 0.5, ec: float = 0.25, **kw) -> KernelCurve:
@@ -140,3 +140,45 @@ def test_moe_layer_reads_the_experts_the_tokens_reach() -> None:
     c = flat(overhead_s=0.0)
     cfg = moe_config(512, 1024, 2, 8, 1, 1)
     assert moe_time(c, cfg, 1, 0.5, BW, PEAK) == pytest.approx(1_589_248 / (0.5 * BW), rel=1e-9)
+
+
+def test_the_m_factor_is_read_through_its_largest_non_decreasing_minorant() -> None:
+    # The A100 vLLM cuBLAS fit (data/profiles/a100-80gb.yaml, vllm/cublas-bf16; the composed vllm/marlin
+    # curve borrows it): 0.9859, 1.0 at M = 1, 16, then 0.3744 at 64. Running minimum from the largest M
+    # down, by hand: 1.0, 1.0 at 4096 / 16384; 0.8885 at 1024 (and 512: min(0.9275, 0.8885)); 0.7053
+    # at 256; 0.6546 at 128; 0.3744 at 64, 16 and 1.
+    fitted = (0.9859, 1.0, 0.3744, 0.6546, 0.7053, 0.9275, 0.8885, 1.0, 1.0)
+    assert monotone_m_factor(fitted) == (0.3744, 0.3744, 0.3744, 0.6546, 0.7053, 0.8885, 0.8885, 1.0, 1.0)
+    c = flat(m_knots=(1, 16, 64, 128, 256, 512, 1024, 4096, 16384), m_factor=fitted)
+    assert c.m_factor_at(16) == pytest.approx(0.3744) and c.m_factor_at(512) == pytest.approx(0.8885)
+    # a fused-MoE call reads the factor as fitted (its rows are tokens per expert)
+    moe = c.as_fused_moe()
+    assert moe.m_factor_at(16) == pytest.approx(1.0) and moe.m_factor_at(512) == pytest.approx(0.9275)
+    assert c.m_factor_at(16) == pytest.approx(0.3744)  # the dense curve is unchanged by the copy
+
+
+def test_a_dense_call_never_costs_more_per_row_as_rows_grow() -> None:
+    # Every shipped dense curve (m_tile 1): time(M) / M non-increasing from M = 1 to 8192 for a 4096 x
+    # 4096 and a 28672 x 8192 weight. mem / M = N K b / M + K a + 2 N falls, comp / M = 2 N K / (eta_c f(M)
+    # peak) does not rise once f never falls, and ((mem/M)^p + (comp/M)^p)^(1/p) follows its terms.
+    from quantadvise import catalog
+    from quantadvise.catalog.profiles import measured_profile
+
+    moe_ids = {k.id for e, v in (("vllm", "0.33.0"), ("sglang", "0.5.23"))
+               if (t := catalog.kernel_table(e, v)) is not None for k in t.moe_kernels}
+    checked = 0
+    for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "b200"):
+        prof = measured_profile(g)
+        assert prof is not None
+        gpu = catalog.get_gpu(g)
+        for curve in prof.gpus[0].kernels.values():
+            if curve.kernel in moe_ids or curve.m_tile > 1 or curve.basis == "proxy" and curve.proxy_of is None:
+                continue
+            peak = gpu.peak(curve.math)
+            if peak is None:
+                continue
+            for n, k in ((4096, 4096), (28672, 8192)):
+                per_row = [curve.time(m, n, k, 0.5625, gpu.bandwidth_bytes_per_s, peak) / m for m in range(1, 8193)]
+                assert all(b <= a * (1 + 1e-12) for a, b in zip(per_row, per_row[1:], strict=False)), (g, curve.key, n, k)
+            checked += 1
+    assert checked >= 50

@@ -45,7 +45,8 @@ VLLM_CASES = [
     # per-channel x per-token: FlashInfer needs per-tensor scales (flashinfer.py:56-65): CUTLASS everywhere
     ("fp8-dynamic", 90, "cutlass-fp8", "scaled_mm/flashinfer.py:56-65"),
     ("fp8-dynamic", 100, "cutlass-fp8", "scaled_mm/flashinfer.py:56-65"),
-    # below SM89 fp8 checkpoints run weight-only (compressed_tensors.py:895-912): Humming, then Marlin
+    # below SM89 fp8 checkpoints run weight-only; with no method given, the first row is compressed-tensors'
+    # (compressed_tensors.py:895-912: CompressedTensorsW8A16Fp8, Humming first); the method decides, see below
     ("fp8-tensor", 80, "humming-fp8", "compressed_tensors.py:895-912"),
     ("w8a8-int8", 90, "cutlass-int8", "kernels/linear/__init__.py:446-452"),
     ("fp8-block", 90, "deepgemm-fp8-block", "scaled_mm/deep_gemm.py:47-67"),
@@ -88,6 +89,27 @@ def test_vllm_kernel(vllm: KernelTable, sid: str, cap: int, kernel: str, cite: s
 @pytest.mark.parametrize(("sid", "cap", "kernel", "cite"), SGLANG_CASES)
 def test_sglang_kernel(sglang: KernelTable, sid: str, cap: int, kernel: str, cite: str) -> None:
     c = resolve_kernel(sglang, scheme(sid), cap)
+    assert c is not None and c.kernel.id == kernel
+    assert cite in c.source
+
+
+@pytest.mark.parametrize(("sid", "cap", "method", "kernel", "cite"), [
+    # compressed-tensors below SM89: CompressedTensorsW8A16Fp8 -> _POSSIBLE_WFP8A16_KERNELS, Humming first
+    # (kernels/linear/__init__.py:522-526)
+    ("fp8-tensor", 80, "compressed-tensors", "humming-fp8", "kernels/linear/__init__.py:522-526"),
+    ("fp8-dynamic", 75, "compressed-tensors", "humming-fp8", "kernels/linear/__init__.py:522-526"),
+    ("fp8-block", 80, "compressed-tensors", "humming-fp8", "kernels/linear/__init__.py:522-526"),
+    # Fp8Config / ModelOpt keep init_fp8_linear_kernel: MarlinFP8ScaledMMLinearKernel (:465) before Humming (:466)
+    ("fp8-tensor", 80, "fp8", "marlin-fp8", "kernels/linear/__init__.py:458-467"),
+    ("fp8-dynamic", 80, "modelopt", "marlin-fp8", "kernels/linear/__init__.py:458-467"),
+    # block FP8 below SM90: the block list reaches Marlin (:502) before Triton (:504), for every method on SM89
+    ("fp8-block", 89, "compressed-tensors", "marlin-fp8", "kernels/linear/__init__.py:494-506"),
+    ("fp8-block", 89, "fp8", "marlin-fp8", "kernels/linear/__init__.py:494-506"),
+    ("fp8-block", 90, "fp8", "deepgemm-fp8-block", "scaled_mm/deep_gemm.py:47-67"),
+])
+def test_vllm_fp8_kernel_follows_the_linear_method(vllm: KernelTable, sid: str, cap: int, method: str, kernel: str,
+                                                   cite: str) -> None:
+    c = resolve_kernel(vllm, scheme(sid), cap, method=method)
     assert c is not None and c.kernel.id == kernel
     assert cite in c.source
 

@@ -6,9 +6,11 @@ b. fit — weights + the KV cache the workload holds + the runtime reserve again
    sequences its KV cache holds next to its weights) is what the speed node prices it at.
 e. kv  — one KV cache dtype for the workload, decided after the engine and accuracy filters on the
    deployable candidates: quantized when KV is a large share of the bytes a step moves, or when a
-   16-bit KV cache cannot hold the batch. The decision is taken on the deployable candidate with the
-   fewest weight bytes (where KV weighs most), so it depends on the batch alone — never on which
-   candidate happens to rank first — and switches once as the batch grows.
+   16-bit KV cache cannot hold the batch. Both are measured next to the deployable candidate with
+   the fewest weight bytes (where KV weighs most and the most sequences fit); and when a heavier
+   candidate would rank first with a 16-bit cache while holding only part of the batch with it, the
+   quantized cache is taken too — the recommended scheme never holds part of the batch with a bf16
+   cache where the quantized one holds more. Each condition only turns on as the batch grows.
 """
 
 from __future__ import annotations
@@ -214,8 +216,10 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
         held_last = caps[last]
         decision = ((f"bf16 fits ({bf16_weights / 1e9:.1f} GB of weights in {budget})" if not must else
                      f"must quantize: bf16 needs {bf16_weights / 1e9:.1f} GB of weights + KV against {budget}")
-                    + f"; concurrency is searched up to {w.batch:,}: each candidate runs at most what its KV cache "
-                    f"holds ({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held_last.items())[:6])}"
+                    + f"; concurrency is searched up to {w.batch:,}"
+                    + (f" (--users {w.users:,})" if w.users is not None and w.batch >= w.users else "")
+                    + f": each candidate runs at most the smaller of that bound and what its KV cache holds "
+                    f"({', '.join(f'{k} {min(v, w.batch):,}' for k, v in list(held_last.items())[:6])}"
                     + (" ..." if len(held_last) > 6 else "") + f" sequences of {plural(tokens, 'token')} with {last})")
     elif any(caps[d] for d in dtypes):
         decision += "; " + "; ".join(f"with {_kv_label(d)} {_holds(caps[d], w.batch)}" for d in dtypes if caps[d])
@@ -239,6 +243,31 @@ def _kv_accuracy(ctx: Context, kv: TensorQuant | None) -> list[str]:
     return [f"{v.rule}: {v.message} ({v.source})" for v in
             judge(ctx.rules, probe, str(w.task), w.accuracy_tolerance, params=ctx.model_params,
                   prompt_tokens=w.prompt_tokens) if v.action == "veto"]
+
+
+def _first_with_bf16(ctx: Context, live: list[Option]) -> Option | None:
+    """The deployable candidate that ranks first when every candidate is priced with a bf16 KV cache at
+    the concurrency it holds with it (the speed node's pricing and ranking, statuses untouched)."""
+    from .options import rank
+    from .speed import price
+
+    w = ctx.workload
+    kept = ctx.kv_name
+    ctx.kv_name = BF16_KV
+    priced = []
+    try:
+        for o in live:
+            if o.model is None:
+                continue
+            o.kv_name = BF16_KV
+            o.max_concurrency = capacity(ctx, o.weights_bytes, None)
+            o.concurrency = min(w.batch, o.max_concurrency)
+            if o.concurrency >= 1 and price(ctx, o) is None and o.priced:
+                priced.append(o)
+    finally:
+        ctx.kv_name = kept
+    ranked = rank(priced)
+    return ranked[0] if ranked else None
 
 
 def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
@@ -275,6 +304,22 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
             want.append(f"a bf16 KV cache holds {holds_bf16} of the {w.batch} sequences next to {ref.id}; {qname} holds "
                         f"{min(holds_q, w.batch) if holds_q < 10**8 else w.batch}")
             short.append(f"a bf16 KV cache holds {holds_bf16} of {w.batch} sequences")
+        # the candidate that would be recommended with a bf16 cache: when memory caps it there, a quantized cache
+        # is taken for every candidate, so the answer never holds part of the batch with bf16 where the quantized
+        # cache holds more (the lightest candidate holding the batch says nothing about a heavier winner)
+        lead = None
+        if not want and any(capacity(ctx, o.weights_bytes, None) < w.batch for o in live if o.model is not None):
+            lead = _first_with_bf16(ctx, live)
+        if lead is not None:
+            lead_q = capacity(ctx, lead.weights_bytes, qkv)
+            numbers.update(first_with_bf16=lead.id, first_with_bf16_concurrency=lead.concurrency,
+                           first_with_bf16_limit=lead.limit, first_with_bf16_max_concurrency_quantized=lead_q)
+            if lead.limit == "memory" and min(lead_q, w.batch) > lead.concurrency:
+                want.append(f"{lead.id}, the candidate that ranks first with a bf16 KV cache, holds {lead.concurrency} "
+                            f"of the {w.batch} sequences with it (memory binds); {qname} holds "
+                            f"{min(lead_q, w.batch) if lead_q < 10**8 else w.batch}")
+                short.append(f"a bf16 KV cache holds {lead.concurrency} of {w.batch} sequences next to {lead.id}, "
+                             "which ranks first with it")
         refused: list[str] = []
         if want:
             v = engine_verdict(ctx, ctx.engine, None, qname)
@@ -294,6 +339,10 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                        f"{plural(holds_bf16, 'sequence')} {'fits' if holds_bf16 == 1 else 'fit'}")
             decision = (f"keep a bf16 KV cache: KV is {share:.1%} of step bytes next to {ref.id} (< {threshold:.0%}) and "
                         f"{fitting} (>= batch {w.batch})")
+            if lead is not None:
+                decision += (f"; {lead.id}, which ranks first with it, holds "
+                             + (f"all {w.batch}" if lead.concurrency >= w.batch else
+                                f"{lead.concurrency} of {w.batch} ({lead.limit} binds, not memory)"))
     numbers["kv_dtype"] = ctx.kv_name
     kvt = ctx.kv_options[ctx.kv_name].kv
     for o in live:

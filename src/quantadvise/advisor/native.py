@@ -94,6 +94,31 @@ def native_scheme(arch: ModelArch, ck: CheckpointQuant, layouts: dict[str, Layou
                   quantized=tuple(sorted(quantized)), kept=kept, notes=tuple(notes))
 
 
+def requantization(scheme: Scheme, native: Native) -> Scheme:
+    """``scheme`` as a re-quantization of the shipped checkpoint: the layers the checkpoint keeps 16-bit
+    (its ``modules_to_not_convert`` / ``ignore`` patterns as placed on the model, :attr:`Native.kept` —
+    gpt-oss: attention, router, embedding, lm_head) stay 16-bit too, so the re-quantization is sized,
+    priced and produced (the recipe's ``ignore`` list comes from the same policy) with the layer policy
+    the publisher chose; only the format of the quantized layers differs. A 16-bit scheme, or one that
+    already keeps those layers, is returned as it is."""
+    if not scheme.quantizes_weights:
+        return scheme
+    pol = scheme.policy
+    keep = tuple(c for c in native.kept if c in _DECODER and pol.quantizes(c))
+    lm_head = pol.quantize_lm_head and "lm_head" in native.kept
+    embedding = pol.quantize_embedding and "embedding" in native.kept
+    if not keep and not lm_head and not embedding:
+        return scheme
+    policy = pol.model_copy(update={"keep": (*pol.keep, *keep),
+                                    "quantize_lm_head": pol.quantize_lm_head and not lm_head,
+                                    "quantize_embedding": pol.quantize_embedding and not embedding})
+    kept = [*keep, *(["embedding"] if embedding else []), *(["lm_head"] if lm_head else [])]
+    note = (f"{', '.join(kept)} kept 16-bit, as the shipped {native.checkpoint.quant_method} checkpoint keeps "
+            f"{'it' if len(kept) == 1 else 'them'}")
+    return scheme.model_copy(update={"policy": policy,
+                                     "description": f"{scheme.description}; {note}" if scheme.description else note})
+
+
 def node_native(ctx: Context, options: list[Option]) -> TraceNode:
     """a. native — what the checkpoint ships, and what serving it as shipped means."""
     nat = ctx.native

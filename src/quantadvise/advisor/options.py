@@ -5,7 +5,8 @@ verdicts from the engine data.
 
 :func:`rank` is the one ordering of candidates: what each delivers (output tokens/s at the
 concurrency it holds), near-ties broken by evidence — the native format, the sequences held, the
-published accuracy prior, the engine's maturity, the weight bytes — never by list order.
+published accuracy prior, the engine's maturity, the weight bytes — never by list order; a
+re-quantization whose accuracy range reaches the tolerance ranks after the shipped checkpoint.
 """
 
 from __future__ import annotations
@@ -183,20 +184,36 @@ def ranking_throughput(o: Option) -> float:
 
 def rank(options: list[Option]) -> list[Option]:
     """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates within
-    ``defaults.TIE`` of the fastest one still unplaced form a tie, ordered by :func:`evidence_key`.
-    Re-quantizations of a shipped checkpoint whose published accuracy range reaches the tolerance
-    (``behind_native``) rank after the checkpoint as shipped and every candidate without that risk. A
-    pure function of the candidates' numbers: the input order never matters."""
+    ``defaults.TIE`` of the fastest one still unplaced form a tie, ordered by :func:`evidence_key`:
+    evidence breaks ties, never a speed gap. One precedence on top: a re-quantization of a shipped
+    checkpoint whose published accuracy range reaches the tolerance (``behind_native``) ranks after the
+    checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
+    its place by speed. A pure function of the candidates' numbers: the input order never matters."""
+    rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
     out: list[Option] = []
-    for tier in (False, True):
-        rest = sorted((o for o in options if o.behind_native is tier),
-                      key=lambda o: (-ranking_throughput(o), evidence_key(o)))
-        while rest:
-            lead = ranking_throughput(rest[0])
-            tied = [o for o in rest if ranking_throughput(o) * (1 + defaults.TIE) >= lead]
-            out.extend(sorted(tied, key=evidence_key))
-            rest = [o for o in rest if o not in tied]
-    return out
+    while rest:
+        lead = ranking_throughput(rest[0])
+        tied = [o for o in rest if ranking_throughput(o) * (1 + defaults.TIE) >= lead]
+        out.extend(sorted(tied, key=evidence_key))
+        rest = [o for o in rest if o not in tied]
+    native = next((o for o in out if o.native), None)
+    if native is None:
+        return out
+    at = out.index(native)
+    moved = [o for o in out[:at] if o.behind_native]
+    if not moved:
+        return out
+    kept = [o for o in out[:at] if not o.behind_native]
+    return [*kept, native, *moved, *out[at + 1:]]
+
+
+def ranked_after_native(o: Option, ranked: list[Option]) -> bool:
+    """Whether ``o`` sits after the shipped checkpoint because of the precedence in :func:`rank` alone:
+    a re-quantization with an accuracy risk (``behind_native``) that its delivered tokens/s would have put
+    ahead of the checkpoint as shipped (beyond the tie, the checkpoint's margin credited)."""
+    native = next((x for x in ranked if x.native), None)
+    return (native is not None and o.behind_native
+            and ranking_throughput(o) > ranking_throughput(native) * (1 + defaults.TIE))
 
 
 def family(s: Scheme) -> str:

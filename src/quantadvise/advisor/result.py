@@ -35,7 +35,7 @@ class Alternative(Out):
 
     scheme: str
     description: str
-    status: str  # recommended | runner-up | ranked-after (faster, ranked after by evidence) | slower | vetoed | not-supported | does-not-fit | misses-slo | cannot-run
+    status: str  # recommended | runner-up | ranked-after (as fast as the winner within the tie, or faster, ranked after it by evidence) | slower | vetoed | not-supported | does-not-fit | misses-slo | cannot-run
     reason: str
     native: bool = False  # the checkpoint as shipped
     step_time_s: float | None = None

@@ -27,7 +27,7 @@ from ..perf.step import StepModel
 from ..scheme import Scheme, TensorQuant
 from ..wording import every, ms, plural
 from ..workload import Workload
-from .options import BF16_KV, Context, Option, family, family_kind, rank
+from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native
 from .result import Prediction, TraceNode
 
 CALIBRATED_NOTE = "prediction from the measured curves of a calibrated profile (fitted to its shapes)"
@@ -185,8 +185,17 @@ def limit_text(ctx: Context, o: Option) -> str:
     if o.limit == "memory":
         return f"memory binds: its KV cache holds {plural(o.max_concurrency, 'sequence')}"
     if ctx.batch_bound:
-        return f"the search bound of {plural(w.batch, 'sequence')} binds (--batch raises it)"
+        return f"the search bound of {plural(w.batch, 'sequence')} binds ({bound_flag(w)})"
     return f"the batch ({w.batch:,}) binds"
+
+
+def bound_flag(w: Workload) -> str:
+    """Where the upper end of a concurrency search came from, as the flag that sets it: ``--users N``
+    (N users never put more than N sequences in flight) or the search's own bound, which ``--batch``
+    raises."""
+    if w.users is not None and w.batch >= w.users:
+        return f"--users {w.users:,} caps it"
+    return "--batch raises it"
 
 
 @lru_cache(maxsize=256)
@@ -255,7 +264,7 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: 
             regime = "in between"
             reasons.append(f"batch {batch} is {'below' if batch < ridge_wo else 'past'} {ridge_txt} and "
                            f"{'past' if cross is not None and batch > cross else 'below'} {cross_txt} "
-                           f"-> the predicted step time decides; {steps}")
+                           f"-> the predicted output tokens/s decide (decode steps and prefill); {steps}")
     if regime == "unknown" and wo and (m := priced_model(ctx, wo[0])) is not None:
         wo[0].ridge = m.ridge_batch()
     if regime == "unknown" and wo and wo[0].ridge:
@@ -314,9 +323,11 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
             r = ranked[1]
             decision += f"; next {r.id} at {r.throughput:,.0f}" + (
                 " (ranked after the shipped checkpoint: its published accuracy range reaches the tolerance)"
-                if r.behind_native and not top.behind_native else
+                if ranked_after_native(r, ranked) else
                 f" (within the {defaults.NATIVE_MARGIN:.0%} a re-quantization must beat the shipped checkpoint by)"
-                if top.native and r.throughput > top.throughput * (1 + defaults.TIE) else "")
+                if top.native and r.throughput > top.throughput * (1 + defaults.TIE) else
+                f" (a tie within {defaults.TIE:.1%}: the evidence orders them, see the alternatives)"
+                if r.throughput > top.throughput else "")
         if slo:
             reasons.extend(_slo_reasons(ctx, ranked))
         if regime in ("memory-bound", "compute-bound"):

@@ -8,9 +8,12 @@ b. fit       — weights + the KV cache the workload needs + runtime reserve aga
                each candidate's capacity (``fit.py``). Size only decides whether you must quantize.
 c. engine    — the method must exist in the chosen engine release and accept the GPU (``veto.py``).
 d. accuracy  — published evidence as a filter: it can remove candidates, never pick one.
-e. kv        — one KV cache dtype for the deployable candidates (``fit.py``).
+e. kv        — one KV cache dtype for the deployable candidates, consistent with the one that ranks
+               first: never a bf16 cache holding part of the batch where the quantized one holds more
+               (``fit.py``).
 f. roofline  — each deployable candidate priced at the concurrency it holds with that KV cache,
-               ranked on what it delivers, ties broken by evidence (``speed.py``, ``options.rank``).
+               ranked on what it delivers, ties broken by evidence; a re-quantization with an accuracy
+               risk ranks after the shipped checkpoint (``speed.py``, ``options.rank``).
 
 Filters run before any speed figure, so every number in the trace is about a deployable candidate.
 Pure: takes resolved values (the engine releases included, no names, no files, no callbacks) and
@@ -27,7 +30,7 @@ from ..scheme import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
-from .options import Context, Option, family, tie_reason
+from .options import Context, Option, family, ranked_after_native, tie_reason
 from .plan import deploy_plan
 from .result import (
     RANKED,
@@ -77,7 +80,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     roof, ranked = node_roofline(ctx, live)
     trace.append(roof)
     if not ranked:
-        raise_no_winner(trace, options)
+        raise_no_winner(trace, options, ctx)
     winner = ranked[0]
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     _mark_ranks(ranked, w.batch, searched)
@@ -249,15 +252,26 @@ def _baseline(ctx: Context, options: list[Option]) -> Option | None:
 
 
 def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> None:
-    """The winner, the runner-up and the slower survivors, each with how it compares to the winner
-    (``searched``: each runs at a concurrency a latency budget or a search chose, named as such)."""
+    """The winner, the runner-up and the other survivors, each with how it compares to the winner
+    (``searched``: each runs at a concurrency a latency budget or a search chose, named as such). A row
+    as fast as the winner (within ``defaults.TIE``) or faster, placed after it by evidence, is
+    ``ranked-after``; a row that delivers less is ``slower``."""
     winner = ranked[0]
+    native = next((o for o in ranked if o.native), None)
     tie, margin = defaults.TIE, defaults.NATIVE_MARGIN
 
-    def behind(o: Option) -> str:
-        held = (f" at concurrency {o.concurrency:,}" if searched else
+    def held_of(o: Option) -> str:
+        return (f" at concurrency {o.concurrency:,}" if searched else
                 f" holding {o.concurrency} of {batch}" if o.concurrency < batch else "")
-        if o.behind_native and not winner.behind_native:
+
+    def beats_native(o: Option) -> bool:
+        """``o`` out-delivers the shipped checkpoint beyond the tie and ranks after it."""
+        return (native is not None and o is not native and ranked.index(o) > ranked.index(native)
+                and o.throughput > native.throughput * (1 + tie))
+
+    def behind(o: Option) -> str:
+        held = held_of(o)
+        if native is not None and beats_native(o) and ranked_after_native(o, ranked):
             lo, hi = o.expected_drop
             more = (o.throughput / winner.throughput - 1) if winner.throughput else 0.0
             if abs(more) <= tie:
@@ -265,13 +279,17 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
             elif more > 0:
                 speed = f"{more:.1%} more output tokens/s{held}, but"
             else:
-                speed = f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s{held}, and"
+                speed = f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}, and"
             return (f"{speed} it re-quantizes the shipped checkpoint with a published drop of {lo:g}-{hi:g} points "
-                    f"reaching the tolerance: ranks after {winner.id}")
-        if winner.native and winner.throughput * (1 + tie) < o.throughput <= winner.throughput * (1 + margin):
-            return (f"{o.throughput / winner.throughput - 1:.1%} more output tokens/s{held}, within the "
-                    f"{margin:.0%} a re-quantization must beat the shipped checkpoint by (the speed model's "
-                    f"validated error): ranks after {winner.id}")
+                    f"reaching the tolerance: ranks after {native.id}")
+        if native is not None and beats_native(o):
+            lead = (f"{o.throughput / native.throughput - 1:.1%} more output tokens/s{held}" if native is winner else
+                    f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}; "
+                    f"{o.throughput / native.throughput - 1:.1%} more than {native.id}")
+            risk = (f"; its published drop of {o.expected_drop[0]:g}-{o.expected_drop[1]:g} points also reaches the "
+                    "tolerance" if o.behind_native else "")
+            return (f"{lead}, within the {margin:.0%} a re-quantization must beat the shipped checkpoint by (the speed "
+                    f"model's validated error): ranks after {native.id}{risk}")
         if o.throughput <= winner.throughput * (1 + tie) and o.throughput * (1 + tie) >= winner.throughput:
             diff = o.throughput / winner.throughput - 1 if winner.throughput else 0.0
             gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
@@ -294,9 +312,9 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
         ranked[1].status = "runner-up"
         ranked[1].reason = behind(ranked[1])
     for o in ranked[2:]:
-        # faster than the winner but ranked after it by evidence (the shipped checkpoint's margin, an accuracy
-        # risk the winner does not carry): not "slower"
-        o.status = "ranked-after" if o.throughput > winner.throughput * (1 + tie) else "slower"
+        # as fast as the winner or faster, but ranked after it by evidence (a tie, the shipped checkpoint's
+        # margin, an accuracy risk the winner does not carry): not "slower"
+        o.status = "ranked-after" if o.throughput * (1 + tie) >= winner.throughput else "slower"
         o.reason = behind(o)
     held = (f"runs {plural(winner.concurrency, 'sequence')} at once" if searched
             else f"holds {every(batch, 'sequence')}" if winner.concurrency >= batch
@@ -304,19 +322,34 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
     faster = [o for o in ranked[1:] if o.throughput > winner.throughput * (1 + tie)]
     if faster and winner.native:
         winner.reason = (f"the checkpoint as shipped ({held}): no re-quantization beats it by more than the "
-                         f"{margin:.0%} margin without an accuracy risk ({', '.join(o.id for o in faster)} are predicted "
-                         "faster)")
+                         f"{margin:.0%} margin without an accuracy risk ({', '.join(o.id for o in faster)} "
+                         f"{'is' if len(faster) == 1 else 'are'} predicted faster)")
     elif faster:
         winner.reason = (f"the most output tokens/s of the candidates without an accuracy risk at this tolerance; "
-                         f"{held} ({', '.join(o.id for o in faster)} are faster but rank after the shipped checkpoint)")
+                         f"{held} ({', '.join(o.id for o in faster)} {'is' if len(faster) == 1 else 'are'} faster but rank"
+                         f"{'s' if len(faster) == 1 else ''} after the shipped checkpoint)")
     else:
         winner.reason = (("the checkpoint as shipped: " if winner.native else "")
                          + f"the most output tokens/s of the candidates that load in the engine and pass the accuracy "
                          f"filter; {held}")
 
 
-def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None) -> None:
-    """Nothing survived: say what removed each candidate (the API adds the GPU count that works)."""
+class NoWinnerError(NoSchemeError):
+    """No candidate survives the tree; ``budgets``: the latency budgets every candidate that fits misses
+    even at one sequence, as the flags that set them (``--ttft-ms 50``), so the caller can name them."""
+
+    def __init__(self, message: str, *, hint: str | None = None, vetoed: bool = False,
+                 budgets: tuple[str, ...] = ()):
+        super().__init__(message, hint=hint, vetoed=vetoed)
+        self.budgets = budgets
+
+
+_BUDGET_FLAGS = (("ttft", "--ttft-ms", "ttft_s"), ("itl", "--itl-ms", "itl_s"), ("e2e", "--e2e-ms", "e2e_s"))
+
+
+def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None, ctx: Context | None = None) -> None:
+    """Nothing survived: say what removed each candidate and, when latency budgets did, which ones (the
+    API adds the GPU count that works)."""
     why = {"does-not-fit": "do not fit", "misses-slo": "miss the latency budgets even at one sequence",
            "vetoed": "vetoed by the accuracy filter", "not-supported": "refused by the engine",
            "cannot-run": "cannot run on this GPU"}
@@ -326,10 +359,14 @@ def raise_no_winner(trace: list[TraceNode], options: list[Option] | None = None)
         if ids:
             parts.append(f"{len(ids)} {words} ({', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})")
     detail = "; ".join(parts) or next((t.decision for t in reversed(trace)), "")
-    slo = any(o.status == "misses-slo" for o in options or [])
+    missed = {o.limit for o in options or [] if o.status == "misses-slo"}
+    slo = ctx.slo if ctx is not None else None
+    budgets = tuple(f"{flag} {getattr(slo, attr) * 1e3:g}" if slo is not None and getattr(slo, attr) is not None
+                    else flag for name, flag, attr in _BUDGET_FLAGS if name in missed)
     vetoed = any(o.status == "vetoed" for o in options or [])
-    raise NoSchemeError(f"no scheme can serve this workload: {detail}",
-                        hint=("relax the latency budgets (--itl-ms / --ttft-ms / --e2e-ms), add GPUs (tensor parallel "
-                              "shortens each step) or shorten --prompt / --output") if slo else
+    raise NoWinnerError(f"no scheme can serve this workload: {detail}",
+                        hint=(f"relax {' / '.join(budgets)} (the budget every candidate misses even at one sequence), "
+                              "add GPUs (tensor parallel shortens each step) or shorten --prompt / --output")
+                        if budgets else
                         f"add GPUs{', relax --accuracy-tolerance' if vetoed else ''} or lower --batch / --ctx",
-                        vetoed=vetoed)
+                        vetoed=vetoed, budgets=budgets)

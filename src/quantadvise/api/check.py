@@ -68,6 +68,7 @@ def check(
     from ..gate.findings import Findings, baseline_document, sort_findings, split_baseline
     from ..gate.result import GateResult
     from ..gate.rules import SEVERITY_RANK
+    from ..gate.target import ordinals, site_key
     from .check_target import at, declared, resolve_target
 
     root = Path(cwd) if cwd is not None else Path.cwd()
@@ -112,10 +113,17 @@ def check(
     scan = read_deployment(scan_args, env=env)
     invocations = list(scan.invocations)
     if not invocations and cfg.model is None:
+        from ..artifacts.scan import MAX_WALK_FILES
+
         where = ", ".join(rel(p) for p in scan_paths)
+        cut = (f" (the scan stopped after {MAX_WALK_FILES:,} files, in {rel(scan.stopped)})"
+               if scan.stopped is not None else "")
+        # a launch the readers saw but did not take (`vllm serve --help`, arguments to an unknown image)
+        aside = next((s for s in scan.files_skipped if s.endswith(("not checked", "not a deployment", "not a launch"))),
+                     None)
         raise InputError(
-            f"nothing to check: no engine command (vllm serve, python -m sglang.launch_server ...) found in {where}, "
-            "and no model declared",
+            f"nothing to check: no engine command (vllm serve, python -m sglang.launch_server ...) found in {where}"
+            f"{cut}, and no model declared" + (f"; skipped {_rel_reason(rel, aside)}" if aside else ""),
             hint="name the deployment files, set model: in quantadvise.yaml or pass --model "
                  "(`quantadvise check --init` writes a starter)", field="paths")
     if cfg.gpu is None:
@@ -124,16 +132,19 @@ def check(
     g = declared(loaded, "gpu", lambda: get_gpu(cfg.gpu))
 
     out = Findings(cfg.rules)
-    notes: list[str] = []
+    notes: list[str] = [n.replace(str(root) + "/", "") for n in scan.notes]
     warnings = [w.replace(str(root) + "/", "") for w in scan.warnings if not any(w in i.warnings for i in invocations)]
 
     # accuracy evidence: one pair for the repository
     evidence = _evidence(loaded, out, rel, notes)
     models: dict[str, Any] = {}  # each model's config read once per check
     deployments: list[EngineInvocation | None] = [*invocations] or [None]  # None: the declaration alone
+    nths = ordinals([site_key(inv, rel(inv.file)) if inv is not None else None for inv in deployments])
+    on_line = ordinals([f"{rel(inv.file)}:{inv.line}" if inv is not None else None for inv in deployments])
     targets = [
-        resolve_target(inv, loaded, root, rel, g, out, engine_version_flag=engine_version, notes=notes, models=models)
-        for inv in deployments
+        resolve_target(inv, loaded, root, rel, g, out, engine_version_flag=engine_version, notes=notes, models=models,
+                       nth=nth, nth_on_line=k)
+        for inv, nth, k in zip(deployments, nths, on_line, strict=True)
     ]
     upgrade = upgrade_to or cfg.upgrade_to
     if upgrade:

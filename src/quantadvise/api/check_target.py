@@ -107,7 +107,9 @@ def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, 
     checked, so one declaration never hides another deployment's model; the declaration stands in
     for a command whose model is missing, set at run time or a path this machine cannot read, and a
     declared local copy (or bundled name) is taken as the deployment's model. None (no exception) when the command's model is set at run time and
-    nothing is declared: the deployment gets QA110 and the engine-level rules."""
+    nothing is declared: the deployment gets QA110 and the engine-level rules; None too when the
+    command names no model at all and nothing is declared (an image's ``ENTRYPOINT ["vllm", "serve"]``
+    whose model comes with the container's arguments): QA111 and the engine-level rules."""
     from ..gate.target import _HUB_ID, choose_model
 
     cfg = loaded.config
@@ -130,6 +132,8 @@ def _model(inv: EngineInvocation | None, loaded: LoadedConfig, site_label: str, 
     if model_ref is None:
         if inv is not None and "model" in inv.raw:  # set at run time ($MODEL): QA110, the gate goes on
             return None, f"{site_file}:{inv.flag_lines.get('model', inv.line)}", False
+        if inv is not None:  # the command names none (ENTRYPOINT ["vllm", "serve"]): QA111, the gate goes on
+            return None, f"{site_file}:{inv.line}", False
         raise InputError(f"{site_label}: no model to check (the command names none)",
                          hint="set model: in quantadvise.yaml (a Hub id or a local copy of its config.json) or pass "
                               "--model",
@@ -162,8 +166,11 @@ def _served_kv(res: EngineResolution, kv_flag: str | None, notes: list[str]) -> 
 
 
 def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Path, rel: Any, g: GPU, out: Findings, *,
-                   engine_version_flag: str | None, notes: list[str], models: dict[str, Any]) -> TargetReport:
-    """Resolve one engine command (or the declaration alone) and judge it."""
+                   engine_version_flag: str | None, notes: list[str], models: dict[str, Any],
+                   nth: int = 1, nth_on_line: int = 1) -> TargetReport:
+    """Resolve one engine command (or the declaration alone) and judge it. ``nth``: its ordinal among
+    the launches of its file that share a site key, ``nth_on_line`` among those on its line
+    (gate.target.ordinals)."""
     from ..checkpoint.parse import SIDECARS, parse_checkpoint
     from ..engines.config_checks import dtype_fallback, dtype_refusal
     from ..engines.flags import model_overrides
@@ -176,7 +183,8 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     from .inspect import inspect
 
     cfg = loaded.config
-    site, source = gt.site_for(inv, rel(inv.file) if inv is not None else None, loaded.file, loaded.lines)
+    site, source = gt.site_for(inv, rel(inv.file) if inv is not None else None, loaded.file, loaded.lines, nth,
+                               nth_on_line)
     if inv is None:
         notes.append("no engine command found: the declaration alone is checked (engine flags as declared)")
     choice = gt.choose_engine(inv, cfg, versions=catalog.engine_versions(inv.engine if inv is not None else
@@ -186,7 +194,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     facts = catalog.engine_startup(choice.name, eng.version)
 
     model_ref, model_from, is_declared = _model(inv, loaded, site.label, site.file, out, site)
-    if model_ref is None:  # the command's model is set at run time: QA110 and the engine-level rules
+    if model_ref is None:  # set at run time (QA110) or named nowhere (QA111): the engine-level rules alone
         return _unresolved(inv, loaded, g, out, site, source, choice, eng, facts, None, model_from, None)
     if model_ref not in models:
         try:
@@ -267,7 +275,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     if batch is None:
         speed_note = next((n for n in speed_notes if n.startswith("no speed verdict")), None)
     elif arch is not None and scheme is not None and split_error is None:
-        perf, speed_note = _price(arch, g, workload, scheme, scheme_id, served, profile_path, wdata)
+        perf, speed_note = _price(arch, g, workload, scheme, scheme_id, served, profile_path, wdata, q_flag)
 
     facts_ = gt.Facts(
         inv=inv, site=site, source=source, engine=choice, engine_label=res.label, model_ref=model_ref,
@@ -416,7 +424,15 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
                                      choice.running, model_read=False))
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
-    if exc is None:
+    named_none = exc is None and (inv is None or "model" not in inv.raw)
+    if named_none:  # ENTRYPOINT ["vllm", "serve"], `vllm serve --port 8000`: the model comes with the arguments
+        model_ref = ""
+        how = (inv.launcher or inv.engine) if inv is not None else "the engine"
+        out.add("QA111", f"the command ({how}) names no model: it is given at run time (the container's arguments, "
+                "a config file); only the engine-level rules ran (the flags against the engine), not memory, speed "
+                f"or drift (declare model: in quantadvise.yaml, or give the command its model{_model_hint(inv)})",
+                subject=f"{site.key}|model-missing", file=site.file, line=site.line, target=site.label)
+    elif exc is None:
         raw = inv.raw.get("model", "") if inv is not None else ""
         model_ref = raw
         notes.append(f"the model is '{raw}', set at run time: only the engine-level rules ran (the flags against "
@@ -436,7 +452,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
         label=site.label, file=site.file, line=site.line, source=source, context=inv.context if inv else None,
         engine=choice.name, engine_version=choice.version, engine_version_from=choice.source, model=model_ref or "",
         model_from=model_from or "declared", checkpoint="unknown (config.json not readable)" if exc is not None
-        else "unknown (the model is set at run time)",
+        else "unknown (the command names no model)" if named_none else "unknown (the model is set at run time)",
         resolved_method=res.resolved_method, engine_status="refused" if out.refused(site.label) else res.status,
         scheme=None,
         scheme_from="unknown: the model's config.json could not be read", kv_cache_dtype=kv_flag or "auto",
@@ -445,9 +461,27 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     )
 
 
+def _model_hint(inv: EngineInvocation | None) -> str:
+    """How this command names a model, for a hint: `` (vllm serve MODEL)``, `` (--model-path MODEL)``."""
+    from ..engines.flags import ENGINES
+
+    if inv is None:
+        return ""
+    if inv.launcher in ("vllm serve", "sglang serve"):
+        return f" ({inv.launcher} MODEL)"
+    if inv.launcher == "image entrypoint" and inv.engine == "vllm":  # vllm/vllm-openai: `vllm serve` + arguments
+        return " (the first argument: MODEL)"
+    try:
+        return f" ({ENGINES[inv.engine].for_field('model').name} MODEL)"
+    except KeyError:
+        return ""
+
+
 def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, served: Served,
-           profile_path: str | None, wdata: dict[str, Any]) -> tuple[Any, str | None]:
-    """The deployed scheme and bf16 priced at the deployed workload, next to the recommendation."""
+           profile_path: str | None, wdata: dict[str, Any], quantization: str | None = None) -> tuple[Any, str | None]:
+    """The deployed scheme and bf16 priced at the deployed workload, next to the recommendation. The
+    deployed scheme runs the kernel its ``--quantization`` selects (SGLang's forced ``awq``: dequantize,
+    then a bf16 GEMM), as ``roofline --quantization`` prices it."""
     from ..advisor.speed import predict as price
     from ..gate.target import perf_check
     from .common import load_profiles
@@ -457,7 +491,7 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     try:
         profiles = load_profiles(False, profile_path, g)
         eng = {"engine": wdata.get("engine"), "version": wdata.get("engine_version")}
-        eff = efficiency(profiles, g, scheme, **eng)
+        eff = efficiency(profiles, g, scheme, **eng, quantization=quantization)
         dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id)
         bf16 = catalog.get_scheme("bf16")
         base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id)

@@ -58,7 +58,9 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     the verdicts that changed: every scheme preset's checkpoint (as its producer writes it), the
     online shorthands and the KV cache dtypes, judged by both releases on one NVIDIA GPU per compute
     capability on file; and the server options each release registers (data/flags/): added, removed
-    (with what the newer release does with the old spelling) and changed in kind."""
+    (with what the newer release does with the old spelling) and changed in kind; and, where both
+    releases have a kernel table (data/kernels/), the GEMM kernel each probe checkpoint's config groups
+    run where both load it ("changed" rows of section "kernels")."""
     from ..engines.listing import diff
 
     ea, eb = get_engine(a), get_engine(b)
@@ -68,12 +70,20 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     from ..engines.vocabulary import compare
 
     va, vb = (catalog.flag_vocabulary(e.engine, e.version) for e in (ea, eb))
+    # a kernel table is one release's selection logic: a release without its own is not compared
+    ta, tb = ((t if t is not None and t.version == e.version else None)
+              for e in (ea, eb) for t in (catalog.kernel_table(e.engine, e.version),))
     out = diff(ea, eb, probes(ea.engine, names), probe_gpus(),
-               options=compare(va, vb, ea.label, eb.label) if va is not None and vb is not None else None)
+               options=compare(va, vb, ea.label, eb.label) if va is not None and vb is not None else None,
+               kernel_tables=(ta, tb))
     if va is None or vb is None:
         missing = " and ".join(e.label for e, v in ((ea, va), (eb, vb)) if v is None)
         out = out.model_copy(update={"warnings": [*out.warnings, f"server options not compared: no option list on "
                                                   f"file for {missing} (data/flags/)"]})
+    if ta is None or tb is None:
+        missing = " and ".join(e.label for e, t in ((ea, ta), (eb, tb)) if t is None)
+        out = out.model_copy(update={"warnings": [*out.warnings, f"kernels not compared: no kernel table on file "
+                                                  f"for {missing} (data/kernels/)"]})
     return out
 
 

@@ -70,7 +70,7 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
             raise _with_kv_hint(exc, inputs) from None
         if exc.field != "workload":
             raise
-        raise _with_gpu_hint(exc, inputs, w) from None
+        raise _with_gpu_hint(exc, inputs, w, set(data)) from None
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
     return rec.model_copy(update={"warnings": warn})
@@ -256,8 +256,10 @@ def _target_assumptions(w: Workload, inputs: _Inputs, searched: bool, fixed_gpus
                    "of the requests that join spread over the output tokens); TTFT under load (queued prefills, "
                    "M/D/1); E2E = TTFT + (output - 1) x ITL")
     if searched:
-        out.append(f"concurrency searched up to {w.batch:,} sequences per replica and what the KV cache holds "
-                   "(--batch sets the bound)")
+        by = (f"--users {w.users:,} sets the bound" if w.users is not None and w.batch >= w.users
+              else "--batch sets the bound")
+        out.append(f"concurrency searched up to {plural(w.batch, 'sequence')} per replica and what the KV cache holds "
+                   f"({by})")
     if w.rate is not None or w.users is not None:
         degrees = f"--gpus {w.gpus}" if fixed_gpus else "TP " + ", ".join(map(str, defaults.TP_DEGREES))
         out.append(f"load: {f'{w.rate:g} requests/s' if w.rate is not None else plural(w.users or 0, 'concurrent user')}; "
@@ -297,15 +299,24 @@ def _with_kv_hint(exc: QuantAdviseError, inputs: _Inputs) -> QuantAdviseError:
     return InputError(exc.message, hint=hint or None, field="kv_dtype")
 
 
-def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
+def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload,
+                   given: set[str] | None = None) -> QuantAdviseError:
     """Nothing serves the workload on ``w.gpus``: find, by walking the tree again, the smallest GPU
-    count (a tensor-parallel degree the model's heads divide) on which something does."""
+    count (a tensor-parallel degree the model's heads divide) on which something does; then the other
+    ways out, in the workload's own terms: the latency budgets every candidate missed (with their
+    values), a looser accuracy tolerance where the accuracy filter turned something down, and lower
+    lengths or batch — only the ones the workload set (``given``: its keys)."""
+    from ..advisor.tree import NoWinnerError
     from ..errors import InputError, NoSchemeError
-
-    # a looser accuracy tolerance helps only where the accuracy filter turned something down
-    tolerance = "relax --accuracy-tolerance, " if not isinstance(exc, NoSchemeError) or exc.vetoed else ""
     from ..perf.step import check_tensor_parallel
 
+    keys = given if given is not None else {"batch", "ctx"}
+    relax = list(exc.budgets) if isinstance(exc, NoWinnerError) else []
+    # a looser accuracy tolerance helps only where the accuracy filter turned something down
+    if not isinstance(exc, NoSchemeError) or exc.vetoed:
+        relax.append("--accuracy-tolerance")
+    lower = [f"--{k}" for k in ("batch", "ctx", "prompt", "output") if k in keys]
+    ways = ([f"relax {', '.join(relax)}"] if relax else []) + ([f"lower {' / '.join(lower)}"] if lower else [])
     for n in range(w.gpus + 1, defaults.MAX_GPUS_SEARCH + 1):
         try:
             check_tensor_parallel(inputs.arch, inputs.gpu, n)
@@ -319,10 +330,10 @@ def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> Quant
                           hint=f"try --gpus {n}: the smallest count on which the tree finds a scheme "
                                f"({rec.scheme.id} with {rec.kv.dtype}, "
                                f"{plural(rec.kv.max_concurrency, 'sequence') if rec.kv.max_concurrency < 10**8 else 'all sequences'} "
-                               f"held); or {tolerance}lower --batch / --ctx")
+                               f"held)" + "".join(f"; or {x}" for x in ways))
     return InputError(exc.message, field="workload",
-                      hint=f"no GPU count up to {defaults.MAX_GPUS_SEARCH} serves it either: {tolerance}"
-                           "lower --batch / --ctx, or choose a larger GPU")
+                      hint=f"no GPU count up to {defaults.MAX_GPUS_SEARCH} serves it either: "
+                           + "".join(f"{x}, or " for x in ways) + "choose a larger GPU")
 
 
 def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
@@ -387,6 +398,7 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
     the checkpoint as shipped first when the model ships quantized), each fitted to the model's group
     constraints and priced by its efficiency curves. With a calibrated profile only the measured
     kernels are weighed (the advice follows the measurement)."""
+    from ..advisor.native import requantization
     from ..advisor.options import Candidate
     from ..perf.inputs import fit_weight_group
     from .speed import efficiency
@@ -412,6 +424,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
             notes.append(regroup_note)
             scheme = scheme.model_copy(update={"description": _regrouped(scheme.description, scheme)})
         deploy = _regrouped_deploy(preset.deploy, scheme) if regroup_note else preset.deploy
+        if native is not None:  # a re-quantization keeps 16-bit what the shipped checkpoint keeps 16-bit
+            scheme = requantization(scheme, native)
         eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)
         picks.append(Candidate(scheme, deploy, eff))
     unmeasured: list[str] = []

@@ -46,15 +46,22 @@ def size(
     memory_utilization = check("memory_utilization", memory_utilization)
     check("reserve_gb", reserve_bytes / defaults.GiB)
     arch, info = load_model(model)
-    shipped = None
-    if scheme is None and bits is None and group is None and symmetric is None and lm_head is None \
-            and embedding is None and (found := model_config(model)) is not None:
-        shipped = shipped_scheme(arch, *found)  # no scheme asked for: the checkpoint as it is stored
+    shipped = native = None
+    asked = not (scheme is None and bits is None and group is None and symmetric is None and lm_head is None
+                 and embedding is None)
+    found = model_config(model)
+    if found is not None and (not asked or "quantization_config" in found[1]):
+        native = shipped_scheme(arch, *found)
+        shipped = None if asked else native  # no scheme asked for: the checkpoint as it is stored
     s = shipped.scheme if shipped is not None else resolve_scheme(
         scheme, bits=bits, group=group, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
     if scheme is not None and group is not None and bits is None:
         base = resolve_scheme(scheme, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
         s = s.model_copy(update={"description": regrouped_description(base, s)})
+    if asked and native is not None:
+        from ..advisor.native import requantization
+
+        s = requantization(s, native)  # the layers the shipped checkpoint keeps 16-bit, as recommend sizes it
     kv, kv_name = resolve_kv(kv_dtype)
     g = get_gpu(gpu) if gpu is not None else None
     if g is not None:

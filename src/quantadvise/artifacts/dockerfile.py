@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from ..engines.flags import Engine
 from ..errors import ConfigError
 from .invocation import EngineInvocation
-from .launch import LaunchContext, find_engine, invocation_from_words, parse_image, pip_versions, with_version
+from .launch import (
+    Asides,
+    LaunchContext,
+    ServerImage,
+    find_engine,
+    invocation_from_words,
+    parse_image,
+    pip_versions,
+    with_version,
+)
 from .shell import EnvValue, Unknown, Word, expand_word, split_shell
 
 
@@ -115,8 +124,10 @@ def _docker_kv(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def parse_dockerfile(text: str, file: str) -> list[EngineInvocation]:
-    """The engine launch of a Dockerfile's final stage (its effective ENTRYPOINT + CMD)."""
+def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None) -> list[EngineInvocation]:
+    """The engine launch of a Dockerfile's final stage (its effective ENTRYPOINT + CMD). A final stage
+    that runs an engine's server and leaves its arguments to run time (``ENTRYPOINT ["vllm", "serve"]``,
+    or an engine image's own entrypoint with no CMD) goes to ``asides.server_images`` too."""
     instrs = _dockerfile_instructions(text, file)
     global_args: dict[str, EnvValue] = {}
     stages: list[_Stage] = []
@@ -166,8 +177,20 @@ def parse_dockerfile(text: str, file: str) -> list[EngineInvocation]:
             versions.update(pip_versions(ins.text))
     if not stages:
         return []
-    inv = _dockerfile_launch(stages[-1], file)
-    return [with_version(inv, versions)] if inv is not None else []
+    st = stages[-1]
+    inv = _dockerfile_launch(st, file)
+    if inv is not None:
+        inv = with_version(inv, versions)
+    if asides is not None:
+        engine, entry_is_server, tag_version = parse_image(st.image)
+        if inv is not None and inv.source == "dockerfile" and not (inv.raw or inv.other or inv.unresolved_env) \
+                and not inv.argv[0].startswith("<"):
+            asides.server_images.append(ServerImage(file, inv.line, inv.engine, inv.engine_version, list(inv.argv)))
+        elif inv is None and engine is not None and entry_is_server and st.entrypoint is None and st.cmd is None:
+            version = tag_version or versions.get(engine)
+            line = next((i.line for i in reversed(instrs) if i.keyword == "FROM"), 1)
+            asides.server_images.append(ServerImage(file, line, engine, version, []))
+    return [inv] if inv is not None else []
 
 
 def _expand_build(value: str, scope: Mapping[str, EnvValue], file: str, line: int) -> EnvValue:

@@ -52,3 +52,5 @@ class DeploymentScan(Result):
     invocations: list[EngineInvocation]
     warnings: list[str] = []
     files_skipped: list[str] = []  # "FILE: why" for each candidate file no reader took (check -v lists them)
+    stopped: str | None = None  # the folder the walk stopped in, its file budget spent (None: walked to the end)
+    notes: list[str] = []  # how a launch was put together (a manifest's arguments to this repository's image)

@@ -49,6 +49,58 @@ class LaunchContext:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ImageArgs:
+    """A container (Kubernetes, Helm values, compose) that runs an image no reader knows as an engine's,
+    with arguments and no command of its own: the image's entrypoint gets them. When this repository's
+    one Dockerfile builds an engine server image, they are that server's arguments (scan.join_images)."""
+
+    words: list[Word]
+    ctx: LaunchContext
+
+
+@dataclass
+class ServerImage:
+    """A Dockerfile whose image runs an engine's server and takes its arguments at run time: its own
+    ``ENTRYPOINT ["vllm", "serve"]`` (``launcher``: those words), or an engine image's entrypoint left
+    in place with no CMD (``launcher`` empty)."""
+
+    file: str
+    line: int
+    engine: Engine
+    version: str | None
+    launcher: list[str]
+
+
+@dataclass
+class Asides:
+    """What the readers notice besides launches: commands that are not deployments (``FILE: line N: why``,
+    for ``check -v``), and the halves of a launch split between a Dockerfile and a manifest."""
+
+    skipped: list[str] = field(default_factory=list)
+    image_args: list[ImageArgs] = field(default_factory=list)
+    server_images: list[ServerImage] = field(default_factory=list)
+
+
+def has_arguments(inv: EngineInvocation) -> bool:
+    """Whether the command gives the server any argument (a model, a flag, a run-time value)."""
+    return bool(inv.raw or inv.other or inv.unresolved_env)
+
+
+# options that make the server print and exit instead of serving (argparse's -h/--help, vLLM's
+# --help=GROUP, --version)
+_EXITS_AT_ONCE = ("--help", "-h", "--version")
+
+
+def not_a_deployment(inv: EngineInvocation) -> str | None:
+    """Why a found command is not a deployment (``vllm serve --help``), else None."""
+    asked = [o for o in _EXITS_AT_ONCE if o in inv.other]
+    if asked:
+        return (f"`{inv.launcher or inv.engine} {asked[0]}` prints the engine's "
+                f"{'version' if asked[0] == '--version' else 'help'} and exits: not a deployment")
+    return None
+
+
 def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
     """(engine, whether the image's entrypoint is the engine's server, version from the tag)."""
     ref = image.split("@", 1)[0]

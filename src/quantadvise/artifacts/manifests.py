@@ -22,8 +22,11 @@ from ..errors import ConfigError
 from .invocation import EngineInvocation, Source
 from .launch import (
     ENGINE_MARKER,
+    Asides,
+    ImageArgs,
     LaunchContext,
     find_engine,
+    has_arguments,
     invocation_from_words,
     launch_position,
     parse_image,
@@ -237,8 +240,8 @@ def _shell_wrapped(words: list[Word]) -> Word | None:
 
 
 def _container_invocation(node: Any, file: str, source: Source, label: str | None, used: set[int],
-                          src: Sequence[str] | None = None, fallback_image: str | None = None
-                          ) -> EngineInvocation | None:
+                          src: Sequence[str] | None = None, fallback_image: str | None = None,
+                          asides: Asides | None = None) -> EngineInvocation | None:
     env = _container_env(node)
     image = _image_of(_get(node, "image")) or fallback_image
     engine, entry, version = parse_image(image) if image else (None, False, None)
@@ -265,7 +268,11 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         ctx.line = args[0].line if args else None
         if not args:
             return None
-    return invocation_from_words(words, ctx)
+    inv = invocation_from_words(words, ctx)
+    if inv is None and not cmd and args and engine is None and image and asides is not None:
+        # another image's entrypoint gets these arguments: an engine server built by this repository's Dockerfile?
+        asides.image_args.append(ImageArgs(args, LaunchContext(**{**ctx.__dict__, "image": image})))
+    return inv
 
 
 def _script_source(script: Word, *nodes: Any) -> Any:
@@ -339,7 +346,7 @@ def _compose_words(node: Any, file: str, env: Mapping[str, str], used: set[int],
 
 
 def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[int],
-                   src: Sequence[str] | None = None) -> list[EngineInvocation]:
+                   src: Sequence[str] | None = None, asides: Asides | None = None) -> list[EngineInvocation]:
     out = []
     services = _get(root, "services")
     for key, svc in services.value:
@@ -379,6 +386,8 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
             if not ep and entry and engine is not None and cmd and find_engine(cmd) is None:
                 ctx.implicit = engine
             inv = invocation_from_words(words, ctx) if words else None
+            if inv is None and not ep and cmd and engine is None and image and asides is not None:
+                asides.image_args.append(ImageArgs(cmd, LaunchContext(**{**ctx.__dict__, "image": image})))
         if inv is not None:
             out.append(inv)
     return out
@@ -468,15 +477,20 @@ def _production_stack(root: Any, file: str) -> list[EngineInvocation]:
     return out
 
 
-def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None) -> list[EngineInvocation]:
-    """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML."""
+def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
+               asides: Asides | None = None) -> list[EngineInvocation]:
+    """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML.
+
+    A one-line string value that is only a launcher, with no argument (``prog: python -m
+    sglang.launch_server`` in a data file), names the server; it is not a launch (``asides.skipped``).
+    A container that passes arguments to an image no reader knows goes to ``asides.image_args``."""
     out: list[EngineInvocation] = []
     src = text.splitlines()
     for root in yaml_nodes(text, file):
         used: set[int] = set()
         services = _get(root, "services")
         if services is not None and _is_map(services) and _get(root, "apiVersion") is None:
-            out.extend(_parse_compose(root, file, dotenv or {}, used, src))
+            out.extend(_parse_compose(root, file, dotenv or {}, used, src, asides))
             continue
         if _get(root, "servingEngineSpec") is not None:
             out.extend(_production_stack(root, file))
@@ -494,7 +508,8 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None)
             name = _get(node, "name")
             label = " ".join(x for x in (doc, f"container {name.value}" if name is not None and _is_scalar(name)
                                          else (path or None)) if x)
-            inv = _container_invocation(node, file, source, label or None, used, src, fallback_image=values_image)
+            inv = _container_invocation(node, file, source, label or None, used, src, fallback_image=values_image,
+                                        asides=asides)
             if inv is not None:
                 out.append(inv)
 
@@ -506,10 +521,16 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None)
             if not ENGINE_MARKER.search(node.value) or _PROSE_KEY.search(path):
                 return
             ctx = LaunchContext(file=file, source=source, context=path or None)
+            one_line = "\n" not in node.value.strip()
             for c in _scalar_words(node, file, None, expand=True, src=src):
                 if not launch_position(c):
                     continue  # "... pass these to vllm serve ..." in some text, not a command
                 inv = invocation_from_words(c, ctx)
+                if inv is not None and one_line and not has_arguments(inv):
+                    if asides is not None:  # `prog: python -m sglang.launch_server`: a name, not a launch
+                        asides.skipped.append(f"{file}: line {inv.line}: {path} is the launcher's name only "
+                                              f"(`{inv.launcher or inv.engine}`, no model, no argument): not a launch")
+                    continue
                 if inv is not None:
                     out.append(with_version(inv, pip_versions(node.value)))  # a pin in the same step first
 

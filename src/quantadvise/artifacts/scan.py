@@ -5,27 +5,47 @@ reads files), :func:`classify` picks each file's reader, :func:`parse_text` runs
 cannot be parsed is a :class:`~quantadvise.errors.ConfigError` naming the file and line when it was
 named explicitly or mentions an engine; otherwise (an unrelated script in a scanned folder) it is
 skipped with a warning.
+
+The walk of a folder (:class:`Walk`) is bounded: it passes over folders that hold no deployment
+(.git, node_modules, virtual environments, __pycache__, /proc and other virtual file systems), does
+not follow symbolic links, lists what it cannot read instead of failing, and stops after
+:data:`MAX_WALK_FILES` files with one warning. A file found by the walk that spells no engine
+(``vllm``, ``sglang``) is read but not parsed: it holds no launch.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from ..engines.flags import ENGINES
 from ..errors import ConfigError, InputError
 from ..files import exists, read_text
 from ..wording import plural
 from .dockerfile import parse_dockerfile
 from .invocation import DeploymentScan, EngineInvocation
-from .launch import ENGINE_MARKER, parse_shell
+from .launch import (
+    ENGINE_MARKER,
+    Asides,
+    ImageArgs,
+    LaunchContext,
+    has_arguments,
+    invocation_from_words,
+    not_a_deployment,
+    parse_shell,
+)
 from .manifests import parse_yaml, yaml_nodes
 from .programs import parse_makefile, parse_python
+from .shell import Word
 
 FileKind = Literal["shell", "dockerfile", "yaml", "makefile", "python"]
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
-                        ".pytest_cache", "dist", "build"})
+                        ".pytest_cache", "dist", "build", "site-packages", "dist-packages"})
 _DOT_DIRS_READ = frozenset({".github", ".gitlab", ".circleci", ".buildkite"})  # CI definitions launch engines too
 MAX_FILE_BYTES = 2_000_000
 MAX_SNIFF_BYTES = 200_000  # an extension-less or unknown file is read for a shebang / an engine mention up to this
@@ -63,16 +83,78 @@ def is_dockerfile_name(name: str) -> bool:
 
 
 def parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] | None = None,
-               dotenv: Mapping[str, str] | None = None) -> list[EngineInvocation]:
+               dotenv: Mapping[str, str] | None = None, asides: Asides | None = None) -> list[EngineInvocation]:
+    """The launches in one file's text; ``asides`` collects what the readers notice besides them."""
     if kind == "shell":
         return parse_shell(text, file, env=env)
     if kind == "dockerfile":
-        return parse_dockerfile(text, file)
+        return parse_dockerfile(text, file, asides=asides)
     if kind == "makefile":
         return parse_makefile(text, file, env=env)
     if kind == "python":
         return parse_python(text, file)
-    return parse_yaml(text, file, dotenv=dotenv)
+    return parse_yaml(text, file, dotenv=dotenv, asides=asides)
+
+
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def join_images(invocations: list[EngineInvocation], asides: Asides) -> tuple[list[EngineInvocation], list[str]]:
+    """A launch split between this repository's Dockerfile and a manifest: the Dockerfile builds an
+    image whose entrypoint is an engine's server and leaves the model to run time
+    (``ENTRYPOINT ["vllm", "serve"]``, or ``FROM vllm/vllm-openai`` kept as it is); a Kubernetes /
+    compose / Helm container runs an image no reader knows, passing arguments that name a model the
+    way that server takes it. With exactly one such Dockerfile in the scan, each such container is
+    checked as that server with those arguments (at the manifest's lines, on the Dockerfile's engine
+    release), in place of the Dockerfile's own launch with no model. Two or more such Dockerfiles:
+    which image a container runs is not known here, and nothing is joined. Returns the launches and
+    a note for each joined one."""
+    if len(asides.server_images) != 1 or not asides.image_args:
+        _unjoined(asides.image_args, asides)
+        return invocations, []
+    srv = asides.server_images[0]
+    joined, notes, left = [], [], []
+    for ia in asides.image_args:
+        line = ia.words[0].line
+        ctx = LaunchContext(**{**ia.ctx.__dict__, "engine_version": srv.version,
+                               "implicit": None if srv.launcher else srv.engine, "line": line})
+        inv = invocation_from_words([Word(t, line) for t in srv.launcher] + ia.words, ctx)
+        if inv is None or inv.engine != srv.engine or "model" not in inv.raw:
+            left.append(ia)
+            continue
+        model = inv.raw["model"]
+        # the arguments are this server's: a Hub id or a run-time value as its model, or another of its flags
+        if _HUB_ID.fullmatch(model) or "$" in model or len(inv.raw) > 1:
+            joined.append(inv.model_copy(update={"image": ia.ctx.image, "engine_version": srv.version}))
+            runs = f"`{' '.join(srv.launcher)}`" if srv.launcher else f"{ENGINES[srv.engine].label}'s server"
+            notes.append(f"{inv.file}:{inv.line} runs {ia.ctx.image}, the image {srv.file}:{srv.line} builds to run "
+                         f"{runs}: checked as that server with the container's arguments")
+        else:
+            left.append(ia)
+    _unjoined(left, asides)
+    if not joined:
+        return invocations, []
+    own = [i for i in invocations if i.file == srv.file and i.source == "dockerfile" and not has_arguments(i)]
+    return [i for i in invocations if i not in own] + joined, notes
+
+
+# engine options no other server spells: a container passing one to an unknown image is likely an engine
+_ENGINE_ONLY = ("--max-model-len", "--max-num-seqs", "--gpu-memory-utilization", "--kv-cache-dtype",
+                "--tensor-parallel-size", "--max-num-batched-tokens", "--model-path", "--context-length",
+                "--mem-fraction-static", "--max-running-requests", "--tp-size")
+
+
+def _unjoined(left: Sequence[ImageArgs], asides: Asides) -> None:
+    """Containers passing engine options to an image no reader knows and no Dockerfile here builds:
+    listed under ``check -v`` (they are not checked)."""
+    for ia in left:
+        spelled = next((w.text.split("=", 1)[0] for w in ia.words if w.text.split("=", 1)[0] in _ENGINE_ONLY), None)
+        if spelled is not None:
+            what = f" ({ia.ctx.context})" if ia.ctx.context else ""
+            asides.skipped.append(
+                f"{ia.ctx.file}: line {ia.words[0].line}: a container{what} passes {spelled} to {ia.ctx.image}, an "
+                "image no reader knows as an engine's and no Dockerfile in the scan builds as one (one Dockerfile "
+                "with ENTRYPOINT [\"vllm\", \"serve\"] or FROM vllm/vllm-openai): not checked")
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -92,10 +174,83 @@ def parse_dotenv(text: str) -> dict[str, str]:
     return out
 
 
+def _spells_engine(text: str) -> bool:
+    """Whether the text spells an engine's name (``vllm``, ``sglang``): every launch the readers find
+    does, in a command, a module, an image (parse_image) or a chart key. Substring tests: fast on
+    megabytes, where the launch patterns are not."""
+    return "vllm" in text or "sglang" in text
+
+
+_SERVE = re.compile(r"serve\b")  # a literal first: re's fast prefix search (a leading \b would defeat it)
+
+
+def _serve_word(text: str) -> bool:
+    """``serve`` as a word (not ``server``, ``observe``)."""
+    return any(m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+               for m in _SERVE.finditer(text))
+
+
+_MARK_SERVE = re.compile(r"serve\b")  # literal prefixes: re's fast search (ENGINE_MARKER has none)
+_MARK_MODULE = re.compile(r"-m\s*(?:vllm\.entrypoints\.|sglang)")
+
+
+def _engine_marker(text: str) -> bool:
+    """``ENGINE_MARKER.search(text)``, run only around each ``serve`` (as a word) and each ``-m MODULE``
+    of an engine (every match holds one; up to 250 characters of space between ``vllm`` and ``serve``):
+    the pattern has no literal prefix, so a whole large file is slow to search."""
+    n = len(text)
+    for m in _MARK_SERVE.finditer(text):
+        if ENGINE_MARKER.search(text, max(0, m.start() - 256), min(n, m.end() + 1)):
+            return True
+    for m in _MARK_MODULE.finditer(text):
+        end = m.end()
+        while end < n and (text[end].isalnum() or text[end] in "._"):
+            end += 1  # the whole module name: never end a window inside a word (its closing \b would match)
+        if ENGINE_MARKER.search(text, max(0, m.start() - 1), min(n, end + 1)):
+            return True
+    return False
+
+
+# the calls parse_python reads a launch from (programs._ARGV_CALLS, _EXEC_ARGV, _EXEC_VARARGS)
+_PY_CALL = re.compile(r"(?:run|call|check_output|Popen|exec[lv]\w*|spawn[lv]\w*|subprocess_exec)\s*\(")  # (or more: a superset)
+
+
+def _may_launch(text: str, kind: FileKind, env: Mapping[str, str]) -> bool:
+    """Whether a file found by the walk can hold a launch, and so is worth parsing: it spells an engine,
+    or a variable it uses may (the environment or a compose ``.env`` names one); the vLLM production-stack
+    chart's values say ``servingEngineSpec``; a manifest may pass engine options (``--max-model-len``) to
+    the image a Dockerfile here builds (:func:`join_images`). Every other file is read and holds none. A
+    Python file (parsed with ``ast``, the costly reader) must also spell what starts a server — ``serve``
+    (``vllm serve``, ``sglang serve``), a server module, or ``docker`` (``docker run`` an engine image) — and
+    one of the calls that run it, as every launch ``parse_python`` finds does: an engine's own source tree
+    is not parsed."""
+    if kind == "python":
+        if _relevant(text):  # it mentions a launch: parsed (if it does not parse, Python 2, that is said)
+            return True
+        starts = "vllm.entrypoints" in text or "launch_server" in text or (
+            _spells_engine(text) and ("docker" in text or _serve_word(text)))
+        return starts and _PY_CALL.search(text) is not None
+    if _spells_engine(text):
+        return True
+    if kind == "yaml" and ("servingEngineSpec" in text or any(f in text for f in _ENGINE_ONLY)):
+        return True  # the production-stack chart; a container passing engine options to this repository's image
+    return kind in ("shell", "makefile", "yaml") and "$" in text and any(_spells_engine(v) for v in env.values())
+
+
+_LAUNCH_WORDS = ("vllm-openai", "lmsysorg/sglang", "sglang.launch_server", "vllm.entrypoints.")
+_QUOTED_SERVE = re.compile(r"[\"']vllm[\"']\s*,\s*[\"']serve[\"']")
+
+
 def _relevant(text: str) -> bool:
-    """Whether a file mentions an engine launch or an engine image (its parse errors then matter)."""
-    return bool(ENGINE_MARKER.search(text) or re.search(
-        r"vllm-openai|lmsysorg/sglang|sglang\.launch_server|vllm\.entrypoints\.|[\"']vllm[\"']\s*,\s*[\"']serve[\"']", text))
+    """Whether a file mentions an engine launch or an engine image (its parse errors then matter).
+    Substring tests first: the patterns are slow on large files that cannot match."""
+    if not _spells_engine(text):
+        return False
+    if any(w in text for w in _LAUNCH_WORDS):
+        return True
+    if _engine_marker(text):
+        return True
+    return "serve" in text and _QUOTED_SERVE.search(text) is not None
 
 
 def _parses(text: str, file: str) -> bool:
@@ -116,14 +271,94 @@ def _unreadable(f: Path, kind: FileKind, exc: ConfigError, guessed: bool) -> str
     return f"{f}: could not be parsed as {'a ' + kind if kind != 'yaml' else 'YAML'} ({why})"
 
 
-def _iter_files(root: Path) -> Iterable[Path]:
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).parts
-        if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..", *_DOT_DIRS_READ))
-               for part in rel[:-1]):
-            continue
-        if p.is_file() and not p.is_symlink():
-            yield p
+MAX_WALK_FILES = 20_000  # files one scan visits under the folders it is given; then it stops, with a warning
+# file systems that hold no repository (the kernel's, devices): never walked, even when named
+_VIRTUAL_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                         "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "binfmt_misc",
+                         "autofs", "efivarfs", "rpc_pipefs", "nsfs", "selinuxfs"})
+_VIRTUAL_DIRS = frozenset({"/proc", "/sys", "/dev"})  # where they are mounted when /proc/self/mounts says nothing
+
+
+@lru_cache(maxsize=1)
+def _virtual_mounts() -> frozenset[str]:
+    """Mount points of virtual file systems (``/proc``, ``/sys``, ``/dev`` ...), from /proc/self/mounts
+    where the OS has one."""
+    found = set(_VIRTUAL_DIRS)
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
+            for row in fh:
+                parts = row.split()
+                if len(parts) >= 3 and parts[2] in _VIRTUAL_FS:
+                    found.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1]))
+    except OSError:
+        pass
+    found.discard("/")
+    return frozenset(found)
+
+
+def is_virtual(path: str) -> bool:
+    """A folder on a virtual file system (/proc, /sys, /dev ...): not a repository, never walked."""
+    return path in _virtual_mounts()
+
+
+@dataclass
+class Walk:
+    """One scan's bounded walk: the files it may still visit, and what it passed over (``FILE: why``)."""
+
+    budget: int = field(default_factory=lambda: MAX_WALK_FILES)
+    skipped: list[str] = field(default_factory=list)
+    cut: str | None = None  # the folder the walk stopped in when the budget ran out
+
+    def files(self, root: Path) -> Iterator[Path]:
+        """Regular files under ``root`` in path order (sorted part by part, as ``sorted(root.rglob("*"))``).
+        Folders that hold no deployment (.git, node_modules, .venv, __pycache__, other dot folders but CI
+        definitions, virtual file systems such as /proc) are passed over; symbolic links are not followed
+        (no loops); an entry that cannot be read is listed in ``skipped`` and passed over; the walk stops
+        after ``budget`` files (``cut`` says where)."""
+        seen: set[tuple[int, int]] = set()
+        stack: list[Iterator[os.DirEntry[str]]] = []
+
+        def enter(folder: str, real: str) -> None:
+            if is_virtual(real):
+                self.skipped.append(f"{folder}: a virtual file system (the kernel's or devices'), not a repository")
+                return
+            try:
+                st = os.stat(folder)
+                if (st.st_dev, st.st_ino) in seen:  # the same folder again (a bind mount): walked once
+                    return
+                seen.add((st.st_dev, st.st_ino))
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                self.skipped.append(f"{folder}: cannot be read ({exc.strerror or exc})")
+                return
+            if folder != str(root) and any(e.name == "pyvenv.cfg" for e in entries):
+                return  # a Python virtual environment, whatever its name: installed packages, not the repository's
+            stack.append(iter(entries))
+
+        enter(str(root), os.path.realpath(root))
+        while stack:
+            e = next(stack[-1], None)
+            if e is None:
+                stack.pop()
+                continue
+            try:
+                if e.is_symlink():
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    if e.name not in _SKIP_DIRS and (not e.name.startswith(".") or e.name in _DOT_DIRS_READ):
+                        enter(e.path, os.path.realpath(e.path))
+                    continue
+                if not e.is_file(follow_symlinks=False):
+                    continue  # a socket, a device, a pipe
+            except OSError as exc:
+                self.skipped.append(f"{e.path}: cannot be read ({exc.strerror or exc})")
+                continue
+            if self.budget <= 0:
+                self.cut = str(Path(e.path).parent)
+                return
+            self.budget -= 1
+            yield Path(e.path)
 
 
 def _sniff(f: Path, size: int) -> str | None:
@@ -152,17 +387,22 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     templates: list[Path] = []
     if not paths:
         raise InputError("no deployment paths given", field="paths")
+    walk = Walk()
+    asides = Asides()
     for given in paths:
         root = Path(given)
         if not exists(root):
             raise InputError(f"no such file or directory: {str(root)[:200]}", field="paths")
         explicit = root.is_file()
-        files = [root] if explicit else list(_iter_files(root))
+        files = [root] if explicit else walk.files(root)
         for f in files:
             try:
                 size = f.stat().st_size
             except OSError as exc:
-                raise ConfigError(f"cannot read {f}: {exc.strerror or exc}") from None
+                if explicit:
+                    raise ConfigError(f"cannot read {f}: {exc.strerror or exc}") from None
+                skipped.append(f"{f}: cannot be read ({exc.strerror or exc})")
+                continue
             if size > MAX_FILE_BYTES:
                 if explicit:
                     raise InputError(f"{f}: {size:,} bytes is too large for a deployment file", field="paths")
@@ -180,8 +420,14 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                                        "(shell, Dockerfile, YAML, Makefile, Python); name it explicitly to read it as "
                                        "a shell script")
                     continue
-            else:
+            elif explicit:
                 text = read_text(f)
+            else:
+                try:
+                    text = read_text(f)
+                except ConfigError as exc:  # unreadable or not UTF-8: not a deployment file of this repository
+                    skipped.append(f"{f}: {str(exc).removeprefix(f'{f}: ').removeprefix('cannot read ')}")
+                    continue
             if kind == "yaml" and "{{" in text and ("templates" in f.parts or not _parses(text, str(f))):
                 templates.append(f)
                 skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
@@ -190,10 +436,18 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
             if kind == "yaml":
                 envfile = f.parent / ".env"
                 if envfile.is_file():
-                    dotenv = parse_dotenv(read_text(envfile))
+                    try:
+                        dotenv = parse_dotenv(read_text(envfile))
+                    except ConfigError:  # unreadable or not UTF-8: its values are not used
+                        if explicit:
+                            raise
+                        skipped.append(f"{envfile}: cannot be read as a compose .env file")
                 dotenv = {**dotenv, **(env or {})}
+            if not explicit and not _may_launch(text, kind, {**(env or {}), **dotenv}):
+                scanned.append(str(f))  # read: it spells no engine, so it holds no launch to parse
+                continue
             try:
-                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv)
+                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv, asides=asides)
             except ConfigError as exc:
                 if kind == "yaml" and "{{" in text:  # YAML, but its values are Go template actions
                     templates.append(f)
@@ -208,10 +462,22 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                     warnings.append(f"skipped {why}")
                 continue
             scanned.append(str(f))
-            invocations.extend(found)
-            if not found and _relevant(text):
+            for inv in found:
+                not_one = not_a_deployment(inv)
+                if not_one is None:
+                    invocations.append(inv)
+                else:  # `vllm serve --help`: said with -v
+                    skipped.append(f"{f}: line {inv.line}: {not_one}")
+            if not found and _relevant(text) and not any(a.startswith(f"{f}: ") for a in asides.skipped):
                 skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
                                "run time)")
+    invocations, notes = join_images(invocations, asides)
+    skipped.extend(asides.skipped)
+    skipped.extend(walk.skipped)
+    if walk.cut is not None:
+        warnings.append(f"the scan stopped after {MAX_WALK_FILES:,} files (in {walk.cut}): name the deployment "
+                        "files or folders (`quantadvise check deploy/ Dockerfile`), or list them under deployment: "
+                        "in quantadvise.yaml")
     if templates:
         dirs = sorted({str(t.parent) for t in templates})
         warnings.append(f"skipped {plural(len(templates), 'Helm template')} (not rendered) in {', '.join(dirs)}: "
@@ -219,4 +485,5 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     for inv in invocations:
         warnings.extend(inv.warnings)
     return DeploymentScan(paths=[str(p) for p in paths], files_scanned=scanned, invocations=invocations,
-                          warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)))
+                          warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)),
+                          stopped=walk.cut, notes=notes)

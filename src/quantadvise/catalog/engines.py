@@ -140,8 +140,9 @@ def validate_engines() -> dict[str, int]:
 @cache
 def kernel_table(engine: str, version: str) -> Any:
     """Which GEMM kernel ``engine`` ``version`` runs per scheme (an ``engines.kernels.KernelTable``,
-    data/kernels/<engine>-<version>.yaml): the release's own file, else the newest on file not newer
-    than it (else the oldest); None when the engine has none."""
+    data/kernels/<engine>-<version>.yaml): the release's own file (every release in data/engines/ has one),
+    else the newest on file not newer than it (else the oldest), whose ``version`` says which release it
+    was read for (callers that must not use a stand-in compare it); None when the engine has none."""
     from ..engines.kernels import KernelTable
 
     files = {p.stem[len(engine) + 1:]: p for p in (loader.data_dir() / "kernels").glob(f"{engine}-*.yaml")}

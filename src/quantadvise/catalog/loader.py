@@ -125,7 +125,8 @@ class Index:
     def require(self, name: str, hint: str | None = None) -> dict[str, Any]:
         row = self.get(name)
         if row is None:
-            raise UnknownNameError(self.kind, name, self.names(), hint=hint)
+            ids = {str(n): r["id"] for r in self.rows for n in (r["id"], *r.get("aliases", ()))}
+            raise UnknownNameError(self.kind, name, self.names(), hint=hint, ids=ids)
         return row
 
 

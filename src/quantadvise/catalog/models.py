@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from ..errors import DataError, UnknownNameError, format_validation_error
+from ..errors import AmbiguousNameError, DataError, UnknownNameError, format_validation_error
 from . import loader
 from .loader import Index, Row
 
@@ -86,11 +86,15 @@ def get_gpu(name: str) -> GPU:
     index = _gpu_index()
     raw = index.get(name)
     if raw is None:
-        from ..hardware import family_suggestions
+        from ..hardware import family_suggestions, name_matches
 
-        raise UnknownNameError("GPU", name, index.names(), hint="`quantadvise list gpus` lists them",
-                               suggestions=family_suggestions(name, [(r["id"], (r["id"], *r.get("aliases", ())))
-                                                                     for r in index.rows]))
+        rows = [(r["id"], (r["id"], *r.get("aliases", ()), r.get("name") or r["id"]), r.get("vendor"))
+                for r in index.rows]
+        hint = "`quantadvise list gpus` lists them"
+        matches = name_matches(name, rows)
+        if len(matches) > 1:
+            raise AmbiguousNameError("GPU", name, matches, hint=hint)
+        raise UnknownNameError("GPU", name, index.names(), hint=hint, suggestions=family_suggestions(name, rows))
     from ..hardware import GPU
 
     try:

@@ -75,17 +75,23 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
     body = dict(qc)
     found = where
     producer = None
+    legacy = False
     if isinstance(hf, dict):
+        # ``hf``: ModelOpt's {producer, quantization} layout, from hf_quant_config.json or (``qc`` empty)
+        # as config.json's quantization_config itself; both engines read either the same way
+        label = where if not qc else "hf_quant_config.json"
         q = hf.get("quantization")
         if q is not None and not isinstance(q, dict):
-            raise field_error("hf_quant_config.json.quantization", f"must be an object, got {short(q)}")
+            raise field_error(f"{label}.quantization", f"must be an object, got {short(q)}")
+        prod = hf.get("producer")
         if isinstance(q, dict):
             merged = dict(q)
             merged.update({k: v for k, v in body.items() if v is not None})
             body = merged
-            if not qc:
-                found = "hf_quant_config.json"
-        prod = hf.get("producer")
+            # vLLM normalizes quant_algo only for this layout, when it is the config it reads
+            # (transformers_utils/model_arch_config_convertor.py:247-256)
+            legacy = not qc and ((isinstance(prod, dict) and prod.get("name") == "modelopt")
+                                 or "modelopt_quant_config" in q)
         if isinstance(prod, dict):
             producer = f"{prod.get('name', 'modelopt')} {prod.get('version', '')}".strip()
     mixed = str(body.get("quant_algo") or "").upper() == "MIXED_PRECISION" and bool(body.get("quantized_layers"))
@@ -99,9 +105,10 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
         algo = body.get("quant_algo") if isinstance(body.get("quant_algo"), str) else None
         kv_algo = body.get("kv_cache_quant_algo") if isinstance(body.get("kv_cache_quant_algo"), str) else None
         ignore = ct.ignore + get_str_list(body, "exclude_modules", found, default=())
+        details = {**ct.details, "quant_algo": algo, "legacy_layout": True} if legacy else ct.details
         return ct.model_copy(update={"quant_method": key, "family": "modelopt", "quant_algo": algo,
                                      "kv_cache_algo": kv_algo, "producer": producer or ct.producer,
-                                     "ignore": ignore, "ignore_style": "glob"})
+                                     "ignore": ignore, "ignore_style": "glob", "details": details})
     algo = get_field(body, "quant_algo", found, str, default=REQUIRED)
     group = get_group_size(body, "group_size", found, default=None)
     kv_algo = get_field(body, "kv_cache_quant_algo", found, str, default=None)
@@ -156,6 +163,7 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
         quant_method=key if key.startswith("modelopt") else "modelopt", family="modelopt", found_in=found,
         format="modelopt", producer=producer or "NVIDIA ModelOpt", groups=tuple(groups), ignore=exclude,
         ignore_style="glob", kv_cache_quant=kv_tq, kv_cache_algo=kv_algo, quant_algo=algo,
-        has_nvfp4_layers=has_nvfp4, details={"quant_algo": algo, "kv_cache_quant_algo": kv_algo, "group_size": group},
+        has_nvfp4_layers=has_nvfp4, details={"quant_algo": algo, "kv_cache_quant_algo": kv_algo, "group_size": group,
+                                             **({"legacy_layout": True} if legacy else {})},
         warnings=tuple(warnings),
     )

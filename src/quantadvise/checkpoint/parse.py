@@ -140,6 +140,12 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
         raise ConfigError(f"{where}: expected a JSON object, got {type(qc).__name__} {short(qc)}",
                           hint="quantization_config is an object with a quant_method key", field=where)
     method = qc.get("quant_method")
+    if method is None and _modelopt_block(qc):
+        # ModelOpt's {producer, quantization} layout as config.json's quantization_config: vLLM reads it
+        # exactly like hf_quant_config.json (transformers_utils/config.py:951-965 assigns either to
+        # config.quantization_config; model_arch_config_convertor.py:247-270 normalizes it), SGLang
+        # unwraps it (configs/model_config.py:1850 unwrap_modelopt_quantization_config)
+        return parser("modelopt")({}, qc, where, model_dtype, "modelopt")
     if method is None:
         if qc.get("load_in_4bit") or qc.get("load_in_8bit") or qc.get("_load_in_4bit") or qc.get("_load_in_8bit"):
             method = "bitsandbytes"
@@ -169,6 +175,14 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
                       + ", ".join(sorted(set(_FAMILIES.values()))) + "); its layers are not sized",),
         )
     return parser(family)(qc, hf_quant_config, where, model_dtype, key)
+
+
+def _modelopt_block(qc: dict[str, Any]) -> bool:
+    """vLLM's test for the ModelOpt layout (model_arch_config_convertor.py:249-256): a ``quantization``
+    object, and a ``producer`` named ``modelopt`` or a legacy ``modelopt_quant_config`` inside."""
+    q, prod = qc.get("quantization"), qc.get("producer")
+    return isinstance(q, dict) and ((isinstance(prod, dict) and prod.get("name") == "modelopt")
+                                    or "modelopt_quant_config" in q)
 
 
 # The entry points; SIDECARS (quant.py) and model_dtype_format (args.py) come along for the callers

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("check", "check_cmd", "CI gate: engine commands + quantadvise.yaml against rules QA1xx-QA5xx; exit 1 on findings."),
     "calibrate": ("calibrate", "calibrate_cmd", "Measure this GPU (bandwidth, GEMMs, decode linears per scheme) into a --profile."),
     "validate": ("validate", "validate_cmd", "Predicted vs measured per scheme and batch for a calibrated profile, with each model's error."),
-    "list": ("list", "list_cmd", "What is bundled: models, GPUs, schemes, KV presets, engine releases, with aliases."),
+    "list": ("list", "list_cmd", "What is bundled: models, GPUs, schemes, KV presets, engine releases, with aliases (`quantadvise gpus` = `list gpus`)."),
 }
 
 # how bare `quantadvise` and `--help` group the commands
@@ -42,6 +42,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Measure", ("calibrate", "validate")),
     ("List", ("list",)),
 )
+# `quantadvise gpus` (and models, schemes, kv) is `quantadvise list gpus`: what is bundled, by its own name
+LIST_SHORTCUTS = ("models", "gpus", "schemes", "kv")
 COMPLETE_VAR = "_QUANTADVISE_COMPLETE"  # set by the shell completion scripts typer installs
 
 HELP = (
@@ -150,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(0)
     if not args:
         args = ["--help"]  # bare `quantadvise`: the help, exit 0
+    elif args[0] in LIST_SHORTCUTS:
+        args = ["list", *args]  # `quantadvise gpus` is `quantadvise list gpus`
     # shell completion asks about every command; a normal run registers only the one it runs
     completing = COMPLETE_VAR in os.environ
     app = build_app(None if completing else args[0])
@@ -165,19 +169,73 @@ def main(argv: Sequence[str] | None = None) -> None:
     except typer.Abort:
         sys.stderr.write("Aborted.\n")
         code = 1
-    except typer.TyperException as exc:  # usage errors: bad option, missing argument, bad value
-        fmt = getattr(exc, "format_message", None)
-        msg = fmt() if callable(fmt) else str(exc)
-        cmd = args[0] if args and args[0] in COMMANDS else None
-        where = f"quantadvise {cmd} --help" if cmd else "quantadvise --help"
-        msg = _with_value(" ".join(msg.split()), args)
-        sys.stderr.write(f"Error: {msg}{_from_env(args, None, msg)} (see `{where}`)\n")
+    except typer.BadParameter as exc:  # a value a flag or its variable cannot take: the house wording
+        line = _bad_value(exc, args)
+        sys.stderr.write(line or _usage_line(exc, args))
+        code = 2
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        sys.stderr.write(_usage_line(exc, args))
         code = getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         code = 130
     finally:
         os.environ.update(hidden)
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _usage_line(exc: Exception, args: Sequence[str]) -> str:
+    """A usage error (unknown option, missing argument) as one ``Error:`` line pointing to the help."""
+    fmt = getattr(exc, "format_message", None)
+    msg = fmt() if callable(fmt) else str(exc)
+    cmd = args[0] if args and args[0] in COMMANDS else None
+    where = f"quantadvise {cmd} --help" if cmd else "quantadvise --help"
+    msg = _with_value(" ".join(msg.split()), args)
+    return f"Error: {msg}{_from_env(args, None, msg)} (see `{where}`)\n"
+
+
+def _given(opts: Sequence[str], args: Sequence[str]) -> str | None:
+    """The value the command line gives an option (its last occurrence, as the parser takes it):
+    ``--gpus abc``, ``--gpus=abc``, ``-f xml`` or ``-fxml``."""
+    value = None
+    for i, a in enumerate(args):
+        for o in opts:
+            if a == o and i + 1 < len(args):
+                value = args[i + 1]
+            elif o.startswith("--") and a.startswith(o + "="):
+                value = a.split("=", 1)[1]
+            elif len(o) == 2 and not o.startswith("--") and a.startswith(o) and len(a) > 2 and not a.startswith("--"):
+                value = a[2:]
+    return value
+
+
+def _bad_value(exc: Exception, args: Sequence[str]) -> str | None:
+    """The ``Error:`` line of a value the parser refused (not a number, not a choice), in the words every
+    command uses for the same flag (``inputs.bad_value``, ``inputs.format_error``), naming the environment
+    variable only when it gave the value. None when the refusal is not about a typed option's value."""
+    from ..inputs import bad_value, env_suffix, field_of, format_error
+    from .common import ALL_FORMATS
+
+    param, ctx = getattr(exc, "param", None), getattr(exc, "ctx", None)
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("-")]
+    if param is None or ctx is None or not opts:
+        return None
+    source = getattr(ctx.get_parameter_source(param.name), "name", None)
+    env = getattr(param, "envvar", None) if source == "ENVIRONMENT" else None
+    value = os.environ.get(env) if isinstance(env, str) else _given(opts, args)
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    message = " ".join(str(getattr(exc, "message", exc)).split()).removeprefix("Value error, ")
+    option = max(opts, key=len)  # the long spelling
+    field = field_of(option)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        choices = [str(c.value) for c in kind]
+        err = format_error(value or "", args[0], choices, list(ALL_FORMATS)) if field == "format" else \
+            bad_value(field, value, choices=choices, option=option)
+    elif kind in (int, float) and any(message.startswith(w) for w in _PARSER_WORDS):
+        err = bad_value(field, value, integer=kind is int, option=option)
+    else:  # a check of the command's own: its words, with the flag it is about
+        text = message if message.startswith(option) else f"{option}: {message}"
+        return f"Error: {text}{env_suffix(env) if isinstance(env, str) else ''}\n"
+    return f"Error: {err}{env_suffix(env) if isinstance(env, str) else ''}\n"
 
 
 _PARSER_WORDS = {  # the parser's wording of a bad value -> the house's
@@ -219,7 +277,7 @@ def _env_format(group: Any, args: Sequence[str]) -> dict[str, str]:
     other commands have (csv, sarif ...) is set aside for this run with a note on stderr (so one CI-wide
     variable does not break the other commands); a value no command has is one error naming the
     variable. Returns what was set aside, to restore."""
-    from ..errors import InputError
+    from ..inputs import format_error
     from .common import ALL_FORMATS, FORMAT_ENV
 
     value = os.environ.get(FORMAT_ENV)
@@ -236,9 +294,7 @@ def _env_format(group: Any, args: Sequence[str]) -> dict[str, str]:
     if not choices or key in choices:
         return {}
     if key not in ALL_FORMATS:
-        raise InputError(f"--format {value!r} is not an output format (`quantadvise {args[0]}` takes "
-                         f"{', '.join(choices)}; other commands also {', '.join(f for f in ALL_FORMATS if f not in choices)})",
-                         field="format")
+        raise format_error(value, args[0], choices, list(ALL_FORMATS))
     sys.stderr.write(f"note: {FORMAT_ENV}={value} is not a format of `quantadvise {args[0]}` "
                      f"({', '.join(choices)}); using {choices[0]}\n")
     return {FORMAT_ENV: os.environ.pop(FORMAT_ENV)}

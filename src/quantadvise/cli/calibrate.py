@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import defaults
+from ..wording import install_forms
 from . import completion
 from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report
 
@@ -30,7 +31,7 @@ def calibrate_cmd(
                                   dir_okay=False)
     ] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="torch (the local CUDA GPU; pip install 'quantadvise[gpu]') or "
+        str, typer.Option("--backend", help=f"torch (the local CUDA GPU; {install_forms('gpu')}) or "
                           "simulated (a synthetic GPU for demos and tests: not a measurement).")
     ] = "torch",
     gpu: Annotated[
@@ -44,8 +45,8 @@ def calibrate_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Noise seed of the simulated backend.")] = 0,
     from_tables: Annotated[
         str | None, typer.Option("--from", help="Instead of timing this GPU, fit kernel curves for --gpu to NVIDIA's "
-                                 "published per-kernel tables: 'aiconfigurator' (pip install "
-                                 "'quantadvise[aiconfigurator]') or 'aiconfigurator:DIR' (an unpacked wheel).")
+                                 f"published per-kernel tables: 'aiconfigurator' ({install_forms('aiconfigurator')}) "
+                                 "or 'aiconfigurator:DIR' (an unpacked wheel).")
     ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")

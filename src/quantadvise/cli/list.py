@@ -19,7 +19,8 @@ def list_cmd(
     """List what quantadvise bundles, with aliases and key figures: models (published parameter
     count, kind, context), GPUs (memory, bandwidth, dense peaks), scheme presets (bits, effective
     bits with scales), KV cache presets (each engine's --kv-cache-dtype value) and engine releases.
-    Any of these names (or an alias) works wherever a command takes one.
+    Any of these names (or an alias) works wherever a command takes one. `quantadvise gpus` (models,
+    schemes, kv) is short for `quantadvise list gpus`.
 
     Example: quantadvise list gpus
     """

@@ -50,6 +50,8 @@ def check_rules(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, resolved: st
         if (rule.family is not None and ck.family != rule.family) or (rule.found_in and ck.found_in not in
                                                                        rule.found_in):
             continue
+        if any(ck.details.get(k) != v for k, v in rule.only_if.items()):
+            continue
         if not rule.violated(ck.details):
             continue
         got = dict(zip(rule.fields, rule.values(ck.details), strict=True))

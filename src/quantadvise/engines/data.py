@@ -118,8 +118,15 @@ class Method(_Row):
     # get_quant_config without a checkpoint quantization config (None: the engine builds one anyway)
     without_config: WithoutConfig | None = None
     # below this capability the weights run weight-only (Marlin) and the engine prints this message
+    # (None: quantadvise's own warning, the engine logs nothing)
     weight_only_below: int | None = None
     weight_only_message: str | None = None
+    # block-quantized weights reach Marlin below this capability instead (vLLM: its native block-FP8
+    # kernels need SM90 and its block list tries Marlin before Triton)
+    weight_only_block_below: int | None = None
+    # groups with 16-bit activations run Marlin on every capability but these (vLLM NVFP4 W4A16 forces
+    # FP4 Marlin outside SM100/103); None: like the other groups
+    weight_only_a16_except: tuple[int, ...] | None = None
     notes: str = ""
 
     @property
@@ -296,7 +303,13 @@ class Dispatch(_Row):
     fallback_min_capability: int | None = None
     fallback_message: str | None = None  # message id the engine logs when it takes the fallback
     fallback_platforms: tuple[str, ...] = ()  # where the fallback exists (empty: wherever the row dispatches)
-    message: str | None = None  # message id the engine logs whenever this row dispatches
+    message: str | None = None  # message id the engine logs whenever this row's scheme runs (see message_*)
+    # the scheme's kernel selection reaches the Marlin kernel that logs ``message`` only below this
+    # capability (block-quantized weights: below ``message_block_below``) and not on ``message_except``;
+    # with any of them set, ``message`` is not claimed without a GPU capability
+    message_below: int | None = None
+    message_block_below: int | None = None
+    message_except: tuple[int, ...] = ()
     below_message: str | None = None  # message id raised below min_capability (default: the scheme check's)
     error: str | None = None  # finding kind when the row refuses (its message, if recorded, has that id)
     label: str = ""  # short human label (W4A16, W8A8-FP8 ...)
@@ -340,11 +353,13 @@ class ConfigRule(_Row):
     (``AutoGPTQConfig.TYPE_MAP``, ModelOpt's ``QUANT_ALGOS`` ...): the values of ``fields`` (as the
     dialect parser records them in ``CheckpointQuant.details``) must be one of ``allowed``, else the
     engine raises ``message``. Applies to checkpoints of ``family`` (None: any) read from
-    ``found_in`` (empty: anywhere) that resolve to one of ``methods`` (empty: any method)."""
+    ``found_in`` (empty: anywhere) whose details hold ``only_if`` (ModelOpt's {producer, quantization}
+    layout: ``legacy_layout: true``) that resolve to one of ``methods`` (empty: any method)."""
 
     methods: tuple[str, ...] = ()
     family: str | None = None
     found_in: tuple[str, ...] = ()
+    only_if: dict[str, ConfigValue] = Field(default_factory=dict)  # details the layout it checks has
     fields: tuple[str, ...]
     allowed: tuple[tuple[ConfigValue, ...], ...]
     case_insensitive: bool = False  # strings compared upper-cased (the engine upper-cases them)
@@ -449,6 +464,9 @@ class EngineData(Strict):
     marlin_group_sizes: tuple[int, ...] = ()
     marlin_min_capability: int | None = None
     marlin_compatible: tuple[MarlinCompat, ...] = ()
+    # capabilities where the engine moves Humming ahead of Marlin in its linear-kernel lists (vLLM's
+    # prioritize_humming): a layer that would run Marlin runs Humming there, which logs no warning
+    humming_preferred: tuple[int, ...] = ()
     platform_lists: tuple[PlatformList, ...] = ()
     dtype_checks: tuple[DtypeCheck, ...] = ()
     shorthands: tuple[Shorthand, ...] = ()

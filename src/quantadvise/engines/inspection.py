@@ -223,7 +223,7 @@ def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], ta
                              + (f" (kernel tables on file: {', '.join(on_file)})" if on_file else ""))
             done.append(r)
         else:
-            rows = checkpoint_kernels(groups, [table], capability, quantization)
+            rows = checkpoint_kernels(groups, [table], capability, quantization, r.resolved_method)
             done.append(r.model_copy(update={"kernels": rows}))
         out += rows
     return done, out, notes

@@ -52,6 +52,9 @@ class KernelInfo(Strict):
     source: str
     note: str = ""
     requires: str | None = None  # the optional package the kernel needs (and where the release gets it)
+    # the message (an id of the release's engine data) the kernel logs when a layer is set up on it
+    # (vLLM's Marlin weight-only kernels); the engine data's Marlin warnings follow the same selection
+    warns: str | None = None
     otherwise: str | None = None  # the kernel id the release runs instead when ``requires`` is not importable
 
     @model_validator(mode="after")
@@ -74,6 +77,9 @@ class KernelRoute(Strict):
     k_multiple: int = Field(default=1, ge=1)
     n_multiple: int = Field(default=1, ge=1)
     quantization: str | None = None  # only when the engine is started with this --quantization method
+    # only for checkpoints that resolve to one of these methods (the linear method decides the kernel
+    # list: vLLM's compressed-tensors W8A16-FP8 scheme vs Fp8Config / ModelOpt); empty: any
+    methods: tuple[str, ...] = ()
     source: str
 
     @model_validator(mode="after")
@@ -207,8 +213,10 @@ def _group(scheme: Scheme | None) -> int | None:
 
 
 def _matches(row: KernelRoute, scheme: Scheme | None, capability: int | None, shape: tuple[int, int] | None,
-             quantization: str | None) -> bool:
+             quantization: str | None, method: str | None = None) -> bool:
     if row.quantization is not None and row.quantization != quantization:
+        return False
+    if row.methods and method is not None and method not in row.methods:
         return False
     if capability is not None:
         if row.capabilities and capability not in row.capabilities:
@@ -231,15 +239,16 @@ def _matches(row: KernelRoute, scheme: Scheme | None, capability: int | None, sh
 
 def resolve_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *,
                    shape: tuple[int, int] | None = None, quantization: str | None = None,
-                   layout: str | None = None) -> KernelChoice | None:
+                   layout: str | None = None, method: str | None = None) -> KernelChoice | None:
     """The kernel ``table``'s engine runs for ``scheme`` on a GPU of ``capability`` (major*10+minor;
     None: the first row regardless of the GPU), for a layer of ``shape`` (N, K) when given, started
     with ``--quantization quantization`` when given (``layout``: the checkpoint's on-disk layout when
-    the scheme does not carry it). None when the table has no row for it."""
+    the scheme does not carry it), for a checkpoint the engine resolves to ``method`` (None: the first
+    row regardless of the method). None when the table has no row for it."""
     r = route(scheme, layout)
     if r is None:
         return None
-    return _walk(table, r, scheme, capability, shape, quantization)
+    return _walk(table, r, scheme, capability, shape, quantization, method=method)
 
 
 def resolve_route(table: KernelTable, name: str, capability: int | None, *, moe: bool = False) -> KernelChoice | None:
@@ -260,9 +269,10 @@ def resolve_moe_kernel(table: KernelTable, scheme: Scheme, capability: int | Non
 
 
 def _walk(table: KernelTable, r: str, scheme: Scheme | None, capability: int | None,
-          shape: tuple[int, int] | None, quantization: str | None, *, moe: bool = False) -> KernelChoice | None:
+          shape: tuple[int, int] | None, quantization: str | None, *, moe: bool = False,
+          method: str | None = None) -> KernelChoice | None:
     for row in (table.moe_routes if moe else table.routes):
-        if row.route == r and _matches(row, scheme, capability, shape, quantization):
+        if row.route == r and _matches(row, scheme, capability, shape, quantization, method):
             info = table.kernel(row.kernel)
             other = table.kernel(info.otherwise).name.split(" (")[0] if info.otherwise else None
             return KernelChoice(kernel=info, route=r, engine=table.engine, engine_version=table.version,
@@ -287,11 +297,12 @@ class GroupKernel(Strict):
 def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]]
                        | list[tuple[str, Scheme | None, str | None, tuple[str, ...]]],
                        tables: list[KernelTable], capability: int | None,
-                       quantization: str | None = None) -> list[GroupKernel]:
+                       quantization: str | None = None, method: str | None = None) -> list[GroupKernel]:
     """For each (group name, its scheme, its on-disk layout[, the layer kinds it covers: "dense",
     "experts"]) and each release's table: the kernel the release runs — the Linear kernel for dense
     layers, the fused-MoE backend for routed experts (a group covering both gets one row per kind,
-    named "<group> (experts)" / "<group> (dense)"). A group without kinds is taken as dense."""
+    named "<group> (experts)" / "<group> (dense)"). A group without kinds is taken as dense.
+    ``method``: what the checkpoint resolves to in the release (its linear method's kernel list)."""
     out: list[GroupKernel] = []
     for table in tables:
         for g in groups:
@@ -304,7 +315,8 @@ def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]]
                 elif kind == "experts":
                     c = resolve_moe_kernel(table, s, capability, layout=layout)
                 else:
-                    c = resolve_kernel(table, s, capability, quantization=quantization, layout=layout)
+                    c = resolve_kernel(table, s, capability, quantization=quantization, layout=layout,
+                                       method=method)
                 words = None
                 if c is not None:
                     words = c.kernel.name + (f"; needs {c.kernel.requires}, else {c.otherwise}"

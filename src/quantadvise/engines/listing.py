@@ -3,7 +3,8 @@
 :func:`listing` (every method, KV cache dtype and shorthand of a release), :func:`method_detail` (one
 method, the names sharing its class, the overrides producing it, the same name elsewhere) and
 :func:`diff` (two registries side by side; for two releases of one engine also every fact that
-changed and the verdicts that changed on a set of probe checkpoints and GPUs, :func:`verdict_changes`).
+changed, the verdicts that changed on a set of probe checkpoints and GPUs, :func:`verdict_changes`, and
+the GEMM kernels that changed where both releases have a kernel table, :func:`kernel_changes`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import Field
 
 from ..results import OmitNone, Out, Result
 from .data import EngineData, KvCacheDtype, Method, Override, PackageSource, Shorthand
+from .kernels import KernelTable, checkpoint_kernels
 from .resolution import EngineResolution, resolve
 from .vocabulary import OptionDiff
 
@@ -82,7 +84,7 @@ class FactChange(Out):
     """One fact of two releases of the same engine that differs (a method's minimum capability, a
     config rule's accepted values, a dispatch row, a message)."""
 
-    section: str  # methods | kv_cache_dtypes | config_rules | dispatch | messages | optimized_allow_list ...
+    section: str  # methods | kv_cache_dtypes | config_rules | dispatch | messages | optimized_allow_list | kernels ...
     subject: str
     field: str
     before: str
@@ -129,6 +131,9 @@ class EngineDiff(Result):
     verdicts: list[VerdictChange] = Field(default_factory=list)
     probes_compared: int = 0  # probe x GPU pairs judged by both releases
     options: OptionDiff | None = None  # two releases of one engine with both option lists on file (data/flags/)
+    # per release label: the kernel table its kernel changes (``changed`` rows of section "kernels") were read
+    # from, None where the release has no table of its own (then no kernel is compared)
+    kernel_tables: dict[str, str | None] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -177,14 +182,21 @@ def method_detail(e: EngineData, name: str, others: list[EngineData]) -> MethodD
 
 
 def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
-         gpus: list[tuple[str, int]] | None = None, options: OptionDiff | None = None) -> EngineDiff:
+         gpus: list[tuple[str, int]] | None = None, options: OptionDiff | None = None,
+         kernel_tables: tuple[KernelTable | None, KernelTable | None] | None = None) -> EngineDiff:
     """The two registries side by side: the table the chapter asks readers to regenerate. For two
     releases of one engine, also the facts that changed, over ``probes`` x ``gpus`` (label,
-    capability) the verdicts that changed, and ``options`` (engines.vocabulary.compare) as given."""
+    capability) the verdicts that changed, and ``options`` (engines.vocabulary.compare) as given;
+    with ``kernel_tables`` (each release's own table, None where it has none) also the GEMM kernel
+    each probe's config groups run where both releases load it (``changed`` rows of section "kernels")."""
     an = [m.id for m in a.methods if m.kind != "escape_hatch"]
     bn = [m.id for m in b.methods if m.kind != "escape_hatch"]
     both = [DiffRow(name=n, a=a.method(n), b=b.method(n)) for n in sorted(set(an) & set(bn))]
     ak, bk = [k.id for k in a.kv_cache_dtypes], [k.id for k in b.kv_cache_dtypes]
+    same = a.engine == b.engine
+    ta, tb = kernel_tables or (None, None)
+    kernels = kernel_changes(a, b, ta, tb, probes or [], gpus or []) if same and ta and tb else []
+    tables = {e.label: (t.label if t is not None else None) for e, t in ((a, ta), (b, tb))} if kernel_tables else {}
     return EngineDiff(
         a=a.label, b=b.label, counts={a.label: counts(a), b.label: counts(b)},
         only_a=sorted(set(an) - set(bn)), only_b=sorted(set(bn) - set(an)), both=both,
@@ -192,7 +204,7 @@ def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
         kv_both=[k for k in ak if k in bk],
         not_optimized={e.label: [m.id for m in e.real_cli_methods if m.optimized is False] for e in (a, b)
                        if e.optimized_allow_list is not None},
-        changed=fact_changes(a, b) if a.engine == b.engine else [],
+        changed=(fact_changes(a, b) + kernels) if same else [], kernel_tables=tables,
         verdicts=verdict_changes(a, b, probes or [], gpus or []) if a.engine == b.engine else [],
         probes_compared=len(probes or []) * len(gpus or []) if a.engine == b.engine else 0, options=options,
         warnings=[f"{a.label} was compared with itself: nothing can differ (name two releases, e.g. "
@@ -205,10 +217,12 @@ def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
 # -------------------------------------------------------------------------------------------------
 
 _METHOD_FIELDS = ("config_class", "min_capability", "effective_min_capability", "supported_act_dtypes", "deprecated",
-                  "optimized", "cli_choice", "registered", "config_filenames", "without_config", "weight_only_below")
+                  "optimized", "cli_choice", "registered", "config_filenames", "without_config", "weight_only_below",
+                  "weight_only_block_below", "weight_only_a16_except", "weight_only_message")
 _KV_FIELDS = ("mode", "storage", "min_capability", "capability_majors", "not_on", "error")
 _DISPATCH_FIELDS = ("scheme", "min_capability", "exact_capability", "fallback", "fallback_below",
-                    "fallback_min_capability", "error")
+                    "fallback_min_capability", "fallback_message", "message", "message_below", "message_block_below",
+                    "message_except", "error")
 
 
 def _show(v: Any) -> str:
@@ -260,7 +274,7 @@ def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
         for f in ("types", "num_bits", "type_and_bits", "strategies", "on_violation"):
             if getattr(ka, f) != getattr(kb, f):
                 out.append(_change("kv_cache_scheme", "kv_cache_scheme", f, getattr(ka, f), getattr(kb, f)))
-    for name in ("override_order", "optimized_allow_list", "requantization_methods"):
+    for name in ("override_order", "optimized_allow_list", "requantization_methods", "humming_preferred"):
         va, vb = getattr(a, name), getattr(b, name)
         if va != vb:
             out.append(_change(name, name, "value", va, vb))
@@ -323,3 +337,40 @@ def verdict_changes(a: EngineData, b: EngineData, probes: list[Probe], gpus: lis
                 out.append(VerdictChange(probe=p.label, gpu=gpu, before=ch[0], after=ch[1], added=ch[2],
                                          removed=ch[3]))
     return out
+
+
+def _kernel_words(r: EngineResolution, p: Probe, table: KernelTable, capability: int) -> str | None:
+    """``"group: kernel"`` for each config group of the probe's checkpoint in ``table``'s release (None: the
+    release refuses it, or it has no config group: a refusal is the verdict's change, not a kernel's)."""
+    if r.refused or p.checkpoint is None or not p.checkpoint.groups:
+        return None
+    groups = []
+    for g in p.checkpoint.groups:
+        try:
+            s = g.scheme() if g.weight is not None and g.scheme_error is None else None
+        except ValueError:
+            s = None
+        groups.append((g.name, s, g.format))
+    rows = checkpoint_kernels(groups, [table], capability, p.quantization, r.resolved_method)
+    words = [k.name.split(" (")[0] if k.name else "not on file" for k in rows]
+    return words[0] if len(rows) == 1 else "; ".join(f"{k.group}: {w}" for k, w in zip(rows, words, strict=True))
+
+
+def kernel_changes(a: EngineData, b: EngineData, ta: KernelTable, tb: KernelTable, probes: list[Probe],
+                   gpus: list[tuple[str, int]]) -> list[FactChange]:
+    """The GEMM kernel each probe checkpoint's config groups run (engines/kernels), where both releases load
+    it and it differs: one row per probe and change, naming the GPUs it holds on (``field`` "kernel on
+    sm80, sm86")."""
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for p in probes:
+        if p.checkpoint is None:
+            continue
+        for gpu, cap in gpus:
+            kw: dict[str, Any] = {"capability": cap, "quantization": p.quantization, "kv_cache_dtype": p.kv_cache_dtype,
+                                  "model_type": p.model_type, "model_dtype": p.model_dtype}
+            ka = _kernel_words(resolve(a, p.checkpoint, **kw), p, ta, cap)
+            kb = _kernel_words(resolve(b, p.checkpoint, **kw), p, tb, cap)
+            if ka is not None and kb is not None and ka != kb:
+                seen.setdefault((p.label, ka, kb), []).append(gpu.split(" ")[0])
+    return [FactChange(section="kernels", subject=label, field=f"kernel on {', '.join(on)}", before=ka, after=kb)
+            for (label, ka, kb), on in seen.items()]

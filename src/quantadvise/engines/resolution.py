@@ -17,11 +17,12 @@ from pydantic import Field
 from ..results import Out
 from .config_checks import check_rules as _check_rules
 from .config_checks import check_without_config as _check_without_config
-from .data import EngineData, Method, Override, Severity
+from .data import Dispatch, EngineData, Method, Override, Severity
 from .kernels import GroupKernel
+from .kv_checks import check_kv
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..checkpoint.quant import CheckpointQuant
+    from ..checkpoint.quant import CheckpointQuant, QuantGroup
 
 
 class Finding(Out):
@@ -145,6 +146,10 @@ class _Ctx:
         self.checkpoint_method: str | None = None  # quant_method as the engine reads it
         self.resolved: str | None = None  # the method it resolves to
 
+    @property
+    def refused(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
     def add(self, kind: str, severity: Severity, message: str, subject: str | None = None, **values: Any) -> None:
         msg = self.engine.message(kind)
         self.findings.append(Finding(
@@ -195,7 +200,7 @@ def resolve(
         ctx.add("unquant_opt_out", "info", f"--quantization {user} tells {engine.label} to ignore the checkpoint's "
                 "quantization_config" + (" (its quantized tensors will not load as 16-bit weights)" if ck and
                                         ck.is_quantized else ""), subject=user)
-        kv_res = _check_kv(ctx, engine, ck, None, kv, capability, platform)
+        kv_res = check_kv(ctx, engine, ck, None, kv, capability, platform)
         return done(None, kv_resolved=kv_res)
 
     # 1. the checkpoint's method as this engine reads it
@@ -280,7 +285,7 @@ def resolve(
                     f"'{user}'; drop --quantization (or pass {ck_method})", subject=user, quantization=user,
                     checkpoint_method=ck_method)
             ctx.resolved = None
-            return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
+            return done(None, kv_resolved=check_kv(ctx, engine, ck, None, kv, capability, platform))
 
     # 5. vLLM: --quantization fp8 on an unquantized checkpoint is the online shorthand now
     if ck_method is None and resolved == "fp8" and engine.message("fp8_online_deprecated") and \
@@ -293,7 +298,7 @@ def resolve(
     ctx.resolved = resolved
     if resolved is None:
         steps.append("no quantization: 16-bit weights")
-        return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
+        return done(None, kv_resolved=check_kv(ctx, engine, ck, None, kv, capability, platform))
 
     # 5b. GGUF weight files: the engines' default loaders look for safetensors/bin files in a folder
     if ck is not None and ck.family == "gguf" and ck.details.get("path_kind") in ("file", "folder"):
@@ -316,18 +321,25 @@ def resolve(
         ctx.add("unknown_method", "error", f"'{resolved}' is {why} in {engine.label}"
                 + (f" ({ck.family} checkpoints do not load here)" if ck is not None and ck_method == resolved else ""),
                 subject=resolved, quantization=resolved, supported=_pylist(engine.registered_names))
-        return done(None, kv_resolved=_check_kv(ctx, engine, ck, None, kv, capability, platform))
+        return done(None, kv_resolved=check_kv(ctx, engine, ck, None, kv, capability, platform))
     steps.append(f"'{resolved}' -> {method.config_class}"
                  + (f" (get_name {method.canonical})" if method.canonical else ""))
-    _check_without_config(ctx, engine, ck, ck_method, method, resolved, steps)
-    if ck is not None and ck_method is not None:
-        _check_rules(ctx, engine, ck, resolved)
+    # The rest follows the engine's own order, and stops where the engine raises: the model config
+    # checks (vLLM ModelConfig._verify_quantization, config/model.py:1464-1485; SGLang
+    # _verify_quantization), then building the config class (get_quant_config) and the checks made on
+    # it (vLLM VllmConfig._get_quantization_config, config/vllm.py:922-943; SGLang model_loader/loader.py
+    # _get_quantization_config: capability, then the activation dtype), then the model's layers (the
+    # compressed-tensors scheme of each group, the weight-only kernels). A refusal makes every later
+    # stage unreachable, so nothing past it is reported (the KV cache flag is checked regardless).
+    def stop() -> EngineResolution:
+        return done(method, kv_resolved=check_kv(ctx, engine, ck, method, kv, capability, platform))
 
     # 7. platform allow-list
     plist = engine.platform_list(platform) if platform != "cuda" else None
     if plist is not None and resolved not in plist.allowed:
         ctx.add("platform_unsupported", "error", f"'{resolved}' is not on {engine.label}'s {platform} allow-list",
                 subject=resolved, quantization=resolved, device=platform)
+        return stop()
 
     # 8. deprecated
     if method.deprecated:
@@ -337,6 +349,7 @@ def resolve(
         else:
             ctx.add("deprecated_method", "error", f"'{resolved}' is deprecated in {engine.label}: it refuses to start "
                     "without --allow-deprecated-quantization", subject=resolved, quantization=resolved)
+            return stop()
 
     # 9. SGLang's optimized allow-list
     if engine.optimized_allow_list is not None and method.optimized is False:
@@ -351,49 +364,113 @@ def resolve(
                     + ("; the checkpoint's Marlin path (drop --quantization) is optimized" if fits_marlin else ""),
                     subject=resolved, quantization=resolved)
 
-    # 10. compute capability
+    # 10. get_quant_config: no config to read, or the config class refuses what it reads
+    _check_without_config(ctx, engine, ck, ck_method, method, resolved, steps)
+    if ck is not None and ck_method is not None:
+        _check_rules(ctx, engine, ck, resolved)
+    if ck is not None and ck.family == "fp8" and method.config_class and "Fp8" in method.config_class \
+            and ck.weight_block_size and ck.activation_scheme == "static":
+        ctx.add("block_static_activations", "error", "block-quantized fp8 weights need dynamic activations "
+                "(activation_scheme: dynamic)", subject="activation_scheme", activation_scheme="static")
+    if ctx.refused:
+        return stop()
+
+    # 11. compute capability
     if capability is not None and method.min_capability is not None and capability < method.min_capability:
         ctx.add("capability_too_low", "error", f"'{resolved}' needs compute capability {method.min_capability}; this "
                 f"GPU has {capability}", subject=resolved, quantization=resolved,
                 min_capability=method.min_capability, capability=capability)
-    elif capability is not None and method.effective_min_capability and capability < method.effective_min_capability:
+        return stop()
+    if capability is not None and method.effective_min_capability and capability < method.effective_min_capability:
         ctx.add("kernel_capability", "warning", f"'{resolved}' passes the config-level gate but its kernels need "
                 f"compute capability {method.effective_min_capability}", subject=resolved)
 
-    # the weight-only fallbacks are Marlin kernels, which exist on CUDA only
-    if platform == "cuda" and capability is not None and method.weight_only_below \
-            and capability < method.weight_only_below and ck is not None and ck.is_quantized \
-            and not _below_gate(method, capability):
-        ctx.add(method.weight_only_message or "weight_only_fallback", "warning", f"'{resolved}' on compute capability "
-                f"{capability} (below {method.weight_only_below}) runs the weights weight-only through Marlin: the "
-                "activations stay 16-bit, so compute-bound batches gain nothing over bf16", subject=resolved)
-
-    # 11. activation dtype
+    # 12. activation dtype
     if method.supported_act_dtypes and dtype not in method.supported_act_dtypes:
         ctx.add("act_dtype_unsupported", "error", f"'{resolved}' runs with {', '.join(method.supported_act_dtypes)} "
                 f"activations, the model's dtype is {dtype}: pass --dtype {method.supported_act_dtypes[0]}",
                 subject=resolved, dtype=f"torch.{dtype}", quantization=resolved,
                 supported="[" + ", ".join(f"torch.{d}" for d in method.supported_act_dtypes) + "]")
+        return stop()
 
-    # 12. fp8 config checks
+    # the weight-only fallbacks are Marlin kernels, which exist on CUDA only
+    if platform == "cuda" and capability is not None and ck is not None and ck.is_quantized:
+        _weight_only(ctx, engine, method, resolved, ck, capability)
+
     groups: list[GroupDispatch] = []
-    if ck is not None and ck.family == "fp8" and method.config_class and "Fp8" in method.config_class \
-            and ck.weight_block_size and ck.activation_scheme == "static":
-        ctx.add("block_static_activations", "error", "block-quantized fp8 weights need dynamic activations "
-                "(activation_scheme: dynamic)", subject="activation_scheme", activation_scheme="static")
-
-    # 13. compressed-tensors checks and scheme dispatch
+    # 13. the model's layers: compressed-tensors checks and scheme dispatch
     if ck is not None and method.config_class == "CompressedTensorsConfig" and engine.compressed_tensors is not None:
         groups = _check_ct(ctx, engine, ck, capability, platform)
     elif ck is not None and method.scheme_gates:
         groups = _check_gates(ctx, engine, ck, method, capability)
 
-    kv_res = _check_kv(ctx, engine, ck, method, kv, capability, platform)
+    kv_res = check_kv(ctx, engine, ck, method, kv, capability, platform)
     return done(method, groups, kv_res)
 
 
-def _below_gate(method: Method, capability: int) -> bool:
-    return method.min_capability is not None and capability < method.min_capability
+def _is_block(g: QuantGroup | None, ck: CheckpointQuant) -> bool:
+    return (g is not None and g.weights is not None and g.weights.strategy == "block") or bool(ck.weight_block_size)
+
+
+def _marlin_group(method: Method, g: QuantGroup | None, ck: CheckpointQuant, capability: int) -> bool:
+    """Whether the method's kernel list lands on Marlin for group ``g`` on ``capability`` (the
+    humming-preferred capabilities are the caller's): 16-bit-activation groups where
+    ``weight_only_a16_except`` is set, on every other capability; else below ``weight_only_below``
+    (block-quantized weights: ``weight_only_block_below``)."""
+    if g is not None and g.input_activations is None and method.weight_only_a16_except is not None:
+        return capability not in method.weight_only_a16_except
+    below = method.weight_only_block_below if _is_block(g, ck) and method.weight_only_block_below \
+        else method.weight_only_below
+    return below is not None and capability < below
+
+
+def _weight_only(ctx: _Ctx, engine: EngineData, method: Method, resolved: str, ck: CheckpointQuant,
+                 capability: int) -> None:
+    """The method's weight-only fallback: the engine's warning where its kernel list lands on Marlin
+    (the code path that logs it), a note where a kernel that logs nothing runs the weights weight-only
+    instead (Humming on the engine's humming-preferred capabilities)."""
+    if method.weight_only_below is None and method.weight_only_block_below is None \
+            and method.weight_only_a16_except is None:
+        return
+    groups: list[QuantGroup | None] = [g for g in ck.groups if g.weights is not None] or [None]
+    marlin = [g for g in groups if _marlin_group(method, g, ck, capability)]
+    if not marlin:
+        return
+    a16 = method.weight_only_a16_except is not None and all(
+        g is not None and g.input_activations is None for g in marlin)
+    if capability in engine.humming_preferred:
+        if not a16:  # a W8A8 / W4A4 checkpoint that runs weight-only, silently
+            ctx.add("weight_only_silent", "info", f"'{resolved}' on compute capability {capability} runs the "
+                    f"weights weight-only: {engine.label} prefers its Humming kernel over Marlin on this GPU and logs "
+                    "no warning; the activations stay 16-bit, so compute-bound batches gain nothing over bf16",
+                    subject=resolved)
+        return
+    if a16:
+        native = "/".join(map(str, method.weight_only_a16_except or ()))
+        text = (f"'{resolved}' on compute capability {capability} runs its 16-bit-activation layers through the "
+                f"Marlin weight-only kernel (the native weight-only kernel needs compute capability {native})")
+    else:
+        below = method.weight_only_block_below if method.weight_only_block_below and \
+            all(_is_block(g, ck) for g in marlin) else method.weight_only_below
+        text = (f"'{resolved}' on compute capability {capability} (below {below}) runs the weights weight-only "
+                "through Marlin: the activations stay 16-bit, so compute-bound batches gain nothing over bf16")
+    ctx.add(method.weight_only_message or "weight_only_fallback", "warning", text, subject=resolved)
+
+
+def _row_message(engine: EngineData, row: Dispatch, g: QuantGroup, ck: CheckpointQuant,
+                 capability: int | None) -> str | None:
+    """The message a dispatch row's own scheme logs for group ``g``: unconditional, or only where its
+    kernel list lands on the Marlin kernel that logs it (``message_below`` / ``message_block_below``,
+    not ``message_except``, not the humming-preferred capabilities)."""
+    if row.message is None:
+        return None
+    conditional = row.message_below is not None or row.message_block_below is not None or bool(row.message_except)
+    if not conditional:
+        return row.message
+    if capability is None or capability in row.message_except or capability in engine.humming_preferred:
+        return None
+    below = row.message_block_below if _is_block(g, ck) and row.message_block_below else row.message_below
+    return row.message if below is None or capability < below else None
 
 
 def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None,
@@ -452,19 +529,26 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
             out.append(GroupDispatch(group=g.name, scheme_class=None, label=chosen.label, row=chosen.id))
             continue
         scheme, min_cap, note = chosen.scheme, chosen.min_capability, ""
-        said = chosen.message
+        said = _row_message(engine, chosen, g, ck, capability)
         if chosen.fallback and (not chosen.fallback_platforms or platform in chosen.fallback_platforms) \
                 and capability is not None and chosen.fallback_below and capability < chosen.fallback_below:
             scheme, min_cap = chosen.fallback, chosen.fallback_min_capability
             note = f"below compute capability {chosen.fallback_below}: weight-only fallback"
-            said = chosen.fallback_message or said
+            # the fallback's Marlin kernel logs its message; where the engine prefers Humming, nothing
+            said = chosen.fallback_message if capability not in engine.humming_preferred else None
         out.append(GroupDispatch(group=g.name, scheme_class=scheme, label=chosen.label, min_capability=min_cap,
                                  row=chosen.id, note=note))
         refused = capability is not None and min_cap is not None and capability < min_cap
+        if note and not said and not refused:
+            ctx.add("weight_only_silent", "info", f"config group '{g.name}' ({chosen.label}) runs as {scheme} on "
+                    f"compute capability {capability}, below {chosen.fallback_below}: the checkpoint's activation "
+                    f"quantization is ignored and the weights run weight-only; {engine.label} logs no warning for "
+                    "it", subject=g.name)
         if said and not refused and not any(f.kind == said for f in ctx.findings):
             why = (f" on compute capability {capability}, below {chosen.fallback_below}: the checkpoint's activation "
                    "quantization is ignored and the weights run weight-only" if note else
-                   ": the weights run weight-only through Marlin")
+                   (f" on compute capability {capability}" if capability is not None else "")
+                   + ": the weights run weight-only through Marlin")
             ctx.add(said, "warning", f"config group '{g.name}' ({chosen.label}) runs as {scheme}{why}, so "
                     "compute-bound batches gain nothing over 16-bit activations", subject=g.name)
         if refused:
@@ -487,86 +571,3 @@ def _check_gates(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, method: Met
                     f"capability {gate.min_capability} in {method.id}; this GPU has {capability}", subject=g.name,
                     min_capability=gate.min_capability, capability=capability)
     return out
-
-
-def _check_kv(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | None, method: Method | None, kv: str,
-              capability: int | None, platform: str) -> str | None:
-    row = engine.kv_dtype(kv)
-    if row is None:
-        ctx.add("kv_dtype_unknown", "error", f"--kv-cache-dtype {kv} is not one of {engine.label}'s "
-                f"{len(engine.kv_cache_dtypes)} choices: {', '.join(k.id for k in engine.kv_cache_dtypes)}", subject=kv)
-        return None
-    if row.error:
-        ctx.add(row.error, "error", f"--kv-cache-dtype {kv} is still a choice of {engine.label}, but it refuses it"
-                + (f": {row.notes}" if row.notes else ""), subject=kv)
-    if platform in row.not_on:
-        ctx.add("kv_dtype_platform", "error", f"--kv-cache-dtype {kv} is not available on {platform} in "
-                f"{engine.label}", subject=kv)
-    if capability is not None and row.min_capability is not None and capability < row.min_capability:
-        ctx.add("kv_dtype_capability", "error", f"--kv-cache-dtype {kv} needs compute capability {row.min_capability} "
-                f"in {engine.label}; this GPU has {capability}", subject=kv)
-    if capability is not None and row.capability_majors and capability // 10 not in row.capability_majors:
-        ctx.add("kv_dtype_capability", "error", f"--kv-cache-dtype {kv} runs only on SM"
-                + "/SM".join(f"{m}x" for m in row.capability_majors) + f" GPUs in {engine.label}; this GPU has "
-                f"{capability}", subject=kv)
-    # a KV-scale method on attention + fp8_e5m2
-    if kv == "fp8_e5m2" and method is not None and ck is not None and engine.message("fp8_e5m2_with_fp8_checkpoint"):
-        installs = method.kv_scales_on_attention == "always" or (
-            method.kv_scales_on_attention == "with_kv_scheme" and ck.kv_cache_raw is not None)
-        if installs:
-            ctx.add("fp8_e5m2_with_fp8_checkpoint", "error", f"'{method.id}' loads e4m3 KV scales from the "
-                    "checkpoint, which fp8_e5m2 cannot use: pass --kv-cache-dtype fp8 (e4m3) or auto", subject=kv)
-    # a compressed-tensors kv_cache_scheme the engine cannot use
-    ct = engine.compressed_tensors
-    kv_ok = True
-    if ck is not None and ck.kv_cache_raw is not None and ck.kv_cache is not None and ct is not None and \
-            ck.family in ("compressed-tensors", "modelopt") and (method is None or method.config_class ==
-                                                                  "CompressedTensorsConfig"):
-        kv_ok = _check_kv_scheme(ctx, engine, ck)
-    if kv != "auto":
-        return kv
-    if ck is None:
-        return "auto"
-    if ck.kv_cache_algo:
-        key = "nvfp4" if "FP4" in ck.kv_cache_algo.upper() else "fp8"
-        rule = next((a for a in engine.auto_kv if a.checkpoint_kv == key), None)
-        if rule is not None:
-            return rule.becomes
-    if ck.kv_cache_raw is not None and kv_ok:
-        rule = next((a for a in engine.auto_kv if a.checkpoint_kv == "kv_cache_scheme"), None)
-        if rule is not None:
-            return rule.becomes
-    return "auto"
-
-
-def _check_kv_scheme(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant) -> bool:
-    ct = engine.compressed_tensors
-    assert ct is not None and ck.kv_cache is not None
-    rule = ct.kv_cache_scheme
-    a = ck.kv_cache
-    type_ok, bits_ok = a.type in rule.types, a.num_bits in rule.num_bits
-    bad_tb = (not type_ok and not bits_ok) if rule.type_and_bits == "either_must_match" else not (type_ok and bits_ok)
-    problems: list[tuple[str, str, dict[str, Any]]] = []
-    if bad_tb:
-        problems.append(("kv_cache_scheme_unsupported", f"type {a.type}, {a.num_bits} bits",
-                         {"num_bits": a.num_bits, "type": a.type}))
-    elif a.strategy not in rule.strategies:
-        problems.append(("kv_cache_scheme_strategy", f"strategy {a.strategy}", {"strategy": a.strategy}))
-    elif rule.symmetric and not a.symmetric:
-        problems.append(("kv_cache_scheme_symmetric", "asymmetric", {"symmetric": a.symmetric}))
-    elif rule.dynamic and bool(a.dynamic) not in rule.dynamic:
-        problems.append(("kv_cache_scheme_dynamic", "dynamic scales", {}))
-    if not problems:
-        return True
-    kind, what, values = problems[0]
-    accepted = (f"type {'/'.join(rule.types)}, {'/'.join(map(str, rule.num_bits))} bits, strategy "
-                f"{' or '.join(rule.strategies)}, symmetric")
-    if rule.on_violation == "error":
-        ctx.add(kind, "error", f"kv_cache_scheme ({what}) cannot be loaded by {engine.label}, which accepts only "
-                f"{accepted}", subject="kv_cache_scheme", **values)
-    else:
-        ctx.add("kv_cache_scheme_ignored", "warning", f"kv_cache_scheme ({what}) is ignored by {engine.label} (it uses "
-                f"only {accepted}); the KV cache runs unquantized unless --kv-cache-dtype says otherwise",
-                subject="kv_cache_scheme")
-    return False
-

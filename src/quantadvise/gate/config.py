@@ -60,6 +60,34 @@ def _share(value: Any) -> Any:
 Share = Annotated[float, BeforeValidator(_share)]
 
 
+def _limited(field: str) -> BeforeValidator:
+    """A number held to the one input layer's limits (``inputs.LIMITS[field]``) with its message: the
+    key says what ``--reserve-gb`` says (``must be a number >= 0 and <= 4,096, got inf``). A numeric
+    string counts as its number (YAML 1.1 reads ``1e308`` as a string); a whole number where the flag
+    takes any number is read as the flag reads it (a float)."""
+
+    def check_number(value: Any) -> Any:
+        from ..errors import InputError
+        from ..inputs import LIMITS, check, flag
+
+        if value is None:
+            return None
+        x = value
+        if isinstance(value, str):
+            try:
+                x = float(value.strip())
+            except ValueError:
+                x = value
+        elif isinstance(value, int) and not isinstance(value, bool) and not LIMITS[field].integer:
+            x = float(value)  # as the flag reads it: `got -1.0`, the same words
+        try:
+            return check(field, x)
+        except InputError as exc:
+            raise ValueError(exc.message.removeprefix(f"{flag(field)} ")) from None
+
+    return BeforeValidator(check_number)
+
+
 class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -82,7 +110,7 @@ class TaskLimits(_Cfg):
 
     max_delta_drop: Share | None = Field(default=None, ge=0, le=1)
     max_flip_rate: Share | None = Field(default=None, ge=0, le=1)
-    max_kl: float | None = Field(default=None, ge=0)
+    max_kl: Annotated[float | None, _limited("max_kl")] = None  # nats, as --max-kl
     min_samples: int | None = Field(default=None, ge=1)
 
     def limits(self) -> dict[str, Any]:
@@ -131,11 +159,11 @@ class DeploymentConfig(_Cfg):
     engine: Engine | None = None
     engine_version: str | None = None
     gpu: str | None = None
-    gpus: int | None = Field(default=None, ge=1, le=1024)
+    gpus: Annotated[int | None, _limited("gpus")] = None
     quantization: str | None = None
     kv_cache_dtype: str | None = None
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    reserve_gb: float | None = Field(default=None, ge=0)
+    gpu_memory_utilization: Annotated[float | None, _limited("memory_utilization")] = None
+    reserve_gb: Annotated[float | None, _limited("reserve_gb")] = None  # GiB per GPU, as --reserve-gb
     workload: WorkloadSpec = WorkloadSpec()
     thresholds: Thresholds = Thresholds()
     accuracy: AccuracyConfig | None = None

@@ -98,9 +98,10 @@ RULES: tuple[Rule, ...] = (
        "--tensor-parallel-size x --pipeline-parallel-size exceeds the GPUs the container is given, or the "
        "attention heads do not split over the tensor-parallel degree: the engine fails to start."),
     _r("QA108", "invalid-engine-argument", "engine", "error",
-       "An engine argument has a value the engine refuses",
+       "The engine's argument parser refuses the command",
        "A flag that matters has a value the engine's argument parser rejects (not an integer, not a number), "
-       "so the server does not start."),
+       "the command spells an option the release does not register (misspelt, removed, or a prefix of "
+       "several), or it runs a server module the release does not ship: argparse or Python exits at start-up."),
     _r("QA109", "deployment-artifact-warning", "engine", "warning",
        "The artifact does not launch what it appears to",
        "A flag given twice, a build ARG used at run time, $VAR in an exec-form CMD, a shell-form CMD appended to "
@@ -112,10 +113,11 @@ RULES: tuple[Rule, ...] = (
        "variable a default or declare the value in quantadvise.yaml."),
     _r("QA111", "model-not-resolved", "engine", "warning",
        "The model's config.json could not be read: only the engine-level rules ran",
-       "The model is not bundled, not a local copy and not in the Hugging Face cache, and the Hub could not "
-       "be reached (offline, gated, or unknown): the rules that need no model config (a method or KV cache "
-       "dtype the engine refuses, SGLang's not-optimized list) ran; memory, speed and drift did not. Vendor "
-       "the config.json (model: in quantadvise.yaml) or fetch it once (hf download ID config.json)."),
+       "The launch names no model (an image entrypoint whose arguments come from elsewhere), or the model is "
+       "not bundled, not a local copy and not in the Hugging Face cache, and the Hub could not be reached "
+       "(offline, gated, or unknown): the rules that need no model config (a method or KV cache dtype the "
+       "engine refuses, SGLang's not-optimized list) ran; memory, speed and drift did not. Vendor the "
+       "config.json (model: in quantadvise.yaml) or fetch it once (hf download ID config.json)."),
     _r("QA112", "engine-upgrade-changes", "engine", "warning",
        "Upgrading the engine changes what it does with this deployment",
        "With --upgrade-to ENGINE@VERSION (or upgrade_to: in quantadvise.yaml) every deployment of that engine is "

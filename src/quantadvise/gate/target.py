@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +65,41 @@ def scheme_bits(scheme: Scheme | None, kv: TensorQuant | None) -> float | None:
     return min((t.bits for t in ts), default=None)
 
 
+def site_key(inv: EngineInvocation, file: str) -> str:
+    """The stable part of a launch's finding subjects: its file and its place there (a container,
+    a service, ``CMD``), else its engine. No line: a finding keeps its fingerprint (and its baseline
+    entry) when lines above it move."""
+    return f"{file}#{inv.context or inv.engine}"
+
+
+def ordinals(keys: Sequence[str | None]) -> list[int]:
+    """For each deployment, how many before it (and itself) share its :func:`site_key`: 1 for the
+    first, 2 for the second ... Two launches with no context in one file (two ``vllm serve`` lines in
+    a script, two Makefile recipes, two ``subprocess.run`` calls) share a key; the ordinal tells them
+    apart (``serve.sh#vllm``, ``serve.sh#vllm#2``), so one launch's findings never hide another's."""
+    seen: dict[str, int] = {}
+    out = []
+    for k in keys:
+        if k is None:
+            out.append(1)
+            continue
+        seen[k] = seen.get(k, 0) + 1
+        out.append(seen[k])
+    return out
+
+
 def site_for(inv: EngineInvocation | None, file: str | None, config_file: str | None,
-             config_lines: Mapping[str, int]) -> tuple[Site, str]:
-    """(where the deployment's findings point, what kind of source it came from)."""
+             config_lines: Mapping[str, int], nth: int = 1, nth_on_line: int = 1) -> tuple[Site, str]:
+    """(where the deployment's findings point, what kind of source it came from). ``nth``: the
+    deployment's :func:`ordinals` entry; the first keeps the bare key (the fingerprints of a file with
+    one launch never change), a later one with the same key gets ``#nth``. ``nth_on_line``: its ordinal
+    among the launches that start on its line (``vllm serve a & vllm serve b``): the label of a later one
+    says so, so every deployment has its own label."""
     if inv is not None and file is not None:
-        site = Site(key=f"{file}#{inv.context or inv.engine}",
-                    label=f"{file}:{inv.line}" + (f" ({inv.context})" if inv.context else ""), file=file,
+        key = site_key(inv, file)
+        label = f"{file}:{inv.line}" + (f" ({inv.context})" if inv.context else "") + (
+            f" (launch {nth_on_line} on the line)" if nth_on_line > 1 else "")
+        site = Site(key=key if nth <= 1 else f"{key}#{nth}", label=label, file=file,
                     line=inv.line, flag_lines=dict(inv.flag_lines), config_file=config_file,
                     config_lines=dict(config_lines))
         return site, inv.source
@@ -286,9 +315,11 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
 
 def speed_workload(w: DeployedWorkload, cfg: DeploymentConfig, mem: MemoryFit | None,
                    sequence_bytes: Callable[[int], float] | None) -> tuple[int | None, int | None, list[str]]:
-    """(sequences, context, assumptions) the speed rules price. The declared workload; else the engine's
-    own batch: its running-sequence cap, at most what its KV cache holds at ``recommend``'s default
-    context (capped at the longest request). None: no speed verdict (the engine does not start)."""
+    """(sequences, context, assumptions) the speed rules price. The declared workload, at most the
+    engine's running-sequence cap (``--max-num-seqs``, the flag or the engine's default: it never runs
+    more at once); else the engine's own batch: its cap, at most what its KV cache holds at
+    ``recommend``'s default context (capped at the longest request). None: no speed verdict (the engine
+    does not start)."""
     w_cfg, notes = cfg.workload, []
     ctx = w_cfg.ctx
     if ctx is None and w_cfg.prompt is None and w_cfg.output is None:
@@ -298,9 +329,15 @@ def speed_workload(w: DeployedWorkload, cfg: DeploymentConfig, mem: MemoryFit | 
                         if w.max_model_len else ""))
     if mem is not None and not mem.starts:  # a declared workload too: nothing runs to price
         return None, ctx, [*notes, "no speed verdict: the engine does not start"]
-    if w_cfg.batch is not None:
-        return w_cfg.batch, ctx, notes
     cap = mem.max_num_seqs if mem is not None and mem.max_num_seqs else w.max_num_seqs
+    cap_from = mem.max_num_seqs_source if mem is not None and mem.max_num_seqs else w.max_num_seqs_source
+    if w_cfg.batch is not None:
+        if cap is not None and w_cfg.batch > cap:  # the engine never runs more at once: the rest wait (QA505)
+            notes.append(f"concurrency: {cap:,}, the engine's cap {w.flag('max_num_seqs')} {cap:,} ({cap_from}): "
+                         f"it runs at most that many of the declared {w_cfg.batch:,} sequences at once, the rest "
+                         "queue; speed is priced at the cap")
+            return cap, ctx, notes
+        return w_cfg.batch, ctx, notes
     if cap is None:
         return None, ctx, [*notes, "no speed verdict: no workload declared and no engine batch to assume"]
     n, why = cap, f"{w.flag('max_num_seqs')} {cap:,} ({mem.max_num_seqs_source if mem else w.max_num_seqs_source})"

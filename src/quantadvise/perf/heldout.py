@@ -152,6 +152,7 @@ def moe_time(curve: KernelCurve, cfg: dict[str, int], tokens: float, weight_byte
 
 def moe_errors(curve: KernelCurve, doc: dict[str, Any], bandwidth: float, peak: float) -> HeldOut:
     """Errors of a fused-MoE curve on its held-out document (configs x token counts, seconds)."""
+    curve = curve.as_fused_moe()
     errs = []
     for cfg, row in zip(doc["configs"], doc["seconds"], strict=True):
         for t, meas in zip(doc["tokens"], row, strict=True):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from ..inputs import DECODE_CTX, LIMITS, check
+from ..inputs import DECODE_CTX, LIMITS, Limit, check
 from ..model import ModelArch
 from ..scheme import Scheme
 from ..sizing import quantized_groups
@@ -64,13 +64,13 @@ def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "
     elif isinstance(text, (list, tuple)):
         values = [int(v) for v in text]
     else:
-        values = [_int(p.strip(), field, "2048 or 512,2k,32k") for p in str(text).split(",") if p.strip()]
+        values = [_int(p.strip(), field, "2048 or 512,2k,32k", DECODE_CTX) for p in str(text).split(",") if p.strip()]
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 2048 or 512,2k,32k", field=field)
     return tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
 
 
-def _int(text: str, field: str, example: str) -> int:
+def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int:
     t = text.lower().replace("_", "")
     mult = 1
     if t.endswith("k"):
@@ -78,7 +78,14 @@ def _int(text: str, field: str, example: str) -> int:
     try:
         return int(t) * mult
     except ValueError:
-        raise InputError(f"--{field}: '{text}' is not a whole number (e.g. {example})", field=field) from None
+        from ..inputs import bad_value, flag
+
+        lim = limit or LIMITS.get(field)
+        if lim is None:
+            raise bad_value(field, text, integer=True) from None
+        # the one wording of every command (inputs.bad_value), with the list forms this flag takes
+        raise InputError(f"{flag(field)} must be {lim.describe()} (a list: {example}), got {text!r}",
+                         field=field) from None
 
 
 def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | None]:

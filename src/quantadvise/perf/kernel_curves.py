@@ -82,6 +82,24 @@ def _locate(x: float, knots: tuple[float, ...]) -> tuple[int, float]:
     return i, (x - knots[i]) / (knots[i + 1] - knots[i])
 
 
+def monotone_m_factor(factors: tuple[float, ...]) -> tuple[float, ...]:
+    """The largest non-decreasing sequence at or below ``factors`` (a running minimum from the largest M
+    down): the M factor a curve is priced with.
+
+    A call of more rows never has a higher compute cost per row than a call of fewer: the extra rows
+    fill tiles the smaller call leaves partly idle. A fitted factor can say otherwise at small M, where
+    the call is memory-bound and the compute term is not pinned by any measurement (the A100 cuBLAS fit
+    gives 1.0 at M = 16 and 0.37 at M = 64); borrowed by a composed 4-bit curve, whose memory term is
+    four times smaller, that artefact priced 38 rows cheaper per token than 64 and made delivered
+    tokens/s fall as the batch grew. Priced through this envelope, a decode step's time per token never
+    rises with the batch (the weights and fixed costs are shared, the compute per row never rises, the
+    KV cache is per sequence), so neither does a scheme's throughput (docs/calibration.md)."""
+    out = list(factors)
+    for i in range(len(out) - 2, -1, -1):
+        out[i] = min(out[i], out[i + 1])
+    return tuple(out)
+
+
 def blend(a: float, b: float, p: float) -> float:
     """``(a^p + b^p)^(1/p)``: a + b at p = 1, max(a, b) as p grows."""
     hi = a if a > b else b
@@ -114,6 +132,7 @@ class KernelCurve(Strict):
     tile_m_factor: bool = False  # f is read at the rows computed (rows(M)): every M in one tile costs the same
     heldout: HeldOut | None = None
     _logs: tuple | None = PrivateAttr(default=None)  # the tables in log space, built on first use
+    _fused_moe: bool = PrivateAttr(default=False)  # read per expert: the M factor as fitted (:meth:`as_fused_moe`)
 
     @model_validator(mode="after")
     def _shape(self) -> KernelCurve:
@@ -142,16 +161,29 @@ class KernelCurve(Strict):
     def key(self) -> str:
         return f"{self.engine}/{self.kernel}"
 
+    def as_fused_moe(self) -> KernelCurve:
+        """This curve pricing a fused-MoE layer: its M factor is read as fitted, not through
+        :func:`monotone_m_factor`. A fused-MoE call's rows are the tokens routed to each expert and the
+        experts it touches grow with the tokens, which the fit folds into the factor; the dense-GEMM
+        argument for the envelope does not hold there."""
+        if (self.__pydantic_private__ or {}).get("_fused_moe"):
+            return self
+        out = self.model_copy()
+        out._fused_moe, out._logs = True, None
+        return out
+
     def _tables(self) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...],
                                tuple[float, ...], tuple[float, ...]]:
-        cached = (self.__pydantic_private__ or {}).get("_logs")  # not self._logs: pydantic's __getattr__ is slow
+        private = self.__pydantic_private__ or {}
+        cached = private.get("_logs")  # not self._logs: pydantic's __getattr__ is slow
         if cached is None:
             cached = (
                 tuple(math.log2(v) for v in self.nk_knots),
                 tuple(tuple(math.log(v) for v in r) for r in self.memory_efficiency),
                 tuple(tuple(math.log(v) for v in r) for r in self.compute_efficiency),
                 tuple(math.log2(v) for v in self.m_knots),
-                tuple(math.log(v) for v in self.m_factor),
+                tuple(math.log(v) for v in (self.m_factor if private.get("_fused_moe") else
+                                            monotone_m_factor(self.m_factor))),
             )
             self._logs = cached
         return cached
@@ -167,7 +199,8 @@ class KernelCurve(Strict):
         return math.exp(em), math.exp(ec)
 
     def m_factor_at(self, m: float) -> float:
-        """The compute-efficiency factor at ``m`` rows (piecewise linear in log2 M, flat outside)."""
+        """The compute-efficiency factor at ``m`` rows (piecewise linear in log2 M, flat outside), read
+        through :func:`monotone_m_factor`: more rows never compute at a lower rate."""
         _, _, _, mk, mf = self._tables()
         if len(mk) == 1:
             return math.exp(mf[0])

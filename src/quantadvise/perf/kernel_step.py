@@ -69,8 +69,10 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
         else:
             choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
         curve = pricing.curve(choice)
-        if curve is not None and choice is not None and choice.moe and choice.kernel.math != curve.math:
-            curve = curve.model_copy(update={"math": choice.kernel.math})  # a stand-in on the experts' own datapath
+        if curve is not None and choice is not None and choice.moe:
+            if choice.kernel.math != curve.math:  # a stand-in on the experts' own datapath
+                curve = curve.model_copy(update={"math": choice.kernel.math})
+            curve = curve.as_fused_moe()
         if fit is not None or curve is None or choice is None or o.elements <= 0:
             out.append(None)
             continue

@@ -41,13 +41,17 @@ def _target_lines(t: TargetReport, width: int | None) -> list[str]:
 
     served = f"{t.scheme} ({t.scheme_from})" if t.scheme else t.checkpoint
     declared = f"; declared {t.declared_scheme}" if t.declared_scheme and t.declared_scheme != t.scheme else ""
-    para(f"{t.engine} {t.engine_version} ({t.engine_status}) serving {t.model}: {served}{declared}")
+    para(f"{t.engine} {t.engine_version} ({t.engine_status}) serving {t.model or '(no model named)'}: "
+         f"{served}{declared}")
     kv = f"KV {t.kv_cache_dtype}" + (f" (declared {t.declared_kv_cache_dtype})" if t.declared_kv_cache_dtype
                                      and t.declared_kv_cache_dtype != t.kv_cache_dtype else "")
     if (t.concurrency is None or t.ctx is None) and t.memory is not None and not t.memory.starts:
         para(f"{kv} · {t.gpus} x {t.gpu} · no workload priced: the engine refuses to start")
     elif t.concurrency is None or t.ctx is None:
-        para(f"{kv} · {t.gpus} x {t.gpu} · not sized (the model's config.json could not be read)")
+        why = {"unknown (the command names no model)": "the command names no model",
+               "unknown (the model is set at run time)": "the model is set at run time"}.get(
+            t.checkpoint, "the model's config.json could not be read")
+        para(f"{kv} · {t.gpus} x {t.gpu} · not sized ({why})")
     else:
         held = ""
         if t.memory is not None and t.memory.kv_tokens_per_sequence and t.memory.kv_tokens_per_sequence != t.ctx:

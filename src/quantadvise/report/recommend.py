@@ -51,6 +51,22 @@ def _sixteen(axes: SchemeAxes) -> str:
     return "fp16" if axes.math == "fp16" or (acts is not None and acts.dtype == "fp16") else "bf16"
 
 
+def _lengths(r: Recommendation) -> str:
+    """The tokens of a sequence, each quantity with one number, as ``check`` words them: the context, what
+    it is made of, and — under continuous batching, where the KV cache and the decode steps are sized
+    for it — the average held, the figure the fit and KV nodes quote: "context 2,048 tokens (1,792
+    prompt + 256 output), 1,920 held on average"."""
+    from ..workload import Workload
+
+    sw = r.workload
+    w = Workload.model_validate({k: v for k, v in sw.model_dump().items() if k in Workload.model_fields})
+    held = w.kv_tokens_per_sequence
+    parts = f"{w.prompt_tokens:,} prompt + {w.output_tokens:,} output" if w.prompt_tokens else \
+        f"no prompt, {w.output_tokens:,} output"
+    return (f"context {plural(w.context, 'token')} ({parts})"
+            + (f", {held:,} held on average" if held != w.context else ""))
+
+
 def _searched(r: Recommendation) -> bool:
     return r.target is not None
 
@@ -190,7 +206,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
         *wrap(f"{w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
               + (f"; up to {plural(w.batch, 'sequence')} searched" if r.target is not None and r.target.batch_is_bound
                  else f"; batch {w.batch}")
-              + f", context {plural(w.context, 'token')}, {w.serving_mode} serving, task {w.task}", width, indent="  ",
+              + f", {_lengths(r)}, {w.serving_mode} serving, task {w.task}", width, indent="  ",
               subsequent="    "),
         "",
         _axes_rows(axes).render(width),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
+from ..perf.serving import ParetoOut
 from ..wording import ms, plural, usd
 from .text import Table, gb, seconds_h, wrap
 
@@ -154,6 +155,14 @@ def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
 
 
 
+def request_lengths(pa: ParetoOut) -> str:
+    """The request the serving points price, in words: "1,000 prompt + 200 output tokens per request", or,
+    with no prompt, that only the decode is priced (no prefill, so no TTFT)."""
+    if pa.prompt:
+        return f"{pa.prompt:,} prompt + {pa.output:,} output tokens per request"
+    return f"decode only, {pa.output:,} output tokens per request (no --prompt: prefill and TTFT not modelled)"
+
+
 def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
     """The serving points that fit, per context and scheme; marks: ``<`` the point to run at, ``*`` on the
     envelope of every scheme, ``f`` on the scheme's own frontier; budgets broken named. Narrow, E2E,
@@ -163,10 +172,13 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         return []
     price = r.price is not None
     slo = any(v is not None for v in (pa.itl_budget_s, pa.ttft_budget_s, pa.e2e_budget_s))
-    cols = ["ctx", "scheme", "batch", "tok/s/GPU", "tok/s/user", "ITL ms", "TTFT ms", "E2E s", "prefill",
-            *(["$/Mtok"] if price else []), *(["budgets"] if slo else []), "mark"]
-    t = Table(cols, align="rlrrrrrrr" + ("r" if price else "") + ("l" if slo else "") + "l",
-              drop=("E2E s", "prefill", "TTFT ms", *(["$/Mtok"] if price else []), "tok/s/user"))
+    pre = bool(pa.prompt)  # no prompt: no prefill, so no TTFT and no prefill share to show
+    cols = ["ctx", "scheme", "batch", "tok/s/GPU", "tok/s/user", "ITL ms", *(["TTFT ms"] if pre else []), "E2E s",
+            *(["prefill"] if pre else []), *(["$/Mtok"] if price else []), *(["budgets"] if slo else []), "mark"]
+    t = Table(cols, align="rlrrrr" + ("r" if pre else "") + "r" + ("r" if pre else "") + ("r" if price else "")
+              + ("l" if slo else "") + "l",
+              drop=("E2E s", *(["prefill", "TTFT ms"] if pre else []), *(["$/Mtok"] if price else []),
+                    "tok/s/user"))
     last = None
     for p in pa.points:
         if not p.fits:
@@ -176,13 +188,14 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         last = key
         mark = "<" if p.recommended else "*" if p.best else "f" if p.on_frontier else ""
         t.add(f"{p.ctx:,}" if first else "", p.scheme if first else "", f"{p.batch:,}",
-              f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", ms(p.itl_s), ms(p.ttft_s),
-              f"{p.e2e_s:,.1f}", "-" if p.prefill_share is None else f"{p.prefill_share:.0%}",
+              f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.1f}", ms(p.itl_s),
+              *([ms(p.ttft_s)] if pre else []), f"{p.e2e_s:,.1f}",
+              *(["-" if p.prefill_share is None else f"{p.prefill_share:.0%}"] if pre else []),
               *([usd(p.usd_per_mtok)] if price else []),
               *(["ok" if p.meets_slo else "breaks"] if slo else []), mark)
-    out = [*wrap(f"Serving points: {pa.prompt:,} prompt + {pa.output:,} output tokens per request, continuous "
-                 "batching (ITL the mean a user sees, TTFT under load, tokens/s per GPU = output tokens/s / GPUs):",
-                 width), t.render(width)]
+    ttft = "TTFT under load, " if pa.prompt else ""
+    out = [*wrap(f"Serving points: {request_lengths(pa)}, continuous batching (ITL the mean a user sees, {ttft}"
+                 "tokens/s per GPU = output tokens/s / GPUs):", width), t.render(width)]
     dropped = sum(1 for p in pa.points if not p.fits)
     legend = "< = the point to run at, * = on the envelope of every scheme, f = on the scheme's frontier"
     if dropped:
@@ -196,8 +209,8 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
                                                                      ("E2E", pa.e2e_budget_s)) if v is not None)
         cost = f", ${usd(rec.usd_per_mtok)} per million output tokens" if rec.usd_per_mtok is not None else ""
         out += wrap(f"Run at: {rec.scheme}, {plural(rec.batch, 'sequence')} (ctx {rec.ctx:,}) — {rec.tokens_per_s_per_gpu:,.0f} "
-                    f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {ms(rec.itl_s)} ms, "
-                    f"TTFT {ms(rec.ttft_s)} ms){cost}: the most per GPU of the points that fit"
+                    f"output tokens/s per GPU, {rec.tokens_per_s_per_user:,.1f} per user (ITL {ms(rec.itl_s)} ms"
+                    + (f", TTFT {ms(rec.ttft_s)} ms" if rec.ttft_s is not None else "") + f"){cost}: the most per GPU of the points that fit"
                     + (f" and meet {budgets}" if budgets else ""), width, subsequent="  ")
     elif slo:
         out += wrap("No point that fits meets the budgets: relax them, add GPUs or shorten the requests.", width)
@@ -500,9 +513,8 @@ def write_pareto_plot(r: RooflineResult, path: Path) -> Path:
     if pa is None:
         raise InputError("--plot of the frontier needs --pareto", field="plot")
     prof = "ideal spec sheet" if r.profile.ideal else f"profile {r.profile.id}"
-    title = (f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name}, KV {r.kv_dtype}, {pa.prompt:,} + {pa.output:,} tokens "
-             f"per request,\ncontinuous batching — Pareto frontier per scheme across batch ({prof}; a model, not a "
-             "measurement)")
+    title = (f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name}, KV {r.kv_dtype}, {request_lengths(pa)},\n"
+             f"continuous batching — Pareto frontier per scheme across batch ({prof}; a model, not a measurement)")
     return write_frontier(pa.points, path, title=title, schemes=[s.scheme for s in r.schemes],
                           itl_budget_s=pa.itl_budget_s, ttft_budget_s=pa.ttft_budget_s, e2e_budget_s=pa.e2e_budget_s)
 

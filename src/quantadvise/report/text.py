@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..wording import plural
 
@@ -160,15 +160,17 @@ def wrap_code(code: str, width: int | None, indent: str = "", subsequent: str | 
 class Table:
     """Columns with alignment; ``render(width)`` draws a header rule and optional footer rows, fitted
     to ``width``: first the ``flex`` columns shrink (their cells clipped with an ellipsis, down to
-    :data:`MIN_FLEX`), then the ``drop`` columns are left out, in the order given."""
+    :data:`MIN_FLEX`, or the column's own minimum in ``flex_min``), then the ``drop`` columns are left
+    out, in the order given."""
 
     def __init__(self, columns: Sequence[str], align: str | None = None, title: str | None = None,
-                 *, flex: Sequence[str] = (), drop: Sequence[str] = ()):
+                 *, flex: Sequence[str] = (), drop: Sequence[str] = (), flex_min: Mapping[str, int] | None = None):
         self.columns = list(columns)
         self.align = align or ("l" + "r" * (len(columns) - 1))
         self.title = title
         self.flex = [self.columns.index(c) for c in flex]
         self.drop = [self.columns.index(c) for c in drop]
+        self.flex_min = {self.columns.index(c): n for c, n in (flex_min or {}).items()}
         self.rows: list[list[str]] = []
         self.footer: list[list[str]] = []
 
@@ -187,6 +189,20 @@ class Table:
         """The columns :meth:`render` keeps at ``width`` (the others are dropped to fit)."""
         return [self.columns[i] for i in self._fit(width)[0]]
 
+    def widths(self, width: int | None) -> dict[str, int]:
+        """Each column :meth:`render` keeps at ``width``, with the characters it gets (a cell longer
+        than that is clipped): lets a caller abbreviate a cell its own way before rendering."""
+        keep, widths = self._fit(width)
+        return {self.columns[i]: w for i, w in zip(keep, widths, strict=True)}
+
+    def set_column(self, column: str, cells: Sequence[str]) -> None:
+        """Replace every row's cell in ``column`` (one cell per row, in order)."""
+        i = self.columns.index(column)
+        if len(cells) != len(self.rows):
+            raise ValueError(f"{len(cells)} cells for {len(self.rows)} rows")
+        for row, cell in zip(self.rows, cells, strict=True):
+            row[i] = cell
+
     def _fit(self, width: int | None) -> tuple[list[int], list[int]]:
         """(kept column indexes, their widths)."""
         allrows = [self.columns, *self.rows, *self.footer]
@@ -203,7 +219,8 @@ class Table:
             over = total() - width
             if over <= 0:
                 break
-            widths[i] = max(MIN_FLEX, len(self.columns[i]), widths[i] - over)
+            widths[i] = max(min(self.flex_min.get(i, MIN_FLEX), natural[i]), len(self.columns[i]),
+                            widths[i] - over)
         for i in self.drop:
             if total() <= width:
                 break

@@ -97,3 +97,67 @@ def test_a_16bit_checkpoint_has_no_native_candidate():
     r = api.recommend(batch=1, ctx=2048)
     n = node(r, "native")
     assert n.numbers["ships_quantized"] is False and not any(a.native for a in r.alternatives)
+
+
+def _requantizations(model, **kw):
+    """The candidates recommend weighs for ``model``, by id (the same resolution the tree walks)."""
+    from quantadvise.api.recommend import _parse, _resolve
+
+    inputs = _resolve(_parse(dict(model=model, **kw)), set())
+    return inputs, {c.scheme.id: c for c in inputs.candidates}
+
+
+def test_a_requantization_keeps_what_the_shipped_checkpoint_keeps_16bit():
+    # gpt-oss-120b's quantization_config lists modules_to_not_convert = model.layers.*.self_attn,
+    # model.layers.*.mlp.router, model.embed_tokens, lm_head: the publisher keeps attention, router,
+    # embedding and lm_head in bf16. A re-quantization follows the same layer policy (issue 11: "recipes
+    # from the same layer policy as the sizing ... whatever the model's own native checkpoint keeps in
+    # 16-bit"): only the expert weights change format.
+    from quantadvise.advisor.plan import ignore_list, llmcompressor_recipe
+    from quantadvise.sizing import size_model
+
+    inputs, c = _requantizations("openai/gpt-oss-120b", gpu="h100")
+    w4 = c["w4a16-g64"].scheme
+    assert not w4.policy.quantizes("attention") and not w4.policy.quantizes("router")
+    assert not w4.policy.quantize_lm_head and not w4.policy.quantize_embedding
+    assert w4.policy.quantizes("experts")
+    # Sizing: int4 with a bf16 scale per 64 is 4 + 16/64 = 4.25 bits, as MXFP4's 4 + 8/32: the experts'
+    # 114,661,785,600 weights take 60,914,073,600 B either way and the bf16 rest is the same
+    # 4,334,742,144 B, so the re-quantization weighs what the shipped checkpoint does (65,248,815,744 B,
+    # test_gpt_oss_native_mxfp4_is_a_candidate_of_65_gb) plus compressed-tensors' weight_shape record
+    # (2 x int64 = 16 B) per packed matrix: 36 layers x 128 experts x 3 matrices x 16 B = 221,184 B.
+    # Quantizing attention instead (the old recipe) made it 63.85 GB: 955,514,880 attention weights
+    # at 4.25 instead of 16 bits.
+    assert size_model(inputs.arch, w4).total_bytes == 65_248_815_744 + 36 * 128 * 3 * 16 == 65_249_036_928
+    # Recipe: the ignore list covers every module the checkpoint keeps, and no expert
+    ignore = ignore_list(w4, inputs.arch)
+    import re
+
+    def ignored(name):
+        return any(name == p or (p.startswith("re:") and re.match(p[3:], name)) for p in ignore)
+
+    for name in ("model.layers.0.self_attn.q_proj", "model.layers.35.self_attn.k_proj",
+                 "model.layers.7.self_attn.v_proj", "model.layers.7.self_attn.o_proj",
+                 "model.layers.3.mlp.router", "lm_head"):
+        assert ignored(name), name
+    for name in ("model.layers.0.mlp.experts.gate_proj", "model.layers.0.mlp.experts.up_proj",
+                 "model.layers.0.mlp.experts.down_proj"):
+        assert not ignored(name), name
+    recipe = llmcompressor_recipe(w4, c["w4a16-g64"].deploy, "openai/gpt-oss-120b", inputs.arch)
+    assert recipe is not None and "self_attn\\\\.q_proj" in recipe and "mlp\\\\.router" in recipe
+    assert "attention kept 16-bit" in w4.description
+    # every re-quantization of it follows the same policy (8-bit and FP4 ones alike)
+    for sid in ("fp8-dynamic", "nvfp4", "w4a8-fp8-g64"):
+        assert not c[sid].scheme.policy.quantizes("attention"), sid
+
+
+def test_a_checkpoint_that_keeps_only_lm_head_changes_nothing(tmp_path):
+    # The AWQ 70B checkpoint quantizes attention and MLP and keeps embedding and lm_head 16-bit, as every
+    # default scheme does: the re-quantizations are the presets as they are.
+    doc = json.loads((FIXTURES / "hugging-quants-meta-llama-3.1-70b-instruct-awq-int4.json").read_text())
+    folder = tmp_path / "Llama-3.1-70B-Instruct-AWQ-INT4"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(doc["config"]))
+    _, c = _requantizations(str(folder), gpu="h100")
+    assert c["w4a16"].scheme == catalog.get_scheme("w4a16")
+    assert c["fp8-dynamic"].scheme == catalog.get_scheme("fp8-dynamic")

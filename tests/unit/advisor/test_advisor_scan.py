@@ -28,6 +28,9 @@ WORKLOADS = {
     "llama3-8b l40s ctx8192": dict(gpu="l40s", ctx=8192),
     "llama3-8b l4 ctx8192": dict(gpu="l4", ctx=8192),
     "llama3-8b a100 ctx2048": dict(gpu="a100-80gb", ctx=2048),
+    # 4-bit weights on A100 are priced with a composed Marlin curve that borrows cuBLAS's M factor:
+    # the workload where delivered tokens/s once fell 6% from batch 36 to 64 in steps of < 0.3% each
+    "llama3.1-70b a100 ctx2048": dict(model="meta-llama/Llama-3.1-70B", gpu="a100-80gb", ctx=2048),
     "llama3-8b h100 ctx2048": dict(ctx=2048),
     "llama3.1-70b 2xh100 ctx8192": dict(model="meta-llama/Llama-3.1-70B", gpu="h100", gpus=2, ctx=8192),
     "qwen3-30b-a3b h100 ctx4096": dict(model="Qwen/Qwen3-30B-A3B", gpu="h100", ctx=4096),
@@ -77,14 +80,36 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
                                                                                          recs[i - 1].kv.dtype))
     assert changes <= 4, (name, changes)  # mode, KV, crossover, capacity: once each
 
+    # The recommended tokens/s never falls below the best seen at a smaller batch by more than a tie
+    # (0.5%, the model's resolution, within which evidence may pick a slightly slower candidate): checked
+    # against the running maximum, so a run of small drops cannot add up. Within a serving mode
+    # tokens/s is one quantity; sync -> continuous changes what it includes (prefill), so the running
+    # maximum restarts there and decode tokens/s, common to both, is compared across the switch.
     tie = defaults.TIE
+    best = 0.0
     for b in range(2, 513):
-        p0, p1 = recs[b - 2].performance, recs[b - 1].performance
-        if not (recs[b - 2].kv.fits_requested_concurrency and recs[b - 1].kv.fits_requested_concurrency):
-            continue  # past capacity the winner is priced at what it holds (checked below)
-        if recs[b - 2].workload.serving_mode == recs[b - 1].workload.serving_mode:
-            # within a serving mode tokens/s is one quantity; a tie (0.5%) is the model's resolution
-            assert p1.tokens_per_s >= p0.tokens_per_s * (1 - tie), (name, b, p0.tokens_per_s, p1.tokens_per_s)
+        r0, r1 = recs[b - 2], recs[b - 1]
+        if not (r0.kv.fits_requested_concurrency and r1.kv.fits_requested_concurrency):
+            continue  # past capacity the winner is priced at what it holds
+        p0, p1 = r0.performance, r1.performance
+        if r0.workload.serving_mode == r1.workload.serving_mode:
+            best = max(best, p0.tokens_per_s)
+            assert p1.tokens_per_s >= best * (1 - tie), (name, b, best, p1.tokens_per_s)
         else:
-            # sync -> continuous changes what tokens/s includes (prefill); decode tokens/s is common
             assert p1.decode_tokens_per_s >= p0.decode_tokens_per_s * (1 - tie), (name, b)
+            best = 0.0
+
+    # Every priced candidate's delivered tokens/s is non-decreasing in the batch while it holds the
+    # whole batch with the same KV cache and serving mode: one more sequence shares the same weight
+    # reads, adds its own KV reads and never raises the compute per row (docs/roofline.md §6b), so
+    # its decode step grows by less than a sequence's share. No tolerance beyond float rounding.
+    for b in range(2, 513):
+        r0, r1 = recs[b - 2], recs[b - 1]
+        if r0.workload.serving_mode != r1.workload.serving_mode or r0.kv.dtype != r1.kv.dtype:
+            continue
+        a0 = {a.scheme: a for a in r0.alternatives if a.tokens_per_s is not None and a.concurrency == b - 1}
+        for a1 in r1.alternatives:
+            a = a0.get(a1.scheme)
+            if a is not None and a1.tokens_per_s is not None and a1.concurrency == b:
+                assert a1.tokens_per_s >= a.tokens_per_s * (1 - 1e-9), (name, b, a1.scheme, a.tokens_per_s,
+                                                                         a1.tokens_per_s)
