@@ -88,6 +88,23 @@ def check_yaml_text(text: str, where: str) -> None:
         raise ConfigError(f"{where}: YAML nested too deeply") from None
 
 
+@contextmanager
+def yaml_errors(where: str) -> Iterator[None]:
+    """A YAML syntax error or a document nested past Python's recursion limit, raised inside, as one
+    ConfigError naming ``where`` and the line: ``deploy/values.yaml: line 3: invalid YAML: ...``."""
+    import yaml
+
+    try:
+        yield
+    except RecursionError:
+        raise ConfigError(f"{where}: YAML nested too deeply") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}:{line} invalid YAML: {problem}") from None
+
+
 def json_depth(doc: Any) -> int:
     """How deeply a parsed JSON document nests (iteratively)."""
     deepest = 0

@@ -39,20 +39,13 @@ from .shell import Word, split_shell
 def yaml_nodes(text: str, file: str) -> list[Any]:
     import yaml
 
-    from ..files import check_yaml_nodes
+    from ..files import check_yaml_nodes, yaml_errors
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
+    with yaml_errors(file):
         nodes = [n for n in yaml.compose_all(text, Loader=loader) if n is not None]
         check_yaml_nodes(nodes, file)
-        return nodes
-    except RecursionError:
-        raise ConfigError(f"{file}: YAML nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = f" line {mark.line + 1}:" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{file}:{line} invalid YAML: {problem}") from None
+    return nodes
 
 
 def _is_map(n: Any) -> bool:

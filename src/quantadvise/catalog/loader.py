@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import ConfigError, DataError, UnknownNameError, norm_name
+from ..errors import DataError, UnknownNameError, norm_name
 
 
 def data_dir() -> Path:
@@ -28,17 +28,11 @@ def data_dir() -> Path:
 
 
 def yaml_load(text: str, where: str) -> Any:
-    import yaml
-
+    from ..files import yaml_errors
     from ..tables import parse_yaml
 
-    try:
+    with yaml_errors(where):
         return parse_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}:{line}: invalid YAML: {problem}") from None
 
 
 def load_yaml_file(path: Path) -> Any:

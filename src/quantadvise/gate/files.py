@@ -62,20 +62,13 @@ def parse_yaml_config(text: str, file: str) -> tuple[DeploymentConfig, dict[str,
     """A ``quantadvise.yaml`` text -> (config, key path -> line)."""
     import yaml
 
-    from ..files import check_yaml_nodes
+    from ..files import check_yaml_nodes, yaml_errors
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
+    with yaml_errors(file):
         nodes = list(yaml.compose_all(text, Loader=loader))
         check_yaml_nodes(nodes, file)  # before anything walks the constructed values (alias bombs)
         docs = list(yaml.load_all(text, Loader=loader))
-    except RecursionError:
-        raise ConfigError(f"{file}: YAML nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = f" line {mark.line + 1}:" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{file}:{line} invalid YAML: {problem}") from None
     nodes = [n for n in nodes if n is not None]
     docs = [d for d in docs if d is not None]
     if len(docs) > 1:
