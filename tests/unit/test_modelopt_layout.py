@@ -80,3 +80,16 @@ def test_inspect_no_longer_exits_2(tmp_path, cli):
     r = cli("inspect", str(tmp_path), "--gpu", "h100", "-e", "vllm")
     assert r.code == 0, r.stderr
     assert "from quantization_config" in r.stdout and "method modelopt" in r.stdout
+
+
+def test_fp8_pb_wo_is_w8a8_with_dynamic_128_group_activations():
+    # Despite "WO" in its name, both engines serve FP8_PB_WO with activations quantized at run time:
+    # vllm 0.33.0 modelopt.py:2733-2744 ("PbWo: 128x128 block-static weight, dynamic per-block activation
+    # (W8A8)": QuantSpec(weight=kFp8Static128BlockSym, activation=kFp8Dynamic128Sym)); sglang 0.5.23
+    # modelopt_quant.py:934-941 (Fp8Config(activation_scheme="dynamic", weight_block_size=[128, 128]))
+    ck = parse_checkpoint(dict(LLAMA, quantization_config={"quant_method": "modelopt", "quant_algo": "FP8_PB_WO"}), {})
+    assert ck is not None
+    (g,) = ck.groups
+    w, a = g.weights, g.input_activations
+    assert w is not None and w.num_bits == 8 and w.type == "float"
+    assert a is not None and a.num_bits == 8 and a.type == "float" and a.dynamic and a.group_size == 128

@@ -11,8 +11,12 @@ from .args import REQUIRED, field_error, get_field, get_group_size, get_str_list
 from .compressed_tensors import parse_compressed_tensors
 from .quant import CheckpointQuant, QArgs, QuantGroup, make_group
 
+# FP8_PB_WO ("per-block", despite the WO) is served W8A8 by both engines: 128x128 static weight blocks and
+# activations quantized at run time per 1x128 group (vllm 0.33.0 modelopt.py:2733-2744 "PbWo: 128x128
+# block-static weight, dynamic per-block activation (W8A8)"; sglang 0.5.23 modelopt_quant.py:934-941, an
+# Fp8Config with activation_scheme="dynamic" and weight_block_size [128, 128])
 _MODELOPT_ALGOS = {
-    "FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-channel", "FP8_PB_WO": "fp8-block-wo",
+    "FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-channel", "FP8_PB_WO": "fp8-block",
     "FP8_BLOCK_SCALES": "fp8-block",
     "NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "W4A16_NVFP4": "nvfp4-a16", "NVFP4_W4A16": "nvfp4-a16",
     "MXFP8": "mxfp8", "W4A8_AWQ": "w4a8-awq", "INT4_AWQ": "int4-awq", "W4A16_AWQ": "int4-awq",
@@ -32,11 +36,10 @@ def _modelopt_args(algo: str, group: int | None, where: str) -> tuple[QArgs | No
     if kind == "fp8-channel":
         return (QArgs(num_bits=8, type="float", strategy="channel", scale_dtype="fp32"),
                 QArgs(num_bits=8, type="float", strategy="token", dynamic=True, scale_dtype="fp32"), None)
-    if kind in ("fp8-block-wo", "fp8-block"):
-        w = QArgs(num_bits=8, type="float", strategy="block", block_structure=(128, 128), scale_dtype="fp32")
-        a = None if kind == "fp8-block-wo" else QArgs(num_bits=8, type="float", strategy="group", group_size=128,
-                                                       dynamic=True, scale_dtype="fp32")
-        return w, a, None
+    if kind == "fp8-block":
+        return (QArgs(num_bits=8, type="float", strategy="block", block_structure=(128, 128), scale_dtype="fp32"),
+                QArgs(num_bits=8, type="float", strategy="group", group_size=128, dynamic=True, scale_dtype="fp32"),
+                None)
     if kind == "nvfp4":
         return nv_w, QArgs(num_bits=4, type="float", strategy="tensor_group", group_size=g16, dynamic="local",
                            scale_dtype="fp8_e4m3"), None
