@@ -136,15 +136,18 @@ def format_error(value: str, command: str, choices: list[str], others: list[str]
 
 
 def bad_value(field: str, value: str | None, *, integer: bool = False, choices: list[str] | None = None,
-              option: str | None = None) -> InputError:
+              option: str | None = None, limit: Limit | None = None, forms: str | None = None) -> InputError:
     """The one error for a value a flag (or the environment variable behind it) cannot take at all — not
     a number, not one of its choices — worded as :func:`check` words a number out of range, so
     ``--gpus abc`` and ``--gpus 0`` read alike: "--gpus must be an integer >= 1 and <= 1,024, got 'abc'".
-    ``option`` is the flag when the field table does not know it."""
+    ``option`` is the flag when the field table does not know it; ``limit`` where the flag means another
+    quantity (:data:`DECODE_CTX`); ``forms`` the list forms a flag also takes (``1,8,64 or 1..512``)."""
     name = option or flag(field)
     got = "" if value is None else f", got {value!r}"
-    if field in LIMITS:
-        return InputError(f"{name} must be {LIMITS[field].describe()}{got}", field=field)
+    lim = limit or LIMITS.get(field)
+    if lim is not None:
+        return InputError(f"{name} must be {lim.describe()}" + (f" (a list: {forms})" if forms else "") + got,
+                          field=field)
     if choices:
         return InputError(f"{name} must be one of {', '.join(choices)}{got}", field=field)
     return InputError(f"{name} must be {'an integer' if integer else 'a number'}{got}", field=field)

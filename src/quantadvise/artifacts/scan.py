@@ -190,8 +190,7 @@ def _serve_word(text: str) -> bool:
                for m in _SERVE.finditer(text))
 
 
-_MARK_SERVE = re.compile(r"serve\b")  # literal prefixes: re's fast search (ENGINE_MARKER has none)
-_MARK_MODULE = re.compile(r"-m\s*(?:vllm\.entrypoints\.|sglang)")
+_MARK_MODULE = re.compile(r"-m\s*(?:vllm\.entrypoints\.|sglang)")  # a literal prefix (ENGINE_MARKER has none)
 
 
 def _engine_marker(text: str) -> bool:
@@ -199,7 +198,7 @@ def _engine_marker(text: str) -> bool:
     of an engine (every match holds one; up to 250 characters of space between ``vllm`` and ``serve``):
     the pattern has no literal prefix, so a whole large file is slow to search."""
     n = len(text)
-    for m in _MARK_SERVE.finditer(text):
+    for m in _SERVE.finditer(text):
         if ENGINE_MARKER.search(text, max(0, m.start() - 256), min(n, m.end() + 1)):
             return True
     for m in _MARK_MODULE.finditer(text):

@@ -78,14 +78,9 @@ def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int
     try:
         return int(t) * mult
     except ValueError:
-        from ..inputs import bad_value, flag
+        from ..inputs import bad_value
 
-        lim = limit or LIMITS.get(field)
-        if lim is None:
-            raise bad_value(field, text, integer=True) from None
-        # the one wording of every command (inputs.bad_value), with the list forms this flag takes
-        raise InputError(f"{flag(field)} must be {lim.describe()} (a list: {example}), got {text!r}",
-                         field=field) from None
+        raise bad_value(field, text, integer=True, limit=limit, forms=example) from None
 
 
 def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | None]:
