@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from quantadvise import catalog  # noqa: E402
-from quantadvise.perf import aiconfigurator as aic  # noqa: E402
-from quantadvise.perf.profile_file import profile_yaml  # noqa: E402
+from quantadvise.calibration import aiconfigurator as aic  # noqa: E402
+from quantadvise.calibration.profile_file import profile_yaml  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,8 +85,8 @@ def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:
     change to how a curve is priced, e.g. its M factor read through its non-decreasing envelope)."""
     import yaml
 
+    from quantadvise.calibration.validate import validate_kernels
     from quantadvise.perf.profiles import parse_profile
-    from quantadvise.perf.validation import validate_kernels
 
     for path in sorted(out.glob("*.yaml")):
         prof = parse_profile(catalog.load_yaml_file(path), str(path))

@@ -12,6 +12,7 @@ GiB = 1024**3
 MODEL = "meta-llama/Meta-Llama-3-8B"
 GPU = "h100-sxm"
 ENGINE = "vllm"
+ENGINES = ("vllm", "sglang")  # the serving engines on file, in display order (engines/flags.py holds their flags)
 
 # -- the workload --------------------------------------------------------------------------------
 BATCH = 1  # concurrent sequences

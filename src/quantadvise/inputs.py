@@ -14,6 +14,7 @@ from typing import Any
 
 from annotated_types import Interval
 
+from . import defaults
 from .errors import InputError, UnknownNameError
 
 
@@ -233,9 +234,7 @@ ENGINE_ALIASES = {"sgl": "sglang", "sgl-project": "sglang"}  # other spellings o
 
 def engine_hint() -> str:
     """What an unknown engine's error adds: the engines on file and the command that lists them."""
-    from .engines.flags import ENGINES
-
-    return f"engines on file: {', '.join(sorted(ENGINES))}; `quantadvise list engines` lists their releases"
+    return f"engines on file: {', '.join(sorted(defaults.ENGINES))}; `quantadvise list engines` lists their releases"
 
 
 def engine(name: str | None, field: str = "engine") -> str | None:
@@ -246,12 +245,10 @@ def engine(name: str | None, field: str = "engine") -> str | None:
     argument no variable sets)."""
     if name is None:
         return None
-    from .engines.flags import ENGINES
-
     key = name.strip().lower()
     key = ENGINE_ALIASES.get(key, key)
-    if key not in ENGINES:
-        err = UnknownNameError("engine", name, sorted(ENGINES), hint=engine_hint())
+    if key not in defaults.ENGINES:
+        err = UnknownNameError("engine", name, sorted(defaults.ENGINES), hint=engine_hint())
         err.field = field
         raise err
     return key

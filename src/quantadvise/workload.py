@@ -141,10 +141,8 @@ class Workload(WorkloadSpec):
 
     @model_validator(mode="after")
     def _engine(self) -> Workload:
-        from .engines.flags import ENGINES
-
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be {' or '.join(ENGINES)}, got '{self.engine}'")
+        if self.engine not in defaults.ENGINES:
+            raise ValueError(f"engine must be {' or '.join(defaults.ENGINES)}, got '{self.engine}'")
         return self
 
     # -- derived --------------------------------------------------------------------------------

@@ -342,7 +342,7 @@ def test_init_writes_a_prefilled_starter_and_refuses_to_overwrite(cli, tmp_path,
     monkeypatch.chdir(root)
     r = cli("check", "--init", "run.sh")
     assert r.code == 0 and r.stdout.startswith("wrote quantadvise.yaml")
-    from quantadvise.gate.files import load_config
+    from quantadvise.api.check_config import load_config
 
     cfg = load_config(root / "quantadvise.yaml").config
     assert (cfg.model, cfg.engine, cfg.gpus, cfg.kv_cache_dtype) == ("org/some-model-AWQ", "vllm", 2, "fp8")
@@ -374,7 +374,7 @@ def test_init_keeps_a_long_model_id_apart_from_its_comment(cli, tmp_path, monkey
     root = make_repo(tmp_path, {"run.sh": f"vllm serve {model}\n"})
     monkeypatch.chdir(root)
     assert cli("check", "--init", "run.sh").code == 0
-    from quantadvise.gate.files import load_config
+    from quantadvise.api.check_config import load_config
 
     assert load_config(root / "quantadvise.yaml").config.model == model
     assert f"model: {model} # Hub id or local path" in (root / "quantadvise.yaml").read_text()

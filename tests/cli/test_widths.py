@@ -182,8 +182,8 @@ def test_import_table_fits_and_wide_keeps_every_column():
     """``calibrate --from aiconfigurator`` needs the aiconfigurator-core package: its table is rendered
     here from the shipped profile and its held-out validation."""
     from quantadvise.api.calibrate import validate
+    from quantadvise.calibration.validate import TableImportResult
     from quantadvise.catalog.profiles import measured_profile
-    from quantadvise.perf.validation import TableImportResult
     from quantadvise.report.calibrate import import_table
 
     v = validate("h100-sxm")

@@ -8,6 +8,7 @@ import pytest
 
 import quantadvise as api
 from quantadvise import catalog
+from quantadvise.model.inventory import inventory_of
 
 
 def llama_like(V, H, L, I, nh, nkv, hd, tied=False, qkv_bias=False, qk_norm=False, norms=2):
@@ -99,18 +100,18 @@ def test_hand_derivations_are_the_published_numbers():
 @pytest.mark.parametrize("model_id", sorted(HAND))
 def test_bundled_model_params(model_id):
     arch, info = api.load_model(model_id)
-    assert arch.inventory.total_params() == HAND[model_id]
+    assert inventory_of(arch).total_params() == HAND[model_id]
     assert info.published_params == HAND[model_id]
 
 
 def test_deepseek_v3_with_and_without_mtp():
     arch, info = api.load_model("deepseek-ai/DeepSeek-V3")
-    inv = arch.inventory
+    inv = inventory_of(arch)
     assert inv.total_params() == DSV3_MAIN
     assert inv.total_params(include_mtp=True) == DSV3_MAIN + DSV3_MTP
     # The fp8 128x128 checkpoint's scale count, from our group-shape arithmetic over the layers the
     # checkpoint quantizes (everything linear but embeddings, heads, routers and eh_proj):
-    from quantadvise.scheme import GroupShape
+    from quantadvise.scheme.axes import GroupShape
 
     block = GroupShape(row=128, col=128)
     scales = sum(

@@ -95,7 +95,7 @@ def test_compiled_tables_equal_the_yaml_and_never_shadow_an_edit(tmp_path):
     # foreign compiled file is ignored, never an error. No pickle: nothing loaded can run code.
     import datetime
 
-    from quantadvise import tables
+    from quantadvise.catalog import tables
 
     table = tmp_path / "t.yaml"
     table.write_text("rows: [{id: a, as_of: 2026-11-29, x: 1.5, ok: true, none: null}]\n")
@@ -115,7 +115,7 @@ def test_compiled_tables_equal_the_yaml_and_never_shadow_an_edit(tmp_path):
 def test_every_shipped_table_compiles_to_the_same_document():
     import datetime
 
-    from quantadvise import tables
+    from quantadvise.catalog import tables
 
     def plain(x):
         if isinstance(x, dict):

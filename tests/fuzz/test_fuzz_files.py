@@ -13,6 +13,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from quantadvise.catalog import option_list
 from tests.fuzz.harness import budget, count_direct, run_checked
 
 REPO = Path(__file__).resolve().parents[2]
@@ -233,7 +234,7 @@ def test_readers_on_raw_text(text, reader):
 
     t0 = time.process_time()
     try:
-        parse_text(text, "fuzz.txt", reader)
+        parse_text(text, "fuzz.txt", reader, options=option_list)
     except QuantAdviseError as exc:
         assert "\n" not in str(exc)
     count_direct(f"reader: {reader}", time.process_time() - t0)

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 import quantadvise as api
+from quantadvise.artifacts.evidence import load_evidence, parse_jsonl, task_from_filename
 from quantadvise.errors import ConfigError, InputError
-from quantadvise.evals.evidence import load_evidence, parse_jsonl, task_from_filename
 from quantadvise.evals.stats import (
     AccuracyThresholds,
     Sample,

@@ -248,7 +248,7 @@ def test_engine_maturity_breaks_ties_but_never_beats_speed(monkeypatch):
     from quantadvise.advisor.result import EngineVerdict
     from quantadvise.perf.efficiency import resolve
     from quantadvise.perf.profiles import IDEAL
-    from quantadvise.scheme import DeployHints
+    from quantadvise.scheme.axes import DeployHints
 
     eff = resolve([IDEAL], ("h100-sxm",))
     slow_msg = "awq quantization is not fully optimized yet. The speed can be slower than non-quantized models."
@@ -353,8 +353,8 @@ def test_public_api_exports_resolve():
 
     import quantadvise as qa
 
-    for mod in ("perf.step", "evals.stats", "perf.calibration", "advisor.tree", "sizing", "engines.inspection",
-                "gate.rules", "api.check", "evals.evidence", "checkpoint.parse"):
+    for mod in ("perf.step", "evals.stats", "calibration.run", "advisor.tree", "memory.sizing", "engines.inspection",
+                "gate.rules", "api.check", "artifacts.evidence", "checkpoint.parse"):
         importlib.import_module(f"quantadvise.{mod}")
     for name in qa.__all__:
         value = getattr(qa, name)

@@ -1,6 +1,6 @@
 """Calibration (issue 7): the profile schema, the fit, the step model with measured curves, leave-one-
 out validation, and the advice following the measurement — all on CPU, with fake timing backends
-(the simulated GPU of quantadvise.perf.backends, and small fakes defined here). No torch needed.
+(the simulated GPU of quantadvise.calibration.backends, and small fakes defined here). No torch needed.
 
 Every expected figure is derived in the test from the model's definition or the spec sheet."""
 
@@ -16,20 +16,14 @@ import yaml
 
 import quantadvise as api
 from quantadvise import catalog
+from quantadvise.calibration.backends import SimulatedBackend
+from quantadvise.calibration.contract import DeviceInfo, Timing
+from quantadvise.calibration.fit import fit_params
+from quantadvise.calibration.profile_file import profile_yaml
+from quantadvise.calibration.run import DEFAULT_BATCHES, KERNELS, decode_shapes, kernel_class, run_calibration
+from quantadvise.calibration.validate import validate
 from quantadvise.errors import ConfigError, InputError
-from quantadvise.perf.backends import SimulatedBackend
-from quantadvise.perf.calibration import (
-    DEFAULT_BATCHES,
-    KERNELS,
-    DeviceInfo,
-    Timing,
-    decode_shapes,
-    kernel_class,
-    run_calibration,
-)
 from quantadvise.perf.efficiency import describe_models, resolve
-from quantadvise.perf.fit import fit_params
-from quantadvise.perf.profile_file import profile_yaml
 from quantadvise.perf.profiles import (
     IDEAL,
     Calibration,
@@ -40,7 +34,6 @@ from quantadvise.perf.profiles import (
     parse_profile,
 )
 from quantadvise.perf.step import StepModel
-from quantadvise.perf.validation import validate
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "simulated-h100-sxm.yaml"
 LLAMA = "meta-llama/Meta-Llama-3-8B"
@@ -515,7 +508,7 @@ def test_torch_kernels_run_on_cpu(kind):
     # has its own int4 pack/mm ops, used here instead).
     import torch
 
-    from quantadvise.perf.backends import _make_input, _make_op
+    from quantadvise.calibration.backends import _make_input, _make_op
 
     op = _make_op(torch, kind, 256, 512, torch.device("cpu"))
     for m in (1, 17, 64):  # 17: just above _int_mm's M > 16 rule; smaller M is padded
@@ -538,7 +531,7 @@ def test_torch_backend_without_torch_is_a_clear_error(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
-    from quantadvise.perf.backends import TorchBackend
+    from quantadvise.calibration.backends import TorchBackend
 
     with pytest.raises(InputError, match=r"needs PyTorch with CUDA: pip install 'quantadvise\[gpu\]'"):
         TorchBackend()
@@ -546,14 +539,14 @@ def test_torch_backend_without_torch_is_a_clear_error(monkeypatch):
 
 def test_torch_backend_without_cuda_is_a_clear_error(monkeypatch):
     _fake_torch(monkeypatch, cuda=False)
-    from quantadvise.perf.backends import TorchBackend
+    from quantadvise.calibration.backends import TorchBackend
 
     with pytest.raises(InputError, match="found no CUDA GPU"):
         TorchBackend()
 
 
 def test_torch_backend_refuses_rocm_and_old_torch(monkeypatch):
-    from quantadvise.perf.backends import TorchBackend
+    from quantadvise.calibration.backends import TorchBackend
 
     _fake_torch(monkeypatch, cuda=True, hip="6.2")
     with pytest.raises(InputError, match="ROCm build"):

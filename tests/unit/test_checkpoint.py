@@ -15,7 +15,7 @@ from quantadvise.checkpoint.parse import parse_checkpoint, parse_quantization_co
 from quantadvise.checkpoint.placement import disk_size
 from quantadvise.engines.resolution import resolve
 from quantadvise.errors import ConfigError, QuantAdviseError
-from quantadvise.model import parse_config
+from quantadvise.model.parse import parse_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ALL = sorted(FIXTURES.glob("*.json"))
@@ -333,7 +333,7 @@ def test_disk_size_agrees_with_size_model_for_a_uniform_checkpoint():
     # A compressed-tensors W4A16 checkpoint that quantizes every decoder linear and ignores lm_head
     # is the w4a16 preset (int4 g128 symmetric, ct-pack-quantized layout) under the default policy:
     # the placement path and sizing.size_model must give the same bytes.
-    from quantadvise.sizing import size_model
+    from quantadvise.memory.sizing import size_model
 
     cfg = catalog.bundled_config(catalog.find_bundled_model("meta-llama/Meta-Llama-3-8B"))
     ck = parse_quantization_config({**W4, "ignore": ["lm_head"]})

@@ -15,7 +15,8 @@ from quantadvise import catalog
 from quantadvise.checkpoint.parse import parse_checkpoint, parse_quantization_config
 from quantadvise.engines.resolution import resolve
 from quantadvise.errors import UnknownNameError
-from quantadvise.model import parse_config
+from quantadvise.model.inventory import inventory_of
+from quantadvise.model.parse import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM = catalog.get_engine("vllm", "0.33.0")
@@ -222,7 +223,7 @@ NEMOTRON_H = {  # NVIDIA-Nemotron-3-Nano-30B-A3B config.json (the fields that sh
 
 def test_nemotron_h_is_sized_block_by_block():
     a = parse_config(NEMOTRON_H)
-    total = a.inventory.total_params()
+    total = inventory_of(a).total_params()
     # NVIDIA's model card: 31.6B total parameters. By hand, per block kind of the 52-letter pattern
     # (23 M, 23 E, 6 *): embedding + lm_head 2 x 131072 x 2688 = 704.6M; attention 6 x (2 x 4096 +
     # 2 x 256) x 2688 = 140.4M; experts 23 x 128 x 2 x 2688 x 1856 (squared-ReLU: up + down) = 29.37B;

@@ -12,11 +12,12 @@ import pytest
 
 import quantadvise as api
 from quantadvise.artifacts.dockerfile import parse_dockerfile
-from quantadvise.artifacts.invocation import EngineInvocation
 from quantadvise.artifacts.launch import parse_image, parse_shell
 from quantadvise.artifacts.manifests import parse_yaml
 from quantadvise.artifacts.scan import read_paths
 from quantadvise.artifacts.shell import split_shell
+from quantadvise.catalog import option_list
+from quantadvise.engines.invocation import EngineInvocation
 from quantadvise.errors import ConfigError, InputError
 
 DEPLOY = Path(__file__).resolve().parent.parent / "fixtures" / "deploy"
@@ -101,7 +102,7 @@ def test_unterminated_quote_is_a_config_error_with_line():
 
 def test_run_sh_every_field_and_line():
     f = DEPLOY / "run.sh"
-    inv = only(parse_shell(f.read_text(), str(f)))
+    inv = only(parse_shell(f.read_text(), str(f), options=option_list))
     assert inv.engine == "vllm" and inv.source == "shell"
     assert inv.line == line_of(f, "exec vllm serve")
     assert inv.model == "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"  # ${MODEL:-...} default
@@ -128,7 +129,7 @@ def test_run_sh_every_field_and_line():
 
 def test_sglang_script_native_and_docker_run():
     f = DEPLOY / "launch_sglang.sh"
-    docker, native = parse_shell(f.read_text(), str(f))
+    docker, native = parse_shell(f.read_text(), str(f), options=option_list)
     assert docker.engine == native.engine == "sglang"
     assert docker.line == line_of(f, "docker run")
     assert docker.image == "lmsysorg/sglang:v0.4.6.post1-cu124" and docker.engine_version == "0.4.6.post1"
@@ -149,7 +150,7 @@ def test_sglang_script_native_and_docker_run():
 def test_vllm_spellings_short_forms_underscores_and_human_ints():
     text = ("vllm serve m -q gptq -tp 4 --max_num_seqs 12 --max-num-batched-tokens 8K --max-model-len=1.5k "
             "--speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}'")
-    inv = only(parse_shell(text, "x.sh"))
+    inv = only(parse_shell(text, "x.sh", options=option_list))
     assert (inv.quantization, inv.tensor_parallel_size, inv.max_num_seqs) == ("gptq", 4, 12)
     assert inv.max_num_batched_tokens == 8 * 1024  # uppercase K = 2^10
     assert inv.max_model_len == 1500  # 1.5k = 1.5 x 10^3
@@ -158,16 +159,16 @@ def test_vllm_spellings_short_forms_underscores_and_human_ints():
 
 def test_boolean_flags_do_not_swallow_the_model_but_take_an_explicit_true_false():
     inv = only(parse_shell("vllm serve --enforce-eager --enable-chunked-prefill False --trust-remote-code org/m",
-                           "b.sh"))
+                           "b.sh", options=option_list))
     assert inv.model == "org/m"
     assert inv.other == {"--enforce-eager": True, "--enable-chunked-prefill": "False", "--trust-remote-code": True}
 
 
 def test_python_module_entrypoints():
-    v = only(parse_shell("python3 -m vllm.entrypoints.openai.api_server --model org/m --dtype half", "a.sh"))
+    v = only(parse_shell("python3 -m vllm.entrypoints.openai.api_server --model org/m --dtype half", "a.sh", options=option_list))
     assert v.engine == "vllm" and v.model == "org/m" and v.argv[:3] == ["python3", "-m",
                                                                           "vllm.entrypoints.openai.api_server"]
-    s = only(parse_shell("sglang serve --model-path org/s --tensor-parallel-size 2", "b.sh"))
+    s = only(parse_shell("sglang serve --model-path org/s --tensor-parallel-size 2", "b.sh", options=option_list))
     assert s.engine == "sglang" and s.model == "org/s" and s.tensor_parallel_size == 2
 
 
@@ -175,7 +176,7 @@ def test_docker_run_with_the_vllm_image_passes_args_to_its_entrypoint():
     text = ("docker run --runtime nvidia --gpus all -v ~/.cache/huggingface:/root/.cache/huggingface \\\n"
             "  -p 8000:8000 --ipc=host vllm/vllm-openai:v0.9.1 \\\n"
             "  --model mistralai/Mistral-7B-Instruct-v0.3 --quantization fp8\n")
-    inv = only(parse_shell(text, "d.sh"))
+    inv = only(parse_shell(text, "d.sh", options=option_list))
     assert inv.engine == "vllm" and inv.engine_version == "0.9.1"
     assert inv.model == "mistralai/Mistral-7B-Instruct-v0.3" and inv.quantization == "fp8"
     assert inv.line == 1 and inv.flag_lines["quantization"] == 3
@@ -190,17 +191,17 @@ def test_gpu_request_count(request_, count):
 
 
 def test_pinned_pip_install_gives_the_engine_version():
-    inv = only(parse_shell("pip install vllm==0.7.3\nvllm serve org/m\n", "s.sh"))
+    inv = only(parse_shell("pip install vllm==0.7.3\nvllm serve org/m\n", "s.sh", options=option_list))
     assert inv.engine_version == "0.7.3"
 
 
 def test_messages_and_unrelated_commands_are_not_launches():
-    assert parse_shell('echo vllm serve x\nprintf "%s" "vllm serve"\ngrep "vllm serve" log\n', "e.sh") == []
+    assert parse_shell('echo vllm serve x\nprintf "%s" "vllm serve"\ngrep "vllm serve" log\n', "e.sh", options=option_list) == []
 
 
 def test_bad_values_warn_and_duplicates_warn():
     inv = only(parse_shell("vllm serve m --max-num-seqs lots --tensor-parallel-size 2 --tensor-parallel-size 4",
-                           "w.sh"))
+                           "w.sh", options=option_list))
     assert inv.max_num_seqs is None and inv.tensor_parallel_size == 4  # argparse keeps the last
     assert any("--max-num-seqs 'lots' is not an integer" in w for w in inv.warnings)
     assert any("given again" in w for w in inv.warnings)
@@ -211,7 +212,7 @@ def test_bad_values_warn_and_duplicates_warn():
 
 def test_dockerfile_exec_form_cmd_with_the_engine_image_entrypoint():
     f = DEPLOY / "docker" / "Dockerfile"
-    inv = only(parse_dockerfile(f.read_text(), str(f)))
+    inv = only(parse_dockerfile(f.read_text(), str(f), options=option_list))
     assert inv.engine == "vllm" and inv.source == "dockerfile" and inv.context == "CMD"
     assert inv.image == "vllm/vllm-openai:v0.8.5"  # FROM vllm/vllm-openai:${VLLM_VERSION}, global ARG default
     assert inv.engine_version == "0.8.5"
@@ -225,7 +226,7 @@ def test_dockerfile_exec_form_cmd_with_the_engine_image_entrypoint():
 
 def test_dockerfile_shell_form_env_and_build_only_arg():
     f = DEPLOY / "docker" / "Dockerfile.shell"
-    inv = only(parse_dockerfile(f.read_text(), str(f)))
+    inv = only(parse_dockerfile(f.read_text(), str(f), options=option_list))
     assert inv.model == "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"  # ENV MODEL
     assert inv.max_model_len == 8192  # ${MAX_LEN} from ENV
     assert inv.max_num_seqs == 128
@@ -240,7 +241,7 @@ def test_dockerfile_shell_form_env_and_build_only_arg():
 
 def test_dockerfile_entrypoint_plus_cmd():
     f = DEPLOY / "docker" / "Dockerfile.entrypoint"
-    inv = only(parse_dockerfile(f.read_text(), str(f)))
+    inv = only(parse_dockerfile(f.read_text(), str(f), options=option_list))
     assert inv.engine == "sglang" and inv.context == "ENTRYPOINT + CMD"
     assert inv.line == line_of(f, "ENTRYPOINT")
     assert inv.flag_lines["model"] == line_of(f, "CMD")
@@ -251,14 +252,14 @@ def test_dockerfile_entrypoint_plus_cmd():
 
 def test_dockerfile_exec_form_does_not_expand_variables():
     text = 'FROM python:3.11\nENV MODEL=org/m\nCMD ["vllm", "serve", "$MODEL", "--tp", "2"]\n'
-    inv = only(parse_dockerfile(text, "Dockerfile"))
+    inv = only(parse_dockerfile(text, "Dockerfile", options=option_list))
     assert inv.model == "$MODEL" and inv.unresolved_env == ["MODEL"]
     assert any("does not expand $MODEL" in w for w in inv.warnings)
 
 
 def test_dockerfile_shell_cmd_on_the_engine_image_is_flagged():
     text = "FROM vllm/vllm-openai:v0.9.0\nCMD vllm serve org/m --quantization awq\n"
-    inv = only(parse_dockerfile(text, "Dockerfile"))
+    inv = only(parse_dockerfile(text, "Dockerfile", options=option_list))
     assert inv.quantization == "awq"
     assert any("appended to it" in w for w in inv.warnings)
 
@@ -269,14 +270,14 @@ def test_dockerfile_sh_c_exec_form_and_last_stage_wins():
         "FROM python:3.11\nENV TP=8\n"
         "CMD [\"/bin/sh\", \"-c\", \"exec vllm serve prod/model --tensor-parallel-size $TP\"]\n"
     )
-    inv = only(parse_dockerfile(text, "Dockerfile"))
+    inv = only(parse_dockerfile(text, "Dockerfile", options=option_list))
     assert inv.model == "prod/model" and inv.tensor_parallel_size == 8 and inv.line == 6
 
 
 def test_dockerfile_bad_json_names_file_and_line():
     text = "FROM vllm/vllm-openai:v0.9.0\n\nCMD ['--model', 'org/m']\n"
     with pytest.raises(ConfigError, match=r"^Dockerfile: line 3: CMD is not valid JSON"):
-        parse_dockerfile(text, "Dockerfile")
+        parse_dockerfile(text, "Dockerfile", options=option_list)
 
 
 # --- Kubernetes, Helm values, compose -------------------------------------------------------------------
@@ -284,7 +285,7 @@ def test_dockerfile_bad_json_names_file_and_line():
 
 def test_kubernetes_deployment_args_list_and_env_substitution():
     f = DEPLOY / "k8s" / "deployment.yaml"
-    inv = only(parse_yaml(f.read_text(), str(f)))  # the Service document and the sidecar hold no launch
+    inv = only(parse_yaml(f.read_text(), str(f), options=option_list))  # the Service document and the sidecar hold no launch
     assert inv.source == "kubernetes" and inv.context == "Deployment/llama-70b container vllm"
     assert inv.image == "vllm/vllm-openai:v0.10.1" and inv.engine_version == "0.10.1"
     assert inv.model == "RedHatAI/Llama-3.3-70B-Instruct-quantized.w4a16"  # $(MODEL_NAME) from env
@@ -299,7 +300,7 @@ def test_kubernetes_deployment_args_list_and_env_substitution():
 
 def test_kubernetes_sh_c_block_script():
     f = DEPLOY / "k8s" / "sglang-statefulset.yaml"
-    inv = only(parse_yaml(f.read_text(), str(f)))
+    inv = only(parse_yaml(f.read_text(), str(f), options=option_list))
     assert inv.engine == "sglang" and inv.engine_version == "0.4.9.post2"
     assert inv.model == "Qwen/Qwen3-235B-A22B-FP8" and inv.tensor_parallel_size == 8  # $TP from the container env
     assert inv.max_model_len == 40960 and inv.quantization == "fp8"
@@ -309,7 +310,7 @@ def test_kubernetes_sh_c_block_script():
 
 def test_helm_values_image_mapping_and_args():
     f = DEPLOY / "helm" / "values.yaml"
-    inv = only(parse_yaml(f.read_text(), str(f)))
+    inv = only(parse_yaml(f.read_text(), str(f), options=option_list))
     assert inv.source == "helm-values"
     assert inv.image == "vllm/vllm-openai:v0.9.2" and inv.engine_version == "0.9.2"
     assert inv.model == "mistralai/Mistral-Small-3.1-24B-Instruct-2503"  # positional after `vllm serve`
@@ -323,7 +324,7 @@ def test_helm_values_image_mapping_and_args():
 def test_compose_string_and_list_commands_with_dotenv():
     f = DEPLOY / "compose" / "docker-compose.yml"
     dotenv = {"MODEL": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "VLLM_TAG": "v0.6.6"}
-    vllm, sglang = parse_yaml(f.read_text(), str(f), dotenv=dotenv)
+    vllm, sglang = parse_yaml(f.read_text(), str(f), dotenv=dotenv, options=option_list)
     assert vllm.source == "compose" and vllm.context == "service vllm"
     assert vllm.image == "vllm/vllm-openai:v0.6.6" and vllm.engine_version == "0.6.6"
     assert vllm.model == "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
@@ -341,7 +342,7 @@ def test_compose_string_and_list_commands_with_dotenv():
 
 def test_compose_without_dotenv_keeps_the_reference_and_default_tag():
     f = DEPLOY / "compose" / "docker-compose.yml"
-    vllm, _ = parse_yaml(f.read_text(), str(f))
+    vllm, _ = parse_yaml(f.read_text(), str(f), options=option_list)
     assert vllm.model == "${MODEL}" and "MODEL" in vllm.unresolved_env
     assert vllm.engine_version == "0.10.0"  # ${VLLM_TAG:-v0.10.0}
 
@@ -349,20 +350,20 @@ def test_compose_without_dotenv_keeps_the_reference_and_default_tag():
 def test_yaml_ci_step_scripts_are_scanned():
     text = "jobs:\n  smoke:\n    steps:\n      - run: |\n          pip install vllm==0.8.0\n" \
            "          vllm serve org/tiny --max-model-len 2048 &\n"
-    inv = only(parse_yaml(text, "ci.yml"))
+    inv = only(parse_yaml(text, "ci.yml", options=option_list))
     assert inv.model == "org/tiny" and inv.max_model_len == 2048 and inv.line == 6
     assert inv.context == "jobs.smoke.steps[0].run"
 
 
 def test_malformed_yaml_names_file_and_line():
     with pytest.raises(ConfigError, match=r"^bad.yaml: line 3: invalid YAML"):
-        parse_yaml("a:\n  b: [1, 2\nc: 3\n", "bad.yaml")
+        parse_yaml("a:\n  b: [1, 2\nc: 3\n", "bad.yaml", options=option_list)
 
 
 def test_args_must_be_strings():
     text = "containers:\n  - name: x\n    image: vllm/vllm-openai:v0.9.0\n    args:\n      - {a: 1}\n"
     with pytest.raises(ConfigError, match=r"^bad.yaml: line 5: command/args items must be strings"):
-        parse_yaml(text, "bad.yaml")
+        parse_yaml(text, "bad.yaml", options=option_list)
 
 
 # --- images and files ------------------------------------------------------------------------------------
@@ -380,7 +381,7 @@ def test_parse_image(image, expected):
 
 
 def test_read_paths_walks_a_repo_and_api_matches():
-    scan = read_paths([DEPLOY])
+    scan = read_paths([DEPLOY], options=option_list)
     kinds = sorted({i.source for i in scan.invocations})
     assert kinds == ["compose", "dockerfile", "helm-values", "kubernetes", "shell"]
     # one launch per fixture file, two in the compose file and the sglang script: 9 files, 11 launches
@@ -394,17 +395,17 @@ def test_helm_templates_are_skipped_with_a_warning(tmp_path):
     chart = tmp_path / "chart" / "templates"
     chart.mkdir(parents=True)
     (chart / "deployment.yaml").write_text("spec:\n  replicas: {{ .Values.replicas }}\n  {{- if .Values.x }}\n")
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert scan.invocations == [] and any("Helm template (not rendered)" in w for w in scan.warnings)
 
 
 def test_missing_path_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no such file or directory"):
-        read_paths([tmp_path / "nope"])
+        read_paths([tmp_path / "nope"], options=option_list)
 
 
 def test_json_dump_has_schema_version():
-    doc = read_paths([DEPLOY / "run.sh"]).model_dump(mode="json")
+    doc = read_paths([DEPLOY / "run.sh"], options=option_list).model_dump(mode="json")
     assert doc["schema_version"] == 1 and doc["invocations"][0]["flag_lines"]["model"] == 12
 
 
@@ -418,7 +419,7 @@ def test_a_bash_array_of_flags_is_expanded():
             ")\n"
             "ARGS+=(--kv-cache-dtype fp8)\n"
             "vllm serve org/m --max-model-len 16384 \"${ARGS[@]}\"\n")
-    (inv,) = parse_shell(text, "run.sh")
+    (inv,) = parse_shell(text, "run.sh", options=option_list)
     assert (inv.tensor_parallel_size, inv.max_num_seqs, inv.kv_cache_dtype, inv.max_model_len) == (2, 64, "fp8", 16384)
     assert inv.flag_lines["tensor_parallel_size"] == 4 and inv.flag_lines["kv_cache_dtype"] == 6  # where written
     assert inv.warnings == []
@@ -426,7 +427,7 @@ def test_a_bash_array_of_flags_is_expanded():
 
 def test_flags_from_a_variable_the_script_never_sets_are_said_to_be_unread():
     text = "vllm serve org/m --max-model-len 8192 $EXTRA_ARGS \"${MORE[@]}\"\n"
-    (inv,) = parse_shell(text, "run.sh")
+    (inv,) = parse_shell(text, "run.sh", options=option_list)
     assert inv.max_model_len == 8192 and inv.unresolved_env == ["EXTRA_ARGS", "MORE"]
     assert [w.split(": ", 1)[1] for w in inv.warnings] == [
         "line 1: $EXTRA_ARGS is set at run time: the flags in it are not read (assign it in the script, or put the "

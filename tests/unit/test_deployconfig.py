@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from quantadvise.api.check_config import find_config, load_config, parse_pyproject, parse_yaml_config
 from quantadvise.errors import ConfigError
 from quantadvise.gate.config import LoadedConfig, starter_config, with_flags
-from quantadvise.gate.files import find_config, load_config, parse_pyproject, parse_yaml_config
 
 GOOD = """\
 version: 1

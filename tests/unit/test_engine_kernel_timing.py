@@ -1,11 +1,11 @@
 """``calibrate --backend torch`` times the engine's own kernels where vLLM is importable
-(quantadvise.perf.engine_ops), torch's own, per scheme and with the reason, where it cannot.
+(quantadvise.calibration.engine_ops), torch's own, per scheme and with the reason, where it cannot.
 
 No GPU, no torch, no vLLM here: a fake ``torch`` (permissive tensors that only carry a shape) and
 a fake ``vllm`` package whose ``_custom_ops`` records every call stand in for them. The CUDA-event
 timing itself (``TorchBackend._time``) is replaced by one eager call of the timed region — so the
 ops really are built and called — and the seconds come from the simulated GPU of the same kind
-(quantadvise.perf.backends.SimulatedBackend), so the fits see realistic curves. What is checked is
+(quantadvise.calibration.backends.SimulatedBackend), so the fits see realistic curves. What is checked is
 the choice of kernel, the calls made, the fallbacks and what the profile and report say.
 
 Expected kernels are read from vLLM 0.33.0's source, not from quantadvise's resolver (the code
@@ -24,10 +24,11 @@ import yaml
 
 import quantadvise as api
 from quantadvise import catalog
-from quantadvise.api.common import load_model
-from quantadvise.perf.backends import SimulatedBackend, TorchBackend
-from quantadvise.perf.calibration import KERNELS, Timing, run_calibration
-from quantadvise.perf.profile_file import profile_yaml
+from quantadvise.calibration.backends import SimulatedBackend, TorchBackend
+from quantadvise.calibration.contract import Timing
+from quantadvise.calibration.profile_file import profile_yaml
+from quantadvise.calibration.run import KERNELS, run_calibration
+from quantadvise.catalog.resolve import load_model
 from quantadvise.perf.profiles import parse_profile
 from quantadvise.report.calibrate import calibrate_table
 
@@ -159,7 +160,7 @@ def gpu_timing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TorchBackend, "linear_step", step)
     monkeypatch.setattr(TorchBackend, "read_bandwidth", lambda self, b: sim.read_bandwidth(b))
     monkeypatch.setattr(TorchBackend, "gemm_flops", lambda self, f, s, b: sim.gemm_flops(f, s, b))
-    monkeypatch.setattr("quantadvise.perf.backends._driver_version", lambda: None)
+    monkeypatch.setattr("quantadvise.calibration.backends._driver_version", lambda: None)
 
 
 def _run(gpu: str = "h100", schemes: tuple[str, ...] = tuple(KERNELS)) -> tuple[Any, Any, TorchBackend]:

@@ -15,6 +15,7 @@ import io
 
 import pytest
 
+from quantadvise.catalog import option_list
 from quantadvise.engines.vocabulary import FlagVocabulary
 
 OPTIONS = [
@@ -161,13 +162,13 @@ def test_the_readers_take_each_options_kind_from_the_release() -> None:
     from quantadvise.artifacts.launch import parse_shell
 
     inv = parse_shell("vllm serve --allow-credentials meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192\n",
-                      "a.sh")[0]
+                      "a.sh", options=option_list)[0]
     assert (inv.model, inv.max_model_len, inv.other["--allow-credentials"]) == (
         "meta-llama/Meta-Llama-3-8B-Instruct", 8192, True)
     inv = parse_shell("vllm serve --disable-access-log-for-endpoints /health,/metrics meta-llama/Meta-Llama-3-8B\n",
-                      "a.sh")[0]
+                      "a.sh", options=option_list)[0]
     assert inv.model == "meta-llama/Meta-Llama-3-8B"
     assert inv.other["--disable-access-log-for-endpoints"] == "/health,/metrics"
     # -O3 carries its value (vLLM rewrites it to --optimization-level 3, vllm/utils/argparse_utils.py:395)
-    inv = parse_shell("vllm serve -O3 meta-llama/Meta-Llama-3-8B --max-num-seqs 8\n", "a.sh")[0]
+    inv = parse_shell("vllm serve -O3 meta-llama/Meta-Llama-3-8B --max-num-seqs 8\n", "a.sh", options=option_list)[0]
     assert (inv.model, inv.max_num_seqs) == ("meta-llama/Meta-Llama-3-8B", 8)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from quantadvise.artifacts.invocation import EngineInvocation
 from quantadvise.artifacts.launch import parse_shell
+from quantadvise.catalog import option_list
 from quantadvise.engines.flags import ENGINES, engine_command
+from quantadvise.engines.invocation import EngineInvocation
 
 
 def serving(engine: str, model: str, *, quantization, kv, batch, ctx, gpus, memory_utilization) -> str:
@@ -17,7 +18,7 @@ def serving(engine: str, model: str, *, quantization, kv, batch, ctx, gpus, memo
 
 
 def read_back(command: str) -> EngineInvocation:
-    invs = parse_shell(command + "\n", "serve.sh")
+    invs = parse_shell(command + "\n", "serve.sh", options=option_list)
     assert len(invs) == 1, invs
     return invs[0]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from quantadvise.artifacts.launch import parse_shell
-from quantadvise.engines.resolution import Finding
+from quantadvise.catalog import option_list
+from quantadvise.engines.findings import Finding
 from quantadvise.gate.accuracy import accuracy_findings, evidence_required
 from quantadvise.gate.drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
 from quantadvise.gate.engine import artifact_findings, engine_findings, parallelism_findings
@@ -189,7 +190,7 @@ def test_parallelism_and_artifact_findings_from_a_real_script():
         "  --kv-cache-dtype fp8_e5m2 \\\n"
         "  --quantization \"$QUANT\"\n"
     )
-    inv = parse_shell(text, "serve.sh")[0]
+    inv = parse_shell(text, "serve.sh", options=option_list)[0]
     s = Site(key="serve.sh#vllm", label="serve.sh:2", file="serve.sh", line=inv.line, flag_lines=inv.flag_lines)
     out = Findings()
     from quantadvise.gate.target import unresolved as _unresolved

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from quantadvise import hub
 from quantadvise.artifacts import scan as scan_mod
 from quantadvise.artifacts.scan import Walk, read_paths
+from quantadvise.catalog import hub, option_list
 from quantadvise.errors import SourceUnavailableError, UnknownNameError
 from quantadvise.gate.target import ordinals
 from tests.cli.test_check_cli import make_repo
@@ -186,7 +186,7 @@ def test_a_launcher_named_in_a_data_yaml_is_not_a_launch(cli, tmp_path, monkeypa
 def test_the_quantadvise_repository_itself_does_not_stop_the_gate(cli):
     """The audit ran `check` over this repository: data/flags/sglang-0.5.20.yaml:18 (parser.prog) aborted it."""
     repo = Path(__file__).resolve().parents[2]
-    scan = read_paths([repo / "data" / "flags"])
+    scan = read_paths([repo / "data" / "flags"], options=option_list)
     assert scan.invocations == []
     assert any("parser.prog is the launcher's name only" in s for s in scan.files_skipped)
 
@@ -232,7 +232,7 @@ def test_a_manifest_that_never_spells_the_engine_is_still_read_for_the_join(tmp_
     (tmp_path / "Dockerfile").write_text(DOCKERFILE_EP)
     (tmp_path / "deploy.yaml").write_text(K8S.replace("name: vllm", "name: llm"))
     assert "vllm" not in (tmp_path / "deploy.yaml").read_text() and "sglang" not in K8S
-    (inv,) = read_paths([tmp_path]).invocations
+    (inv,) = read_paths([tmp_path], options=option_list).invocations
     assert (Path(inv.file).name, inv.model, inv.context) == (
         "deploy.yaml", "meta-llama/Meta-Llama-3-8B-Instruct", "Deployment/llm container llm")
 
@@ -241,7 +241,7 @@ def test_an_engine_image_left_as_it_is_takes_the_manifests_arguments(tmp_path):
     (tmp_path / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.32.0\nRUN pip install my-plugin\n")
     (tmp_path / "k8s").mkdir()
     (tmp_path / "k8s" / "deploy.yaml").write_text(K8S)
-    (inv,) = read_paths([tmp_path]).invocations
+    (inv,) = read_paths([tmp_path], options=option_list).invocations
     assert (inv.engine, inv.engine_version, inv.model, inv.max_model_len) == (
         "vllm", "0.32.0", "meta-llama/Meta-Llama-3-8B-Instruct", 8192)
     assert inv.launcher == "image entrypoint"
@@ -252,7 +252,7 @@ def test_two_engine_images_are_not_guessed_between(tmp_path):
         (tmp_path / d).mkdir()
         (tmp_path / d / "Dockerfile").write_text(DOCKERFILE_EP)
     (tmp_path / "deploy.yaml").write_text(K8S)
-    invs = read_paths([tmp_path]).invocations
+    invs = read_paths([tmp_path], options=option_list).invocations
     assert sorted(i.file.rsplit("/", 2)[-2] for i in invs) == ["a", "b"]  # the two Dockerfiles, no model
     assert all(i.model is None for i in invs)
 
@@ -260,7 +260,7 @@ def test_two_engine_images_are_not_guessed_between(tmp_path):
 def test_engine_arguments_to_an_image_no_dockerfile_builds_are_named(cli, tmp_path, monkeypatch):
     """The manifest alone: nothing is checked, and the error says which container was passed over."""
     monkeypatch.chdir(make_repo(tmp_path, {"k8s/deploy.yaml": K8S}))
-    scan = read_paths([tmp_path / "repo"])
+    scan = read_paths([tmp_path / "repo"], options=option_list)
     (why,) = [s for s in scan.files_skipped if "deploy.yaml" in s]
     assert "line 10: a container (Deployment/llm container vllm) passes --max-model-len to ghcr.io/acme/llm:1.0" in why
     assert "nginx" not in " ".join(scan.files_skipped)  # `-g "daemon off;"` is no engine's option
@@ -342,7 +342,7 @@ def test_the_walk_passes_over_what_holds_no_deployment(tmp_path):
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     (tmp_path / ".github" / "workflows" / "ci.yml").write_text("jobs:\n  a:\n    steps:\n      - run: " + run)
     (tmp_path / "serve.sh").write_text(run)
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert sorted(Path(i.file).relative_to(tmp_path).as_posix() for i in scan.invocations) == [
         ".github/workflows/ci.yml", "serve.sh"]
 
@@ -353,7 +353,7 @@ def test_the_walk_never_follows_links(tmp_path):
     (tmp_path / "a" / "serve.sh").write_text("vllm serve org/m\n")
     (tmp_path / "a" / "loop").symlink_to(tmp_path)  # a loop
     (tmp_path / "link.sh").symlink_to(tmp_path / "a" / "serve.sh")
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert [Path(i.file).name for i in scan.invocations] == ["serve.sh"]
 
 
@@ -371,7 +371,7 @@ def test_an_unreadable_folder_is_listed_and_passed_over(tmp_path, monkeypatch):
         return real(path)
 
     monkeypatch.setattr(scan_mod.os, "scandir", scandir)
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert [i.model for i in scan.invocations] == ["org/m"]
     assert any(s.endswith("secret: cannot be read (Permission denied)") for s in scan.files_skipped)
 
@@ -379,7 +379,7 @@ def test_an_unreadable_folder_is_listed_and_passed_over(tmp_path, monkeypatch):
 def test_a_file_that_is_not_utf8_in_a_walked_folder_is_skipped(tmp_path):
     (tmp_path / "values.yaml").write_bytes(b"image: vllm/vllm-openai\nx: \xff\xfe\n")
     (tmp_path / "serve.sh").write_text("vllm serve org/m\n")
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert [i.model for i in scan.invocations] == ["org/m"]
     assert any(s.startswith(f"{tmp_path / 'values.yaml'}: not UTF-8") for s in scan.files_skipped)
 
@@ -388,7 +388,7 @@ def test_the_walk_stops_at_its_budget_with_one_warning(cli, tmp_path, monkeypatc
     monkeypatch.setattr(scan_mod, "MAX_WALK_FILES", 5)
     _tree(tmp_path / "repo", [f"f{i:02d}.txt" for i in range(9)])
     (tmp_path / "repo" / "zz.sh").write_text("vllm serve org/m\n")  # after the 5th file: never reached
-    scan = read_paths([tmp_path / "repo"])
+    scan = read_paths([tmp_path / "repo"], options=option_list)
     assert scan.invocations == [] and scan.stopped == str(tmp_path / "repo")
     (w,) = [w for w in scan.warnings if "stopped" in w]
     assert w.startswith("the scan stopped after 5 files") and "quantadvise check deploy/" in w
@@ -403,7 +403,7 @@ def test_check_proc_is_not_walked(cli, tmp_path, monkeypatch):
     r = cli("check", "/proc", "--gpu", "h100")
     assert time.perf_counter() - t0 < 5
     _one_error(r, "nothing to check")  # no PermissionError / FileNotFoundError traceback
-    scan = read_paths(["/proc"])
+    scan = read_paths(["/proc"], options=option_list)
     assert scan.files_scanned == [] and scan.files_skipped == [
         "/proc: a virtual file system (the kernel's or devices'), not a repository"]
 
@@ -413,7 +413,7 @@ def test_a_virtual_file_system_inside_a_walk_is_passed_over(tmp_path, monkeypatc
     (tmp_path / "virt" / "serve.sh").write_text("vllm serve org/virtual\n")
     (tmp_path / "serve.sh").write_text("vllm serve org/m\n")
     monkeypatch.setattr(scan_mod, "_virtual_mounts", lambda: frozenset({str((tmp_path / "virt").resolve())}))
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert [i.model for i in scan.invocations] == ["org/m"]
     assert any("virt: a virtual file system" in s for s in scan.files_skipped)
 
@@ -429,7 +429,7 @@ def test_files_that_spell_no_engine_are_read_but_not_parsed(tmp_path, monkeypatc
     real = scan_mod.parse_text
     monkeypatch.setattr(scan_mod, "parse_text", lambda text, file, *a, **k: parsed.append(Path(file).name)
                         or real(text, file, *a, **k))
-    scan = read_paths([tmp_path])
+    scan = read_paths([tmp_path], options=option_list)
     assert parsed == ["launch.py"] and [i.model for i in scan.invocations] == ["org/m"]
     assert sorted(Path(f).name for f in scan.files_scanned) == ["big.py", "engine_code.py", "launch.py"]
 
@@ -438,7 +438,7 @@ def test_a_compose_file_whose_engine_comes_from_its_env_file_is_parsed(tmp_path)
     (tmp_path / ".env").write_text("IMAGE=vllm/vllm-openai:v0.33.0\n")
     (tmp_path / "docker-compose.yml").write_text(
         "services:\n  llm:\n    image: ${IMAGE}\n    command: [\"org/m\", \"--max-model-len\", \"4096\"]\n")
-    (inv,) = read_paths([tmp_path]).invocations
+    (inv,) = read_paths([tmp_path], options=option_list).invocations
     assert (inv.model, inv.max_model_len, inv.engine_version) == ("org/m", 4096, "0.33.0")
 
 

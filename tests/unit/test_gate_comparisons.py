@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from quantadvise import catalog
 from quantadvise.engines.flags import model_overrides
+from quantadvise.engines.startup import derived_max_len
 from quantadvise.gate.accuracy import evidence_required
 from quantadvise.gate.engine import dtype_findings
 from quantadvise.gate.findings import Findings, Site
 from quantadvise.gate.result import MemoryFit, PerfCheck
 from quantadvise.gate.speed import performance_findings
-from quantadvise.gate.startup import derived_max_len
 from quantadvise.gate.target import Served, accuracy_policy, released_quantized
 
 GiB = 1024**3

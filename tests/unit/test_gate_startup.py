@@ -13,9 +13,7 @@ from __future__ import annotations
 import pytest
 
 from quantadvise import catalog
-from quantadvise.gate.findings import Findings, Site
-from quantadvise.gate.memory import Declared, MemoryInputs, memory_findings, startup_memory
-from quantadvise.gate.startup import (
+from quantadvise.engines.startup import (
     derived_max_len,
     kv_share_per_gpu,
     prefill_bucket_count,
@@ -23,6 +21,8 @@ from quantadvise.gate.startup import (
     sglang_max_running,
     vllm_max_num_seqs,
 )
+from quantadvise.gate.findings import Findings, Site
+from quantadvise.gate.memory import Declared, MemoryInputs, memory_findings, startup_memory
 
 GiB = 2**30
 H100, L4, A100, B200 = 85_520_809_984, 24_152_899_584, 85_899_345_920, 192_265_846_784

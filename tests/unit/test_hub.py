@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from quantadvise import catalog, hub
+from quantadvise import catalog
+from quantadvise.catalog import hub
 from quantadvise.errors import SourceUnavailableError, UnknownNameError
 
 

@@ -15,7 +15,7 @@ import quantadvise as api
 from quantadvise import catalog
 from quantadvise.checkpoint.parse import parse_checkpoint
 from quantadvise.checkpoint.placement import disk_size, modules
-from quantadvise.model import parse_config
+from quantadvise.model.parse import parse_config
 
 # NVIDIA-Nemotron-3-Nano-30B-A3B config.json, the fields that shape the weights (the audit's config)
 NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from quantadvise.perf.heldout import HELD_OUT_SETS, moe_config, moe_time, monotone_floor, step_floor
+from quantadvise.calibration.heldout import HELD_OUT_SETS, moe_config, moe_time, monotone_floor, step_floor
 from quantadvise.perf.kernel_curves import KernelCurve, QuantCurve, blend, lookup, monotone_m_factor
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from quantadvise import catalog
-from quantadvise.api.common import load_model, load_profiles
 from quantadvise.api.speed import efficiency
+from quantadvise.catalog.resolve import load_model, load_profiles
 from quantadvise.engines.kernels import checkpoint_kernels, resolve_kernel, resolve_moe_kernel
 from quantadvise.perf.step import StepModel
 

@@ -1,4 +1,4 @@
-"""Multimodal configs (quantadvise.towers): a vision-language config.json that leaves its text model's
+"""Multimodal configs (quantadvise.model.towers): a vision-language config.json that leaves its text model's
 fields to transformers' defaults is read with those defaults, and its vision encoder and projector are
 counted, so `size` neither fails nor reports the text model's total as the checkpoint's.
 
@@ -13,9 +13,10 @@ import pytest
 
 import quantadvise as api
 from quantadvise import catalog
+from quantadvise.engines.startup import derived_max_len
 from quantadvise.errors import ConfigError
-from quantadvise.gate.startup import derived_max_len
-from quantadvise.model import parse_config
+from quantadvise.model.inventory import inventory_of
+from quantadvise.model.parse import parse_config
 
 # google/gemma-3-4b-it's config.json as published: the text model names 7 fields; transformers'
 # Gemma3TextConfig supplies vocab_size 262208, 8 heads, 4 KV heads, head_dim 256 and
@@ -59,7 +60,7 @@ def test_the_published_gemma3_config_is_read_with_transformers_defaults():
 
 def test_the_vision_encoder_and_projector_are_counted():
     a = parse_config(GEMMA3_4B)
-    inv = a.inventory
+    inv = inventory_of(a)
     # 4,300,079,472 = the "4.3B params" the Hub lists for google/gemma-3-4b-it
     assert inv.total_params() == TEXT + VISION == 4_300_079_472
     assert inv.params_by_component()["vision"] == VISION
@@ -90,7 +91,7 @@ def test_an_encoder_quantadvise_cannot_count_is_said_not_silent():
     cfg["vision_config"]["model_type"] = "pixtral"
     cfg["audio_config"] = {"hidden_size": 8}
     a = parse_config(cfg)
-    assert a.inventory.total_params() == TEXT  # only what is known is sized ...
+    assert inventory_of(a).total_params() == TEXT  # only what is known is sized ...
     assert any("vision encoder (vision_config model_type 'pixtral') is not counted" in w for w in a.warnings)
     assert any("audio encoder (audio_config) is not counted" in w for w in a.warnings)  # ... and said
 
@@ -101,7 +102,7 @@ def test_siglip_with_its_attention_pooling_head():
     # head: probe 1152 + in_proj 3 x 1152^2 + 3 x 1152 + out_proj 1152^2 + 1152 + LayerNorm 2 x 1152
     #       + MLP 1152x4304 + 4304 + 4304x1152 + 1152 (modeling_siglip.py:627-630)
     head = 1152 + 3 * 1152**2 + 3 * 1152 + 1152**2 + 1152 + 2 * 1152 + 9_921_872
-    assert parse_config(cfg).inventory.total_params() == TEXT + VISION + head
+    assert inventory_of(parse_config(cfg)).total_params() == TEXT + VISION + head
 
 
 @pytest.mark.parametrize("field,value", [("hidden_size", "wide"), ("patch_size", [14]), ("image_size", -1)])
@@ -140,16 +141,16 @@ def test_qwen25_vl_counts_its_vision_transformer_and_merger():
     vision = 1_505_280 + 630_470_400 + 44_574_464
     a = parse_config(QWEN25_VL_7B)
     assert not a.warnings  # a model type it knows, an encoder it counts
-    assert a.inventory.params_by_component()["vision"] == vision
+    assert inventory_of(a).params_by_component()["vision"] == vision
     # 8,292,166,656: the "8.29B params" the Hub lists for Qwen/Qwen2.5-VL-7B-Instruct
-    assert a.inventory.total_params() == text + vision == 8_292_166_656
+    assert inventory_of(a).total_params() == text + vision == 8_292_166_656
 
 
 def test_the_recipe_leaves_the_encoders_out_as_sizing_prices_them():
     # llm-compressor quantizes every module its targets ("Linear") match unless ignored, and SigLIP's
     # projections are nn.Linear (modeling_siglip.py:268-271): the recipe must name the tower and the
     # projector, as RedHatAI's published Gemma 3 recipes do.
-    from quantadvise.advisor.plan import ignore_list
+    from quantadvise.checkpoint.write import ignore_list
 
     ignore = ignore_list(catalog.get_scheme("w4a16"), parse_config(GEMMA3_4B))
     assert "re:.*vision_tower.*" in ignore and "re:.*multi_modal_projector.*" in ignore

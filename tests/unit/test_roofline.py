@@ -14,9 +14,10 @@ from quantadvise.errors import ConfigError, InputError, SchemeError, norm_name
 from quantadvise.perf.datapath import datapath
 from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.inputs import parse_batches, parse_contexts
+from quantadvise.perf.ops import expected_experts
 from quantadvise.perf.profiles import IDEAL, Curve, parse_profile
 from quantadvise.perf.solve import crossings, first_crossing, first_root
-from quantadvise.perf.step import StepModel, expected_experts
+from quantadvise.perf.step import StepModel
 
 # The chapter's H100 SXM constants.
 PI_BF16, PI_FP8, BETA = 989.4e12, 1979e12, 3.35e12

@@ -6,13 +6,7 @@ import pytest
 
 from quantadvise import catalog
 from quantadvise.errors import QuantAdviseError, SchemeError, UnknownNameError
-from quantadvise.scheme import (
-    GroupShape,
-    Scheme,
-    TensorQuant,
-    build_scheme,
-    custom_weight_scheme,
-)
+from quantadvise.scheme.axes import GroupShape, Scheme, TensorQuant, build_scheme, custom_weight_scheme
 
 # --- GroupShape -------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import pytest
 
 import quantadvise as api
 from quantadvise import catalog
+from quantadvise.model.inventory import inventory_of
 
 # Llama-3-8B (the chapter): V=128256, H=4096, 224 decoder linear matrices holding 6,979,321,856
 # params, untied embedding + lm_head 2 x 525,336,576, norms 65 x 4096 = 266,240.
@@ -21,7 +22,7 @@ BF16 = 2 * TOTAL  # 16,060,522,496 B = 16.06 GB
 
 def test_chapter_decoder_split():
     arch, _ = api.load_model("meta-llama/Llama-3-8B")
-    inv = arch.inventory
+    inv = inventory_of(arch)
     assert inv.decoder_linear_matrices() == 224  # 32 layers x 7 (q, k, v, o, gate, up, down)
     assert inv.decoder_linear_params() == DEC
     assert round(DEC / TOTAL, 3) == 0.869 and round(2 * EMB / TOTAL, 3) == 0.131  # 86.9% / 13.1%
@@ -58,7 +59,7 @@ def test_sym_drops_the_zero_point():
 def test_per_channel_group():
     # int8 per-channel, fp16 scale, symmetric: each matrix N x K adds N scales of 16 bits.
     arch, _ = api.load_model("meta-llama/Llama-3-8B")
-    lin = [g for g in arch.inventory.groups if g.linear and g.component in ("attention", "mlp")]
+    lin = [g for g in inventory_of(arch).groups if g.linear and g.component in ("attention", "mlp")]
     scale_bits = sum(g.n * g.count * 16 for g in lin)
     r = api.size("meta-llama/Llama-3-8B", bits=8, group=-1, symmetric=True)
     assert r.total_bytes == 2 * (2 * EMB + NORMS) + (DEC * 8 + scale_bits) // 8

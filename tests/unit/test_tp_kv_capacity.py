@@ -25,8 +25,8 @@ import math
 import pytest
 
 import quantadvise as qa
-from quantadvise import kvcache
-from quantadvise.gate import startup
+from quantadvise.engines import startup
+from quantadvise.memory import kvcache
 
 GiB = 1024**3
 H200, L4 = 150_754_820_096, 24_152_899_584

@@ -1,7 +1,7 @@
 """The memory nodes of the tree: (b) fit and (e) the KV cache axis.
 
 b. fit — weights + the KV cache the workload holds + the runtime reserve against the GPUs' memory
-   (:func:`quantadvise.sizing.memory_budget`, the one budget every command uses). Size only decides
+   (:func:`quantadvise.memory.sizing.memory_budget`, the one budget every command uses). Size only decides
    whether you must quantize, and how far; never which scheme wins. Each candidate's capacity (the
    sequences its KV cache holds next to its weights) is what the speed node prices it at.
 e. kv  — one KV cache dtype for the workload, decided after the engine and accuracy filters on the
@@ -20,10 +20,11 @@ from typing import Any
 
 from .. import defaults
 from ..errors import QuantAdviseError
-from ..kvcache import held_sequence_bytes, kv_copies, max_sequences, replication_note, sequence_bytes
+from ..memory.kvcache import held_sequence_bytes, kv_copies, max_sequences, replication_note, sequence_bytes
+from ..memory.sizing import memory_budget
+from ..model.inventory import inventory_of
 from ..perf.step import check_tensor_parallel
-from ..scheme import Scheme, TensorQuant
-from ..sizing import memory_budget
+from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, plural
 from .options import BF16_KV, Context, Option
 from .result import TraceNode
@@ -53,10 +54,10 @@ class EngineMemory:
 def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
     """The memory share and reserve the workload's engine release runs with on ``gpus`` GPUs: the
     workload's when given, else the engine's own, derived exactly as ``check`` derives it
-    (:func:`quantadvise.gate.startup.default_fraction`: vLLM's --gpu-memory-utilization default, SGLang's
+    (:func:`quantadvise.engines.startup.default_fraction`: vLLM's --gpu-memory-utilization default, SGLang's
     mem_fraction_static heuristic for this GPU, TP, model and the --max-running-requests the plan writes)."""
     from ..engines.flags import ENGINES
-    from ..gate.startup import default_fraction, default_reserve_gb
+    from ..engines.startup import default_fraction, default_reserve_gb
 
     w, engine = ctx.workload, ctx.engine.engine
     if w.memory_utilization is not None:
@@ -65,7 +66,8 @@ def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
     else:
         if ctx.startup is None:
             raise ValueError("no engine start-up facts to derive the memory fraction from")
-        sglang = {"max_running_requests": w.batch} if engine == "sglang" else {}
+        # the running cap the fraction heuristic reads, where the release has one (SGLang's tiers)
+        sglang = {"max_running_requests": w.batch} if ctx.startup.fraction_tiers else {}
         d = default_fraction(ctx.startup, ctx.gpu.memory_bytes, tp=gpus, mla=ctx.arch.is_mla,
                              model_path=ctx.model_id or w.model, **sglang)
         frac, frac_from = d.fraction, f"{d.brief}; --memory-utilization"
@@ -85,7 +87,7 @@ def budget_for(ctx: Context, gpus: int) -> float:
 
 def capacity(ctx: Context, weights_bytes: int, kv: TensorQuant | None, budget: float | None = None) -> int:
     """Sequences of the workload's KV length that fit next to ``weights_bytes`` on the workload's GPUs,
-    each GPU holding its share of every sequence's KV (:func:`quantadvise.kvcache.max_sequences`: an MLA
+    each GPU holding its share of every sequence's KV (:func:`quantadvise.memory.kvcache.max_sequences`: an MLA
     latent, or KV heads fewer than the GPUs, are held more than once)."""
     tokens = ctx.workload.kv_tokens_per_sequence
     room = budget if budget is not None else ctx.budget_bytes
@@ -174,7 +176,7 @@ def node_fit(ctx: Context, options: list[Option]) -> TraceNode:
     first = dtypes[0]
     fits_with = [d for d in dtypes if bf16_weights <= room[d]]
     must = not fits_with
-    params = a.inventory.total_params()
+    params = inventory_of(a).total_params()
     room_bf16 = ctx.budget_bytes - kv_bf16
     room_q = ctx.budget_bytes - kv_q
     copies_note = replication_note(a, w.gpus)

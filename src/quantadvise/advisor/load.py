@@ -22,9 +22,17 @@ accuracy tiers of the tree still apply. Pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from .. import defaults
 from ..wording import plural
-from .result import RANKED, Layout, LoadPlan, Recommendation
+from .result import RANKED, Layout, LoadPlan, Recommendation, TraceNode
+
+if TYPE_CHECKING:
+    from ..hardware import GPU
+    from ..model.arch import ModelArch
+    from ..workload import Workload
 
 
 def replicas_for(*, rate: float | None, users: int | None, output_tokens: int, tokens_per_s: float,
@@ -103,3 +111,45 @@ def describe(p: LoadPlan, gpu_name: str, lead: int = 3) -> str:
     head = p.options[0]
     rest = "; or ".join(one(x, False) for x in p.options[1:lead])
     return f"{demand}: {one(head, True)}" + (f"; or {rest}" if rest else "")
+
+
+def walk_load(walk_at: Callable[[int], Recommendation], arch: ModelArch, gpu: GPU, w: Workload, *,
+              fixed_gpus: bool, usd_per_gpu_hour: float | None) -> Recommendation:
+    """The tree walked at each tensor-parallel degree (``walk_at(tp)``), then the GPUs each scheme needs
+    for ``w.rate`` or ``w.users`` (:func:`plan`); the recommendation is the walk at the chosen degree,
+    with a ``load`` trace node that says why."""
+    from ..errors import InputError
+    from ..perf.step import check_tensor_parallel
+
+    # with --gpus N: every tensor-parallel degree that packs replicas into those N GPUs (N = 4 weighs
+    # 4 x TP1, 2 x TP2 and TP4 against each other), else every degree on file
+    degrees = ([t for t in defaults.TP_DEGREES if t <= w.gpus and w.gpus % t == 0] or [w.gpus]) if fixed_gpus \
+        else list(defaults.TP_DEGREES)
+    recs: dict[int, Recommendation] = {}
+    first: InputError | None = None
+    for t in degrees:
+        try:
+            check_tensor_parallel(arch, gpu, t)
+            recs[t] = walk_at(t)
+        except InputError as exc:
+            first = first or exc
+    if not recs:
+        assert first is not None
+        raise first
+    tp, load_plan = plan(recs, rate=w.rate, users=w.users, output_tokens=w.output_tokens,
+                         usd_per_gpu_hour=usd_per_gpu_hour)
+    rec = recs[tp]
+    skipped = [t for t in degrees if t not in recs]
+    node = TraceNode(
+        node="load",
+        decision=describe(load_plan, gpu.name),
+        numbers={"rate_per_s": w.rate, "users": w.users, "output_tokens": w.output_tokens, "tp_degrees": degrees,
+                 "chosen_tp": tp, "gpus": {x.scheme: x.gpus for x in load_plan.options}},
+        reasons=[f"{x.scheme}: {x.replicas} x TP{x.tp} = {x.gpus} GPU{'s' if x.gpus != 1 else ''}, each replica "
+                 f"{x.tokens_per_s:,.0f} output tokens/s ({x.requests_per_s:,.2f} requests/s) at concurrency "
+                 f"{x.concurrency:,}, {x.tokens_per_s_per_gpu:,.0f} tokens/s per GPU"
+                 + (f", ${x.usd_per_hour:,.2f}/hour" if x.usd_per_hour is not None else "")
+                 for x in load_plan.options]
+        + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
+            "split, or nothing fits)"] if skipped else []))
+    return rec.model_copy(update={"load": load_plan, "trace": [*rec.trace, node]})

@@ -20,22 +20,22 @@ from .. import defaults
 from ..errors import QuantAdviseError
 from ..evals.priors import AccuracyRule
 from ..hardware import GPU
-from ..model import ModelArch
+from ..memory.sizing import size_model
+from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.step import StepModel
-from ..scheme import DeployHints, Scheme, TensorQuant
-from ..sizing import size_model
+from ..scheme.axes import DeployHints, Scheme, TensorQuant
 from ..workload import Workload
 from .result import EngineVerdict
 
 if TYPE_CHECKING:
+    from ..checkpoint.native import Native
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
-    from ..gate.startup import StartupFacts
+    from ..engines.limits import ContextLimit
+    from ..engines.startup import StartupFacts
     from ..perf.serving import Slo, Speculation
-    from .limits import ContextLimit
-    from .native import Native
 
 BF16_KV = "kv-bf16"
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
-from ..scheme import SchemeAxes
+from ..scheme.axes import SchemeAxes
 from ..workload import Workload
 
 # the statuses of the candidates that were ranked (priced and deployable), best first

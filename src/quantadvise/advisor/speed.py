@@ -18,13 +18,13 @@ from typing import Any
 
 from .. import defaults
 from ..hardware import GPU
-from ..model import ModelArch
+from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
 from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
-from ..scheme import Scheme, TensorQuant
+from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, ms, plural
 from ..workload import Workload
 from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from .. import defaults
 from ..errors import InputError, NoSchemeError
-from ..kvcache import held_sequence_bytes, kv_copies, sequence_bytes
+from ..memory.kvcache import held_sequence_bytes, kv_copies, sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
-from ..scheme import SchemeAxes, TensorAxes
+from ..scheme.axes import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native

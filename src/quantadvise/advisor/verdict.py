@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..checkpoint.write import quantization_config
+from ..engines.flags import kv_cache_flag
 from .options import BF16_KV, Context, Option
-from .plan import quantization_config
 from .result import EngineVerdict
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def kv_flag(ctx: Context, engine: EngineData, kv_id: str | None) -> str | None:
     if kv_id is None or kv_id == BF16_KV:
         return None
     hints = ctx.kv_options[kv_id].hints
-    return hints.vllm_kv_cache_dtype if engine.engine == "vllm" else hints.sglang_kv_cache_dtype
+    return kv_cache_flag(engine.engine, hints)
 
 
 def engine_verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str | None) -> EngineVerdict:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 
 if TYPE_CHECKING:
-    from ..evals.evidence import Choice
+    from ..artifacts.evidence import Choice
     from ..evals.stats import AccuracyReport, AccuracyThresholds
 
 
@@ -38,7 +38,7 @@ def accuracy(
     ``exit_code()`` is 1 when a check fails. ``choice`` (an ``evals.evidence.Choice``: per-task
     filters and metrics, and how messages name the choice) replaces ``metric`` / ``filter``.
     """
-    from ..evals.evidence import load_evidence
+    from ..artifacts.evidence import load_evidence
     from ..evals.stats import AccuracyThresholds, compare
     from ..inputs import check, points
 

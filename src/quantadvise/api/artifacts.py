@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import DeploymentScan
+    from ..engines.invocation import DeploymentScan
 
 
 def read_deployment(paths: str | Path | Sequence[str | Path], *, env: dict[str, str] | None = None) -> DeploymentScan:
@@ -15,8 +15,9 @@ def read_deployment(paths: str | Path | Sequence[str | Path], *, env: dict[str, 
     scripts, Dockerfiles, Kubernetes manifests, Helm values and docker-compose files under
     ``paths``, each with its file and line and the flags that matter. Returns a ``DeploymentScan``.
     """
+    from .. import catalog
     from ..artifacts.scan import read_paths
 
-    return read_paths([paths] if isinstance(paths, str | Path) else list(paths), env=env)
+    return read_paths([paths] if isinstance(paths, str | Path) else list(paths), env=env, options=catalog.option_list)
 
 

@@ -6,17 +6,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
+from ..catalog.resolve import get_gpu, load_model
 from ..errors import InputError
 from ..files import writing
 from ..hardware import GPU
-from ..model import ModelArch
-from ..scheme import Scheme
-from .common import get_gpu, load_model
+from ..model.arch import ModelArch
+from ..scheme.axes import Scheme
 
 if TYPE_CHECKING:
-    from ..perf.calibration import CalibrationResult, Progress
+    from ..calibration.contract import Progress
+    from ..calibration.run import CalibrationResult
+    from ..calibration.validate import TableImportResult, ValidationResult
     from ..perf.profiles import PerfProfile
-    from ..perf.validation import TableImportResult, ValidationResult
 
 
 def calibrate(
@@ -44,11 +45,11 @@ def calibrate(
     import time
 
     from .. import __version__
+    from ..calibration.backends import get_backend
+    from ..calibration.profile_file import write_profile
+    from ..calibration.run import parse_schemes, run_calibration
     from ..errors import UnknownNameError
-    from ..perf.backends import get_backend
-    from ..perf.calibration import parse_schemes, run_calibration
     from ..perf.inputs import parse_batches
-    from ..perf.profile_file import write_profile
 
     arch, info = load_model(model)
     resolved: dict[str, Scheme] = {}
@@ -97,8 +98,8 @@ def validate(
     held-out error is; ``project_bars`` adds the project's median / worst bars for its shipped kernel
     curves to the verdict (``.bars_passed`` reports them either way). ``profile`` is a file, a shipped
     profile's GPU id (``h100-sxm``) or its profile id (``h100-sxm-measured``)."""
+    from ..calibration.validate import validate as run
     from ..perf.profiles import PerfProfile
-    from ..perf.validation import validate as run
 
     if not isinstance(profile, PerfProfile):
         profile = shipped_profile_name(profile)
@@ -170,9 +171,9 @@ def import_tables(gpu: str | GPU, *, source: str | Path | None = None, out: str 
     held-out error per kernel. The same code writes the shipped data/profiles/ files."""
     from datetime import date
 
-    from ..perf import aiconfigurator as aic
-    from ..perf.profile_file import write_profile
-    from ..perf.validation import TableImportResult, validate_kernels
+    from ..calibration import aiconfigurator as aic
+    from ..calibration.profile_file import write_profile
+    from ..calibration.validate import TableImportResult, validate_kernels
 
     g = get_gpu(gpu)
     system = next((s for s, gid in aic.SYSTEMS.items() if gid == g.id), None)

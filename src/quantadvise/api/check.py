@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..catalog.resolve import get_gpu
 from ..errors import InputError
 from ..files import exists, expand
 from .accuracy import accuracy
 from .artifacts import read_deployment
-from .common import get_gpu
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import EngineInvocation
+    from ..engines.invocation import EngineInvocation
     from ..gate.config import DeploymentConfig, LoadedConfig
     from ..gate.findings import Findings
     from ..gate.result import GateResult, InitResult, TaskEvidence
@@ -64,11 +64,11 @@ def check(
 
     from ..errors import ConfigError
     from ..gate.config import DeploymentConfig, LoadedConfig, validate, with_flags
-    from ..gate.files import baseline_text, find_config, load_config, read_baseline, write_text
     from ..gate.findings import Findings, baseline_document, sort_findings, split_baseline
     from ..gate.result import GateResult
     from ..gate.rules import SEVERITY_RANK
     from ..gate.target import ordinals, site_key
+    from .check_config import baseline_text, find_config, load_config, read_baseline, write_text
     from .check_target import at, declared, resolve_target
 
     root = Path(cwd) if cwd is not None else Path.cwd()
@@ -193,8 +193,8 @@ def check_init(
     in from the first engine command found under ``paths`` (default: ``cwd``, as ``check`` scans it);
     refuses to overwrite without ``force``."""
     from ..gate.config import starter_caps, starter_config, starter_values
-    from ..gate.files import parse_yaml_config, write_text
     from ..gate.result import InitResult
+    from .check_config import parse_yaml_config, write_text
 
     root = Path(cwd) if cwd is not None else Path.cwd()
     target = Path(path) if path is not None else root / "quantadvise.yaml"
@@ -263,7 +263,7 @@ def _evidence(loaded: LoadedConfig, out: Findings, rel: Any, notes: list[str]) -
     thresholds, per_task, note = evidence_thresholds(a)
     if note:
         notes.append(note)
-    from ..evals.evidence import Choice
+    from ..artifacts.evidence import Choice
 
     where = loaded.file or "the configuration"
     choice = Choice(filter=a.filter, metric=a.metric, tasks={t: (c.filter, c.metric) for t, c in a.tasks.items()},

@@ -10,21 +10,22 @@ from typing import TYPE_CHECKING, Any
 
 from .. import catalog
 from ..defaults import GiB
+from ..engines.flags import kv_cache_flag
 from ..errors import ConfigError, InputError, QuantAdviseError, SourceUnavailableError, UnknownNameError
 from ..files import exists
 from ..hardware import GPU
-from ..scheme import Scheme
+from ..scheme.axes import Scheme
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import EngineInvocation
     from ..engines.data import EngineData
     from ..engines.inspection import InspectReport
+    from ..engines.invocation import EngineInvocation
     from ..engines.resolution import EngineResolution
     from ..gate.config import LoadedConfig
     from ..gate.findings import Findings
     from ..gate.result import TargetReport
     from ..gate.target import Served
-    from ..model import ModelArch
+    from ..model.arch import ModelArch
 
 
 def at(loaded: LoadedConfig, key: str, message: str) -> str:
@@ -69,7 +70,7 @@ def served_scheme(ck: Any, res: EngineResolution, notes: list[str], arch: ModelA
     if ck is not None and ck.is_quantized:
         groups = [grp for grp in ck.groups if grp.quantizes_weights]
         if arch is not None:
-            from ..advisor.native import native_scheme
+            from ..checkpoint.native import native_scheme
 
             nat = native_scheme(arch, ck, catalog.layouts())
             if nat is not None:
@@ -171,15 +172,15 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     """Resolve one engine command (or the declaration alone) and judge it. ``nth``: its ordinal among
     the launches of its file that share a site key, ``nth_on_line`` among those on its line
     (gate.target.ordinals)."""
+    from ..catalog.hub import read_sidecar, resolve_model
+    from ..catalog.resolve import load_model
     from ..checkpoint.parse import SIDECARS, parse_checkpoint
     from ..engines.config_checks import dtype_fallback, dtype_refusal
     from ..engines.flags import model_overrides
+    from ..engines.startup import derived_max_len
     from ..gate import target as gt
     from ..gate.engine import dtype_findings
-    from ..gate.startup import derived_max_len
-    from ..hub import read_sidecar, resolve_model
     from ..perf.step import check_tensor_parallel
-    from .common import load_model
     from .inspect import inspect
 
     cfg = loaded.config
@@ -328,8 +329,7 @@ def _engine_flags(inv: EngineInvocation | None, cfg: Any, eng: EngineData, engin
     if cfg.kv_cache_dtype is not None:
         try:
             hints = catalog.kv_preset(cfg.kv_cache_dtype).deploy
-            kv_flag = (hints.vllm_kv_cache_dtype if engine == "vllm" else hints.sglang_kv_cache_dtype) \
-                or cfg.kv_cache_dtype
+            kv_flag = kv_cache_flag(engine, hints) or cfg.kv_cache_dtype
         except QuantAdviseError:
             kv_flag = cfg.kv_cache_dtype
     return q_flag, kv_flag
@@ -355,8 +355,8 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
     over all GPUs as the engine holds them (replicated heads included)."""
     from ..gate.memory import Declared as DeclaredLoad
     from ..gate.memory import MemoryInputs, startup_memory
-    from ..kvcache import bytes_per_token, kv_share_per_gpu, sequence_bytes
-    from ..sizing import size_model
+    from ..memory.kvcache import bytes_per_token, kv_share_per_gpu, sequence_bytes
+    from ..memory.sizing import size_model
     from ..workload import parse_workload
 
     if arch is None or (scheme is None and rep.size is None) or w.max_model_len is None:
@@ -469,7 +469,7 @@ def _model_hint(inv: EngineInvocation | None) -> str:
         return ""
     if inv.launcher in ("vllm serve", "sglang serve"):
         return f" ({inv.launcher} MODEL)"
-    if inv.launcher == "image entrypoint" and inv.engine == "vllm":  # vllm/vllm-openai: `vllm serve` + arguments
+    if inv.launcher == "image entrypoint" and ENGINES[inv.engine].positional_model:  # vllm/vllm-openai: `vllm serve`
         return " (the first argument: MODEL)"
     try:
         return f" ({ENGINES[inv.engine].for_field('model').name} MODEL)"
@@ -483,8 +483,8 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     deployed scheme runs the kernel its ``--quantization`` selects (SGLang's forced ``awq``: dequantize,
     then a bf16 GEMM), as ``roofline --quantization`` prices it."""
     from ..advisor.speed import predict as price
+    from ..catalog.resolve import load_profiles
     from ..gate.target import perf_check
-    from .common import load_profiles
     from .recommend import recommend
     from .speed import efficiency
 

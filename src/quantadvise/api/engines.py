@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import catalog
-from .common import get_engine
+from ..catalog.resolve import get_engine
+from ..engines.flags import kv_cache_flag
 
 if TYPE_CHECKING:
     from ..engines.listing import EngineDiff, EngineListing, MethodDetail, Probe
@@ -90,8 +91,8 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
 def probes(engine: str, methods: list[str] | None = None) -> list[Probe]:
     """The checkpoints and flags a release diff judges: each scheme preset's quantization_config,
     every ``--quantization`` name in ``methods`` on a bf16 checkpoint, each KV preset's flag."""
-    from ..advisor.plan import quantization_config
     from ..checkpoint.parse import parse_quantization_config
+    from ..checkpoint.write import quantization_config
     from ..engines.listing import Probe
 
     out = [Probe("bf16 (unquantized)", None)]
@@ -105,7 +106,7 @@ def probes(engine: str, methods: list[str] | None = None) -> list[Probe]:
         out.append(Probe(f"bf16 + --quantization {name}", None, quantization=name))
     for kid in catalog.kv_ids():
         hints = catalog.kv_preset(kid).deploy
-        flag = hints.vllm_kv_cache_dtype if engine == "vllm" else hints.sglang_kv_cache_dtype
+        flag = kv_cache_flag(engine, hints)
         if flag and flag != "auto":
             out.append(Probe(f"bf16 + --kv-cache-dtype {flag}", None, kv_cache_dtype=flag))
     return out

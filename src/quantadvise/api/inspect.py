@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
+from ..catalog.resolve import get_engine, get_gpu
 from ..hardware import GPU
-from ..model import parse_config
-from .common import get_engine, get_gpu
+from ..model.parse import parse_config
 
 if TYPE_CHECKING:
     from ..checkpoint.quant import CheckpointQuant
@@ -72,7 +72,7 @@ def inspect(
         cfg, side = model, dict(sidecars or {})
         info = InspectedModel(id=str(model.get("_name_or_path", "config")), source="dict")
     else:
-        from ..hub import read_sidecar, resolve_model
+        from ..catalog.hub import read_sidecar, resolve_model
 
         gguf = _gguf_weights(model)
         if gguf is not None and gguf[2] is None:

@@ -8,19 +8,19 @@ from .. import catalog
 from ..errors import UnknownNameError
 
 if TYPE_CHECKING:
-    from ..listings import Listing
+    from ..catalog.listing import Listing
 
 
 def list_bundled(kind: str) -> Listing:
     """The bundled ``kind`` (models, gpus, schemes, kv, engines), each row with its aliases and key
     figures; ``quantadvise list KIND`` prints it."""
-    from .. import listings as L
+    from ..catalog import listing as L
 
     key = kind.strip().lower()
     key = {"model": "models", "gpu": "gpus", "scheme": "schemes", "kv-presets": "kv", "kv_presets": "kv",
            "engine": "engines"}.get(key, key)
     if key == "models":
-        from ..model import parse_config
+        from ..model.parse import parse_config
 
         models = []
         for mid in catalog.bundled_model_ids():

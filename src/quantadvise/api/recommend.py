@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
+from ..catalog.resolve import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
+from ..engines.flags import kv_cache_flag
 from ..errors import InputError, QuantAdviseError
-from ..scheme import DeployHints, Scheme, TensorQuant
+from ..model.inventory import inventory_of
+from ..scheme.axes import Scheme, TensorQuant
+from ..scheme.regroup import regrouped, regrouped_deploy
 from ..wording import plural
-from .common import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
 
 if TYPE_CHECKING:
-    from ..advisor.limits import ContextLimit
-    from ..advisor.native import Native
     from ..advisor.options import Candidate, KvOption
     from ..advisor.result import Prediction, Recommendation
+    from ..checkpoint.native import Native
     from ..engines.data import EngineData
-    from ..gate.startup import StartupFacts
+    from ..engines.limits import ContextLimit
+    from ..engines.startup import StartupFacts
     from ..hardware import GPU
-    from ..model import ModelArch
+    from ..model.arch import ModelArch
     from ..perf.serving import Price, Slo, Speculation
     from ..workload import Workload
 
@@ -102,10 +104,10 @@ class _Inputs:
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
-    from ..advisor.limits import context_limit
     from ..advisor.options import BF16_KV, KvOption
-    from ..hub import resolve_model
-    from ..model import parse_config
+    from ..catalog.hub import resolve_model
+    from ..engines.limits import context_limit
+    from ..model.parse import parse_config
 
     src, cfg = resolve_model(w.model)
     arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
@@ -139,7 +141,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   quant_kv=inputs.quant_kv, rules=catalog.accuracy_rules(), engine=inputs.engine,
                   other_engine=inputs.other, model_id=inputs.model_id, kv_name=inputs.forced or BF16_KV,
                   forced_kv=inputs.forced is not None, native=inputs.native, limits=inputs.limits,
-                  model_params=inputs.arch.inventory.total_params(), memo=inputs.cache, slo=_slo(w),
+                  model_params=inventory_of(inputs.arch).total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
                   fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
@@ -152,44 +154,12 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
 
 def _walk_load(inputs: _Inputs, w: Workload, *, fixed_gpus: bool) -> Recommendation:
     """The tree at each tensor-parallel degree, then the GPUs each scheme needs for ``w.rate`` or
-    ``w.users`` (:mod:`quantadvise.advisor.load`); the recommendation is the walk at the chosen degree."""
-    from ..advisor import load
-    from ..advisor.result import TraceNode
-    from ..errors import InputError
-    from ..perf.step import check_tensor_parallel
+    ``w.users`` (:func:`quantadvise.advisor.load.walk_load`)."""
+    from ..advisor.load import walk_load
 
-    # with --gpus N: every tensor-parallel degree that packs replicas into those N GPUs (N = 4 weighs
-    # 4 x TP1, 2 x TP2 and TP4 against each other), else every degree on file
-    degrees = ([t for t in defaults.TP_DEGREES if t <= w.gpus and w.gpus % t == 0] or [w.gpus]) if fixed_gpus \
-        else list(defaults.TP_DEGREES)
-    recs: dict[int, Recommendation] = {}
-    first: InputError | None = None
-    for t in degrees:
-        try:
-            check_tensor_parallel(inputs.arch, inputs.gpu, t)
-            recs[t] = _walk(inputs, w.model_copy(update={"gpus": t}))
-        except InputError as exc:
-            first = first or exc
-    if not recs:
-        assert first is not None
-        raise first
     price = inputs.price.usd_per_gpu_hour if inputs.price else None
-    tp, plan = load.plan(recs, rate=w.rate, users=w.users, output_tokens=w.output_tokens, usd_per_gpu_hour=price)
-    rec = recs[tp]
-    skipped = [t for t in degrees if t not in recs]
-    node = TraceNode(
-        node="load",
-        decision=load.describe(plan, inputs.gpu.name),
-        numbers={"rate_per_s": w.rate, "users": w.users, "output_tokens": w.output_tokens, "tp_degrees": degrees,
-                 "chosen_tp": tp, "gpus": {x.scheme: x.gpus for x in plan.options}},
-        reasons=[f"{x.scheme}: {x.replicas} x TP{x.tp} = {x.gpus} GPU{'s' if x.gpus != 1 else ''}, each replica {x.tokens_per_s:,.0f} output "
-                 f"tokens/s ({x.requests_per_s:,.2f} requests/s) at concurrency {x.concurrency:,}, "
-                 f"{x.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" + (f", ${x.usd_per_hour:,.2f}/hour"
-                                                                       if x.usd_per_hour is not None else "")
-                 for x in plan.options]
-        + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
-            "split, or nothing fits)"] if skipped else []))
-    return rec.model_copy(update={"load": plan, "trace": [*rec.trace, node]})
+    return walk_load(lambda t: _walk(inputs, w.model_copy(update={"gpus": t})), inputs.arch, inputs.gpu, w,
+                     fixed_gpus=fixed_gpus, usd_per_gpu_hour=price)
 
 
 def _engine_dtypes(arch: ModelArch, g: GPU, engine: EngineData,
@@ -287,7 +257,7 @@ def _with_kv_hint(exc: QuantAdviseError, inputs: _Inputs) -> QuantAdviseError:
     ok = []
     for kid in catalog.kv_ids():
         d = catalog.kv_preset(kid).deploy
-        flag = d.vllm_kv_cache_dtype if eng.engine == "vllm" else d.sglang_kv_cache_dtype
+        flag = kv_cache_flag(eng.engine, d)
         if flag is not None and not resolve(eng, None, capability=g.capability, platform=platform,
                                             kv_cache_dtype=flag).refused:
             ok.append(kid)
@@ -339,9 +309,9 @@ def _with_gpu_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload,
 def _with_sibling_hint(exc: QuantAdviseError, inputs: _Inputs, w: Workload) -> QuantAdviseError:
     """The context is over the model's limit: name a bundled sibling with the same shapes (same
     weights to quantize and serve) whose limit holds the context, when there is one."""
-    from ..advisor.limits import context_limit
+    from ..engines.limits import context_limit
     from ..errors import InputError
-    from ..model import parse_config
+    from ..model.parse import parse_config
 
     a = inputs.arch
     shape = (a.model_type, a.hidden_size, a.num_layers, a.num_heads, a.num_kv_heads, a.intermediate_size, a.vocab_size)
@@ -398,8 +368,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
     the checkpoint as shipped first when the model ships quantized), each fitted to the model's group
     constraints and priced by its efficiency curves. With a calibrated profile only the measured
     kernels are weighed (the advice follows the measurement)."""
-    from ..advisor.native import requantization
     from ..advisor.options import Candidate
+    from ..checkpoint.native import requantization
     from ..perf.inputs import fit_weight_group
     from .speed import efficiency
 
@@ -422,8 +392,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
         scheme, regroup_note = fit_weight_group(arch, catalog.scheme_from_preset(preset))
         if regroup_note:
             notes.append(regroup_note)
-            scheme = scheme.model_copy(update={"description": _regrouped(scheme.description, scheme)})
-        deploy = _regrouped_deploy(preset.deploy, scheme) if regroup_note else preset.deploy
+            scheme = scheme.model_copy(update={"description": regrouped(scheme.description, scheme)})
+        deploy = regrouped_deploy(preset.deploy, scheme) if regroup_note else preset.deploy
         if native is not None:  # a re-quantization keeps 16-bit what the shipped checkpoint keeps 16-bit
             scheme = requantization(scheme, native)
         eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)
@@ -441,7 +411,7 @@ def _names_native(name: str, model: str, native: Native | None) -> bool:
     """Whether a --candidates entry names the checkpoint as shipped — ``native`` or the id the tree
     prints for it (``native-fp8``, ``native-mxfp4``) — which is always weighed when the model ships
     quantized. A native name for a 16-bit checkpoint, or one naming another method, is an input error."""
-    from ..advisor.native import NATIVE_PREFIX
+    from ..checkpoint.native import NATIVE_PREFIX
     from ..errors import InputError
 
     n = name.strip().lower()
@@ -456,27 +426,6 @@ def _names_native(name: str, model: str, native: Native | None) -> bool:
         raise InputError(f"--candidates {name}: the checkpoint as shipped is {native.id} "
                          f"({native.checkpoint.quant_method})", hint=f"write native or {native.id}", field="candidates")
     return True
-
-
-def _regrouped(text: str, scheme: Scheme) -> str:
-    """``text`` about a regrouped preset with the group it now has (``w4a16-g64`` is not "group 128")."""
-    w = scheme.weight
-    g = w.scale.group.reduction_group if w is not None and w.scale else None
-    if not g:
-        return text
-    out = re.sub(r"group \d+", f"group {g}", text)
-    out = re.sub(r"\bg\d+\b", f"g{g}", out)
-    return out if out != text else f"{text} (regrouped to group {g} for this model)"
-
-
-def _regrouped_deploy(deploy: DeployHints, scheme: Scheme) -> DeployHints:
-    """A regrouped preset's deploy hints: the named compressed-tensors / llm-compressor presets fix
-    their own group (W4A16 is group 128), so they no longer name it (the plan writes the config
-    groups out instead), and the alternative formats carry the new group."""
-    return deploy.model_copy(update={
-        "compressed_tensors_preset": None, "llmcompressor_scheme": None,
-        "alternatives": tuple(_regrouped(a, scheme) if re.search(r"\bg\d+\b|group \d+", a) else a
-                              for a in deploy.alternatives)})
 
 
 _MEMORY = "memory: <the engine's share, per walk>"

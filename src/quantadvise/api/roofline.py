@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
+from ..catalog.resolve import engine_share, get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
 from ..errors import InputError
 from ..hardware import GPU
-from ..model import ModelArch
-from ..scheme import Scheme, TensorQuant
-from .common import engine_share, get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+from ..model.arch import ModelArch
+from ..scheme.axes import Scheme, TensorQuant
 
 if TYPE_CHECKING:
     from ..perf.profiles import PerfProfile

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import catalog, defaults
+from ..catalog.resolve import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
 from ..hardware import GPU
-from ..model import ModelArch
-from ..scheme import Scheme, TensorQuant
-from ..sizing import SizeReport, size_model
-from .common import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
+from ..memory.sizing import SizeReport, size_model
+from ..model.arch import ModelArch
+from ..scheme.axes import Scheme, TensorQuant
+from ..scheme.regroup import regrouped_description
 
 
 def size(
@@ -59,7 +60,7 @@ def size(
         base = resolve_scheme(scheme, symmetric=symmetric, lm_head=lm_head, embedding=embedding)
         s = s.model_copy(update={"description": regrouped_description(base, s)})
     if asked and native is not None:
-        from ..advisor.native import requantization
+        from ..checkpoint.native import requantization
 
         s = requantization(s, native)  # the layers the shipped checkpoint keeps 16-bit, as recommend sizes it
     kv, kv_name = resolve_kv(kv_dtype)
@@ -101,21 +102,6 @@ def size(
     return report.model_copy(update=update)
 
 
-def regrouped_description(base: Scheme, s: Scheme) -> str:
-    """The description of preset ``base`` after ``--group`` regrouped it into ``s``: the group the preset
-    names is rewritten as ``recommend`` rewrites it; otherwise the new group is said after it."""
-    from .recommend import _regrouped
-
-    old = base.weight.scale.group if base.weight is not None and base.weight.scale is not None else None
-    new = s.weight.scale.group if s.weight is not None and s.weight.scale is not None else None
-    if old is None or new is None or old == new:
-        return base.description
-    if old.is_per_group and new.is_per_group and f"group {old.reduction_group}" in base.description:
-        return _regrouped(base.description, s)
-    return (f"{base.description}; weights regrouped by --group to "
-            + (f"group {new.reduction_group}" if new.is_per_group else "per-channel scales"))
-
-
 def ignored_flags(*, gpu: object, gpus: int, memory_utilization: float | None, reserve_bytes: int, ctx: int | None,
                   batch: int, kv_dtype: object, include_mtp: bool, mtp_layers: int) -> list[str]:
     """One warning per flag ``size`` was given that changes nothing, saying what to add."""
@@ -138,7 +124,7 @@ def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
     if isinstance(model, dict):
         return None, model
     if isinstance(model, str):
-        from ..hub import resolve_model
+        from ..catalog.hub import resolve_model
 
         return resolve_model(model)
     return None
@@ -147,7 +133,7 @@ def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
 def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[str]:
     """A warning when a context is longer than the engines serve for this model: they refuse such a
     ``--max-model-len`` / ``--context-length`` at startup (the limit each derives, ``advisor.limits``)."""
-    from ..advisor.limits import ContextLimit, context_limit
+    from ..engines.limits import ContextLimit, context_limit
 
     if not contexts:
         return []

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..hardware import GPU
     from ..perf.efficiency import Efficiency, KernelContext
     from ..perf.serving import Price
-    from ..scheme import Scheme
+    from ..scheme.axes import Scheme
 
 
 def kernel_context(gpu: GPU, scheme: Scheme, engine: str | None = None, version: str | None = None,

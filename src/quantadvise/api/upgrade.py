@@ -11,7 +11,7 @@ from .. import catalog
 from ..wording import plural
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import EngineInvocation
+    from ..engines.invocation import EngineInvocation
     from ..gate.config import LoadedConfig
     from ..gate.findings import Findings
     from ..gate.result import TargetReport
@@ -24,8 +24,9 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
                   models: dict[str, Any]) -> list[UpgradeChange]:
     """Each deployment of the target's engine judged on the target release (through the same
     pipeline as the pinned one, into a scratch collector); a QA112 finding for each that changes."""
+    from ..engines.versions import parse_target
     from ..gate.findings import Findings
-    from ..gate.upgrade import compare, kernel_coverage, parse_target, report
+    from ..gate.upgrade import compare, kernel_coverage, report
     from .check_target import resolve_target
 
     engine, version = parse_target(spec)

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..engines.flags import Engine
+from ..engines.invocation import EngineInvocation
 from ..errors import ConfigError
-from .invocation import EngineInvocation
 from .launch import (
     Asides,
     LaunchContext,
+    OptionLists,
     ServerImage,
     find_engine,
     invocation_from_words,
@@ -124,7 +125,8 @@ def _docker_kv(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None) -> list[EngineInvocation]:
+def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None,
+                     options: OptionLists | None = None) -> list[EngineInvocation]:
     """The engine launch of a Dockerfile's final stage (its effective ENTRYPOINT + CMD). A final stage
     that runs an engine's server and leaves its arguments to run time (``ENTRYPOINT ["vllm", "serve"]``,
     or an engine image's own entrypoint with no CMD) goes to ``asides.server_images`` too."""
@@ -178,7 +180,7 @@ def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None) -> l
     if not stages:
         return []
     st = stages[-1]
-    inv = _dockerfile_launch(st, file)
+    inv = _dockerfile_launch(st, file, options)
     if inv is not None:
         inv = with_version(inv, versions)
     if asides is not None:
@@ -202,10 +204,11 @@ def _expand_build(value: str, scope: Mapping[str, EnvValue], file: str, line: in
     return Unknown(w.unresolved) if w.unresolved else w.text
 
 
-def _dockerfile_launch(st: _Stage, file: str) -> EngineInvocation | None:
+def _dockerfile_launch(st: _Stage, file: str, options: OptionLists | None) -> EngineInvocation | None:
     engine, entry_is_server, tag_version = parse_image(st.image)
     build_only = {k for k in st.args if k not in st.env}
-    ctx = LaunchContext(file=file, source="dockerfile", image=st.image if engine else None, engine_version=tag_version)
+    ctx = LaunchContext(file=file, source="dockerfile", image=st.image if engine else None, engine_version=tag_version,
+                        options=options)
 
     def shell(ins: _Instr, label: str, extra: list[str]) -> EngineInvocation | None:
         c = LaunchContext(**{**ctx.__dict__, "context": label, "warnings": list(extra)})

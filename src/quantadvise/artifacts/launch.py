@@ -1,7 +1,7 @@
 """Engine launches in commands: which command starts vLLM or SGLang (``vllm serve MODEL``,
 ``python -m vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``,
 ``sglang serve``, ``docker run IMAGE ARGS`` of an engine image), and its flags read into an
-:class:`~quantadvise.artifacts.invocation.EngineInvocation`: the flags in
+:class:`~quantadvise.engines.invocation.EngineInvocation`: the flags in
 :mod:`quantadvise.engines.flags` typed and located, every other flag kept in ``other``.
 
 A shell script is a list of such commands (:func:`parse_shell`); the Dockerfile and YAML readers
@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from ..engines.flags import ENGINES, SGLANG_MODULES, VLLM_MODULES, Engine, EngineFlags, Flag, is_boolean
-from .invocation import EngineInvocation, Source
+from ..engines.flags import (
+    ENGINES,
+    SGLANG_MODULES,
+    VLLM_MODULES,
+    Engine,
+    EngineFlags,
+    Flag,
+    engine_of_image,
+    is_boolean,
+)
+from ..engines.invocation import EngineInvocation, Source
+from ..engines.vocabulary import FlagVocabulary
 from .shell import Word, split_shell
 
 # Text that holds an engine launch (decides whether a file's parse errors matter, and which YAML strings
@@ -34,6 +44,12 @@ _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "uv", "uvx", "run
                        "--"})
 
 
+# (engine, release or None for the newest on file, exact) -> the release's option list, or None when it is
+# not on file (with ``exact``; else the newest's). The caller that reads the files passes it in (the
+# catalog's ``option_list``); without one, option names are not checked against a release.
+OptionLists = Callable[[str, str | None, bool], FlagVocabulary | None]
+
+
 @dataclass
 class LaunchContext:
     """Where a command was found, and what its file says about it beyond its words."""
@@ -47,6 +63,7 @@ class LaunchContext:
     line: int | None = None  # where an implicit invocation starts, when there are no words
     gpus: tuple[str, int] | None = None  # (the request as written, its line)
     warnings: list[str] = field(default_factory=list)
+    options: OptionLists | None = None  # the releases' option lists (see OptionLists)
 
 
 @dataclass
@@ -108,12 +125,7 @@ def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
     if ":" in ref.rsplit("/", 1)[-1]:
         name, tag = ref.rsplit(":", 1)
     last = PurePosixPath(name).name
-    engine: Engine | None = None
-    entry = False
-    if last in ("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"):
-        engine, entry = "vllm", True
-    elif last == "sglang":
-        engine = "sglang"
+    engine, entry = engine_of_image(last)
     version = None
     if tag and engine is not None:
         m = re.match(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:\.post|rc|\.dev|a|b)\d+)?)", tag)
@@ -129,10 +141,10 @@ def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool | str] | 
     for i, w in enumerate(words):
         nxt = words[i + 1].text if i + 1 < len(words) else ""
         base = w.text.rsplit("/", 1)[-1]
-        if base == "vllm" and nxt == "serve":
-            return "vllm", i, i + 2, True
-        if base == "sglang" and nxt == "serve":  # `sglang serve MODEL`: a first bare argument is --model-path
-            return "sglang", i, i + 2, "first"  # (sglang/cli/serve.py:62-66, _normalize_positional_model_path)
+        if nxt == "serve":  # `vllm serve MODEL`; `sglang serve MODEL`: a first bare argument is --model-path
+            for t in ENGINES.values():
+                if base == t.cli:
+                    return t.engine, i, i + 2, t.cli_model
         if w.text == "-m" or (w.text.startswith("-m") and w.text[2:] in (*VLLM_MODULES, *SGLANG_MODULES)):
             mod = nxt if w.text == "-m" else w.text[2:]
             skip = 2 if w.text == "-m" else 1
@@ -249,7 +261,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         values[canon] = _typed(flag, text, spelled, word, where, warnings)
 
     def no_value(name: str) -> bool:
-        return takes_no_value(engine, version, name)
+        return takes_no_value(ctx.options, engine, version, name)
 
     i = 0
     positional_seen = False
@@ -263,7 +275,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             name, eq, val = t.partition("=")
             if table.underscores and name.startswith("--"):
                 name = "--" + name[2:].replace("_", "-")
-            flag = table.named(name) or _prefix_of(table, engine, version, name, w.line, where, warnings)
+            flag = table.named(name) or _prefix_of(ctx.options, table, engine, version, name, w.line, where, warnings)
             base, dot, key = name.partition(".")
             parent = table.named(base) if flag is None and dot and table.dotted_json else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
@@ -294,7 +306,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
                 other[name] = val
             elif no_value(name) and nxt.lower() in ("true", "false"):
                 other[name] = nxt  # older vLLM: --enable-chunked-prefill False
-                stray = _stray_boolean(engine, version, name, nxt)
+                stray = _stray_boolean(ctx.options, engine, version, name, nxt)
                 if stray:
                     warnings.append(f"{where}: line {w.line}: {stray}")
                 i += 1
@@ -329,8 +341,9 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         text, gline = ctx.gpus
         raw["gpu_count"], lines["gpu_count"] = text, gline
         values["gpu_count"] = gpu_request_count(text)
-    if engine == "vllm" and "--config" in other:
-        warnings.append(f"{where}: line {lines['--config']}: flags in --config {other['--config']} are not read; "
+    if table.config_option and table.config_option in other:
+        opt = table.config_option
+        warnings.append(f"{where}: line {lines[opt]}: flags in {opt} {other[opt]} are not read; "
                         f"put the flags that matter on the command line to have them checked")
     return EngineInvocation(
         engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, launcher=launcher, image=image,
@@ -340,12 +353,12 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
     )
 
 
-def takes_no_value(engine: Engine, version: str | None, name: str) -> bool:
+def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | None, name: str) -> bool:
     """Whether an option outside the flag table is given without a value (so the next token is not
     read as one): its kind in the release's option list (data/flags/; the newest release on file when
     the image names none, or one not on file); an option no list registers falls back to
     ``engines.flags.is_boolean`` (options of older releases: ``--use-v2-block-manager``)."""
-    vocab = _options(engine, version)
+    vocab = _options(lists, engine, version)
     if vocab is not None:
         hit = vocab.lookup(name, suggest=False)
         if hit.verdict in ("known", "abbreviation") and hit.option is not None:
@@ -356,11 +369,11 @@ def takes_no_value(engine: Engine, version: str | None, name: str) -> bool:
     return is_boolean(name)
 
 
-def _prefix_of(table: EngineFlags, engine: Engine, version: str | None, name: str, line: int, where: str,
+def _prefix_of(lists: OptionLists | None, table: EngineFlags, engine: Engine, version: str | None, name: str, line: int, where: str,
                warnings: list[str]) -> Flag | None:
     """The table flag a long option is a unique prefix of, as the release's argparse reads it
     (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
-    vocab = _options(engine, version) if name.startswith("--") else None
+    vocab = _options(lists, engine, version) if name.startswith("--") else None
     hit = vocab.lookup(name, suggest=False) if vocab is not None else None
     flag = table.named(hit.option) if hit is not None and hit.verdict == "abbreviation" and hit.option else None
     if flag is not None:
@@ -370,11 +383,11 @@ def _prefix_of(table: EngineFlags, engine: Engine, version: str | None, name: st
     return flag
 
 
-def _stray_boolean(engine: Engine, version: str | None, name: str, word: str) -> str | None:
+def _stray_boolean(lists: OptionLists | None, engine: Engine, version: str | None, name: str, word: str) -> str | None:
     """Why the release refuses ``--flag true``/``false`` when ``--flag`` takes no value in it (argparse
     leaves the word over: "unrecognized arguments: False"); None when the release is not on file (older
     releases parsed some as booleans) or the option takes a value."""
-    vocab = _options(engine, version, exact=True)
+    vocab = _options(lists, engine, version, exact=True)
     if vocab is None:
         return None
     option = vocab.lookup(name, suggest=False).option
@@ -389,19 +402,10 @@ def _stray_boolean(engine: Engine, version: str | None, name: str, word: str) ->
             f"the parser does not take (unrecognized arguments: {word}); the engine would refuse it: write {fix}")
 
 
-def _options(engine: Engine, version: str | None, exact: bool = False) -> Any:
-    """The option list (``engines.vocabulary.FlagVocabulary``) of ``version`` (None: the newest release on
-    file, the one the gate assumes); one not on file is None when ``exact``, else the newest's."""
-    from .. import catalog
-    from ..errors import QuantAdviseError
-
-    try:
-        vocab = catalog.flag_vocabulary(engine, version.removeprefix("v")) if version else None
-        if vocab is not None or (exact and version):
-            return vocab
-        return catalog.flag_vocabulary(engine, catalog.engine_versions(engine)[-1])
-    except (QuantAdviseError, IndexError):
-        return None
+def _options(lists: OptionLists | None, engine: Engine, version: str | None, exact: bool = False) -> FlagVocabulary | None:
+    """The option list of ``version`` (None: the newest release on file, the one the gate assumes); one not
+    on file is None when ``exact``, else the newest's; None without ``lists``."""
+    return lists(engine, version.removeprefix("v") if version else None, exact) if lists is not None else None
 
 
 def gpu_request_count(text: str) -> int | None:
@@ -487,10 +491,11 @@ def launch_position(words: Sequence[Word]) -> bool:
 # --- shell scripts -------------------------------------------------------------------------------------
 
 
-def parse_shell(text: str, file: str, *, env: Mapping[str, str] | None = None) -> list[EngineInvocation]:
+def parse_shell(text: str, file: str, *, env: Mapping[str, str] | None = None,
+                options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a shell script."""
     out = []
-    ctx = LaunchContext(file=file, source="shell")
+    ctx = LaunchContext(file=file, source="shell", options=options)
     for words in split_shell(text, file, env=env):
         inv = invocation_from_words(words, ctx)
         if inv is not None:

@@ -18,13 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
-from .invocation import EngineInvocation, Source
 from .launch import (
     ENGINE_MARKER,
     Asides,
     ImageArgs,
     LaunchContext,
+    OptionLists,
     find_engine,
     has_arguments,
     invocation_from_words,
@@ -234,7 +235,7 @@ def _shell_wrapped(words: list[Word]) -> Word | None:
 
 def _container_invocation(node: Any, file: str, source: Source, label: str | None, used: set[int],
                           src: Sequence[str] | None = None, fallback_image: str | None = None,
-                          asides: Asides | None = None) -> EngineInvocation | None:
+                          asides: Asides | None = None, options: OptionLists | None = None) -> EngineInvocation | None:
     env = _container_env(node)
     image = _image_of(_get(node, "image")) or fallback_image
     engine, entry, version = parse_image(image) if image else (None, False, None)
@@ -245,7 +246,7 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         return None
     words = cmd + args
     ctx = LaunchContext(file=file, source=source, context=label, image=image if engine else None, engine_version=version,
-               gpus=_k8s_gpus(node))
+               gpus=_k8s_gpus(node), options=options)
     script = _shell_wrapped(words)
     if script is not None:
         script_node = _script_source(script, cmd_node, args_node)
@@ -339,7 +340,8 @@ def _compose_words(node: Any, file: str, env: Mapping[str, str], used: set[int],
 
 
 def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[int],
-                   src: Sequence[str] | None = None, asides: Asides | None = None) -> list[EngineInvocation]:
+                   src: Sequence[str] | None = None, asides: Asides | None = None,
+                   options: OptionLists | None = None) -> list[EngineInvocation]:
     out = []
     services = _get(root, "services")
     for key, svc in services.value:
@@ -365,7 +367,7 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
         cmd = _compose_words(_get(svc, "command"), file, dotenv, used, src)
         words = ep + cmd
         ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, engine_version=version,
-                   gpus=_compose_gpus(svc))
+                   gpus=_compose_gpus(svc), options=options)
         script = _shell_wrapped(words)
         inv = None
         if script is not None:
@@ -431,7 +433,7 @@ _STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tens
                 ("maxLoras", "--max-loras"))
 
 
-def _production_stack(root: Any, file: str) -> list[EngineInvocation]:
+def _production_stack(root: Any, file: str, options: OptionLists | None = None) -> list[EngineInvocation]:
     """The engines a vLLM production-stack values file deploys (``servingEngineSpec.modelSpec[]``)."""
     specs = _get(_get(root, "servingEngineSpec"), "modelSpec")
     out: list[EngineInvocation] = []
@@ -459,7 +461,7 @@ def _production_stack(root: Any, file: str) -> list[EngineInvocation]:
         gpus = _get(spec, "requestGPU")
         name = _get(spec, "name")
         engine, _, version = parse_image(image) if image else (None, False, None)
-        ctx = LaunchContext(file=file, source="helm-values",
+        ctx = LaunchContext(file=file, source="helm-values", options=options,
                             context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
                             image=image if engine else None, engine_version=version,
                             gpus=(str(gpus.value), gpus.start_mark.line + 1) if gpus is not None and _is_scalar(gpus)
@@ -471,7 +473,7 @@ def _production_stack(root: Any, file: str) -> list[EngineInvocation]:
 
 
 def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
-               asides: Asides | None = None) -> list[EngineInvocation]:
+               asides: Asides | None = None, options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML.
 
     A one-line string value that is only a launcher, with no argument (``prog: python -m
@@ -483,10 +485,10 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
         used: set[int] = set()
         services = _get(root, "services")
         if services is not None and _is_map(services) and _get(root, "apiVersion") is None:
-            out.extend(_parse_compose(root, file, dotenv or {}, used, src, asides))
+            out.extend(_parse_compose(root, file, dotenv or {}, used, src, asides, options))
             continue
         if _get(root, "servingEngineSpec") is not None:
-            out.extend(_production_stack(root, file))
+            out.extend(_production_stack(root, file, options))
             continue
         source = _yaml_source(file, root)
         doc = _doc_label(root)
@@ -502,7 +504,7 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
             label = " ".join(x for x in (doc, f"container {name.value}" if name is not None and _is_scalar(name)
                                          else (path or None)) if x)
             inv = _container_invocation(node, file, source, label or None, used, src, fallback_image=values_image,
-                                        asides=asides)
+                                        asides=asides, options=options)
             if inv is not None:
                 out.append(inv)
 
@@ -513,7 +515,7 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
                 return
             if not ENGINE_MARKER.search(node.value) or _PROSE_KEY.search(path):
                 return
-            ctx = LaunchContext(file=file, source=source, context=path or None)
+            ctx = LaunchContext(file=file, source=source, context=path or None, options=options)
             one_line = "\n" not in node.value.strip()
             for c in _scalar_words(node, file, None, expand=True, src=src):
                 if not launch_position(c):

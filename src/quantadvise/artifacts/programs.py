@@ -19,8 +19,8 @@ import ast
 import re
 from collections.abc import Mapping
 
-from .invocation import EngineInvocation
-from .launch import LaunchContext, invocation_from_words, pip_versions, with_version
+from ..engines.invocation import EngineInvocation
+from .launch import LaunchContext, OptionLists, invocation_from_words, pip_versions, with_version
 from .shell import Word, split_shell
 
 # -------------------------------------------------------------------------------------------------
@@ -48,7 +48,8 @@ def _make_expand(text: str, vars_: Mapping[str, str], depth: int = 0) -> str:
     return _MAKE_REF.sub(sub, text) if depth else _MAKE_REF.sub(sub, text).replace("\x00", "$")
 
 
-def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None) -> list[EngineInvocation]:
+def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None,
+                   options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Makefile's recipes."""
     lines = text.splitlines()
     vars_: dict[str, str] = {}
@@ -82,7 +83,7 @@ def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None
             continue
         in_rule = bool(_MAKE_RULE.match(stripped))
     out: list[EngineInvocation] = []
-    ctx = LaunchContext(file=file, source="makefile")
+    ctx = LaunchContext(file=file, source="makefile", options=options)
     known = {k: v for k, v in (env or {}).items()}
     for body, span in recipes:
         expanded = _make_expand(body, vars_)
@@ -251,7 +252,7 @@ def _argv(node: ast.AST, names: _Names, depth: int = 0) -> list[Word] | None:
     return None
 
 
-def parse_python(text: str, file: str) -> list[EngineInvocation]:
+def parse_python(text: str, file: str, *, options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Python launcher (subprocess / os.exec* with a literal argv, or a name
     bound once to one)."""
     from ..errors import ConfigError
@@ -263,7 +264,7 @@ def parse_python(text: str, file: str) -> list[EngineInvocation]:
         raise ConfigError(f"{file}:{f' line {line}:' if line else ''} not valid Python 3 "
                           f"({getattr(exc, 'msg', exc)})") from None
     names = _Names(tree)
-    ctx = LaunchContext(file=file, source="python")
+    ctx = LaunchContext(file=file, source="python", options=options)
     out: list[EngineInvocation] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -23,17 +23,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from .. import defaults
 from ..engines.flags import ENGINES
+from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
 from ..files import exists, read_text
 from ..wording import plural
 from .dockerfile import parse_dockerfile
-from .invocation import DeploymentScan, EngineInvocation
 from .launch import (
     ENGINE_MARKER,
     Asides,
     ImageArgs,
     LaunchContext,
+    OptionLists,
     has_arguments,
     invocation_from_words,
     not_a_deployment,
@@ -83,17 +85,19 @@ def is_dockerfile_name(name: str) -> bool:
 
 
 def parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] | None = None,
-               dotenv: Mapping[str, str] | None = None, asides: Asides | None = None) -> list[EngineInvocation]:
-    """The launches in one file's text; ``asides`` collects what the readers notice besides them."""
+               dotenv: Mapping[str, str] | None = None, asides: Asides | None = None,
+               options: OptionLists | None = None) -> list[EngineInvocation]:
+    """The launches in one file's text; ``asides`` collects what the readers notice besides them;
+    ``options`` gives each release's option list (how the engine's parser reads a spelling)."""
     if kind == "shell":
-        return parse_shell(text, file, env=env)
+        return parse_shell(text, file, env=env, options=options)
     if kind == "dockerfile":
-        return parse_dockerfile(text, file, asides=asides)
+        return parse_dockerfile(text, file, asides=asides, options=options)
     if kind == "makefile":
-        return parse_makefile(text, file, env=env)
+        return parse_makefile(text, file, env=env, options=options)
     if kind == "python":
-        return parse_python(text, file)
-    return parse_yaml(text, file, dotenv=dotenv, asides=asides)
+        return parse_python(text, file, options=options)
+    return parse_yaml(text, file, dotenv=dotenv, asides=asides, options=options)
 
 
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
@@ -178,7 +182,7 @@ def _spells_engine(text: str) -> bool:
     """Whether the text spells an engine's name (``vllm``, ``sglang``): every launch the readers find
     does, in a command, a module, an image (parse_image) or a chart key. Substring tests: fast on
     megabytes, where the launch patterns are not."""
-    return "vllm" in text or "sglang" in text
+    return any(e in text for e in defaults.ENGINES)
 
 
 _SERVE = re.compile(r"serve\b")  # a literal first: re's fast prefix search (a leading \b would defeat it)
@@ -370,7 +374,8 @@ def _sniff(f: Path, size: int) -> str | None:
         return None
 
 
-def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> DeploymentScan:
+def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None,
+               options: OptionLists | None = None) -> DeploymentScan:
     """Scan files and directories for engine launches (the only function here that reads files).
 
     A named file is parsed whatever its name (shell unless it looks like a Dockerfile, YAML, a
@@ -446,7 +451,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                 scanned.append(str(f))  # read: it spells no engine, so it holds no launch to parse
                 continue
             try:
-                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv, asides=asides)
+                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv, asides=asides, options=options)
             except ConfigError as exc:
                 if kind == "yaml" and "{{" in text:  # YAML, but its values are Go template actions
                     templates.append(f)

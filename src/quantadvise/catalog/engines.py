@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ..engines.versions import nearest_version, version_key
 from ..errors import DataError, UnknownNameError, format_validation_error
-from ..versions import nearest_version, version_key
 from . import loader
 
 if TYPE_CHECKING:
@@ -176,10 +176,25 @@ def flag_vocabulary(engine: str, version: str) -> Any:
 
 
 @cache
+
+def option_list(engine: str, version: str | None, exact: bool = False) -> Any:
+    """The option list of ``engine`` ``version`` (None: the newest release on file, the one the gate
+    assumes); a release not on file is None when ``exact``, else the newest's. What the deployment-file
+    readers take as ``options`` (``artifacts.launch.OptionLists``)."""
+    from ..errors import QuantAdviseError
+
+    try:
+        vocab = flag_vocabulary(engine, version) if version else None
+        if vocab is not None or (exact and version):
+            return vocab
+        return flag_vocabulary(engine, engine_versions(engine)[-1])
+    except (QuantAdviseError, IndexError):
+        return None
+
 def engine_startup(engine: str, version: str) -> Any:
     """The start-up memory facts (``gate.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
     ``version``, else of the closest older release on file (else the oldest)."""
-    from ..gate.startup import StartupTable, pick_release
+    from ..engines.startup import StartupTable, pick_release
 
     try:
         return pick_release(StartupTable.model_validate(loader.table("engine_startup.yaml")), engine, version)

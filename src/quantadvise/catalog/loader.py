@@ -29,7 +29,7 @@ def data_dir() -> Path:
 
 def yaml_load(text: str, where: str) -> Any:
     from ..files import yaml_errors
-    from ..tables import parse_yaml
+    from .tables import parse_yaml
 
     with yaml_errors(where):
         return parse_yaml(text)
@@ -49,7 +49,7 @@ def data_yaml(path: Path, where: str) -> Any:
     """A shipped YAML table, parsed: from its compiled JSON form (written beside it when the wheel is
     built, see ``tables.py``) when that was compiled from exactly these bytes, else from the YAML.
     Neither path can run code; there is no cache outside the installation."""
-    from ..tables import SUFFIX, load_compiled
+    from .tables import SUFFIX, load_compiled
 
     try:
         raw = path.read_bytes()

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ConfigError, DataError, SchemeError, format_validation_error
-from ..layout import Layout
-from ..scheme import DeployHints, LayerPolicy, Scheme, TensorQuant
+from ..scheme.axes import DeployHints, LayerPolicy, Scheme, TensorQuant
+from ..scheme.layout import Layout
 from . import loader
 from .loader import Index, Row
 

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ..scheme import TensorQuant
+from ..scheme.axes import TensorQuant
 from .args import REQUIRED, field_error, get_field, get_group_size, get_int, get_str_list, scale_dtype_format, short
 from .quant import CheckpointQuant, QArgs, QuantGroup, make_group
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scheme import GroupShape, ScaleSpec, TensorQuant
+from ..scheme.axes import GroupShape, ScaleSpec, TensorQuant
 from .args import REQUIRED, field_error, get_field, get_group_size, get_str_list, short
 from .compressed_tensors import parse_compressed_tensors
 from .quant import CheckpointQuant, QArgs, QuantGroup, make_group

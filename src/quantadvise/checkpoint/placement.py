@@ -6,7 +6,7 @@ and module class names (compressed-tensors), glob patterns (ModelOpt, Quark, gpt
 quantize every decoder linear layer). This module expands the model inventory into the Hugging Face
 module names the patterns are written against (``model.layers.3.self_attn.q_proj``,
 ``model.layers.3.block_sparse_moe.experts.7.w1`` ...), decides for every one which group (if any)
-quantizes it, and sizes the checkpoint with :func:`quantadvise.sizing.linear_bytes` and the
+quantizes it, and sizes the checkpoint with :func:`quantadvise.memory.sizing.linear_bytes` and the
 checkpoint's on-disk layout (packed int32 words are not parameters: a 4-bit pack-quantized layer
 stores N*K/8 int32 words for N*K parameters).
 
@@ -20,11 +20,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..layout import Layout
-from ..model import COMPONENTS, ModelArch, ParamGroup
+from ..memory.sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
+from ..model.arch import COMPONENTS, ModelArch, ParamGroup
+from ..model.inventory import inventory_of
 from ..results import Out
-from ..scheme import Scheme
-from ..sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
+from ..scheme.axes import Scheme
+from ..scheme.layout import Layout
 from .quant import CheckpointQuant, QuantGroup
 
 
@@ -107,7 +108,7 @@ def modules(arch: ModelArch, include_mtp: bool = True) -> tuple[Module, ...]:
     of them, and one ``check`` places the same model once per deployment and candidate."""
     out: list[Module] = []
     mtp_layers = [arch.num_layers + j for j in range(arch.num_mtp_layers)]
-    for g in arch.inventory.serving_groups(include_mtp):
+    for g in inventory_of(arch).serving_groups(include_mtp):
         if not g.linear:
             continue
         if g.component == "embedding":
@@ -297,7 +298,7 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
               tied_lm_head_stored: bool = False) -> DiskSize:
     """Bytes of every tensor the checkpoint stores: quantized linears in their layout (packed words,
     scales, zero-points, g_idx), everything else in the 16-bit ``stored_dtype``."""
-    from ..formats import get_format
+    from ..scheme.formats import get_format
 
     unq_bytes = get_format(stored_dtype).bits // 8
     assigned = assign(arch, ck, include_mtp) if ck is not None else [(m, None) for m in modules(arch, include_mtp)]
@@ -340,7 +341,7 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
     # compared by value: the (cached) modules may hold an equal arch's group objects
     placed = set(linear_groups.values())
-    for pgroup in arch.inventory.serving_groups(include_mtp):
+    for pgroup in inventory_of(arch).serving_groups(include_mtp):
         if pgroup.linear and pgroup in placed:
             continue
         c = comp.setdefault("mtp" if pgroup.mtp else pgroup.component, _Tally())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
-from ..scheme import Scheme, TensorQuant
+from ..scheme.axes import Scheme, TensorQuant
 from .quant import CheckpointQuant, QArgs, QuantGroup
 
 

@@ -2,7 +2,7 @@
 
 :class:`CheckpointQuant` holds one :class:`QuantGroup` per config group, each with its per-role
 arguments in compressed-tensors' vocabulary (:class:`QArgs` — what the engines' dispatch tables
-test), the same roles as quantadvise :class:`~quantadvise.scheme.TensorQuant` (the six axes), the
+test), the same roles as quantadvise :class:`~quantadvise.scheme.axes.TensorQuant` (the six axes), the
 layers it targets, and the layers left unquantized. :func:`make_group` builds a group the same way
 for every dialect. Pure: no I/O.
 """
@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..layout import Layout
 from ..results import Out, Result
-from ..scheme import GroupShape, ScaleSpec, Scheme, TensorAxes, TensorQuant
+from ..scheme.axes import GroupShape, ScaleSpec, Scheme, TensorAxes, TensorQuant
+from ..scheme.layout import Layout
 
 # The files beside config.json a quantization config is read from, in the engines' order: ModelOpt's
 # (vLLM and SGLang read it), then the ones only the producers' own loaders read.
@@ -222,7 +222,7 @@ def make_group(name: str, targets: tuple[str, ...], weights: QArgs | None, acts:
         try:
             Scheme(id=name, weight=w_tq, activation=a_tq)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            from ..scheme import _first_reason
+            from ..scheme.axes import _first_reason
 
             err = _first_reason(exc)
     return QuantGroup(

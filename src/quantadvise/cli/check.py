@@ -105,7 +105,7 @@ def check_cmd(
         input_file(config, "config", "the configuration file (quantadvise.yaml or pyproject.toml)",
                    exists="`quantadvise check --init` writes a starter")
     if upgrade_to is not None:
-        from ..gate.upgrade import parse_target
+        from ..engines.versions import parse_target
 
         check_engine(parse_target(upgrade_to)[0], "upgrade_to")
     if init:

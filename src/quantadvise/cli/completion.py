@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import defaults
+
+ENGINE_ACTIONS = ("list", "show", "diff")  # `quantadvise engines ACTION`
 
 def _matching(names: Callable[[], list[str]], incomplete: str) -> list[str]:
     low = incomplete.lower()
@@ -44,9 +47,7 @@ def scheme_list(incomplete: str) -> list[str]:
 
 
 def engines(incomplete: str) -> list[str]:
-    from ..engines.flags import ENGINES
-
-    return _matching(lambda: sorted(ENGINES), incomplete)
+    return _matching(lambda: sorted(defaults.ENGINES), incomplete)
 
 
 def tasks(incomplete: str) -> list[str]:
@@ -64,7 +65,7 @@ def modes(incomplete: str) -> list[str]:
 def kv_cache_dtypes(incomplete: str) -> list[str]:
     """The engines' own --kv-cache-dtype values (auto, fp8, fp8_e5m2 ...), from the KV presets."""
     from ..api.listing import list_bundled
-    from ..listings import KvList
+    from ..catalog.listing import KvList
 
     def names() -> list[str]:
         out = ["auto"]
@@ -77,12 +78,10 @@ def kv_cache_dtypes(incomplete: str) -> list[str]:
 
 
 def listings(incomplete: str) -> list[str]:
-    from ..listings import KINDS
+    from ..catalog.listing import KINDS
 
     return _matching(lambda: list(KINDS), incomplete)
 
 
 def engine_actions(incomplete: str) -> list[str]:
-    from .engines import ACTIONS
-
-    return _matching(lambda: list(ACTIONS), incomplete)
+    return _matching(lambda: list(ENGINE_ACTIONS), incomplete)

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
+from .. import defaults
 from . import completion
 from .common import Format, FormatOpt, WideOpt, emit_report
-
-ACTIONS = ("list", "show", "diff")
+from .completion import ENGINE_ACTIONS
 
 
 def engines_cmd(
@@ -52,7 +52,7 @@ def engines_cmd(
     if second is not None and act != "diff":
         raise InputError(f"'{action}' takes one name; only diff takes two (diff vllm@0.30.0 vllm@0.33.0)",
                          field="action")
-    if act not in ACTIONS:
+    if act not in ENGINE_ACTIONS:
         if name is not None:
             raise InputError(f"unknown action '{action}' (choose list, show METHOD or diff)", field="action")
         act, name = "show", action
@@ -71,9 +71,7 @@ def engines_cmd(
     else:
         first = _checked(name, "name") if name else _checked(f"{engine}=={version}" if version else engine, "engine")
         if second is None and other is None:  # the other engine, never the first one again
-            from ..engines.flags import ENGINES
-
-            other = next(e for e in sorted(ENGINES, reverse=True) if e != _name(first, "name"))
+            other = next(e for e in sorted(defaults.ENGINES, reverse=True) if e != _name(first, "name"))
         emit_report("engines_diff", fmt, engines_diff(first, _checked(second, "second") if second
                                                       else _checked(other or "", "other")), wide=wide)
 

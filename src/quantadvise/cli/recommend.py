@@ -115,8 +115,8 @@ def recommend_cmd(
     Example: quantadvise recommend --batch 64 --ctx 2048
     """
 
-    from ..api.common import load_workload
     from ..api.recommend import recommend
+    from ..catalog.resolve import load_workload
     from ..inputs import engine_spec
 
     engine, engine_version = engine_spec(engine, engine_version)  # NAME==VERSION, as every command reads it

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
     from .data import DtypeCheck, EngineData, Method
-    from .resolution import _Ctx
+    from .findings import Collector
 
 
-def check_without_config(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | None, ck_method: str | None,
+def check_without_config(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, ck_method: str | None,
                           method: Method, resolved: str, steps: list[str]) -> None:
     """``--quantization`` names a method and the engine reads no quantization config from the checkpoint:
     what its ``get_quant_config`` does then (``Method.without_config``, extracted from the source)."""
@@ -41,7 +41,7 @@ def check_without_config(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | No
             subject=resolved, **wc.type_error())
 
 
-def check_rules(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, resolved: str | None) -> bool:
+def check_rules(ctx: Collector, engine: EngineData, ck: CheckpointQuant, resolved: str | None) -> bool:
     """The config checks of the class the checkpoint resolves to (``resolved`` None: the checks made
     while reading the config, before any method is chosen). True when one refused."""
     for rule in engine.config_rules:

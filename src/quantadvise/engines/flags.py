@@ -1,6 +1,6 @@
 """The vLLM and SGLang command-line flags quantadvise reads and writes: one table per engine.
 
-Each :class:`Flag` names a field (the :class:`~quantadvise.artifacts.invocation.EngineInvocation`
+Each :class:`Flag` names a field (the :class:`~quantadvise.engines.invocation.EngineInvocation`
 attribute it fills), every spelling the engine accepts (the first is the one written), and the
 type the engine parses it as. The deployment-file readers (``artifacts/``) look flags up here; the
 deploy plan writes its ``vllm serve ...`` / ``python -m sglang.launch_server ...`` lines from the
@@ -41,6 +41,14 @@ class EngineFlags:
     flags: tuple[Flag, ...]  # in the order a written command gives them
     underscores: bool = False  # --max_model_len is read as --max-model-len (vLLM's FlexibleArgumentParser)
     dotted_json: bool = False  # --speculative-config.method eagle3 sets one key of a JSON flag (vLLM)
+    cli: str = ""  # the console script whose `serve` subcommand starts the server (`vllm serve`, `sglang serve`)
+    # how `CLI serve` takes the model: True, a positional argument; "first": only a first argument that is no option
+    cli_model: bool | str = True
+    images: tuple[str, ...] = ()  # image repository names (the last path part) that ship the engine
+    image_runs_server: bool = False  # those images' entrypoint is the server (arguments follow it)
+    config_option: str | None = None  # the option that reads more options from a YAML file (not read here)
+    handoff_options: tuple[tuple[str, str], ...] = ()  # (option, program): the command line goes to that program
+    kv_hint: str = ""  # the DeployHints field holding this engine's --kv-cache-dtype value
 
     def named(self, name: str) -> Flag | None:
         """The flag a spelling names (``-tp``, ``--tp-size`` ...), None when it is not in the table."""
@@ -62,6 +70,13 @@ VLLM = EngineFlags(
     positional_model=True,
     underscores=True,
     dotted_json=True,
+    cli="vllm",
+    cli_model=True,
+    images=("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"),
+    image_runs_server=True,  # vllm/vllm-openai's ENTRYPOINT is `vllm serve`
+    config_option="--config",
+    handoff_options=(("--omni", "vllm_omni"),),  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
+    kv_hint="vllm_kv_cache_dtype",
     flags=(
         Flag("model", ("--model",)),
         Flag("quantization", ("--quantization", "-q")),
@@ -84,6 +99,10 @@ SGLANG = EngineFlags(
     label="SGLang",
     launch=("python", "-m", SGLANG_MODULES[0]),
     positional_model=False,
+    cli="sglang",
+    cli_model="first",  # sglang/cli/serve.py:62-66 (_normalize_positional_model_path)
+    images=("sglang",),
+    kv_hint="sglang_kv_cache_dtype",
     flags=(
         Flag("model", ("--model-path", "--model")),
         Flag("quantization", ("--quantization",)),
@@ -100,6 +119,20 @@ SGLANG = EngineFlags(
 )
 
 ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
+
+
+def engine_of_image(repository: str) -> tuple[Engine | None, bool]:
+    """(engine, whether the image's entrypoint is its server) for an image repository's last path part."""
+    for t in ENGINES.values():
+        if repository in t.images:
+            return t.engine, t.image_runs_server
+    return None, False
+
+
+def kv_cache_flag(engine: str, hints: Any) -> str | None:
+    """The ``--kv-cache-dtype`` value a KV preset's deploy hints give for ``engine``."""
+    t = ENGINES.get(engine)
+    return getattr(hints, t.kv_hint, None) if t is not None and t.kv_hint else None
 
 
 def engine_label(engine: str) -> str:

@@ -15,10 +15,10 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
 from ..checkpoint.quant import CheckpointQuant, GroupAxes, QArgs
-from ..layout import Layout
-from ..model import ModelArch, ModelSource
+from ..model.arch import ModelArch, ModelSource
 from ..results import Out, Result
-from ..scheme import Scheme
+from ..scheme.axes import Scheme
+from ..scheme.layout import Layout
 from .data import EngineData
 from .kernels import GroupKernel, KernelTable, checkpoint_kernels
 from .library import FormatLibrary

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..formats import get_format
 from ..results import Strict
-from ..scheme import Scheme
+from ..scheme.axes import Scheme
+from ..scheme.formats import get_format
 from .flags import engine_label
 
 KERNEL_DATA_VERSION = 1

@@ -11,10 +11,10 @@ from .data import EngineData, Method
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
-    from .resolution import _Ctx
+    from .findings import Collector
 
 
-def check_kv(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | None, method: Method | None, kv: str,
+def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, method: Method | None, kv: str,
               capability: int | None, platform: str) -> str | None:
     row = engine.kv_dtype(kv)
     if row is None:
@@ -64,7 +64,7 @@ def check_kv(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant | None, method: 
     return "auto"
 
 
-def check_kv_scheme(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant) -> bool:
+def check_kv_scheme(ctx: Collector, engine: EngineData, ck: CheckpointQuant) -> bool:
     ct = engine.compressed_tensors
     assert ct is not None and ck.kv_cache is not None
     rule = ct.kv_cache_scheme

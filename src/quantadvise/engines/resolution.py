@@ -10,38 +10,20 @@ quoting the engine's own message. Each refusal/warning is a :class:`Finding` wit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from ..results import Out
 from .config_checks import check_rules as _check_rules
 from .config_checks import check_without_config as _check_without_config
-from .data import Dispatch, EngineData, Method, Override, Severity
+from .data import Dispatch, EngineData, Method, Override
+from .findings import Collector, Finding
 from .kernels import GroupKernel
 from .kv_checks import check_kv
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant, QuantGroup
-
-
-class Finding(Out):
-    """One refusal, warning or note an engine gives, with the engine's own words.
-
-    ``kind`` is stable (the CI gate maps kinds to rule ids such as QA1xx); ``message`` is
-    quantadvise's one-line explanation with the fix; ``engine_message`` is what the engine prints
-    (None where the text is not on file)."""
-
-    kind: str
-    rule_id: str | None = None
-    severity: Severity
-    engine: str
-    version: str
-    subject: str | None = None
-    message: str
-    engine_message: str | None = None
-    engine_exception: str | None = None
-    source: str | None = None
 
 
 class GroupDispatch(Out):
@@ -139,26 +121,6 @@ def _fires(ov: Override, ck: CheckpointQuant, ck_method: str, user: str | None, 
     return not (ov.requires_marlin and not _marlin_ok(ov.requires_marlin, ck, engine, capability))
 
 
-class _Ctx:
-    def __init__(self, engine: EngineData):
-        self.engine = engine
-        self.findings: list[Finding] = []
-        self.checkpoint_method: str | None = None  # quant_method as the engine reads it
-        self.resolved: str | None = None  # the method it resolves to
-
-    @property
-    def refused(self) -> bool:
-        return any(f.severity == "error" for f in self.findings)
-
-    def add(self, kind: str, severity: Severity, message: str, subject: str | None = None, **values: Any) -> None:
-        msg = self.engine.message(kind)
-        self.findings.append(Finding(
-            kind=kind, severity=severity, engine=self.engine.engine, version=self.engine.version, subject=subject,
-            message=message, engine_message=msg.render(**values) if msg else None,
-            engine_exception=msg.exception if msg else None, source=msg.source if msg else None,
-        ))
-
-
 def _pylist(names: list[str] | tuple[str, ...]) -> str:
     return "[" + ", ".join(repr(n) for n in names) + "]"
 
@@ -177,7 +139,7 @@ def resolve(
 ) -> EngineResolution:
     """Predict what ``engine`` does with checkpoint ``ck`` (None = unquantized): the method it
     resolves to, the scheme each config group dispatches to, and every refusal or warning."""
-    ctx = _Ctx(engine)
+    ctx = Collector(engine)
     steps: list[str] = []
     user = quantization.strip().lower() if quantization else None
     dtype = serving_dtype(model_dtype)
@@ -424,7 +386,7 @@ def _marlin_group(method: Method, g: QuantGroup | None, ck: CheckpointQuant, cap
     return below is not None and capability < below
 
 
-def _weight_only(ctx: _Ctx, engine: EngineData, method: Method, resolved: str, ck: CheckpointQuant,
+def _weight_only(ctx: Collector, engine: EngineData, method: Method, resolved: str, ck: CheckpointQuant,
                  capability: int) -> None:
     """The method's weight-only fallback: the engine's warning where its kernel list lands on Marlin
     (the code path that logs it), a note where a kernel that logs nothing runs the weights weight-only
@@ -473,7 +435,7 @@ def _row_message(engine: EngineData, row: Dispatch, g: QuantGroup, ck: Checkpoin
     return row.message if below is None or capability < below else None
 
 
-def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: int | None,
+def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capability: int | None,
               platform: str = "cuda") -> list[GroupDispatch]:
     ct = engine.compressed_tensors
     assert ct is not None
@@ -558,7 +520,7 @@ def _check_ct(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, capability: in
     return out
 
 
-def _check_gates(ctx: _Ctx, engine: EngineData, ck: CheckpointQuant, method: Method,
+def _check_gates(ctx: Collector, engine: EngineData, ck: CheckpointQuant, method: Method,
                  capability: int | None) -> list[GroupDispatch]:
     out = []
     for g in ck.groups:

@@ -21,8 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..formats import get_format
-from ..scheme import Scheme, TensorQuant
+from ..scheme.axes import Scheme, TensorQuant
+from ..scheme.formats import get_format
 
 Action = Literal["veto", "caution", "info"]
 

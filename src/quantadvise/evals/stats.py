@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..errors import InputError
+from ..results import Out, Result
 from ..wording import plural
 
-SCHEMA_VERSION = 1
 CI_METHOD = "newcombe-hybrid-score"
 CI_METHOD_TEXT = "Newcombe hybrid score interval for a paired difference (Newcombe 1998, method 10)"
 _EPS = 1e-12  # a threshold compared with a ratio of counts: 1/100 must not fail "max 0.01"
@@ -69,11 +69,7 @@ class TaskSamples:
 # --- results ------------------------------------------------------------------------------------
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class KLStats(_Out):
+class KLStats(Out):
     """KL(base || quant) in nats over the items where both sides have log-probs."""
 
     items: int
@@ -83,7 +79,7 @@ class KLStats(_Out):
     skipped_items: int = 0  # paired items without log-probs on one side
 
 
-class TaskAccuracy(_Out):
+class TaskAccuracy(Out):
     task: str
     base_file: str
     quant_file: str
@@ -162,7 +158,7 @@ class TaskAccuracy(_Out):
         return rows
 
 
-class AccuracyThresholds(_Out):
+class AccuracyThresholds(Out):
     """Limits per task; ``None`` = not checked. Fractions, not percent: 0.01 = 1 percentage point."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -182,7 +178,7 @@ class AccuracyThresholds(_Out):
         return self.model_copy(update={k: v for k, v in other.model_dump().items() if v is not None})
 
 
-class AccuracyCheck(_Out):
+class AccuracyCheck(Out):
     """A findings-like row: one threshold on one task."""
 
     task: str
@@ -193,8 +189,7 @@ class AccuracyCheck(_Out):
     message: str
 
 
-class AccuracyReport(_Out):
-    schema_version: int = SCHEMA_VERSION
+class AccuracyReport(Result):
     base: str
     quant: str
     confidence: float

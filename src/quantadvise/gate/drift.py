@@ -12,7 +12,7 @@ def scheme_key(scheme: Any) -> tuple[Any, ...]:
     """What a scheme is at the level drift cares about: the kind of number (integer, float, lookup
     table) and the bits of the weights and of the activations (None = 16-bit). Signed and
     zero-point integers are one kind: W4A16 and AWQ differ in detail, not in kind."""
-    from ..formats import get_format
+    from ..scheme.formats import get_format
 
     def one(t: Any) -> tuple[str, int] | None:
         if t is None or not t.is_quantized:

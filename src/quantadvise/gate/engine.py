@@ -9,7 +9,7 @@ from .findings import Findings, Site
 from .rules import _KIND_FLAG, rule_for_kind
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import EngineInvocation
+    from ..engines.invocation import EngineInvocation
     from ..engines.vocabulary import FlagVocabulary
 
 
@@ -119,7 +119,8 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
         else None
     if vocab is not None and module is not None and module.startswith(inv.engine + ".") and vocab.parser.modules \
             and module not in vocab.parser.modules:
-        servers = ", ".join([*(["vllm serve"] if inv.engine == "vllm" else []),
+        cli = table.cli if table is not None else ""
+        servers = ", ".join([*([f"{cli} serve"] if cli and vocab.parser.modules else []),
                              *(f"python -m {m}" for m in vocab.parser.modules)])
         out.add("QA108", f"python -m {module}: {label} {vocab.version} has no such module, so the process exits "
                 f"before a server starts (its servers: {servers})", subject=f"{site.key}|module|{module}",
@@ -129,9 +130,10 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
         return []
     if inv.launcher == "python -m sglang_router.launch_server":
         return ["option names are not checked: sglang_router.launch_server adds the router's own options"]
-    if inv.engine == "vllm" and "--omni" in inv.other:  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
-        return ["option names are not checked: --omni hands the command line to vllm_omni, whose options are not on "
-                "file"]
+    for option, program in (ENGINES[inv.engine].handoff_options if inv.engine in ENGINES else ()):
+        if option in inv.other:
+            return [f"option names are not checked: {option} hands the command line to {program}, whose options are "
+                    "not on file"]
     if vocab is None:
         return [f"option names are not checked: {label} {version}'s option list is not on file (data/flags/)"]
     launcher = inv.launcher  # only `sglang serve` reads an option of its own (--model-type)

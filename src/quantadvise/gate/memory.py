@@ -23,13 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..engines.flags import engine_label
-from ..kvcache import kv_share_per_gpu
-from ..sizing import memory_budget
+from ..engines.startup import DerivedMaxLen, StartupFacts, gib, longest_that_fits, sglang_max_running
+from ..memory.kvcache import kv_share_per_gpu
+from ..memory.sizing import memory_budget
 from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
 from .rules import RULE_BY_ID
-from .startup import DerivedMaxLen, StartupFacts, gib, longest_that_fits, sglang_max_running
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
     need_gpu = math.ceil(seq_gpu(mml)) if mml > 0 else 0
     if kv_gpu <= 0:
         refusal = _no_kv_message(f, m, weights_gpu, kv_gpu)
-    elif f.engine == "vllm":
+    elif f.refuses_context_beyond_kv:
         if m.auto_fit:
             fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)
             if fits_len == 0:
@@ -108,7 +108,7 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
         fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)  # SGLang starts; requests are cut at the pool
     at_mml = math.floor(kv_gpu / seq_gpu(mml)) if kv_gpu > 0 and mml > 0 and seq_gpu(mml) > 0 else 0
     cap, cap_from = m.max_num_seqs, m.max_num_seqs_source
-    if f.engine == "sglang" and kv_gpu > 0:
+    if f.caps_running_by_pool and kv_gpu > 0:
         requested = m.max_num_seqs
         cap = sglang_max_running(f, tokens, mml, requested)
         if requested is None:
@@ -150,7 +150,7 @@ def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, kv_gpu:
     engine plans a KV cache."""
     if weights_gpu > m.gpu_memory_bytes:
         return f.message("weights_exceed_gpu") if "weights_exceed_gpu" in f.messages else None
-    if f.engine == "sglang":
+    if "weights_leave_no_kv" in f.messages:
         minimum = weights_gpu / m.gpu_memory_bytes  # 1 - available/pre, with available = pre - weights
         return f.message("weights_leave_no_kv", fraction=f"{m.fraction:g}", suggested=f"{math.ceil(minimum * 1000) / 1000:.3f}",
                          minimum=f"{minimum:.4f}")
@@ -186,7 +186,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
     if derived is not None and max_model_len_given is not None and max_model_len_given > derived.value \
             and (derived.model_max_length is None or max_model_len_given > derived.model_max_length):
         file, line = site.at("max_model_len", "model")
-        if facts.engine == "vllm":
+        if "max_len_exceeds_model" in facts.messages:
             said = facts.message("max_len_exceeds_model", max_model_len=max_model_len_given, key=derived.key,
                                  derived=derived.value, model_max_length=derived.model_max_length)
         else:
@@ -201,7 +201,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
                     f"\"{derived.key}\": {max_model_len_given}) if the model supports it")
         out.add("QA306", f"{max_model_len_flag} {max_model_len_given:,} is longer than the {derived.value:,} tokens the "
                 f"model's config.json allows ({derived.key or 'no length key: the engine assumes it'}{overridden}): "
-                f"{engine_label(facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if facts.engine == 'vllm' else 'context_exceeds_model')}){hint}",
+                f"{engine_label(facts.engine)} refuses to start ({facts.cite('max_len_exceeds_model' if 'max_len_exceeds_model' in facts.messages else 'context_exceeds_model')}){hint}",
                 subject=f"{site.key}|max-len-vs-model", file=file, line=line, target=site.label,
                 engine_message=said)
     if not m.weights_fit:
@@ -220,7 +220,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
             what = (f"the weights ({_gib(weights_gpu)} per GPU, {m.weights_source}){reserve} fill the "
                     f"{_gib(m.budget_bytes / gpus + m.reserve_bytes / gpus)} {m.engine} may use per GPU "
                     f"({fraction}): no KV cache is left and {m.engine} refuses to start")
-        fact = ("weights_exceed_gpu" if oom else "no_kv_memory") if m.engine == "vllm" else \
+        fact = ("weights_exceed_gpu" if oom else "no_kv_memory") if "no_kv_memory" in facts.messages else \
             ("weights_leave_no_kv" if not oom else "")
         cite = f" ({facts.cite(fact)})" if fact in facts.lines else ""
         out.add("QA301", f"{what}; {fix}{cite}",
@@ -232,7 +232,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
     kv_line = (f"the KV cache gets {_gib(m.kv_cache_bytes_per_gpu)} per GPU ({fraction}, less "
                f"{_gib(m.weights_bytes / gpus)} of weights"
                + (f" and {_gib(m.reserve_bytes / gpus)} runtime reserve" if m.reserve_bytes else "") + ")")
-    if m.engine == "vllm":
+    if facts.refuses_context_beyond_kv:
         out.ran_rules("QA302")
         out.skip("QA305", "SGLang's pool warning; vLLM refuses instead (QA302)")
         if not m.starts:
@@ -284,7 +284,7 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
         out.add("QA303", f"the declared workload, {m.concurrency:,} sequences x {m.kv_tokens_per_sequence:,} "
                 f"tokens{basis}, needs {_gib(m.kv_bytes or 0)} of {m.kv_dtype} KV cache; {kv_line}, "
                 f"{_gib(m.kv_cache_bytes)} in all: {m.max_concurrency:,} such sequences run at once{cap}, the rest "
-                f"queue" + (" (vLLM preempts running sequences that outgrow the cache)" if m.engine == "vllm" else ""),
+                f"queue" + (" (vLLM preempts running sequences that outgrow the cache)" if facts.preempts_when_kv_full else ""),
                 subject=f"{site.key}|concurrency", file=file, line=line, target=site.label)
         out.skip("QA304", "the declared workload does not fit at once (QA303)")
         return

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..engines.flags import ENGINES, engine_label
-from ..scheme import Scheme, TensorQuant
-from ..versions import nearest_version, version_key
+from ..engines.startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
+from ..engines.versions import nearest_version, version_key
+from ..scheme.axes import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
@@ -33,10 +34,9 @@ from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
 from .speed import bf16_unservable, performance_findings
-from .startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 
 if TYPE_CHECKING:
-    from ..artifacts.invocation import EngineInvocation
+    from ..engines.invocation import EngineInvocation
     from ..engines.resolution import EngineResolution
     from ..engines.vocabulary import FlagVocabulary
 
@@ -251,7 +251,7 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
     # the longest request
     given = inv.max_model_len if inv is not None else None
     raw_len = (inv.raw.get("max_model_len", "") if inv is not None else "").strip().lower()
-    auto_fit = engine == "vllm" and raw_len in ("-1", "auto")
+    auto_fit = raw_len in facts.auto_max_model_len
     mml: int | None
     if given is not None:
         mml, mml_from = given, f"{mml_flag} at line {inv.flag_lines.get('max_model_len')}" if inv else mml_flag
@@ -267,7 +267,7 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
     seqs, seqs_from = (inv.max_num_seqs if inv is not None else None), None
     if seqs is not None and inv is not None:
         seqs_from = f"line {inv.flag_lines.get('max_num_seqs')}"
-    elif engine == "vllm":
+    elif facts.batch_defaults:  # the release derives its default cap per GPU (vLLM)
         got = vllm_max_num_seqs(facts, gpu_memory_bytes, gpu_names, capability,
                                 throughput=bool(inv and str(inv.other.get("--performance-mode", "")) == "throughput"),
                                 max_num_batched_tokens=inv.max_num_batched_tokens if inv is not None else None)
@@ -282,7 +282,7 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
     elif cfg.gpu_memory_utilization is not None:
         frac, frac_from = cfg.gpu_memory_utilization, "declared gpu_memory_utilization"
     else:  # the engine's own default, derived as `recommend` derives it (gate.startup.default_fraction)
-        sglang = {} if engine != "sglang" else dict(
+        sglang = {} if not facts.fraction_tiers else dict(  # the flags its fraction heuristic reads (SGLang)
             chunked_prefill_size=int_flag(inv, "--chunked-prefill-size"),
             max_prefill_tokens=int_flag(inv, "--max-prefill-tokens"),
             decode_max_bs=int_flag(inv, "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"),
@@ -296,7 +296,7 @@ def deployed_workload(inv: EngineInvocation | None, cfg: DeploymentConfig, facts
         frac, frac_from = d.fraction, d.source
         assumptions.append(f"{frac_flag}: {frac:g}, {frac_from}")
     reserve_gb, reserve_from = default_reserve_gb(engine)
-    if engine == "vllm":
+    if facts.reserve_outside_share:
         if cfg.reserve_gb is not None:
             reserve_gb, reserve_from = cfg.reserve_gb, "declared reserve_gb"
         else:

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 
 from pydantic import Field
 
-from ..errors import InputError
 from ..results import Out
 from .findings import Findings
 from .result import GateFinding, TargetReport
@@ -63,15 +62,6 @@ def _text(v: object) -> str | None:
     if isinstance(v, list | tuple):
         return ", ".join(str(getattr(x, "kernel", x)) for x in v)
     return str(v)
-
-
-def parse_target(spec: str) -> tuple[str, str]:
-    """``vllm@0.33.0`` (also ``vllm==0.33.0``) -> ("vllm", "0.33.0")."""
-    m = re.fullmatch(r"\s*([A-Za-z][\w-]*?)\s*(?:@|==)\s*v?([\w.+-]+)\s*", spec or "")
-    if not m:
-        raise InputError(f"--upgrade-to expects ENGINE@VERSION (vllm@0.33.0, sglang@0.5.23), got '{spec}'",
-                         field="upgrade_to")
-    return m.group(1).lower(), m.group(2)
 
 
 def _said(findings: Iterable[GateFinding], versions: tuple[str, ...]) -> dict[str, str]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SchemeError
-from ..formats import get_format
 from ..hardware import GPU
-from ..scheme import Scheme, TensorQuant
+from ..scheme.axes import Scheme, TensorQuant
+from ..scheme.formats import get_format
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_moe_kernel, resolve_route
 from ..errors import norm_name
-from ..scheme import Scheme
+from ..scheme.axes import Scheme
 from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
 

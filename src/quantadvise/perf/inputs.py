@@ -10,9 +10,10 @@ import re
 
 from ..errors import InputError
 from ..inputs import DECODE_CTX, LIMITS, Limit, check
-from ..model import ModelArch
-from ..scheme import Scheme
-from ..sizing import quantized_groups
+from ..memory.sizing import quantized_groups
+from ..model.arch import ModelArch
+from ..model.inventory import inventory_of
+from ..scheme.axes import Scheme
 
 _RANGE = re.compile(r"^(\d+)\s*(?:\.\.|-)\s*(\d+)(?:\s*:\s*(\d+))?$")
 
@@ -91,7 +92,7 @@ def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | Non
     if w is None or w.scale is None or not w.scale.group.is_per_group or not scheme.quantizes_weights:
         return scheme, None
     g = w.scale.group.col
-    ks = {grp.k for grp in quantized_groups(arch.inventory, scheme)}
+    ks = {grp.k for grp in quantized_groups(inventory_of(arch), scheme)}
     if all(k % g == 0 for k in ks):
         return scheme, None
     cand = g // 2

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from ..hardware import GPU
 from .kernel_curves import KernelCurve, QuantCurve, blend
+from .ops import expected_experts
 
 if TYPE_CHECKING:
     from .efficiency import KernelPricing
+    from .ops import LinearOp
     from .profiles import LinearFit
-    from .step import LinearOp
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,7 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
     n, k = ko.n, ko.k
     if o.experts:  # one fused-MoE call per layer over the experts the tokens reach
         e = o.experts
-        touched = e * (1.0 - (1.0 - o.top_k / e) ** tokens)
+        touched = expected_experts(e, o.top_k, tokens)
         rows = tokens * o.top_k / touched
         em, ec = ko.eta_m, ko.eta_c * _factor(c, rows, factors)
         mem = touched * (n * k * ko.weight_bytes + rows * k * c.act_bytes + rows * n * 2.0) / (em * bw)

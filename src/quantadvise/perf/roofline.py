@@ -13,11 +13,11 @@ from itertools import combinations
 from .. import defaults
 from ..errors import InputError
 from ..hardware import GPU
-from ..kvcache import bytes_per_token_short
-from ..model import ModelArch, ModelSource
+from ..memory.kvcache import bytes_per_token_short
+from ..memory.sizing import size_model
+from ..model.arch import ModelArch, ModelSource
 from ..results import Out, Result
-from ..scheme import Scheme, TensorQuant
-from ..sizing import size_model
+from ..scheme.axes import Scheme, TensorQuant
 from ..wording import plural
 from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings

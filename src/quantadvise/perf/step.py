@@ -45,50 +45,21 @@ from dataclasses import dataclass
 
 from ..errors import DataError, InputError
 from ..hardware import GPU
-from ..kvcache import bytes_per_token_layer, cached_tokens, geometry, kv_share_per_gpu
-from ..model import ModelArch
-from ..scheme import Scheme, TensorQuant
-from ..sizing import check_groups, linear_bytes, quantized_groups
+from ..memory.kvcache import bytes_per_token_layer, cached_tokens, geometry, kv_share_per_gpu
+from ..memory.sizing import check_groups, linear_bytes, quantized_groups
+from ..model.arch import ModelArch
+from ..model.inventory import inventory_of
+from ..scheme.axes import Scheme, TensorQuant
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
 from .kernel_step import KernelOp, kernel_ops, kernel_time
+from .ops import LinearOp, expected_experts
 from .profiles import LinearFit
 from .solve import first_root
 
 ACT_BYTES = 2  # the residual stream and logits stay 16-bit under every scheme
 SCOPES = ("full", "decoder")
 SEARCH_MAX_BATCH = 1 << 20
-
-
-def expected_experts(num_experts: int, k: int, tokens: float) -> float:
-    """Distinct experts ``tokens`` tokens touch in one MoE layer when each picks ``k`` of ``E``
-    uniformly: ``E·(1−(1−k/E)^tokens)`` — k at one token, all E as tokens grow."""
-    if tokens <= 0:
-        return 0.0
-    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
-
-
-@dataclass(frozen=True, slots=True)
-class LinearOp:
-    """``count`` identical matrices of one inventory group, per GPU."""
-
-    name: str
-    component: str
-    decoder: bool  # a decoder linear matrix (not embedding / lm_head)
-    quantized: bool
-    bytes: float  # stored bytes per GPU (all E experts for a routed group)
-    elements: float  # weight elements per GPU (all experts)
-    flops_per_token: float  # 2·params per GPU, times k/E for routed experts
-    math: str
-    dequant: bool
-    experts: int = 0  # E for routed experts
-    top_k: int = 0
-    n: float = 0.0  # per-GPU weight shape (tensor parallel splits N, or K for o / down projections)
-    k: float = 0.0
-    count: int = 0  # matrices of this shape per GPU (layers x experts for routed experts)
-    role: str = ""
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +119,7 @@ class StepModel:
         if self.path.dequant and efficiency.dequant is not None and gpu.peak("fp32") is None:
             raise DataError(f"GPU '{gpu.id}' has no vector fp32 peak (peak_flops.fp32), needed for the dequant term")
         tp = float(gpus)
-        inv = arch.inventory
+        inv = inventory_of(arch)
         qgroups = quantized_groups(inv, scheme)
         check_groups(scheme, tuple(qgroups))
         qset = {id(g) for g in qgroups}
@@ -337,7 +308,7 @@ class StepModel:
                 compute = comp_part > mem_part
             else:
                 if e:
-                    frac = 1.0 - (1.0 - k / e) ** n_tok
+                    frac = expected_experts(e, k, n_tok) / e
                     mem_t *= frac
                     rows = n_tok * k / (e * frac)
                     dq *= frac
@@ -479,7 +450,7 @@ class StepModel:
             t = fixed + per_tok * b
             for mem_t, comp_tok, dq, e, k in coefs:
                 if e:
-                    frac = 1.0 - (1.0 - k / e) ** b
+                    frac = expected_experts(e, k, b) / e
                     mem_t *= frac
                     if dq:
                         dq *= frac
@@ -507,7 +478,7 @@ class StepModel:
                 continue
             mem_t, comp_per_tok, dq, e, k = self._coefs(o, batch, fit)
             if e:
-                frac = 1.0 - (1.0 - k / e) ** batch
+                frac = expected_experts(e, k, batch) / e
                 mem_t *= frac
                 dq *= frac
                 rows = batch * k / (e * frac)

@@ -8,10 +8,10 @@ import math
 import shlex
 from pathlib import Path
 
+from ..calibration.run import CalibrationResult
+from ..calibration.validate import CALIB_MODELS as MODELS
+from ..calibration.validate import TableImportResult, ValidationResult
 from ..errors import InputError
-from ..perf.calibration import CalibrationResult
-from ..perf.validation import CALIB_MODELS as MODELS
-from ..perf.validation import TableImportResult, ValidationResult
 from ..wording import install_hint, plural
 from .text import Table, wrap, wrap_command
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..listings import EngineList, GpuList, KvList, Listing, ModelList, SchemeList
+from ..catalog.listing import EngineList, GpuList, KvList, Listing, ModelList, SchemeList
 from .text import Table, count_h, wrap
 
 

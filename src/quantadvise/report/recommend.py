@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..advisor.result import Recommendation
-from ..scheme import SchemeAxes
+from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
 from .text import Table, gb, wrap, wrap_code, wrap_command
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..sizing import SizeReport
+from ..memory.sizing import SizeReport
 from .text import Table, count_h, gb, gib, plural, wrap
 
 

@@ -14,7 +14,7 @@ import ast
 
 import quantadvise as api
 from quantadvise import catalog
-from quantadvise.advisor.plan import kv_cache_scheme, llmcompressor_recipe
+from quantadvise.checkpoint.write import kv_cache_scheme, llmcompressor_recipe
 
 DOCUMENTED = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
 

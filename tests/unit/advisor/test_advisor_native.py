@@ -86,8 +86,8 @@ def test_local_awq_folder_is_judged_as_awq(tmp_path):
     assert shlex.split(r.engine_args["vllm"])[2] == str(folder)
     # its weights are what an AWQ GEMM checkpoint stores, the same number `size --scheme awq` gives
     awq = catalog.get_scheme("awq")
-    from quantadvise.api.common import load_model
-    from quantadvise.sizing import size_model
+    from quantadvise.catalog.resolve import load_model
+    from quantadvise.memory.sizing import size_model
 
     arch, _ = load_model(str(folder))
     assert alt(r, "native-awq").weights_bytes == size_model(arch, awq).total_bytes
@@ -113,8 +113,8 @@ def test_a_requantization_keeps_what_the_shipped_checkpoint_keeps_16bit():
     # embedding and lm_head in bf16. A re-quantization follows the same layer policy (issue 11: "recipes
     # from the same layer policy as the sizing ... whatever the model's own native checkpoint keeps in
     # 16-bit"): only the expert weights change format.
-    from quantadvise.advisor.plan import ignore_list, llmcompressor_recipe
-    from quantadvise.sizing import size_model
+    from quantadvise.checkpoint.write import ignore_list, llmcompressor_recipe
+    from quantadvise.memory.sizing import size_model
 
     inputs, c = _requantizations("openai/gpt-oss-120b", gpu="h100")
     w4 = c["w4a16-g64"].scheme

@@ -14,7 +14,7 @@ from quantadvise.advisor.options import Option, evidence_key, rank
 from quantadvise.advisor.result import RANKED
 from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.profiles import IDEAL
-from quantadvise.scheme import DeployHints
+from quantadvise.scheme.axes import DeployHints
 
 
 def node(rec, name):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import quantadvise as api
-from quantadvise.advisor.limits import context_limit as limit_of
+from quantadvise.engines.limits import context_limit as limit_of
 from quantadvise.errors import QuantAdviseError
 from tests.conftest import run_cli
 

@@ -1,0 +1,174 @@
+"""What every API function shares: resolve a model, scheme, KV dtype, GPU, engine release or
+efficiency profile by name (bundled data, local files, the HF cache, the Hub) into the values the
+pure core takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import catalog, defaults
+from ..errors import InputError, norm_name
+from ..files import is_file
+from ..hardware import GPU
+from ..model.arch import ModelArch, ModelSource
+from ..model.parse import parse_config
+from ..scheme.axes import Scheme, TensorQuant, custom_weight_scheme
+
+if TYPE_CHECKING:
+    from ..checkpoint.native import Native
+    from ..engines.data import EngineData
+
+
+def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, ModelSource]:
+    """A model architecture from a bundled id, a local path, the HF cache or the Hub (in that
+    order), from a config.json dict, or passed through. Returns (arch, where it came from)."""
+    if isinstance(model, ModelArch):
+        return model, ModelSource(id=model.architecture, source="object")
+    if isinstance(model, dict):
+        return parse_config(model, "config"), ModelSource(id=str(model.get("_name_or_path", "config")), source="dict")
+    from .hub import resolve_model
+
+    src, cfg = resolve_model(model)
+    arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
+    return arch, ModelSource(id=src.id, source=src.kind, location=src.location, published_params=src.published_params)
+
+
+def resolve_scheme(
+    scheme: str | Scheme | None = None,
+    *,
+    bits: int | None = None,
+    group: int | None = None,
+    symmetric: bool | None = None,
+    lm_head: bool | None = None,
+    embedding: bool | None = None,
+) -> Scheme:
+    """A scheme from a preset name, a YAML file path, a Scheme, or ``bits``/``group``/``symmetric``.
+
+    ``bits`` builds integer weight-only quantization with one scale per ``group`` (default 128) and,
+    unless ``symmetric``, a zero-point per group — the form AWQ and GPTQ checkpoints store."""
+    if bits is not None and scheme is not None:
+        raise InputError("give either --scheme or --bits, not both", field="scheme")
+    if bits is not None:
+        s = custom_weight_scheme(bits, 128 if group is None else group, bool(symmetric))
+    else:
+        if symmetric is not None:
+            raise InputError(
+                "--sym/--asym apply to --bits; a preset fixes its symmetry (e.g. w4a16 vs w4a16-asym)",
+                field="symmetric",
+            )
+        if isinstance(scheme, Scheme):
+            s = scheme
+        elif scheme is None:
+            s = catalog.get_scheme("bf16")
+        elif scheme.endswith((".yaml", ".yml")) or is_file(scheme):  # is_file: a 5,000-character name is no path
+            s = catalog.load_scheme_file(Path(scheme))
+        else:
+            s = catalog.get_scheme(scheme)
+        if group is not None:
+            if s.weight is None or s.weight.scale is None:
+                raise InputError(f"--group sets the group size of quantized weights, and {s.id} keeps its weights "
+                                 "unquantized", hint=f"give --bits (e.g. --bits 4 --group {group}) or a --scheme with "
+                                 "per-group scales (w4a16, awq ...)", field="group")
+            s = s.with_weight_group(group)
+    changes = {}
+    if lm_head is not None:
+        changes["quantize_lm_head"] = lm_head
+    if embedding is not None:
+        changes["quantize_embedding"] = embedding
+    if changes and s.quantizes_weights:
+        s = s.with_policy(**changes)
+    return s
+
+
+def resolve_kv(kv_dtype: str | TensorQuant | None) -> tuple[TensorQuant | None, str]:
+    if kv_dtype is None:
+        return None, "bf16"
+    if isinstance(kv_dtype, TensorQuant):
+        return kv_dtype, kv_dtype.format
+    preset = catalog.kv_preset(kv_dtype)
+    return preset.kv_cache, preset.id
+
+
+def get_gpu(gpu: str | GPU) -> GPU:
+    return gpu if isinstance(gpu, GPU) else catalog.get_gpu(gpu)
+
+
+def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> EngineData:
+    """One engine release from data/engines/ (``engine`` may carry the version: ``vllm==0.33.0``)."""
+    from ..inputs import split_engine
+
+    name, ver = split_engine(engine)
+    return catalog.get_engine(name, version or ver)
+
+
+def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, gpu: Any | None = None) -> list[Any]:
+    """The efficiency profiles a prediction uses: the spec sheet (``ideal``), or the shipped
+    default, then the measured kernel profile shipped for ``gpu`` (data/profiles/<gpu>.yaml), then a
+    user profile (file or PerfProfile), each layered over the one before."""
+    from ..errors import UnknownNameError
+    from ..perf.profiles import IDEAL, PerfProfile
+
+    if ideal and profile is not None:
+        raise InputError("give --ideal (the spec sheet) or --profile FILE, not both", field="profile")
+    if ideal:
+        return [IDEAL]
+    profiles = [catalog.default_perf_profile()]
+    measured = catalog.measured_profile(gpu.id) if gpu is not None else None
+    if measured is not None:
+        profiles.append(measured)
+    if profile is not None:
+        user = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
+        known = {norm_name(n) for n in catalog.gpu_names()}
+        for entry in user.gpus:
+            if norm_name(entry.gpu) not in known:
+                raise UnknownNameError("GPU", entry.gpu, catalog.gpu_names(), hint=f"in profile {user.id}")
+        profiles.append(user)
+    return profiles
+
+
+def load_workload(path: str | Path) -> dict[str, Any]:
+    """A workload YAML file as a dict (validated by :func:`recommend`)."""
+    from ..errors import ConfigError
+
+    doc = catalog.load_yaml_file(Path(path))
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping of workload keys (batch, ctx, gpu, task ...)")
+    return doc
+
+
+
+
+def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine: str | None = None,
+                 version: str | None = None) -> tuple[float, int, str]:
+    """(memory fraction, runtime reserve bytes per GPU, where the fraction comes from) for a command that
+    sizes memory without an engine command (``size --gpu``, ``roofline``): the engine release's own
+    default, derived as ``check`` and ``recommend`` derive it (``gate.startup.default_fraction``) —
+    the newest bundled vLLM's when no engine is named."""
+    from ..engines.startup import default_fraction, default_reserve_gb
+
+    eng = catalog.get_engine(engine or defaults.ENGINE, version)
+    d = default_fraction(catalog.engine_startup(eng.engine, eng.version), g.memory_bytes, tp=gpus,
+                         mla=bool(arch is not None and arch.is_mla), model_path=arch.architecture if arch else "")
+    reserve_gb, _ = default_reserve_gb(eng.engine)
+    return d.fraction, int(reserve_gb * defaults.GiB), d.brief
+
+
+def shipped_scheme(arch: ModelArch, src: Any | None, cfg: dict[str, Any]) -> Native | None:
+    """The checkpoint as shipped (its quantization_config, or ModelOpt's hf_quant_config.json beside
+    it when ``src`` is a folder or Hub entry), when it quantizes weights: what ``recommend`` weighs as the
+    native candidate and ``size`` sizes by default."""
+    from ..checkpoint.native import native_scheme
+    from ..checkpoint.parse import SIDECARS, find_quantization_config, parse_checkpoint
+    from ..checkpoint.presets import with_presets
+    from .hub import read_sidecar
+
+    side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None} if src is not None else {}
+    ck = parse_checkpoint(cfg, side)
+    if ck is None or not ck.is_quantized:
+        return None
+    presets = [catalog.get_scheme(s) for s in catalog.scheme_ids()]
+    ck = with_presets(ck, presets, catalog.format_library("compressed-tensors"))
+    qc, _ = find_quantization_config(cfg)
+    return native_scheme(arch, ck, catalog.layouts(), quantization_config=qc or side.get("hf_quant_config.json"))
+
