@@ -78,7 +78,6 @@ class Option:
     throughput: float = 0.0  # output tokens/s at the concurrency it holds, prefill included (perf.serving.serve)
     decode_tps: float = 0.0  # decode tokens/s at that concurrency (concurrency / step)
     prefill_share: float | None = None  # share of GPU time spent on prefill (None: no prompt)
-    score_s: float = math.inf  # seconds per output token as the workload experiences it
     kv_name: str = BF16_KV  # the KV cache dtype it is priced with
     concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency), or what an SLO allows
     itl_s: float | None = None  # mean inter-token latency at that concurrency (perf.serving.serve)

@@ -111,7 +111,6 @@ def _apply(o: Option, p: ServePoint) -> None:
     o.concurrency = p.concurrency
     o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
     o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
-    o.score_s = 1.0 / p.tokens_per_s  # seconds per output token, prefill included (both modes)
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
 
 

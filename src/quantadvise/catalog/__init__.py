@@ -1,5 +1,5 @@
 """The only reader of the shipped ``data/`` tables: ``loader`` finds and parses them (from their
-compiled JSON form in a wheel install, else YAML with the safe loader; see ``quantadvise/tables.py``),
+compiled JSON form in a wheel install, else YAML with the safe loader; see ``catalog/tables.py``),
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
 ``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``engines`` (engine and library releases,

@@ -133,10 +133,6 @@ class Method(_Row):
     def name(self) -> str:
         return self.id
 
-    @property
-    def class_name(self) -> str:
-        return self.canonical or self.id
-
 
 class KvCacheDtype(_Row):
     """One ``--kv-cache-dtype`` choice and its constraints."""

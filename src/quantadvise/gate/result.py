@@ -34,7 +34,7 @@ class GateFinding(Out):
 
 
 class MemoryFit(OmitNone):
-    """The engine's start-up memory arithmetic for one deployment (gate/startup.py, docs/ci.md): the
+    """The engine's start-up memory arithmetic for one deployment (engines/startup.py, docs/ci.md): the
     KV cache it allocates, whether it starts, and the declared workload against it. Byte counts are
     totals over the GPUs unless named ``_per_gpu`` (the engines compare and log per GPU).
 
