@@ -5,58 +5,82 @@ are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled 
 ``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``engines`` (engine and library releases,
 kernel tables, server option lists, start-up facts). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
-closest ones."""
+closest ones.
+
+Imported lazily: ``catalog.get_engine`` imports ``catalog/engines.py`` on first use, so a command
+loads only the table families it reads."""
 
 from __future__ import annotations
 
-from .engines import (
-    engine_names,
-    engine_startup,
-    engine_versions,
-    flag_vocabulary,
-    format_library,
-    get_engine,
-    kernel_table,
-    option_list,
-    validate_engines,
-)
-from .loader import data_dir, data_yaml, load_yaml_file
-from .models import (
-    ModelRow,
-    bundled_config,
-    bundled_model_ids,
-    bundled_model_names,
-    find_bundled_model,
-    get_gpu,
-    gpu_ids,
-    gpu_names,
-)
-from .pricing import PriceRow, gpu_price, price_ids
-from .profiles import (
-    accuracy_rules,
-    default_perf_profile,
-    load_perf_profile,
-    measured_profile,
-    profile_heldout,
-    shipped_profile_paths,
-)
-from .schemes import (
-    KvPreset,
-    SchemePreset,
-    get_kv,
-    get_scheme,
-    kv_ids,
-    kv_names_all,
-    kv_preset,
-    layouts,
-    load_scheme_file,
-    scheme_from_preset,
-    scheme_ids,
-    scheme_names,
-    scheme_names_all,
-    scheme_preset,
-)
-from .validate import validate_all
+from typing import TYPE_CHECKING, Any
+
+# name -> the module of this package that defines it
+_NAMES: dict[str, str] = {
+    "engine_names": "engines", "engine_startup": "engines", "engine_versions": "engines",
+    "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
+    "option_list": "engines", "validate_engines": "engines",
+    "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
+    "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
+    "find_bundled_model": "models", "get_gpu": "models", "gpu_ids": "models", "gpu_names": "models",
+    "PriceRow": "pricing", "gpu_price": "pricing", "price_ids": "pricing",
+    "accuracy_rules": "profiles", "default_perf_profile": "profiles", "load_perf_profile": "profiles",
+    "measured_profile": "profiles", "profile_heldout": "profiles", "shipped_profile_paths": "profiles",
+    "KvPreset": "schemes", "SchemePreset": "schemes", "get_kv": "schemes", "get_scheme": "schemes",
+    "kv_ids": "schemes", "kv_names_all": "schemes", "kv_preset": "schemes", "layouts": "schemes",
+    "load_scheme_file": "schemes", "scheme_from_preset": "schemes", "scheme_ids": "schemes",
+    "scheme_names": "schemes", "scheme_names_all": "schemes", "scheme_preset": "schemes",
+    "validate_all": "validate",
+}
+
+if TYPE_CHECKING:
+    from .engines import (
+        engine_names,
+        engine_startup,
+        engine_versions,
+        flag_vocabulary,
+        format_library,
+        get_engine,
+        kernel_table,
+        option_list,
+        validate_engines,
+    )
+    from .loader import data_dir, data_yaml, load_yaml_file
+    from .models import (
+        ModelRow,
+        bundled_config,
+        bundled_model_ids,
+        bundled_model_names,
+        find_bundled_model,
+        get_gpu,
+        gpu_ids,
+        gpu_names,
+    )
+    from .pricing import PriceRow, gpu_price, price_ids
+    from .profiles import (
+        accuracy_rules,
+        default_perf_profile,
+        load_perf_profile,
+        measured_profile,
+        profile_heldout,
+        shipped_profile_paths,
+    )
+    from .schemes import (
+        KvPreset,
+        SchemePreset,
+        get_kv,
+        get_scheme,
+        kv_ids,
+        kv_names_all,
+        kv_preset,
+        layouts,
+        load_scheme_file,
+        scheme_from_preset,
+        scheme_ids,
+        scheme_names,
+        scheme_names_all,
+        scheme_preset,
+    )
+    from .validate import validate_all
 
 __all__ = [
     "KvPreset", "ModelRow", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
@@ -67,3 +91,14 @@ __all__ = [
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",
     "scheme_names_all", "scheme_preset", "shipped_profile_paths", "validate_all", "validate_engines",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'quantadvise.catalog' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

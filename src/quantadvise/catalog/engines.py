@@ -192,11 +192,19 @@ def option_list(engine: str, version: str | None, exact: bool = False) -> Any:
         return None
 
 def engine_startup(engine: str, version: str) -> Any:
-    """The start-up memory facts (``gate.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
+    """The start-up memory facts (``engines.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
     ``version``, else of the closest older release on file (else the oldest)."""
-    from ..engines.startup import StartupTable, pick_release
+    from ..engines.startup import pick_release
+
+    return pick_release(_startup_table(), engine, version)
+
+
+@cache
+def _startup_table() -> Any:
+    """data/engine_startup.yaml, validated once per process (``recommend`` asks it once per engine)."""
+    from ..engines.startup import StartupTable
 
     try:
-        return pick_release(StartupTable.model_validate(loader.table("engine_startup.yaml")), engine, version)
+        return StartupTable.model_validate(loader.table("engine_startup.yaml"))
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, "data/engine_startup.yaml")) from None

@@ -17,6 +17,11 @@ from ..errors import DataError, UnknownNameError, norm_name
 
 def data_dir() -> Path:
     """``quantadvise/data`` inside an installed wheel, else the repository's ``data/``."""
+    return _data_dir()
+
+
+@cache
+def _data_dir() -> Path:  # found once per process: a command reads a dozen tables
     here = Path(__file__).resolve().parent.parent
     packaged = here / "data"
     if packaged.is_dir():
