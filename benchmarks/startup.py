@@ -14,8 +14,10 @@ machine hits every case alike). Reported per case: the median wall time and the 
 (user + sys of the child: less sensitive to other load on the machine than wall time), and each
 command's ratio to its own floor. Targets (issue 30): ``recommend`` <= 1.5x and ``size`` <= 1.15x of
 their floors, from a wheel install (``pip install .``: the wheel carries the compiled data tables).
-``--check`` exits 1 when a target is missed. Not a timed test: the test suite runs this script at a
-tiny size only to keep it working (tests/test_benchmarks.py).
+``--check`` exits 1 when a target is missed. ``--baseline "OTHER/bin/quantadvise"`` runs another
+install's commands (the previous wheel in its own venv) in the same rounds, against the same floors: a
+before/after on one machine in one run. Not a timed test: the test suite runs this script at a tiny size
+only to keep it working (tests/test_benchmarks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import enum
 import inspect
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -135,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--command", action="append", help="only the cases whose label starts with this")
     ap.add_argument("--check", action="store_true", help="exit 1 when a command misses its target ratio")
+    ap.add_argument("--baseline", metavar="COMMAND",
+                    help="another install's quantadvise command line, run in the same rounds (before/after)")
     args = ap.parse_args(argv)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     exe = shutil.which("quantadvise")
@@ -154,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                 cases[floor] = [sys.executable, path, command, *qargs[1:]]
             floors[label] = floor
             cases[f"quantadvise {label}"] = qa + qargs
+            if args.baseline:
+                cases[f"baseline {label}"] = shlex.split(args.baseline) + qargs
         times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
         for cmd in cases.values():  # warm the file cache once
             run_once(cmd, env)
@@ -170,13 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     missed = []
     for label in cases:
         line = f"{label:60s} {med(label, 0) * 1e3:6.1f}ms {med(label, 1) * 1e3:6.1f}ms"
-        short = label.removeprefix("quantadvise ")
-        if short in floors:
+        short = label.removeprefix("quantadvise ").removeprefix("baseline ")
+        if short in floors and short != label:
             floor = floors[short]
             rw, rc = med(label, 0) / med(floor, 0), med(label, 1) / med(floor, 1)
             target = chosen[short][2]
             line += f"   {rw:4.2f}x {rc:4.2f}x (target <= {target:g}x)"
-            if rc > target:
+            if rc > target and label.startswith("quantadvise "):
                 missed.append(short)
         print(line)
     print(f"({args.runs} runs each, round-robin; medians)")

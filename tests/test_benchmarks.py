@@ -59,6 +59,16 @@ def test_startup_runs_tiny():
 
 
 @pytest.mark.slow
+def test_startup_runs_a_baseline_in_the_same_rounds(capsys):
+    """--baseline: another install's commands, interleaved, against the same floor (here: this one)."""
+    mod = _load("startup")
+    assert mod.main(["--runs", "1", "--command", "size ... --format json",
+                     "--baseline", f"{sys.executable} -m quantadvise"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline size ... --format json" in out and out.count("(target <= 1.15x)") == 2
+
+
+@pytest.mark.slow
 def test_device_calibrate_script_dry_run(tmp_path):
     """The device script on the simulated backend (its documented dry run), with a small budget."""
     env = {**os.environ, "OUT": str(tmp_path), "BACKEND": "simulated", "GPU": "h200", "CAL_SECONDS": "3",
