@@ -56,6 +56,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         if w.users is not None:  # N users never put more than N sequences in flight
             bound = min(bound, w.users)
         w = w.model_copy(update={"batch": bound})
+    from .pool import pool_question
+
+    if pool_question(w):  # a pool: the layout search (api/pool.py)
+        return _recommend_pool(w, data, searched, frontier)
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
@@ -76,6 +80,23 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
     return rec.model_copy(update={"warnings": warn})
+
+
+def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
+    """The layout search over the workload's pool, given this module's resolvers."""
+    from ..perf.efficiency import profile_warnings
+    from .pool import recommend_pool
+
+    def walk(inputs: _Inputs, wt: Workload) -> Recommendation:
+        inputs.price = _price(wt, inputs.gpu, "usd_per_gpu_hour" in data)
+        inputs.assumptions = [*inputs.assumptions, *_target_assumptions(wt, inputs, searched, True)]
+        return _walk(inputs, wt)
+
+    rec = recommend_pool(w, data, searched=searched, frontier=frontier,
+                         hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
+                                "slo": _slo, "spec": _spec})
+    warn = [x for x in rec.warnings]
+    return rec.model_copy(update={"warnings": warn + profile_warnings([], rec.workload.gpu)})
 
 
 @dataclass
