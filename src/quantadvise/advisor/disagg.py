@@ -129,7 +129,7 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
                 scheme=p.option.id, native=p.option.native, gpu=pg.ctx.gpu.id, gpu_name=pg.ctx.gpu.name, family="P/D",
                 layout=f"P {r_p}x{ppar.label} + D {par.label}", tp=par.tp, pp=par.pp,
                 ep=par.expert_gpus if par.ep else 1, dp=par.dp, gpus_per_replica=par.gpus,
-                nodes_per_replica=nodes_of(par.gpus, pg.gpus_per_node), replicas=r_d, gpus=gpus,
+                gpus_per_node=pg.gpus_per_node, nodes_per_replica=nodes_of(par.gpus, pg.gpus_per_node), replicas=r_d, gpus=gpus,
                 nodes=nodes_of(r_p * ppar.gpus, pg.gpus_per_node) + nodes_of(r_d * par.gpus, pg.gpus_per_node),
                 kv_dtype=p.kv_name, concurrency=d.point.concurrency, limit=d.limit,
                 tokens_per_s=d.point.tokens_per_s, tokens_per_s_per_gpu=capacity_tps / gpus, itl_s=d.point.itl_s,

@@ -10,7 +10,7 @@ import math
 import shlex
 from typing import Any
 
-from ..engines.flags import ENGINES, layout_args
+from ..engines.flags import ENGINES, PARALLEL, layout_args
 from ..perf.parallel import Parallel
 from .layout_result import LayoutPlan, LayoutRow, NodeCommand
 
@@ -65,7 +65,9 @@ def layout_plan(commands: dict[str, str | None], row: LayoutRow, gpus_per_node: 
                                    cross_node_a2a=par.ep and nodes > 1)
                 if vocab is not None:
                     missing |= {a for a in args if a.startswith("--") and vocab.lookup(a, suggest=False).verdict != "known"}
-                extra = [seqs_flag.name, str(seqs)] if seqs > 0 else []
+                per_rank = engine in PARALLEL and PARALLEL[engine].seqs_per_rank and par.dp > 1
+                cap = math.ceil(seqs / par.dp) if per_rank else seqs
+                extra = [seqs_flag.name, str(cap)] if seqs > 0 else []
                 out.append(NodeCommand(role=role, node_rank=rank, nodes=nodes,
                                        gpus=min(gpus_per_node, par.gpus - rank * gpus_per_node),
                                        command=shlex.join([*base, *extra, *args])))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..results import OmitNone, Out
+from ..results import OmitNone, Out, Result
 
 
 class PrefillPool(Out):
@@ -40,6 +40,7 @@ class LayoutRow(OmitNone):
     ep: int  # expert-parallel degree (1: experts split by tensor parallelism)
     dp: int  # attention data-parallel groups in one replica
     gpus_per_replica: int
+    gpus_per_node: int
     nodes_per_replica: int
     replicas: int
     gpus: int
@@ -99,4 +100,19 @@ class LayoutPlan(Out):
     options a release does not register (the command is then not written)."""
 
     engines: dict[str, list[NodeCommand] | None]
+    notes: list[str] = []
+
+
+class DeployResult(Result):
+    """The manifests for one stack: file name -> text, the layout they serve, how to check them."""
+
+    target: str
+    format: str  # the stack's format and version written
+    engine: str
+    engine_version: str
+    model: str
+    scheme: str
+    layout: LayoutRow
+    files: dict[str, str]
+    check: str  # the command that reads them back
     notes: list[str] = []

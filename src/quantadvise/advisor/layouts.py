@@ -351,7 +351,7 @@ def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int) 
     return LayoutRow(
         scheme=p.option.id, native=p.option.native, gpu=pg.ctx.gpu.id, gpu_name=pg.ctx.gpu.name, family=par.family,
         layout=par.label, tp=par.tp, pp=par.pp, ep=par.expert_gpus if par.ep else 1, dp=par.dp, gpus_per_replica=n,
-        nodes_per_replica=nodes_of(n, pg.gpus_per_node), replicas=replicas, gpus=gpus,
+        gpus_per_node=pg.gpus_per_node, nodes_per_replica=nodes_of(n, pg.gpus_per_node), replicas=replicas, gpus=gpus,
         nodes=nodes_of(gpus, pg.gpus_per_node), kv_dtype=p.kv_name, concurrency=p.point.concurrency, limit=p.limit,
         tokens_per_s=p.point.tokens_per_s, tokens_per_s_per_gpu=p.point.tokens_per_s / n, itl_s=p.point.itl_s,
         ttft_s=p.point.ttft_s, e2e_s=p.point.e2e_s, step_s=p.point.step_s,

@@ -263,6 +263,10 @@ class ParallelFlags:
     # what a prefill-only replica batches per step
     prefill_chunk: tuple[tuple[float, int], ...]
     prefill_chunk_source: str
+    # the running-sequence cap counts per data-parallel rank (vLLM: every DP rank is an engine core with its own
+    # scheduler) rather than for the whole server (SGLang divides --max-running-requests over its attention-DP
+    # ranks, sglang/srt/arg_groups/moe_hook.py:669)
+    seqs_per_rank: bool = False
 
 
 PARALLEL: dict[str, ParallelFlags] = {
@@ -278,7 +282,7 @@ PARALLEL: dict[str, ParallelFlags] = {
         # vllm/engine/arg_utils.py:2975-3001 (OPENAI_API_SERVER): >= 160 GiB 16384; >= 70 GiB (not A100) 8192; else 2048
         prefill_chunk=((0.0, 2048), (70.0, 8192), (160.0, 16384)),
         prefill_chunk_source="vLLM 0.33.0 default max_num_batched_tokens for the API server, "
-                             "vllm/engine/arg_utils.py:2975-3001"),
+                             "vllm/engine/arg_utils.py:2975-3001", seqs_per_rank=True),
     "sglang": ParallelFlags(
         tensor="--tp-size", pipeline="--pp-size", expert_switch=None, expert_size="--ep-size",
         attention_dp="--attn-dp-size", data="--dp-size", world_is_tp=True, a2a=("--moe-a2a-backend", "deepep"),
@@ -291,6 +295,12 @@ PARALLEL: dict[str, ParallelFlags] = {
         prefill_chunk_source="SGLang 0.5.23 default chunked_prefill_size by GPU memory, "
                              "sglang/srt/arg_groups/memory_hook.py:89-167"),
 }
+
+
+# the engine's container image per release, and the serving stacks that run the engine (quantadvise deploy --target):
+# vLLM's production-stack chart and KServe's LLMInferenceService run vLLM only; llm-d and Dynamo run both
+IMAGES = {"vllm": "vllm/vllm-openai:v{version}", "sglang": "lmsysorg/sglang:v{version}"}
+STACKS = {"vllm": ("helm", "llm-d", "kserve", "dynamo"), "sglang": ("llm-d", "dynamo")}
 
 
 def prefill_chunk_tokens(engine: str, memory_bytes: float) -> int:
@@ -339,3 +349,60 @@ def layout_args(engine: str, *, tp: int, pp: int = 1, dp: int = 1, ep: bool = Fa
     if role is not None:
         args += list(f.disaggregation[role])
     return args
+
+
+@dataclass(frozen=True)
+class LayoutRead:
+    """A server's parallel layout as its command gives it (what ``check`` sizes memory and GPUs by)."""
+
+    gpus: int  # GPUs the server's replica uses
+    node_gpus: int  # GPUs the server on this node uses (the container must be given them)
+    dense_shards: int  # GPUs each dense weight (attention, dense MLP, embeddings) is split over
+    expert_shards: int  # GPUs each routed-expert layer is split over
+    attention_dp: int  # attention data-parallel ranks (each holds its own sequences' KV cache)
+    words: str  # the options read, for a report
+
+    @property
+    def expert_parallel(self) -> bool:
+        return self.expert_shards != self.dense_shards
+
+
+def _int(other: dict[str, Any], *names: str) -> int | None:
+    for n in names:
+        v = other.get(n)
+        if isinstance(v, str) and v.strip().isdigit():
+            return int(v.strip())
+    return None
+
+
+def _on(other: dict[str, Any], *names: str) -> bool:
+    return any(other.get(n) not in (None, False, "false", "False", "0") for n in names)
+
+
+def read_layout(engine: str, tp: int, pp: int, other: dict[str, Any]) -> LayoutRead:
+    """The layout of a server started with ``tp`` / ``pp`` and the other options ``other`` (as the deployment
+    readers keep them): vLLM's ``--data-parallel-size`` ranks (TP each; with ``--enable-expert-parallel`` the
+    routed experts over TP x DP, vllm/config/parallel.py:148-149; ``--data-parallel-size-local`` of them on
+    this node), SGLang's world of ``--tp-size`` GPUs with ``--attn-dp-size`` attention groups (or the deprecated
+    ``--dp-size`` with ``--enable-dp-attention``) and ``--ep-size`` expert ranks; ``--nnodes`` splits a replica
+    over nodes."""
+    tp, pp = max(tp, 1), max(pp, 1)
+    nodes = _int(other, "--nnodes", "-n") or 1
+    if engine == "sglang":
+        attn = _int(other, "--attn-dp-size", "--attention-data-parallel-size") or (
+            _int(other, "--dp-size", "--data-parallel-size") if _on(other, "--enable-dp-attention") else None) or 1
+        ep = _int(other, "--ep-size", "--expert-parallel-size", "--ep") or 1
+        gpus = tp * pp
+        dense = max(1, tp // attn) * pp
+        expert = (ep if ep > 1 else tp) * pp
+        return LayoutRead(gpus=gpus, node_gpus=max(1, gpus // nodes), dense_shards=dense, expert_shards=expert,
+                          attention_dp=attn, words=f"--tp-size {tp}, attention DP {attn}, EP {ep}, {nodes} node(s)")
+    dp = _int(other, "--data-parallel-size", "-dp") or 1
+    local = _int(other, "--data-parallel-size-local", "-dpl")
+    ep_on = _on(other, "--enable-expert-parallel", "-ep")
+    gpus = tp * pp * dp
+    node = tp * pp * local if local else max(1, gpus // nodes)
+    return LayoutRead(gpus=gpus, node_gpus=node, dense_shards=tp * pp, expert_shards=(tp * dp if ep_on else tp) * pp,
+                      attention_dp=dp if ep_on else 1,
+                      words=f"TP {tp} x PP {pp} x DP {dp}" + (", experts over TP x DP" if ep_on else "")
+                      + (f", {local} DP ranks on this node" if local else "") + (f", {nodes} nodes" if nodes > 1 else ""))
