@@ -62,7 +62,7 @@ def layout_plan(commands: dict[str, str | None], row: LayoutRow, gpus_per_node: 
             for rank in range(nodes):
                 args = layout_args(engine, tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, gpus_per_node=gpus_per_node,
                                    node_rank=rank, role=role if row.prefill is not None else None,
-                                   cross_node_a2a=par.ep and nodes > 1)
+                                   cross_node_a2a=par.ep and par.expert_gpus > gpus_per_node)
                 if vocab is not None:
                     missing |= {a for a in args if a.startswith("--") and vocab.lookup(a, suggest=False).verdict != "known"}
                 per_rank = engine in PARALLEL and PARALLEL[engine].seqs_per_rank and par.dp > 1

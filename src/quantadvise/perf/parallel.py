@@ -9,7 +9,8 @@ sequences) and ``ep`` shards the routed experts over ``tp x dp`` GPUs. Its GPUs 
 :class:`LayoutStep` prices a step of that replica at ``B`` concurrent sequences from ``base``, the step
 model of one ``tp``-GPU group (:class:`~.step.StepModel`, whose own tensor-parallel term is replaced):
 
-- **decode**, ``b = B / (pp x dp)`` sequences per micro-batch or attention group:
+- **decode**, ``b = B / (m x g)`` sequences per micro-batch and attention group (``m = min(pp, B)``
+  micro-batches in flight, ``g = min(dp, B / m)`` attention groups with sequences):
   ``t(b) − comm_tp(b)`` (the group's step without its built-in all-reduce model);
   with ``ep`` over ``n = tp x dp`` GPUs, each GPU holds ``E / n`` whole experts and runs the tokens of all
   ``dp`` groups routed to them: the one-GPU model's routed-expert time for ``dp·b`` tokens over ``n``
@@ -19,11 +20,12 @@ model of one ``tp``-GPU group (:class:`~.step.StepModel`, whose own tensor-paral
   after attention and after every MLP that is tensor-parallel (``2L + 1`` with the embedding's; a
   routed MoE layer under ``ep`` exchanges its tokens instead: one dispatch + combine of ``b / tp``
   tokens per rank), and the logits gather;
-  with ``pp`` stages, ``pp`` micro-batches of ``b`` are in flight, and a token of each comes back after
-  one pass through every stage: ``t(b) + (pp − 1)(head(b) + overhead + hop(b))`` — the pipeline's
-  bubble is the last stage's lm_head and each stage's fixed step overhead (every stage waits for the
-  slowest), and ``hop`` the activation hand-off, ``b x hidden x 2`` bytes over NVLink or the network.
-  ``B`` sequences then advance one token per such step.
+  with ``pp`` stages, a token of each micro-batch comes back after one pass through every stage,
+  ``T = t(b) + hops``, or, with the pipeline full, after ``m`` passes of the slowest stage,
+  ``m x ((t(b) − f) / pp + f)``, ``f = head(b) + overhead`` (the last stage also runs the lm_head; each
+  pays the step's fixed overhead): the step is the larger, and the pipeline's bubble is that imbalance;
+  ``hop`` is the activation hand-off, ``b x hidden x 2`` bytes over NVLink or the network. ``B`` sequences
+  then advance one token per such step.
 - **prefill** of ``B`` prompts: attention groups prefill their share at once (one group for one
   prompt); ``pp`` stages pipeline ``m = min(pp, B)`` micro-batches: ``(m + pp − 1) / pp x T(B / m)``
   (the fill and drain of the pipeline) plus the hand-offs.
@@ -192,13 +194,21 @@ class LayoutStep(StepModel):
         if hit is not None:
             return hit
         p = self.par
-        b = batch / (p.pp * p.dp)
+        # micro-batches in flight (at most one per stage) and attention groups with sequences (at most one each)
+        m = min(float(p.pp), max(batch, 1.0))
+        groups = min(float(p.dp), max(batch / m, 1.0))
+        b = batch / (m * groups)
         c = self._base_decode(b, ctx, cached, queries)
         tokens = b * queries
-        t, comm = self._group(c, tokens, b, p.dp)
+        t, comm = self._group(c, tokens, b, groups)
         if p.pp > 1:
-            t += (p.pp - 1) * (self._head(tokens) + self.base.overhead_s)
-            comm += self.hops(tokens)
+            # one pass through every stage and its hand-offs; with the pipeline full, ``m`` passes of the slowest
+            # stage (the last one also runs the lm_head; each pays the step's overhead)
+            hops = self.hops(tokens)
+            fixed = self._head(tokens) + self.base.overhead_s
+            full = m * ((t + comm - fixed) / p.pp + fixed)
+            t = max(t + comm + hops, full) - comm - hops
+            comm += hops
         out = self._own[key] = replace(c, time_s=t + comm, communication_s=comm)
         return out
 
