@@ -10,7 +10,7 @@ from datetime import date
 import pytest
 
 from quantadvise import catalog
-from quantadvise.perf.comm import Comm, CommCurve, CommSystem, DeepEPTable
+from quantadvise.perf.comm import Comm, CommCurve, CommSystem
 
 
 def _system(**kw) -> CommSystem:
