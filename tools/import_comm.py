@@ -112,24 +112,37 @@ def curves(src: Path, system: str) -> list[dict]:
     return out
 
 
-def deepep(src: Path, system: str) -> list[dict]:
+def deepep(src: Path, system: str, mode: str = "ll") -> list[dict]:
+    """DeepEP dispatch/combine by tokens per rank and node count: ``ll`` the low-latency kernels (decode),
+    ``normal`` the high-throughput ones (prefill; the fastest of the SM counts measured per token count)."""
     import pandas as pd
 
     base = src / "systems" / "data" / system / "comm" / "sglang"
     if not base.exists():
         return []
     best: dict[int, dict] = {}
-    for f in sorted(base.glob("*/wideep_deepep_ll_perf.parquet")):
+    for f in sorted(base.glob(f"*/wideep_deepep_{mode}_perf.parquet")):
         d = pd.read_parquet(f)
         hidden, topk, experts = DEEPEP_SHAPE
         d = d[(d.hidden_size == hidden) & (d.num_topk == topk) & (d.num_experts == experts)]
         for (ver, nodes), h in d.groupby(["version", "node_num"]):
-            h = h.sort_values("num_token")
+            if mode == "ll":
+                h = h.sort_values("num_token")
+                pts = [[int(t), float(f"{a * 1e-6:.4g}"), float(f"{b * 1e-6:.4g}")] for t, a, b in
+                       zip(h.num_token, h.dispatch_avg_t_us, h.combine_avg_t_us, strict=True)]
+                what = "DeepEP low-latency: dispatch_avg_t_us, combine_avg_t_us by num_token per rank"
+            else:
+                h = h.assign(d_us=h.dispatch_transmit_us + h.dispatch_notify_us,
+                             c_us=h.combine_transmit_us + h.combine_notify_us)
+                g = h.groupby("num_token").agg(d_us=("d_us", "min"), c_us=("c_us", "min")).reset_index()
+                pts = [[int(t), float(f"{a * 1e-6:.4g}"), float(f"{b * 1e-6:.4g}")] for t, a, b in
+                       zip(g["num_token"], g["d_us"], g["c_us"], strict=True)]
+                what = ("DeepEP normal (high-throughput): transmit + notify us, the fastest of the SM counts "
+                        "measured, by num_token per rank")
+            if len(pts) < 2:
+                continue
             row = {"nodes": int(nodes), "hidden": hidden, "top_k": topk, "experts": experts, "version": str(ver),
-                   "points": [[int(t), float(f"{a * 1e-6:.4g}"), float(f"{b * 1e-6:.4g}")] for t, a, b in
-                              zip(h.num_token, h.dispatch_avg_t_us, h.combine_avg_t_us, strict=True)],
-                   "source": f"{PKG}: aiconfigurator_core/{f.relative_to(src)} (DeepEP low-latency, sglang {ver}: "
-                             "dispatch_avg_t_us, combine_avg_t_us by num_token per rank)"}
+                   "points": pts, "source": f"{PKG}: aiconfigurator_core/{f.relative_to(src)} ({what}, sglang {ver})"}
             if int(nodes) not in best or _version_key(str(ver)) > _version_key(best[int(nodes)]["version"]):
                 best[int(nodes)] = row
     return [best[k] for k in sorted(best)]
@@ -148,7 +161,8 @@ HEADER = """\
 #   nccl: NCCL's all_reduce / alltoall (nccl-tests out-of-place time, half). Between points the latency is
 #   interpolated linearly in bytes; past the last point it grows at the last segment's slope.
 # - deepep: DeepEP low-latency dispatch / combine (the decode all-to-all of expert parallelism) by tokens per rank
-#   and node count, for the shape measured across nodes (hidden 7168, top-8 of 256 experts: DeepSeek-V3's).
+#   and node count, for the shape measured across nodes (hidden 7168, top-8 of 256 experts: DeepSeek-V3's);
+#   deepep_normal: the high-throughput kernels prefill runs (the fastest SM count measured at each size).
 # l4 and h100-pcie carry node facts only (no tables in the package); the package's l40s tables are left out
 # (about 1.5 GB/s bus bandwidth at 8 GPUs: that collection host's PCIe topology, not the GPU).
 """
@@ -174,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if gpu not in NO_CURVES:
             row["curves"] = curves(src, system)
             row["deepep"] = deepep(src, system)
+            row["deepep_normal"] = deepep(src, system, "normal")
         else:
             row["note"] = NO_CURVES[gpu]
         row["source"] = f"{PKG} (PyPI), systems/{system}.yaml and systems/data/{system}/comm/"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..perf.parallel import Parallel
-from ..perf.serving import ParetoPoint, mark_frontier, pareto_point, serve
+from ..perf.serving import Lengths, ParetoPoint, mark_frontier, pareto_point, serve
 from ..wording import plural
 from .layout_result import LayoutRow, LayoutSearch
 from .layouts import PoolGpu, step_model
@@ -70,6 +70,8 @@ def family_frontier(pool: list[PoolGpu], found: LayoutSearch) -> list[ParetoPoin
         par = Parallel(tp=r.tp, pp=r.pp, dp=r.dp, ep=r.ep > 1)
         sm = step_model(pg, o, par, r.kv_dtype, kv)
         lengths = lengths_of(pg.ctx.workload)
+        if fam == "P/D":  # its decode pool: no prefill joins the decode steps
+            lengths = Lengths(prompt=0, output=lengths.output, decode_ctx=lengths.decode_ctx, mode="continuous")
         label = f"{fam}: {r.scheme} {r.layout if fam != 'P/D' else par.label} on {r.gpu}"
         c = 1
         while True:

@@ -9,7 +9,7 @@ closest ones."""
 
 from __future__ import annotations
 
-from .comm import comm_ids, comm_system
+from .comm import comm_ids, comm_system, layout_measurements
 from .engines import (
     engine_names,
     engine_startup,
@@ -60,7 +60,7 @@ from .schemes import (
 from .validate import validate_all
 
 __all__ = [
-    "KvPreset", "ModelRow", "comm_ids", "comm_system", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
+    "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
     "gpu_ids", "gpu_names", "kernel_table", "kv_ids", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",

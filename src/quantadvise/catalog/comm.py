@@ -8,7 +8,7 @@ from functools import cache
 from pydantic import ValidationError
 
 from ..errors import DataError, format_validation_error
-from ..perf.comm import CommSystem
+from ..perf.comm import CommSystem, PublishedMeasurement
 from . import loader
 
 
@@ -33,3 +33,16 @@ def comm_system(gpu_id: str) -> CommSystem | None:
 def comm_ids() -> list[str]:
     """The GPU ids data/comm.yaml has a row for."""
     return list(_rows())
+
+
+@cache
+def layout_measurements() -> tuple[PublishedMeasurement, ...]:
+    """The published multi-GPU measurements the layout model is checked against (data/layout_validation.yaml)."""
+    doc = loader.table("layout_validation.yaml")
+    out = []
+    for raw in doc.get("measurements", []):
+        try:
+            out.append(PublishedMeasurement.model_validate(raw))
+        except ValidationError as exc:
+            raise DataError(format_validation_error(exc, f"data/layout_validation.yaml '{raw.get('id')}'")) from None
+    return tuple(out)

@@ -9,9 +9,10 @@ The layout search (``advisor/layouts.py``) prices every exchange a parallel layo
   the largest. Across nodes (more GPUs than a node holds): the node's all-reduce over its GPUs, then a
   ring over the nodes' network links on the node's share of the message, ``2(N−1)/N · (bytes/g) / β_net
   + 2(N−1) · latency`` (N nodes of g GPUs; β_net per GPU, one direction).
-- **dispatch + combine** of the routed tokens under expert parallelism: DeepEP low-latency measured by
-  tokens per rank and node count (hidden 7168, top-8: DeepSeek-V3's shape; another shape reads the
-  table at the tokens carrying the same bytes, ``tokens · hidden · k / (7168 · 8)``); without a table,
+- **dispatch + combine** of the routed tokens under expert parallelism: DeepEP measured by tokens per
+  rank and node count, its low-latency kernels (decode) up to the largest count they were measured at,
+  its high-throughput kernels beyond (prefill), (hidden 7168, top-8: DeepSeek-V3's shape; another shape
+  reads the table at the tokens carrying the same bytes, ``tokens · hidden · k / (7168 · 8)``); without a table,
   bytes over the link: ``2 · latency + tokens · k · hidden · (1 + 2) B · (n−1)/n / β`` (fp8 out, bf16 back),
   β the node's NVLink within a node, its network across nodes.
 - **point-to-point** hand-offs between pipeline stages and the KV cache sent from a prefill pool to a
@@ -77,7 +78,8 @@ class CommSystem(Strict):
     node_source: str
     nvlink_domain_gpus: int | None = None  # GB200 NVL72: NVLink spans the rack, beyond the 4-GPU node
     curves: tuple[CommCurve, ...] = ()
-    deepep: tuple[DeepEPTable, ...] = ()
+    deepep: tuple[DeepEPTable, ...] = ()  # low-latency kernels (decode)
+    deepep_normal: tuple[DeepEPTable, ...] = ()  # high-throughput kernels (prefill)
     note: str = ""
     source: str
     as_of: date
@@ -99,6 +101,15 @@ def _interp(points: tuple[tuple[float, float], ...], x: float) -> float:
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
+def _at_nodes(tables: dict[int, DeepEPTable], nodes: int) -> DeepEPTable | None:
+    """The table measured on ``nodes`` nodes, else on the most nodes measured when ``nodes`` is beyond them."""
+    if nodes in tables:
+        return tables[nodes]
+    if tables and nodes > max(tables):
+        return tables[max(tables)]
+    return None
+
+
 class Comm:
     """A GPU system's collectives as functions of bytes (seconds), for one engine's all-reduce."""
 
@@ -116,6 +127,7 @@ class Comm:
             elif c.op == "alltoall" and c.impl == "nccl":
                 self._a2a[c.gpus] = c
         self._deepep = {t.nodes: t for t in system.deepep}
+        self._deepep_normal = {t.nodes: t for t in system.deepep_normal}
 
     @property
     def measured(self) -> bool:
@@ -155,11 +167,13 @@ class Comm:
         if gpus <= 1 or tokens_per_rank <= 0:
             return 0.0
         nodes = self.nodes(gpus) if not self._within(gpus) else 1
-        table = self._deepep.get(nodes) or (self._deepep.get(max(self._deepep)) if self._deepep and
-                                            nodes > max(self._deepep) else None)
+        ref_h, ref_k = DEEPEP_REFERENCE
+        tokens = tokens_per_rank * hidden * top_k / (ref_h * ref_k)  # the tokens that move as many bytes
+        table = _at_nodes(self._deepep, nodes)
+        if table is not None and tokens > table.points[-1][0]:  # past the low-latency kernels' range: prefill's
+            table = _at_nodes(self._deepep_normal, nodes) or table
         if table is not None:
-            ref_h, ref_k = DEEPEP_REFERENCE
-            return table.seconds(tokens_per_rank * hidden * top_k / (ref_h * ref_k))
+            return table.seconds(tokens)
         bw = self.system.intra_node_bytes_per_s if nodes == 1 else self.system.inter_node_bytes_per_s
         moved = tokens_per_rank * top_k * hidden * (DISPATCH_BYTES + COMBINE_BYTES) * (gpus - 1) / gpus
         return 2.0 * self.system.p2p_latency_s + moved / bw
@@ -176,3 +190,32 @@ class Comm:
             out += [c.source for c in cs]
         out += [t.source for t in self._deepep.values()]
         return sorted(set(out))
+
+
+class PublishedMeasurement(Strict):
+    """One published multi-GPU measurement the layout model is checked against (data/layout_validation.yaml)."""
+
+    id: str
+    split: str  # calibrate | holdout | reference
+    what: str
+    metric: str  # allreduce_busbw_gbps | dispatch_ms_per_layer | decode_tokens_per_s_per_node | ...
+    gpu: str
+    value: float
+    unit: str
+    source: str
+    as_of: date
+    model: str | None = None
+    scheme: str | None = None
+    engine: str | None = None
+    gpus: int | None = None
+    bytes: float | None = None
+    tokens_per_gpu: int | None = None
+    layout: dict[str, int | bool] | None = None  # tp, pp, dp, ep
+    prefill: dict[str, int] | None = None  # a prefill pool: tp, replicas
+    prompt: int | None = None
+    output: int | None = None
+    concurrency: int | None = None
+    decode_ctx: int | None = None
+    rate: float | None = None
+    note: str = ""
+    derived: str = ""

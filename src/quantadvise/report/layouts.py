@@ -15,12 +15,13 @@ def _cost(r: LayoutRow) -> float | None:
 
 
 def shown_rows(found: LayoutSearch, top: int = TOP) -> list[LayoutRow]:
-    """The ``top`` cheapest rows, then the best of every (family, GPU type) not among them."""
+    """The ``top`` cheapest rows, then the best of every GPU type and of every layout family not among them."""
     rows = list(found.rows[:top])
-    seen = {(r.family, r.gpu) for r in rows}
+    gpus, families = {r.gpu for r in rows}, {r.family for r in rows}
     for r in found.rows[top:]:
-        if (r.family, r.gpu) not in seen:
-            seen.add((r.family, r.gpu))
+        if r.gpu not in gpus or r.family not in families:
+            gpus.add(r.gpu)
+            families.add(r.family)
             rows.append(r)
     return rows
 
