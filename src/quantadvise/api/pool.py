@@ -164,8 +164,7 @@ def _walk_winner(inputs: Any, w: Workload, pg: PoolGpu, win: LayoutRow, hooks: d
               if o is winner or (o.family == "bf16" and not o.native)]
     narrowed = replace(inputs, gpu=pg.ctx.gpu, candidates=chosen, native=inputs.native if winner.native else None,
                        fp16=pg.ctx.fp16, gpu_refused=pg.ctx.gpu_refused, forced=win.kv_dtype)
-    wt = w.model_copy(update={"gpu": pg.ctx.gpu.id, "gpus": win.gpus_per_replica, "kv_dtype": win.kv_dtype,
-                              "node": None, "max_gpus": None, "layouts": False})
+    wt = w.model_copy(update={"gpu": pg.ctx.gpu.id, "gpus": win.gpus_per_replica, "kv_dtype": win.kv_dtype})
     return hooks["walk"](narrowed, wt)
 
 
@@ -174,9 +173,9 @@ def finish(rec: Recommendation, found: LayoutSearch, pool: list[PoolGpu], win: L
     """The recommendation with the layout table, the winner's per-node commands, its figures in the headline
     and a ``layouts`` trace node."""
     from ..advisor.layout_plan import layout_plan
+    from ..advisor.layout_view import family_frontier, layouts_node, performance_of
 
     pg = next(p for p in pool if p.ctx.gpu.id == win.gpu)
-    from ..advisor.layout_view import family_frontier, layouts_node, performance_of
 
     vocabs = {e.engine: catalog.flag_vocabulary(e.engine, e.version)
               for e in (pg.ctx.engine, *([pg.ctx.other_engine] if pg.ctx.other_engine is not None else []))}
@@ -186,8 +185,12 @@ def finish(rec: Recommendation, found: LayoutSearch, pool: list[PoolGpu], win: L
     fr = family_frontier(pool, found) if frontier else []
     found = found.model_copy(update={"plan": plan})
     perf = performance_of(rec.performance, win)
+    pool_line = (f"pool: {', '.join(found.pool)}, up to {found.max_gpus} GPUs: every layout weighed (the layout "
+                 f"table, docs/recommend.md \"Layouts\"); the tree above prices {win.scheme} at its replica's "
+                 f"{win.gpus_per_replica} GPUs, the headline figures are the layout's ({win.layout})")
     return rec.model_copy(update={"layouts": found, "engine_args": engine_args, "performance": perf,
                                   "trace": [*rec.trace, layouts_node(found)], "frontier": fr,
-                                  "notes": [*rec.notes, *plan.notes]})
+                                  "notes": [*rec.notes, *plan.notes],
+                                  "assumptions": [*rec.assumptions, pool_line]})
 
 

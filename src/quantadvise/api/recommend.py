@@ -84,19 +84,19 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
 
 def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
     """The layout search over the workload's pool, given this module's resolvers."""
-    from ..perf.efficiency import profile_warnings
     from .pool import recommend_pool
 
     def walk(inputs: _Inputs, wt: Workload) -> Recommendation:
         inputs.price = _price(wt, inputs.gpu, "usd_per_gpu_hour" in data)
-        inputs.assumptions = [*inputs.assumptions, *_target_assumptions(wt, inputs, searched, True)]
-        return _walk(inputs, wt)
+        # the load's own line is the layout search's (api/pool.py), not the tree's tensor-parallel degrees
+        told = [a for a in _target_assumptions(wt, inputs, searched, True) if not a.startswith("load:")]
+        inputs.assumptions = [*inputs.assumptions, *told]
+        rec = _walk(inputs, wt)
+        return rec.model_copy(update={"warnings": list(dict.fromkeys([*inputs.arch.warnings, *rec.warnings]))})
 
-    rec = recommend_pool(w, data, searched=searched, frontier=frontier,
-                         hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
-                                "slo": _slo, "spec": _spec})
-    warn = [x for x in rec.warnings]
-    return rec.model_copy(update={"warnings": warn + profile_warnings([], rec.workload.gpu)})
+    return recommend_pool(w, data, searched=searched, frontier=frontier,
+                          hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
+                                 "slo": _slo, "spec": _spec})
 
 
 @dataclass
