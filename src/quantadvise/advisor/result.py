@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
 from ..workload import Workload
+from .layout_result import LayoutSearch
 
 # the statuses of the candidates that were ranked (priced and deployable), best first
 RANKED = ("recommended", "runner-up", "ranked-after", "slower")
@@ -77,7 +80,7 @@ class ServedWorkload(OmitNone):
     resolved to) and the model's resolved id. The serving-target keys are absent unless given."""
 
     omit_if_none: ClassVar[tuple[str, ...]] = ("ttft_ms", "itl_ms", "e2e_ms", "rate", "users", "usd_per_gpu_hour",
-                                               "spec_tokens", "acceptance")
+                                               "spec_tokens", "acceptance", "max_gpus", "node")
 
     model: str
     gpu: str
@@ -110,6 +113,8 @@ class ServedWorkload(OmitNone):
     usd_per_gpu_hour: float | None = None
     spec_tokens: int | None = None
     acceptance: float | None = None
+    max_gpus: int | None = None
+    node: str | None = None
 
     @classmethod
     def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None,
@@ -262,6 +267,14 @@ class Recommendation(Result):
     frontier: list[ParetoPoint] = []  # with recommend --plot: each ranked candidate across concurrency
     notes: list[str] = []
     warnings: list[str] = []
+    layouts: LayoutSearch | None = None  # with a pool (--max-gpus, --node, several --gpu, --layouts); absent without
+
+    @model_serializer(mode="wrap")
+    def _omit_layouts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("layouts") is None:
+            data.pop("layouts", None)
+        return data
 
     @property
     def scheme_id(self) -> str:

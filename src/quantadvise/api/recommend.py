@@ -56,6 +56,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         if w.users is not None:  # N users never put more than N sequences in flight
             bound = min(bound, w.users)
         w = w.model_copy(update={"batch": bound})
+    from .pool import pool_question
+
+    if pool_question(w):  # a pool: the layout search (api/pool.py)
+        return _recommend_pool(w, data, searched, frontier)
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
@@ -76,6 +80,23 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
     return rec.model_copy(update={"warnings": warn})
+
+
+def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
+    """The layout search over the workload's pool, given this module's resolvers."""
+    from .pool import recommend_pool
+
+    def walk(inputs: _Inputs, wt: Workload) -> Recommendation:
+        inputs.price = _price(wt, inputs.gpu, "usd_per_gpu_hour" in data)
+        # the load's own line is the layout search's (api/pool.py), not the tree's tensor-parallel degrees
+        told = [a for a in _target_assumptions(wt, inputs, searched, True) if not a.startswith("load:")]
+        inputs.assumptions = [*inputs.assumptions, *told]
+        rec = _walk(inputs, wt)
+        return rec.model_copy(update={"warnings": list(dict.fromkeys([*inputs.arch.warnings, *rec.warnings]))})
+
+    return recommend_pool(w, data, searched=searched, frontier=frontier,
+                          hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
+                                 "slo": _slo, "spec": _spec})
 
 
 @dataclass

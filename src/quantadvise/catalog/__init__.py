@@ -2,13 +2,14 @@
 compiled JSON form in a wheel install, else YAML with the safe loader; see ``catalog/tables.py``),
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
-``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``engines`` (engine and library releases,
+``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``comm`` (communication figures per GPU system), ``engines`` (engine and library releases,
 kernel tables, server option lists, start-up facts). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
 closest ones."""
 
 from __future__ import annotations
 
+from .comm import comm_ids, comm_system, layout_measurements
 from .engines import (
     engine_names,
     engine_startup,
@@ -59,7 +60,7 @@ from .schemes import (
 from .validate import validate_all
 
 __all__ = [
-    "KvPreset", "ModelRow", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
+    "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
     "gpu_ids", "gpu_names", "kernel_table", "kv_ids", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, DataError
 from . import loader, profiles
+from .comm import comm_ids, comm_system, layout_measurements
 from .engines import engine_names, engine_versions, flag_vocabulary, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
@@ -52,6 +53,13 @@ def validate_all() -> dict[str, int]:
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
         gpu_price(gid)
     counts["prices"] = len(price_ids())
+    for gid in comm_ids():
+        get_gpu(gid)  # every communication row is a bundled GPU
+        comm_system(gid)
+    counts["comm_systems"] = len(comm_ids())
+    for m in layout_measurements():
+        get_gpu(m.gpu)
+    counts["layout_measurements"] = len(layout_measurements())
     counts["flag_vocabularies"] = 0
     for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
         engine, _, version = path.stem.partition("-")

@@ -24,6 +24,7 @@ from ..errors import QuantAdviseError
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "recommend": ("recommend", "recommend_cmd", "Walk the decision tree from a workload to a scheme, with the numbers behind every branch."),
+    "deploy": ("deploy", "deploy_cmd", "The recommended layout as manifests for vLLM's Helm chart, llm-d, KServe or Dynamo, with its quantadvise.yaml."),
     "size": ("size", "size_cmd", "Whole-model memory for a scheme, per component, with KV cache and GPU fit."),
     "roofline": ("roofline", "roofline_cmd", "Decode step time, tokens/s and bound per scheme as batch and context grow (a model)."),
     "accuracy": ("accuracy", "accuracy_cmd", "Accuracy evidence: delta with a CI, flips and KL between a baseline and a quantized run."),
@@ -37,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 # how bare `quantadvise` and `--help` group the commands
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Plan", ("recommend", "size", "roofline")),
+    ("Plan", ("recommend", "size", "roofline", "deploy")),
     ("Check", ("inspect", "engines", "check", "accuracy")),
     ("Measure", ("calibrate", "validate")),
     ("List", ("list",)),

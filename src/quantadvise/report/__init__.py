@@ -16,6 +16,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("recommend", "table"): "quantadvise.report.recommend:table",
     ("recommend", "explain"): "quantadvise.report.recommend:explain",
     ("recommend", "json"): "quantadvise.report:to_json",
+    ("deploy", "table"): "quantadvise.report.layouts:deploy_table",
+    ("deploy", "json"): "quantadvise.report:to_json",
     ("size", "table"): "quantadvise.report.size:table",
     ("size", "json"): "quantadvise.report:to_json",
     ("roofline", "table"): "quantadvise.report.roofline:table",
