@@ -4,9 +4,16 @@ llm-compressor recipe are written by ``checkpoint/write.py``) and the engine com
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..checkpoint.write import checkpoint_summary, kv_cache_scheme, llmcompressor_recipe, quantization_config
 from .options import Context, Option
-from .result import CheckpointPlan, EngineVerdict
+from .result import CheckpointPlan, EngineVerdict, PublishedChoice
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..checkpoint.published import Published
 
 
 def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], CheckpointPlan]:
@@ -75,6 +82,8 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
         notes.append(f"{model_id} ships {nat.checkpoint.quant_method}: this re-quantization starts from 16-bit weights "
                      "(the publisher's 16-bit release, or the shipped checkpoint dequantized — its quantization error "
                      "then compounds)")
+    if winner.published is not None and winner.scheme.quantizes_weights:
+        return _serve_published(ctx, winner, winner.published, command, notes)
     d = winner.deploy
     online = None
     if d.online and nat is None and ctx.engine.shorthand(d.online) is not None:  # the release's online shorthands
@@ -103,3 +112,71 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
         online=online,
     )
     return commands, plan
+
+
+def _serve_published(ctx: Context, winner: Option, p: Published,
+                     command: Callable[[str, str, str | None, str | None], str],
+                     notes: list[str]) -> tuple[dict[str, str | None], CheckpointPlan]:
+    """The commands serve the published checkpoint that carries the winner (by its Hub id, with no
+    --quantization: both engines read its quantization_config); the llm-compressor recipe stays, as the
+    fallback. An engine that refuses the published checkpoint gets no command, with its reason."""
+    from ..checkpoint.published import checkpoint_of
+    from ..checkpoint.write import kv_cache_scheme
+    from ..engines.resolution import resolve
+    from .published import accuracy_words, offer
+    from .verdict import kv_flag
+
+    scheme = next((s for q, s in ctx.published if q.id == p.id), winner.scheme)
+    ck, basis = checkpoint_of(p, scheme, None, ctx.arch)
+    commands: dict[str, str | None] = {}
+    for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
+        if eng.engine in ctx.gpu_refused or (eng.engine in (ctx.limits or {}) and ctx.limits[eng.engine].tokens
+                                             is not None and ctx.workload.context > (ctx.limits[eng.engine].tokens or 0)):
+            commands[eng.engine] = None  # the reason is already in the notes
+            continue
+        flag = kv_flag(ctx, eng, ctx.kv_name)
+        res = resolve(eng, ck, capability=ctx.gpu.capability, platform=ctx.platform, kv_cache_dtype=flag,
+                      model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype)
+        if res.refused:
+            commands[eng.engine] = None
+            msgs = [f.engine_message or f.message for f in res.findings if f.severity == "error"]
+            notes.append(f"{eng.label} refuses {p.id}: " + "; ".join(msgs))
+        else:
+            commands[eng.engine] = command(eng.engine, p.id, None, flag)
+    words = accuracy_words(p, winner.expected_drop, "; ".join(winner.drop_sources))
+    a = p.accuracy
+    notes.append(f"serves {offer(p)}: {words}")
+    if basis == "assumed":
+        notes.append(f"{p.id}'s quantization_config was not read whole ({p.config_status}; data/checkpoints.yaml "
+                     f"says what it rests on): the engines' verdicts judge the config a {p.method} export of "
+                     f"{p.scheme} writes; `quantadvise inspect {p.id}` reads the real one")
+    if kv_cache_scheme(ctx.kv_options[ctx.kv_name].kv) is not None and not p.kv:
+        notes.append(f"{ctx.kv_name}: {p.id} carries no calibrated KV scales, so the engine uses its default k/v scale "
+                     "1.0 (vllm/model_executor/layers/quantization/kv_cache.py)")
+    d = winner.deploy
+    kv = ctx.kv_options[ctx.kv_name].kv
+    recipe = llmcompressor_recipe(winner.scheme, d, ctx.model_id or ctx.workload.model, ctx.arch, kv)
+    choice = PublishedChoice(
+        id=p.id, producer=p.producer, method=p.method, scheme=p.scheme, config_status=p.config_status,
+        accuracy=words, accuracy_short=_short(p, winner), accuracy_source=a.source if a is not None and a.usable
+        else None,
+        expected_drop_pct=winner.expected_drop, source=p.source, as_of=p.as_of.isoformat())
+    plan = CheckpointPlan(
+        format=p.method, compressed_tensors_preset=d.compressed_tensors_preset,
+        summary=f"the published checkpoint {p.id} ({p.method} {p.scheme}, by {p.short_producer}): nothing to "
+                "produce; the recipe below is the fallback that writes the same scheme",
+        alternatives=list(d.alternatives), recipe=recipe,
+        quantization_config=p.quantization_config if p.config_status == "full" else
+        quantization_config(winner.scheme, d, ctx.arch, kv),
+        suggested_path=p.id, notes=notes, published=choice)
+    return commands, plan
+
+
+def _short(p: Published, o: Option) -> str:
+    """``99.7% recovery on OpenLLM v1, its card`` / ``no evaluation on its card: prior 0-0.5 pt (fp8-w8a8)``."""
+    a = p.accuracy
+    if a is not None and a.usable:
+        return f"{a.headline()}, its card"
+    lo, hi = o.expected_drop
+    rules = ", ".join(dict.fromkeys(s.split(" (")[0] for s in o.drop_sources))
+    return f"no evaluation on its card: prior {lo:g}-{hi:g} pt" + (f" ({rules})" if rules else "")

@@ -32,6 +32,7 @@ from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, ranked_after_native, tie_reason
 from .plan import deploy_plan
+from .published import attach
 from .result import (
     RANKED,
     Alternative,
@@ -74,6 +75,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     live = [o for o in options if o.status == "candidate"]
     trace.append(node_engine(ctx, live))
     live = [o for o in live if o.status == "candidate"]
+    if ctx.published:
+        attach(ctx, live)  # which published checkpoint carries each candidate: evidence for d and f
     trace.append(node_accuracy(ctx, live))
     live = [o for o in live if o.status == "candidate"]
     trace.append(node_kv(ctx, live))
