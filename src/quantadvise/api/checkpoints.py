@@ -6,66 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
 from .. import catalog, defaults
 from ..catalog.resolve import get_engine
-from ..checkpoint.published import Published, PublishedAccuracy, checkpoint_of
-from ..engines.inspection import GpuTarget
+from ..checkpoint.published import Published, checkpoint_of
+from ..engines.inspection import CheckpointsReport, CheckpointVerdict, GpuTarget, PublishedEntry
 from ..errors import SourceUnavailableError, norm_name
-from ..results import Out, Result
 
 if TYPE_CHECKING:
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
     from ..model.arch import ModelArch
-
-
-class CheckpointVerdict(Out):
-    """One engine release's verdict on a published checkpoint, on the report's GPU."""
-
-    engine: str
-    version: str
-    label: str
-    status: str  # loads | warns | refused | unknown (nothing to judge)
-    method: str | None  # what the engine resolves the checkpoint to (None: 16-bit, or refused first)
-    message: str | None = None  # the first refusal (else warning), in the engine's words where on file
-    basis: str  # read (the config read whole) | assumed (the config its method writes) | 16-bit | none
-
-
-class PublishedEntry(Out):
-    """One published checkpoint as ``checkpoints`` lists it."""
-
-    id: str
-    producer: str
-    base_model: str
-    method: str | None
-    scheme: str | None
-    kv: str | None = None
-    scheme_note: str | None = None
-    scheme_basis: str
-    config_status: str
-    size_bytes: int | None = None  # tensor bytes on disk, predicted from its config (None: not sized)
-    verdicts: list[CheckpointVerdict]
-    accuracy: PublishedAccuracy | None = None
-    accuracy_drop_pct: tuple[float, float] | None = None  # the drop in points its evaluation supports
-    downloads: int | None = None
-    likes: int | None = None
-    popularity_seen: str | None = None
-    inferred_from: list[str] = Field(default_factory=list)
-    source: str
-    as_of: str
-
-
-class CheckpointsReport(Result):
-    model: str  # as asked
-    bundled_model: str | None  # the bundled model it resolves to (None: not bundled)
-    origin: str  # the bundled index (as of) or the Hub's model tree
-    gpu: GpuTarget
-    engines: list[str]
-    checkpoints: list[PublishedEntry]
-    notes: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
 
 
 def checkpoints(model: str, *, engines: str | list[str] | None = None, gpu: str | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ def hub_published(repo_id: str, *, model: str | None = None) -> tuple[list[Publi
         else:
             _store_listing(repo_id, listing)
             where = "the Hub's model tree"
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     rows = [_hub_row(m, repo_id, model or repo_id, offline, today) for m in listing]
     return rows, where
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .text import Table, bytes_h, count_h, wrap
 
 if TYPE_CHECKING:
-    from ..api.checkpoints import CheckpointsReport, CheckpointVerdict, PublishedEntry
+    from ..engines.inspection import CheckpointsReport, CheckpointVerdict, PublishedEntry
 
 _MARK = {"loads": "loads", "warns": "warns", "refused": "REFUSES", "unknown": "?"}
 
