@@ -17,6 +17,7 @@ TABLES = {
     "schemes.yaml": ("schemes", "kv_presets", "layouts"),
     "hardware.yaml": ("gpus",),
     "models.yaml": ("models",),
+    "checkpoints.yaml": ("checkpoints",),
 }
 
 

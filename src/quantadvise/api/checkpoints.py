@@ -22,7 +22,8 @@ def checkpoints(model: str, *, engines: str | list[str] | None = None, gpu: str 
                 hub: bool = False) -> CheckpointsReport:
     """The published quantized variants of ``model`` (a bundled id or alias; any Hub id with ``hub``),
     judged by each engine release (default: the newest of each) on ``gpu`` (default: the default GPU)."""
-    from ..catalog.checkpoints import hub_published, index_as_of, published_for
+    from ..catalog.checkpoints import index_as_of, published_for
+    from ..catalog.hub_tree import hub_published
     from .inspect import gpu_target
 
     name = model.strip()

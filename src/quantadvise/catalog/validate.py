@@ -52,6 +52,17 @@ def validate_all() -> dict[str, int]:
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
         gpu_price(gid)
     counts["prices"] = len(price_ids())
+    from .checkpoints import published_rows
+
+    for pub in published_rows():  # every published checkpoint maps to a bundled model and known presets
+        if find_bundled_model(pub.model) is None:
+            raise DataError(f"data/checkpoints.yaml: checkpoint '{pub.id}' names model '{pub.model}', which is not "
+                            "bundled")
+        if pub.scheme is not None:
+            scheme_preset(pub.scheme)
+        if pub.kv is not None:
+            kv_preset(pub.kv)
+    counts["checkpoints"] = len(published_rows())
     counts["flag_vocabularies"] = 0
     for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
         engine, _, version = path.stem.partition("-")
