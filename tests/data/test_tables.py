@@ -18,6 +18,8 @@ TABLES = {
     "hardware.yaml": ("gpus",),
     "models.yaml": ("models",),
     "checkpoints.yaml": ("checkpoints",),
+    "speculators.yaml": ("speculators",),
+    "known_issues.yaml": ("kv_issues",),
 }
 
 

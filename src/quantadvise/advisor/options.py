@@ -31,9 +31,10 @@ from .result import EngineVerdict
 
 if TYPE_CHECKING:
     from ..checkpoint.native import Native
-    from ..checkpoint.published import Published
+    from ..checkpoint.published import Published, Speculator
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
     from ..perf.serving import Slo, Speculation
@@ -150,6 +151,8 @@ class Context:
     # the published checkpoints of the model as asked (data/checkpoints.yaml, one of
     # defaults.PUBLISHED_PRODUCERS), each with its scheme preset: the plan serves one that carries the winner
     published: tuple[tuple[Published, Scheme], ...] = ()
+    draft: Speculator | None = None  # the model's published speculative-decoding draft (data/speculators.yaml)
+    kv_issues: tuple[KvIssue, ...] = ()  # known quantized-KV issues of the engines (data/known_issues.yaml)
 
     @property
     def platform(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..checkpoint.write import checkpoint_summary, kv_cache_scheme, llmcompressor_recipe, quantization_config
+from ..wording import plural
 from .options import Context, Option
 from .result import CheckpointPlan, EngineVerdict, PublishedChoice
 
@@ -31,15 +32,18 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     seqs = winner.concurrency if searched and winner.concurrency >= 1 else w.batch
 
+    spec = _speculation(ctx)
+
     def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
         # no bfloat16 on this GPU: the engine would run the 16-bit tensors in float16 anyway; say so
-        return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
+        return engine_command(engine, model, extra=spec(engine) if spec is not None else None,
+                              quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
                               max_model_len=w.context, tensor_parallel_size=w.gpus,
                               gpu_memory_utilization=w.memory_utilization,
                               dtype="half" if engine in ctx.fp16 else None)
 
     commands: dict[str, str | None] = {}
-    notes = []
+    notes = _speculation_notes(ctx)
     for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
         if eng.engine in ctx.gpu_refused:
             commands[eng.engine] = None
@@ -55,7 +59,8 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
             commands[eng.engine] = command(eng.engine, path, v.quantization_flag, v.kv_cache_dtype_flag)
         else:
             commands[eng.engine] = None
-            notes.append(f"{eng.label} refuses it: " + "; ".join(v.messages))
+            notes.append(f"{eng.label} refuses it: " + "; ".join(v.messages)
+                         + (f" ({'; '.join(v.why)})" if v.why else ""))
     for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
         if eng.engine in ctx.fp16 and commands.get(eng.engine):
             notes.append(f"{ctx.gpu.name} (compute capability {ctx.gpu.compute_capability}) has no bfloat16: "
@@ -180,3 +185,37 @@ def _short(p: Published, o: Option) -> str:
     lo, hi = o.expected_drop
     rules = ", ".join(dict.fromkeys(s.split(" (")[0] for s in o.drop_sources))
     return f"no evaluation on its card: prior {lo:g}-{hi:g} pt" + (f" ({rules})" if rules else "")
+
+
+DRAFT_PLACEHOLDER = "DRAFT"  # the draft's Hub id, where none is on file for the model (the note says so)
+
+
+def _speculation(ctx: Context) -> Callable[[str], list[str]] | None:
+    """The arguments that turn on the speculative decoding the workload priced (K drafted tokens per step),
+    per engine: the model's published draft (data/speculators.yaml), else an EAGLE-3 draft to name."""
+    from ..engines.flags import speculative_args
+
+    if ctx.spec is None:
+        return None
+    k = ctx.spec.tokens
+    d = ctx.draft
+    if d is not None:
+        return lambda engine: speculative_args(engine, vllm_method=d.vllm_method, sglang_algorithm=d.sglang_algorithm,
+                                               draft=d.draft, tokens=k)
+    return lambda engine: speculative_args(engine, vllm_method="eagle3", sglang_algorithm="EAGLE3",
+                                           draft=DRAFT_PLACEHOLDER, tokens=k)
+
+
+def _speculation_notes(ctx: Context) -> list[str]:
+    if ctx.spec is None:
+        return []
+    sp, d = ctx.spec, ctx.draft
+    priced = (f"speculative decoding priced at {plural(sp.tokens, 'drafted token')} per step and acceptance "
+              f"{sp.acceptance:g} is on in the commands")
+    if d is None:
+        return [f"{priced}, with an EAGLE-3 draft: no published draft of {ctx.model_id or ctx.workload.model} is on "
+                f"file (data/speculators.yaml), so the commands name {DRAFT_PLACEHOLDER}: put your draft's Hub id "
+                "there, and price it with the acceptance it measures"]
+    what = f"the checkpoint's own MTP layers ({d.vllm_method} / {d.sglang_algorithm})" if d.draft is None else \
+        f"the draft {d.draft} ({d.vllm_method} / {d.sglang_algorithm})"
+    return [f"{priced}, with {what} ({d.source}); the acceptance is yours to measure with it"]

@@ -69,6 +69,7 @@ class EngineVerdict(Out):
     quantization_flag: str | None = None  # value for --quantization (None: auto-detected)
     kv_cache_dtype_flag: str | None = None
     messages: list[str] = []
+    why: list[str] = []  # quantadvise's explanation of a refusal, where it says more than the engine's words
 
 
 class ServedWorkload(OmitNone):

@@ -9,7 +9,7 @@ from functools import cache
 
 from pydantic import ValidationError
 
-from ..checkpoint.published import Published
+from ..checkpoint.published import Published, Speculator
 from ..errors import DataError, format_validation_error, norm_name
 from . import loader
 
@@ -48,3 +48,29 @@ def index_as_of() -> date | None:
     """The newest ``as_of`` of the bundled index."""
     rows = published_rows()
     return max((r.as_of for r in rows), default=None)
+
+
+@cache
+def speculators() -> tuple[Speculator, ...]:
+    """Every row of data/speculators.yaml, validated."""
+    doc = loader.table("speculators.yaml")
+    rows = doc.get("speculators") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise DataError("data/speculators.yaml: expected a 'speculators' list")
+    out = []
+    for raw in rows:
+        try:
+            out.append(Speculator.model_validate(raw))
+        except ValidationError as exc:
+            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+            raise DataError(format_validation_error(exc, f"data/speculators.yaml row '{rid}'")) from None
+    return tuple(out)
+
+
+def speculator_for(model_id: str, asked: str) -> Speculator | None:
+    """The published draft of the model as asked (its base model is the name given, or the bundled id)."""
+    want = {norm_name(asked), norm_name(model_id)}
+    rows = [s for s in speculators() if norm_name(s.model) == norm_name(model_id)]
+    exact = [s for s in rows if norm_name(s.base_model) == norm_name(asked)]
+    hits = exact or [s for s in rows if norm_name(s.base_model) in want]
+    return hits[0] if hits else None

@@ -63,6 +63,19 @@ def validate_all() -> dict[str, int]:
         if pub.kv is not None:
             kv_preset(pub.kv)
     counts["checkpoints"] = len(published_rows())
+    from .checkpoints import speculators
+    from .engines import kv_issues
+
+    for sp in speculators():
+        if find_bundled_model(sp.model) is None:
+            raise DataError(f"data/speculators.yaml: '{sp.id}' names model '{sp.model}', which is not bundled")
+    counts["speculators"] = len(speculators())
+    for issue in kv_issues():
+        if issue.engine not in engine_names():
+            raise DataError(f"data/known_issues.yaml: '{issue.id}' names engine '{issue.engine}', which is not on file")
+        for kid in issue.kv:
+            kv_preset(kid)
+    counts["kv_issues"] = len(kv_issues())
     counts["flag_vocabularies"] = 0
     for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
         engine, _, version = path.stem.partition("-")

@@ -118,6 +118,21 @@ class Published(_Row):
         return self.producer.split(" (")[0]
 
 
+class Speculator(_Row):
+    """A published speculative-decoding draft of a model (data/speculators.yaml): what the commands turn
+    on when the workload prices speculative decoding."""
+
+    id: str
+    model: str
+    base_model: str
+    draft: str | None  # the draft's Hub id; None: the checkpoint's own MTP layers
+    vllm_method: str
+    sglang_algorithm: str
+    notes: str = ""
+    source: str
+    as_of: date
+
+
 # ModelOpt's quant_algo for the presets a ModelOpt export carries
 _MODELOPT_ALGO = {"fp8-tensor": "FP8", "fp8-dynamic": "FP8_PER_CHANNEL_PER_TOKEN", "fp8-block": "FP8_PB_WO",
                   "nvfp4": "NVFP4", "nvfp4-a16": "W4A16_NVFP4", "mxfp8": "MXFP8"}

@@ -508,7 +508,7 @@ def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capabilit
             continue
         if chosen.scheme is None:
             ctx.add(chosen.error or "ct_no_scheme", "error", f"config group '{g.name}': {chosen.label} is refused by "
-                    f"{engine.label}", subject=g.name)
+                    f"{engine.label}" + (f": {chosen.notes}" if chosen.notes else ""), subject=g.name)
             out.append(GroupDispatch(group=g.name, scheme_class=None, label=chosen.label, row=chosen.id))
             continue
         scheme, min_cap, note = chosen.scheme, chosen.min_capability, ""
