@@ -53,3 +53,13 @@ def test_qwen3_next_80b_shape_is_a_quarter_of_a_dense_count():
     arch = parse_config(cfg)
     assert arch.attention_layers.full == 12
     assert bytes_per_token(arch, None) == 12 * 2 * 2 * 256 * 2
+
+
+def test_gemma4_moe_names_its_experts_per_token_top_k_experts():
+    # google/gemma-4-26B-A4B text_config (aiconfigurator-core 0.12.0 model_configs copy of the Hub file): "num_experts":
+    # 128, "top_k_experts": 8 -- read as the experts per token, not "MoE config needs num_experts_per_tok" (exit 2)
+    cfg = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4_text", "hidden_size": 2816,
+           "intermediate_size": 2112, "moe_intermediate_size": 704, "num_attention_heads": 16, "num_key_value_heads": 8,
+           "head_dim": 256, "num_hidden_layers": 30, "num_experts": 128, "top_k_experts": 8, "vocab_size": 262144}
+    arch = parse_config(cfg)
+    assert (arch.num_experts, arch.experts_per_token) == (128, 8)

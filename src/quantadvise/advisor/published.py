@@ -83,3 +83,19 @@ def evidence(p: Published) -> Verdict | None:
     return Verdict(rule=f"published:{p.id}", action="info", source=a.source,
                    message=f"{p.short_producer}'s own evaluation of {p.id}: {a.headline()}",
                    expected_drop_pct=a.drop_pct)
+
+
+def prefer_published(ranked: list[Option]) -> tuple[list[Option], Option | None]:
+    """The hook for ties the ranking records beyond ``defaults.TIE`` (an option's ``ties``: the ids it ties with
+    within the speed model's uncertainty): when the winner has no published checkpoint and one it ties with
+    does (holding at least as many sequences), that one comes first — a published checkpoint is tie-break
+    evidence, as in ``options.evidence_key``. Returns the order and the candidate it displaced (None: unchanged).
+    Without a tie list (today's ranking breaks its 0.5% ties with the same evidence) nothing moves."""
+    winner = ranked[0]
+    tied = set(getattr(winner, "ties", ()) or ())
+    if winner.published is not None or winner.native or not tied:
+        return ranked, None
+    for o in ranked[1:]:
+        if o.id in tied and o.published is not None and o.concurrency >= winner.concurrency:
+            return [o, *[x for x in ranked if x is not o]], winner
+    return ranked, None

@@ -207,7 +207,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
 
     # MoE
     n_experts = _opt_int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0, where=where)
-    k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+    k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts",
                          default=0, where=where)
     moe_inter = _opt_int(cfg, "moe_intermediate_size", default=0, where=where) or inter
     n_shared = _opt_int(cfg, "n_shared_experts", "num_shared_experts", default=0, where=where)

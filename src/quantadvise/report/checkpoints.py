@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .text import Table, bytes_h, count_h, wrap
+from .text import Table, count_h, wrap
 
 if TYPE_CHECKING:
     from ..engines.inspection import CheckpointsReport, CheckpointVerdict, PublishedEntry
@@ -54,12 +54,12 @@ def table(r: CheckpointsReport, width: int | None = None) -> str:
         return "\n".join([*lines, "", "none on file"])
     labels = r.engines
     t = Table(["checkpoint", "scheme", "size", *labels, "accuracy", "popularity"],
-              align="llr" + "l" * len(labels) + "ll", flex=("checkpoint",), drop=("popularity", "accuracy"),
-              flex_min={"checkpoint": 24})
+              align="llr" + "l" * len(labels) + "ll", flex=("checkpoint", "scheme"), drop=("popularity", "accuracy"),
+              flex_min={"checkpoint": 28, "scheme": 12})
     for e in r.checkpoints:
         verdicts = {v.label: v for v in e.verdicts}
         t.add(e.id, (e.scheme or e.method or "-") + (f"+{e.kv}" if e.kv else ""),
-              bytes_h(e.size_bytes) if e.size_bytes else "-",
+              f"{e.size_bytes / 1e9:,.1f} GB" if e.size_bytes else "-",
               *[_verdict(verdicts[lab]) if lab in verdicts else "-" for lab in labels], _accuracy(e), _popularity(e))
     lines += ["", t.render(width), ""]
     lines += wrap("* the verdict judges the config a checkpoint of that method and scheme writes (its own was not "
@@ -68,7 +68,8 @@ def table(r: CheckpointsReport, width: int | None = None) -> str:
     for e in r.checkpoints:
         for v in e.verdicts:
             if v.status == "refused" and v.message:
-                said.setdefault(f"{v.label}: {v.message}", []).append(e.id)
+                msg = v.message.split(" Must be one of [")[0]  # the registry list is in the JSON
+                said.setdefault(f"{v.label}: {msg}", []).append(e.id)
     if said:
         lines += ["", "Refusals:"]
         for msg, ids in said.items():

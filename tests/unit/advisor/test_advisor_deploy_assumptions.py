@@ -106,3 +106,18 @@ def test_the_straddling_int8_pick_carries_its_caution(cli):
     doc = r.json()
     assert doc["scheme"]["id"] == "w8a8-int8"
     assert any("expected drop 0-3 points (tolerance 0.5)" in w for w in doc["warnings"])
+
+
+def test_a_recorded_tie_list_lets_a_published_checkpoint_lead():
+    # the hook for ties wider than defaults.TIE (a speed model's uncertainty band): an option's `ties`
+    from types import SimpleNamespace
+
+    from quantadvise.advisor.published import prefer_published
+
+    a = SimpleNamespace(id="fp8-block", published=None, native=False, concurrency=64, ties=("fp8-dynamic",))
+    b = SimpleNamespace(id="fp8-dynamic", published=SimpleNamespace(id="RedHatAI/x"), native=False, concurrency=64)
+    c = SimpleNamespace(id="w4a16", published=SimpleNamespace(id="RedHatAI/y"), native=False, concurrency=64)
+    order, displaced = prefer_published([a, c, b])
+    assert [o.id for o in order] == ["fp8-dynamic", "fp8-block", "w4a16"] and displaced is a
+    a.ties = ()
+    assert prefer_published([a, c, b]) == ([a, c, b], None)  # no tie list: the ranking's own order stands
