@@ -299,7 +299,8 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
         want, short = [], []
         issue = next((i for i in ctx.kv_issues if i.applies(ctx.engine, a.model_type, qname)), None)
         capacity_only = issue is not None and issue.effect == "capacity-only"
-        numbers["kv_issue"] = issue.id if issue is not None else None
+        if issue is not None:
+            numbers["kv_issue"] = issue.id
         if share >= threshold and capacity_only:
             assert issue is not None
             reasons.append(f"KV is {share:.0%} of step bytes next to {ref.id} (>= {threshold:.0%}), but the byte share "

@@ -214,19 +214,20 @@ def speculative_args(engine: str, *, vllm_method: str, sglang_algorithm: str, dr
                      tokens: int) -> list[str]:
     """The arguments that turn on speculative decoding with ``tokens`` drafted per step (K):
 
-    - vLLM: ``--speculative-config`` JSON with ``method``, ``model`` (the draft; left out for MTP
-      layers inside the checkpoint) and ``num_speculative_tokens`` K (vllm/engine/arg_utils.py:1861-1873
-      parses it with json.loads; vllm/config/speculative.py:406-455 names the keys);
+    - vLLM: ``--speculative-config`` with ``method``, ``model`` (the draft; left out for MTP layers inside
+      the checkpoint) and ``num_speculative_tokens`` K (vllm/config/speculative.py:406-455 names the keys),
+      written one key at a time (``--speculative-config.method eagle3``): vLLM's parser merges dotted keys
+      into the JSON object it passes on (vllm/utils/argparse_utils.py:461-499 in 0.33.0), and the command
+      then breaks between arguments instead of running one long JSON word past the terminal;
     - SGLang: ``--speculative-algorithm``, ``--speculative-draft-model-path`` (left out for MTP), and
       ``--speculative-num-steps`` K with ``--speculative-eagle-topk 1`` and ``--speculative-num-draft-tokens``
       K + 1: one chain of K drafted tokens, the shape the pricing assumes (with topk 1 SGLang sets
       num_draft_tokens to num_steps + 1 itself, sglang/srt/arg_groups/speculative_hook.py:1255-1265)."""
     if engine == "vllm":
-        cfg: dict[str, Any] = {"method": vllm_method}
+        out = ["--speculative-config.method", vllm_method]
         if draft is not None:
-            cfg["model"] = draft
-        cfg["num_speculative_tokens"] = tokens
-        return ["--speculative-config", json.dumps(cfg)]
+            out += ["--speculative-config.model", draft]
+        return out + ["--speculative-config.num_speculative_tokens", str(tokens)]
     if engine == "sglang":
         out = ["--speculative-algorithm", sglang_algorithm]
         if draft is not None:

@@ -16,12 +16,25 @@ def _args(cmd: str) -> list[str]:
     return shlex.split(cmd)
 
 
+def _vllm_spec(argv: list[str]) -> dict:
+    """The JSON object vLLM builds from ``--speculative-config.KEY VALUE`` pairs (argparse_utils.py:476-479:
+    json.loads of each value, falling back to the string)."""
+    out: dict = {}
+    for i, a in enumerate(argv):
+        if a.startswith("--speculative-config."):
+            raw = argv[i + 1]
+            try:
+                out[a.split(".", 1)[1]] = json.loads(raw)
+            except ValueError:
+                out[a.split(".", 1)[1]] = raw
+    return out
+
+
 def test_speculative_flags_per_engine():
-    # vLLM: --speculative-config is parsed with json.loads (vllm/engine/arg_utils.py:1861-1873); keys method, model,
-    # num_speculative_tokens (vllm/config/speculative.py:413-419)
+    # vLLM: --speculative-config keys method, model, num_speculative_tokens (vllm/config/speculative.py:413-419),
+    # written as dotted keys, which vllm/utils/argparse_utils.py:461-499 merges into the one JSON object
     v = speculative_args("vllm", vllm_method="eagle3", sglang_algorithm="EAGLE3", draft="org/draft", tokens=3)
-    assert v[0] == "--speculative-config"
-    assert json.loads(v[1]) == {"method": "eagle3", "model": "org/draft", "num_speculative_tokens": 3}
+    assert _vllm_spec(v) == {"method": "eagle3", "model": "org/draft", "num_speculative_tokens": 3}
     # SGLang: one chain of K: num_steps K, topk 1, num_draft_tokens K + 1 (speculative_hook.py:1255-1265 sets it so)
     s = speculative_args("sglang", vllm_method="eagle3", sglang_algorithm="EAGLE3", draft="org/draft", tokens=3)
     assert s == ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "org/draft",
@@ -29,14 +42,14 @@ def test_speculative_flags_per_engine():
     # MTP layers inside the checkpoint: no draft model (SGLang warns "DeepSeek MTP does not require setting
     # speculative_draft_model_path.", speculative_hook.py:1155)
     m = speculative_args("vllm", vllm_method="deepseek_mtp", sglang_algorithm="NEXTN", draft=None, tokens=1)
-    assert "model" not in json.loads(m[1])
+    assert _vllm_spec(m) == {"method": "deepseek_mtp", "num_speculative_tokens": 1}
 
 
 def test_recommend_turns_on_the_priced_speculation_with_the_published_draft(cli):
     doc = cli("recommend", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--prompt", "1000", "--output",
               "200", "--itl-ms", "50", "--spec-tokens", "3", "--acceptance", "0.6", "--format", "json").json()
     vllm, sglang = _args(doc["engine_args"]["vllm"]), _args(doc["engine_args"]["sglang"])
-    cfg = json.loads(vllm[vllm.index("--speculative-config") + 1])
+    cfg = _vllm_spec(vllm)
     # data/speculators.yaml: RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3 (vLLM's EAGLE documentation)
     assert cfg == {"method": "eagle3", "model": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
                    "num_speculative_tokens": 3}
@@ -48,8 +61,7 @@ def test_recommend_turns_on_the_priced_speculation_with_the_published_draft(cli)
 def test_without_a_published_draft_the_command_names_a_placeholder_and_says_so(cli):
     doc = cli("recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--prompt", "1000", "--output", "200",
               "--itl-ms", "50", "--spec-tokens", "3", "--acceptance", "0.6", "--format", "json").json()
-    cfg = json.loads(_args(doc["engine_args"]["vllm"])[_args(doc["engine_args"]["vllm"]).index("--speculative-config")
-                                                        + 1])
+    cfg = _vllm_spec(_args(doc["engine_args"]["vllm"]))
     assert cfg["model"] == "DRAFT" and cfg["num_speculative_tokens"] == 3
     assert any("no published draft" in n and "DRAFT" in n for n in doc["checkpoint"]["notes"])
 
