@@ -133,6 +133,7 @@ def _serve_published(ctx: Context, winner: Option, p: Published,
 
     scheme = next((s for q, s in ctx.published if q.id == p.id), winner.scheme)
     ck, basis = checkpoint_of(p, scheme, None, ctx.arch)
+    notes = [n for n in notes if " refuses it: " not in n]  # verdicts on the checkpoint the recipe writes
     commands: dict[str, str | None] = {}
     for eng in (ctx.engine, *([ctx.other_engine] if ctx.other_engine is not None else [])):
         if eng.engine in ctx.gpu_refused or (eng.engine in (ctx.limits or {}) and ctx.limits[eng.engine].tokens
