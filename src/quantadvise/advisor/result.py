@@ -72,6 +72,7 @@ class EngineVerdict(Out):
     quantization_flag: str | None = None  # value for --quantization (None: auto-detected)
     kv_cache_dtype_flag: str | None = None
     messages: list[str] = []
+    why: list[str] = []  # quantadvise's explanation of a refusal, where it says more than the engine's words
 
 
 class ServedWorkload(OmitNone):
@@ -155,10 +156,27 @@ class KvChoice(OmitNone):
     alternatives: list[str] = []
 
 
+class PublishedChoice(Out):
+    """The published checkpoint the deploy commands serve (it carries the winning scheme), and where its
+    accuracy figure comes from."""
+
+    id: str
+    producer: str
+    method: str | None
+    scheme: str | None
+    config_status: str  # full | partial | inferred | not_read (data/checkpoints.yaml)
+    accuracy: str  # "99.7% recovery on OpenLLM v1 (source)", or why the generic prior stands
+    accuracy_short: str  # the same in a few words, for one line of output
+    accuracy_source: str | None  # the card the figure is read from (None: the generic prior)
+    expected_drop_pct: tuple[float, float]  # the accuracy drop the tree judged it by
+    source: str
+    as_of: str
+
+
 class CheckpointPlan(OmitNone):
     """The checkpoint that carries the scheme and how to produce it."""
 
-    omit_if_none: ClassVar[tuple[str, ...]] = ("online",)
+    omit_if_none: ClassVar[tuple[str, ...]] = ("online", "published")
 
     format: str | None
     compressed_tensors_preset: str | None
@@ -170,6 +188,7 @@ class CheckpointPlan(OmitNone):
     suggested_path: str
     notes: list[str]
     online: str | None = None  # vLLM's online quantization from the bf16 checkpoint, when it has one
+    published: PublishedChoice | None = None  # a published checkpoint that carries it: the commands serve it
 
 
 class Performance(Out):

@@ -75,4 +75,5 @@ def _verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str
         quantization_flag=quantization,
         kv_cache_dtype_flag=flag,
         messages=msgs,
+        why=[f.message for f in res.findings if f.severity == "error" and f.engine_message],
     )

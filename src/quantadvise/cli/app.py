@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "accuracy": ("accuracy", "accuracy_cmd", "Accuracy evidence: delta with a CI, flips and KL between a baseline and a quantized run."),
     "engines": ("engines", "engines_cmd", "What vLLM / SGLang accept, version by version: methods, KV dtypes, diff."),
     "inspect": ("inspect", "inspect_cmd", "A checkpoint's quantization_config as six axes, its size on disk, each engine's verdict."),
+    "checkpoints": ("checkpoints", "checkpoints_cmd", "Published quantized checkpoints of a model: scheme, size, each engine's verdict, accuracy."),
     "check": ("check", "check_cmd", "CI gate: engine commands + quantadvise.yaml against rules QA1xx-QA5xx; exit 1 on findings."),
     "calibrate": ("calibrate", "calibrate_cmd", "Measure this GPU (bandwidth, GEMMs, decode linears per scheme) into a --profile."),
     "validate": ("validate", "validate_cmd", "Predicted vs measured per scheme and batch for a calibrated profile, with each model's error."),
@@ -39,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 # how bare `quantadvise` and `--help` group the commands
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Plan", ("recommend", "size", "roofline", "deploy")),
-    ("Check", ("inspect", "engines", "check", "accuracy")),
+    ("Check", ("inspect", "checkpoints", "engines", "check", "accuracy")),
     ("Measure", ("calibrate", "validate")),
     ("List", ("list",)),
 )

@@ -210,7 +210,34 @@ def _written(flag: Flag, value: Any) -> str | None:
     return str(value)
 
 
-def engine_command(engine: str, model: str, **fields: Any) -> str:
+def speculative_args(engine: str, *, vllm_method: str, sglang_algorithm: str, draft: str | None,
+                     tokens: int) -> list[str]:
+    """The arguments that turn on speculative decoding with ``tokens`` drafted per step (K):
+
+    - vLLM: ``--speculative-config`` with ``method``, ``model`` (the draft; left out for MTP layers inside
+      the checkpoint) and ``num_speculative_tokens`` K (vllm/config/speculative.py:406-455 names the keys),
+      written one key at a time (``--speculative-config.method eagle3``): vLLM's parser merges dotted keys
+      into the JSON object it passes on (vllm/utils/argparse_utils.py:461-499 in 0.33.0), and the command
+      then breaks between arguments instead of running one long JSON word past the terminal;
+    - SGLang: ``--speculative-algorithm``, ``--speculative-draft-model-path`` (left out for MTP), and
+      ``--speculative-num-steps`` K with ``--speculative-eagle-topk 1`` and ``--speculative-num-draft-tokens``
+      K + 1: one chain of K drafted tokens, the shape the pricing assumes (with topk 1 SGLang sets
+      num_draft_tokens to num_steps + 1 itself, sglang/srt/arg_groups/speculative_hook.py:1255-1265)."""
+    if engine == "vllm":
+        out = ["--speculative-config.method", vllm_method]
+        if draft is not None:
+            out += ["--speculative-config.model", draft]
+        return out + ["--speculative-config.num_speculative_tokens", str(tokens)]
+    if engine == "sglang":
+        out = ["--speculative-algorithm", sglang_algorithm]
+        if draft is not None:
+            out += ["--speculative-draft-model-path", draft]
+        return out + ["--speculative-num-steps", str(tokens), "--speculative-eagle-topk", "1",
+                      "--speculative-num-draft-tokens", str(tokens + 1)]
+    raise ValueError(f"no speculative-decoding flags on file for engine {engine!r}")
+
+
+def engine_command(engine: str, model: str, extra: list[str] | None = None, **fields: Any) -> str:
     """The command that serves ``model`` on ``engine`` with ``fields`` (the table's field names:
     ``quantization``, ``kv_cache_dtype``, ``max_num_seqs``, ``max_model_len``,
     ``tensor_parallel_size``, ``gpu_memory_utilization`` ...); unset fields and defaults are left out.
@@ -229,7 +256,7 @@ def engine_command(engine: str, model: str, **fields: Any) -> str:
         text = _written(flag, fields.get(flag.field))
         if text is not None:
             args += [flag.name, text]
-    return shlex.join(args)
+    return shlex.join(args + list(extra or ()))
 
 
 # --- parallel layouts (written by the layout search and `quantadvise deploy`) ----------------------------

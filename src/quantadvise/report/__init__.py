@@ -33,6 +33,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("engines_diff", "json"): "quantadvise.report:to_json",
     ("inspect", "table"): "quantadvise.report.inspect:table",
     ("inspect", "json"): "quantadvise.report:to_json",
+    ("checkpoints", "table"): "quantadvise.report.checkpoints:table",
+    ("checkpoints", "json"): "quantadvise.report:to_json",
     ("check", "table"): "quantadvise.report.gate:table",
     ("check", "json"): "quantadvise.report:to_json",
     ("check", "markdown"): "quantadvise.report.gate:markdown",

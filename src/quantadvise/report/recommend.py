@@ -248,6 +248,10 @@ def table(r: Recommendation, width: int | None = None) -> str:
     if any(a.native for a in r.alternatives):
         lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
+    pub = r.checkpoint.published
+    if pub is not None:  # one line: the published checkpoint the commands serve, and its accuracy evidence
+        lines += wrap(f"serve: {pub.id} (published; {pub.accuracy_short})", width,
+                      indent="  ", subsequent="    ")
     for engine, cmd in r.engine_args.items():
         if cmd:
             lines += wrap_command(cmd, width, indent=f"  {engine}: ")
