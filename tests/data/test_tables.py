@@ -17,6 +17,9 @@ TABLES = {
     "schemes.yaml": ("schemes", "kv_presets", "layouts"),
     "hardware.yaml": ("gpus",),
     "models.yaml": ("models",),
+    "checkpoints.yaml": ("checkpoints",),
+    "speculators.yaml": ("speculators",),
+    "known_issues.yaml": ("kv_issues",),
 }
 
 

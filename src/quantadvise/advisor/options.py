@@ -31,8 +31,10 @@ from .result import EngineVerdict
 
 if TYPE_CHECKING:
     from ..checkpoint.native import Native
+    from ..checkpoint.published import Published, Speculator
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
     from ..perf.serving import Slo, Speculation
@@ -94,6 +96,8 @@ class Option:
     family: str = ""
     expected_drop: tuple[float, float] = (0.0, 0.0)  # the published accuracy prior, %-points
     behind_native: bool = False  # a re-quantization whose published range reaches the tolerance
+    published: Published | None = None  # a published checkpoint that carries it (advisor.published)
+    drop_sources: list[str] = field(default_factory=list)  # the findings behind expected_drop: "rule (source)"
 
     @property
     def id(self) -> str:
@@ -143,6 +147,11 @@ class Context:
     fp16: dict[str, str] = field(default_factory=dict)
     # engine name -> the message it refuses this GPU with whatever the scheme (it gets no command)
     gpu_refused: dict[str, str] = field(default_factory=dict)
+    # the published checkpoints of the model as asked (data/checkpoints.yaml, one of
+    # defaults.PUBLISHED_PRODUCERS), each with its scheme preset: the plan serves one that carries the winner
+    published: tuple[tuple[Published, Scheme], ...] = ()
+    draft: Speculator | None = None  # the model's published speculative-decoding draft (data/speculators.yaml)
+    kv_issues: tuple[KvIssue, ...] = ()  # known quantized-KV issues of the engines (data/known_issues.yaml)
 
     @property
     def platform(self) -> str:
@@ -152,17 +161,19 @@ class Context:
 _MATURITY = {True: 0, None: 1, False: 2}
 
 
-def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, str]:
+def evidence_key(o: Option) -> tuple[int, int, int, float, float, int, int, str]:
     """How two candidates that deliver the same (within the tie) are ordered: the native format
-    first, then more sequences held, the smaller published accuracy drop (worst case, then best
-    case), the engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id
-    only when every piece of evidence is equal."""
+    first, then more sequences held, a published checkpoint that carries it (served as is, with its
+    producer's evaluation), the smaller published accuracy drop (worst case, then best case), the
+    engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id only when
+    every piece of evidence is equal."""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0], maturity,
-            o.weights_bytes, o.id)
+    return (0 if o.native else 1, -o.concurrency, 0 if o.published is not None else 1, o.expected_drop[1],
+            o.expected_drop[0], maturity, o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "it holds more sequences", "its published accuracy drop is smaller",
+_WHY = ("it is the checkpoint as shipped", "it holds more sequences",
+        "a published checkpoint carries it (served as is)", "its published accuracy drop is smaller",
         "its published accuracy drop is smaller", "the engine's optimized list has it", "its weights are smaller",
         "its id sorts first (every piece of evidence is equal)")
 

@@ -32,6 +32,7 @@ from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, ranked_after_native, tie_reason
 from .plan import deploy_plan
+from .published import attach, prefer_published
 from .result import (
     RANKED,
     Alternative,
@@ -74,6 +75,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     live = [o for o in options if o.status == "candidate"]
     trace.append(node_engine(ctx, live))
     live = [o for o in live if o.status == "candidate"]
+    if ctx.published:
+        attach(ctx, live)  # which published checkpoint carries each candidate: evidence for d and f
     trace.append(node_accuracy(ctx, live))
     live = [o for o in live if o.status == "candidate"]
     trace.append(node_kv(ctx, live))
@@ -81,9 +84,13 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     trace.append(roof)
     if not ranked:
         raise_no_winner(trace, options, ctx)
+    ranked, lead = prefer_published(ranked)
     winner = ranked[0]
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     _mark_ranks(ranked, w.batch, searched)
+    if lead is not None:
+        winner.reason = (f"ties with {lead.id} within the speed model's uncertainty and a published checkpoint "
+                         f"carries it ({winner.published.id if winner.published else ''}): " + winner.reason)
     base = _baseline(ctx, options)
     price_h = ctx.usd_per_gpu_hour
 

@@ -261,7 +261,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     prof = cfg.profile
     profile_path = (loaded.path(prof) if "profile" in loaded.lines else str(root / prof)) if prof else None
-    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded)
+    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded, inv)
     batch, ctx, speed_notes = gt.speed_workload(w, cfg, mem, seq_total)
     wdata = {"model": str(src.location) if src.kind == "local" else model_ref, "gpu": g.id, "gpus": w.tp,
              "engine": choice.name, "engine_version": eng.version, "batch": batch or 1, "ctx": ctx,
@@ -350,7 +350,8 @@ def _declared_schemes(loaded: LoadedConfig) -> Any:
 
 
 def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any, w: Any, cfg: Any, g: GPU,
-             facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig) -> tuple[Any, Any]:
+             facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig,
+             inv: EngineInvocation | None = None) -> tuple[Any, Any]:
     """The engine's start-up memory (None when there is nothing to size), and one sequence's KV bytes
     over all GPUs as the engine holds them (replicated heads included)."""
     from ..gate.memory import Declared as DeclaredLoad
@@ -367,8 +368,9 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         wb, wsrc = size_model(arch, scheme).total_bytes, f"{scheme_id} weights"
     else:
         wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
-    gpus = max(w.tp * w.pp, 1)
-    share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=w.tp, pp=w.pp)
+    wb, wsrc, tp = _layout_weights(arch, scheme, rep, w, inv, wb, wsrc)
+    gpus = max(tp * w.pp, 1)
+    share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=tp, pp=w.pp)
 
     def seq_total(n: int) -> float:
         return sequence_bytes(arch, kv_t, n) * share * gpus
@@ -384,7 +386,7 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
                  "synchronous batches grow to the full context")
         load = DeclaredLoad(wl.batch, wl.kv_tokens_per_sequence, basis)
     mem = startup_memory(MemoryInputs(
-        facts=facts, gpu=g.id, gpu_memory_bytes=g.memory_bytes, tp=w.tp, pp=w.pp, fraction=w.fraction,
+        facts=facts, gpu=g.id, gpu_memory_bytes=g.memory_bytes, tp=tp, pp=w.pp, fraction=w.fraction,
         fraction_flag=w.flag("gpu_memory_utilization"), fraction_from=w.fraction_from,
         reserve_bytes_per_gpu=int(w.reserve_gb * GiB), reserve_from=w.reserve_from, weights_bytes=wb,
         weights_source=wsrc, kv_dtype=kv_id, kv_bytes_per_token=bytes_per_token(arch, kv_t),
@@ -393,6 +395,31 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         max_num_seqs=w.max_num_seqs, max_num_seqs_flag=w.flag("max_num_seqs"),
         max_num_seqs_source=w.max_num_seqs_source, declared=load))
     return mem, seq_total
+
+
+def _layout_weights(arch: Any, scheme: Scheme | None, rep: Any, w: Any, inv: EngineInvocation | None, wb: int,
+                    wsrc: str) -> tuple[int, str, int]:
+    """(weights over one attention group's GPUs, where that figure comes from, the group's tensor-parallel degree)
+    for the server's layout (``engines.flags.read_layout``): under expert parallelism each GPU holds the dense
+    weights split by the group's TP and the routed experts split over the expert ranks, so the group's GPUs hold
+    ``gpus x (dense / dense shards + experts / expert shards)``. Without it, the weights and TP as given."""
+    from ..engines.flags import read_layout
+    from ..memory.sizing import size_model
+
+    if inv is None:
+        return wb, wsrc, w.tp
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other)
+    tp = max(1, lay.dense_shards // max(w.pp, 1))
+    if not lay.expert_parallel:
+        return wb, wsrc, tp
+    sized = size_model(arch, scheme) if scheme is not None else rep.size
+    experts = sum(c.bytes for c in sized.components if c.component == "experts")
+    if sized.total_bytes > 0:
+        experts = experts * wb / sized.total_bytes  # the same share of the weights the deployment loads
+    per_gpu = (wb - experts) / lay.dense_shards + experts / lay.expert_shards
+    group = tp * max(w.pp, 1)
+    return (round(per_gpu * group), f"{wsrc}, the routed experts over {lay.expert_shards} GPUs ({lay.words}): "
+            f"{per_gpu / 2**30:,.2f} GiB per GPU", tp)
 
 
 def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out: Findings, site: Any, source: str,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..advisor.options import Candidate, KvOption
     from ..advisor.result import Prediction, Recommendation
     from ..checkpoint.native import Native
+    from ..checkpoint.published import Published, Speculator
     from ..engines.data import EngineData
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
@@ -56,6 +57,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         if w.users is not None:  # N users never put more than N sequences in flight
             bound = min(bound, w.users)
         w = w.model_copy(update={"batch": bound})
+    from .pool import pool_question
+
+    if pool_question(w):  # a pool: the layout search (api/pool.py)
+        return _recommend_pool(w, data, searched, frontier)
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
@@ -76,6 +81,23 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
     return rec.model_copy(update={"warnings": warn})
+
+
+def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
+    """The layout search over the workload's pool, given this module's resolvers."""
+    from .pool import recommend_pool
+
+    def walk(inputs: _Inputs, wt: Workload) -> Recommendation:
+        inputs.price = _price(wt, inputs.gpu, "usd_per_gpu_hour" in data)
+        # the load's own line is the layout search's (api/pool.py), not the tree's tensor-parallel degrees
+        told = [a for a in _target_assumptions(wt, inputs, searched, True) if not a.startswith("load:")]
+        inputs.assumptions = [*inputs.assumptions, *told]
+        rec = _walk(inputs, wt)
+        return rec.model_copy(update={"warnings": list(dict.fromkeys([*inputs.arch.warnings, *rec.warnings]))})
+
+    return recommend_pool(w, data, searched=searched, frontier=frontier,
+                          hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
+                                 "slo": _slo, "spec": _spec})
 
 
 @dataclass
@@ -101,6 +123,8 @@ class _Inputs:
     frontier: bool = False
     fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
+    published: tuple[tuple[Published, Scheme], ...] = ()  # published checkpoints of the model as asked
+    draft: Speculator | None = None  # its published speculative-decoding draft
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -129,7 +153,36 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
-                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused)
+                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
+                   published=_published(w.model, src.id if src.kind == "bundled" else None),
+                   draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None)
+
+
+def _draft(asked: str, bundled: str) -> Speculator | None:
+    from ..catalog.checkpoints import speculator_for
+
+    return speculator_for(bundled, asked)
+
+
+def _published(asked: str, bundled: str | None) -> tuple[tuple[Published, Scheme], ...]:
+    """The published checkpoints of the model as asked (data/checkpoints.yaml): rows of its bundled model
+    whose base model is the name given (an -Instruct alias serves -Instruct checkpoints, the base id base
+    ones), from a producer on defaults.PUBLISHED_PRODUCERS, with a quantized scheme preset."""
+    from ..catalog.checkpoints import published_for
+    from ..errors import norm_name
+
+    if bundled is None:
+        return ()
+    want = norm_name(asked)
+    out = []
+    for p in published_for(bundled):
+        if norm_name(p.base_model) != want or norm_name(p.id) == want or p.scheme is None \
+                or p.short_producer not in defaults.PUBLISHED_PRODUCERS:
+            continue
+        scheme = catalog.get_scheme(p.scheme)
+        if scheme.quantizes_weights:
+            out.append((p, scheme))
+    return tuple(out)
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
@@ -144,7 +197,8 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inventory_of(inputs.arch).total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
+                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused, published=inputs.published, draft=inputs.draft,
+                  kv_issues=catalog.kv_issues())
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count

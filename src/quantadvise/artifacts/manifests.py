@@ -20,6 +20,7 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
+from .kserve import is_llm_inference_service, parse_llm_inference_service
 from .launch import (
     ENGINE_MARKER,
     Asides,
@@ -429,6 +430,7 @@ def _engine_image(root: Any) -> str | None:
 # vLLM production-stack chart (vllm-project/production-stack, helm/templates/deployment-vllm-multi.yaml): each
 # servingEngineSpec.modelSpec[] entry becomes `vllm serve <modelURL>` with these vllmConfig keys as flags
 _STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
+                ("pipelineParallelSize", "--pipeline-parallel-size"),  # templates/ray-cluster.yaml (raySpec)
                 ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu-memory-utilization"),
                 ("maxLoras", "--max-loras"))
 
@@ -460,6 +462,13 @@ def _production_stack(root: Any, file: str, options: OptionLists | None = None) 
             words += [Word(str(x.value), x.start_mark.line + 1) for x in extra.value if _is_scalar(x)]
         gpus = _get(spec, "requestGPU")
         name = _get(spec, "name")
+        ray = _get(_get(spec, "raySpec"), "enabled")
+        workers = _get(spec, "replicaCount")
+        if gpus is not None and _is_scalar(gpus) and ray is not None and _is_scalar(ray) and str(ray.value).lower() == \
+                "true" and workers is not None and _is_scalar(workers) and str(workers.value).isdigit() \
+                and str(gpus.value).isdigit():
+            # on the chart's RayCluster the engine places its workers over the head and replicaCount worker pods
+            gpus.value = str(int(gpus.value) * (1 + int(workers.value)))
         engine, _, version = parse_image(image) if image else (None, False, None)
         ctx = LaunchContext(file=file, source="helm-values", options=options,
                             context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
@@ -489,6 +498,9 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
             continue
         if _get(root, "servingEngineSpec") is not None:
             out.extend(_production_stack(root, file, options))
+            continue
+        if is_llm_inference_service(root):  # KServe: the servers its controller starts (artifacts/kserve.py)
+            out.extend(parse_llm_inference_service(root, file, options))
             continue
         source = _yaml_source(file, root)
         doc = _doc_label(root)

@@ -2,7 +2,7 @@
 compiled JSON form in a wheel install, else YAML with the safe loader; see ``catalog/tables.py``),
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
-``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``engines`` (engine and library releases,
+``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``comm`` (communication figures per GPU system), ``engines`` (engine and library releases,
 kernel tables, server option lists, start-up facts). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
 closest ones.
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 _NAMES: dict[str, str] = {
     "engine_names": "engines", "engine_startup": "engines", "engine_versions": "engines",
     "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
-    "option_list": "engines", "validate_engines": "engines",
+    "kv_issues": "engines", "option_list": "engines", "validate_engines": "engines",
+    "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
     "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
     "find_bundled_model": "models", "get_gpu": "models", "gpu_ids": "models", "gpu_names": "models",
@@ -33,6 +34,7 @@ _NAMES: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .comm import comm_ids, comm_system, layout_measurements
     from .engines import (
         engine_names,
         engine_startup,
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         format_library,
         get_engine,
         kernel_table,
+        kv_issues,
         option_list,
         validate_engines,
     )
@@ -83,10 +86,10 @@ if TYPE_CHECKING:
     from .validate import validate_all
 
 __all__ = [
-    "KvPreset", "ModelRow", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
+    "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
-    "gpu_ids", "gpu_names", "kernel_table", "kv_ids", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",
+    "gpu_ids", "gpu_names", "kernel_table", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",
     "scheme_names_all", "scheme_preset", "shipped_profile_paths", "validate_all", "validate_engines",

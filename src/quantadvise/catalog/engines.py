@@ -17,6 +17,7 @@ from . import loader
 
 if TYPE_CHECKING:
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.library import FormatLibrary
 
 
@@ -208,3 +209,22 @@ def _startup_table() -> Any:
         return StartupTable.model_validate(loader.table("engine_startup.yaml"))
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, "data/engine_startup.yaml")) from None
+
+
+@cache
+def kv_issues() -> tuple[KvIssue, ...]:
+    """The known KV-cache issues of data/known_issues.yaml, validated."""
+    from ..engines.kv_checks import KvIssue
+
+    doc = loader.table("known_issues.yaml")
+    rows = doc.get("kv_issues") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise DataError("data/known_issues.yaml: expected a 'kv_issues' list")
+    out = []
+    for raw in rows:
+        try:
+            out.append(KvIssue.model_validate(raw))
+        except ValidationError as exc:
+            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+            raise DataError(format_validation_error(exc, f"data/known_issues.yaml issue '{rid}'")) from None
+    return tuple(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, DataError
 from . import loader, profiles
+from .comm import comm_ids, comm_system, layout_measurements
 from .engines import engine_names, engine_versions, flag_vocabulary, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
@@ -52,6 +53,37 @@ def validate_all() -> dict[str, int]:
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
         gpu_price(gid)
     counts["prices"] = len(price_ids())
+    for gid in comm_ids():
+        get_gpu(gid)  # every communication row is a bundled GPU
+        comm_system(gid)
+    counts["comm_systems"] = len(comm_ids())
+    for m in layout_measurements():
+        get_gpu(m.gpu)
+    counts["layout_measurements"] = len(layout_measurements())
+    from .checkpoints import published_rows
+
+    for pub in published_rows():  # every published checkpoint maps to a bundled model and known presets
+        if find_bundled_model(pub.model) is None:
+            raise DataError(f"data/checkpoints.yaml: checkpoint '{pub.id}' names model '{pub.model}', which is not "
+                            "bundled")
+        if pub.scheme is not None:
+            scheme_preset(pub.scheme)
+        if pub.kv is not None:
+            kv_preset(pub.kv)
+    counts["checkpoints"] = len(published_rows())
+    from .checkpoints import speculators
+    from .engines import kv_issues
+
+    for sp in speculators():
+        if find_bundled_model(sp.model) is None:
+            raise DataError(f"data/speculators.yaml: '{sp.id}' names model '{sp.model}', which is not bundled")
+    counts["speculators"] = len(speculators())
+    for issue in kv_issues():
+        if issue.engine not in engine_names():
+            raise DataError(f"data/known_issues.yaml: '{issue.id}' names engine '{issue.engine}', which is not on file")
+        for kid in issue.kv:
+            kv_preset(kid)
+    counts["kv_issues"] = len(kv_issues())
     counts["flag_vocabularies"] = 0
     for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
         engine, _, version = path.stem.partition("-")

@@ -12,6 +12,9 @@ from ..files import writing
 from . import completion
 from .common import (
     AcceptanceOpt,
+    LayoutsOpt,
+    MaxGpusOpt,
+    NodeOpt,
     SpecTokensOpt,
     UsdPerGpuHourOpt,
     WideOpt,
@@ -54,7 +57,8 @@ def recommend_cmd(
                      "[default: meta-llama/Meta-Llama-3-8B].", envvar="QUANTADVISE_MODEL",
                      autocompletion=completion.models),
     ] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias [default: h100-sxm].",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias; several, comma-separated: a pool "
+                                            "[default: h100-sxm].",
                                             envvar="QUANTADVISE_GPU", autocompletion=completion.gpus)] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].",
                                              envvar="QUANTADVISE_GPUS")] = None,
@@ -93,6 +97,7 @@ def recommend_cmd(
                                                "(replicas x tensor parallel).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Load in concurrent users (sequences in flight), "
                                               "instead of --rate.")] = None,
+    max_gpus: MaxGpusOpt = None, node: NodeOpt = None, layouts: LayoutsOpt = False,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     spec_tokens: SpecTokensOpt = None,
     acceptance: AcceptanceOpt = None,
@@ -129,11 +134,11 @@ def recommend_cmd(
         "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
         "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
         "engine_version": engine_version, "kv_dtype": kv_dtype, "headroom": headroom,
-        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile,
-        "ideal": ideal or None,
+        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile, "ideal": ideal or None,
         "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
-        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users,
-        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance,
+        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users, "max_gpus": max_gpus,
+        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance, "node": node,
+        "layouts": layouts or None,
     }
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     result = recommend(base, frontier=plot is not None, **flags)

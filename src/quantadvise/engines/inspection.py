@@ -14,6 +14,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
+from ..checkpoint.published import PublishedAccuracy
 from ..checkpoint.quant import CheckpointQuant, GroupAxes, QArgs
 from ..model.arch import ModelArch, ModelSource
 from ..results import Out, Result
@@ -234,3 +235,52 @@ def _scheme_of(g: Any) -> Scheme | None:
         return g.scheme() if g.weight is not None and g.scheme_error is None else None
     except ValueError:
         return None
+
+
+# -- `checkpoints`: the published variants of a model, judged the same way ----------------------------
+
+class CheckpointVerdict(Out):
+    """One engine release's verdict on a published checkpoint, on the report's GPU."""
+
+    engine: str
+    version: str
+    label: str
+    status: str  # loads | warns | refused | unknown (nothing to judge)
+    method: str | None  # what the engine resolves the checkpoint to (None: 16-bit, or refused first)
+    message: str | None = None  # the first refusal (else warning), in the engine's words where on file
+    basis: str  # read (the config read whole) | assumed (the config its method writes) | 16-bit | none
+
+
+class PublishedEntry(Out):
+    """One published checkpoint as ``checkpoints`` lists it."""
+
+    id: str
+    producer: str
+    base_model: str
+    method: str | None
+    scheme: str | None
+    kv: str | None = None
+    scheme_note: str | None = None
+    scheme_basis: str
+    config_status: str
+    size_bytes: int | None = None  # tensor bytes on disk, predicted from its config (None: not sized)
+    verdicts: list[CheckpointVerdict]
+    accuracy: PublishedAccuracy | None = None
+    accuracy_drop_pct: tuple[float, float] | None = None  # the drop in points its evaluation supports
+    downloads: int | None = None
+    likes: int | None = None
+    popularity_seen: str | None = None
+    inferred_from: list[str] = Field(default_factory=list)
+    source: str
+    as_of: str
+
+
+class CheckpointsReport(Result):
+    model: str  # as asked
+    bundled_model: str | None  # the bundled model it resolves to (None: not bundled)
+    origin: str  # the bundled index (as of) or the Hub's model tree
+    gpu: GpuTarget
+    engines: list[str]
+    checkpoints: list[PublishedEntry]
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -41,15 +41,20 @@ def _flag(engine: str, field: str) -> str:
 
 
 def parallelism_findings(out: Findings, site: Site, *, tp: int, pp: int, gpus_given: int | None,
-                         split_error: str | None, engine: str = "vllm") -> None:
+                         split_error: str | None, engine: str = "vllm", node_gpus: int | None = None,
+                         layout: str | None = None) -> None:
+    """QA107: the GPUs the server on this node places its workers on (``node_gpus``: its layout's share of
+    this node, data-parallel ranks and nodes counted; else TP x PP) against the container's."""
     out.ran_rules("QA107")
-    if gpus_given is not None and tp * pp > gpus_given:
+    need = node_gpus if node_gpus is not None else tp * pp
+    if gpus_given is not None and need > gpus_given:
         file, line = site.at("tensor_parallel_size", "pipeline_parallel_size", "gpu_count")
         given_at = f" (line {site.flag_lines['gpu_count']})" if "gpu_count" in site.flag_lines else ""
-        out.add("QA107", f"{_flag(engine, 'tensor_parallel_size')} {tp} x {_flag(engine, 'pipeline_parallel_size')} "
-                f"{pp} = {tp * pp} GPUs, but the "
-                f"container is given {gpus_given}{given_at}: the engine cannot place its workers",
-                subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
+        what = (f"{layout}: {need} GPUs on this node" if layout and node_gpus is not None else
+                f"{_flag(engine, 'tensor_parallel_size')} {tp} x {_flag(engine, 'pipeline_parallel_size')} "
+                f"{pp} = {tp * pp} GPUs")
+        out.add("QA107", f"{what}, but the container is given {gpus_given}{given_at}: the engine cannot place its "
+                "workers", subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
     if split_error:
         file, line = site.at("tensor_parallel_size", "gpus")
         out.add("QA107", split_error, subject=f"{site.key}|tp-split", file=file, line=line, target=site.label)

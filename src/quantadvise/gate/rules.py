@@ -228,11 +228,11 @@ FAMILY_PREFIX = {"engine": "QA1", "performance": "QA2", "memory": "QA3", "accura
 # engine.Finding.kind -> rule id ("info" kinds that change nothing are notes on the target, no rule)
 KIND_RULES: dict[str, str] = {
     "unknown_method": "QA101", "platform_unsupported": "QA101", "deprecated_method": "QA101",
-    "config_in_side_file": "QA101",
+    "config_in_side_file": "QA101", "no_quant_method": "QA101",
     "method_mismatch": "QA102",
     "capability_too_low": "QA103", "scheme_capability_too_low": "QA103", "kv_dtype_capability": "QA103",
     "block_static_activations": "QA104", "act_dtype_unsupported": "QA104", "ct_no_scheme": "QA104",
-    "ct_sparsity_rejected": "QA104", "ct_actorder_rejected": "QA104", "ct_nvfp4_activation_mismatch": "QA104",
+    "ct_sparsity_rejected": "QA104", "ct_sparsity_24": "QA104", "ct_actorder_rejected": "QA104", "ct_nvfp4_activation_mismatch": "QA104",
     "kv_dtype_unknown": "QA105", "kv_dtype_platform": "QA105", "fp8_e5m2_with_fp8_checkpoint": "QA105",
     "kv_cache_scheme_unsupported": "QA105", "kv_cache_scheme_strategy": "QA105",
     "kv_cache_scheme_symmetric": "QA105", "kv_cache_scheme_dynamic": "QA105",

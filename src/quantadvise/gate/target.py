@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
-from ..engines.flags import ENGINES, engine_label
+from ..engines.flags import ENGINES, engine_label, read_layout
 from ..engines.startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 from ..engines.versions import nearest_version, version_key
 from ..scheme.axes import Scheme, TensorQuant
@@ -204,8 +204,8 @@ class DeployedWorkload:
 # Engine flags the start-up arithmetic does not model: named in the assumptions when present.
 UNMODELLED = {
     "vllm": ("--kv-cache-memory-bytes", "--kv-cache-memory", "--cpu-offload-gb", "--num-gpu-blocks-override",
-             "--data-parallel-size", "-dp", "--speculative-config"),
-    "sglang": ("--attn-dp-size", "--dp-size", "--disaggregation-mode", "--speculative-algorithm",
+             "--speculative-config"),
+    "sglang": ("--dp-size", "--disaggregation-mode", "--speculative-algorithm",
                "--enable-memory-saver", "--max-total-tokens", "--enable-hierarchical-cache"),
 }
 
@@ -448,8 +448,11 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other) if inv is not None else None
     parallelism_findings(out, site, tp=w.tp, pp=w.pp, gpus_given=inv.gpu_count if inv is not None else None,
-                         split_error=f.split_error, engine=f.engine.name)
+                         split_error=f.split_error, engine=f.engine.name,
+                         node_gpus=lay.node_gpus if lay is not None and lay.node_gpus != w.tp * w.pp else None,
+                         layout=lay.words if lay is not None else None)
 
     s, d = f.served, f.declared
     if d.scheme is not None and d.scheme_id is not None:
