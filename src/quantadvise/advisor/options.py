@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..engines.data import EngineData
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
+    from ..perf.loop import EngineLoop, LoopSummary
     from ..perf.serving import Slo, Speculation
 
 BF16_KV = "kv-bf16"
@@ -85,6 +86,7 @@ class Option:
     e2e_s: float | None = None
     limit: str = ""  # what stops its concurrency: batch | memory | itl | ttft | e2e
     bound: str = ""  # the decode step's bound there: memory | compute | communication
+    loop: LoopSummary | None = None  # the engine's serving loop at that concurrency (perf.loop)
     tokens_per_step: float = 1.0  # per sequence (speculative decoding: 1 + K x A)
     max_concurrency: int = 0  # sequences its KV cache holds next to its weights
     max_concurrency_bf16: int = 0
@@ -139,6 +141,8 @@ class Context:
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
     # the engine release's start-up memory facts: its default memory fraction when the workload gives none
     startup: StartupFacts | None = None
+    # the engine release's serving loop on this GPU and TP with its fitted terms (None: kernels alone)
+    loop: EngineLoop | None = None
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)

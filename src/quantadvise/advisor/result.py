@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..perf.loop import LoopSummary
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
@@ -55,6 +56,7 @@ class Alternative(Out):
     max_concurrency: int | None = None
     kv_dtype: str | None = None
     expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
+    serving_bound: str | None = None  # the serving loop's largest cost at ``concurrency`` (perf.loop.bound_by)
     cautions: list[str] = []
 
 
@@ -198,6 +200,7 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop at ``concurrency``: its terms' shares, the bound
 
 
 class Target(Out):
@@ -289,3 +292,4 @@ class Prediction(Result):
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
     speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
     kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop (perf.loop): what bounds the figures

@@ -116,6 +116,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             max_concurrency=o.max_concurrency if live_row else None,
             kv_dtype=o.kv_name if live_row else None,
             expected_drop_pct=o.expected_drop if o.status in (*RANKED, "vetoed") else None,
+            serving_bound=o.loop.bound if live_row and o.loop is not None else None,
             cautions=o.cautions,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
@@ -167,6 +168,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         speed_model=winner.efficiency.model,
         kernel=kernel_line(winner.efficiency),
         gpus_for_batch=need,
+        serving_loop=winner.loop,
     )
     per_seq = sequence_bytes(ctx.arch, kv_t, tokens)
     hints = kv_opt.hints

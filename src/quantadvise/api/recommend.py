@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..engines.startup import StartupFacts
     from ..hardware import GPU
     from ..model.arch import ModelArch
+    from ..perf.loop import LoopTerms
     from ..perf.serving import Price, Slo, Speculation
     from ..workload import Workload
 
@@ -101,6 +102,7 @@ class _Inputs:
     frontier: bool = False
     fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
+    site: tuple[LoopTerms, ...] = ()  # a deployment profile's serving terms (--profile site.yaml)
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -129,7 +131,8 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
-                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused)
+                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
+                   site=site_terms(w.profile))
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
@@ -144,7 +147,9 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inventory_of(inputs.arch).total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
+                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused,
+                  loop=None if w.ideal else catalog.engine_loop(inputs.gpu, inputs.engine.engine,
+                                                                inputs.engine.version, tp=w.gpus, site=inputs.site))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -497,6 +502,18 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     kv, kv_name = resolve_kv(kv_dtype if kv_dtype is not None else w.kv_dtype)
     if kv is not None and not kv.is_quantized:
         kv = None
-    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16")
+    eng = catalog.get_engine(w.engine, w.engine_version)
+    loop = None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=w.gpus,
+                                                    site=site_terms(w.profile))
+    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16",
+                 loop=loop)
+
+
+def site_terms(profile: Any) -> tuple[LoopTerms, ...]:
+    """The serving terms of a deployment profile (``calibrate --from-bench``) given as ``--profile``; none
+    for an efficiency profile or no profile."""
+    from ..catalog.resolve import load_site_terms
+
+    return load_site_terms(profile)
 
 
