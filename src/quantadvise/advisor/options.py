@@ -143,6 +143,8 @@ class Context:
     startup: StartupFacts | None = None
     # the engine release's serving loop on this GPU and TP with its fitted terms (None: kernels alone)
     loop: EngineLoop | None = None
+    # recommend --bench-plan: engine name -> its release's benchmark options (None: no plan asked for)
+    bench_options: dict[str, Any] | None = None
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)

@@ -248,6 +248,32 @@ class LoadPlan(Out):
     layouts: list[Layout]
 
 
+class BenchRunPlan(Out):
+    """One candidate's measurement: the server that serves it and the benchmark that measures it."""
+
+    scheme: str
+    role: str  # recommended | rival
+    concurrency: int
+    num_prompts: int
+    prompt: int
+    output: int
+    predicted_tokens_per_s: float
+    predicted_ttft_s: float | None = None
+    predicted_itl_s: float | None = None
+    server: dict[str, str | None]  # engine -> the serve command (None: that engine refuses it)
+    bench: dict[str, str | None]  # engine -> the benchmark command against that server
+    why_prompts: str = ""
+
+
+class BenchPlan(Out):
+    """``recommend --bench-plan``: the measurements that settle the recommendation on the user's GPU."""
+
+    runs: list[BenchRunPlan]
+    checked_against: list[str]  # the benchmark option lists every command was checked against
+    validate_commands: dict[str, str]  # engine -> the `quantadvise validate --bench` command that reads the results
+    notes: list[str] = []
+
+
 class Recommendation(Result):
     workload: ServedWorkload
     assumptions: list[str]
@@ -263,6 +289,7 @@ class Recommendation(Result):
     speculation: SpecInfo | None = None
     load: LoadPlan | None = None  # with --rate / --users
     frontier: list[ParetoPoint] = []  # with recommend --plot: each ranked candidate across concurrency
+    bench_plan: BenchPlan | None = None  # with --bench-plan: the benchmark runs that settle it
     notes: list[str] = []
     warnings: list[str] = []
 

@@ -28,6 +28,7 @@ from ..memory.kvcache import held_sequence_bytes, kv_copies, sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
 from ..scheme.axes import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
+from .bench_plan import bench_plan
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, ranked_after_native, tie_reason
@@ -200,6 +201,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         target=_target(ctx),
         speculation=SpecInfo.of(ctx.spec) if ctx.spec is not None else None,
         frontier=frontier(ctx, ranked) if ctx.frontier else [],
+        bench_plan=bench_plan(ctx, ranked, ctx.bench_options) if ctx.bench_options is not None else None,
         warnings=warnings,
     )
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bool = False,
-              **overrides: Any) -> Recommendation:
+              bench_plan: bool = False, **overrides: Any) -> Recommendation:
     """Walk the decision tree for a workload and return the recommended scheme, the trace, the
     ranked alternatives and how to deploy it.
 
@@ -38,7 +38,9 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     (docs/recommend.md): ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` run each candidate at the largest
     concurrency that meets them; ``rate`` (requests/s) or ``users`` size the GPUs; ``usd_per_gpu_hour``
     prices them (default: data/pricing.yaml); ``spec_tokens`` with ``acceptance`` adds speculative
-    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``).
+    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``);
+    ``bench_plan=True`` writes the server and benchmark commands that measure the winner and its closest
+    rival at this workload (``recommend --bench-plan``; ``validate --bench`` reads their results).
 
     >>> r = recommend(batch=1, ctx=2048)
     >>> r.scheme.axes.weights.bits
@@ -59,8 +61,15 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         w = w.model_copy(update={"batch": bound})
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
+    if bench_plan:
+        inputs.bench_options = {e.engine: catalog.bench_options(e.engine, e.version)
+                                for e in (inputs.engine, *([inputs.other] if inputs.other else []))}
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
     inputs.assumptions += _target_assumptions(w, inputs, searched, "gpus" in data)
+    if not w.ideal:  # the serving loop every figure runs through (perf.loop)
+        lp = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=w.gpus, site=inputs.site)
+        inputs.assumptions.append(f"serving loop: {lp.label()}" + (f" (deployment profile {w.profile})" if inputs.site
+                                                                    else "") + "; docs/calibration.md §8")
     try:
         if w.rate is not None or w.users is not None:
             rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)
@@ -103,6 +112,7 @@ class _Inputs:
     fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
     site: tuple[LoopTerms, ...] = ()  # a deployment profile's serving terms (--profile site.yaml)
+    bench_options: dict[str, Any] | None = None  # --bench-plan: engine -> its release's benchmark options
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -148,6 +158,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
                   fp16=inputs.fp16, gpu_refused=inputs.gpu_refused,
+                  bench_options=inputs.bench_options,
                   loop=None if w.ideal else catalog.engine_loop(inputs.gpu, inputs.engine.engine,
                                                                 inputs.engine.version, tp=w.gpus, site=inputs.site))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,

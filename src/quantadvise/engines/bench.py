@@ -52,6 +52,11 @@ class BenchOptions(Strict):
     as_of: date
     options: tuple[BenchOption, ...]
 
+    @property
+    def result_suffix(self) -> str:
+        """The result file's suffix: vLLM saves one JSON object, SGLang appends JSON lines."""
+        return ".json" if self.engine == "vllm" else ".jsonl"
+
     def has(self, name: str) -> bool:
         return any(name in o.names for o in self.options)
 
@@ -77,14 +82,15 @@ def serve_bench_command(engine: str, model: str, *, input_len: int, output_len: 
                         num_prompts: int, quantization: str | None = None, kv_cache_dtype: str | None = None,
                         options: BenchOptions | None = None, gpu: str | None = None, tp: int | None = None,
                         scheme: str | None = None, result_file: str | None = None, host: str | None = None,
-                        port: int | None = None) -> str:
+                        port: int | None = None, model_id: str | None = None) -> str:
     """The shell command that measures ``concurrency`` closed-loop requests of ``input_len`` +
     ``output_len`` tokens against a server of ``engine`` already serving ``model`` (module docstring).
     ``quantization`` / ``kv_cache_dtype`` (the server's flags) and ``gpu``, ``tp``, ``scheme`` are written
     into the result so ``validate --bench`` recovers the workload. With ``options`` (the release's
-    option list) every option is checked: :class:`BenchCommandError` names one it does not register."""
+    option list) every option is checked: :class:`BenchCommandError` names one it does not register.
+    ``model_id`` (the model the checkpoint at ``model`` quantizes) is written too, for a reader without it."""
     name = "-".join(x for x in (scheme or "run", f"c{concurrency}", f"{input_len}x{output_len}") if x)
-    meta = _metadata(random_input_len=input_len, random_output_len=output_len, max_concurrency=concurrency,
+    meta = _metadata(model=model_id if model_id and model_id != model else None, random_input_len=input_len, random_output_len=output_len, max_concurrency=concurrency,
                      gpu=gpu, tp=tp, scheme=scheme, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
                      engine=engine, engine_version=options.version if options is not None else None)
     args: list[tuple[str, list[str]]]

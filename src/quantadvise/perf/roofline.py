@@ -22,8 +22,8 @@ from ..wording import plural
 from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
-from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .loop import EngineLoop
+from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
