@@ -21,7 +21,7 @@ from ..hardware import GPU
 from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
-from ..perf.loop import EngineLoop
+from ..perf.loop import EngineLoop, prefill_s
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
 from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
@@ -453,7 +453,9 @@ def _prefill_one(ctx: Context, o: Option) -> float | None:
     """Seconds to prefill one of the workload's prompts with ``o`` (None: no prompt or no model)."""
     sm = priced_model(ctx, o)
     prompt = ctx.workload.prompt_tokens
-    return sm.prefill(1, prompt).time_s if sm is not None and prompt else None
+    if sm is None or not prompt:
+        return None
+    return prefill_s(sm, ctx.loop, 1, prompt) if ctx.loop is not None else sm.prefill(1, prompt).time_s
 
 
 def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, efficiency: Efficiency, *,

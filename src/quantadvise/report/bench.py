@@ -64,7 +64,7 @@ def bench_table(r: BenchValidation, width: int | None = None) -> str:
     terms = sorted({p.terms for p in r.points if p.terms})
     _para(lines, [f"terms: {t}" for t in terms], width)
     verdict = (f"{'PASS' if r.passed else 'FAIL'}: output tokens/s median |error| {_abs(r.median_abs_error)}, worst "
-               f"{_abs(r.max_abs_error)} ({'within' if r.passed else 'past'} --max-error {r.max_error:.0%}"
+               f"{_abs(r.max_abs_error)} ({'within' if r.passed else 'past'} --max-error {r.max_error * 100:g}%"
                + ("" if r.passed else "; exit 1") + ")")
     _para(lines, [verdict], width)
     return "\n".join(lines)
