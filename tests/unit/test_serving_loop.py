@@ -173,3 +173,18 @@ def test_a_site_profile_wins_for_its_gpu_and_release():
     assert catalog.pick_terms("vllm", h, "0.31.0", site).id == "s1"  # another release: the site's, still
     assert catalog.pick_terms("vllm", catalog.get_gpu("h200"), "0.33.0", site).id == "vllm"
     assert catalog.pick_terms("sglang", h, "0.5.23", site).id == "sglang"  # the site has no SGLang terms
+
+
+def test_the_bench_command_is_accepted_by_every_release_on_file():
+    # bench_formats: every option the command uses is registered by vllm bench serve 0.30.0-0.33.0 and
+    # sglang.bench_serving 0.5.20-0.5.23 (data/flags/bench/, each option with its add_argument line)
+    from quantadvise.engines.bench import serve_bench_command
+
+    for engine in catalog.engine_names():
+        for version in catalog.engine_versions(engine):
+            opts = catalog.bench_options(engine, version)
+            assert opts is not None and opts.version == version and opts.source.sha256
+            assert all(o.source.split(":")[-1].isdigit() for o in opts.options)
+            cmd = serve_bench_command(engine, "m", input_len=128, output_len=64, concurrency=8, num_prompts=200,
+                                      kv_cache_dtype="fp8", options=opts, gpu="h100-sxm", tp=2, scheme="fp8-dynamic")
+            assert "--max-concurrency 8" in cmd and "--num-prompts 200" in cmd
