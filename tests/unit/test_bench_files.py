@@ -88,3 +88,18 @@ def test_a_sglang_line_cut_short():
     lines = (BENCH / "sglang_bench_serving_0.5.23.jsonl").read_text().splitlines()
     with pytest.raises(BenchFileError, match="line 2"):
         parse_bench("s.jsonl", lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+
+
+def test_an_open_loop_run_recovers_its_concurrency():
+    # a vllm bench serve run at --request-rate 4 without --max-concurrency: 4 requests/s x a mean E2E of
+    # 2.5 s keep 10 requests in flight on average (Little's law)
+    doc = {"endpoint_type": "openai", "model_id": "m", "request_rate": 4.0, "max_concurrency": None, "completed": 100,
+           "total_input_tokens": 100_000, "total_output_tokens": 20_000, "output_throughput": 800.0,
+           "mean_e2el_ms": 2500.0}
+    (r,) = parse_bench("rate.json", json.dumps(doc))
+    assert r.concurrency == 10 and "Little's law" in r.recovered["concurrency"]
+    # SGLang measures the mean in flight itself (its `concurrency` key)
+    line = json.loads((BENCH / "sglang_bench_serving_0.5.23.jsonl").read_text().splitlines()[0])
+    line.update(max_concurrency=None, request_rate=8.0, concurrency=6.6)
+    (s,) = parse_bench("s.jsonl", json.dumps(line))
+    assert s.concurrency == 7 and s.request_rate == 8.0

@@ -188,7 +188,8 @@ def _vllm_serve(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     if conc is not None:
         run["concurrency"], run["recovered"]["concurrency"] = conc, "max_concurrency"
     rate = d.get("request_rate")
-    run["request_rate"] = math.inf if str(rate).lower() in ("inf", "infinity") else _int(rate)
+    run["request_rate"] = (math.inf if rate is None or str(rate).lower() in ("inf", "infinity")
+                           else _num(d, "request_rate", name, where))
     meta = {k: v for k, v in d.items() if k in ("gpu", "tp", "tensor_parallel_size", "scheme", "quantization",
                                                  "kv_cache_dtype", "engine", "engine_version", *ENGINES,
                                                  "random_input_len", "random_output_len", "model")}
@@ -234,7 +235,10 @@ def _sglang(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     if conc is not None:
         run["concurrency"], run["recovered"]["concurrency"] = conc, "max_concurrency"
     rate = d.get("request_rate")
-    run["request_rate"] = math.inf if rate is None or (isinstance(rate, float) and math.isinf(rate)) else _int(rate)
+    run["request_rate"] = (math.inf if rate is None or (isinstance(rate, float) and math.isinf(rate))
+                           else _num(d, "request_rate", name, where))
+    if isinstance(d.get("concurrency"), (int, float)) and d["concurrency"] > 0:
+        run["measured_concurrency"] = float(d["concurrency"])
     tag = d.get("tag")
     if isinstance(tag, str) and "=" in tag:
         pairs = dict(p.split("=", 1) for p in tag.split(",") if "=" in p)
@@ -353,6 +357,22 @@ def _guidellm(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return out
 
 
+def _open_loop(run: dict[str, Any]) -> None:
+    """An open-loop run (a request rate, no concurrency cap): the requests in flight on average are the
+    rate times the mean end-to-end latency (Little's law), or SGLang's own measured mean (``concurrency``)."""
+    if run.get("concurrency") is not None:
+        return
+    measured = run.pop("measured_concurrency", None)
+    if measured:
+        run["concurrency"] = max(1, round(measured))
+        run["recovered"]["concurrency"] = "concurrency (the mean requests in flight the run measured)"
+        return
+    rate, e2e = run.get("request_rate"), run.get("e2e_s")
+    if rate and e2e and math.isfinite(rate):
+        run["concurrency"] = max(1, round(rate * e2e))
+        run["recovered"]["concurrency"] = "request_rate x mean E2E (Little's law: the mean requests in flight)"
+
+
 def parse_bench(name: str, text: str) -> list[BenchRun]:
     """Every measured run of one benchmark result file (``name`` is how errors name it)."""
     runs: list[tuple[str, dict[str, Any]]] = []
@@ -370,6 +390,7 @@ def parse_bench(name: str, text: str) -> list[BenchRun]:
         runs.append((fmt, reader(doc, name, where)))
     out = []
     for i, (fmt, r) in enumerate(runs):
+        _open_loop(r)
         total = r.pop("total_tok_s", None)
         notes = list(r.pop("notes", []))
         if total is not None:

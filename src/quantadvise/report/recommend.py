@@ -125,14 +125,14 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
 
 
 def loop_line(s: LoopSummary) -> str:
-    """``Loop: vLLM 0.33.0 defaults, fitted terms (437 runs); decode kernels 53% of the time``: one line."""
+    """``Loop: vLLM 0.33.0, terms 'vllm'; decode kernels 53% of time``: one line (docs/calibration.md §8)."""
     terms = s.terms.split(" (")[0] if s.terms else None
     top = next(iter(s.shares.items()), None)
-    where = f"; {s.bound} {top[1]:.0%} of the time" if top is not None else ""
+    where = f"; {s.bound} {top[1]:.0%} of time" if top is not None else ""
     held = f", {s.running:,} running ({s.limited_by} binds)" if s.limited_by != "concurrency" else ""
-    tag = "" if s.validated else f" UNVALIDATED (±{s.uncertainty:.0%})" if s.uncertainty else " UNVALIDATED"
-    return (f"Loop: {s.loop.split(':')[0]} serving loop, terms '{terms}'{tag}{held}{where}"
-            if terms else f"Loop: {s.loop.split(':')[0]} serving loop, no fitted terms{held}{where}")
+    tag = "" if s.validated else f" UNVALIDATED ±{s.uncertainty:.0%}" if s.uncertainty else " UNVALIDATED"
+    return (f"Loop: {s.loop.split(':')[0]}, terms '{terms}'{tag}{held}{where}"
+            if terms else f"Loop: {s.loop.split(':')[0]}, no fitted terms{held}{where}")
 
 
 def _load_table(r: Recommendation, width: int | None) -> list[str]:
