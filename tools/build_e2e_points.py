@@ -185,6 +185,7 @@ def main() -> None:
             "kind": "derived" if x["output_tok_s_kind"].startswith("derived") else "measured",
             "ttft_ms": num(x["ttft_ms"]), "tpot_ms": num(x["tpot_ms"]),
             "aic": p.get("status") or "not_run", "aic_output_tok_s": num(p.get("aic_output_tok_s", "")),
+            "aic_command": (p.get("command") or None) if p.get("status") in ("ok", "error") else None,
             "skip": skip_reason(x, config, scheme),
             "as_of": x["measured_date"] or "2026-12-06",
         }
@@ -194,9 +195,10 @@ def main() -> None:
             "# a bundled model or data/validation/models/<org>--<name>.json; scheme: a data/schemes.yaml preset),",
             "# the source's output tokens/s (kind: measured, or derived = conc x OSL / (TTFT + TPOT x (OSL - 1)) where",
             "# the source gives only TTFT and TPOT), and aiconfigurator 0.12.0's prediction on the same point",
-            "# (aic: ok | error | not_expressible; `aiconfigurator cli estimate --estimate-mode agg`, default perf",
-            "# database). `skip` says why quantadvise cannot price a point as published. `group` is the hold-out",
-            "# unit (a source, or one source file of S2); `heldout` lists the groups the fit never sees.",
+            "# (aic: ok | error | not_expressible; aic_command: the `aiconfigurator cli estimate --estimate-mode agg`",
+            "# that was run, default perf database). `skip` says why quantadvise cannot price a point as published.",
+            "# `group` is the hold-out unit (a source, or one source file of S2); `heldout` lists the groups the",
+            "# fit never sees.",
             "schema_version: 1", "as_of: 2026-12-06",
             "heldout: [" + ", ".join(json.dumps(h) for h in HELDOUT) + "]", "sources:"]
     for sid, (title, url) in SOURCES.items():

@@ -61,6 +61,7 @@ class E2EPoint(Strict):
     tpot_ms: float | None = None
     aic: str = "not_run"
     aic_output_tok_s: float | None = None
+    aic_command: str | None = None  # the aiconfigurator command that produced aic_output_tok_s
     skip: str | None = None
     as_of: date
 
