@@ -43,11 +43,21 @@ def read_runs(files: list[str | Path], given: dict[str, Any]) -> list[BenchRun]:
     return runs
 
 
-def _scheme(run: BenchRun, arch_cfg: Any) -> tuple[str, str]:
-    """(the preset that prices the run, where it came from)."""
+def _scheme(run: BenchRun, config: str) -> tuple[Any, str]:
+    """(the scheme that prices the run — a preset id, or the checkpoint as shipped —, where it came from)."""
+    from ..catalog.hub import resolve_model
+    from ..catalog.resolve import shipped_scheme
+    from ..model.parse import parse_config
+
     if run.scheme:
         return run.scheme, run.recovered.get("scheme", "the file")
-    return "bf16", "not recorded: bf16 weights assumed (give --scheme)"
+    doc = catalog.validation_config(config)
+    src, cfg = (None, doc) if doc is not None else resolve_model(config)
+    native = shipped_scheme(parse_config(cfg, config), src, cfg)
+    if native is not None:
+        return native.scheme, f"not recorded: the checkpoint as shipped ({native.scheme.id}; give --scheme)"
+    told = f" (the server's --quantization {run.quantization} is not a scheme; give --scheme)" if run.quantization else ""
+    return "bf16", f"not recorded: bf16 weights assumed{told or ' (give --scheme)'}"
 
 
 def _setup(run: BenchRun, cache: dict[Any, Any]) -> tuple[Setup, dict[str, Any], list[str]]:
@@ -56,18 +66,18 @@ def _setup(run: BenchRun, cache: dict[Any, Any]) -> tuple[Setup, dict[str, Any],
     notes: list[str] = []
     assert run.model is not None and run.gpu is not None
     engine = run.engine or defaults.ENGINE
-    scheme, scheme_from = _scheme(run, None)
+    model = catalog.find_bundled_model(run.model)
+    config = model.id if model is not None else run.model
+    scheme, scheme_from = _scheme(run, config)
     if not run.scheme:
         notes.append(f"scheme {scheme_from}")
     kv = KV_FLAGS.get((run.kv_cache_dtype or "").lower())
-    model = catalog.find_bundled_model(run.model)
-    config = model.id if model is not None else run.model
     st = setup(cache, config=config, scheme=scheme, gpu=run.gpu, tp=run.tp or 1, engine=engine,
                version=run.engine_version, kv_dtype=kv)
     if run.engine_version and run.engine_version != st.version:
         notes.append(f"{engine} {run.engine_version} is not on file: priced as {engine} {st.version}")
     workload = {"model": config, "gpu": st.gpu.id, "tp": run.tp or 1, "engine": engine, "engine_version": st.version,
-                "scheme": scheme, "kv_dtype": kv or "kv-bf16", "concurrency": run.concurrency,
+                "scheme": scheme if isinstance(scheme, str) else scheme.id, "kv_dtype": kv or "kv-bf16", "concurrency": run.concurrency,
                 "prompt": round(run.prompt or 0), "output": round(run.output or 0), "mode": run.mode}
     return st, workload, notes
 

@@ -48,7 +48,7 @@ def load_arch(config: str) -> Any:
     return load_model(doc)[0] if doc is not None else load_model(config)[0]
 
 
-def setup(cache: dict[Any, Setup], *, config: str, scheme: str, gpu: str, tp: int, engine: str,
+def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: int, engine: str,
           version: str | None, kv_dtype: str | None, kv_limit: bool = True) -> Setup:
     """The step model and loop of one deployment as the engine release starts it by default: its memory
     fraction and reserve leave the KV room the loop's running set is held to (``kv_limit``)."""
@@ -60,7 +60,7 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: str, gpu: str, tp: in
     from .speed import efficiency
 
     rel = release_on_file(engine, version)
-    key = (config, scheme, gpu, tp, engine, rel, kv_dtype, kv_limit)
+    key = (config, scheme if isinstance(scheme, str) else scheme.id, gpu, tp, engine, rel, kv_dtype, kv_limit)
     if key in cache:
         return cache[key]
     arch = load_arch(config)
