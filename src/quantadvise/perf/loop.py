@@ -23,8 +23,9 @@ and the replica delivers R·O/cycle output tokens/s (Little's law). The engine f
   ``chunked_prefill_size`` as its own pass, which pays the pass overheads again (and a mixed loop
   whose prefill needs more steps than the O decode steps adds prefill-only steps the same way);
 - **KV exhaustion**: at most ``max_seqs`` requests run, and no more than the KV cache holds at the average
-  length a running request has (I + O/2); the rest queue (their wait is in TTFT), and a preempted
-  request is recomputed — the throughput is the running set's.
+  length a running request has (I + O/2); the rest queue (their wait is in TTFT) and the throughput is the
+  running set's. Both engines preempt by recomputing a request whose KV no longer fits; sized at the
+  average length, the running set is taken to fit, so that recompute is not priced.
 
 The terms (:class:`LoopTerms`) are few and fitted to published end-to-end measurements
 (``tools/fit_serving.py``, ``data/serving_terms.yaml``; docs/calibration.md §8) or to the user's own
