@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..engines.kv_checks import KvIssue
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
+    from ..perf.loop import EngineLoop, LoopSummary
     from ..perf.serving import Slo, Speculation
 
 BF16_KV = "kv-bf16"
@@ -86,6 +87,7 @@ class Option:
     e2e_s: float | None = None
     limit: str = ""  # what stops its concurrency: batch | memory | itl | ttft | e2e
     bound: str = ""  # the decode step's bound there: memory | compute | communication
+    loop: LoopSummary | None = None  # the engine's serving loop at that concurrency (perf.loop)
     tokens_per_step: float = 1.0  # per sequence (speculative decoding: 1 + K x A)
     max_concurrency: int = 0  # sequences its KV cache holds next to its weights
     max_concurrency_bf16: int = 0
@@ -142,6 +144,10 @@ class Context:
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
     # the engine release's start-up memory facts: its default memory fraction when the workload gives none
     startup: StartupFacts | None = None
+    # the engine release's serving loop on this GPU and TP with its fitted terms (None: kernels alone)
+    loop: EngineLoop | None = None
+    # recommend --bench-plan: engine name -> its release's benchmark options (None: no plan asked for)
+    bench_options: dict[str, Any] | None = None
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
+from ..perf.loop import LoopSummary
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
@@ -58,6 +59,7 @@ class Alternative(Out):
     max_concurrency: int | None = None
     kv_dtype: str | None = None
     expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
+    serving_bound: str | None = None  # the serving loop's largest cost at ``concurrency`` (perf.loop.bound_by)
     cautions: list[str] = []
 
 
@@ -222,6 +224,7 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop at ``concurrency``: its terms' shares, the bound
 
 
 class Target(Out):
@@ -269,6 +272,32 @@ class LoadPlan(Out):
     layouts: list[Layout]
 
 
+class BenchRunPlan(Out):
+    """One candidate's measurement: the server that serves it and the benchmark that measures it."""
+
+    scheme: str
+    role: str  # recommended | rival
+    concurrency: int
+    num_prompts: int
+    prompt: int
+    output: int
+    predicted_tokens_per_s: float
+    predicted_ttft_s: float | None = None
+    predicted_itl_s: float | None = None
+    server: dict[str, str | None]  # engine -> the serve command (None: that engine refuses it)
+    bench: dict[str, str | None]  # engine -> the benchmark command against that server
+    why_prompts: str = ""
+
+
+class BenchPlan(Out):
+    """``recommend --bench-plan``: the measurements that settle the recommendation on the user's GPU."""
+
+    runs: list[BenchRunPlan]
+    checked_against: list[str]  # the benchmark option lists every command was checked against
+    validate_commands: dict[str, str]  # engine -> the `quantadvise validate --bench` command that reads the results
+    notes: list[str] = []
+
+
 class Recommendation(Result):
     workload: ServedWorkload
     assumptions: list[str]
@@ -284,6 +313,7 @@ class Recommendation(Result):
     speculation: SpecInfo | None = None
     load: LoadPlan | None = None  # with --rate / --users
     frontier: list[ParetoPoint] = []  # with recommend --plot: each ranked candidate across concurrency
+    bench_plan: BenchPlan | None = None  # with --bench-plan: the benchmark runs that settle it
     notes: list[str] = []
     warnings: list[str] = []
     layouts: LayoutSearch | None = None  # with a pool (--max-gpus, --node, several --gpu, --layouts); absent without
@@ -321,3 +351,4 @@ class Prediction(Result):
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
     speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
     kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop (perf.loop): what bounds the figures

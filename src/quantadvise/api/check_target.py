@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import catalog
+from .. import catalog, defaults
 from ..defaults import GiB
 from ..engines.flags import kv_cache_flag
 from ..errors import ConfigError, InputError, QuantAdviseError, SourceUnavailableError, UnknownNameError
@@ -510,7 +510,7 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     deployed scheme runs the kernel its ``--quantization`` selects (SGLang's forced ``awq``: dequantize,
     then a bf16 GEMM), as ``roofline --quantization`` prices it."""
     from ..advisor.speed import predict as price
-    from ..catalog.resolve import load_profiles
+    from ..catalog.resolve import load_profiles, load_site_terms
     from ..gate.target import perf_check
     from .recommend import recommend
     from .speed import efficiency
@@ -518,10 +518,14 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     try:
         profiles = load_profiles(False, profile_path, g)
         eng = {"engine": wdata.get("engine"), "version": wdata.get("engine_version")}
+        release = catalog.get_engine(eng["engine"] or defaults.ENGINE, eng["version"])
+        loop = catalog.engine_loop(g, release.engine, release.version, tp=workload.gpus,
+                                   site=load_site_terms(profile_path))
         eff = efficiency(profiles, g, scheme, **eng, quantization=quantization)
-        dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id)
+        dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id, loop=loop)
         bf16 = catalog.get_scheme("bf16")
-        base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id)
+        base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id,
+                     loop=loop)
     except QuantAdviseError as exc:
         return None, f"speed not predicted: {exc}"
     note = None

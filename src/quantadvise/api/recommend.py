@@ -24,12 +24,13 @@ if TYPE_CHECKING:
     from ..engines.startup import StartupFacts
     from ..hardware import GPU
     from ..model.arch import ModelArch
+    from ..perf.loop import LoopTerms
     from ..perf.serving import Price, Slo, Speculation
     from ..workload import Workload
 
 
 def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bool = False,
-              **overrides: Any) -> Recommendation:
+              bench_plan: bool = False, **overrides: Any) -> Recommendation:
     """Walk the decision tree for a workload and return the recommended scheme, the trace, the
     ranked alternatives and how to deploy it.
 
@@ -38,7 +39,9 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     (docs/recommend.md): ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` run each candidate at the largest
     concurrency that meets them; ``rate`` (requests/s) or ``users`` size the GPUs; ``usd_per_gpu_hour``
     prices them (default: data/pricing.yaml); ``spec_tokens`` with ``acceptance`` adds speculative
-    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``).
+    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``);
+    ``bench_plan=True`` writes the server and benchmark commands that measure the winner and its closest
+    rival at this workload (``recommend --bench-plan``; ``validate --bench`` reads their results).
 
     >>> r = recommend(batch=1, ctx=2048)
     >>> r.scheme.axes.weights.bits
@@ -63,8 +66,15 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         return _recommend_pool(w, data, searched, frontier)
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
+    if bench_plan:
+        inputs.bench_options = {e.engine: catalog.bench_options(e.engine, e.version)
+                                for e in (inputs.engine, *([inputs.other] if inputs.other else []))}
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
     inputs.assumptions += _target_assumptions(w, inputs, searched, "gpus" in data)
+    if not w.ideal:  # the serving loop every figure runs through (perf.loop)
+        lp = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=w.gpus, site=inputs.site)
+        inputs.assumptions.append(f"serving loop: {lp.label()}" + (f" (deployment profile {w.profile})" if inputs.site
+                                                                    else "") + "; docs/calibration.md §9")
     try:
         if w.rate is not None or w.users is not None:
             rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)
@@ -125,6 +135,8 @@ class _Inputs:
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
     published: tuple[tuple[Published, Scheme], ...] = ()  # published checkpoints of the model as asked
     draft: Speculator | None = None  # its published speculative-decoding draft
+    site: tuple[LoopTerms, ...] = ()  # a deployment profile's serving terms (--profile site.yaml)
+    bench_options: dict[str, Any] | None = None  # --bench-plan: engine -> its release's benchmark options
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -155,7 +167,8 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
                    assumptions=assumptions, native=native, limits=limits,
                    startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
                    published=_published(w.model, src.id if src.kind == "bundled" else None),
-                   draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None)
+                   draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None,
+                   site=site_terms(w.profile))
 
 
 def _draft(asked: str, bundled: str) -> Speculator | None:
@@ -198,7 +211,9 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
                   fp16=inputs.fp16, gpu_refused=inputs.gpu_refused, published=inputs.published, draft=inputs.draft,
-                  kv_issues=catalog.kv_issues())
+                  kv_issues=catalog.kv_issues(), bench_options=inputs.bench_options,
+                  loop=None if w.ideal else catalog.engine_loop(inputs.gpu, inputs.engine.engine,
+                                                                inputs.engine.version, tp=w.gpus, site=inputs.site))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -551,6 +566,18 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     kv, kv_name = resolve_kv(kv_dtype if kv_dtype is not None else w.kv_dtype)
     if kv is not None and not kv.is_quantized:
         kv = None
-    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16")
+    eng = catalog.get_engine(w.engine, w.engine_version)
+    loop = None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=w.gpus,
+                                                    site=site_terms(w.profile))
+    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16",
+                 loop=loop)
+
+
+def site_terms(profile: Any) -> tuple[LoopTerms, ...]:
+    """The serving terms of a deployment profile (``calibrate --from-bench``) given as ``--profile``; none
+    for an efficiency profile or no profile."""
+    from ..catalog.resolve import load_site_terms
+
+    return load_site_terms(profile)
 
 

@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import engine_share, get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+from ..catalog.resolve import (
+    engine_share,
+    get_gpu,
+    load_model,
+    load_profiles,
+    load_site_terms,
+    resolve_kv,
+    resolve_scheme,
+)
 from ..errors import InputError
 from ..hardware import GPU
 from ..model.arch import ModelArch
@@ -144,6 +152,9 @@ def roofline(
         reserve_bytes=reserve,
         price=price_for(g, usd_per_gpu_hour),
         spec=Speculation(spec_tokens, acceptance) if spec_tokens is not None and acceptance is not None else None,
+        loop=None if ideal or not pareto else catalog.engine_loop(
+            g, engine or defaults.ENGINE, catalog.get_engine(engine or defaults.ENGINE, engine_version).version,
+            tp=gpus, site=load_site_terms(profile)),
         pareto=(output or defaults.OUTPUT_TOKENS,
                 Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
                     e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,

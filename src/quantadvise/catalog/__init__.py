@@ -3,7 +3,8 @@ compiled JSON form in a wheel install, else YAML with the safe loader; see ``cat
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
 ``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``comm`` (communication figures per GPU system), ``engines`` (engine and library releases,
-kernel tables, server option lists, start-up facts). ``validate_all()`` validates everything. Names resolve
+kernel tables, server option lists, start-up facts), ``serving`` (the serving loop's facts and fitted terms,
+the published end-to-end points, the benchmark CLIs' options). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
 closest ones.
 
@@ -30,6 +31,8 @@ _NAMES: dict[str, str] = {
     "kv_ids": "schemes", "kv_names_all": "schemes", "kv_preset": "schemes", "layouts": "schemes",
     "load_scheme_file": "schemes", "scheme_from_preset": "schemes", "scheme_ids": "schemes",
     "scheme_names": "schemes", "scheme_names_all": "schemes", "scheme_preset": "schemes",
+    "bench_options": "serving", "e2e_points": "serving", "engine_loop": "serving", "loop_release": "serving",
+    "pick_terms": "serving", "shipped_terms": "serving", "validation_config": "serving",
     "validate_all": "validate",
 }
 
@@ -83,6 +86,15 @@ if TYPE_CHECKING:
         scheme_names_all,
         scheme_preset,
     )
+    from .serving import (
+        bench_options,
+        e2e_points,
+        engine_loop,
+        loop_release,
+        pick_terms,
+        shipped_terms,
+        validation_config,
+    )
     from .validate import validate_all
 
 __all__ = [
@@ -93,6 +105,7 @@ __all__ = [
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",
     "scheme_names_all", "scheme_preset", "shipped_profile_paths", "validate_all", "validate_engines",
+    "bench_options", "e2e_points", "engine_loop", "loop_release", "pick_terms", "shipped_terms", "validation_config",
 ]
 
 

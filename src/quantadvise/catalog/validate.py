@@ -14,6 +14,24 @@ from .schemes import kv_ids, kv_preset, layouts, scheme_from_preset, scheme_ids,
 __all__ = ["validate_all", "validate_engines"]
 
 
+def validate_serving() -> dict[str, int]:
+    """The serving loop's tables: a loop row for every engine release on file, the fitted terms, the
+    published end-to-end points, the benchmark clients' option lists."""
+    from ..calibration.e2e import E2ETable
+    from .serving import _loop_table, bench_options, e2e_points, loop_release, shipped_terms
+
+    for engine in engine_names():
+        for version in engine_versions(engine):
+            row = loop_release(engine, version)
+            if row.version != version:
+                raise DataError(f"data/serving.yaml: no row for {engine} {version} (data/engines has the release)")
+            if bench_options(engine, version) is None:
+                raise DataError(f"data/flags/bench: no option list for {engine} {version}")
+    table = E2ETable.model_validate(e2e_points())
+    return {"serving_loops": len(_loop_table().releases), "serving_terms": len(shipped_terms()),
+            "e2e_points": len(table.points)}
+
+
 def validate_all() -> dict[str, int]:
     """Validate every row of every table; returns row counts per table."""
     counts = {"layouts": len(layouts())}
@@ -84,6 +102,7 @@ def validate_all() -> dict[str, int]:
         for kid in issue.kv:
             kv_preset(kid)
     counts["kv_issues"] = len(kv_issues())
+    counts.update(validate_serving())
     counts["flag_vocabularies"] = 0
     for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
         engine, _, version = path.stem.partition("-")

@@ -31,6 +31,13 @@ class RecFormat(str, Enum):
     json = "json"
 
 
+BenchPlanOpt = Annotated[
+    bool, typer.Option("--bench-plan", help="Print the server and benchmark commands (vllm bench serve / SGLang "
+                       "bench_serving) that measure the winner and its closest rival at this workload; "
+                       "`validate --bench` reads their results.")
+]
+
+
 def recommend_cmd(
     batch: Annotated[int | None, typer.Option("--batch", "-b", help="Max concurrent sequences [default: 1].")] = None,
     ctx: Annotated[int | None, typer.Option("--ctx", help="Tokens per sequence, prompt + output [default: 2048].")]
@@ -109,6 +116,7 @@ def recommend_cmd(
         str | None, typer.Option("--workload", "-w", help="Workload YAML file (same keys as these flags); flags win.")
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
+    bench_plan: BenchPlanOpt = False,
     wide: WideOpt = False,
     fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
                                            case_sensitive=False)] = RecFormat.table,
@@ -117,9 +125,8 @@ def recommend_cmd(
     filters, KV cache, speed at the sequences each candidate holds — every branch with its
     numbers — and how to deploy it on vLLM and SGLang.
 
-    Example: quantadvise recommend --batch 64 --ctx 2048
+    Example: quantadvise recommend --batch 64 --ctx 2048 --bench-plan
     """
-
     from ..api.recommend import recommend
     from ..catalog.resolve import load_workload
     from ..inputs import engine_spec
@@ -141,13 +148,13 @@ def recommend_cmd(
         "layouts": layouts or None,
     }
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
-    result = recommend(base, frontier=plot is not None, **flags)
+    result = recommend(base, frontier=plot is not None, bench_plan=bench_plan, **flags)
     if plot is not None:
         from ..report.recommend import write_plot
 
         with writing(plot, "--plot"):
             write_plot(result, plot)
-    kind = "explain" if explain and fmt.value == "table" else fmt.value
+    kind = ("explain" if explain else "bench_plan" if bench_plan else "table") if fmt.value == "table" else fmt.value
     emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
         wrote(plot, made)

@@ -107,6 +107,7 @@ class PerfCheck(Out):
     mode: str
     batch: int
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
+    serving_loop: str | None = None  # the engine's serving loop and the terms that priced it (a site profile's)
     # what the comparisons may assume: bf16's weights (None: not known) and whether the recommendation fits
     bf16_weights_bytes: int | None = None
     bf16_does_not_fit: bool = False  # the recommendation found bf16 cannot hold one sequence

@@ -567,6 +567,8 @@ def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommen
         recommended_tokens_per_s=rec_tps,
         slowdown_vs_recommended=(rec_tps / deployed.tokens_per_s - 1) if rec_tps else None,
         profile=deployed.profile, mode=deployed.mode, batch=deployed.batch, model_note=deployed.model_note,
+        serving_loop=(f"{deployed.serving_loop.loop}; terms {deployed.serving_loop.terms}"
+                      if getattr(deployed, "serving_loop", None) is not None else None),
         bf16_weights_bytes=base.weights_bytes if base is not None else None,
         bf16_does_not_fit=base is not None and base.status == "does-not-fit",
         recommended_native=bool(recommended is not None and recommended.scheme.native),

@@ -18,6 +18,7 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("recommend", "json"): "quantadvise.report:to_json",
     ("deploy", "table"): "quantadvise.report.layouts:deploy_table",
     ("deploy", "json"): "quantadvise.report:to_json",
+    ("recommend", "bench_plan"): "quantadvise.report.bench:bench_plan_table",
     ("size", "table"): "quantadvise.report.size:table",
     ("size", "json"): "quantadvise.report:to_json",
     ("roofline", "table"): "quantadvise.report.roofline:table",
@@ -49,6 +50,12 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("calibrate_import", "json"): "quantadvise.report:to_json",
     ("validate", "table"): "quantadvise.report.calibrate:validate_table",
     ("validate", "json"): "quantadvise.report:to_json",
+    ("validate_bench", "table"): "quantadvise.report.bench:bench_table",
+    ("validate_bench", "json"): "quantadvise.report:to_json",
+    ("validate_e2e", "table"): "quantadvise.report.bench:e2e_table",
+    ("validate_e2e", "json"): "quantadvise.report:to_json",
+    ("calibrate_bench", "table"): "quantadvise.report.bench:site_table",
+    ("calibrate_bench", "json"): "quantadvise.report:to_json",
 }
 
 

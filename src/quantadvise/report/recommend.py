@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..advisor.result import Recommendation
+from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
 from .layouts import layout_lines
@@ -112,6 +113,8 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     cost = (f"; ${usd(perf.usd_per_mtok)} per million output tokens at "
             f"{perf.tokens_per_s_per_gpu:,.0f} tokens/s per GPU") if perf.usd_per_mtok is not None else ""
     lines += wrap(f"Serving: {lat}{split}{cost}.", width, subsequent="  ")
+    if perf.serving_loop is not None:
+        lines += wrap(loop_line(perf.serving_loop), width, subsequent="  ")
     if r.speculation is not None:
         sp = r.speculation
         lines += wrap(f"Speculative decoding: K = {sp.tokens} drafted, A = {sp.acceptance:g} accepted -> "
@@ -121,6 +124,17 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     if r.price is not None:
         lines += wrap(f"Price: {r.price.label()}.", width, subsequent="  ")
     return lines
+
+
+def loop_line(s: LoopSummary) -> str:
+    """``Loop: vLLM 0.33.0, terms 'vllm'; decode kernels 53% of time``: one line (docs/calibration.md §9)."""
+    terms = s.terms.split(" (")[0] if s.terms else None
+    top = next(iter(s.shares.items()), None)
+    where = f"; {s.bound} {top[1]:.0%} of time" if top is not None else ""
+    held = f", {s.running:,} running ({s.limited_by} binds)" if s.limited_by != "concurrency" else ""
+    tag = "" if s.validated else f" UNVALIDATED ±{s.uncertainty:.0%}" if s.uncertainty else " UNVALIDATED"
+    return (f"Loop: {s.loop.split(':')[0]}, terms '{terms}'{tag}{held}{where}"
+            if terms else f"Loop: {s.loop.split(':')[0]}, no fitted terms{held}{where}")
 
 
 def _load_table(r: Recommendation, width: int | None) -> list[str]:
