@@ -59,12 +59,14 @@ class Facts:
         self.member_what[section] = what
         self.files.update(f.file for f in items)
 
-    def attempt(self, what: str, fn: Callable[[], Any]) -> Any:
-        """Run one extraction; a fact not where the spec looks becomes a review item."""
+    def attempt(self, what: str, fn: Callable[[], Any], dropped: bool = False) -> Any:
+        """Run one extraction; a fact not where the spec looks becomes a review item (``dropped``: the
+        rows it backs are dropped from the file, not kept)."""
         try:
             return fn()
         except NotFound as exc:
-            self.review.append(f"{what}: not extracted ({exc}); the hand-written value was kept")
+            self.review.append(f"{what}: not extracted ({exc}); " + (
+                "the rows it backs are dropped" if dropped else "the hand-written value was kept"))
             return None
 
 
@@ -153,6 +155,7 @@ def _messages(w: Wheel, facts: Facts, base: dict[str, Any], table: dict[str, tup
         if mid in TEMPLATES:
             facts.anchor("messages", mid, got, "")
             for rel2, anchor2 in TEMPLATES[mid]:
+                rel2 = _loc(w, rel2, moved)
                 other = facts.attempt(f"messages[{mid}]", lambda rel2=rel2, anchor2=anchor2:
                                       call_message(w, rel2, anchor2))
                 if other is not None:
@@ -227,8 +230,16 @@ def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, sch
                 facts.drops.append(("compressed_tensors/fallback", rid, f"fallback {cls} is not returned by "
                                     "_get_scheme_from_parts: below the scheme's capability the row refuses"))
                 continue
-            caps = facts.attempt(f"compressed_tensors.{rid} {cls}.get_min_capability",
-                                 lambda cls=cls: w.returns(schemes_pkg, cls, "get_min_capability"))
+            try:
+                caps = w.returns(schemes_pkg, cls, "get_min_capability")
+            except NotFound as exc:
+                if key == "scheme":  # the scheme class is not in this wheel (SGLang 0.4-0.5.3 imported vllm's)
+                    facts.drops.append(("compressed_tensors", rid, f"{cls}.get_min_capability not read ({exc})"))
+                    facts.not_extracted.append(f"compressed_tensors.dispatch[{row['id']}]: {cls} is not defined in "
+                                               "this wheel (imported from another package): row not read")
+                    break
+                facts.drops.append(("compressed_tensors/fallback", rid, f"fallback {cls} not read ({exc})"))
+                continue
             one = _one(caps or [], row.get(cap_key), f"compressed_tensors.{rid} {cls}.get_min_capability", facts)
             if one is not None and row.get("exact_capability") is None:
                 facts.set("compressed_tensors", rid, cap_key, one.value, one, f"{cls}.get_min_capability")
@@ -354,6 +365,7 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
     equals: list[str] = []
     contains: list[str] = []
     var: set[str] = set()
+    upper = False
     for n in ast.walk(test):
         if isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And):
             strs = [v for v in n.values if isinstance(v, ast.Compare) and any(
@@ -374,6 +386,12 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
                 and isinstance(right, ast.Name):
             contains.append(left.value)
             var.add(right.id)
+        elif isinstance(left, ast.Constant) and isinstance(left.value, str) and isinstance(op, ast.In) \
+                and isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) \
+                and right.func.attr == "upper" and isinstance(right.func.value, ast.Name):  # "FP8" in algo.upper()
+            contains.append(left.value)
+            var.add(right.func.value.id)
+            upper = True
     if not var:
         return None
     if len(var) > 1:
@@ -383,6 +401,8 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
         match["equals"] = equals
     if contains:
         match["contains"] = contains
+    if upper:
+        match["_upper"] = True  # compared upper-cased: not case sensitive
     return var.pop(), match
 
 
@@ -529,7 +549,8 @@ def _v_shorthands(w: Wheel, init: str, fn: ast.FunctionDef) -> tuple[list[Fact],
         isinstance(c, ast.Name) and c.id == "OnlineQuantizationConfig" for c in ast.walk(n))), None)
     if loop is None:
         return [], None, ""
-    at = Fact(ast.unparse(loop.iter), init, loop.lineno, loop.end_lineno)
+    reg = next(st for st in loop.body if "OnlineQuantizationConfig" in ast.unparse(st))  # setdefault / [x] = ...
+    at = Fact(ast.unparse(loop.iter), init, reg.lineno)
     src = ast.unparse(loop.iter)
     if src == "_ONLINE_SHORTHANDS":
         return w.strings(cq, "_ONLINE_SHORTHANDS"), at, "_ONLINE_SHORTHANDS"
@@ -700,15 +721,15 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
 
     # config validation tables (a rule the release's code does not hold is dropped, never carried)
     conv = _loc(w, "vllm/transformers_utils/model_arch_config_convertor.py", V_MOVED)
-    norm = facts.attempt("model_arch_config_convertor", lambda: w.function(conv, "_normalize_quantization_config"))
+    norm = facts.attempt("model_arch_config_convertor", lambda: w.function(conv, "_normalize_quantization_config"), dropped=True)
     if norm is not None:
         algos = _str_constants(norm, "quant_algo_upper")
         raise_line = w.grep(conv, r"Unknown ModelOpt quant algo")
         _config_rule(facts, "modelopt-hf-quant-config-algo", [[a] for a in algos],
                      Fact(algos, conv, norm.lineno, raise_line.line), "_normalize_quantization_config")
     mo = VQ + "modelopt.py"
-    lin = facts.attempt("LINEAR_ALGOS", lambda: w.assigned(mo, "LINEAR_ALGOS")) if "LINEAR_ALGOS =" in w.text(mo) \
-        else None
+    lin = facts.attempt("LINEAR_ALGOS", lambda: w.assigned(mo, "LINEAR_ALGOS")) \
+        if re.search(r"^LINEAR_ALGOS\b[^=\n]*=", w.text(mo), re.M) else None
     qa = facts.attempt("QUANT_ALGOS", lambda: w.assigned(mo, "QUANT_ALGOS"))
     quant_algos: list[str] = []
     if qa is not None:
@@ -810,6 +831,18 @@ def _v_marlin_overrides(w: Wheel, facts: Facts, classes: dict[str, tuple[str, st
     if not live:
         return
     _marlin_compatible(w, facts, mu, live)
+    _marlin_limits(w, facts, mu, base)
+
+
+def _marlin_limits(w: Wheel, facts: Facts, mu: str, base: dict[str, Any]) -> None:
+    """Marlin's group sizes (``MARLIN_SUPPORTED_GROUP_SIZES``) and the capability below which
+    ``query_marlin_supported_quant_types`` returns no type."""
+    if not w.exists(mu):
+        for key in ("marlin_group_sizes", "marlin_min_capability"):
+            if base.get(key) is not None:
+                facts.drops.append(("doc", key, f"{mu} is not in this wheel"))
+                facts.not_extracted.append(f"{key}: {mu} is not in this wheel (Marlin limits not read)")
+        return
     try:
         sizes, ln, end = w.assigned(mu, "MARLIN_SUPPORTED_GROUP_SIZES")
         facts.set("doc", "_", "marlin_group_sizes", literal(sizes), Fact(literal(sizes), mu, ln, end),
@@ -893,7 +926,7 @@ def _override_algo(w: Wheel, facts: Facts, rid: str, path: str, owner: str, fn: 
             if got is None:
                 continue
             var, match = got
-            if not _upper_cased(w, path, owner, fn, var):
+            if not match.pop("_upper", False) and not _upper_cased(w, path, owner, fn, var):
                 match["case_sensitive"] = True
             facts.set("overrides", rid, "quant_algo", match, Fact(match, path, node.lineno), "quant_algo test")
             return
@@ -990,6 +1023,34 @@ S_MESSAGES: dict[str, tuple[Any, ...]] = {
     "modelopt_mixed_algo": (SQ + "modelopt_quant.py", "ModelOptMixedPrecisionConfig only supports MIXED_PRECISION"),
 }
 
+# Where SGLang kept a fact in older releases (see V_MOVED): QUANTIZATION_CHOICES and the --kv-cache-dtype
+# field were in server_args.py before arg_groups/ (0.5.20).
+S_MOVED: dict[str, tuple[str, ...]] = {
+    "sglang/srt/arg_groups/choices.py": ("sglang/srt/server_args.py",),
+    "sglang/srt/arg_groups/fields/model.py": ("sglang/srt/server_args.py",),
+    # awq.py / gptq.py became packages (awq/awq.py, gptq/gptq.py) in 0.5.12-0.5.14
+    SQ + "awq/awq.py": (SQ + "awq.py",),
+    SQ + "gptq/gptq.py": (SQ + "gptq.py",),
+}
+
+
+def _arg_choices(w: Wheel, rel: str, option: str) -> list[Fact]:
+    """The literal ``choices=[...]`` of the ``add_argument(option, ...)`` call in ``rel``."""
+    for node in ast.walk(w.tree(rel)):
+        if isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and node.args and \
+                isinstance(node.args[0], ast.Constant) and node.args[0].value == option:
+            kw = next((k for k in node.keywords if k.arg == "choices"), None)
+            if kw is not None and isinstance(kw.value, (ast.List, ast.Tuple)):
+                return [Fact(e.value, rel, e.lineno) for e in kw.value.elts
+                        if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            raise NotFound(f"{rel}:{node.lineno}: {option} has no literal choices")
+    raise NotFound(f"{rel}: no add_argument({option!r})")
+
+
+def _name_of(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
 # Messages whose file row is a template over several literal messages (one per class).
 TEMPLATES: dict[str, list[tuple[str, str]]] = {
     "marlin_forced_off": [(SQ + "awq/awq.py", "Detected that the model can run with awq_marlin")],
@@ -1005,7 +1066,10 @@ def _registry(w: Wheel, rel: str) -> tuple[dict[str, tuple[str, Fact]], dict[str
     tree = w.tree(rel)
     cuda: dict[str, tuple[str, Fact]] = {}
     plats: dict[str, list[str]] = {}
-    base, _, _ = w.assigned(rel, "BASE_QUANTIZATION_METHODS")
+    try:
+        base, _, _ = w.assigned(rel, "BASE_QUANTIZATION_METHODS")
+    except NotFound:  # before 0.4.4: one QUANTIZATION_METHODS dict
+        base, _, _ = w.assigned(rel, "QUANTIZATION_METHODS")
     for k, v in dict_items(base, rel):
         cuda[k.value] = (ast.unparse(v), k)
     for node in tree.body:
@@ -1041,25 +1105,40 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
         "compatible": lambda i: {"id": i, "checkpoint_methods": [], "source": "", "as_of": None},
     }
     base_methods = {m["id"]: m for m in base.get("methods") or []}
-    choices_rel = "sglang/srt/arg_groups/choices.py"
-    choices = w.strings(choices_rel, "QUANTIZATION_CHOICES")
+    choices_rel = _loc(w, "sglang/srt/arg_groups/choices.py", S_MOVED)
+    try:
+        choices = w.strings(choices_rel, "QUANTIZATION_CHOICES")
+        choices_what = "QUANTIZATION_CHOICES"
+    except NotFound:  # before 0.5.2: the literal choices of the --quantization add_argument
+        choices_rel = "sglang/srt/server_args.py"
+        choices = _arg_choices(w, choices_rel, "--quantization")
+        choices_what = "--quantization choices"
     facts.counts["quantization_choices"] = len(choices)
     init = SQ + "__init__.py"
     cuda, plats = _registry(w, init)
     imports = w.imports(init)
     registry_only = [Fact(n, init, f.line) for n, (_, f) in cuda.items() if n not in {c.value for c in choices}]
-    facts.member("methods", choices + registry_only, "QUANTIZATION_CHOICES / BASE_QUANTIZATION_METHODS")
+    facts.member("methods", choices + registry_only, f"{choices_what} / BASE_QUANTIZATION_METHODS")
     vq = w.function(S_MC, "_verify_quantization")
     optimized = w.strings(S_MC, "optimized_quantization_methods", vq)
     rocm = w.strings(S_MC, "rocm_supported_quantization", vq)
-    compat_node, _, _ = w.assigned(S_MC, "compatible_quantization_methods", vq)
-    requant = w.strings(S_MC, "REQUANTIZATION_METHODS")
     opt = {f.value for f in optimized}
     facts.set("doc", "_", "optimized_allow_list", [f.value for f in optimized], optimized[0],
               "optimized_quantization_methods")
-    facts.set("doc", "_", "requantization_methods", [f.value for f in requant], requant[0], "REQUANTIZATION_METHODS")
+    try:
+        requant = w.strings(S_MC, "REQUANTIZATION_METHODS")
+        facts.set("doc", "_", "requantization_methods", [f.value for f in requant], requant[0],
+                  "REQUANTIZATION_METHODS")
+    except NotFound:  # before 0.5.19: no requantization
+        facts.set("doc", "_", "requantization_methods", [], Fact([], S_MC, vq.lineno, vq.end_lineno),
+                  "no REQUANTIZATION_METHODS in this release")
     facts.set("platform_lists", "rocm", "allowed", [f.value for f in rocm], rocm[0], "rocm_supported_quantization")
-    comp = [(k, [literal(v) for v in getattr(node, "elts", [])]) for k, node in dict_items(compat_node, S_MC)]
+    try:
+        compat_node, _, _ = w.assigned(S_MC, "compatible_quantization_methods", vq)
+        comp = [(k, [literal(v) for v in getattr(node, "elts", [])]) for k, node in dict_items(compat_node, S_MC)]
+    except NotFound:  # before 0.4.5: a mismatching --quantization is refused outright
+        comp = []
+        facts.hand.append("compatible: _verify_quantization has no compatible_quantization_methods in this release")
     facts.member("compatible", [k for k, _ in comp], "compatible_quantization_methods")
     for k, vals in comp:
         facts.set("compatible", k.value, "checkpoint_methods", vals, k, "compatible_quantization_methods")
@@ -1078,8 +1157,13 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                   "optimized_quantization_methods")
         if mid in cuda:
             cname, where = cuda[mid]
-            if cname not in imports:
-                facts.review.append(f"methods[{mid}]: {cname} not imported by {init}")
+            if cname not in imports:  # imported from vllm (0.4.x) or defined elsewhere: not read
+                facts.set("methods", mid, "config_class", cname, where, "BASE_QUANTIZATION_METHODS")
+                for key in ("min_capability", "supported_act_dtypes"):
+                    facts.set("methods", mid, key, None, where, "not extracted")
+                facts.not_extracted.append(f"methods[{mid}]: {cname} is not defined in this wheel (imported from "
+                                           "another package, e.g. vllm): min_capability, activation dtypes and "
+                                           "config files not read (left null)")
                 continue
             mod, cls = imports[cname]
             facts.set("methods", mid, "config_class", cls, where, "BASE_QUANTIZATION_METHODS")
@@ -1091,27 +1175,30 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                           "weight_only_*, notes hand-written")
     _without_config(w, facts, base, "sglang/srt/model_loader/weight_utils.py",
                     {n: imports[c] for n, (c, _) in cuda.items() if c in imports}, [])
+    members = {f.value for f in choices + registry_only}
     for ov in base.get("overrides") or []:
+        probes = [p for p in ov.get("probed_as") or [] if p in cuda]
+        if not probes or ov["returns"] not in members and ov["returns"] != "checkpoint":
+            facts.drops.append(("overrides", ov["id"], f"{ov.get('probed_as')} / '{ov['returns']}' is not a method "
+                                "of this release"))
+            continue
+        cls_name = cuda[probes[0]][0]
+        if cls_name not in imports:
+            facts.drops.append(("overrides", ov["id"], f"{cls_name} is not defined in this wheel (not read)"))
+            facts.not_extracted.append(f"overrides[{ov['id']}]: {cls_name} is not defined in this wheel; whether "
+                                       "and when it claims checkpoints is not read")
+            continue
+        mod, cls = imports[cls_name]
+        try:
+            path, owner, node = w.method(mod, cls, "override_quantization_method")
+        except NotFound:
+            facts.drops.append(("overrides", ov["id"], f"{cls} has no override_quantization_method in this release"))
+            continue
         facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
-        for probe in ov.get("probed_as") or []:
-            if probe in cuda and cuda[probe][0] in imports:
-                facts.hand_defs.append((f"overrides[{ov['id']}]", *imports[cuda[probe][0]],
-                                        "override_quantization_method"))
-                break
-        cls_name = None
-        for probe in ov.get("probed_as") or []:
-            if probe in cuda:
-                cls_name = cuda[probe][0]
-                break
-        if cls_name and cls_name in imports:
-            mod, cls = imports[cls_name]
-            got = facts.attempt(f"overrides[{ov['id']}]",
-                                lambda mod=mod, cls=cls: w.method(mod, cls, "override_quantization_method"))
-            if got is not None:
-                path, owner, node = got
-                facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
-                             f"{owner}.override_quantization_method")
-    pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"))
+        facts.hand_defs.append((f"overrides[{ov['id']}]", mod, cls, "override_quantization_method"))
+        facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
+                     f"{owner}.override_quantization_method")
+    pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"), dropped=True)
     at: dict[str, int] = {}
     for rw in base.get("rewrites") or []:
         facts.hand.append(f"rewrites[{rw['id']}]: checkpoint_method_prefix, has_nvfp4_layers hand-written; quant_algo "
@@ -1125,12 +1212,32 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                 at[rw["id"]] = ln
                 facts.attempt(f"rewrites[{rw['id']}].quant_algo", lambda rw=rw, ln=ln: _rewrite_algo(
                     w, facts, rw["id"], pm, ln))
+        if rw["id"] not in at:
+            facts.drops.append(("rewrites", rw["id"], "_parse_modelopt_quant_config does not return "
+                                f"quant_method '{rw['becomes']}' in this release"))
     if at:  # the if/elif chain's order: the first branch that matches wins
         facts.orders["rewrites"] = sorted(at, key=lambda r: at[r])
     _marlin_compatible(w, facts)
+    if ("marlin_compatible" not in facts.members) and base.get("marlin_compatible"):
+        for r in base["marlin_compatible"]:
+            facts.drops.append(("marlin_compatible", r["id"], "query_marlin_supported_quant_types / TYPE_MAP not read"))
+    _marlin_limits(w, facts, SQ + "marlin_utils.py", base)
     _s_config_rules(w, facts, cuda, imports)
-    kv_rel = "sglang/srt/arg_groups/fields/model.py"
-    kv = facts.attempt("kv_cache_dtype choices", lambda: _field_choices(w, kv_rel, "kv_cache_dtype"))
+    read = {rid for (sec, rid, _k) in facts.values if sec == "config_rules"}
+    for r in base.get("config_rules") or []:
+        if r["id"] not in read:
+            facts.drops.append(("config_rules", r["id"], "the check it paraphrases is not where the spec reads it"))
+            facts.not_extracted.append(f"config_rules[{r['id']}]: not read in this release; whatever check the "
+                                       "release makes is not modelled")
+    kv_rel = _loc(w, "sglang/srt/arg_groups/fields/model.py", S_MOVED)
+
+    def kv_choices() -> list[Fact]:
+        try:
+            return _field_choices(w, kv_rel, "kv_cache_dtype")
+        except NotFound:  # an add_argument("--kv-cache-dtype", choices=[...]) before the annotated fields
+            return _arg_choices(w, "sglang/srt/server_args.py", "--kv-cache-dtype")
+
+    kv = facts.attempt("kv_cache_dtype choices", kv_choices)
     if kv:
         facts.member("kv_cache_dtypes", kv, "--kv-cache-dtype choices")
         facts.counts["kv_cache_dtypes"] = len(kv)
@@ -1139,6 +1246,12 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
     for a in base.get("auto_kv") or []:
         facts.hand.append(f"auto_kv[{a['id']}]: hand-written")
     ctf = SQ + "compressed_tensors/compressed_tensors.py"
+    if not w.exists(ctf):  # before 0.4.4 SGLang served compressed-tensors through vllm's classes
+        facts.drops.append(("compressed_tensors", "*", f"{ctf} is not in this wheel"))
+        facts.not_extracted.append(f"compressed_tensors: {ctf} is not in this wheel (compressed-tensors checkpoints "
+                                   "ran through another package's classes): dispatch table not read")
+        _messages(w, facts, base, S_MESSAGES, S_MOVED)
+        return facts
     pin = w.metadata["requires"].get("compressed-tensors", "").lstrip("=")
     if pin:
         facts.set("compressed_tensors", "_", "pinned_version", pin,
@@ -1160,7 +1273,7 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
     ok = any("transform_config" in w.text(n) for n in w.names if n.startswith(SQ) and n.endswith(".py"))
     facts.set("compressed_tensors", "_", "reads_transform_config", ok,
               Fact(ok, ctf, 1), "transform_config is read nowhere under " + SQ if not ok else "")
-    _messages(w, facts, base, S_MESSAGES)
+    _messages(w, facts, base, S_MESSAGES, S_MOVED)
     return facts
 
 
@@ -1176,7 +1289,7 @@ def _rewrite_algo(w: Wheel, facts: Facts, rid: str, pm: ast.FunctionDef, ln: int
     if best is None:
         raise NotFound(f"{S_MC}:{ln}: no quant_algo test above the return")
     node, var, match = best
-    if not _upper_cased(w, S_MC, "ModelConfig", pm, var):
+    if not match.pop("_upper", False) and not _upper_cased(w, S_MC, "ModelConfig", pm, var):
         match["case_sensitive"] = True
     facts.set("rewrites", rid, "quant_algo", match, Fact(match, S_MC, node.lineno), "quant_algo test")
 
@@ -1194,7 +1307,7 @@ def _marlin_compatible(w: Wheel, facts: Facts, mu: str = SQ + "marlin_utils.py",
     """Which (bits, sym / zero_point) ``is_<kind>_marlin_compatible`` accepts: the TYPE_MAP keys whose
     scalar type ``query_marlin_supported_quant_types(has_zp)`` lists (marlin_utils.py)."""
     table = S_MARLIN if table is None else table
-    fn = facts.attempt("marlin_compatible", lambda: w.function(mu, "query_marlin_supported_quant_types"))
+    fn = facts.attempt("marlin_compatible", lambda: w.function(mu, "query_marlin_supported_quant_types"), dropped=True)
     if fn is None:
         return
     branch = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
@@ -1210,6 +1323,7 @@ def _marlin_compatible(w: Wheel, facts: Facts, mu: str = SQ + "marlin_utils.py",
     supported = {True: types(branch.body), False: types(branch.orelse)}
     kinds: list[Fact] = []
     for kind, (rel, cls, check, _) in table.items():
+        rel = _loc(w, rel, S_MOVED)
         try:
             tm, ln, end = w.assigned(rel, "TYPE_MAP", w.find_class(rel, cls)[1])
             chk = w.function(rel, check, cls)
@@ -1261,6 +1375,7 @@ def _s_config_rules(w: Wheel, facts: Facts, cuda: dict[str, tuple[str, Fact]],
                     imports: dict[str, tuple[str, str]]) -> None:
     rows: list[Fact] = []
     for rid, (rel, cls, fname, var, *_) in S_CONFIG_RULES.items():
+        rel = _loc(w, rel, S_MOVED)
         try:
             fn = w.function(rel, fname, cls)
         except NotFound as exc:

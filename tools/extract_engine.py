@@ -113,7 +113,8 @@ def _def_source(w: Wheel, rel: str, cls: str | None, name: str) -> str | None:
 
 
 def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, rep: Report,
-          base_wheel: Wheel | None = None, base_quotes: dict[str, str] | None = None) -> dict[str, Any]:
+          base_wheel: Wheel | None = None, base_quotes: dict[str, str] | None = None,
+          drop_unfound: bool = False) -> dict[str, Any]:
     meta = w.metadata
     engine, version = meta["name"].lower(), meta["version"]
     spec = SPECS[engine]
@@ -198,9 +199,13 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
             row = _locate(doc, "compressed_tensors", rid)
             for k in ("fallback", "fallback_below", "fallback_min_capability", "fallback_message"):
                 (row or {}).pop(k, None)
+        elif section == "compressed_tensors" and rid == "*":  # the release has no compressed-tensors code
+            doc["compressed_tensors"] = None
         elif section == "compressed_tensors":
             ct = doc.get("compressed_tensors") or {}
             ct["dispatch"] = [d for d in ct.get("dispatch") or [] if f"dispatch/{d['id']}" != rid]
+        elif section == "doc":  # a release-level key the release does not have
+            doc.pop(rid, None)
         else:
             doc[section] = [r for r in doc.get(section) or [] if r.get("id") != rid]
         rep.review.append(f"{section}[{rid}]: dropped: {why}")
@@ -275,10 +280,16 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
 
     for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "dtype_checks",
                     "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
-        for row in doc.get(section) or []:
+        for row in list(doc.get(section) or []):
             lines = cites.get((section, row["id"]))
-            row["source"] = prefix + "; ".join(lines) if lines else hand(f"{section}[{row['id']}]", row["source"])
-            _quote_source(w, row["source"], quotes, rep, f"{section}[{row['id']}]")
+            label = f"{section}[{row['id']}]"
+            row["source"] = prefix + "; ".join(lines) if lines else hand(label, row["source"])
+            if drop_unfound and carry is not None and label in carry.lost:
+                doc[section].remove(row)  # a hand-written fact whose lines this release does not have: not carried
+                rep.dangling.append(f"{label} dropped: hand-written in {base.get('id')}; the lines it cites are not "
+                                    "found again in this release (whether the behaviour exists here was not read)")
+                continue
+            _quote_source(w, row["source"], quotes, rep, label)
             row["as_of"] = stamp
     ct = doc.get("compressed_tensors")
     if ct:
@@ -288,6 +299,12 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
                 continue
             lines = cites.get(("compressed_tensors", key))
             node["source"] = prefix + "; ".join(lines) if lines else hand(f"compressed_tensors.{key}", node["source"])
+            if drop_unfound and carry is not None and f"compressed_tensors.{key}" in carry.lost and \
+                    key.startswith("dispatch/"):
+                ct["dispatch"] = [d for d in ct["dispatch"] if d is not node]
+                rep.dangling.append(f"compressed_tensors.{key} dropped: hand-written in {base.get('id')}; the lines "
+                                    "it cites are not found again in this release")
+                continue
             _quote_source(w, node["source"], quotes, rep, f"compressed_tensors.{key}")
             node["as_of"] = stamp
 
@@ -361,7 +378,7 @@ def _dangling(doc: dict[str, Any], rep: Report) -> None:
                 m["optimized"] = m["id"] in allow
     for g in gone:
         rep.review.append(g)
-    rep.dangling = gone
+    rep.dangling += gone
 
 
 def _file_notes(doc: dict[str, Any], base: dict[str, Any], facts: Facts, rep: Report, same_release: bool) -> None:
@@ -457,6 +474,7 @@ class _Carrier:
                  base_quotes: dict[str, str] | None, rep: Report) -> None:
         self.w, self.engine, self.version, self.base_version = w, engine, version, base_version
         self.base_wheel, self.base_quotes, self.rep = base_wheel, base_quotes or {}, rep
+        self.lost: list[str] = []  # labels of the rows whose cited lines were not found again
 
     def _base_block(self, path: str, start: int, end: int) -> list[str] | None:
         last = min(end, start + QUOTED - 1)
@@ -501,6 +519,7 @@ class _Carrier:
 
         out = CITE.sub(sub, out)
         if lost:
+            self.lost.append(label)
             self.rep.review.append(f"{label}: hand-written; cited lines of {self.base_version} not found again in "
                                    f"{self.version}, kept as they were: {'; '.join(lost)}")
         else:
@@ -616,6 +635,9 @@ def main(argv: list[str] | None = None) -> int:
                     "tests check a sample of facts against it: tests/fixtures/engine_quotes/<engine>-<version>.json)")
     ap.add_argument("--base-wheel", type=Path, help="the wheel the base file was read from: the code behind every "
                     "hand-written fact is compared with it, and what changed is listed for review")
+    ap.add_argument("--drop-unfound", action="store_true", help="drop a hand-written row whose cited lines are not "
+                    "found again in this release (said in the file's notes) instead of keeping it for a human to "
+                    "fix: for releases built without a review of every row (back-filling old releases)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     w = Wheel(args.wheel)
@@ -630,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     base = yaml.safe_load(base_path.read_text())
     rep = Report()
     doc = build(w, base, base_path.name, args.as_of, rep, Wheel(args.base_wheel) if args.base_wheel else None,
-                base_quotes(base))
+                base_quotes(base), args.drop_unfound)
     out = args.out or ENGINES / f"{engine}-{version}.yaml"
     text = dump(doc, header_of(base_path, engine, version))
     problem = validate(yaml.safe_load(text))  # round-trips; the package's own model reads it
