@@ -104,7 +104,7 @@ def carry_one(folder: Path, engine: str, version: str) -> str:
         return f"{engine} {version}: own table (carried from {base_path.stem}; {len(cited)} cited files identical)"
     caveat = (f"Kernel selection not read for {engine} {version}: priced with data/kernels/{base_path.name}, "
               f"whose cited selection code differs in this release ({len(changed)} of {len(cited)} cited files "
-              f"changed, {len(review)} citations not found again"
+              f"changed or absent, {len(review)} citations not found again"
               + (f", kernel messages {missing} not printed by this release" if missing else "") + ").")
     rec = {"schema_version": 1, "engine": engine, "version": version,
            "source": {"package": engine, "version": version, "artifact": artifact, "sha256": sha,

@@ -331,10 +331,8 @@ def _without_config(w: Wheel, facts: Facts, base: dict[str, Any], rel: str, clas
     names_bare, cls_bare = handled_before(bare.lineno)
     rows = {m["id"]: m for m in base.get("methods") or []}
     for mid, (mod, cls) in classes.items():
-        if mid not in rows:
-            continue
-        got = facts.values.get(("methods", mid, "config_filenames"))
-        files = got[0] if got is not None else list(rows[mid].get("config_filenames") or [])
+        got = facts.values.get(("methods", mid, "config_filenames"))  # a method new to the base file: read too
+        files = got[0] if got is not None else list((rows.get(mid) or {}).get("config_filenames") or [])
         value: dict[str, Any] | None = None
         if files:
             if mid in names_file:

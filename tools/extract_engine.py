@@ -401,8 +401,8 @@ def _file_notes(doc: dict[str, Any], base: dict[str, Any], facts: Facts, rep: Re
             lines.append("carried unreviewed: rows new in this release whose hand-written fields are placeholders "
                          f"(kind checkpoint, no bits): {', '.join(new)}")
     prev = [n for n in doc.get("notes") or [] if n.startswith(("not extracted: ", "carried unreviewed: "))]
-    if same_release:  # an idempotent re-run keeps what the first run said about its base
-        lines += [n for n in prev if n.startswith("carried unreviewed: ") and n not in lines]
+    if same_release:  # an idempotent re-run keeps what the first run (on another release's file) said, in order
+        lines = prev + [n for n in lines if n not in prev]
     doc["notes"] = notes + list(dict.fromkeys(lines))
 
 

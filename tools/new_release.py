@@ -119,8 +119,8 @@ def diff_releases(engine: str, old: str, new: str) -> list[str]:
             sb = {k: v for k, v in (pb.get(key) or {}).items() if k != "source"}
             if sa != sb:
                 out.append(f"parser {key}: {sa or None} -> {sb or None}")
-        ea = set(((pa.get("env_vars") or {}).get("names") or {}))
-        eb = set(((pb.get("env_vars") or {}).get("names") or {}))
+        ea = set((pa.get("env_vars") or {}).get("names") or {})
+        eb = set((pb.get("env_vars") or {}).get("names") or {})
         if eb - ea:
             out.append(f"env vars added ({len(eb - ea)}): {' '.join(sorted(eb - ea))}"[:600])
         if ea - eb:

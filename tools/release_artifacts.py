@@ -31,7 +31,6 @@ import argparse
 import hashlib
 import json
 import re
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
