@@ -143,6 +143,9 @@ class Context:
     fp16: dict[str, str] = field(default_factory=dict)
     # engine name -> the message it refuses this GPU with whatever the scheme (it gets no command)
     gpu_refused: dict[str, str] = field(default_factory=dict)
+    # engine name -> its release's option list (``engines.flags.OptionSet``): the plan spells each flag as that
+    # release registers it and writes no option it lacks (None / absent: the flag table's spellings)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:

@@ -13,7 +13,7 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     """How to serve the winner: one command per engine (the chosen engine first; None where that
     engine refuses it or the model's context limit, with the reason in the notes) and the checkpoint
     that carries it. The native candidate serves the published checkpoint as it is."""
-    from ..engines.flags import engine_command
+    from ..engines.flags import MissingOption, engine_command
     from .verdict import engine_verdict, kv_flag
 
     w = ctx.workload
@@ -24,12 +24,16 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     seqs = winner.concurrency if searched and winner.concurrency >= 1 else w.batch
 
-    def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
+    def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str | None:
         # no bfloat16 on this GPU: the engine would run the 16-bit tensors in float16 anyway; say so
-        return engine_command(engine, model, quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
-                              max_model_len=w.context, tensor_parallel_size=w.gpus,
-                              gpu_memory_utilization=w.memory_utilization,
-                              dtype="half" if engine in ctx.fp16 else None)
+        try:
+            return engine_command(engine, model, ctx.options.get(engine), quantization=quantization,
+                                  kv_cache_dtype=kv, max_num_seqs=seqs, max_model_len=w.context,
+                                  tensor_parallel_size=w.gpus, gpu_memory_utilization=w.memory_utilization,
+                                  dtype="half" if engine in ctx.fp16 else None)
+        except MissingOption as exc:  # the release has no option for a field the plan sets
+            notes.append(str(exc))
+            return None
 
     commands: dict[str, str | None] = {}
     notes = []

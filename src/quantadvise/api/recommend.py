@@ -101,6 +101,7 @@ class _Inputs:
     frontier: bool = False
     fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
+    options: dict[str, Any] = field(default_factory=dict)  # engine -> its release's option list (the plan's spellings)
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -129,7 +130,9 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
-                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused)
+                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
+                   options={e.engine: catalog.option_list(e.engine, e.version, True)
+                            for e in (engine, *([other] if other else []))})
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
@@ -144,7 +147,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inventory_of(inputs.arch).total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
+                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused, options=inputs.options)
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Engine = Literal["vllm", "sglang"]
 FlagType = Literal["str", "int", "float", "json"]
@@ -210,10 +211,35 @@ def _written(flag: Flag, value: Any) -> str | None:
     return str(value)
 
 
-def engine_command(engine: str, model: str, **fields: Any) -> str:
+class OptionSet(Protocol):
+    """A release's option list as the writer needs it (``engines.vocabulary.FlagVocabulary``): every option
+    string its parser registers."""
+
+    version: str
+
+    @property
+    def registered(self) -> Mapping[str, Any]: ...
+
+
+class MissingOption(ValueError):
+    """A command for a release would need an option that release's parser does not register."""
+
+
+def spelling(flag: Flag, options: OptionSet | None) -> str | None:
+    """How a command for a release writes ``flag``: the first of its spellings the release's parser registers
+    (SGLang 0.4.6-0.4.10 register --pipeline-parallel-size and --pp-size, 0.4.0-0.4.5 neither); None when it
+    registers none of them; ``flag.name`` without an option list."""
+    if options is None:
+        return flag.name
+    return next((n for n in flag.names if n in options.registered), None)
+
+
+def engine_command(engine: str, model: str, options: OptionSet | None = None, **fields: Any) -> str:
     """The command that serves ``model`` on ``engine`` with ``fields`` (the table's field names:
     ``quantization``, ``kv_cache_dtype``, ``max_num_seqs``, ``max_model_len``,
     ``tensor_parallel_size``, ``gpu_memory_utilization`` ...); unset fields and defaults are left out.
+    ``options``: the release's option list (``catalog.option_list``): each flag is spelled as that release
+    registers it, and a field it has no option for raises :class:`MissingOption` (None: the table's spellings).
 
     >>> engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2)
     'python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2'
@@ -224,9 +250,21 @@ def engine_command(engine: str, model: str, **fields: Any) -> str:
     unknown = sorted(set(fields) - set(_BY_FIELD[engine]))
     if unknown:
         raise TypeError(f"{engine} has no flag for {', '.join(unknown)}")
-    args = [*table.launch, model] if table.positional_model else [*table.launch, table.for_field("model").name, model]
+    written = {f.field: _written(f, fields.get(f.field)) for f in table.flags}
+    written["model"] = None if table.positional_model else model
+    names = {}
     for flag in table.flags:
-        text = _written(flag, fields.get(flag.field))
-        if text is not None:
-            args += [flag.name, text]
+        if written[flag.field] is None:
+            continue
+        name = spelling(flag, options)
+        if name is None:
+            release = f"{table.label} {options.version}" if options is not None else table.label
+            raise MissingOption(f"{release} has no {' / '.join(flag.names)} option: a command for it cannot set "
+                                f"{flag.field.replace('_', ' ')}")
+        names[flag.field] = name
+    args = [*table.launch, model] if table.positional_model else [*table.launch, names["model"], model]
+    for flag in table.flags:
+        text = written[flag.field]
+        if text is not None and flag.field != "model":
+            args += [names[flag.field], text]
     return shlex.join(args)
