@@ -185,7 +185,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     cfg = loaded.config
     site, source = gt.site_for(inv, rel(inv.file) if inv is not None else None, loaded.file, loaded.lines, nth,
-                               nth_on_line)
+                               nth_on_line, {k: rel(v) for k, v in inv.flag_files.items()} if inv is not None else None)
     if inv is None:
         notes.append("no engine command found: the declaration alone is checked (engine flags as declared)")
     choice = gt.choose_engine(inv, cfg, versions=catalog.engine_versions(inv.engine if inv is not None else
@@ -287,7 +287,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
         derived=derived, served_notes=served_notes,
         speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
-        options=catalog.flag_vocabulary(choice.name, choice.running),
+        options=catalog.flag_vocabulary(choice.name, choice.options_release),
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
     return gt.judge(facts_, cfg, version_declared, out)
@@ -420,7 +420,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
-        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.running),
+        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.options_release),
                                      choice.running, model_read=False))
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)

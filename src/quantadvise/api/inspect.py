@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
-from ..catalog.resolve import get_engine, get_gpu
+from ..catalog.resolve import get_engine, get_gpu, release_warning
 from ..hardware import GPU
 from ..model.parse import parse_config
 
@@ -149,6 +149,9 @@ def inspect(
     checked = _against_index(report, index)
     if checked:
         report = report.model_copy(update={"warnings": report.warnings + [checked]})
+    stand_ins = list(dict.fromkeys(w for s in specs if (w := release_warning(s)) is not None))
+    if stand_ins:
+        report = report.model_copy(update={"warnings": stand_ins + report.warnings})
     return report.model_copy(update={"notes": notes + report.notes}) if notes else report
 
 

@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
+from ..catalog.resolve import (
+    get_gpu,
+    load_model,
+    load_profiles,
+    release_warning,
+    resolve_kv,
+    resolve_scheme,
+    shipped_scheme,
+)
 from ..engines.flags import kv_cache_flag
 from ..errors import InputError, QuantAdviseError
 from ..model.inventory import inventory_of
@@ -75,7 +83,8 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         raise _with_gpu_hint(exc, inputs, w, set(data)) from None
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
-    return rec.model_copy(update={"warnings": warn})
+    stand_in = release_warning(w.engine, w.engine_version)
+    return rec.model_copy(update={"warnings": [stand_in, *warn] if stand_in else warn})
 
 
 @dataclass

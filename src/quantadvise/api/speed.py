@@ -32,8 +32,10 @@ def kernel_context(gpu: GPU, scheme: Scheme, engine: str | None = None, version:
     table = catalog.kernel_table(eng.engine, eng.version)
     if table is None:
         return None
+    stand_in = eng.version != table.version
     return KernelContext(table=table, capability=gpu.capability, scheme=scheme, quantization=quantization,
-                         engine_version=eng.version if eng.version != table.version else None)
+                         engine_version=eng.version if stand_in else None,
+                         caveat=catalog.kernel_caveat(eng.engine, eng.version) if stand_in else None)
 
 
 def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | None = None,

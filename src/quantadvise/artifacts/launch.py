@@ -273,11 +273,12 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             continue
         if t.startswith("-") and len(t) > 1 and not _is_number(t):
             name, eq, val = t.partition("=")
-            if table.underscores and name.startswith("--"):
-                name = "--" + name[2:].replace("_", "-")
+            if table.underscores and name.startswith("--"):  # vLLM: up to the first dot (argparse_utils.py)
+                head, dot, tail = name[2:].partition(".")
+                name = "--" + head.replace("_", "-") + dot + tail
             flag = table.named(name) or _prefix_of(ctx.options, table, engine, version, name, w.line, where, warnings)
             base, dot, key = name.partition(".")
-            parent = table.named(base) if flag is None and dot and table.dotted_json else None
+            parent = _json_parent(ctx.options, table, engine, version, base) if flag is None and dot else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
                 if not eq and i + 1 < len(args):
                     val, i = args[i + 1].text, i + 1
@@ -341,16 +342,73 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         text, gline = ctx.gpus
         raw["gpu_count"], lines["gpu_count"] = text, gline
         values["gpu_count"] = gpu_request_count(text)
-    if table.config_option and table.config_option in other:
-        opt = table.config_option
-        warnings.append(f"{where}: line {lines[opt]}: flags in {opt} {other[opt]} are not read; "
-                        f"put the flags that matter on the command line to have them checked")
     return EngineInvocation(
         engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, launcher=launcher, image=image,
         engine_version=version, argv=argv, flag_lines=lines, raw=raw,
         unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
         **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},
     )
+
+
+def config_file_of(inv: EngineInvocation, lists: OptionLists | None) -> str | None:
+    """The ``--config FILE`` whose YAML keys the release's launcher reads as options (vLLM's
+    FlexibleArgumentParser, SGLang's ConfigArgumentMerger; the parser sidecar's ``config_file``), None when
+    the command gives none or its release reads none."""
+    opt = ENGINES[inv.engine].config_option
+    value = inv.other.get(opt) if opt else None
+    if not isinstance(value, str) or not value or "$" in value:
+        return None
+    vocab = _options(lists, inv.engine, inv.engine_version)
+    if vocab is not None and vocab.launcher is not None and vocab.launcher.config_file is None:
+        return None
+    return value
+
+
+def config_words(engine: Engine, entries: Sequence[tuple[str, Any, int]]) -> list[Word]:
+    """The words a release's launcher makes of its ``--config`` YAML file's top-level keys, each on its key's
+    line (vLLM: load_config_file in vllm/utils/argparse_utils.py; SGLang: _convert_config_to_args in
+    sglang/srt/server_args_config_parser.py): ``true`` is ``--key``, ``false`` nothing, a list ``--key a b``,
+    a mapping ``--key`` and its JSON (vLLM; SGLang writes Python's ``str`` of it), anything else ``--key
+    value``."""
+    out: list[Word] = []
+    for key, value, line in entries:
+        name = f"--{key}"
+        if isinstance(value, bool):
+            if value:
+                out.append(Word(name, line))
+        elif isinstance(value, list):
+            if value:
+                out += [Word(name, line), *(Word(str(v), line) for v in value)]
+        elif isinstance(value, dict):
+            out += [Word(name, line), Word(json.dumps(value) if ENGINES[engine].config_mapping_json else str(value),
+                                           line)]
+        else:
+            out += [Word(name, line), Word(str(value), line)]
+    return out
+
+
+def with_config(inv: EngineInvocation, words: Sequence[Word], config_file: str,
+                lists: OptionLists | None) -> EngineInvocation:
+    """The launch with the options its ``--config`` file gives (``words``: :func:`config_words`): the launcher
+    puts them before the command line's own, so a flag the command gives wins; each option read from the file
+    is located in it (``flag_files``)."""
+    ctx = LaunchContext(file=config_file, source=inv.source, options=lists)
+    cfg = _build(inv.engine, list(words), False, ctx, line=inv.line, argv=[], image=inv.image,
+                 version=inv.engine_version, launcher=inv.launcher)
+    update: dict[str, Any] = {"other": dict(inv.other), "flag_lines": dict(inv.flag_lines), "raw": dict(inv.raw),
+                              "flag_files": dict(inv.flag_files), "warnings": [*inv.warnings, *cfg.warnings]}
+    for key, line in cfg.flag_lines.items():
+        if key in inv.flag_lines:
+            continue  # the command line gives it too, and wins
+        update["flag_lines"][key] = line
+        update["flag_files"][key] = config_file
+        if key in cfg.other:
+            update["other"][key] = cfg.other[key]
+        elif key in EngineInvocation.model_fields:
+            update[key] = getattr(cfg, key)
+            if key in cfg.raw:
+                update["raw"][key] = cfg.raw[key]
+    return inv.model_copy(update=update)
 
 
 def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | None, name: str) -> bool:
@@ -361,6 +419,8 @@ def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | Non
     vocab = _options(lists, engine, version)
     if vocab is not None:
         hit = vocab.lookup(name, suggest=False)
+        if "." in name and hit.verdict in ("known", "misread") and hit.via is not None:
+            return False  # -cc.mode 3: the launcher takes the next word as the key's value
         if hit.verdict in ("known", "abbreviation") and hit.option is not None:
             if not name.startswith("--") and hit.option != name and name != "-O":
                 return True  # -q8, -O3: the value is attached
@@ -381,6 +441,23 @@ def _prefix_of(lists: OptionLists | None, table: EngineFlags, engine: Engine, ve
                         f"argparse accepts until a release adds another option starting with {name}): write "
                         f"{flag.name}")
     return flag
+
+
+def _json_parent(lists: OptionLists | None, table: EngineFlags, engine: Engine, version: str | None,
+                 base: str) -> Flag | None:
+    """The table's JSON flag a dotted spelling sets a key of (``--speculative-config.method``, ``-sc.method``):
+    the option before the first dot, as the release's launcher reads it (its parser sidecar), where the release
+    rewrites dotted spellings; without a release's list, the table's own JSON flags under vLLM's rule."""
+    vocab = _options(lists, engine, version)
+    if vocab is not None and vocab.launcher is not None:
+        if vocab.launcher.dotted_json is None:
+            return None  # this release passes `--x.key` to argparse as it is (an unknown option)
+        hit = vocab.lookup(base + ".", suggest=False)
+        canon = vocab.json_options.get(hit.option or "", hit.option) if hit.verdict == "known" else None
+        flag = table.named(canon) if canon else None
+    else:
+        flag = table.named(base) if table.dotted_json else None
+    return flag if flag is not None and flag.type == "json" else None
 
 
 def _stray_boolean(lists: OptionLists | None, engine: Engine, version: str | None, name: str, word: str) -> str | None:

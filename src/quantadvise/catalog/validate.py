@@ -53,12 +53,18 @@ def validate_all() -> dict[str, int]:
         gpu_price(gid)
     counts["prices"] = len(price_ids())
     counts["flag_vocabularies"] = 0
-    for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
-        engine, _, version = path.stem.partition("-")
+    flags = loader.family("flags")
+    for stem in flags.stems():
+        engine, _, version = stem.partition("-")
         if engine not in engine_names() or version not in engine_versions(engine):
-            raise DataError(f"data/flags/{path.name}: no data/engines/{path.stem}.yaml for this release")
+            raise DataError(f"data/flags/{stem}.yaml: no data/engines/{stem}.yaml for this release")
         flag_vocabulary(engine, version)
         counts["flag_vocabularies"] += 1
+    for sub, family in (("parser", flags), ("carried", loader.family("kernels"))):
+        for stem in family.stems(sub):
+            if stem.partition("-")[0] not in engine_names() or stem.partition("-")[2] not in engine_versions(
+                    stem.partition("-")[0]):
+                raise DataError(f"{family.where(stem, sub)}: no data/engines/{stem}.yaml for this release")
     return counts
 
 

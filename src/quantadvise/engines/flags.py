@@ -47,7 +47,11 @@ class EngineFlags:
     cli_model: bool | str = True
     images: tuple[str, ...] = ()  # image repository names (the last path part) that ship the engine
     image_runs_server: bool = False  # those images' entrypoint is the server (arguments follow it)
-    config_option: str | None = None  # the option that reads more options from a YAML file (not read here)
+    # the option that reads more options from a YAML file (whether a release reads one: its parser sidecar)
+    config_option: str | None = None
+    # a mapping in that file becomes its option's JSON (vLLM: json.dumps in load_config_file), else Python's str()
+    # of it (SGLang: _add_scalar_arg in server_args_config_parser.py)
+    config_mapping_json: bool = False
     handoff_options: tuple[tuple[str, str], ...] = ()  # (option, program): the command line goes to that program
     kv_hint: str = ""  # the DeployHints field holding this engine's --kv-cache-dtype value
 
@@ -76,6 +80,7 @@ VLLM = EngineFlags(
     images=("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"),
     image_runs_server=True,  # vllm/vllm-openai's ENTRYPOINT is `vllm serve`
     config_option="--config",
+    config_mapping_json=True,
     handoff_options=(("--omni", "vllm_omni"),),  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
     kv_hint="vllm_kv_cache_dtype",
     flags=(
@@ -103,6 +108,7 @@ SGLANG = EngineFlags(
     cli="sglang",
     cli_model="first",  # sglang/cli/serve.py:62-66 (_normalize_positional_model_path)
     images=("sglang",),
+    config_option="--config",  # sglang/srt/server_args.py prepare_server_args (ConfigArgumentMerger; from 0.5.3: the parser sidecar says per release)
     kv_hint="sglang_kv_cache_dtype",
     flags=(
         Flag("model", ("--model-path", "--model")),

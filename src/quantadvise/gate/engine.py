@@ -148,14 +148,19 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
     for i, name in enumerate(spelled):
         hit = vocab.lookup(name, suggest=i < _SUGGEST, launcher=launcher)
         line = inv.flag_lines.get(name, site.line)
+        file = site.flag_files.get(name, site.file)
+        given = f" (in {file})" if file != site.file else ""
         if hit.verdict == "unknown":
             near = f"; did you mean {' or '.join(hit.matches)}?" if hit.matches else ""
-            out.add("QA108", f"{name} is not a {release} option: the server exits at start-up{near}",
-                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+            out.add("QA108", f"{name}{given} is not a {release} option: the server exits at start-up{near}",
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
         elif hit.verdict == "ambiguous":
-            out.add("QA108", f"{name} is a prefix of {len(hit.matches)} {release} options: the server "
+            out.add("QA108", f"{name}{given} is a prefix of {len(hit.matches)} {release} options: the server "
                     f"exits at start-up; write the option in full",
-                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
+        elif hit.verdict == "misread":  # the launcher rewrites it into a value the option cannot take
+            out.add("QA108", f"{name}{given}: {hit.via}; the server exits at start-up",
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label)
     return []
