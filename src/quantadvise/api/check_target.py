@@ -402,7 +402,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     checkpoint (QA1xx on the flags alone), and the rest skipped. ``exc`` None: the command's model is
     set at run time (``$MODEL``), which QA110 reports; else one QA111 warning names the model."""
     from ..engines.resolution import resolve
-    from ..gate.engine import artifact_findings, engine_findings, option_findings, parallelism_findings
+    from ..gate.engine import artifact_findings, engine_findings, env_findings, option_findings, parallelism_findings
     from ..gate.result import TargetReport
     from ..gate.rules import CHECKPOINT_FREE_KINDS
     from ..gate.target import unresolved
@@ -420,8 +420,9 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
-        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.options_release),
-                                     choice.running, model_read=False))
+        vocab = catalog.flag_vocabulary(choice.name, choice.options_release)
+        notes.extend(option_findings(out, site, inv, vocab, choice.running, model_read=False))
+        env_findings(out, site, inv, vocab)
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
     named_none = exc is None and (inv is None or "model" not in inv.raw)

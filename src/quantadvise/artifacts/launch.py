@@ -28,6 +28,7 @@ from ..engines.flags import (
     is_boolean,
 )
 from ..engines.invocation import EngineInvocation, Source
+from ..engines.versions import release_in_tag
 from ..engines.vocabulary import FlagVocabulary
 from .shell import Word, split_shell
 
@@ -64,6 +65,7 @@ class LaunchContext:
     gpus: tuple[str, int] | None = None  # (the request as written, its line)
     warnings: list[str] = field(default_factory=list)
     options: OptionLists | None = None  # the releases' option lists (see OptionLists)
+    env: dict[str, int] = field(default_factory=dict)  # environment variables the container sets -> line
 
 
 @dataclass
@@ -119,17 +121,14 @@ def not_a_deployment(inv: EngineInvocation) -> str | None:
 
 
 def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
-    """(engine, whether the image's entrypoint is the engine's server, version from the tag)."""
+    """(engine, whether the image's entrypoint is the engine's server, the release its tag names:
+    ``engines.versions.release_in_tag``, ``nightly`` for a nightly build's tag)."""
     ref = image.split("@", 1)[0]
     name, tag = ref, None
     if ":" in ref.rsplit("/", 1)[-1]:
         name, tag = ref.rsplit(":", 1)
-    last = PurePosixPath(name).name
-    engine, entry = engine_of_image(last)
-    version = None
-    if tag and engine is not None:
-        m = re.match(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:\.post|rc|\.dev|a|b)\d+)?)", tag)
-        version = m.group(1) if m else None
+    engine, entry = engine_of_image(name)
+    version = release_in_tag(tag) if tag and engine is not None else None
     return engine, entry, version
 
 
@@ -212,6 +211,12 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
     if found is None:
         return None
     engine, at, first_arg, positional = found
+    in_container = run is not None and (launcher == "image entrypoint" or at > run[0])
+    # `docker run -e` sets the container's environment; the script's own (exports, prefixes) stays outside it
+    env = _set_before(words, run[0], run[0]) if in_container and run is not None else \
+        {**ctx.env, **_set_before(words, max(at, 0), None)}
+    if env != ctx.env:
+        ctx = LaunchContext(**{**ctx.__dict__, "env": env})
     if launcher is None:
         launcher = _launcher([w.text for w in words[at:first_arg]]) if at >= 0 else "image entrypoint"
     if at > 0 and words[at].text == "-m" and PurePosixPath(words[at - 1].text).name.startswith("python"):
@@ -225,6 +230,36 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
         argv = ["<image entrypoint>", *argv]
     return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version,
                   launcher=launcher)
+
+
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _set_before(words: Sequence[Word], at: int, image_at: int | None) -> dict[str, int]:
+    """Environment variables a command sets for the engine -> line: assignments before the engine token
+    (``VLLM_USE_V1=0 vllm serve``, ``env VLLM_X=1 ...``), or (``image_at``: the image's index in a
+    ``docker run``) the container's ``-e NAME=V`` / ``--env NAME``."""
+    out: dict[str, int] = {}
+    if image_at is None:
+        for w in words[:at]:
+            m = _ASSIGN.match(w.text)
+            if m:
+                out[m.group(1)] = w.line
+    else:
+        for k in range(image_at):
+            t = words[k].text
+            value = None
+            if t in ("-e", "--env") and k + 1 < image_at:
+                value = words[k + 1].text
+            elif t.startswith("--env="):
+                value = t[6:]
+            elif t.startswith("-e") and len(t) > 2:
+                value = t[2:]
+            if value:
+                name = value.split("=", 1)[0]
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    out[name] = words[k].line
+    return out
 
 
 def _launcher(tokens: list[str]) -> str:
@@ -342,73 +377,14 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         text, gline = ctx.gpus
         raw["gpu_count"], lines["gpu_count"] = text, gline
         values["gpu_count"] = gpu_request_count(text)
+    prefix = table.env_prefix
     return EngineInvocation(
         engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, launcher=launcher, image=image,
         engine_version=version, argv=argv, flag_lines=lines, raw=raw,
+        env={k: v for k, v in ctx.env.items() if prefix and k.startswith(prefix)},
         unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
         **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},
     )
-
-
-def config_file_of(inv: EngineInvocation, lists: OptionLists | None) -> str | None:
-    """The ``--config FILE`` whose YAML keys the release's launcher reads as options (vLLM's
-    FlexibleArgumentParser, SGLang's ConfigArgumentMerger; the parser sidecar's ``config_file``), None when
-    the command gives none or its release reads none."""
-    opt = ENGINES[inv.engine].config_option
-    value = inv.other.get(opt) if opt else None
-    if not isinstance(value, str) or not value or "$" in value:
-        return None
-    vocab = _options(lists, inv.engine, inv.engine_version)
-    if vocab is not None and vocab.launcher is not None and vocab.launcher.config_file is None:
-        return None
-    return value
-
-
-def config_words(engine: Engine, entries: Sequence[tuple[str, Any, int]]) -> list[Word]:
-    """The words a release's launcher makes of its ``--config`` YAML file's top-level keys, each on its key's
-    line (vLLM: load_config_file in vllm/utils/argparse_utils.py; SGLang: _convert_config_to_args in
-    sglang/srt/server_args_config_parser.py): ``true`` is ``--key``, ``false`` nothing, a list ``--key a b``,
-    a mapping ``--key`` and its JSON (vLLM; SGLang writes Python's ``str`` of it), anything else ``--key
-    value``."""
-    out: list[Word] = []
-    for key, value, line in entries:
-        name = f"--{key}"
-        if isinstance(value, bool):
-            if value:
-                out.append(Word(name, line))
-        elif isinstance(value, list):
-            if value:
-                out += [Word(name, line), *(Word(str(v), line) for v in value)]
-        elif isinstance(value, dict):
-            out += [Word(name, line), Word(json.dumps(value) if ENGINES[engine].config_mapping_json else str(value),
-                                           line)]
-        else:
-            out += [Word(name, line), Word(str(value), line)]
-    return out
-
-
-def with_config(inv: EngineInvocation, words: Sequence[Word], config_file: str,
-                lists: OptionLists | None) -> EngineInvocation:
-    """The launch with the options its ``--config`` file gives (``words``: :func:`config_words`): the launcher
-    puts them before the command line's own, so a flag the command gives wins; each option read from the file
-    is located in it (``flag_files``)."""
-    ctx = LaunchContext(file=config_file, source=inv.source, options=lists)
-    cfg = _build(inv.engine, list(words), False, ctx, line=inv.line, argv=[], image=inv.image,
-                 version=inv.engine_version, launcher=inv.launcher)
-    update: dict[str, Any] = {"other": dict(inv.other), "flag_lines": dict(inv.flag_lines), "raw": dict(inv.raw),
-                              "flag_files": dict(inv.flag_files), "warnings": [*inv.warnings, *cfg.warnings]}
-    for key, line in cfg.flag_lines.items():
-        if key in inv.flag_lines:
-            continue  # the command line gives it too, and wins
-        update["flag_lines"][key] = line
-        update["flag_files"][key] = config_file
-        if key in cfg.other:
-            update["other"][key] = cfg.other[key]
-        elif key in EngineInvocation.model_fields:
-            update[key] = getattr(cfg, key)
-            if key in cfg.raw:
-                update["raw"][key] = cfg.raw[key]
-    return inv.model_copy(update=update)
 
 
 def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | None, name: str) -> bool:
@@ -573,10 +549,23 @@ def parse_shell(text: str, file: str, *, env: Mapping[str, str] | None = None,
     """Engine launches in a shell script."""
     out = []
     ctx = LaunchContext(file=file, source="shell", options=options)
+    exported = _exports(text)
     for words in split_shell(text, file, env=env):
+        first = words[0].line if words else 0
+        ctx.env = {name: line for name, line in exported if line < first}
         inv = invocation_from_words(words, ctx)
         if inv is not None:
             out.append(inv)
     versions = pip_versions(text)
     return [with_version(i, versions) for i in out]
+
+
+_EXPORT = re.compile(r"^[ \t]*(?:export[ \t]+)?((?:VLLM|SGLANG)_[A-Za-z0-9_]*)=", re.MULTILINE)
+
+
+def _exports(text: str) -> list[tuple[str, int]]:
+    """The engines' own environment variables a script assigns on a line of their own (``export VLLM_X=1``),
+    with their lines: a launch below them inherits them (exported, or assigned for an ``export``-less shell
+    that still passes them: only exported ones reach the engine, but a script that sets one means it)."""
+    return [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in _EXPORT.finditer(text)]
 

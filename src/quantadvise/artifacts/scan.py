@@ -29,6 +29,7 @@ from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
 from ..files import exists, read_text
 from ..wording import plural
+from .config_file import config_file_of, config_words, with_config
 from .dockerfile import parse_dockerfile
 from .launch import (
     ENGINE_MARKER,
@@ -36,13 +37,10 @@ from .launch import (
     ImageArgs,
     LaunchContext,
     OptionLists,
-    config_file_of,
-    config_words,
     has_arguments,
     invocation_from_words,
     not_a_deployment,
     parse_shell,
-    with_config,
 )
 from .manifests import parse_yaml, yaml_nodes
 from .programs import parse_makefile, parse_python

@@ -47,6 +47,8 @@ class EngineFlags:
     cli_model: bool | str = True
     images: tuple[str, ...] = ()  # image repository names (the last path part) that ship the engine
     image_runs_server: bool = False  # those images' entrypoint is the server (arguments follow it)
+    # image repositories (whole paths) that ship the engine with another entrypoint (a shell): AMD's ROCm builds
+    dev_images: tuple[str, ...] = ()
     # the option that reads more options from a YAML file (whether a release reads one: its parser sidecar)
     config_option: str | None = None
     # a mapping in that file becomes its option's JSON (vLLM: json.dumps in load_config_file), else Python's str()
@@ -54,6 +56,7 @@ class EngineFlags:
     config_mapping_json: bool = False
     handoff_options: tuple[tuple[str, str], ...] = ()  # (option, program): the command line goes to that program
     kv_hint: str = ""  # the DeployHints field holding this engine's --kv-cache-dtype value
+    env_prefix: str = ""  # the environment variables the engine reads start with this (VLLM_, SGLANG_)
 
     def named(self, name: str) -> Flag | None:
         """The flag a spelling names (``-tp``, ``--tp-size`` ...), None when it is not in the table."""
@@ -79,10 +82,12 @@ VLLM = EngineFlags(
     cli_model=True,
     images=("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"),
     image_runs_server=True,  # vllm/vllm-openai's ENTRYPOINT is `vllm serve`
+    dev_images=("rocm/vllm", "rocm/vllm-dev"),  # tags rocm6.4.1_vllm_0.10.1_20250909, nightly_main_20250901
     config_option="--config",
     config_mapping_json=True,
     handoff_options=(("--omni", "vllm_omni"),),  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
     kv_hint="vllm_kv_cache_dtype",
+    env_prefix="VLLM_",  # vllm/envs.py environment_variables
     flags=(
         Flag("model", ("--model",)),
         Flag("quantization", ("--quantization", "-q")),
@@ -108,8 +113,10 @@ SGLANG = EngineFlags(
     cli="sglang",
     cli_model="first",  # sglang/cli/serve.py:62-66 (_normalize_positional_model_path)
     images=("sglang",),
+    dev_images=("rocm/sgl-dev",),  # tags v0.5.11-rocm720-mi30x-20260510
     config_option="--config",  # sglang/srt/server_args.py prepare_server_args (ConfigArgumentMerger; from 0.5.3: the parser sidecar says per release)
     kv_hint="sglang_kv_cache_dtype",
+    env_prefix="SGLANG_",  # sglang/srt/environ.py Envs, and literal SGLANG_* reads
     flags=(
         Flag("model", ("--model-path", "--model")),
         Flag("quantization", ("--quantization",)),
@@ -129,10 +136,15 @@ ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
 
 
 def engine_of_image(repository: str) -> tuple[Engine | None, bool]:
-    """(engine, whether the image's entrypoint is its server) for an image repository's last path part."""
+    """(engine, whether the image's entrypoint is its server) for an image repository (``vllm/vllm-openai``,
+    ``docker.io/lmsysorg/sglang``, ``rocm/vllm``): by its last path part, or its whole path for AMD's images."""
+    last = repository.rsplit("/", 1)[-1]
     for t in ENGINES.values():
-        if repository in t.images:
+        if last in t.images:
             return t.engine, t.image_runs_server
+    for t in ENGINES.values():
+        if any(repository == d or repository.endswith("/" + d) for d in t.dev_images):
+            return t.engine, False
     return None, False
 
 

@@ -38,6 +38,9 @@ class EngineInvocation(Out):
     flag_lines: dict[str, int] = {}  # understood field (or spelled flag, for `other`) -> line
     # understood field or spelled flag -> the file that gives it, where that is not ``file`` (its --config YAML)
     flag_files: dict[str, str] = {}
+    # the engine's own environment variables (VLLM_*, SGLANG_*) the launch sets -> line: before the command
+    # (`VLLM_X=1 vllm serve`), `docker run -e`, an `export` above it in the script, the container's env
+    env: dict[str, int] = {}
     raw: dict[str, str] = {}  # understood field -> the value as written (after env resolution)
     unresolved_env: list[str] = []
     other: dict[str, str | bool] = {}

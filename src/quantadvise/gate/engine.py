@@ -80,6 +80,31 @@ def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unreso
 
 
 
+def env_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: FlagVocabulary | None) -> None:
+    """The engine's own environment variables a launch sets (``VLLM_*``, ``SGLANG_*``) that the release does not
+    declare (its parser sidecar: vllm/envs.py's ``environment_variables``; SGLang's ``Envs`` and literal reads):
+    the engine never reads them, so they change nothing (QA109; vLLM 0.17 on also logs "Unknown vLLM environment
+    variable detected", an error with --fail-on-environ-validation). Not checked where the release's list is
+    incomplete (names built at run time)."""
+    lf = vocab.launcher if vocab is not None else None
+    if lf is None or lf.env_vars is None or any(n.startswith("env_vars") for n in lf.not_extracted) or not inv.env:
+        return
+    import difflib
+
+    from ..engines.flags import engine_label
+
+    out.ran_rules("QA109")
+    label = f"{engine_label(lf.engine)} {lf.version}"
+    for name, line in sorted(inv.env.items()):
+        if name in lf.env_vars.names:
+            continue
+        near = difflib.get_close_matches(name, list(lf.env_vars.names), n=2, cutoff=0.8)
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        out.add("QA109", f"{name} is not an environment variable {label} reads ({lf.env_vars.source} declares "
+                f"{len(lf.env_vars.names)}): setting it changes nothing{hint}", subject=f"{site.key}|env|{name}",
+                file=site.flag_files.get(name, site.file), line=line, target=site.label)
+
+
 def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, refusal: str | None,
                    fallback: tuple[str, str] | None = None) -> list[str]:
     """The model dtype on this GPU (engines.config_checks.dtype_refusal / dtype_fallback, looked up by the

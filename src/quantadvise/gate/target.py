@@ -29,7 +29,7 @@ from ..scheme.axes import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
-from .engine import artifact_findings, engine_findings, option_findings, parallelism_findings
+from .engine import artifact_findings, engine_findings, env_findings, option_findings, parallelism_findings
 from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
@@ -462,6 +462,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=f.engine.name)
         notes.extend(option_findings(out, site, inv, f.options, f.engine.running))
+        env_findings(out, site, inv, f.options)
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)
