@@ -286,11 +286,20 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         workload=w, mode=workload.serving_mode, context=workload.context, concurrency=workload.batch, memory=mem,
         performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
         derived=derived, served_notes=served_notes,
-        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
+        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")] + _kernel_note(
+            perf, choice.name, eng.version),
         options=catalog.flag_vocabulary(choice.name, choice.options_release),
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
     return gt.judge(facts_, cfg, version_declared, out)
+
+
+def _kernel_note(perf: Any, engine: str, version: str) -> list[str]:
+    """The carried kernel table's caveat, where the speed verdict was priced with another release's table."""
+    from .speed import kernel_note
+
+    note = kernel_note(engine, version) if perf is not None else None
+    return [note] if note else []
 
 
 def _at_line(loaded: LoadedConfig, key: str, exc: QuantAdviseError) -> QuantAdviseError:

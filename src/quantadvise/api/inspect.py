@@ -144,7 +144,11 @@ def inspect(
         library=catalog.format_library("compressed-tensors"), gpu=target,
         quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated, stored_dtype=stored,
-        kernel_tables=tuple(t for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None),
+        kernel_tables=tuple(t for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None
+                            and t.version == e.version),
+        carried=tuple((e.engine, e.version, t, catalog.kernel_caveat(e.engine, e.version) or "")
+                      for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None
+                      and t.version != e.version),
     )
     checked = _against_index(report, index)
     if checked:

@@ -68,6 +68,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     inputs.batch_bound, inputs.frontier = searched, frontier
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
     inputs.assumptions += _target_assumptions(w, inputs, searched, "gpus" in data)
+    if not w.ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        inputs.assumptions += [n for n in (kernel_note(w.engine, w.engine_version),) if n]
     try:
         if w.rate is not None or w.users is not None:
             rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)

@@ -124,6 +124,10 @@ def roofline(
         resolved = [s for s, _ in fitted]
         notes = [f"{n} (--group to choose)" for _, n in fitted if n]
     profiles = load_profiles(ideal, profile, g)
+    if not ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        notes += [n for n in (kernel_note(engine, engine_version),) if n]
     stand_in = None
     if engine is not None:
         stand_in = release_warning(engine, engine_version)

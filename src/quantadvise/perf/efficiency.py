@@ -37,7 +37,6 @@ class KernelContext:
     scheme: Scheme
     quantization: str | None = None
     engine_version: str | None = None  # the release deployed, when its kernel table is another release's
-    caveat: str | None = None  # why that table is a stand-in (data/kernels/carried/: which cited files changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +119,6 @@ class KernelPricing:
             how = f"composed: dequantize + {c.key}"
         other = self.context.engine_version
         table = f" (kernel table of {self.context.table.label}: none on file for {other})" if other else ""
-        if other and self.context.caveat:
-            table = f" ({self.context.caveat})"
         return f"{sid} via {ch.label}{table}; {how}"
 
 
