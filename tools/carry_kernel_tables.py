@@ -13,11 +13,11 @@ lines are in the release), and then:
 - **every file the table cites is byte-identical in the two releases** (and every message a kernel ``warns``
   with is in the release's engine data): the selection the table transcribes is the same code, so the table
   is written as the release's own, ``data/kernels/<engine>-<version>.yaml``, its ``read_by`` saying so, and
-  its quotes to ``tools/staged_fixtures/kernel_quotes/`` (``tests/fixtures/kernel_quotes/`` once merged);
+  its quotes to ``tests/fixtures/kernel_quotes/``;
 - **otherwise** nothing is decided: ``data/kernels/carried/<engine>-<version>.yaml`` records that the release
   is priced with the nearest table, with a ``caveat`` naming the files whose code differs and how many
-  citations were not found again. (The package reads neither the folder nor the field yet; without a table
-  of its own a release is priced with the newest older table, else the oldest, and the output names it.)
+  citations were not found again. The package prices the release with that table and says the caveat
+  (``catalog.kernel_table`` / ``catalog.kernel_caveat``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from wheel_source import open_artifact  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "data" / "kernels"
 CARRIED = KERNELS / "carried"
-STAGED = REPO / "tools" / "staged_fixtures" / "kernel_quotes"
+STAGED = REPO / "tests" / "fixtures" / "kernel_quotes"
 
 
 def vkey(v: str) -> tuple[Any, ...]:
@@ -112,14 +112,14 @@ def carry_one(folder: Path, engine: str, version: str) -> str:
            "as_of": date.today(), "carried_from": base_path.stem, "caveat": caveat,
            "changed_files": changed, "citations_not_found": len(review)}
     pointer.write_text("# A release without a kernel table of its own: what it is priced with, and why that is a "
-                       "stand-in.\n# Written by tools/carry_kernel_tables.py; not read by quantadvise yet.\n"
+                       "stand-in.\n# Written by tools/carry_kernel_tables.py; read by quantadvise.catalog.kernel_table / kernel_caveat.\n"
                        + yaml.safe_dump(rec, sort_keys=False, width=110))
     return f"{engine} {version}: carried from {base_path.stem} ({len(changed)}/{len(cited)} cited files changed, " \
            f"{len(review)} spans lost)"
 
 
 def _quotes(z: Any, names: list[str], doc: dict[str, Any], release: str, sha: str) -> None:
-    """tools/staged_fixtures/kernel_quotes/<release>.json, as quote_kernel_sources.quote writes it."""
+    """tests/fixtures/kernel_quotes/<release>.json, as quote_kernel_sources.quote writes it."""
     lines: dict[str, str] = {}
     paths: dict[str, str] = {}
     for row in [*doc["kernels"], *doc["routes"], *doc.get("moe_kernels", []), *doc.get("moe_routes", [])]:

@@ -50,7 +50,7 @@ EXTRAS_HEADER = """\
 # {label} {version}: how its launcher reads a command line beyond the option list in ../{name}.yaml: the dotted
 # JSON shorthand and the options it can set, what -O becomes, --config FILE, the environment variables it
 # declares. Written by tools/extract_flags.py (tools/flags_extras.py) from the same artifact; do not edit by hand.
-# Not read by quantadvise yet (its FlagVocabulary model rejects unknown keys, so these facts live beside it).
+# Read by quantadvise.catalog.flag_vocabulary with the option list (engines.vocabulary.LauncherFacts).
 """
 
 

@@ -14,8 +14,8 @@ Steps (each timed; the total is printed at the end):
    SGLang wheel; ``--kind wheel`` for vLLM's wheel);
 2. **engine facts**: ``tools/extract_engine.py`` writes ``data/engines/<engine>-<version>.yaml`` on the
    nearest release on file (``--base-wheel`` so every changed function behind a hand-written fact is listed),
-   its quotes to ``tools/staged_fixtures/engine_quotes/`` (``--quotes-dir``; ``tests/fixtures/engine_quotes``
-   on a branch that may write tests/);
+   its quotes to ``tests/fixtures/engine_quotes/`` (``--quotes-dir``: ``tools/staged_fixtures`` on a branch that
+   may not write tests/);
 3. **options**: ``tools/extract_flags.py`` writes ``data/flags/<engine>-<version>.yaml`` and its parser sidecar
    ``data/flags/parser/<engine>-<version>.yaml``;
 4. **kernel table**: ``tools/carry_kernel_tables.py`` carries the nearest table (its own table when every cited
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                     "folder, removed at the end unless --keep)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--no-download", action="store_true", help="use what --artifact-dir holds")
-    ap.add_argument("--quotes-dir", type=Path, default=REPO / "tools" / "staged_fixtures",
-                    help="where the quote files go (engine_quotes/, flag_quotes/; default tools/staged_fixtures)")
+    ap.add_argument("--quotes-dir", type=Path, default=REPO / "tests" / "fixtures",
+                    help="where the quote files go (engine_quotes/, flag_quotes/; default tests/fixtures)")
     args = ap.parse_args(argv)
     engine, version = args.engine, args.version
     t_all = time.perf_counter()
