@@ -264,3 +264,35 @@ def test_engines_diff_across_old_and_new_releases(cli):
     d = out.json()
     assert d["options"]["removed"]  # --swap-space among them: 0.10.1 registers it, 0.34.0 does not
     assert "--swap-space" in {c["option"] for c in d["options"]["removed"]}
+
+
+# -- 6. the pure rules --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tag", "release"), [
+    ("v0.21.0", "0.21.0"), ("v0.10.1.1", "0.10.1.1"), ("v0.5.7-cu129", "0.5.7"), ("v0.4.6.post5-cu124", "0.4.6.post5"),
+    ("v0.5.3rc0-rocm700-mi30x-20250925", "0.5.3rc0"), ("rocm6.4.1_vllm_0.10.1_20250909", "0.10.1"),
+    ("rocm6.3.1_instinct_vllm0.7.3_20250311", "0.7.3"), ("nightly", "nightly"), ("nightly-0a1b2c3", "nightly"),
+    ("dev", "nightly"), ("nightly_main_20250901", "nightly"), ("latest", None), ("gptoss", None),
+])
+def test_release_in_an_image_tag(tag, release):
+    from quantadvise.engines.versions import release_in_tag
+
+    assert release_in_tag(tag) == release
+
+
+def test_the_closest_release_on_file():
+    from quantadvise.engines.versions import choose_release
+
+    on_file = ["0.8.5.post1", "0.9.2", "0.10.1", "0.10.2", "0.11.2", "0.12.0", "0.33.0", "0.34.0"]
+    picks = {asked: choose_release("vLLM", on_file, asked) for asked in
+             ("0.10.1.1", "0.11.0", "0.13.0", "0.35.0", "0.7.3", "0.8.0", "nightly", "latest", "0.9.2")}
+    assert {a: c.version for a, c in picks.items()} == {
+        "0.10.1.1": "0.10.1", "0.11.0": "0.11.2", "0.13.0": "0.12.0", "0.35.0": "0.34.0", "0.7.3": "0.8.5.post1",
+        "0.8.0": "0.8.5.post1", "nightly": "0.34.0", "latest": "0.34.0", "0.9.2": "0.9.2"}
+    assert picks["latest"].warning is None and picks["0.9.2"].warning is None
+    assert "the newest on file" in picks["0.35.0"].warning and "closest" in picks["0.13.0"].warning
+    from quantadvise.errors import InputError
+
+    with pytest.raises(InputError, match="not a vLLM release"):
+        choose_release("vLLM", on_file, "nope")
