@@ -7,6 +7,9 @@ Maintainer tool, run by hand (never at run time, never imported by ``quantadvise
     pip download vllm==0.33.0 sglang==0.5.23 --no-deps -d /tmp/wheels
     python tools/extract_bench_flags.py /tmp/wheels/vllm-0.33.0-*.whl /tmp/wheels/sglang-0.5.23-*.whl
 
+A source distribution (``vllm-0.34.0.tar.gz``, for a release whose wheel is not published for this
+platform) is read the same way.
+
 The wheel is read as a zip and the client's modules parsed with :mod:`ast` (nothing imported or run):
 every ``add_argument`` call of the files below, with its option strings, whether it takes a value
 (``action="store_true"``: no; ``nargs="*"`` / ``"+"``: a list) and its line. Validated by
@@ -27,15 +30,23 @@ from wheel_source import Wheel  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "data" / "flags" / "bench"
-_WHEEL = re.compile(r"(?P<engine>vllm|sglang)-(?P<version>\d[\w.]*?)-")
+_WHEEL = re.compile(r"(?P<engine>vllm|sglang)-(?P<version>\d[\w.]*?)(?:-|\.tar\.gz$)")
 
-FILES = {  # the modules whose parser the client builds: serve's own options and the dataset options it adds
-    "vllm": ("vllm/benchmarks/serve.py", "vllm/benchmarks/datasets/datasets.py"),
-    "sglang": ("sglang/benchmark/serving.py",),
+FILES = {  # the modules whose parser the client builds: serve's own options and the dataset options it adds;
+    # each a tuple of the paths it has had across releases, the first one present is read
+    "vllm": (("vllm/benchmarks/serve.py",),
+             ("vllm/benchmarks/datasets/datasets.py", "vllm/benchmarks/datasets.py")),  # a package from 0.20
+    "sglang": (("sglang/benchmark/serving.py", "sglang/bench_serving.py"),),  # moved in 0.5.15
 }
 PROG = {"vllm": "vllm bench serve", "sglang": "python -m sglang.bench_serving"}
-ENTRY = {"vllm": ("vllm/benchmarks/serve.py", "def add_cli_args"),
-         "sglang": ("sglang/benchmark/serving.py", "parser = ArgumentParser")}
+ENTRY = {"vllm": (FILES["vllm"][0], "def add_cli_args"), "sglang": (FILES["sglang"][0], "parser = ArgumentParser")}
+
+
+def _present(names: set[str], paths: tuple[str, ...], wheel: str) -> str:
+    found = next((p for p in paths if p in names), None)
+    if found is None:
+        raise SystemExit(f"{wheel}: none of {', '.join(paths)} in the archive (the client moved again)")
+    return found
 
 
 def options(src: str, path: str) -> list[dict[str, object]]:
@@ -66,9 +77,12 @@ def build(wheel_path: Path) -> tuple[str, str]:
     engine, version = m["engine"], m["version"]
     w = Wheel(wheel_path)
     rows = []
-    for path in FILES[engine]:
+    names = set(w.zip.namelist())
+    for paths in FILES[engine]:
+        path = _present(names, paths, wheel_path.name)
         rows += options(w.zip.read(path).decode("utf-8"), path)
-    epath, needle = ENTRY[engine]
+    epaths, needle = ENTRY[engine]
+    epath = _present(names, epaths, wheel_path.name)
     lines = w.zip.read(epath).decode("utf-8").splitlines()
     entry_line = next(i for i, t in enumerate(lines, 1) if needle in t)
     head = [f"# {PROG[engine]} ({engine} {version}): every option its parser registers, written by",

@@ -55,10 +55,30 @@ def test_every_fact_is_cited_to_the_wheel():
     assert any("vllm/config/scheduler.py:134" in c for c in f.cites)  # enable_chunked_prefill = True
     assert any("vllm/config/vllm.py:1719" in c for c in f.cites)  # async_scheduling resolved True
     for engine in catalog.engine_names():
+        # the newest release (the default) has its own row, read from its wheel (or sdist)
+        newest = catalog.engine_versions(engine)[-1]
+        assert catalog.loop_release(engine, newest).version == newest
         for version in catalog.engine_versions(engine):
             rel = catalog.loop_release(engine, version)
-            assert rel.version == version and rel.source and rel.as_of
+            assert rel.source and rel.as_of
             assert {"mixed_prefill", "overlap", "graph_ranges", "preemption"} <= set(rel.lines)
+
+
+def test_a_release_without_a_loop_row_runs_the_nearest_row_and_says_so():
+    from quantadvise.catalog.serving import _loop_table
+    from quantadvise.engines.versions import version_key
+
+    rows = {e: sorted((r.version for r in _loop_table().releases if r.engine == e), key=version_key)
+            for e in ("vllm", "sglang")}
+    # vLLM 0.21.0 is on file (data/engines) but older than every loop row: the oldest row stands in
+    assert "0.21.0" in catalog.engine_versions("vllm") and "0.21.0" not in rows["vllm"]
+    f = _loop("h100-sxm", "vllm", "0.21.0").facts
+    assert f.version == "0.21.0" and f.carried_from == rows["vllm"][0]
+    assert f"loop facts of {rows['vllm'][0]}" in f.label()
+    assert any(c.startswith(f"serving-loop facts carried from vllm {rows['vllm'][0]}") for c in f.cites)
+    # a release with its own row carries nothing
+    own = _loop("h100-sxm", "vllm", rows["vllm"][-1]).facts
+    assert own.carried_from is None and "loop facts of" not in own.label()
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +196,8 @@ def test_a_site_profile_wins_for_its_gpu_and_release():
 
 
 def test_the_bench_command_is_accepted_by_every_release_on_file():
-    # bench_formats: every option the command uses is registered by vllm bench serve 0.30.0-0.33.0 and
-    # sglang.bench_serving 0.5.20-0.5.23 (data/flags/bench/, each option with its add_argument line)
+    # bench_formats: every option the command uses is registered by the release's vllm bench serve /
+    # sglang.bench_serving (data/flags/bench/, each option with its add_argument line), one list per release
     from quantadvise.engines.bench import serve_bench_command
 
     for engine in catalog.engine_names():
@@ -188,3 +208,6 @@ def test_the_bench_command_is_accepted_by_every_release_on_file():
             cmd = serve_bench_command(engine, "m", input_len=128, output_len=64, concurrency=8, num_prompts=200,
                                       kv_cache_dtype="fp8", options=opts, gpu="h100-sxm", tp=2, scheme="fp8-dynamic")
             assert "--max-concurrency 8" in cmd and "--num-prompts 200" in cmd
+            # the workload's metadata rides in the result where the client can carry it: vllm --metadata
+            # (every release on file), sglang --tag (bench_serving registers it from 0.5.4 on)
+            assert ("--metadata" in cmd or "--tag" in cmd) == (opts.has("--metadata") or opts.has("--tag"))

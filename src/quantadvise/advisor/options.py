@@ -158,6 +158,9 @@ class Context:
     published: tuple[tuple[Published, Scheme], ...] = ()
     draft: Speculator | None = None  # the model's published speculative-decoding draft (data/speculators.yaml)
     kv_issues: tuple[KvIssue, ...] = ()  # known quantized-KV issues of the engines (data/known_issues.yaml)
+    # engine name -> its release's option list (``engines.flags.OptionSet``): the plan spells each flag as that
+    # release registers it and writes no option it lacks (None / absent: the flag table's spellings)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:

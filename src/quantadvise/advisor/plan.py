@@ -21,7 +21,7 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     """How to serve the winner: one command per engine (the chosen engine first; None where that
     engine refuses it or the model's context limit, with the reason in the notes) and the checkpoint
     that carries it. The native candidate serves the published checkpoint as it is."""
-    from ..engines.flags import engine_command
+    from ..engines.flags import MissingOption, engine_command
     from .verdict import engine_verdict, kv_flag
 
     w = ctx.workload
@@ -34,13 +34,18 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
 
     spec = _speculation(ctx)
 
-    def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str:
+    def command(engine: str, model: str, quantization: str | None, kv: str | None) -> str | None:
         # no bfloat16 on this GPU: the engine would run the 16-bit tensors in float16 anyway; say so
-        return engine_command(engine, model, extra=spec(engine) if spec is not None else None,
-                              quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
-                              max_model_len=w.context, tensor_parallel_size=w.gpus,
-                              gpu_memory_utilization=w.memory_utilization,
-                              dtype="half" if engine in ctx.fp16 else None)
+        try:
+            return engine_command(engine, model, ctx.options.get(engine),
+                                  extra=spec(engine) if spec is not None else None,
+                                  quantization=quantization, kv_cache_dtype=kv, max_num_seqs=seqs,
+                                  max_model_len=w.context, tensor_parallel_size=w.gpus,
+                                  gpu_memory_utilization=w.memory_utilization,
+                                  dtype="half" if engine in ctx.fp16 else None)
+        except MissingOption as exc:  # the release has no option for a field the plan sets
+            notes.append(str(exc))
+            return None
 
     commands: dict[str, str | None] = {}
     notes = _speculation_notes(ctx)
@@ -120,7 +125,7 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
 
 
 def _serve_published(ctx: Context, winner: Option, p: Published,
-                     command: Callable[[str, str, str | None, str | None], str],
+                     command: Callable[[str, str, str | None, str | None], str | None],
                      notes: list[str]) -> tuple[dict[str, str | None], CheckpointPlan]:
     """The commands serve the published checkpoint that carries the winner (by its Hub id, with no
     --quantization: both engines read its quantization_config); the llm-compressor recipe stays, as the

@@ -185,7 +185,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     cfg = loaded.config
     site, source = gt.site_for(inv, rel(inv.file) if inv is not None else None, loaded.file, loaded.lines, nth,
-                               nth_on_line)
+                               nth_on_line, {k: rel(v) for k, v in inv.flag_files.items()} if inv is not None else None)
     if inv is None:
         notes.append("no engine command found: the declaration alone is checked (engine flags as declared)")
     choice = gt.choose_engine(inv, cfg, versions=catalog.engine_versions(inv.engine if inv is not None else
@@ -286,11 +286,20 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         workload=w, mode=workload.serving_mode, context=workload.context, concurrency=workload.batch, memory=mem,
         performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
         derived=derived, served_notes=served_notes,
-        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
-        options=catalog.flag_vocabulary(choice.name, choice.running),
+        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")] + _kernel_note(
+            perf, choice.name, eng.version),
+        options=catalog.flag_vocabulary(choice.name, choice.options_release),
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
     return gt.judge(facts_, cfg, version_declared, out)
+
+
+def _kernel_note(perf: Any, engine: str, version: str) -> list[str]:
+    """The carried kernel table's caveat, where the speed verdict was priced with another release's table."""
+    from .speed import kernel_note
+
+    note = kernel_note(engine, version) if perf is not None else None
+    return [note] if note else []
 
 
 def _at_line(loaded: LoadedConfig, key: str, exc: QuantAdviseError) -> QuantAdviseError:
@@ -429,7 +438,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     checkpoint (QA1xx on the flags alone), and the rest skipped. ``exc`` None: the command's model is
     set at run time (``$MODEL``), which QA110 reports; else one QA111 warning names the model."""
     from ..engines.resolution import resolve
-    from ..gate.engine import artifact_findings, engine_findings, option_findings, parallelism_findings
+    from ..gate.engine import artifact_findings, engine_findings, env_findings, option_findings, parallelism_findings
     from ..gate.result import TargetReport
     from ..gate.rules import CHECKPOINT_FREE_KINDS
     from ..gate.target import unresolved
@@ -447,8 +456,9 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
-        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.running),
-                                     choice.running, model_read=False))
+        vocab = catalog.flag_vocabulary(choice.name, choice.options_release)
+        notes.extend(option_findings(out, site, inv, vocab, choice.running, model_read=False))
+        env_findings(out, site, inv, vocab)
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
     named_none = exc is None and (inv is None or "model" not in inv.raw)

@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
+from ..catalog.resolve import (
+    get_gpu,
+    load_model,
+    load_profiles,
+    release_warning,
+    resolve_kv,
+    resolve_scheme,
+    shipped_scheme,
+)
 from ..engines.flags import kv_cache_flag
 from ..errors import InputError, QuantAdviseError
 from ..model.inventory import inventory_of
@@ -75,6 +83,10 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         lp = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=w.gpus, site=inputs.site)
         inputs.assumptions.append(f"serving loop: {lp.label()}" + (f" (deployment profile {w.profile})" if inputs.site
                                                                     else "") + "; docs/calibration.md §9")
+    if not w.ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        inputs.assumptions += [n for n in (kernel_note(w.engine, w.engine_version),) if n]
     try:
         if w.rate is not None or w.users is not None:
             rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)
@@ -90,7 +102,8 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         raise _with_gpu_hint(exc, inputs, w, set(data)) from None
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
-    return rec.model_copy(update={"warnings": warn})
+    stand_in = release_warning(w.engine, w.engine_version)
+    return rec.model_copy(update={"warnings": [stand_in, *warn] if stand_in else warn})
 
 
 def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
@@ -137,6 +150,7 @@ class _Inputs:
     draft: Speculator | None = None  # its published speculative-decoding draft
     site: tuple[LoopTerms, ...] = ()  # a deployment profile's serving terms (--profile site.yaml)
     bench_options: dict[str, Any] | None = None  # --bench-plan: engine -> its release's benchmark options
+    options: dict[str, Any] = field(default_factory=dict)  # engine -> its release's option list (the plan's spellings)
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -168,7 +182,9 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
                    startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
                    published=_published(w.model, src.id if src.kind == "bundled" else None),
                    draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None,
-                   site=site_terms(w.profile))
+                   site=site_terms(w.profile),
+                   options={e.engine: catalog.option_list(e.engine, e.version, True)
+                            for e in (engine, *([other] if other else []))})
 
 
 def _draft(asked: str, bundled: str) -> Speculator | None:
@@ -211,7 +227,7 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
                   fp16=inputs.fp16, gpu_refused=inputs.gpu_refused, published=inputs.published, draft=inputs.draft,
-                  kv_issues=catalog.kv_issues(), bench_options=inputs.bench_options,
+                  kv_issues=catalog.kv_issues(), bench_options=inputs.bench_options, options=inputs.options,
                   loop=None if w.ideal else catalog.engine_loop(inputs.gpu, inputs.engine.engine,
                                                                 inputs.engine.version, tp=w.gpus, site=inputs.site))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,

@@ -12,6 +12,7 @@ from ..catalog.resolve import (
     load_model,
     load_profiles,
     load_site_terms,
+    release_warning,
     resolve_kv,
     resolve_scheme,
 )
@@ -124,7 +125,13 @@ def roofline(
         resolved = [s for s, _ in fitted]
         notes = [f"{n} (--group to choose)" for _, n in fitted if n]
     profiles = load_profiles(ideal, profile, g)
+    if not ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        notes += [n for n in (kernel_note(engine, engine_version),) if n]
+    stand_in = None
     if engine is not None:
+        stand_in = release_warning(engine, engine_version)
         eng = catalog.get_engine(engine, engine_version)
         engine, engine_version = eng.engine, eng.version
     effs = [efficiency(profiles, g, s, engine=engine, version=engine_version, quantization=quantization)
@@ -159,6 +166,7 @@ def roofline(
                 Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
                     e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,
     )
-    return result.model_copy(update={"warnings": [*result.warnings, *too_long]}) if too_long else result
+    said = [*([stand_in] if stand_in else []), *result.warnings, *too_long]
+    return result.model_copy(update={"warnings": said}) if said != result.warnings else result
 
 

@@ -161,6 +161,38 @@ def _container_env(node: Any) -> dict[str, str | None]:
     return env
 
 
+def _env_lines(node: Any) -> dict[str, int]:
+    """The names a container's ``env`` sets (a list of name/value items, or a mapping) -> their lines."""
+    out: dict[str, int] = {}
+    e = _get(node, "env") if _is_map(node) else None
+    if e is None:
+        return out
+    if _is_seq(e):
+        for item in e.value:
+            name = _get(item, "name") if _is_map(item) else None
+            if name is not None and _is_scalar(name):
+                out[str(name.value)] = name.start_mark.line + 1
+    elif _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    return out
+
+
+def _compose_env_lines(e: Any) -> dict[str, int]:
+    """The names a compose service's ``environment`` sets (a mapping, or ``NAME=value`` items) -> their lines."""
+    out: dict[str, int] = {}
+    if _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    elif _is_seq(e):
+        for item in e.value:
+            if _is_scalar(item) and isinstance(item.value, str):
+                out[item.value.split("=", 1)[0]] = item.start_mark.line + 1
+    return out
+
+
 def _k8s_gpus(node: Any) -> tuple[str, int] | None:
     """``resources.limits`` (else ``requests``) ``<vendor>/gpu`` of a container."""
     res = _get(node, "resources")
@@ -247,7 +279,7 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         return None
     words = cmd + args
     ctx = LaunchContext(file=file, source=source, context=label, image=image if engine else None, engine_version=version,
-               gpus=_k8s_gpus(node), options=options)
+               gpus=_k8s_gpus(node), options=options, env=_env_lines(node))
     script = _shell_wrapped(words)
     if script is not None:
         script_node = _script_source(script, cmd_node, args_node)
@@ -368,7 +400,7 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
         cmd = _compose_words(_get(svc, "command"), file, dotenv, used, src)
         words = ep + cmd
         ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, engine_version=version,
-                   gpus=_compose_gpus(svc), options=options)
+                   gpus=_compose_gpus(svc), options=options, env=_compose_env_lines(e))
         script = _shell_wrapped(words)
         inv = None
         if script is not None:

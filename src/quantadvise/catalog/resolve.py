@@ -102,6 +102,16 @@ def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> Eng
     return catalog.get_engine(name, version or ver)
 
 
+def release_warning(engine: str = defaults.ENGINE, version: str | None = None) -> str | None:
+    """The one warning a command shows when the release it names (``engine`` may carry it: ``vllm==0.21.1``) is
+    not on file and the closest one on file stands in (None: on file, or none named)."""
+    from ..inputs import split_engine
+
+    name, carried = split_engine(engine)
+    ver = version or carried
+    return catalog.release(name, ver).warning if ver and ver.strip().lower() != "latest" else None
+
+
 def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, gpu: Any | None = None) -> list[Any]:
     """The efficiency profiles a prediction uses: the spec sheet (``ideal``), or the shipped
     default, then the measured kernel profile shipped for ``gpu`` (data/profiles/<gpu>.yaml), then a

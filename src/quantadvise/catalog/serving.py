@@ -30,7 +30,8 @@ def _loop_table() -> Any:
 
 
 def loop_release(engine: str, version: str) -> LoopRelease:
-    """``engine`` ``version``'s serving-loop facts, else the closest older release's on file."""
+    """``engine`` ``version``'s serving-loop facts, else the closest older release's on file (else the
+    oldest): compare ``.version`` with ``version`` to know which."""
     from ..engines.loop import pick_loop_release
 
     return pick_loop_release(_loop_table(), engine, version)
@@ -79,7 +80,8 @@ def engine_loop(gpu: GPU, engine: str, version: str, *, tp: int, site: tuple[Loo
 
     release = loop_release(engine, version)
     facts = loop_facts(release, engine_startup(engine, version), gpu_memory_bytes=gpu.memory_bytes,
-                       gpu_names=(gpu.id, gpu.name, *gpu.aliases), capability=gpu.capability, tp=tp)
+                       gpu_names=(gpu.id, gpu.name, *gpu.aliases), capability=gpu.capability, tp=tp,
+                       version=version)
     return EngineLoop(facts=facts, terms=pick_terms(engine, gpu, version, site), kv_room_bytes=kv_room_bytes)
 
 
@@ -107,17 +109,17 @@ def validation_config(model_id: str) -> dict[str, Any] | None:
 @cache
 def bench_options(engine: str, version: str) -> Any:
     """The benchmark CLI's options of ``engine`` ``version`` (an ``engines.bench.BenchOptions``,
-    data/flags/bench/<engine>-<version>.yaml), else the closest older release's on file; None without one."""
+    data/flags/bench/<engine>-<version>.yaml; in a wheel, a member of the flags bundle), else the closest
+    older release's on file; None without one."""
     from ..engines.bench import BenchOptions
     from ..engines.versions import nearest_version
 
-    folder = loader.data_dir() / "flags" / "bench"
-    files = {p.stem[len(engine) + 1:]: p for p in folder.glob(f"{engine}-*.yaml")} if folder.is_dir() else {}
-    if not files:
+    stems = {s[len(engine) + 1:]: s for s in loader.family("flags").stems("bench") if s.startswith(engine + "-")}
+    if not stems:
         return None
-    path = files[nearest_version(files, version)]
-    where = f"data/flags/bench/{path.name}"
+    stem = stems[nearest_version(stems, version)]
+    where = loader.family("flags").where(stem, "bench")
     try:
-        return BenchOptions.model_validate(loader.data_yaml(path, where))
+        return BenchOptions.model_validate(loader.family_table("flags", stem, "bench"))
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}: {exc}") from None

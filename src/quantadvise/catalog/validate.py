@@ -21,11 +21,13 @@ def validate_serving() -> dict[str, int]:
     from .serving import _loop_table, bench_options, e2e_points, loop_release, shipped_terms
 
     for engine in engine_names():
+        newest = engine_versions(engine)[-1]
+        if loop_release(engine, newest).version != newest:
+            raise DataError(f"data/serving.yaml: no row for {engine} {newest}, the newest release in data/engines")
         for version in engine_versions(engine):
-            row = loop_release(engine, version)
-            if row.version != version:
-                raise DataError(f"data/serving.yaml: no row for {engine} {version} (data/engines has the release)")
-            if bench_options(engine, version) is None:
+            loop_release(engine, version)
+            opts = bench_options(engine, version)
+            if opts is None or opts.version != version:
                 raise DataError(f"data/flags/bench: no option list for {engine} {version}")
     table = E2ETable.model_validate(e2e_points())
     return {"serving_loops": len(_loop_table().releases), "serving_terms": len(shipped_terms()),
@@ -104,12 +106,18 @@ def validate_all() -> dict[str, int]:
     counts["kv_issues"] = len(kv_issues())
     counts.update(validate_serving())
     counts["flag_vocabularies"] = 0
-    for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
-        engine, _, version = path.stem.partition("-")
+    flags = loader.family("flags")
+    for stem in flags.stems():
+        engine, _, version = stem.partition("-")
         if engine not in engine_names() or version not in engine_versions(engine):
-            raise DataError(f"data/flags/{path.name}: no data/engines/{path.stem}.yaml for this release")
+            raise DataError(f"data/flags/{stem}.yaml: no data/engines/{stem}.yaml for this release")
         flag_vocabulary(engine, version)
         counts["flag_vocabularies"] += 1
+    for sub, family in (("parser", flags), ("carried", loader.family("kernels"))):
+        for stem in family.stems(sub):
+            if stem.partition("-")[0] not in engine_names() or stem.partition("-")[2] not in engine_versions(
+                    stem.partition("-")[0]):
+                raise DataError(f"{family.where(stem, sub)}: no data/engines/{stem}.yaml for this release")
     return counts
 
 

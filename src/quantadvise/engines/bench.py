@@ -114,6 +114,10 @@ def serve_bench_command(engine: str, model: str, *, input_len: int, output_len: 
         args.append(("--host", [host]))
     if port is not None:
         args.append(("--port", [str(port)]))
+    if options is not None and engine == "sglang" and not options.has("--tag"):
+        # bench_serving before 0.5.4 has no --tag: the workload's metadata cannot ride in the result file;
+        # validate --bench then takes the GPU, TP and scheme from its own flags
+        args = [(o, v) for o, v in args if o != "--tag"]
     if options is not None:
         for opt, _ in args:
             if not options.has(opt):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Engine = Literal["vllm", "sglang"]
 FlagType = Literal["str", "int", "float", "json"]
@@ -46,9 +47,16 @@ class EngineFlags:
     cli_model: bool | str = True
     images: tuple[str, ...] = ()  # image repository names (the last path part) that ship the engine
     image_runs_server: bool = False  # those images' entrypoint is the server (arguments follow it)
-    config_option: str | None = None  # the option that reads more options from a YAML file (not read here)
+    # image repositories (whole paths) that ship the engine with another entrypoint (a shell): AMD's ROCm builds
+    dev_images: tuple[str, ...] = ()
+    # the option that reads more options from a YAML file (whether a release reads one: its parser sidecar)
+    config_option: str | None = None
+    # a mapping in that file becomes its option's JSON (vLLM: json.dumps in load_config_file), else Python's str()
+    # of it (SGLang: _add_scalar_arg in server_args_config_parser.py)
+    config_mapping_json: bool = False
     handoff_options: tuple[tuple[str, str], ...] = ()  # (option, program): the command line goes to that program
     kv_hint: str = ""  # the DeployHints field holding this engine's --kv-cache-dtype value
+    env_prefix: str = ""  # the environment variables the engine reads start with this (VLLM_, SGLANG_)
 
     def named(self, name: str) -> Flag | None:
         """The flag a spelling names (``-tp``, ``--tp-size`` ...), None when it is not in the table."""
@@ -74,9 +82,12 @@ VLLM = EngineFlags(
     cli_model=True,
     images=("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"),
     image_runs_server=True,  # vllm/vllm-openai's ENTRYPOINT is `vllm serve`
+    dev_images=("rocm/vllm", "rocm/vllm-dev"),  # tags rocm6.4.1_vllm_0.10.1_20250909, nightly_main_20250901
     config_option="--config",
+    config_mapping_json=True,
     handoff_options=(("--omni", "vllm_omni"),),  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
     kv_hint="vllm_kv_cache_dtype",
+    env_prefix="VLLM_",  # vllm/envs.py environment_variables
     flags=(
         Flag("model", ("--model",)),
         Flag("quantization", ("--quantization", "-q")),
@@ -102,7 +113,10 @@ SGLANG = EngineFlags(
     cli="sglang",
     cli_model="first",  # sglang/cli/serve.py:62-66 (_normalize_positional_model_path)
     images=("sglang",),
+    dev_images=("rocm/sgl-dev",),  # tags v0.5.11-rocm720-mi30x-20260510
+    config_option="--config",  # sglang/srt/server_args.py prepare_server_args (ConfigArgumentMerger; from 0.5.3: the parser sidecar says per release)
     kv_hint="sglang_kv_cache_dtype",
+    env_prefix="SGLANG_",  # sglang/srt/environ.py Envs, and literal SGLANG_* reads
     flags=(
         Flag("model", ("--model-path", "--model")),
         Flag("quantization", ("--quantization",)),
@@ -122,10 +136,15 @@ ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
 
 
 def engine_of_image(repository: str) -> tuple[Engine | None, bool]:
-    """(engine, whether the image's entrypoint is its server) for an image repository's last path part."""
+    """(engine, whether the image's entrypoint is its server) for an image repository (``vllm/vllm-openai``,
+    ``docker.io/lmsysorg/sglang``, ``rocm/vllm``): by its last path part, or its whole path for AMD's images."""
+    last = repository.rsplit("/", 1)[-1]
     for t in ENGINES.values():
-        if repository in t.images:
+        if last in t.images:
             return t.engine, t.image_runs_server
+    for t in ENGINES.values():
+        if any(repository == d or repository.endswith("/" + d) for d in t.dev_images):
+            return t.engine, False
     return None, False
 
 
@@ -237,10 +256,38 @@ def speculative_args(engine: str, *, vllm_method: str, sglang_algorithm: str, dr
     raise ValueError(f"no speculative-decoding flags on file for engine {engine!r}")
 
 
-def engine_command(engine: str, model: str, extra: list[str] | None = None, **fields: Any) -> str:
+
+class OptionSet(Protocol):
+    """A release's option list as the writer needs it (``engines.vocabulary.FlagVocabulary``): every option
+    string its parser registers."""
+
+    version: str
+
+    @property
+    def registered(self) -> Mapping[str, Any]: ...
+
+
+class MissingOption(ValueError):
+    """A command for a release would need an option that release's parser does not register."""
+
+
+def spelling(flag: Flag, options: OptionSet | None) -> str | None:
+    """How a command for a release writes ``flag``: the first of its spellings the release's parser registers
+    (SGLang 0.4.6-0.4.10 register --pipeline-parallel-size and --pp-size, 0.4.0-0.4.5 neither); None when it
+    registers none of them; ``flag.name`` without an option list."""
+    if options is None:
+        return flag.name
+    return next((n for n in flag.names if n in options.registered), None)
+
+
+def engine_command(engine: str, model: str, options: OptionSet | None = None, extra: list[str] | None = None,
+                   **fields: Any) -> str:
     """The command that serves ``model`` on ``engine`` with ``fields`` (the table's field names:
     ``quantization``, ``kv_cache_dtype``, ``max_num_seqs``, ``max_model_len``,
     ``tensor_parallel_size``, ``gpu_memory_utilization`` ...); unset fields and defaults are left out.
+    ``options``: the release's option list (``catalog.option_list``): each flag is spelled as that release
+    registers it, and a field it has no option for raises :class:`MissingOption` (None: the table's spellings);
+    ``extra``: arguments written after the flags (speculative decoding, :func:`speculative_args`).
 
     >>> engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2)
     'python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2'
@@ -251,11 +298,23 @@ def engine_command(engine: str, model: str, extra: list[str] | None = None, **fi
     unknown = sorted(set(fields) - set(_BY_FIELD[engine]))
     if unknown:
         raise TypeError(f"{engine} has no flag for {', '.join(unknown)}")
-    args = [*table.launch, model] if table.positional_model else [*table.launch, table.for_field("model").name, model]
+    written = {f.field: _written(f, fields.get(f.field)) for f in table.flags}
+    written["model"] = None if table.positional_model else model
+    names = {}
     for flag in table.flags:
-        text = _written(flag, fields.get(flag.field))
-        if text is not None:
-            args += [flag.name, text]
+        if written[flag.field] is None:
+            continue
+        name = spelling(flag, options)
+        if name is None:
+            release = f"{table.label} {options.version}" if options is not None else table.label
+            raise MissingOption(f"{release} has no {' / '.join(flag.names)} option: a command for it cannot set "
+                                f"{flag.field.replace('_', ' ')}")
+        names[flag.field] = name
+    args = [*table.launch, model] if table.positional_model else [*table.launch, names["model"], model]
+    for flag in table.flags:
+        text = written[flag.field]
+        if text is not None and flag.field != "model":
+            args += [names[flag.field], text]
     return shlex.join(args + list(extra or ()))
 
 

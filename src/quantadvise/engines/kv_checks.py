@@ -60,7 +60,11 @@ def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, met
     if kv == "fp8_e5m2" and method is not None and ck is not None and engine.message("fp8_e5m2_with_fp8_checkpoint"):
         installs = method.kv_scales_on_attention == "always" or (
             method.kv_scales_on_attention == "with_kv_scheme" and ck.kv_cache_raw is not None)
-        if installs:
+        if installs and method.kv_scales_on_attention == "always":
+            ctx.add("fp8_e5m2_with_fp8_checkpoint", "error", f"{engine.label} gives every attention layer of a "
+                    f"'{method.id}' checkpoint its KV-scale method (for e4m3 scales), which it never combines with "
+                    "fp8_e5m2: pass --kv-cache-dtype fp8 (e4m3) or auto", subject=kv)
+        elif installs:
             ctx.add("fp8_e5m2_with_fp8_checkpoint", "error", f"'{method.id}' loads e4m3 KV scales from the "
                     "checkpoint, which fp8_e5m2 cannot use: pass --kv-cache-dtype fp8 (e4m3) or auto", subject=kv)
     # a compressed-tensors kv_cache_scheme the engine cannot use

@@ -69,6 +69,7 @@ class LoopFacts:
     overlap: bool
     preemption: str
     cites: tuple[str, ...]  # "<what>: <engine> <version> <file:line>"
+    carried_from: str | None = None  # the release on file whose loop facts stand in for ``version``
 
     @property
     def graph_max(self) -> int:
@@ -87,8 +88,9 @@ class LoopFacts:
         """``vLLM 0.33.0: 8,192 tokens per step (prefill chunks mixed into decode), CUDA graphs up to 512, async``."""
         name = "vLLM" if self.engine == "vllm" else "SGLang"
         mix = "prefill chunks mixed into decode" if self.mixed_prefill else "prefill as its own pass"
-        return (f"{name} {self.version}: {self.token_budget:,} tokens per step ({mix}), CUDA graphs up to batch "
-                f"{self.graph_max:,}" + (", overlapped scheduling" if self.overlap else ""))
+        carried = f" (loop facts of {self.carried_from}, the nearest release on file)" if self.carried_from else ""
+        return (f"{name} {self.version}{carried}: {self.token_budget:,} tokens per step ({mix}), CUDA graphs up to "
+                f"batch {self.graph_max:,}" + (", overlapped scheduling" if self.overlap else ""))
 
 
 def graph_sizes(ranges: tuple[tuple[int, int | None, int], ...], top: int, extra: tuple[int, ...] = ()) -> tuple[int, ...]:
@@ -103,9 +105,10 @@ def graph_sizes(ranges: tuple[tuple[int, int | None, int], ...], top: int, extra
 
 
 def loop_facts(release: LoopRelease, startup: StartupFacts, *, gpu_memory_bytes: int, gpu_names: tuple[str, ...],
-               capability: int | None, tp: int) -> LoopFacts:
+               capability: int | None, tp: int, version: str | None = None) -> LoopFacts:
     """``release``'s serving loop on a GPU of ``gpu_memory_bytes`` at tensor-parallel degree ``tp``, every
-    default as the release fills it in when no flag sets it."""
+    default as the release fills it in when no flag sets it. ``version``: the release asked for when
+    ``release`` is the nearest on file standing in for it (the facts then say so)."""
     cites = [f"mixed prefill: {release.cite('mixed_prefill')}", f"overlap: {release.cite('overlap')}",
              f"CUDA-graph sizes: {release.cite('graph_ranges')}", f"preemption: {release.cite('preemption')}"]
     if release.engine == "vllm":
@@ -127,13 +130,19 @@ def loop_facts(release: LoopRelease, startup: StartupFacts, *, gpu_memory_bytes:
         extra = ()
         cites.append(f"chunked_prefill_size / cuda_graph_max_bs: {startup.cite('fraction_tiers')}")
     sizes = graph_sizes(release.graph_ranges, top, extra)
-    return LoopFacts(engine=release.engine, version=release.version, graph_sizes=sizes, token_budget=budget,
-                     max_seqs=seqs, mixed_prefill=release.mixed_prefill, overlap=release.overlap,
-                     preemption=release.preemption, cites=tuple(cites))
+    carried = release.version if version is not None and version != release.version else None
+    if carried:
+        cites.append(f"serving-loop facts carried from {release.engine} {carried}: {version} has no row in data/serving.yaml")
+    return LoopFacts(engine=release.engine, version=version or release.version, graph_sizes=sizes,
+                     token_budget=budget, max_seqs=seqs, mixed_prefill=release.mixed_prefill, overlap=release.overlap,
+                     preemption=release.preemption, cites=tuple(cites), carried_from=carried)
 
 
 def pick_loop_release(table: LoopTable, engine: str, version: str) -> LoopRelease:
-    """The release's row, else the closest older one on file (else the oldest)."""
+    """The release's row, else the closest older one on file (else the oldest): the loop facts were read
+    from the wheels of the releases in data/serving.yaml; an engine release on file without a row of its
+    own (data/engines holds every release people pin) runs with the nearest row's facts, and
+    :func:`loop_facts` says so."""
     from .versions import nearest_version
 
     rows = {r.version: r for r in table.releases if r.engine == engine}

@@ -123,7 +123,9 @@ RULES: tuple[Rule, ...] = (
        "With --upgrade-to ENGINE@VERSION (or upgrade_to: in quantadvise.yaml) every deployment of that engine is "
        "judged again on the target release: a verdict that turns (loads -> refuses, or back), a different "
        "method or weight-only fallback, another served scheme or KV cache dtype, or a refusal or warning the "
-       "engine starts or stops printing is reported here, so an upgrade PR shows what it changes before it ships."),
+       "engine starts or stops printing is reported here, so an upgrade PR shows what it changes before it ships. "
+       "A deployment its release starts and the target refuses to start is an error, at the line the target's "
+       "refusal names: the upgrade would not start."),
     _r("QA201", "slower-than-bf16", "performance", "error",
        "Predicted slower than bf16 at the deployed concurrency",
        "At this concurrency the quantized scheme is predicted to serve fewer tokens per second than the bf16 "
