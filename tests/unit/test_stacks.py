@@ -124,7 +124,7 @@ def test_the_llm_d_pods_add_up_to_the_layout():
     assert total == row.gpus
 
 
-@pytest.mark.parametrize("target", ["helm", "llm-d", "kserve"])
+@pytest.mark.parametrize("target", ["helm", "llm-d", "kserve", "dynamo"])
 def test_check_reads_the_manifests_back_and_passes(target, tmp_path):
     """The acceptance: the winner's manifests, read back by `check` (its readers and rules), pass."""
     from quantadvise.api.check import check

@@ -17,7 +17,11 @@ def read_deployment(paths: str | Path | Sequence[str | Path], *, env: dict[str, 
     """
     from .. import catalog
     from ..artifacts.scan import read_paths
+    from ..artifacts.stack_launch import with_stack
 
-    return read_paths([paths] if isinstance(paths, str | Path) else list(paths), env=env, options=catalog.option_list)
+    scan = read_paths([paths] if isinstance(paths, str | Path) else list(paths), env=env, options=catalog.option_list)
+    # a stack's worker (python -m dynamo.vllm): its own options known, its engine release from its runtime image
+    invs = [with_stack(inv, catalog.stack_release, catalog.option_list) for inv in scan.invocations]
+    return scan.model_copy(update={"invocations": invs}) if invs != scan.invocations else scan
 
 

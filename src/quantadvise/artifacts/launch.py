@@ -20,6 +20,7 @@ from typing import Any
 from ..engines.flags import (
     ENGINES,
     SGLANG_MODULES,
+    STACK_MODULES,
     VLLM_MODULES,
     Engine,
     EngineFlags,
@@ -36,7 +37,7 @@ from .shell import Word, split_shell
 # are read as commands).
 ENGINE_MARKER = re.compile(
     r"(?:\bvllm\s+serve|\bsglang\s+serve|(?<![\w-])-m\s*(?:vllm\.entrypoints\.(?:openai\.)?api_server"
-    r"|vllm\.entrypoints\.cli\.main|sglang(?:_router)?\.launch_server))\b"
+    r"|vllm\.entrypoints\.cli\.main|sglang(?:_router)?\.launch_server|dynamo\.(?:vllm|sglang)))\b"
 )
 _PIP_PIN = re.compile(r"""(?:^|[\s"'])(vllm|sglang)(?:\[[^\]]*\])?==(\d[\w.+\-]*)""")
 _NOT_LAUNCH = frozenset({"echo", "printf", "logger", "grep", "sed", "awk", "#"})
@@ -66,6 +67,7 @@ class LaunchContext:
     warnings: list[str] = field(default_factory=list)
     options: OptionLists | None = None  # the releases' option lists (see OptionLists)
     env: dict[str, int] = field(default_factory=dict)  # environment variables the container sets -> line
+    runs_image: str | None = None  # the image the container runs, an engine's or not (a stack worker's tag)
 
 
 @dataclass
@@ -144,7 +146,8 @@ def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool | str] | 
             for t in ENGINES.values():
                 if base == t.cli:
                     return t.engine, i, i + 2, t.cli_model
-        if w.text == "-m" or (w.text.startswith("-m") and w.text[2:] in (*VLLM_MODULES, *SGLANG_MODULES)):
+        if w.text == "-m" or (w.text.startswith("-m") and w.text[2:] in (*VLLM_MODULES, *SGLANG_MODULES,
+                                                                          *STACK_MODULES)):
             mod = nxt if w.text == "-m" else w.text[2:]
             skip = 2 if w.text == "-m" else 1
             if mod in VLLM_MODULES:
@@ -153,6 +156,8 @@ def find_engine(words: Sequence[Word]) -> tuple[Engine, int, int, bool | str] | 
                 return "vllm", i, i + 3, True
             if mod in SGLANG_MODULES:
                 return "sglang", i, i + skip, False
+            if mod in STACK_MODULES:  # a stack's worker: the engine's options plus the stack's (stack_launch.py)
+                return STACK_MODULES[mod], i, i + skip, False
     return None
 
 
@@ -219,6 +224,8 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
         ctx = LaunchContext(**{**ctx.__dict__, "env": env})
     if launcher is None:
         launcher = _launcher([w.text for w in words[at:first_arg]]) if at >= 0 else "image entrypoint"
+    if image is None and launcher.removeprefix("python -m ") in STACK_MODULES:
+        image = ctx.runs_image  # a stack's runtime image: its tag names the stack's release (stack_launch.py)
     if at > 0 and words[at].text == "-m" and PurePosixPath(words[at - 1].text).name.startswith("python"):
         at -= 1  # argv starts at the interpreter: python3 -m sglang.launch_server
     if image is not None and parse_image(image)[0] not in (None, engine):

@@ -279,7 +279,7 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         return None
     words = cmd + args
     ctx = LaunchContext(file=file, source=source, context=label, image=image if engine else None, engine_version=version,
-               gpus=_k8s_gpus(node), options=options, env=_env_lines(node))
+               gpus=_k8s_gpus(node), options=options, env=_env_lines(node), runs_image=image)
     script = _shell_wrapped(words)
     if script is not None:
         script_node = _script_source(script, cmd_node, args_node)
@@ -399,8 +399,8 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
         ep = _compose_words(_get(svc, "entrypoint"), file, dotenv, used, src)
         cmd = _compose_words(_get(svc, "command"), file, dotenv, used, src)
         words = ep + cmd
-        ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, engine_version=version,
-                   gpus=_compose_gpus(svc), options=options, env=_compose_env_lines(e))
+        ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, runs_image=image,
+                            engine_version=version, gpus=_compose_gpus(svc), options=options, env=_compose_env_lines(e))
         script = _shell_wrapped(words)
         inv = None
         if script is not None:

@@ -195,7 +195,7 @@ def _serve_word(text: str) -> bool:
                for m in _SERVE.finditer(text))
 
 
-_MARK_MODULE = re.compile(r"-m\s*(?:vllm\.entrypoints\.|sglang)")  # a literal prefix (ENGINE_MARKER has none)
+_MARK_MODULE = re.compile(r"-m\s*(?:vllm\.entrypoints\.|sglang|dynamo\.)")  # a literal prefix (ENGINE_MARKER has none)
 
 
 def _engine_marker(text: str) -> bool:
@@ -241,7 +241,8 @@ def _may_launch(text: str, kind: FileKind, env: Mapping[str, str]) -> bool:
     return kind in ("shell", "makefile", "yaml") and "$" in text and any(_spells_engine(v) for v in env.values())
 
 
-_LAUNCH_WORDS = ("vllm-openai", "lmsysorg/sglang", "sglang.launch_server", "vllm.entrypoints.")
+_LAUNCH_WORDS = ("vllm-openai", "lmsysorg/sglang", "sglang.launch_server", "vllm.entrypoints.", "dynamo.vllm",
+                 "dynamo.sglang")
 _QUOTED_SERVE = re.compile(r"[\"']vllm[\"']\s*,\s*[\"']serve[\"']")
 
 

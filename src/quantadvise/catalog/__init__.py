@@ -20,7 +20,7 @@ _NAMES: dict[str, str] = {
     "engine_names": "engines", "engine_startup": "engines", "engine_versions": "engines",
     "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
     "kv_issues": "engines", "option_list": "engines", "validate_engines": "engines",
-    "kernel_caveat": "engines", "release": "engines",
+    "kernel_caveat": "engines", "release": "engines", "stack_release": "engines",
     "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
     "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         kv_issues,
         option_list,
         release,
+        stack_release,
         validate_engines,
     )
     from .loader import data_dir, data_yaml, load_yaml_file
@@ -104,7 +105,7 @@ __all__ = [
     "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
-    "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts",
+    "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "release", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts",
     "load_perf_profile",
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",

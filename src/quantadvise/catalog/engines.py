@@ -274,3 +274,29 @@ def kv_issues() -> tuple[KvIssue, ...]:
             rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
             raise DataError(format_validation_error(exc, f"data/known_issues.yaml issue '{rid}'")) from None
     return tuple(out)
+
+
+@cache
+def stack_release(stack: str, version: str | None = None) -> Any:
+    """A serving stack's release whose workers start an engine (an ``engines.launchers.StackRelease``,
+    data/flags/launchers/<stack>-<version>.yaml: Dynamo's ``python -m dynamo.vllm`` options and the engine its
+    runtime images run); ``version`` None: the newest on file. None when no release of ``stack`` is on file, or
+    ``version`` is given and not on file."""
+    from ..engines.launchers import STACK_DATA_VERSION, StackRelease
+
+    fam = loader.family("flags")
+    stems = [s for s in fam.stems("launchers") if s.startswith(stack + "-")]
+    if version is not None:
+        stems = [s for s in stems if s == f"{stack}-{version}"]
+    if not stems:
+        return None
+    stem = max(stems, key=lambda s: version_key(s[len(stack) + 1:]))
+    where = fam.where(stem, "launchers")
+    try:
+        rel = StackRelease.model_validate(loader.family_table("flags", stem, "launchers"))
+    except (ValidationError, TypeError) as exc:
+        raise DataError(f"{where}: {exc}") from None
+    if (rel.stack, rel.version) != (stack, stem[len(stack) + 1:]) or rel.schema_version != STACK_DATA_VERSION:
+        raise DataError(f"{where}: stack {rel.stack} {rel.version} (schema {rel.schema_version}) must match the "
+                        f"file name and schema {STACK_DATA_VERSION}")
+    return rel

@@ -70,6 +70,9 @@ class EngineFlags:
 # sglang/launch_server.py).
 VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 SGLANG_MODULES = ("sglang.launch_server", "sglang_router.launch_server")
+# serving stacks' workers that start an engine with options of their own, and the engine each starts (NVIDIA
+# Dynamo: dynamo/vllm/__main__.py, dynamo/sglang/__main__.py; their options: data/flags/launchers/)
+STACK_MODULES: dict[str, Engine] = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang"}
 
 VLLM = EngineFlags(
     engine="vllm",

@@ -44,6 +44,9 @@ class EngineInvocation(Out):
     raw: dict[str, str] = {}  # understood field -> the value as written (after env resolution)
     unresolved_env: list[str] = []
     other: dict[str, str | bool] = {}
+    # a serving stack's own options (Dynamo's, for `python -m dynamo.vllm`): taken by the stack's parser before the
+    # engine's runs, so known and not judged as the engine's (artifacts.stack_launch)
+    stack_options: dict[str, str | bool] = {}
     warnings: list[str] = []
 
     @property
