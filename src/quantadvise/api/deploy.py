@@ -44,10 +44,6 @@ def deploy(workload: Workload | dict[str, Any] | None = None, *, target: str, **
                       name=resource_name(short, row.scheme), gpus_per_node=row.gpus_per_node)
     files["quantadvise.yaml"] = _declaration(rec, row, model, sorted(files))
     notes = list(found.plan.notes)
-    if target == "dynamo":
-        notes.append("check does not read Dynamo's workers (python3 -m dynamo.vllm / dynamo.sglang take the engine's "
-                     "options plus Dynamo's own, whose option list is not on file): the manifest is validated against "
-                     "the DynamoGraphDeployment CRD in the tests")
     if not row.native and rec.checkpoint.suggested_path:
         notes.append(f"the manifests serve {model}: produce that checkpoint first ({rec.checkpoint.summary}) and put "
                      "it where the pods read it (a model registry, a volume or the Hub)")

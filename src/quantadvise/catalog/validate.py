@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ConfigError, DataError
 from . import loader, profiles
 from .comm import comm_ids, comm_system, layout_measurements
-from .engines import engine_names, engine_versions, flag_vocabulary, validate_engines
+from .engines import engine_names, engine_versions, flag_vocabulary, stack_release, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
 from .profiles import accuracy_rules, default_perf_profile
@@ -113,6 +113,12 @@ def validate_all() -> dict[str, int]:
             raise DataError(f"data/flags/{stem}.yaml: no data/engines/{stem}.yaml for this release")
         flag_vocabulary(engine, version)
         counts["flag_vocabularies"] += 1
+    for stem in flags.stems("launchers"):  # serving stacks' workers (Dynamo): each names releases on file
+        rel = stack_release(*stem.split("-", 1))
+        for row in rel.images:
+            if row.engine_version not in engine_versions(row.engine):
+                raise DataError(f"{flags.where(stem, 'launchers')}: {row.repository} runs {row.engine} "
+                                f"{row.engine_version}, which is not on file (data/engines/)")
     for sub, family in (("parser", flags), ("carried", loader.family("kernels"))):
         for stem in family.stems(sub):
             if stem.partition("-")[0] not in engine_names() or stem.partition("-")[2] not in engine_versions(
