@@ -256,29 +256,60 @@ def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> tu
     """For every linear module, the config group that quantizes it (None: left unquantized)."""
     ignore = Matcher(ck.ignore, ck.ignore_style)
     matchers = [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups]
+    # without an ignore list or a pattern group no name is matched: the choice follows from the module's
+    # inventory group and class alone, decided once per pair (a DeepSeek-V3 has 45,872 modules, 30 pairs)
+    by_name = bool(ignore) or any(g.scope == "patterns" for g in ck.groups)
+    decided: dict[tuple[int, str], QuantGroup | None] = {}
     out: list[tuple[Module, QuantGroup | None]] = []
     for m in modules(arch, include_mtp):
-        chosen: QuantGroup | None = None
-        if not (ignore and ignore.by_name(m)):
-            # vLLM's find_matched_target: names and regexes first, then class names
+        if by_name:
+            out.append((m, _choose(m, ck, ignore, matchers)))
+            continue
+        key = (id(m.group), m.cls)
+        if key not in decided:
+            decided[key] = _choose(m, ck, ignore, matchers)
+        out.append((m, decided[key]))
+    return tuple(out)
+
+
+def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
+            matchers: list[tuple[QuantGroup, Matcher]]) -> QuantGroup | None:
+    """The config group that quantizes ``m`` (None: left unquantized)."""
+    chosen: QuantGroup | None = None
+    if not (ignore and ignore.by_name(m)):
+        # vLLM's find_matched_target: names and regexes first, then class names
+        for g, mt in matchers:
+            if g.scope == "patterns" and mt.by_name(m):
+                chosen = g
+                break
+        if chosen is None:
             for g, mt in matchers:
-                if g.scope == "patterns" and mt.by_name(m):
+                if g.scope == "patterns" and mt.by_class(m):
                     chosen = g
                     break
-            if chosen is None:
-                for g, mt in matchers:
-                    if g.scope == "patterns" and mt.by_class(m):
-                        chosen = g
-                        break
-            if chosen is None:
-                for g, _ in matchers:
-                    if g.scope != "patterns" and _in_scope(g, m, ck):
-                        chosen = g
-                        break
-        if chosen is not None and not chosen.quantizes_weights:
-            chosen = None
-        out.append((m, chosen))
-    return tuple(out)
+        if chosen is None:
+            for g, _ in matchers:
+                if g.scope != "patterns" and _in_scope(g, m, ck):
+                    chosen = g
+                    break
+    if chosen is not None and not chosen.quantizes_weights:
+        chosen = None
+    return chosen
+
+
+def counted(assigned: tuple[tuple[Module, QuantGroup | None], ...] | list[tuple[Module, QuantGroup | None]],
+           ) -> list[tuple[Module, QuantGroup | None, int]]:
+    """``assigned`` counted: (the first module, its config group, how many modules) per pair of inventory
+    group and config group, in the order the pairs first appear (every module of one inventory group
+    has its shape and component)."""
+    runs: dict[tuple[int, int], list] = {}
+    for m, g in assigned:
+        r = runs.get((id(m.group), id(g)))
+        if r is None:
+            runs[(id(m.group), id(g))] = [m, g, 1]
+        else:
+            r[2] += 1
+    return [(m, g, n) for m, g, n in runs.values()]
 
 
 @dataclass(slots=True)
@@ -308,9 +339,9 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     unq_count = 0
     q_params = 0
     schemes: dict[str, Scheme] = {}
-    sized: dict[tuple[str, int], int] = {}
     linear_groups: dict[int, ParamGroup] = {}
-    for m, g in assigned:
+    unq_pairs: set[tuple[int, int]] = set()
+    for m, g, count in counted(assigned):
         linear_groups[id(m.group)] = m.group
         params = m.group.n * m.group.k
         name = "mtp" if m.group.mtp else m.group.component
@@ -318,26 +349,28 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
         if g is None or params == 0:
             b = params * unq_bytes
             if m.group.component not in ("embedding", "lm_head") and not m.group.mtp:
-                unq_count += 1
-                if len(unq_linear) < 6:
-                    unq_linear.append(m.name)
+                unq_count += count
+                unq_pairs.add((id(m.group), id(g)))
         else:
-            key = (g.name, id(m.group))  # every module of one inventory group has its shape
-            b = sized.get(key, -1)
-            if b < 0:
-                s = schemes.get(g.name)
-                if s is None:
-                    s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
-                b = sized[key] = linear_bytes(s, m.group.n, m.group.k)
-            c.quantized_params += params
-            q_params += params
+            s = schemes.get(g.name)
+            if s is None:
+                s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
+            b = linear_bytes(s, m.group.n, m.group.k)
+            c.quantized_params += params * count
+            q_params += params * count
             pg = per_group.setdefault(g.name, _Tally(example=m.name))
-            pg.modules += 1
-            pg.params += params
-            pg.bytes += b
+            pg.modules += count
+            pg.params += params * count
+            pg.bytes += b * count
             pg.components.add(name)
-        c.params += params
-        c.bytes += b
+        c.params += params * count
+        c.bytes += b * count
+    if unq_pairs:  # the first unquantized linear modules, in module order
+        for m, g in assigned:
+            if (id(m.group), id(g)) in unq_pairs:
+                unq_linear.append(m.name)
+                if len(unq_linear) == 6:
+                    break
     # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
     # compared by value: the (cached) modules may hold an equal arch's group objects
     placed = set(linear_groups.values())
