@@ -54,7 +54,7 @@ def native_scheme(arch: ModelArch, ck: CheckpointQuant, layouts: dict[str, Layou
                   quantization_config: dict[str, Any] | None = None) -> Native | None:
     """The scheme a shipped checkpoint runs, or None when it quantizes no weights (a KV-only config,
     a dialect quantadvise cannot size)."""
-    from .placement import assign, counted
+    from .placement import place
 
     groups = [g for g in ck.groups if g.quantizes_weights and g.scheme_error is None]
     if not groups:
@@ -62,7 +62,7 @@ def native_scheme(arch: ModelArch, ck: CheckpointQuant, layouts: dict[str, Layou
     weight: dict[str, int] = {}
     quantized: set[str] = set()
     linear: set[str] = set()
-    for m, g, count in counted(assign(arch, ck, include_mtp=False)):
+    for m, g, count in place(arch, ck, include_mtp=False).pairs:
         if m.group.mtp:
             continue
         linear.add(m.group.component)

@@ -254,22 +254,13 @@ class DiskSize(Out):
 
 def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> tuple[tuple[Module, QuantGroup | None], ...]:
     """For every linear module, the config group that quantizes it (None: left unquantized)."""
-    ignore = Matcher(ck.ignore, ck.ignore_style)
-    matchers = [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups]
-    # without an ignore list or a pattern group no name is matched: the choice follows from the module's
-    # inventory group and class alone, decided once per pair (a DeepSeek-V3 has 45,872 modules, 30 pairs)
-    by_name = bool(ignore) or any(g.scope == "patterns" for g in ck.groups)
-    decided: dict[tuple[int, str], QuantGroup | None] = {}
-    out: list[tuple[Module, QuantGroup | None]] = []
-    for m in modules(arch, include_mtp):
-        if by_name:
-            out.append((m, _choose(m, ck, ignore, matchers)))
-            continue
-        key = (id(m.group), m.cls)
-        if key not in decided:
-            decided[key] = _choose(m, ck, ignore, matchers)
-        out.append((m, decided[key]))
-    return tuple(out)
+    ignore, matchers = _matchers(ck)
+    return tuple((m, _choose(m, ck, ignore, matchers)) for m in modules(arch, include_mtp))
+
+
+def _matchers(ck: CheckpointQuant) -> tuple[Matcher, list[tuple[QuantGroup, Matcher]]]:
+    return (Matcher(ck.ignore, ck.ignore_style),
+            [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups])
 
 
 def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
@@ -297,19 +288,69 @@ def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
     return chosen
 
 
-def counted(assigned: tuple[tuple[Module, QuantGroup | None], ...] | list[tuple[Module, QuantGroup | None]],
-           ) -> list[tuple[Module, QuantGroup | None, int]]:
-    """``assigned`` counted: (the first module, its config group, how many modules) per pair of inventory
-    group and config group, in the order the pairs first appear (every module of one inventory group
-    has its shape and component)."""
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """:func:`assign` counted: ``pairs`` holds (the first module, its config group, how many modules) per
+    inventory group and config group (every module of an inventory group has its shape and component),
+    in the order the pairs first appear; ``unquantized`` the first six decoder linear modules left
+    16-bit, in module order, of ``unquantized_modules``."""
+
+    pairs: tuple[tuple[Module, QuantGroup | None, int], ...]
+    unquantized: tuple[str, ...]
+    unquantized_modules: int
+
+
+_PLACED: dict[tuple[ModelArch, str, bool], Placed] = {}
+_PLACED_KEEP = 8
+
+
+def place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool = True) -> Placed:
+    """Which config group quantizes each linear module, counted (:class:`Placed`). Cached by value: one
+    ``check`` or ``recommend`` places a model several times (a DeepSeek-V3 has 45,872 modules)."""
+    key = (arch, ck.model_dump_json() if ck is not None else "", include_mtp)
+    hit = _PLACED.get(key)
+    if hit is None:
+        if len(_PLACED) >= _PLACED_KEEP:
+            _PLACED.pop(next(iter(_PLACED)))
+        hit = _PLACED[key] = _place(arch, ck, include_mtp)
+    return hit
+
+
+def _place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool) -> Placed:
+    mods = modules(arch, include_mtp)
     runs: dict[tuple[int, int], list] = {}
-    for m, g in assigned:
+    if ck is not None and (ck.ignore or any(g.scope == "patterns" for g in ck.groups)):
+        ignore, matchers = _matchers(ck)
+        chosen = [_choose(m, ck, ignore, matchers) for m in mods]
+    else:
+        # no name is matched: the choice follows from the module's inventory group and class alone
+        decided: dict[tuple[int, str], QuantGroup | None] = {}
+        if ck is not None:
+            ignore, matchers = _matchers(ck)
+        chosen = []
+        for m in mods:
+            key = (id(m.group), m.cls)
+            if key not in decided:
+                decided[key] = _choose(m, ck, ignore, matchers) if ck is not None else None
+            chosen.append(decided[key])
+    for m, g in zip(mods, chosen, strict=True):
         r = runs.get((id(m.group), id(g)))
         if r is None:
             runs[(id(m.group), id(g))] = [m, g, 1]
         else:
             r[2] += 1
-    return [(m, g, n) for m, g, n in runs.values()]
+    unq = {k for k, (m, g, _) in runs.items()
+           if (g is None or m.group.n * m.group.k == 0) and m.group.component not in ("embedding", "lm_head")
+           and not m.group.mtp}
+    names: list[str] = []
+    if unq:
+        for m, g in zip(mods, chosen, strict=True):
+            if (id(m.group), id(g)) in unq:
+                names.append(m.name)
+                if len(names) == 6:
+                    break
+    return Placed(pairs=tuple((m, g, n) for m, g, n in runs.values()), unquantized=tuple(names),
+                  unquantized_modules=sum(runs[k][2] for k in unq))
 
 
 @dataclass(slots=True)
@@ -332,25 +373,19 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     from ..scheme.formats import get_format
 
     unq_bytes = get_format(stored_dtype).bits // 8
-    assigned = assign(arch, ck, include_mtp) if ck is not None else [(m, None) for m in modules(arch, include_mtp)]
+    placed_modules = place(arch, ck, include_mtp)
     comp: dict[str, _Tally] = {}
     per_group: dict[str, _Tally] = {}
-    unq_linear: list[str] = []
-    unq_count = 0
     q_params = 0
     schemes: dict[str, Scheme] = {}
     linear_groups: dict[int, ParamGroup] = {}
-    unq_pairs: set[tuple[int, int]] = set()
-    for m, g, count in counted(assigned):
+    for m, g, count in placed_modules.pairs:
         linear_groups[id(m.group)] = m.group
         params = m.group.n * m.group.k
         name = "mtp" if m.group.mtp else m.group.component
         c = comp.setdefault(name, _Tally())
         if g is None or params == 0:
             b = params * unq_bytes
-            if m.group.component not in ("embedding", "lm_head") and not m.group.mtp:
-                unq_count += count
-                unq_pairs.add((id(m.group), id(g)))
         else:
             s = schemes.get(g.name)
             if s is None:
@@ -365,12 +400,6 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
             pg.components.add(name)
         c.params += params * count
         c.bytes += b * count
-    if unq_pairs:  # the first unquantized linear modules, in module order
-        for m, g in assigned:
-            if (id(m.group), id(g)) in unq_pairs:
-                unq_linear.append(m.name)
-                if len(unq_linear) == 6:
-                    break
     # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
     # compared by value: the (cached) modules may hold an equal arch's group objects
     placed = set(linear_groups.values())
@@ -407,7 +436,8 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     return DiskSize(
         total_bytes=total, baseline_bytes=params * BASELINE_BYTES_PER_PARAM, total_params=params,
         quantized_params=q_params, compression_ratio=(params * BASELINE_BYTES_PER_PARAM) / total if total else 1.0,
-        components=components, groups=groups, unquantized_linear=unq_linear, unquantized_linear_modules=unq_count,
+        components=components, groups=groups, unquantized_linear=list(placed_modules.unquantized),
+        unquantized_linear_modules=placed_modules.unquantized_modules,
         stored_dtype=stored_dtype, includes_mtp=bool(arch.num_mtp_layers and include_mtp),
         lm_head_stored_separately=lm_stored, notes=notes,
     )
