@@ -63,7 +63,9 @@ def calibrate_cmd(
     tables of the aiconfigurator-core package (docs/calibration.md), the way the shipped
     data/profiles/ were made.
 
-    Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
+    Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml  # template: a CUDA GPU
+
+    Example: quantadvise calibrate --backend simulated --gpu h100 --out sim.yaml  # no GPU: not a measurement
     """
     from ..api.calibrate import calibrate, import_tables
 

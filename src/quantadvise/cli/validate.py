@@ -46,7 +46,7 @@ def validate_cmd(
 
     Example: quantadvise validate h100
 
-    Example: quantadvise validate h100-sxm --max-error 60 --project-bars
+    Example: quantadvise validate h100-sxm --max-error 60 --project-bars  # exit 1: the bars
     """
     from ..api.calibrate import validate
 
