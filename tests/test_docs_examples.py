@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "examples").glob("*/README.md"))]
 TEMPLATE = "template:"
 # the README's install steps: .ci/run runs them on a clean clone (tests/test_ci.py)
-INSTALL = {"python3 -m venv .venv", ". .venv/bin/activate", "pip install .", 'pip install --no-compile -e ".[test]"',
+INSTALL = {"python3 -m venv .venv", ". .venv/bin/activate", "pip install .", 'pip install -e ".[test]"',
            "python -m pytest -q -n auto"}
 SHELL_LANGS = {"", "console", "bash", "sh", "shell"}
 COMMAND_START = re.compile(r"^(quantadvise|python3?|pip|cd|[A-Z_]+=\S*\s+quantadvise)\b")
