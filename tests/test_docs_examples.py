@@ -7,8 +7,9 @@ each ```python block; in README.md, docs/*.md and examples/*/README.md. Output l
 not commands.
 
 How they run: a document's examples in order, in a scratch folder holding a copy of the shipped
-``examples/`` (so paths are the clone's, and a file one command writes is there for the next, as in a
-reader's shell), each line from that folder; ``quantadvise ...`` in-process through the real entry
+``examples/`` and of ``tests/fixtures/`` (the example files in each format, e.g. ``tests/fixtures/bench``;
+without the engines' quoted source, which no example reads) — so paths are the clone's, and a file one
+command writes is there for the next, as in a reader's shell — each line from that folder; ``quantadvise ...`` in-process through the real entry
 point (``tests.conftest.run_cli``), a Python block with ``exec``. ``cd DIR && ...`` runs the rest of the
 line in DIR and ``NAME=value`` before a command sets the variable for it. A command exits 0 unless its
 comment says ``exit 1`` (a gate with findings); never 2 (an error) and never a traceback.
@@ -119,10 +120,20 @@ def examples(path: Path) -> list[Example]:
 ALL = [e for doc in DOCS for e in examples(doc)]
 
 
+# what of tests/fixtures the scratch clone leaves out: the engines' quoted source (megabytes no example reads)
+FIXTURES_LEFT_OUT = shutil.ignore_patterns("engine_quotes", "flag_quotes", "kernel_quotes")
+
+
+def lay_out(root: Path) -> None:
+    """A scratch folder laid out like the clone's root: copies of the shipped examples/ and tests/fixtures/."""
+    shutil.copytree(REPO / "examples", root / "examples")
+    shutil.copytree(REPO / "tests" / "fixtures", root / "tests" / "fixtures", ignore=FIXTURES_LEFT_OUT)
+
+
 @pytest.fixture
 def clone(tmp_path, monkeypatch):
-    """A scratch folder laid out like the clone's root: a copy of the shipped examples/."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    """A scratch folder laid out like the clone's root (:func:`lay_out`), the working directory."""
+    lay_out(tmp_path)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -52,3 +52,34 @@ def test_the_clone_checks_its_examples_not_its_fixtures(cli, monkeypatch):
     files = sorted({t["file"] for t in r.json()["targets"]})
     assert files == ["examples/failing-repo/k8s/deployment.yaml", "examples/passing-repo/deploy/k8s/llm.yaml"]
     assert not any(f.startswith("tests/fixtures/") for f in r.json()["files_scanned"])
+
+
+STACKS = REPO / "tests" / "fixtures" / "stacks"
+
+
+def test_no_gpu_comes_first_for_the_stacks_manifests_and_deploys_output(cli, tmp_path, monkeypatch):
+    """Issue 31's manifests (KServe LLMInferenceService, the production-stack chart's values, Dynamo) and what
+    `deploy` writes: without a GPU, check says so before it reads any of them; with the quantadvise.yaml
+    `deploy` writes, the GPU is the one it declares (no question asked)."""
+    import quantadvise.api.check as api_check
+    import quantadvise.artifacts.scan as scan
+
+    out = tmp_path / "out"
+    made = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--max-gpus", "2", "--target", "llm-d",
+               "-o", str(out))
+    assert made.code == 0, made.stderr
+    manifests = sorted(p for p in out.iterdir() if p.name != "quantadvise.yaml")
+    assert manifests
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a manifest was read before the GPU was known")
+
+    with monkeypatch.context() as m:
+        m.setattr(scan, "read_paths", refuse)
+        m.setattr(api_check, "read_deployment", refuse)
+        for path in [*sorted(STACKS.glob("example.*.yaml")), *manifests]:
+            r = cli("check", str(path))
+            assert r.code == 2, (path, r.stderr)
+            assert r.stderr.startswith("Error: no GPU declared") and r.stderr.count("\n") == 1, (path, r.stderr)
+    declared = cli("check", str(out), "--config", str(out / "quantadvise.yaml"))
+    assert "no GPU declared" not in declared.stderr

@@ -104,3 +104,32 @@ def test_a_curve_worse_than_recorded_fails(monkeypatch):
     assert r.kernels_judged == "recorded" and not r.passed and r.exit_code() == 1
     assert [k.curve for k in r.kernels if not k.within_max_error] == [key]
     assert validate(shipped).passed
+
+
+BENCH = "tests/fixtures/bench/sglang_bench_serving_0.5.23.jsonl"  # records no GPU: --gpu names it
+
+
+def test_bench_takes_gpu_aliases_as_the_profile_argument_does(cli, monkeypatch):
+    """`validate --bench` (issue 26) names the GPU as every other command does: an alias is its row."""
+    from pathlib import Path
+
+    from quantadvise import defaults
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    by_id = cli("validate", "--bench", BENCH, "--gpu", "h100-sxm", "-f", "json").json()
+    by_alias = cli("validate", "--bench", BENCH, "--gpu", "h100", "-f", "json").json()
+    assert by_alias == by_id and {p["workload"]["gpu"] for p in by_alias["points"]} == {"h100-sxm"}
+    # no --max-error: a run is held to the calibration bar, as `validate PROFILE` holds a calibration
+    assert by_alias["max_error"] == defaults.MAX_VALIDATION_ERROR
+    r = cli("validate", "--bench", BENCH, "--gpu", "h100x")
+    assert r.code == 2 and r.stderr.startswith("Error: unknown GPU 'h100x'") and r.stderr.count("\n") == 1
+
+
+def test_the_help_states_each_modes_default_bar():
+    from quantadvise import defaults
+    from quantadvise.calibration.e2e import BAR
+    from tests.conftest import run_cli
+
+    text = " ".join(run_cli("validate", "--help").stdout.split())
+    assert f"[default: {defaults.MAX_VALIDATION_ERROR * 100:g} for a calibration and --bench;" in text
+    assert f"--e2e: {BAR * 100:g} per band" in text

@@ -28,6 +28,10 @@ CASES: dict[str, list[str]] = {
     "recommend": REC_B64,
     "recommend-sync": ["recommend"],
     "recommend-70b-slo": REC_70B_SLO,
+    # a published checkpoint carries the winner (data/checkpoints.yaml); a pool weighs layouts (issue 31)
+    "recommend-published": ["recommend", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--batch", "64", "--ctx", "2048"],
+    "recommend-pool": ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--max-gpus", "8", "--batch",
+                       "64"],
     "recommend-load": ["recommend", "--rate", "5", "--gpus", "4", "--explain"],
     "recommend-70b-load": ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--rate", "5",
                            "--prompt", "1000", "--output", "200"],
@@ -109,11 +113,13 @@ def test_every_sentence_survives_the_layout(run, cli, name, columns):
     assert not missing, missing
 
 
-@pytest.mark.parametrize("name", ["recommend", "recommend-sync", "recommend-70b-slo"])
+@pytest.mark.parametrize("name", ["recommend", "recommend-sync", "recommend-70b-slo", "recommend-published",
+                                  "recommend-pool"])
 def test_the_default_is_one_screen(run, cli, name):
     """Issue 29: the answer, the commands that deploy it and the ranked alternatives, at most 40 lines at
     80 columns with the serve command within the first 25; the candidates no node let through named on
-    one line; what --explain adds said on the last."""
+    one line; what --explain adds said last, naming the sections this answer has behind it (the serving
+    loop, a pool's layouts, a published checkpoint's fallback recipe)."""
     lines = run(CASES[name], 80).splitlines()
     doc = cli(*CASES[name], "--format", "json").json()
     assert len(lines) <= 40, len(lines)
@@ -128,8 +134,14 @@ def test_the_default_is_one_screen(run, cli, name):
     for a in doc["alternatives"]:
         if a["tokens_per_s"] is None:
             assert a["scheme"] in text.split("not ranked: ", 1)[1]
-    assert lines[-1].startswith("--explain: the decision tree")
+    pointer = next(i for i, line in enumerate(lines) if line.startswith("--explain: the decision tree"))
+    rest = _words("\n".join(lines[pointer:]))
+    assert all(line.startswith("  ") for line in lines[pointer + 1:])  # the pointer is the last paragraph
+    assert ("the serving loop" in rest) == (doc["performance"].get("serving_loop") is not None)
+    assert ("the layouts weighed" in rest) == bool((doc.get("layouts") or {}).get("rows"))
+    assert ("the fallback recipe" in rest) == (doc["checkpoint"].get("published") is not None)
     assert "Assumptions:" not in text and "f. roofline" not in text
+    assert "Loop:" not in text and "Layouts for" not in text and "(published;" not in text  # behind --explain
 
 
 def _alternatives_header(out: str) -> str:
