@@ -5,19 +5,31 @@ from __future__ import annotations
 import pytest
 
 
-def test_readme_command_works_with_no_other_argument(cli):
+def test_readme_command_works_with_no_other_argument(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     r = cli("recommend", "--batch", "64", "--ctx", "2048")
     assert r.code == 0, r.stderr
     out = r.stdout
+    lines = out.splitlines()
     assert out.startswith("Recommendation: ")
-    for label in ("a. native", "b. fit", "c. engine", "d. accuracy", "e. KV cache", "f. roofline"):
-        assert label in out
+    # one screen (issue 29): the answer, the deploy commands and the alternatives in at most 40 lines at 80
+    # columns, the serve command within the first 25; the tree, the reasons and the assumptions with --explain
+    assert len(lines) <= 40, len(lines)
+    assert any(line.startswith("  vllm: vllm serve ") for line in lines[:25])
+    assert "Alternatives" in out and "--explain: " in out.rsplit("\n--explain: ", 1)[-1].join(["--explain: ", ""])
+    assert not [line for line in lines[lines.index(next(x for x in lines if x.startswith("--explain: "))) + 1:]
+                if not line.startswith("  ")]  # what --explain adds is the last paragraph
+    assert "f. roofline" not in out and "Assumptions:" not in out
     # a command for each engine, or the engine's refusal in its words (the measured kernels put W4A8 first
     # here, which SGLang 0.5.23's compressed-tensors dispatch does not implement)
     assert "vllm serve" in out and ("sglang.launch_server" in out or "SGLang 0.5.23 refuses it" in out)
+    full = cli("recommend", "--batch", "64", "--ctx", "2048", "--explain").stdout
+    for label in ("a. native", "b. fit", "c. engine", "d. accuracy", "e. KV cache", "f. roofline"):
+        assert label in full
+    assert "vllm serve" in full
     # it says what it assumed
-    assert "meta-llama/Meta-Llama-3-8B (the bundled default" in out
-    assert "H100" in out and "vLLM 0.33.0" in out
+    assert "meta-llama/Meta-Llama-3-8B (the bundled default" in full
+    assert "H100" in full and "vLLM 0.33.0" in full
 
 
 def test_json_contract(cli):

@@ -1,9 +1,11 @@
-"""Human output of the planning commands fits the terminal (issue 16): ``recommend`` (its table and
-``--explain``, with SLO, load and speculative-decoding flags) and ``roofline`` (plain, with a prompt,
-``--pareto``), at COLUMNS=80 and COLUMNS=200 no line of stdout is longer than the width; with ``--wide``
-nothing is clipped and the report shows lines longer than 80; at 200 columns it uses the room. What
-the narrow layouts wrap is still there word for word, commands and the llm-compressor recipe still
-paste back, and a golden file pins each width of two ``recommend`` runs. Modelled on test_widths.py."""
+"""Human output of the planning commands fits the terminal (issue 16): ``recommend`` (its one-screen
+default and ``--explain``, with SLO, load and speculative-decoding flags) and ``roofline`` (plain, with a
+prompt, ``--pareto``), at COLUMNS=80 and COLUMNS=200 no line of stdout is longer than the width; with
+``--wide`` nothing is clipped and the report shows lines longer than 80; at 200 columns it uses the room.
+What the narrow layouts wrap is still there word for word (``--explain``: every sentence of the
+recommendation), commands and the llm-compressor recipe still paste back, the default fits one screen
+(issue 29: at most 40 lines at 80 columns, the serve command within the first 25), and a golden file pins
+each width of three ``recommend`` runs. Modelled on test_widths.py."""
 
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ CASES: dict[str, list[str]] = {
     "recommend": REC_B64,
     "recommend-sync": ["recommend"],
     "recommend-70b-slo": REC_70B_SLO,
-    "recommend-load": ["recommend", "--rate", "5", "--gpus", "4"],
+    # a published checkpoint carries the winner (data/checkpoints.yaml); a pool weighs layouts (issue 31)
+    "recommend-published": ["recommend", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--batch", "64", "--ctx", "2048"],
+    "recommend-pool": ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--max-gpus", "8", "--batch",
+                       "64"],
+    "recommend-load": ["recommend", "--rate", "5", "--gpus", "4", "--explain"],
     "recommend-70b-load": ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--rate", "5",
                            "--prompt", "1000", "--output", "200"],
-    "recommend-spec": ["recommend", "--spec-tokens", "3", "--acceptance", "0.7"],
+    "recommend-spec": ["recommend", "--spec-tokens", "3", "--acceptance", "0.7", "--explain"],
     "recommend-explain": [*REC_B64, "--explain"],
     "recommend-explain-slo": [*REC_70B_SLO, "--explain"],
     "roofline": ["roofline"],
@@ -93,12 +99,12 @@ def test_wide_clips_nothing_and_200_columns_use_the_room(run, name):
 
 
 @pytest.mark.parametrize("columns", [80, 200, None])
-@pytest.mark.parametrize("name", ["recommend", "recommend-70b-slo", "recommend-load", "recommend-spec"])
+@pytest.mark.parametrize("name", ["recommend-explain", "recommend-explain-slo", "recommend-load", "recommend-spec"])
 def test_every_sentence_survives_the_layout(run, cli, name, columns):
-    """The scheme's description, each decision and reason of the tree, each alternative's reason, each
-    checkpoint note and assumption are there, whole, at every width."""
-    out = _words(run(CASES[name], columns))
-    doc = cli(*CASES[name], "--format", "json").json()
+    """--explain: the scheme's description, each decision and reason of the tree, each alternative's
+    reason, each checkpoint note and assumption are there, whole, at every width."""
+    out = _tree_words(run(CASES[name], columns))
+    doc = cli(*[a for a in CASES[name] if a != "--explain"], "--format", "json").json()
     texts = [f"Recommendation: {doc['scheme']['id']} — {doc['scheme']['description']}",
              *[t["decision"] for t in doc["trace"]], *[x for t in doc["trace"] for x in t["reasons"]],
              *[a["reason"] for a in doc["alternatives"]],
@@ -107,12 +113,43 @@ def test_every_sentence_survives_the_layout(run, cli, name, columns):
     assert not missing, missing
 
 
+@pytest.mark.parametrize("name", ["recommend", "recommend-sync", "recommend-70b-slo", "recommend-published",
+                                  "recommend-pool"])
+def test_the_default_is_one_screen(run, cli, name):
+    """Issue 29: the answer, the commands that deploy it and the ranked alternatives, at most 40 lines at
+    80 columns with the serve command within the first 25; the candidates no node let through named on
+    one line; what --explain adds said last, naming the sections this answer has behind it (the serving
+    loop, a pool's layouts, a published checkpoint's fallback recipe)."""
+    lines = run(CASES[name], 80).splitlines()
+    doc = cli(*CASES[name], "--format", "json").json()
+    assert len(lines) <= 40, len(lines)
+    serve = next(i for i, line in enumerate(lines) if line.startswith("  vllm: vllm serve "))
+    assert serve < 25
+    assert lines[0].startswith(f"Recommendation: {doc['scheme']['id']} — ")
+    header = lines.index(_alternatives_header("\n".join(lines)))
+    rows = [line.split()[0] for line in lines[header + 2:] if line and not line.startswith(("not ranked", "--", "*"))]
+    ranked = [a["scheme"] for a in doc["alternatives"] if a["tokens_per_s"] is not None]
+    assert [r.removesuffix("*") for r in rows[:len(ranked)]] == ranked
+    text = _words("\n".join(lines))
+    for a in doc["alternatives"]:
+        if a["tokens_per_s"] is None:
+            assert a["scheme"] in text.split("not ranked: ", 1)[1]
+    pointer = next(i for i, line in enumerate(lines) if line.startswith("--explain: the decision tree"))
+    rest = _words("\n".join(lines[pointer:]))
+    assert all(line.startswith("  ") for line in lines[pointer + 1:])  # the pointer is the last paragraph
+    assert ("the serving loop" in rest) == (doc["performance"].get("serving_loop") is not None)
+    assert ("the layouts weighed" in rest) == bool((doc.get("layouts") or {}).get("rows"))
+    assert ("the fallback recipe" in rest) == (doc["checkpoint"].get("published") is not None)
+    assert "Assumptions:" not in text and "f. roofline" not in text
+    assert "Loop:" not in text and "Layouts for" not in text and "(published;" not in text  # behind --explain
+
+
 def _alternatives_header(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("scheme ") and " status " in line)
 
 
 def test_alternatives_reasons_go_under_the_table_unless_it_fits(run, cli):
-    doc = cli(*CASES["recommend-load"], "--format", "json").json()
+    doc = cli(*CASES["recommend-load"][:-1], "--format", "json").json()
     longest_reason = max(len(a["reason"]) for a in doc["alternatives"])
     assert longest_reason > 100  # the whole table with its why column is wider than 200 columns
     for columns in (80, 200):
@@ -149,7 +186,7 @@ def _command(lines: list[str], prefix: str) -> list[str]:
 
 @pytest.mark.parametrize("columns", [60, 80, 200, None])
 def test_engine_commands_paste_back(run, cli, columns):
-    doc = cli(*CASES["recommend-load"], "--format", "json").json()
+    doc = cli(*CASES["recommend-load"][:-1], "--format", "json").json()
     lines = run(CASES["recommend-load"], columns).splitlines()
     broken = 0
     for engine, cmd in doc["engine_args"].items():
@@ -165,7 +202,7 @@ def test_engine_commands_paste_back(run, cli, columns):
 def test_the_llm_compressor_recipe_still_parses(run, cli, columns):
     doc = cli(*CASES["recommend-70b-slo"], "--format", "json").json()
     recipe = doc["checkpoint"]["recipe"]
-    lines = run(CASES["recommend-70b-slo"], columns).splitlines()
+    lines = run(CASES["recommend-explain-slo"], columns).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("  llm-compressor: "))
     got = [lines[start].removeprefix("  llm-compressor: ")]
     for line in lines[start + 1:]:
@@ -253,7 +290,8 @@ def test_chart_legend_wraps_with_the_chart(run):
 
 @pytest.mark.parametrize(
     ("argv", "stem"),
-    [(REC_B64, "recommend_default_b64"), (REC_70B_SLO, "recommend_70b_itl20")],
+    [(REC_B64, "recommend_default_b64"), (REC_70B_SLO, "recommend_70b_itl20"),
+     ([*REC_B64, "--explain"], "recommend_default_b64_explain")],
 )
 @pytest.mark.parametrize("columns", [80, 200])
 def test_golden_recommend(run, argv, stem, columns):
@@ -264,5 +302,7 @@ def test_golden_recommend(run, argv, stem, columns):
     #       > tests/golden/recommend_default_b64_$w.txt
     #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend -m meta-llama/Llama-3.1-70B --gpu h100 --itl-ms 20 \
     #       --prompt 1000 --output 200 > tests/golden/recommend_70b_itl20_$w.txt
+    #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend --batch 64 --ctx 2048 --explain \
+    #       > tests/golden/recommend_default_b64_explain_$w.txt
     #   done
     assert run(argv, columns) == (GOLDEN / f"{stem}_{columns}.txt").read_text()

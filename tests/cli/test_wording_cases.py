@@ -29,13 +29,15 @@ L70B_KV_TOKEN_BF16 = 2 * 8 * 128 * 80 * 2  # 327,680 B
 
 
 def _out(cli, *args: str) -> str:
-    r = cli(*args, "--wide")
+    """The whole report: a recommendation with --explain (the decision tree, every reason)."""
+    r = cli(*args, "--wide", *(["--explain"] if args[0] == "recommend" else []))
     assert r.code == 0, r.stderr
     return r.stdout
 
 
 def _line(text: str, start: str) -> str:
-    return next(line for line in text.splitlines() if line.lstrip().startswith(start))
+    """The first line that starts with ``start``, past indentation and the tree's guides."""
+    return next(line for line in text.splitlines() if re.sub(r"^[\s│├└─]*", "", line).startswith(start))
 
 
 def test_wording_helpers():

@@ -88,14 +88,16 @@ def calibrate(
 
 
 def validate(
-    profile: str | Path | PerfProfile, *, max_error: float = defaults.MAX_VALIDATION_ERROR,
+    profile: str | Path | PerfProfile, *, max_error: float | None = None,
     project_bars: bool = False,
 ) -> ValidationResult:
     """Predicted vs measured decode-linear time per scheme and batch for a calibrated profile, with
     the error of the ideal, default-efficiency, measured-ceilings and calibrated models (the last
     leave-one-out over batches). ``max_error`` is a fraction; ``.passed`` / ``.exit_code()`` say
-    whether the calibrated model is within it at every measured batch and every kernel curve's worst
-    held-out error is; ``project_bars`` adds the project's median / worst bars for its shipped kernel
+    whether the calibrated model is within it at every measured batch (None: within
+    ``defaults.MAX_VALIDATION_ERROR``) and every kernel curve's worst held-out error is (None: no
+    worse than the error the profile records for it, the shipped curves' documented limit,
+    docs/calibration.md §7); ``project_bars`` adds the project's median / worst bars for its shipped kernel
     curves to the verdict (``.bars_passed`` reports them either way). ``profile`` is a file, a shipped
     profile's GPU id (``h100-sxm``) or its profile id (``h100-sxm-measured``)."""
     from ..calibration.validate import validate as run
@@ -144,6 +146,18 @@ def shipped_profile_name(profile: str | Path) -> str | Path:
         if k in shipped:
             return k
     ids = sorted(shipped)
+    # a GPU name or alias, as every other command takes it (h100 -> h100-sxm)
+    from ..errors import QuantAdviseError
+
+    try:
+        gpu = catalog.get_gpu(key.removesuffix(MEASURED_SUFFIX))
+    except QuantAdviseError:
+        gpu = None
+    if gpu is not None:
+        if gpu.id in shipped:
+            return gpu.id
+        raise InputError(f"no shipped profile for {gpu.name} ({gpu.id}): profiles ship for {', '.join(ids)}",
+                         hint="give a profile file written by `quantadvise calibrate` on that GPU", field="profile")
     raise UnknownNameError("profile", str(profile), [*ids, *(i + MEASURED_SUFFIX for i in ids)],
                            hint="no such file either; give a profile file written by `quantadvise calibrate` or "
                                 f"a shipped one: {', '.join(ids)}")

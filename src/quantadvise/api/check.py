@@ -95,6 +95,12 @@ def check(
     loaded = with_flags(loaded, flags)
     cfg = loaded.config
 
+    # the GPU first: without one nothing can be judged, so say so before reading any file
+    if cfg.gpu is None:
+        raise InputError("no GPU declared: the engine checks, memory and speed depend on it",
+                         hint="set gpu: in quantadvise.yaml or pass --gpu (h100, a100-80gb, l4 ...)", field="gpu")
+    g = declared(loaded, "gpu", lambda: get_gpu(cfg.gpu))
+
     # the artifacts
     if paths:
         given = [paths] if isinstance(paths, str | Path) else list(paths)
@@ -126,10 +132,6 @@ def check(
             f"{cut}, and no model declared" + (f"; skipped {_rel_reason(rel, aside)}" if aside else ""),
             hint="name the deployment files, set model: in quantadvise.yaml or pass --model "
                  "(`quantadvise check --init` writes a starter)", field="paths")
-    if cfg.gpu is None:
-        raise InputError("no GPU declared: the engine checks, memory and speed depend on it",
-                         hint="set gpu: in quantadvise.yaml or pass --gpu (h100, a100-80gb, l4 ...)", field="gpu")
-    g = declared(loaded, "gpu", lambda: get_gpu(cfg.gpu))
 
     out = Findings(cfg.rules)
     notes: list[str] = [n.replace(str(root) + "/", "") for n in scan.notes]

@@ -7,7 +7,8 @@ named explicitly or mentions an engine; otherwise (an unrelated script in a scan
 skipped with a warning.
 
 The walk of a folder (:class:`Walk`) is bounded: it passes over folders that hold no deployment
-(.git, node_modules, virtual environments, __pycache__, /proc and other virtual file systems), does
+(.git, node_modules, virtual environments, __pycache__, a test suite's fixtures — tests/fixtures,
+testdata — unless named, /proc and other virtual file systems), does
 not follow symbolic links, lists what it cannot read instead of failing, and stops after
 :data:`MAX_WALK_FILES` files with one warning. A file found by the walk that spells no engine
 (``vllm``, ``sglang``) is read but not parsed: it holds no launch.
@@ -50,6 +51,11 @@ FileKind = Literal["shell", "dockerfile", "yaml", "makefile", "python"]
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
                         ".pytest_cache", "dist", "build", "site-packages", "dist-packages"})
 _DOT_DIRS_READ = frozenset({".github", ".gitlab", ".circleci", ".buildkite"})  # CI definitions launch engines too
+# a test suite's fixtures are inputs to its tests, not the repository's deployment: passed over by a walk
+# (named as a path, they are read): testdata anywhere (Go's convention), fixtures under a tests folder
+_TESTDATA_DIRS = frozenset({"testdata", "test_data", "test-data"})
+_FIXTURE_DIRS = frozenset({"fixtures", "__fixtures__"})
+_TEST_DIRS = frozenset({"tests", "test", "testing", "__tests__"})
 MAX_FILE_BYTES = 2_000_000
 MAX_SNIFF_BYTES = 200_000  # an extension-less or unknown file is read for a shebang / an engine mention up to this
 
@@ -351,7 +357,9 @@ class Walk:
                 if e.is_symlink():
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    if e.name not in _SKIP_DIRS and (not e.name.startswith(".") or e.name in _DOT_DIRS_READ):
+                    if _fixtures(e.path):
+                        self.skipped.append(f"{e.path}: test fixtures, not a deployment (name the folder to check it)")
+                    elif e.name not in _SKIP_DIRS and (not e.name.startswith(".") or e.name in _DOT_DIRS_READ):
                         enter(e.path, os.path.realpath(e.path))
                     continue
                 if not e.is_file(follow_symlinks=False):
@@ -364,6 +372,14 @@ class Walk:
                 return
             self.budget -= 1
             yield Path(e.path)
+
+
+def _fixtures(folder: str) -> bool:
+    """Whether a folder a walk meets holds a test suite's fixtures: ``testdata`` anywhere, ``fixtures``
+    (and the like) directly under a ``tests`` folder."""
+    path = Path(folder)
+    return path.name in _TESTDATA_DIRS or (
+        path.name in _FIXTURE_DIRS and path.parent.name in _TEST_DIRS)
 
 
 def _sniff(f: Path, size: int) -> str | None:

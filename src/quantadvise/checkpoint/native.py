@@ -54,20 +54,21 @@ def native_scheme(arch: ModelArch, ck: CheckpointQuant, layouts: dict[str, Layou
                   quantization_config: dict[str, Any] | None = None) -> Native | None:
     """The scheme a shipped checkpoint runs, or None when it quantizes no weights (a KV-only config,
     a dialect quantadvise cannot size)."""
-    from .placement import assign
+    from .placement import place
 
     groups = [g for g in ck.groups if g.quantizes_weights and g.scheme_error is None]
     if not groups:
         return None
-    assigned = [(m, g) for m, g in assign(arch, ck, include_mtp=False) if not m.group.mtp]
     weight: dict[str, int] = {}
     quantized: set[str] = set()
     linear: set[str] = set()
-    for m, g in assigned:
+    for m, g, count in place(arch, ck, include_mtp=False).pairs:
+        if m.group.mtp:
+            continue
         linear.add(m.group.component)
         if g is not None:
             quantized.add(m.group.component)
-            weight[g.name] = weight.get(g.name, 0) + m.group.n * m.group.k
+            weight[g.name] = weight.get(g.name, 0) + m.group.n * m.group.k * count
     if not weight:
         return None
     notes: list[str] = []

@@ -254,31 +254,103 @@ class DiskSize(Out):
 
 def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> tuple[tuple[Module, QuantGroup | None], ...]:
     """For every linear module, the config group that quantizes it (None: left unquantized)."""
-    ignore = Matcher(ck.ignore, ck.ignore_style)
-    matchers = [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups]
-    out: list[tuple[Module, QuantGroup | None]] = []
-    for m in modules(arch, include_mtp):
-        chosen: QuantGroup | None = None
-        if not (ignore and ignore.by_name(m)):
-            # vLLM's find_matched_target: names and regexes first, then class names
+    ignore, matchers = _matchers(ck)
+    return tuple((m, _choose(m, ck, ignore, matchers)) for m in modules(arch, include_mtp))
+
+
+def _matchers(ck: CheckpointQuant) -> tuple[Matcher, list[tuple[QuantGroup, Matcher]]]:
+    return (Matcher(ck.ignore, ck.ignore_style),
+            [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups])
+
+
+def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
+            matchers: list[tuple[QuantGroup, Matcher]]) -> QuantGroup | None:
+    """The config group that quantizes ``m`` (None: left unquantized)."""
+    chosen: QuantGroup | None = None
+    if not (ignore and ignore.by_name(m)):
+        # vLLM's find_matched_target: names and regexes first, then class names
+        for g, mt in matchers:
+            if g.scope == "patterns" and mt.by_name(m):
+                chosen = g
+                break
+        if chosen is None:
             for g, mt in matchers:
-                if g.scope == "patterns" and mt.by_name(m):
+                if g.scope == "patterns" and mt.by_class(m):
                     chosen = g
                     break
-            if chosen is None:
-                for g, mt in matchers:
-                    if g.scope == "patterns" and mt.by_class(m):
-                        chosen = g
-                        break
-            if chosen is None:
-                for g, _ in matchers:
-                    if g.scope != "patterns" and _in_scope(g, m, ck):
-                        chosen = g
-                        break
-        if chosen is not None and not chosen.quantizes_weights:
-            chosen = None
-        out.append((m, chosen))
-    return tuple(out)
+        if chosen is None:
+            for g, _ in matchers:
+                if g.scope != "patterns" and _in_scope(g, m, ck):
+                    chosen = g
+                    break
+    if chosen is not None and not chosen.quantizes_weights:
+        chosen = None
+    return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """:func:`assign` counted: ``pairs`` holds (the first module, its config group, how many modules) per
+    inventory group and config group (every module of an inventory group has its shape and component),
+    in the order the pairs first appear; ``unquantized`` the first six decoder linear modules left
+    16-bit, in module order, of ``unquantized_modules``."""
+
+    pairs: tuple[tuple[Module, QuantGroup | None, int], ...]
+    unquantized: tuple[str, ...]
+    unquantized_modules: int
+
+
+_PLACED: dict[tuple[ModelArch, str, bool], Placed] = {}
+_PLACED_KEEP = 8
+
+
+def place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool = True) -> Placed:
+    """Which config group quantizes each linear module, counted (:class:`Placed`). Cached by value: one
+    ``check`` or ``recommend`` places a model several times (a DeepSeek-V3 has 45,872 modules)."""
+    key = (arch, ck.model_dump_json() if ck is not None else "", include_mtp)
+    hit = _PLACED.get(key)
+    if hit is None:
+        if len(_PLACED) >= _PLACED_KEEP:
+            _PLACED.pop(next(iter(_PLACED)))
+        hit = _PLACED[key] = _place(arch, ck, include_mtp)
+    return hit
+
+
+def _place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool) -> Placed:
+    mods = modules(arch, include_mtp)
+    runs: dict[tuple[int, int], list] = {}
+    if ck is not None and (ck.ignore or any(g.scope == "patterns" for g in ck.groups)):
+        ignore, matchers = _matchers(ck)
+        chosen = [_choose(m, ck, ignore, matchers) for m in mods]
+    else:
+        # no name is matched: the choice follows from the module's inventory group and class alone
+        decided: dict[tuple[int, str], QuantGroup | None] = {}
+        if ck is not None:
+            ignore, matchers = _matchers(ck)
+        chosen = []
+        for m in mods:
+            key = (id(m.group), m.cls)
+            if key not in decided:
+                decided[key] = _choose(m, ck, ignore, matchers) if ck is not None else None
+            chosen.append(decided[key])
+    for m, g in zip(mods, chosen, strict=True):
+        r = runs.get((id(m.group), id(g)))
+        if r is None:
+            runs[(id(m.group), id(g))] = [m, g, 1]
+        else:
+            r[2] += 1
+    unq = {k for k, (m, g, _) in runs.items()
+           if (g is None or m.group.n * m.group.k == 0) and m.group.component not in ("embedding", "lm_head")
+           and not m.group.mtp}
+    names: list[str] = []
+    if unq:
+        for m, g in zip(mods, chosen, strict=True):
+            if (id(m.group), id(g)) in unq:
+                names.append(m.name)
+                if len(names) == 6:
+                    break
+    return Placed(pairs=tuple((m, g, n) for m, g, n in runs.values()), unquantized=tuple(names),
+                  unquantized_modules=sum(runs[k][2] for k in unq))
 
 
 @dataclass(slots=True)
@@ -301,43 +373,33 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     from ..scheme.formats import get_format
 
     unq_bytes = get_format(stored_dtype).bits // 8
-    assigned = assign(arch, ck, include_mtp) if ck is not None else [(m, None) for m in modules(arch, include_mtp)]
+    placed_modules = place(arch, ck, include_mtp)
     comp: dict[str, _Tally] = {}
     per_group: dict[str, _Tally] = {}
-    unq_linear: list[str] = []
-    unq_count = 0
     q_params = 0
     schemes: dict[str, Scheme] = {}
-    sized: dict[tuple[str, int], int] = {}
     linear_groups: dict[int, ParamGroup] = {}
-    for m, g in assigned:
+    for m, g, count in placed_modules.pairs:
         linear_groups[id(m.group)] = m.group
         params = m.group.n * m.group.k
         name = "mtp" if m.group.mtp else m.group.component
         c = comp.setdefault(name, _Tally())
         if g is None or params == 0:
             b = params * unq_bytes
-            if m.group.component not in ("embedding", "lm_head") and not m.group.mtp:
-                unq_count += 1
-                if len(unq_linear) < 6:
-                    unq_linear.append(m.name)
         else:
-            key = (g.name, id(m.group))  # every module of one inventory group has its shape
-            b = sized.get(key, -1)
-            if b < 0:
-                s = schemes.get(g.name)
-                if s is None:
-                    s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
-                b = sized[key] = linear_bytes(s, m.group.n, m.group.k)
-            c.quantized_params += params
-            q_params += params
+            s = schemes.get(g.name)
+            if s is None:
+                s = schemes[g.name] = g.scheme(layouts.get(g.layout) if g.layout else None)
+            b = linear_bytes(s, m.group.n, m.group.k)
+            c.quantized_params += params * count
+            q_params += params * count
             pg = per_group.setdefault(g.name, _Tally(example=m.name))
-            pg.modules += 1
-            pg.params += params
-            pg.bytes += b
+            pg.modules += count
+            pg.params += params * count
+            pg.bytes += b * count
             pg.components.add(name)
-        c.params += params
-        c.bytes += b
+        c.params += params * count
+        c.bytes += b * count
     # everything that is not a linear weight: norms, biases, sinks, routers' bias ... in 16-bit
     # compared by value: the (cached) modules may hold an equal arch's group objects
     placed = set(linear_groups.values())
@@ -374,7 +436,8 @@ def disk_size(arch: ModelArch, ck: CheckpointQuant | None, layouts: dict[str, La
     return DiskSize(
         total_bytes=total, baseline_bytes=params * BASELINE_BYTES_PER_PARAM, total_params=params,
         quantized_params=q_params, compression_ratio=(params * BASELINE_BYTES_PER_PARAM) / total if total else 1.0,
-        components=components, groups=groups, unquantized_linear=unq_linear, unquantized_linear_modules=unq_count,
+        components=components, groups=groups, unquantized_linear=list(placed_modules.unquantized),
+        unquantized_linear_modules=placed_modules.unquantized_modules,
         stored_dtype=stored_dtype, includes_mtp=bool(arch.num_mtp_layers and include_mtp),
         lm_head_stored_separately=lm_stored, notes=notes,
     )

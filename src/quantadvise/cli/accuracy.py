@@ -76,7 +76,7 @@ def accuracy_cmd(
     exact p and mean KL divergence when log-probs are present. With --max-delta / --max-flips /
     --max-kl / --min-samples it is a gate: exit 1 when a task fails one.
 
-    Example: quantadvise accuracy base/ w4a16/ --max-delta 1 --max-flips 5
+    Example: quantadvise accuracy examples/passing-repo/evals/bf16/ examples/passing-repo/evals/awq/ --max-delta 1
     """
     from ..api.accuracy import accuracy
 

@@ -9,6 +9,7 @@ and registered (``quantadvise --help`` registers them all).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -111,6 +112,13 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
+@functools.cache
+def _command(only: str | None) -> Any:
+    """The click command of :func:`build_app`, built once per process for each command (an API user or a
+    test suite calling :func:`main` many times pays typer's conversion once)."""
+    return typer.main.get_command(build_app(only))
+
+
 def _version_requested(args: Sequence[str]) -> bool:
     return len(args) == 1 and args[0] in ("--version", "-V")
 
@@ -158,10 +166,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = ["list", *args]  # `quantadvise gpus` is `quantadvise list gpus`
     # shell completion asks about every command; a normal run registers only the one it runs
     completing = COMPLETE_VAR in os.environ
-    app = build_app(None if completing else args[0])
     hidden: dict[str, str] = {}
     try:
-        group = typer.main.get_command(app)
+        group = _command(None if completing or args[0] not in COMMANDS else args[0])
         if not completing:
             hidden = _env_format(group, args)
         code = group.main(args=args, prog_name="quantadvise", standalone_mode=False)

@@ -82,9 +82,12 @@ def calibrate_cmd(
     engine release, each file left out in turn (and --holdout files priced, not fitted), and writes a
     deployment profile (--out, default site.yaml).
 
-    Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
+    Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml  # template: a CUDA GPU
 
-    Example: quantadvise calibrate --from-bench run-c8.json run-c64.json --holdout run-c32.json --out site.yaml
+    Example: quantadvise calibrate --backend simulated --gpu h100 --out sim.yaml  # no GPU: not a measurement
+
+    Example: quantadvise calibrate --from-bench tests/fixtures/bench/vllm_bench_serve_0.33.0.json
+    tests/fixtures/bench/sglang_bench_serving_0.5.23.jsonl --gpu h100 --out site.yaml
     """
     from ..api.calibrate import calibrate, import_tables
 

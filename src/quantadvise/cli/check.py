@@ -92,7 +92,7 @@ def check_cmd(
     evidence) and QA5xx (drift between checkpoint, flags and declaration). Findings name file and
     line. Exit 0 pass, 1 findings at or above --fail-on, 2 the check could not run.
 
-    Example: quantadvise check k8s/ --gpu h100 --format github
+    Example: quantadvise check examples/failing-repo/k8s/ --gpu h100 --format github  # exit 1
     """
     from ..api.check import check, check_init
     from ..inputs import engine as check_engine

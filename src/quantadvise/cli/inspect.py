@@ -42,7 +42,7 @@ def inspect_cmd(
     compressed-tensors scheme each group dispatches to, and every refusal or warning in the
     engine's own words. --gpu takes a GPU id or a compute capability (sm75, 8.9).
 
-    Example: quantadvise inspect ./Meta-Llama-3-8B-Instruct-AWQ --gpu a10g --engine sglang
+    Example: quantadvise inspect examples/passing-repo/checkpoint --gpu a10g --engine sglang
     """
     from ..api.inspect import inspect
 

@@ -1,5 +1,8 @@
-"""Human output for ``quantadvise recommend``: the scheme, the trace, alternatives, how to deploy;
-``explain`` renders the decision tree with rich, the chosen path highlighted."""
+"""Human output for ``quantadvise recommend``. :func:`table` (the default) is the answer in one screen:
+the scheme, its predicted speed, the commands that deploy it and the ranked alternatives (at most 40
+lines at 80 columns for a plain workload). :func:`explain` (``--explain``) is everything behind it: the
+scheme's axes, the decision tree drawn with rich (the chosen path marked), the kernels, the load plan,
+every alternative's reason, how to make the checkpoint and the assumptions."""
 
 from __future__ import annotations
 
@@ -209,30 +212,41 @@ def _alternatives(r: Recommendation, width: int | None) -> str:
     return "\n".join(out)
 
 
-def table(r: Recommendation, width: int | None = None) -> str:
-    """The recommendation, fitted to ``width`` columns (None: no limit): tables drop the least important
-    columns first, the alternatives' reasons move under their table unless the whole table fits,
-    paragraphs wrap, engine commands break between arguments with ``\\`` continuations and the
-    llm-compressor call inside its brackets (both still paste)."""
+def _headline(r: Recommendation, width: int | None) -> list[str]:
+    """The scheme and the workload it answers."""
     w = r.workload
-    perf = r.performance
-    axes = r.scheme.axes
-    lines = [
+    return [
         *wrap(f"Recommendation: {r.scheme.id} — {r.scheme.description}", width, subsequent="  "),
         *wrap(f"{w.model_id} on {w.gpus} x {w.gpu}, {w.engine} {w.engine_version or ''}".rstrip()
               + (f"; up to {plural(w.batch, 'sequence')} searched" if r.target is not None and r.target.batch_is_bound
                  else f"; batch {w.batch}")
               + f", {_lengths(r)}, {w.serving_mode} serving, task {w.task}", width, indent="  ",
               subsequent="    "),
+    ]
+
+
+def full(r: Recommendation, width: int | None = None, tree: str | None = None) -> str:
+    """The whole recommendation (``--explain``), fitted to ``width`` columns (None: no limit): tables drop
+    the least important columns first, the alternatives' reasons move under their table unless the whole
+    table fits, paragraphs wrap, engine commands break between arguments with ``\\`` continuations and
+    the llm-compressor call inside its brackets (both still paste). ``tree``: the decision tree as
+    :func:`explain` draws it (None: the trace as an indented list)."""
+    w = r.workload
+    perf = r.performance
+    axes = r.scheme.axes
+    lines = [
+        *_headline(r, width),
         "",
         _axes_rows(axes).render(width),
         *wrap(f"accumulation {axes.accumulation} on {axes.math} tensor cores; "
               f"lm_head {'quantized' if axes.lm_head_quantized else _sixteen(axes)}; "
               f"KV cache {r.kv.dtype} ({gb(r.kv.bytes_total)} for the sequences held)", width, subsequent="  "),
         "",
-        "Why (the decision tree):",
+        "Why (the decision tree" + (", the chosen path marked):" if tree is not None else "):"),
     ]
-    for node in r.trace:
+    if tree is not None:
+        lines.append(tree)
+    for node in r.trace if tree is None else ():
         label = f"  {NODE_LABELS.get(node.node, node.node):12s} "
         lines += wrap(node.decision, width, indent=label, subsequent=" " * len(label))
         for reason in node.reasons:
@@ -284,6 +298,82 @@ def table(r: Recommendation, width: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def table(r: Recommendation, width: int | None = None) -> str:
+    """The answer in one screen (the default): the scheme and the workload, the predicted speed, the
+    commands that deploy it, the ranked alternatives (the candidates no node let through on one line),
+    and what ``--explain`` adds. Fitted to ``width`` as :func:`full` is."""
+    perf = r.performance
+    lines = _headline(r, width)
+    vs = f", {perf.speedup_vs_bf16:.2f}x bf16" if perf.speedup_vs_bf16 else ""
+    latency = f"ITL {ms(perf.itl_s)} ms" + (f", TTFT {ms(perf.ttft_s)} ms" if perf.ttft_s is not None else "")
+    cost = f"; ${usd(perf.usd_per_mtok)} per million output tokens" if perf.usd_per_mtok is not None else ""
+    lines += wrap(
+        f"Predicted: {perf.tokens_per_s:,.0f} output tokens/s {'running' if _searched(r) else 'holding'} {_held(r)} "
+        f"with a {perf.kv_dtype} cache"
+        + (" (prefill included)" if perf.prefill_share is not None else " (decode only: no prompt)")
+        + f"{vs}; {latency}{cost} — {_basis(r)}", width, subsequent="  ")
+    if r.speculation is not None:
+        sp = r.speculation
+        lines += wrap(f"Speculative decoding: K = {sp.tokens} drafted, A = {sp.acceptance:g} accepted -> "
+                      f"{sp.tokens_per_step:.2f} tokens per step", width, subsequent="  ")
+    lines += _load_table(r, width)
+    lines += ["", "Deploy:"]
+    for engine, cmd in r.engine_args.items():
+        if cmd:
+            lines += wrap_command(cmd, width, indent=f"  {engine}: ")
+    ck = r.checkpoint
+    if ck.published is not None:  # the commands serve it: its accuracy evidence in a few words, the recipe behind
+        pub = ck.published
+        lines += wrap(f"checkpoint: {pub.id} (published, by {pub.producer}; {pub.accuracy_short}): nothing to "
+                      "produce", width, indent="  ", subsequent="    ")
+    elif ck.summary:
+        lines += wrap(f"checkpoint: {ck.summary}", width, indent="  ", subsequent="    ")
+    ranked = r.model_copy(update={"alternatives": [a for a in r.alternatives if a.tokens_per_s is not None]})
+    lines += ["", *wrap("Alternatives (each at the concurrency it runs, with its KV cache):", width),
+              _alternatives_table(ranked, why=False).render(width)]
+    if any(a.native for a in ranked.alternatives):
+        lines.append("* the checkpoint as shipped")
+    left: dict[str, list[str]] = {}
+    for a in r.alternatives:
+        if a.tokens_per_s is None:
+            left.setdefault(a.status, []).append(a.scheme)
+    if left:
+        lines += wrap("not ranked: " + "; ".join(f"{', '.join(ids)} ({status})" for status, ids in left.items()),
+                      width, subsequent="  ")
+    lines += wrap(f"--explain: {_rest(r)}", width, subsequent="  ")
+    return "\n".join(lines)
+
+
+def _rest(r: Recommendation) -> str:
+    """What ``--explain`` adds to the one screen, naming the sections this recommendation has."""
+    parts = ["the decision tree", "every reason", "kernels"]
+    if r.performance.serving_loop is not None:
+        parts.append("the serving loop")
+    if r.layouts is not None and r.layouts.rows:
+        parts.append("the layouts weighed")
+    parts.append("the fallback recipe" if r.checkpoint.published is not None else "recipe")
+    return ", ".join(parts[:-1]) + f", {parts[-1]} and assumptions"
+
+
+_BASIS = {
+    "measured-kernels": "kernel cost curves",
+    "calibrated": "your calibrated profile",
+    "calibrated-ceilings": "a roofline with your profile's measured ceilings",
+    "ideal": "the spec-sheet roofline",
+    "default-efficiency": "a roofline with default efficiencies",
+}
+
+
+def _basis(r: Recommendation) -> str:
+    """What the predicted speed rests on, in a few words (``--explain`` has each scheme's curve)."""
+    perf = r.performance
+    basis = _BASIS.get(perf.speed_model, perf.speed_model)
+    loop = perf.serving_loop
+    if r.workload.profile is not None and loop is not None and loop.terms:  # --profile: say whose terms priced it
+        basis += f"; serving-loop terms {loop.terms.split(' (')[0]}"
+    return f"a model ({basis}), not a measurement"
+
+
 def write_plot(r: Recommendation, path: Path) -> Path:
     """The ranked candidates' Pareto frontier (``recommend --plot``): tokens/s per GPU vs per user across
     concurrency, the recommended point starred, the latency budgets drawn."""
@@ -302,6 +392,11 @@ def write_plot(r: Recommendation, path: Path) -> Path:
 
 
 def explain(r: Recommendation, color: bool = False, width: int | None = None) -> str:
+    """``--explain``: the whole recommendation (:func:`full`) with the decision tree drawn (:func:`tree`)."""
+    return full(r, width, tree=tree(r, color, width))
+
+
+def tree(r: Recommendation, color: bool = False, width: int | None = None) -> str:
     """The decision tree as a rich Tree, the chosen path in bold green (plain text unless
     ``color``; the path is also marked with arrows so it survives without colour). Rich wraps each
     label inside the tree to ``width`` (None: no wrapping); trailing spaces are trimmed."""

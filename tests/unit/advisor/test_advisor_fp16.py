@@ -10,7 +10,7 @@ torch.float16 for compatibility." (vllm/config/model.py:2457-2458). V100 is 7.0,
 from __future__ import annotations
 
 import quantadvise as api
-from quantadvise.report.recommend import table
+from quantadvise.report.recommend import full as table  # the whole report (--explain)
 
 
 def test_v100_baseline_runs_in_fp16_with_dtype_half():

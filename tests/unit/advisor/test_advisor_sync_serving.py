@@ -45,7 +45,7 @@ def test_sync_tokens_per_s_includes_the_batch_prefill_by_hand():
     assert r.price is not None and p.usd_per_mtok is not None
     assert p.usd_per_mtok == pytest.approx(r.price.usd_per_gpu_hour / (p.tokens_per_s * 3600) * 1e6)
     # and the text says it
-    from quantadvise.report.recommend import table
+    from quantadvise.report.recommend import full as table  # the whole report (--explain)
 
     text = table(r)
     assert "1,734 decode tokens/s" not in text.split("Serving:")[1]  # the $/Mtok line uses the delivered figure
