@@ -73,9 +73,10 @@ def family_frontier(pool: list[PoolGpu], found: LayoutSearch) -> list[ParetoPoin
         if fam == "P/D":  # its decode pool: no prefill joins the decode steps
             lengths = Lengths(prompt=0, output=lengths.output, decode_ctx=lengths.decode_ctx, mode="continuous")
         label = f"{fam}: {r.scheme} {r.layout if fam != 'P/D' else par.label} on {r.gpu}"
+        loop = pg.loop(par.tp) if fam != "P/D" else None  # a decode pool's steps carry no prefill
         c = 1
         while True:
-            p = serve(sm, lengths, min(c, r.concurrency), pg.ctx.spec)
+            p = serve(sm, lengths, min(c, r.concurrency), pg.ctx.spec, loop)
             points.append(pareto_point(label, p, ctx=lengths.decode_ctx, gpus=par.gpus, fits=True, price=pg.price,
                                        slo=pg.ctx.slo))
             if c >= r.concurrency:

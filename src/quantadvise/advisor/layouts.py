@@ -48,6 +48,7 @@ from .layout_result import LayoutRow
 from .options import BF16_KV, Context, Option
 
 if TYPE_CHECKING:
+    from ..perf.loop import EngineLoop
     from ..workload import Workload
 from .speed import lengths_of
 
@@ -69,6 +70,17 @@ class PoolGpu:
     disaggregation: bool  # the engine serves prefill and decode in separate pools
     expert_parallel: bool  # the engine shards routed experts (EP)
     memo: dict = field(default_factory=dict)
+    loop_at: Callable[[int], EngineLoop | None] | None = None  # the engine's serving loop at a TP degree
+
+    def loop(self, tp: int) -> EngineLoop | None:
+        """The serving loop a replica of ``tp`` GPUs runs (the tree prices with the same one): None with
+        ``--ideal`` or when no loop is on file; each TP degree's is resolved once."""
+        if self.loop_at is None:
+            return None
+        key = ("loop", tp)
+        if key not in self.memo:
+            self.memo[key] = self.loop_at(tp)
+        return self.memo[key]
 
 
 @dataclass
@@ -102,7 +114,7 @@ def kv_choices(ctx: Context) -> list[tuple[str, TensorQuant | None]]:
 
 
 def prepare(ctx: Context, options: list[Option], *, comm: Comm | None, gpus_per_node: int,
-            price: float | None) -> PoolGpu:
+            price: float | None, loop_at: Callable[[int], EngineLoop | None] | None = None) -> PoolGpu:
     """One GPU type of the pool: the tree's engine and accuracy nodes applied to ``options`` (their statuses,
     cautions and priors set as the tree sets them), the KV dtypes allowed, the engine's layout facts."""
     from ..engines.flags import PARALLEL, prefill_chunk_tokens
@@ -114,7 +126,8 @@ def prepare(ctx: Context, options: list[Option], *, comm: Comm | None, gpus_per_
     facts = PARALLEL.get(ctx.engine.engine)
     chunk = prefill_chunk_tokens(ctx.engine.engine, ctx.gpu.memory_bytes) if facts is not None else 0
     return PoolGpu(ctx=ctx, options=options, comm=comm, gpus_per_node=gpus_per_node, kv=kv_choices(ctx), price=price,
-                   prefill_chunk=chunk, disaggregation=facts is not None, expert_parallel=facts is not None)
+                   prefill_chunk=chunk, disaggregation=facts is not None, expert_parallel=facts is not None,
+                   loop_at=loop_at)
 
 
 def shapes(pg: PoolGpu, max_gpus: int) -> list[Parallel]:
@@ -287,6 +300,7 @@ class Pending:
     limit: str
     top: ServePoint
     lengths: Lengths
+    loop: EngineLoop | None = None
     lower: float = 0.0  # $/hour (or GPU-hours) the load needs at ``top``: no layout priced at ``hi`` costs less
 
 
@@ -305,7 +319,8 @@ def pending(pg: PoolGpu, o: Option, par: Parallel, kv_name: str, kv: TensorQuant
     hi = hi // unit * unit
     sm = step_model(pg, o, par, kv_name, kv)
     lengths = lengths or lengths_of(ctx.workload)
-    return Pending(o, pg, par, kv_name, sm, hi, unit, limit, serve(sm, lengths, hi, ctx.spec), lengths)
+    loop = pg.loop(par.tp)
+    return Pending(o, pg, par, kv_name, sm, hi, unit, limit, serve(sm, lengths, hi, ctx.spec, loop), lengths, loop)
 
 
 def settle(c: Pending) -> Priced | None:
@@ -315,7 +330,7 @@ def settle(c: Pending) -> Priced | None:
     slo: Slo | None = ctx.slo if ctx.slo is not None and ctx.slo.active else None
     point, limit = c.top, c.limit
     if slo is not None and slo.broken(point) is not None:
-        found = search_concurrency(lambda n: c.top if n == c.hi else serve(c.model, c.lengths, n, ctx.spec),
+        found = search_concurrency(lambda n: c.top if n == c.hi else serve(c.model, c.lengths, n, ctx.spec, c.loop),
                                    c.hi, slo, c.limit, c.unit)
         if found.point is None:
             return None

@@ -106,8 +106,13 @@ def _pool_gpu(inputs: Any, w: Workload, g: GPU, node: int | None, *, hooks: dict
     row = catalog.comm_system(g.id)
     comm = Comm(row, inputs.engine.engine) if row is not None else None
     per_node = node or (row.gpus_per_node if row is not None else max(defaults.TP_DEGREES))
+    eng = inputs.engine
+
+    def loop_at(tp: int) -> Any:  # the engine's serving loop on this GPU type at a TP degree (the tree's own)
+        return None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=tp, site=inputs.site)
+
     return prepare(ctx, options, comm=comm, gpus_per_node=per_node,
-                   price=price.usd_per_gpu_hour if price is not None else None)
+                   price=price.usd_per_gpu_hour if price is not None else None, loop_at=loop_at)
 
 
 def _pool_notes(pool: list[PoolGpu], spec: PoolSpec) -> list[str]:

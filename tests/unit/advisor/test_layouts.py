@@ -199,3 +199,21 @@ def test_disaggregated_rows_size_both_pools_for_the_load():
 
 def test_seqs_cap_is_per_rank_where_the_engine_counts_it_per_rank():
     assert PARALLEL["vllm"].seqs_per_rank and not PARALLEL["sglang"].seqs_per_rank
+
+
+def test_the_layout_headline_is_the_number_the_alternatives_table_prints():
+    """One quantity, one number: the pool's winner is priced by the same serving loop as the tree that prices
+    its alternatives row (the engine's loop at the replica's TP degree), so the headline (the layout's figures)
+    and the winner's row agree. Before, the layout search priced without the loop (no per-step host time, no
+    CUDA-graph padding): 65 tok/s in the headline, 59 in the row, for one configuration."""
+    from quantadvise import recommend
+
+    r = recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", max_gpus=8)
+    win = next(a for a in r.alternatives if a.scheme == r.scheme_id)
+    assert r.layouts is not None and r.layouts.rows[0].scheme == r.scheme_id
+    assert r.performance.tokens_per_s == pytest.approx(win.tokens_per_s, rel=1e-9)
+    assert r.performance.decode_tokens_per_s == pytest.approx(win.decode_tokens_per_s, rel=1e-9)
+    assert r.performance.itl_s == pytest.approx(win.itl_s, rel=1e-9)
+    # and the layout priced with the loop is the one the loop's facts name: ideal prices without it
+    ideal = recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", max_gpus=8, ideal=True)
+    assert ideal.performance.tokens_per_s > r.performance.tokens_per_s
