@@ -95,6 +95,12 @@ class Option:
     family: str = ""
     expected_drop: tuple[float, float] = (0.0, 0.0)  # the published accuracy prior, %-points
     behind_native: bool = False  # a re-quantization whose published range reaches the tolerance
+    # the model's validated uncertainty (perf.uncertainty): relative half-widths of the decode step, the
+    # delivered tokens/s (decode and prefill by their shares) and the prefill; None: no band (the spec sheet)
+    u_step: float | None = None
+    u_rate: float | None = None
+    u_ttft: float | None = None
+    basis: str = ""  # what priced its own layers: measured | same-math | composed | proxy | roofline | calibrated
 
     @property
     def id(self) -> str:
@@ -151,21 +157,36 @@ class Context:
 
 
 _MATURITY = {True: 0, None: 1, False: 2}
+# how well a prediction is measured: its own kernel's table first, a composition or a stand-in's curve after
+BASIS_RANK = {"measured": 0, "calibrated": 0, "ideal": 0, "same-math": 1, "composed": 2, "proxy": 3, "roofline": 4}
 
 
-def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, str]:
-    """How two candidates that deliver the same (within the tie) are ordered: the native format
-    first, then more sequences held, the smaller published accuracy drop (worst case, then best
-    case), the engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id
-    only when every piece of evidence is equal."""
+def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, float, int, str]:
+    """How candidates that tie (their intervals overlap: :func:`ties`) are ordered: the native format
+    first, then more sequences held, the smaller published accuracy drop (worst case, then best case),
+    the better-measured basis (its kernel's own table, then a same-math table, a composition, a stand-in's
+    curve, the roofline), the engine's maturity (SGLang's optimized list); only when all of that is equal
+    the central estimate of tokens/s, then the fewer weight bytes, the scheme id last."""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0], maturity,
-            o.weights_bytes, o.id)
+    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0],
+            BASIS_RANK.get(o.basis, 4), maturity, -round(o.throughput, 6), o.weights_bytes, o.id)
 
 
 _WHY = ("it is the checkpoint as shipped", "it holds more sequences", "its published accuracy drop is smaller",
-        "its published accuracy drop is smaller", "the engine's optimized list has it", "its weights are smaller",
+        "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
+        "every piece of evidence is equal and its central estimate is higher", "its weights are smaller",
         "its id sorts first (every piece of evidence is equal)")
+
+
+def ties(a: Option, b: Option) -> bool:
+    """Neither delivers more beyond the model's uncertainty: their tokens/s intervals overlap (at least
+    ``defaults.TIE`` apart always tie)."""
+    from ..perf.uncertainty import overlap
+
+    x, y = ranking_throughput(a), ranking_throughput(b)
+    if abs(x - y) <= defaults.TIE * max(x, y):
+        return True
+    return overlap(x, a.u_rate or 0.0, y, b.u_rate or 0.0)
 
 
 def tie_reason(winner: Option, other: Option) -> str:
@@ -183,17 +204,16 @@ def ranking_throughput(o: Option) -> float:
 
 
 def rank(options: list[Option]) -> list[Option]:
-    """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates within
-    ``defaults.TIE`` of the fastest one still unplaced form a tie, ordered by :func:`evidence_key`:
-    evidence breaks ties, never a speed gap. One precedence on top: a re-quantization of a shipped
+    """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates that tie with the
+    fastest one still unplaced (:func:`ties`: their intervals overlap) form a tie, ordered by
+    :func:`evidence_key`: evidence breaks ties, never a speed gap inside the model's uncertainty. One precedence on top: a re-quantization of a shipped
     checkpoint whose published accuracy range reaches the tolerance (``behind_native``) ranks after the
     checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
     its place by speed. A pure function of the candidates' numbers: the input order never matters."""
     rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
     out: list[Option] = []
     while rest:
-        lead = ranking_throughput(rest[0])
-        tied = [o for o in rest if ranking_throughput(o) * (1 + defaults.TIE) >= lead]
+        tied = [o for o in rest if ties(rest[0], o)]
         out.extend(sorted(tied, key=evidence_key))
         rest = [o for o in rest if o not in tied]
     native = next((o for o in out if o.native), None)
@@ -212,8 +232,8 @@ def ranked_after_native(o: Option, ranked: list[Option]) -> bool:
     a re-quantization with an accuracy risk (``behind_native``) that its delivered tokens/s would have put
     ahead of the checkpoint as shipped (beyond the tie, the checkpoint's margin credited)."""
     native = next((x for x in ranked if x.native), None)
-    return (native is not None and o.behind_native
-            and ranking_throughput(o) > ranking_throughput(native) * (1 + defaults.TIE))
+    return (native is not None and o.behind_native and ranking_throughput(o) > ranking_throughput(native)
+            and not ties(o, native))
 
 
 def family(s: Scheme) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..perf.serving import ParetoPoint, Price, SpecInfo
+from ..perf.uncertainty import Interval
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
 from ..workload import Workload
@@ -26,6 +27,29 @@ class TraceNode(Out):
     decision: str
     numbers: dict[str, Any]
     reasons: list[str] = []
+
+
+class Uncertainty(Out):
+    """Where each predicted figure lies at the model's validated uncertainty (perf.uncertainty): the
+    90th percentile of held-out errors of what priced each part of the step, weighted by its time."""
+
+    relative: float  # relative half-width of the delivered tokens/s (its time per token)
+    basis: str  # what priced the scheme's own layers: measured | same-math | composed | proxy | roofline | calibrated
+    step_time_s: Interval
+    tokens_per_s: Interval
+    itl_s: Interval | None = None
+    ttft_s: Interval | None = None
+    e2e_s: Interval | None = None
+    usd_per_mtok: Interval | None = None
+
+
+class Tie(Out):
+    """Candidates the model cannot tell apart (their tokens/s intervals overlap the winner's), the evidence
+    that ordered them, and the benchmark commands that would settle it on the user's GPU."""
+
+    schemes: list[str]  # the winner first
+    evidence: str
+    commands: dict[str, str]  # scheme -> the engine's benchmark client command at this workload
 
 
 class Alternative(Out):
@@ -56,6 +80,7 @@ class Alternative(Out):
     kv_dtype: str | None = None
     expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
     cautions: list[str] = []
+    uncertainty: Uncertainty | None = None  # low/high of its figures (None: not priced, or the spec sheet)
 
 
 class EngineVerdict(Out):
@@ -198,6 +223,8 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+    uncertainty: Uncertainty | None = None  # low/high of every figure above (None: the spec sheet)
+    tie: Tie | None = None  # the candidates within the model's uncertainty of the winner (None: a clear winner)
 
 
 class Target(Out):
@@ -287,5 +314,6 @@ class Prediction(Result):
     prefill_share: float | None = None  # share of GPU time in prefill (None: no prompt)
     profile: str
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
-    speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
+    speed_model: str = "roofline"  # measured | same-math | composed | proxy | roofline | calibrated | ideal
     kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)
+    uncertainty: Uncertainty | None = None  # low/high of the figures (None: the spec sheet)

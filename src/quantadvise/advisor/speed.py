@@ -27,13 +27,13 @@ from ..perf.step import StepModel
 from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, ms, plural
 from ..workload import Workload
-from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native
-from .result import Prediction, TraceNode
+from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native, ties
+from .result import Prediction, TraceNode, Uncertainty
 
 CALIBRATED_NOTE = "prediction from the measured curves of a calibrated profile (fitted to its shapes)"
 ROOFLINE_NOTE = "roofline prediction with the efficiency profile, not a measurement"
-MEASURED_NOTE = ("prediction from the measured curve of the kernel each linear layer runs (fitted to published "
-                 "per-kernel tables; held-out error in docs/calibration.md), not a measurement of this deployment")
+MEASURED_NOTE = ("prediction from the measured table of the kernel each linear layer runs (published per-kernel "
+                 "tables; held-out error in docs/calibration.md), not a measurement of this deployment")
 
 
 def model_note(efficiency: Efficiency | dict[str, Efficiency]) -> str:
@@ -63,10 +63,12 @@ def provenance(effs: dict[str, Efficiency], words: dict[str, str] | None = None)
                      for b in (*_BASIS_ORDER, *sorted(set(by) - set(_BASIS_ORDER))) if (ids := by.get(b)))
 
 
-_BASIS_ORDER = ("measured", "composed", "proxy", "roofline", "calibrated", "ideal")
+_BASIS_ORDER = ("measured", "same-math", "composed", "proxy", "roofline", "calibrated", "ideal")
 _BASIS_WORDS = {
-    "measured": "measured curve of the kernel it runs (fitted to published per-kernel tables, held-out error in "
-                "docs/calibration.md)",
+    "measured": "measured table of the kernel it runs (published per-kernel tables, read by lookup; held-out error "
+                "in docs/calibration.md)",
+    "same-math": "same-math table (no table of its kernel: another library's measured table of the same math on "
+                 "this GPU)",
     "composed": "composed curve (no measurement of its kernel: another kernel's measured curve, composed)",
     "proxy": "proxy curve (no measurement of its kernel: a similar kernel's measured curve)",
     "roofline": "roofline with the efficiency profile (no kernel curve on file)",
@@ -75,7 +77,8 @@ _BASIS_WORDS = {
 }
 
 
-_BASIS_SHORT = {"measured": "measured curve of its kernel", "composed": "composed curve (another kernel's measurement)",
+_BASIS_SHORT = {"measured": "measured table of its kernel", "same-math": "same-math table (another library's measurement)",
+                "composed": "composed (another kernel's measurement)",
                 "proxy": "proxy curve (a similar kernel's measurement)", "roofline": "roofline (no kernel curve on file)",
                 "calibrated": "calibrated curve", "ideal": "spec sheet"}
 
@@ -107,12 +110,30 @@ def priced_model(ctx: Context, o: Option) -> StepModel | None:
     return o.model if ctx.kv_name == BF16_KV else o.model_kv
 
 
-def _apply(o: Option, p: ServePoint) -> None:
+def _apply(o: Option, p: ServePoint, sm: StepModel | None = None, w: Workload | None = None) -> None:
     o.concurrency = p.concurrency
     o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
     o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
     o.score_s = 1.0 / p.tokens_per_s  # seconds per output token, prefill included (both modes)
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
+    o.basis = curve_basis(o.efficiency)
+    if sm is not None and w is not None:
+        o.u_step, o.u_ttft, o.u_rate = bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
+
+
+def bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
+          ) -> tuple[float | None, float | None, float | None]:
+    """(decode step, prefill, delivered tokens/s) relative half-widths at ``concurrency``: each part of the
+    step carries the held-out band of what priced it (perf.uncertainty); tokens/s mixes the decode and the
+    prefill bands by their shares of GPU time. None without bands (the spec sheet)."""
+    from ..perf.uncertainty import relative
+
+    if eff.bands is None:
+        return None, None, None
+    u_d = relative(sm.parts(max(concurrency, 1), w.decode_context), eff.bands)
+    u_p = relative(sm.parts(1, prompt=w.prompt_tokens), eff.bands) if w.prompt_tokens else None
+    rho = prefill_share or 0.0
+    return u_d, u_p, (1 - rho) * u_d + rho * (u_p if u_p is not None else u_d)
 
 
 def price(ctx: Context, o: Option) -> str | None:
@@ -126,18 +147,18 @@ def price(ctx: Context, o: Option) -> str | None:
     lengths = lengths_of(w)
     held = "memory" if o.concurrency < w.batch else "batch"
     if ctx.slo is None or not ctx.slo.active:
-        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec))
+        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec), sm, w)
         o.limit = held
         return None
     found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec), o.concurrency, ctx.slo, held)
     if found.point is None:
         miss = found.first_miss
         assert miss is not None
-        _apply(o, miss)
+        _apply(o, miss, sm, w)
         o.limit = found.limit
         return (f"misses {budget_label(ctx, found.limit)} even at one sequence: "
                 f"{ms(budget_value(miss, found.limit))} ms")
-    _apply(o, found.point)
+    _apply(o, found.point, sm, w)
     o.limit = found.limit
     return None
 
@@ -292,7 +313,8 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         "batch": w.batch, "ctx": w.context, "decode_ctx": w.decode_context, "mode": w.serving_mode,
         "kv_dtype": ctx.kv_name,
         "profile": ranked[0].efficiency.profile_id if ranked else None,
-        "speed_model": {o.id: o.efficiency.model for o in ranked},
+        "speed_model": {o.id: curve_basis(o.efficiency) for o in ranked},
+        "uncertainty": {o.id: round(o.u_rate, 4) if o.u_rate is not None else None for o in ranked},
         "kernel": {o.id: kernel_line(o.efficiency) for o in ranked},
         "concurrency": {o.id: o.concurrency for o in ranked},
         "limit": {o.id: o.limit for o in ranked},
@@ -325,9 +347,9 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
                 " (ranked after the shipped checkpoint: its published accuracy range reaches the tolerance)"
                 if ranked_after_native(r, ranked) else
                 f" (within the {defaults.NATIVE_MARGIN:.0%} a re-quantization must beat the shipped checkpoint by)"
-                if top.native and r.throughput > top.throughput * (1 + defaults.TIE) else
-                f" (a tie within {defaults.TIE:.1%}: the evidence orders them, see the alternatives)"
-                if r.throughput > top.throughput else "")
+                if top.native and r.throughput > top.throughput and not ties(r, top) else
+                " (a tie within the model's uncertainty: the evidence orders them, see the alternatives)"
+                if ties(r, top) else "")
         if slo:
             reasons.extend(_slo_reasons(ctx, ranked))
         if regime in ("memory-bound", "compute-bound"):
@@ -457,5 +479,25 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
         seconds_per_token=1.0 / s.tokens_per_s, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
-        speed_model=efficiency.model, model_note=model_note(efficiency), kernel=kernel_line(efficiency),
+        speed_model=curve_basis(efficiency), model_note=model_note(efficiency), kernel=kernel_line(efficiency),
+        uncertainty=uncertainty_of(s.step_s, s.tokens_per_s, s.itl_s, s.ttft_s, s.e2e_s, None, curve_basis(efficiency),
+                                   *bands(sm, efficiency, workload, workload.batch, s.prefill_share)),
     )
+
+
+def uncertainty_of(step: float, tps: float, itl: float | None, ttft: float | None, e2e: float | None,
+                   cost: float | None, basis: str, u_step: float | None, u_ttft: float | None,
+                   u_rate: float | None) -> Uncertainty | None:
+    """The low/high of each predicted figure (perf.uncertainty): times widen by their relative half-width,
+    tokens/s by the inverse, $/Mtok like a time (it is GPU time per token)."""
+    from ..perf.uncertainty import rate_interval, time_interval
+
+    if u_step is None or u_rate is None:
+        return None
+    ut = u_ttft if u_ttft is not None else u_step
+    return Uncertainty(relative=round(u_rate, 4), basis=basis, step_time_s=time_interval(step, u_step),
+                       tokens_per_s=rate_interval(tps, u_rate),
+                       itl_s=time_interval(itl, u_rate) if itl is not None else None,
+                       ttft_s=time_interval(ttft, ut) if ttft is not None else None,
+                       e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
+                       usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..advisor.result import Recommendation
+from ..advisor.result import Recommendation, Uncertainty
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
 from .text import Table, gb, wrap, wrap_code, wrap_command
@@ -168,7 +168,7 @@ def _alternatives_table(r: Recommendation, why: bool) -> Table:
             a.scheme + (" *" if a.native else ""),
             a.status,
             held,
-            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
+            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}" + _pm(a.uncertainty),
             ms(a.itl_s),
             ms(a.ttft_s) if ttft else "-",
             usd(a.usd_per_mtok) if price else "-",
@@ -229,7 +229,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
         vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
     lines += wrap(
         f"Predicted with a {perf.kv_dtype} cache, {'running' if _searched(r) else 'holding'} {_held(r)}: "
-        f"{perf.tokens_per_s:,.0f} output tokens/s"
+        f"{perf.tokens_per_s:,.0f}{_pm(perf.uncertainty)} output tokens/s"
         + (f" ({_prefill_words(r)}; {perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of "
            "GPU time in prefill)" if perf.prefill_share is not None else " (decode only: no prompt)")
         + f", {perf.step_time_s * 1e3:,.2f} ms per decode step"
@@ -242,6 +242,8 @@ def table(r: Recommendation, width: int | None = None) -> str:
     lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
                         "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + "):", width)]
     lines.append(_alternatives(r, width))
+    if perf.tie is not None:
+        lines += wrap(_tie_line(r), width, subsequent="  ")
     if any(a.native for a in r.alternatives):
         lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
@@ -261,6 +263,18 @@ def table(r: Recommendation, width: int | None = None) -> str:
     for a in r.assumptions:
         lines += wrap(a, width, indent="  - ", subsequent="    ")
     return "\n".join(lines)
+
+
+def _pm(u: Uncertainty | None) -> str:
+    """`` ±9%``: the relative half-width of a figure's validated uncertainty (perf.uncertainty)."""
+    return "" if u is None else f" ±{u.relative:.0%}"
+
+
+def _tie_line(r: Recommendation) -> str:
+    tie = r.performance.tie
+    assert tie is not None
+    return (f"Tie within the model's uncertainty: {', '.join(tie.schemes)} (the benchmark commands that settle it: "
+            "--explain)")
 
 
 def write_plot(r: Recommendation, path: Path) -> Path:
@@ -308,6 +322,12 @@ def explain(r: Recommendation, color: bool = False, width: int | None = None) ->
                 if a.status == "vetoed":
                     branch.add(f"[red]✗ {a.scheme}: {_escape(a.reason)}[/]")
         node = branch
+    tie = r.performance.tie
+    if tie is not None:
+        branch = node.add(f"[bold yellow]tie within the model's uncertainty[/]: {', '.join(tie.schemes)}; "
+                          f"{tie.schemes[0]} first: {_escape(tie.evidence)}; settle it on your GPU:")
+        for scheme, cmd in tie.commands.items():
+            branch.add(f"{scheme}: {_escape(cmd)}")
     node.add(f"[bold green]→ {r.scheme.id}[/] + KV {r.kv.dtype}")
     buf = StringIO()
     Console(file=buf, width=width or EXPLAIN_UNLIMITED, force_terminal=color,

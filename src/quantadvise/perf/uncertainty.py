@@ -1,0 +1,67 @@
+"""The uncertainty band of a predicted figure, derived from held-out validation (never guessed).
+
+Each part of a step carries the error band of what priced it (``data/kernel_tables/<gpu>.yaml``,
+``checks.bands``, computed by :mod:`quantadvise.calibration.lookup_checks` from the tables themselves):
+the 90th percentile of |predicted / measured - 1| over held-out decode steps of that basis on that GPU —
+
+- ``measured``: the kernel's own table, read for a shape it does not hold (leave-one-shape-out);
+- ``same-math``: another library's table of the same math, where the true kernel is measured;
+- ``composed``: the composition rule, where the true kernel is measured;
+- ``roofline``: the default-efficiency roofline on the measured tables;
+- ``attention`` / ``attention-roofline``: the decode attention table read between its grid points /
+  the roofline with its launch floor, on the attention tables.
+
+A step's relative half-width is the time-weighted mean of its parts' bands (errors of the parts are
+taken as fully correlated: the widest the parts allow). A throughput interval is the step interval
+inverted: ``[x / (1 + u), x / (1 - u)]``.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..results import Out
+
+# a basis a GPU has no check for takes this one's band (a curve standing in is no better than a composition)
+FALLBACK = {"proxy": "composed", "calibrated": "measured", "other": "roofline", "ideal": "roofline"}
+MAX_REL = 0.9  # a band is never wider than this (a throughput interval stays finite)
+
+
+class Interval(Out):
+    """The range a predicted figure lies in at the model's validated uncertainty."""
+
+    low: float
+    high: float
+
+
+def band_of(basis: str, bands: Mapping[str, float]) -> float:
+    """The relative half-width of one basis (its fallback's when the GPU has no check of it)."""
+    b = bands.get(basis)
+    if b is None:
+        b = bands.get(FALLBACK.get(basis, "roofline"), bands.get("roofline", 0.0))
+    return min(MAX_REL, float(b))
+
+
+def relative(parts: Mapping[str, float], bands: Mapping[str, float]) -> float:
+    """A step's relative half-width: its parts' bands weighted by their seconds."""
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return min(MAX_REL, sum(t * band_of(b, bands) for b, t in parts.items()) / total)
+
+
+def time_interval(x: float, rel: float) -> Interval:
+    return Interval(low=x * (1 - rel), high=x * (1 + rel))
+
+
+def rate_interval(x: float, rel: float) -> Interval:
+    """A rate (tokens/s) whose time has relative half-width ``rel``."""
+    return Interval(low=x / (1 + rel), high=x / (1 - rel) if rel < 1 else float("inf"))
+
+
+def overlap(a: float, ua: float, b: float, ub: float) -> bool:
+    """Whether two rates' intervals overlap (neither is faster beyond the combined uncertainty)."""
+    ia, ib = rate_interval(a, ua), rate_interval(b, ub)
+    return ia.low <= ib.high and ib.low <= ia.high
