@@ -101,6 +101,9 @@ class Option:
     u_rate: float | None = None
     u_ttft: float | None = None
     basis: str = ""  # what priced its own layers: measured | same-math | composed | proxy | roofline | calibrated
+    source: str = ""  # the library whose table (or curve) priced them: vllm | sglang | trtllm | roofline
+    u_own: float | None = None  # the tokens/s half-width from its own layers alone (what tells schemes apart)
+    u_own_measured: float | None = None  # the same with its own layers at the measured band
 
     @property
     def id(self) -> str:
@@ -161,32 +164,56 @@ _MATURITY = {True: 0, None: 1, False: 2}
 BASIS_RANK = {"measured": 0, "calibrated": 0, "ideal": 0, "same-math": 1, "composed": 2, "proxy": 3, "roofline": 4}
 
 
-def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, float, int, str]:
+def evidence_key(o: Option) -> tuple[int, float, float, int, int, int, float, int, str]:
     """How candidates that tie (their intervals overlap: :func:`ties`) are ordered: the native format
-    first, then more sequences held, the smaller published accuracy drop (worst case, then best case),
-    the better-measured basis (its kernel's own table, then a same-math table, a composition, a stand-in's
-    curve, the roofline), the engine's maturity (SGLang's optimized list); only when all of that is equal
-    the central estimate of tokens/s, then the fewer weight bytes, the scheme id last."""
+    first, then the smaller published accuracy drop (worst case, then best case), the better-measured basis
+    (its kernel's own table, then a same-math table, a composition, a stand-in's curve, the roofline), the
+    engine's maturity (SGLang's optimized list), more sequences held; only when all of that is equal the
+    central estimate of tokens/s, then the fewer weight bytes, the scheme id last. (The sequences held
+    are already in the tokens/s each is priced at: they break a tie only after the evidence.)"""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0],
-            BASIS_RANK.get(o.basis, 4), maturity, -round(o.throughput, 6), o.weights_bytes, o.id)
+    return (0 if o.native else 1, o.expected_drop[1], o.expected_drop[0], BASIS_RANK.get(o.basis, 4), maturity,
+            -o.concurrency, -round(o.throughput, 6), o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "it holds more sequences", "its published accuracy drop is smaller",
+_WHY = ("it is the checkpoint as shipped", "its published accuracy drop is smaller",
         "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
-        "every piece of evidence is equal and its central estimate is higher", "its weights are smaller",
-        "its id sorts first (every piece of evidence is equal)")
+        "it holds more sequences", "every piece of evidence is equal and its central estimate is higher",
+        "its weights are smaller", "its id sorts first (every piece of evidence is equal)")
 
 
 def ties(a: Option, b: Option) -> bool:
-    """Neither delivers more beyond the model's uncertainty: their tokens/s intervals overlap (at least
+    """Neither delivers more beyond the model's uncertainty of what tells them apart: their tokens/s
+    intervals overlap when each is widened by the band of its own layers (:func:`comparison_bands`; less than
     ``defaults.TIE`` apart always tie)."""
     from ..perf.uncertainty import overlap
 
     x, y = ranking_throughput(a), ranking_throughput(b)
     if abs(x - y) <= defaults.TIE * max(x, y):
         return True
-    return overlap(x, a.u_rate or 0.0, y, b.u_rate or 0.0)
+    ua, ub = comparison_bands(a, b)
+    return overlap(x, ua, y, ub)
+
+
+def comparison_bands(a: Option, b: Option) -> tuple[float, float]:
+    """The half-widths two candidates are compared with: the part of each one's band its own layers carry
+    (the attention, the shared 16-bit layers and the rest are priced alike for both and move together);
+    when both own layers are priced by tables of the same library and of the same standing (both same-math,
+    both composed), their errors move together too, and each counts only the lookup's own held-out error."""
+    same = a.source == b.source and a.basis == b.basis and a.basis in ("same-math", "composed")
+    if same:
+        return a.u_own_measured or 0.0, b.u_own_measured or 0.0
+    return a.u_own or 0.0, b.u_own or 0.0
+
+
+def clearly_slower(o: Option, winner: Option) -> bool:
+    """``o`` delivers less than ``winner`` beyond the model's uncertainty and their printed intervals (every
+    part of the step) do not overlap either: what ``slower`` means."""
+    from ..perf.uncertainty import overlap
+
+    if not beats(winner, o):
+        return False
+    return not overlap(ranking_throughput(winner), winner.u_rate or 0.0, ranking_throughput(o), o.u_rate or 0.0)
 
 
 def tie_reason(winner: Option, other: Option) -> str:
@@ -203,19 +230,27 @@ def ranking_throughput(o: Option) -> float:
     return o.throughput * (1 + defaults.NATIVE_MARGIN) if o.native else o.throughput
 
 
+def beats(a: Option, b: Option) -> bool:
+    """``a`` delivers more than ``b`` beyond the model's uncertainty (their intervals do not overlap)."""
+    return ranking_throughput(a) > ranking_throughput(b) and not ties(a, b)
+
+
 def rank(options: list[Option]) -> list[Option]:
-    """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates that tie with the
-    fastest one still unplaced (:func:`ties`: their intervals overlap) form a tie, ordered by
-    :func:`evidence_key`: evidence breaks ties, never a speed gap inside the model's uncertainty. One precedence on top: a re-quantization of a shipped
+    """Most delivered output tokens/s first (:func:`ranking_throughput`), a speed gap counting only beyond the
+    model's uncertainty: each place goes to the best by :func:`evidence_key` of the candidates no remaining
+    one :func:`beats` (their tokens/s intervals overlap the fastest one's) — evidence breaks ties, never a
+    gap inside the noise. One precedence on top: a re-quantization of a shipped
     checkpoint whose published accuracy range reaches the tolerance (``behind_native``) ranks after the
     checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
     its place by speed. A pure function of the candidates' numbers: the input order never matters."""
     rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
     out: list[Option] = []
     while rest:
-        tied = [o for o in rest if ties(rest[0], o)]
-        out.extend(sorted(tied, key=evidence_key))
-        rest = [o for o in rest if o not in tied]
+        # the candidates no other remaining one beats beyond the uncertainty; evidence picks among them
+        top = [o for o in rest if not any(beats(x, o) for x in rest)]
+        best = min(top, key=evidence_key)
+        out.append(best)
+        rest = [o for o in rest if o is not best]
     native = next((o for o in out if o.native), None)
     if native is None:
         return out

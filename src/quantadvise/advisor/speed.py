@@ -117,8 +117,16 @@ def _apply(o: Option, p: ServePoint, sm: StepModel | None = None, w: Workload | 
     o.score_s = 1.0 / p.tokens_per_s  # seconds per output token, prefill included (both modes)
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
     o.basis = curve_basis(o.efficiency)
+    k = o.efficiency.kernels
+    o.source = (k.source_key or "roofline").split("/")[0] if k is not None else "roofline"
     if sm is not None and w is not None:
         o.u_step, o.u_ttft, o.u_rate = bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
+        o.u_own, o.u_own_measured = own_bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
+
+
+def _mix(u_d: float, u_p: float | None, prefill_share: float | None) -> float:
+    rho = prefill_share or 0.0
+    return (1 - rho) * u_d + rho * (u_p if u_p is not None else u_d)
 
 
 def bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
@@ -132,8 +140,26 @@ def bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill
         return None, None, None
     u_d = relative(sm.parts(max(concurrency, 1), w.decode_context), eff.bands)
     u_p = relative(sm.parts(1, prompt=w.prompt_tokens), eff.bands) if w.prompt_tokens else None
-    rho = prefill_share or 0.0
-    return u_d, u_p, (1 - rho) * u_d + rho * (u_p if u_p is not None else u_d)
+    return u_d, u_p, _mix(u_d, u_p, prefill_share)
+
+
+def own_bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
+              ) -> tuple[float | None, float | None]:
+    """The tokens/s half-width from the scheme's own layers alone (what tells two schemes apart:
+    perf.uncertainty.own_relative), and the same with the own layers at the measured band (two schemes
+    whose own layers come from one library's tables err alike)."""
+    from ..perf.uncertainty import own_relative
+
+    if eff.bands is None:
+        return None, None
+    dec = sm.parts(max(concurrency, 1), w.decode_context)
+    pre = sm.parts(1, prompt=w.prompt_tokens) if w.prompt_tokens else None
+    out = []
+    for as_basis in (None, "measured"):
+        u_d = own_relative(dec, eff.bands, as_basis)
+        u_p = own_relative(pre, eff.bands, as_basis) if pre is not None else None
+        out.append(_mix(u_d, u_p, prefill_share))
+    return out[0], out[1]
 
 
 def price(ctx: Context, o: Option) -> str | None:

@@ -30,7 +30,7 @@ from ..scheme.axes import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
-from .options import Context, Option, family, ranked_after_native, tie_reason, ties
+from .options import Context, Option, clearly_slower, family, ranked_after_native, tie_reason, ties
 from .plan import deploy_plan
 from .result import (
     RANKED,
@@ -317,10 +317,13 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
             diff = o.throughput / winner.throughput - 1 if winner.throughput else 0.0
             gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
             band = (f"±{o.u_rate:.0%} against ±{winner.u_rate:.0%}" if o.u_rate is not None and winner.u_rate is not None
-                    else f"within {defaults.TIE:.1%}")
+                    and abs(diff) > defaults.TIE else f"within {defaults.TIE:.1%}")
             return (f"tie within the model's uncertainty with {winner.id} ({gap}{band}); {winner.id} comes first: "
                     f"{tie_reason(winner, o)}")
-        return f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}" + after(o)
+        shared = ("" if o.throughput >= winner.throughput or clearly_slower(o, winner) else
+                  " (beyond the uncertainty of their own kernels; the intervals overlap through the parts both are "
+                  "priced alike for, which move them together)")
+        return f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}{shared}" + after(o)
 
     def after(o: Option) -> str:
         """Why ``o`` ranks after a candidate it out-delivers (a tie there: evidence decides)."""
@@ -340,7 +343,7 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
     for o in ranked[2:]:
         # as fast as the winner within the uncertainty, or faster, but ranked after it by evidence (a tie, the
         # shipped checkpoint's margin, an accuracy risk the winner does not carry): not "slower"
-        o.status = "ranked-after" if (o.throughput >= winner.throughput or ties(o, winner)) else "slower"
+        o.status = "slower" if clearly_slower(o, winner) else "ranked-after"
         o.reason = behind(o)
     held = (f"runs {plural(winner.concurrency, 'sequence')} at once" if searched
             else f"holds {every(batch, 'sequence')}" if winner.concurrency >= batch

@@ -19,8 +19,9 @@ importer records the result in ``data/kernel_tables/<gpu>.yaml`` under ``checks`
   roofline with the launch floor on the same rows.
 
 A **band** is the distribution of step errors |predicted / measured - 1| of one basis on one GPU (its
-median and 90th percentile); a prediction's ± is the 90th percentile of the basis that priced each part of
-the step, weighted by the part's time (:mod:`quantadvise.perf.uncertainty`).
+median, 68th and 90th percentiles); a prediction's ± is the 68th percentile (a one-sigma error bar: about
+two predictions in three fall inside it) of the basis that priced each part of the step, weighted by the
+part's time (:mod:`quantadvise.perf.uncertainty`).
 
 Pure: no I/O.
 """
@@ -40,14 +41,18 @@ MAX_M = 16384.0
 
 
 def stats(errs: list[float], method: str = "") -> dict[str, Any]:
-    """n, median, 90th percentile and max of ``errs``."""
+    """n, median, 68th and 90th percentile and max of ``errs``."""
     s = sorted(errs)
     if not s:
-        return {"n": 0, "median": 0.0, "p90": 0.0, "max": 0.0, "method": method}
+        return {"n": 0, "median": 0.0, "p68": 0.0, "p90": 0.0, "max": 0.0, "method": method}
     h = len(s) // 2
     med = s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])
-    p90 = s[min(len(s) - 1, math.ceil(0.9 * len(s)) - 1)]
-    return {"n": len(s), "median": round(med, 4), "p90": round(p90, 4), "max": round(s[-1], 4), "method": method}
+
+    def q(f: float) -> float:
+        return round(s[min(len(s) - 1, math.ceil(f * len(s)) - 1)], 4)
+
+    return {"n": len(s), "median": round(med, 4), "p68": q(0.68), "p90": q(0.9), "max": round(s[-1], 4),
+            "method": method}
 
 
 def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int], MSeries | None],

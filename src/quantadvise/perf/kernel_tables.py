@@ -110,9 +110,9 @@ class TableIndex(Strict):
     checks: dict[str, Any] | None = None  # held-out errors and bands (calibration.lookup_checks), as recorded
 
     def bands(self) -> dict[str, float]:
-        """The recorded bands per basis: the 90th percentile of held-out step errors."""
+        """The recorded bands per basis: the 68th percentile of held-out step errors (a one-sigma error bar)."""
         got = (self.checks or {}).get("bands", {})
-        return {k: float(v["p90"]) for k, v in got.items() if isinstance(v, dict) and v.get("n")}
+        return {k: float(v["p68"]) for k, v in got.items() if isinstance(v, dict) and v.get("n")}
 
     def find(self, table_id: str) -> TableMeta | None:
         return next((t for t in (*self.tables, *self.quant, *self.attention) if t.id == table_id), None)

@@ -88,10 +88,8 @@ def op_series(choice: TableChoice, tables: TableSet, n: float, k: float, stored_
         qs = q.series(1, k)
         s = minus(s, qs.at)
     ratio = stored_bytes / t.meta.weight_bytes
-    if choice.basis == "same-math" and abs(ratio - 1.0) > 1e-9:
-        s = bytes_adjusted(s, ratio, t.floor_s)
-    elif choice.basis == "composed" and abs(ratio - 1.0) > 1e-9:
-        s = composed(s, ratio, t.floor_s)
+    if abs(ratio - 1.0) > 1e-9:  # other bytes than the timed call streamed (scales, another weight width)
+        s = composed(s, ratio, t.floor_s) if choice.basis == "composed" else bytes_adjusted(s, ratio, t.floor_s)
     return s
 
 

@@ -230,10 +230,12 @@ class StepModel:
         if efficiency.kernels is not None:
             self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu)
         self.kernel_priced = any(x is not None for x in self._kern)
-        # what priced each operator (the basis of its uncertainty band, perf.uncertainty)
-        self._labels = tuple(ko.basis if ko is not None else "calibrated" if fit is not None else
-                             "ideal" if efficiency.ideal else "roofline" for ko, fit in zip(self._kern, self._fits,
-                                                                                            strict=True))
+        # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
+        # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
+        own = tuple(o.quantized or not scheme.quantizes_weights for o in ops)
+        self._labels = tuple(("own:" if mine else "") + (ko.basis if ko is not None else "calibrated" if fit is not None
+                                                         else "ideal" if efficiency.ideal else "roofline")
+                             for ko, fit, mine in zip(self._kern, self._fits, own, strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)
@@ -434,9 +436,9 @@ class StepModel:
     def parts(self, batch: float, ctx: int | None = None, *, prompt: int | None = None) -> dict[str, float]:
         """Seconds of one decode step at ``batch`` sequences of ``ctx`` tokens (with ``prompt``: the prefill
         of ``batch`` prompts of that length) by what priced them: each linear operator's basis (measured,
-        same-math, composed, proxy, calibrated, roofline), the attention (``attention``: the published
-        table; ``attention-roofline``: the roofline with its floor) and ``other`` (embedding rows,
-        activations, communication, overhead: the roofline)."""
+        same-math, composed, proxy, calibrated, roofline; ``own:`` for the scheme's own layers), the attention
+        (``attention``: the published table; ``attention-roofline``: the roofline with its floor) and
+        ``other`` (embedding rows, activations, communication, overhead: the roofline)."""
         out: dict[str, float] = {}
         if prompt is not None:
             tokens, logits = batch * prompt, batch

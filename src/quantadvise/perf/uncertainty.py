@@ -2,7 +2,8 @@
 
 Each part of a step carries the error band of what priced it (``data/kernel_tables/<gpu>.yaml``,
 ``checks.bands``, computed by :mod:`quantadvise.calibration.lookup_checks` from the tables themselves):
-the 90th percentile of |predicted / measured - 1| over held-out decode steps of that basis on that GPU —
+the 68th percentile of |predicted / measured - 1| over held-out decode steps of that basis on that GPU
+(a one-sigma error bar: about two held-out steps in three fall inside it) —
 
 - ``measured``: the kernel's own table, read for a shape it does not hold (leave-one-shape-out);
 - ``same-math``: another library's table of the same math, where the true kernel is measured;
@@ -45,11 +46,23 @@ def band_of(basis: str, bands: Mapping[str, float]) -> float:
 
 
 def relative(parts: Mapping[str, float], bands: Mapping[str, float]) -> float:
-    """A step's relative half-width: its parts' bands weighted by their seconds."""
+    """A step's relative half-width: its parts' bands weighted by their seconds (``StepModel.parts``)."""
     total = sum(parts.values())
     if total <= 0:
         return 0.0
-    return min(MAX_REL, sum(t * band_of(b, bands) for b, t in parts.items()) / total)
+    return min(MAX_REL, sum(t * band_of(b.removeprefix("own:"), bands) for b, t in parts.items()) / total)
+
+
+def own_relative(parts: Mapping[str, float], bands: Mapping[str, float], as_basis: str | None = None) -> float:
+    """The part of a step's relative half-width that comes from the scheme's own layers (``own:`` parts): what
+    tells two schemes apart — the attention, the shared 16-bit layers and the rest are priced alike for every
+    scheme at the same KV cache and move their predictions together. ``as_basis``: price the own layers with
+    that basis's band instead (two schemes whose own layers come from the same library's tables)."""
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    own = sum(t * band_of(as_basis or b.removeprefix("own:"), bands) for b, t in parts.items() if b.startswith("own:"))
+    return min(MAX_REL, own / total)
 
 
 def time_interval(x: float, rel: float) -> Interval:

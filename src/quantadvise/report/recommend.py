@@ -273,8 +273,7 @@ def _pm(u: Uncertainty | None) -> str:
 def _tie_line(r: Recommendation) -> str:
     tie = r.performance.tie
     assert tie is not None
-    return (f"Tie within the model's uncertainty: {', '.join(tie.schemes)} (the benchmark commands that settle it: "
-            "--explain)")
+    return f"Tie within the model's uncertainty: {', '.join(tie.schemes)} (--explain: benchmarks that settle it)"
 
 
 def write_plot(r: Recommendation, path: Path) -> Path:
