@@ -211,9 +211,9 @@ def clearly_slower(o: Option, winner: Option) -> bool:
     part of the step) do not overlap either: what ``slower`` means."""
     from ..perf.uncertainty import overlap
 
-    if not beats(winner, o):
+    if not beats(winner, o) or o.throughput >= winner.throughput:
         return False
-    return not overlap(ranking_throughput(winner), winner.u_rate or 0.0, ranking_throughput(o), o.u_rate or 0.0)
+    return not overlap(winner.throughput, winner.u_rate or 0.0, o.throughput, o.u_rate or 0.0)
 
 
 def tie_reason(winner: Option, other: Option) -> str:

@@ -65,11 +65,11 @@ def provenance(effs: dict[str, Efficiency], words: dict[str, str] | None = None)
 
 _BASIS_ORDER = ("measured", "same-math", "composed", "proxy", "roofline", "calibrated", "ideal")
 _BASIS_WORDS = {
-    "measured": "measured table of the kernel it runs (published per-kernel tables, read by lookup; held-out error "
+    "measured": "measured table of the kernel it runs (published per-kernel tables read by lookup, held-out error "
                 "in docs/calibration.md)",
     "same-math": "same-math table (no table of its kernel: another library's measured table of the same math on "
                  "this GPU)",
-    "composed": "composed curve (no measurement of its kernel: another kernel's measured curve, composed)",
+    "composed": "composed (no measurement of its kernel: another kernel's measured table or curve, composed)",
     "proxy": "proxy curve (no measurement of its kernel: a similar kernel's measured curve)",
     "roofline": "roofline with the efficiency profile (no kernel curve on file)",
     "calibrated": "calibrated curve (a measured profile)",

@@ -319,7 +319,7 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
             band = (f"±{o.u_rate:.0%} against ±{winner.u_rate:.0%}" if o.u_rate is not None and winner.u_rate is not None
                     and abs(diff) > defaults.TIE else f"within {defaults.TIE:.1%}")
             return (f"tie within the model's uncertainty with {winner.id} ({gap}{band}); {winner.id} comes first: "
-                    f"{tie_reason(winner, o)}")
+                    f"{tie_reason(winner, o)}" + after(o))
         shared = ("" if o.throughput >= winner.throughput or clearly_slower(o, winner) else
                   " (beyond the uncertainty of their own kernels; the intervals overlap through the parts both are "
                   "priced alike for, which move them together)")

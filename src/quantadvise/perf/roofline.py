@@ -114,7 +114,7 @@ class SchemeSummary(Out):
     kernel_label: str | None = None  # "w4a16 via Machete, vLLM 0.33.0, sm90; measured curve ..."
     kernel_source: str | None = None  # the engine source line the kernel choice follows
     curve: str | None = None  # "<engine>/<kernel>" of the curve that priced it, None: the roofline
-    curve_basis: str | None = None  # measured | proxy | composed
+    curve_basis: str | None = None  # measured | same-math | composed | proxy (None: the roofline)
     ridge_batch_speculative: float | None = None  # sequences where a K+1-token verification step turns compute-bound
 
 
@@ -244,8 +244,9 @@ def roofline(
             kernel=choice.kernel.id if choice is not None else None,
             kernel_label=kp.label() if kp is not None else None,
             kernel_source=choice.source if choice is not None else None,
-            curve=kcurve.key if kcurve is not None and fit is None else None,
-            curve_basis=kcurve.basis if kcurve is not None and fit is None else None,
+            curve=(kp.source_key if kp is not None and (kcurve is not None or kp.table(choice) is not None)
+                   and fit is None else None),
+            curve_basis=kp.basis if kp is not None and kp.basis != "roofline" and fit is None else None,
             ridge_batch_speculative=rb / spec.queries if rb is not None and spec is not None else None,
         ))
         warnings.extend(n for n in eff.notes if n not in warnings)
@@ -327,9 +328,10 @@ def roofline(
         ("a model fitted to measurements: the linear layers of " + ", ".join(calibrated) + " follow their measured "
          "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
         if calibrated else
-        ("linear layers priced by the measured curve of the kernel the engine runs for them (profile "
-         f"{efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, docs/performance.md); "
-         "attention, embedding rows and activations: a roofline with the measured streaming efficiency")
+        ("linear layers priced by the published table (else the measured curve) of the kernel the engine runs for "
+         f"them (profile {efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, "
+         "docs/calibration.md); decode attention by the engine's published attention table where it holds the "
+         "model's heads; embedding rows and activations: a roofline with the measured streaming efficiency")
         if kerneled else
         "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed",
         *(notes or []),
