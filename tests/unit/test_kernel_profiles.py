@@ -17,7 +17,6 @@ from quantadvise.calibration import aiconfigurator as aic
 from quantadvise.calibration.heldout import HELD_OUT_CELLS, HELD_OUT_SETS, monotone_floor
 from quantadvise.calibration.validate import BF16_MAX_ERROR, BF16_MEDIAN_ERROR, validate_kernels
 from quantadvise.perf.efficiency import resolve
-from quantadvise.perf.kernel_curves import lookup
 
 ACCEPTANCE_GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
 LLAMA = "meta-llama/Llama-3.1-8B"

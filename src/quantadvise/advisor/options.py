@@ -198,9 +198,10 @@ def ties(a: Option, b: Option) -> bool:
 def comparison_bands(a: Option, b: Option) -> tuple[float, float]:
     """The half-widths two candidates are compared with: the part of each one's band its own layers carry
     (the attention, the shared 16-bit layers and the rest are priced alike for both and move together);
-    when both own layers are priced by tables of the same library and of the same standing (both same-math,
-    both composed), their errors move together too, and each counts only the lookup's own held-out error."""
-    same = a.source == b.source and a.basis == b.basis and a.basis in ("same-math", "composed")
+    when both own layers are priced the same way from the same source (both by same-math tables of one
+    library, both composed from one library's tables, both on the roofline with the same efficiencies),
+    their errors move together too, and each counts only the lookup's own held-out error."""
+    same = a.source == b.source and a.basis == b.basis and a.basis in ("same-math", "composed", "proxy", "roofline")
     if same:
         return a.u_own_measured or 0.0, b.u_own_measured or 0.0
     return a.u_own or 0.0, b.u_own or 0.0

@@ -384,7 +384,7 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
                 rival = next((o for o in ranked if family_kind(o.scheme) == expected), None)
                 reasons.append(_why_not_regime(ctx, top, rival, batch))
         heavy = _prefill_heavy(ctx, ranked, batch)
-        numbers["prefill_heavy"] = heavy is not None
+        numbers["prefill_heavy"] = top.prefill_share is not None and top.prefill_share >= defaults.PREFILL_HEAVY_SHARE
         if heavy:
             reasons.append(heavy)
         if ctx.spec is not None and ctx.spec.tokens:

@@ -35,9 +35,77 @@ from typing import Any
 from ..hardware import GPU
 from ..perf.kernel_tables import GemmTable, MSeries, TableSet, composed, minus
 from ..perf.lookup import QUANT_TABLES
+from ..results import Out, Result
 from .heldout import HELD_OUT_SETS
 
 MAX_M = 16384.0
+# the bars of issue 25 for a lookup's held-out decode steps, per kernel with a published table
+LOOKUP_MEDIAN_BAR, LOOKUP_MAX_BAR = 0.05, 0.20
+CENSUS_BAR = 0.70  # the share of served cells priced by their kernel's own table or a same-math table
+
+
+class ErrorStats(Out):
+    """n, median, 68th / 90th percentile and max of |predicted / measured - 1| over a set of held-out calls."""
+
+    n: int
+    median: float
+    p68: float
+    p90: float
+    max: float
+    method: str = ""
+
+
+class TableCheck(Out):
+    """One published table's lookup: its own rows, and its leave-one-shape-out held-out errors."""
+
+    gpu: str
+    table: str  # the table id (data/kernel_tables/<gpu>.yaml)
+    kernel: str
+    engine: str
+    engine_version: str
+    rows: ErrorStats
+    steps: ErrorStats
+    calls: ErrorStats
+    worst: str  # the held-out step with the largest error: shape set and M
+    within: bool  # steps median <= LOOKUP_MEDIAN_BAR and max <= LOOKUP_MAX_BAR
+
+
+class SubstituteCheck(Out):
+    """A stand-in of one kind priced where the true kernel is measured on the same GPU."""
+
+    gpu: str
+    basis: str  # same-math | composed
+    what: str
+    steps: ErrorStats
+
+
+class CensusRow(Out):
+    """What prices one (GPU, engine, scheme) cell's own layers."""
+
+    gpu: str
+    engine: str
+    engine_version: str
+    scheme: str
+    kernel: str | None  # None: the engine does not serve the scheme on this GPU
+    basis: str  # measured | same-math | composed | proxy | roofline | n/a
+    source: str | None  # the table or curve (None: the roofline)
+
+
+class CensusResult(Result):
+    """``quantadvise validate --census``: the basis of every served cell, its shares, and the bar."""
+
+    gpus: list[str]
+    engines: list[str]
+    schemes: list[str]
+    rows: list[CensusRow]
+    shares: dict[str, dict[str, float]]  # "<gpu> <engine>" and "all" -> basis -> share of the served cells
+    measured_or_same_math: float  # share of served cells priced by their kernel's own table or a same-math one
+    bar: float
+    roofline_with_table: list[str]  # served cells on the roofline while a table of their math exists on the GPU
+    passed: bool
+
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
 
 
 def stats(errs: list[float], method: str = "") -> dict[str, Any]:
@@ -56,12 +124,13 @@ def stats(errs: list[float], method: str = "") -> dict[str, Any]:
 
 
 def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int], MSeries | None],
-                cells: set[tuple[int, int]]) -> tuple[list[float], list[float]]:
+                cells: set[tuple[int, int]], where: list[str] | None = None) -> tuple[list[float], list[float]]:
     """(step errors, call errors) of ``pred`` against ``truth`` on every shape set of HELD_OUT_SETS whose
-    shapes are all in ``cells``, at every M the truth has (up to :data:`MAX_M`)."""
+    shapes are all in ``cells``, at every M the truth has (up to :data:`MAX_M`); ``where`` collects each
+    step's shape set and M."""
     steps: list[float] = []
     calls: list[float] = []
-    for shapes in HELD_OUT_SETS.values():
+    for name, shapes in HELD_OUT_SETS.items():
         if not all(c in cells for c in shapes):
             continue
         rows = [truth(*c) for c in shapes]
@@ -76,6 +145,8 @@ def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int],
             got = [p.at(m) for p in preds]
             calls.extend(abs(g / t - 1) for g, t in zip(got, meas, strict=True))
             steps.append(abs(sum(got) / sum(meas) - 1))
+            if where is not None:
+                where.append(f"{name}, M = {m:g}")
     return steps, calls
 
 
@@ -84,10 +155,12 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     step error)."""
     own = [abs(t.series(n, k).at(m) / v - 1) for (n, k) in t.cells for m, v in zip(t.ms, t.cells[(n, k)], strict=True)
            if v is not None and m <= MAX_M]
-    steps, calls = step_errors(lambda n, k: t.series(n, k, exclude=(n, k)), t.row, set(t.cells))
+    where: list[str] = []
+    steps, calls = step_errors(lambda n, k: t.series(n, k, exclude=(n, k)), t.row, set(t.cells), where)
+    worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
     return ({"rows": stats(own, "the lookup at the table's own rows"),
              "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours"),
-             "calls": stats(calls, "leave-one-shape-out: every call of those shapes")}, steps)
+             "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst}, steps)
 
 
 def _net(tables: TableSet, t: GemmTable, quant: str | None) -> Callable[[int, int], MSeries | None]:
@@ -227,6 +300,8 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
         ce = d.compute_efficiency.get(meta.math, 0.65)
         roof.extend(roofline_steps(t, gpu, mem_eff, ce if isinstance(ce, float) else 0.65))
     subs, pooled = substitutes(tables)
+    for sub in subs:
+        sub["gpu"] = idx.gpu
     attn = {e: a for e in ("vllm", "sglang") if (a := attention_checks(tables, e)) is not None}
     attn_roof = [x for e in ("vllm", "sglang") for x in (attention_roofline(tables, e, gpu, mem_eff) or [])]
     bands = {"measured": stats(measured, "leave-one-shape-out decode steps of the engines' own tables")}
@@ -240,3 +315,13 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     if attn_roof:
         bands["attention-roofline"] = stats(attn_roof, "roofline + launch floor on the attention tables' rows")
     return {"kernels": kernels, "substitutes": subs, "attention": {e: a for e, (a, _) in attn.items()}, "bands": bands}
+
+
+def table_check(gpu: str, meta_engine_version: str, table: GemmTable) -> TableCheck:
+    """A table's lookup checks as a result row (:func:`table_checks`)."""
+    c, _ = table_checks(table)
+    st = c["steps"]
+    return TableCheck(gpu=gpu, table=table.id, kernel=table.meta.kernel, engine=table.meta.engine,
+                      engine_version=meta_engine_version, rows=ErrorStats(**c["rows"]), steps=ErrorStats(**st),
+                      calls=ErrorStats(**c["calls"]), worst=c["worst"],
+                      within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)

@@ -77,14 +77,16 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
 def uncertainty_bands(gpu_id: str) -> dict[str, float]:
     """The bands that price a prediction's uncertainty on ``gpu_id`` (basis -> relative half-width): its
     tables' recorded held-out bands, and for a basis it has no check of (or a GPU without tables) the
-    widest band any GPU with tables records for it."""
-    widest: dict[str, float] = {}
+    median of the bands the GPUs with tables record for it (the typical error of that basis where it was
+    measured)."""
+    seen: dict[str, list[float]] = {}
     for gid in kernel_table_gpus():
         tabs = kernel_tables(gid)
         for b, v in (tabs.index.bands() if tabs is not None else {}).items():
-            widest[b] = max(widest.get(b, 0.0), v)
+            seen.setdefault(b, []).append(v)
+    typical = {b: sorted(v)[len(v) // 2] for b, v in seen.items()}
     own = kernel_tables(gpu_id)
-    return {**widest, **(own.index.bands() if own is not None else {})}
+    return {**typical, **(own.index.bands() if own is not None else {})}
 
 
 def kernel_table_gpus() -> tuple[str, ...]:

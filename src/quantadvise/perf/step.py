@@ -232,10 +232,10 @@ class StepModel:
         self.kernel_priced = any(x is not None for x in self._kern)
         # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
         # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
-        own = tuple(o.quantized or not scheme.quantizes_weights for o in ops)
-        self._labels = tuple(("own:" if mine else "") + (ko.basis if ko is not None else "calibrated" if fit is not None
-                                                         else "ideal" if efficiency.ideal else "roofline")
-                             for ko, fit, mine in zip(self._kern, self._fits, own, strict=True))
+        mine = tuple(o.quantized or not scheme.quantizes_weights for o in ops)
+        self._labels = tuple(("own:" if m else "") + (ko.basis if ko is not None else "calibrated" if f is not None
+                                                      else "ideal" if efficiency.ideal else "roofline")
+                             for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 import quantadvise as api
-from quantadvise import defaults
 
 LLAMA70 = dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=8)
 
