@@ -14,9 +14,16 @@ from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, 
 
 def validate_cmd(
     profile: Annotated[
-        Path, typer.Argument(metavar="PROFILE", help="A profile written by `quantadvise calibrate`, or a shipped "
-                             "one by GPU id (h100-sxm) or profile id (h100-sxm-measured).", dir_okay=False)
-    ],
+        Path | None, typer.Argument(metavar="PROFILE", help="A profile written by `quantadvise calibrate`, or a "
+                                    "shipped one by GPU id (h100-sxm) or profile id (h100-sxm-measured); not with "
+                                    "--census.", dir_okay=False)
+    ] = None,
+    census: Annotated[
+        bool, typer.Option("--census", help="Instead of a profile: what prices each decision scheme's own layers "
+                           "(its kernel's published table, a same-math table, a composition, a stand-in's curve, "
+                           "the roofline) on every GPU with published tables under each engine's newest release, "
+                           "and the shares; exit 1 below the 70% bar.")
+    ] = False,
     max_error: Annotated[
         float, typer.Option("--max-error", min=0.1, help="Largest error allowed, percent: the calibrated model's at "
                             "any batch, a kernel curve's worst held-out decode step (fused-MoE: call); exit 1 "
@@ -43,8 +50,22 @@ def validate_cmd(
     Example: quantadvise validate h100-sxm-2026-11-29.yaml --plot validate.png
 
     Example: quantadvise validate h100-sxm --max-error 60 --project-bars
+
+    Example: quantadvise validate --census
     """
     from ..api.calibrate import validate
+    from ..errors import InputError
+
+    if census:
+        if profile is not None or plot is not None:
+            raise InputError("--census takes no PROFILE and no --plot", field="census")
+        from ..api.census import census as run_census
+
+        found = run_census()
+        emit_report("census", fmt, found, wide=wide)
+        raise typer.Exit(found.exit_code())
+    if profile is None:
+        raise InputError("give a PROFILE (a file, a GPU id or a profile id), or --census", field="profile")
 
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
     result = validate(profile, max_error=max_error / 100, project_bars=project_bars)

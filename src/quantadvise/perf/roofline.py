@@ -26,6 +26,7 @@ from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
+from .uncertainty import Interval, rate_interval, relative, time_interval
 
 # -------------------------------------------------------------------------------------------------
 # The result
@@ -95,6 +96,31 @@ class Point(Out):
     fits: bool
     ttft_s: float | None = None  # prefill of ``batch`` prompts arriving together (recommend's TTFT in sync serving)
     usd_per_mtok: float | None = None  # $ per million tokens at ``tokens_per_s`` (None: no price known)
+    uncertainty: PointBand | None = None  # low/high at the model's validated uncertainty (None: the spec sheet)
+
+
+class PointBand(Out):
+    """A point's figures at the model's validated uncertainty (perf.uncertainty): each part of the step
+    carries the held-out band of what priced it."""
+
+    relative: float  # relative half-width of the step time
+    step_time_s: Interval
+    tokens_per_s: Interval
+    ttft_s: Interval | None = None
+    usd_per_mtok: Interval | None = None
+
+
+def point_band(sm: StepModel, b: int, ctx: int, step: float, cost: float | None, ttft: float | None,
+               prompt: int | None) -> PointBand | None:
+    """The band of one roofline point (None without bands: the spec sheet)."""
+    bands = sm.eff.bands
+    if bands is None:
+        return None
+    u = relative(sm.parts(b, ctx), bands)
+    up = relative(sm.parts(b, prompt=prompt), bands) if prompt is not None and ttft is not None else None
+    return PointBand(relative=round(u, 4), step_time_s=time_interval(step, u), tokens_per_s=rate_interval(b / step, u),
+                     ttft_s=time_interval(ttft, up) if ttft is not None and up is not None else None,
+                     usd_per_mtok=time_interval(cost, u) if cost is not None else None)
 
 
 class SchemeSummary(Out):
@@ -285,7 +311,8 @@ def roofline(
                     memory_per_gpu_bytes=math.ceil(mem_gpu),
                     fits=fits,
                     ttft_s=ttfts.get((scheme.id, b)),
-                    usd_per_mtok=usd_per_mtok(price.usd_per_gpu_hour if price else None, gpus, b / c.time_s),
+                    usd_per_mtok=(cost := usd_per_mtok(price.usd_per_gpu_hour if price else None, gpus, b / c.time_s)),
+                    uncertainty=point_band(sm, b, ctx, c.time_s, cost, ttfts.get((scheme.id, b)), prompt),
                 ))
 
     hi = float(max(max(batch_list), 1024))

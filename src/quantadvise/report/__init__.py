@@ -45,6 +45,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("calibrate_import", "json"): "quantadvise.report:to_json",
     ("validate", "table"): "quantadvise.report.calibrate:validate_table",
     ("validate", "json"): "quantadvise.report:to_json",
+    ("census", "table"): "quantadvise.report.calibrate:census_table",
+    ("census", "json"): "quantadvise.report:to_json",
 }
 
 
