@@ -182,13 +182,14 @@ _WHY = ("it is the checkpoint as shipped", "its published accuracy drop is small
         "its weights are smaller", "its id sorts first (every piece of evidence is equal)")
 
 
-def ties(a: Option, b: Option) -> bool:
+def ties(a: Option, b: Option, *, credit: bool = True) -> bool:
     """Neither delivers more beyond the model's uncertainty of what tells them apart: their tokens/s
     intervals overlap when each is widened by the band of its own layers (:func:`comparison_bands`; less than
-    ``defaults.TIE`` apart always tie)."""
+    ``defaults.TIE`` apart always tie). ``credit``: the shipped checkpoint counted with its margin (how they
+    rank); without it, what each delivers (how a reason words it)."""
     from ..perf.uncertainty import overlap
 
-    x, y = ranking_throughput(a), ranking_throughput(b)
+    x, y = (ranking_throughput(a), ranking_throughput(b)) if credit else (a.throughput, b.throughput)
     if abs(x - y) <= defaults.TIE * max(x, y):
         return True
     ua, ub = comparison_bands(a, b)

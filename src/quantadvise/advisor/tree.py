@@ -313,7 +313,7 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
                     "tolerance" if o.behind_native else "")
             return (f"{lead}, within the {margin:.0%} a re-quantization must beat the shipped checkpoint by (the speed "
                     f"model's validated error): ranks after {native.id}{risk}")
-        if ties(o, winner):
+        if ties(o, winner) or ties(o, winner, credit=False):
             diff = o.throughput / winner.throughput - 1 if winner.throughput else 0.0
             gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
             band = (f"±{o.u_rate:.0%} against ±{winner.u_rate:.0%}" if o.u_rate is not None and winner.u_rate is not None
