@@ -20,7 +20,7 @@ from .engines import (
     option_list,
     validate_engines,
 )
-from .kernel_tables import kernel_table_gpus, kernel_tables, uncertainty_bands
+from .kernel_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
 from .loader import data_dir, data_yaml, load_yaml_file
 from .models import (
     ModelRow,
@@ -63,7 +63,7 @@ __all__ = [
     "KvPreset", "ModelRow", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
-    "gpu_ids", "gpu_names", "kernel_table", "kernel_table_gpus", "kernel_tables", "uncertainty_bands", "kv_ids", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",
+    "gpu_ids", "gpu_names", "kernel_table", "kernel_table_checks", "kernel_table_gpus", "kernel_tables", "uncertainty_bands", "kv_ids", "kv_names_all", "kv_preset", "layouts", "load_perf_profile",
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",
     "scheme_names_all", "scheme_preset", "shipped_profile_paths", "validate_all", "validate_engines",

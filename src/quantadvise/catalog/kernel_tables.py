@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gzip
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -75,24 +75,33 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
 
 @cache
 def uncertainty_bands(gpu_id: str) -> dict[str, float]:
-    """The bands that price a prediction's uncertainty on ``gpu_id`` (basis -> relative half-width): its
-    tables' recorded held-out bands, and for a basis it has no check of (or a GPU without tables) the
-    median of the bands the GPUs with tables record for it (the typical error of that basis where it was
-    measured)."""
+    """The bands that price a prediction's uncertainty on ``gpu_id`` (basis -> relative half-width, the 68th
+    percentile of held-out step errors: data/kernel_tables/bands.yaml): the GPU's own, and for a basis it has
+    no check of (or a GPU without tables) the median of the bands the GPUs with checks record for it (the
+    typical error of that basis where it was measured)."""
+    path = loader.data_dir() / "kernel_tables" / "bands.yaml"
+    if not path.is_file():
+        return {}
+    doc = loader.data_yaml(path, "data/kernel_tables/bands.yaml")
+    per_gpu = {g: {b: float(v["p68"]) for b, v in bands.items() if v.get("n")} for g, bands in doc["gpus"].items()}
     seen: dict[str, list[float]] = {}
-    for gid in kernel_table_gpus():
-        tabs = kernel_tables(gid)
-        for b, v in (tabs.index.bands() if tabs is not None else {}).items():
+    for bands in per_gpu.values():
+        for b, v in bands.items():
             seen.setdefault(b, []).append(v)
     typical = {b: sorted(v)[len(v) // 2] for b, v in seen.items()}
-    own = kernel_tables(gpu_id)
-    return {**typical, **(own.index.bands() if own is not None else {})}
+    return {**typical, **per_gpu.get(gpu_id, {})}
+
+
+def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
+    """The recorded held-out checks of a GPU's tables (data/kernel_tables/checks/<gpu>.yaml), or None."""
+    path = loader.data_dir() / "kernel_tables" / "checks" / f"{gpu_id}.yaml"
+    return loader.data_yaml(path, f"data/kernel_tables/checks/{path.name}") if path.is_file() else None
 
 
 def kernel_table_gpus() -> tuple[str, ...]:
     """The GPUs with shipped lookup tables."""
     folder = loader.data_dir() / "kernel_tables"
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml"))) if folder.is_dir() else ()
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "bands")) if folder.is_dir() else ()
 
 
 def validate_kernel_tables() -> int:
@@ -113,4 +122,10 @@ def validate_kernel_tables() -> int:
             if not any(h.startswith("# source: ") for h in head) or not any(h.startswith("# as_of: ") for h in head):
                 raise DataError(f"data/kernel_tables/{gid}/{meta.file}: needs '# source:' and '# as_of:' lines")
             n += 1
+        checks = kernel_table_checks(gid)
+        if checks is None or not checks.get("source") or not checks.get("as_of"):
+            raise DataError(f"data/kernel_tables/checks/{gid}.yaml is missing or has no source / as_of")
+    bands = uncertainty_bands(kernel_table_gpus()[0]) if kernel_table_gpus() else {}
+    if kernel_table_gpus() and "measured" not in bands:
+        raise DataError("data/kernel_tables/bands.yaml holds no band of the measured tables")
     return n

@@ -38,7 +38,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import Field
 
@@ -107,12 +107,6 @@ class TableIndex(Strict):
     composed: tuple[Composed, ...] = ()
     quant: tuple[TableMeta, ...] = ()  # activation-quantization tables (one row per K, n = 1)
     attention: tuple[TableMeta, ...] = ()  # decode attention, one layer per call (:class:`AttentionTable`)
-    checks: dict[str, Any] | None = None  # held-out errors and bands (calibration.lookup_checks), as recorded
-
-    def bands(self) -> dict[str, float]:
-        """The recorded bands per basis: the 68th percentile of held-out step errors (a one-sigma error bar)."""
-        got = (self.checks or {}).get("bands", {})
-        return {k: float(v["p68"]) for k, v in got.items() if isinstance(v, dict) and v.get("n")}
 
     def find(self, table_id: str) -> TableMeta | None:
         return next((t for t in (*self.tables, *self.quant, *self.attention) if t.id == table_id), None)
@@ -147,26 +141,62 @@ class MSeries:
 
 
 class GemmTable:
-    """One kernel's published table on one GPU: ``cells[(n, k)]`` = seconds per call at each M of ``ms``
-    (None where the table has no row)."""
+    """One kernel's published table on one GPU: per (N, K) cell, seconds per call at each M of ``ms`` (None
+    where the table has no row). A cell given as its text line (``raw``: the shipped form) is parsed the
+    first time it is read, so a lookup parses only the cells around the shapes it prices."""
 
-    __slots__ = ("meta", "ms", "cells", "floor_s", "_by_k", "_ks")
+    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor")
 
-    def __init__(self, meta: TableMeta, ms: tuple[float, ...], cells: Mapping[tuple[int, int], tuple[float | None, ...]]):
+    def __init__(self, meta: TableMeta, ms: tuple[float, ...],
+                 cells: Mapping[tuple[int, int], tuple[float | None, ...]] | None = None,
+                 raw: Mapping[tuple[int, int], str] | None = None):
         if not ms or list(ms) != sorted(set(ms)) or ms[0] <= 0:
             raise ValueError(f"{meta.id}: the M grid must be positive and strictly increasing")
         self.meta, self.ms = meta, tuple(float(m) for m in ms)
-        self.cells = {k: v for k, v in cells.items() if any(x is not None for x in v)}
-        for key, row in self.cells.items():
-            if len(row) != len(ms):
-                raise ValueError(f"{meta.id}: cell {key} has {len(row)} values for {len(ms)} M points")
+        self._cells: dict[tuple[int, int], tuple[float | None, ...]] = {}
+        for key, row in (cells or {}).items():
+            self._check(key, row)
+            self._cells[key] = row
+        self._raw = {k: v for k, v in (raw or {}).items() if k not in self._cells}
         by_k: dict[int, list[int]] = {}
-        for n, k in self.cells:
+        for n, k in (*self._cells, *self._raw):
             by_k.setdefault(k, []).append(n)
         self._by_k = {k: sorted(ns) for k, ns in by_k.items()}
         self._ks = sorted(self._by_k)
-        # the launch floor: the fastest call in the table (its smallest shape at its smallest M)
-        self.floor_s = min((next(t for t in row if t is not None) for row in self.cells.values()), default=0.0)
+        self._floor: float | None = None
+
+    def _check(self, key: tuple[int, int], row: tuple[float | None, ...]) -> None:
+        if len(row) != len(self.ms):
+            raise ValueError(f"{self.meta.id}: cell {key} has {len(row)} values for {len(self.ms)} M points")
+        if all(x is None for x in row):
+            raise ValueError(f"{self.meta.id}: cell {key} has no value")
+
+    def cell(self, n: int, k: int) -> tuple[float | None, ...] | None:
+        """One cell's seconds along ``ms`` (None: not in the table)."""
+        got = self._cells.get((n, k))
+        if got is None and (n, k) in self._raw:
+            got = _values(self._raw.pop((n, k)).split(","))
+            self._check((n, k), got)
+            self._cells[(n, k)] = got
+        return got
+
+    @property
+    def cells(self) -> dict[tuple[int, int], tuple[float | None, ...]]:
+        """Every cell, parsed (the held-out checks read them all)."""
+        for key in list(self._raw):
+            self.cell(*key)
+        return self._cells
+
+    @property
+    def floor_s(self) -> float:
+        """The launch floor: the smallest shape's call at its smallest M."""
+        if self._floor is None:
+            keys = [*self._cells, *self._raw]
+            if not keys:
+                return 0.0
+            got = self.cell(*min(keys, key=lambda c: (c[0] * c[1], c)))
+            self._floor = next((t for t in got or () if t is not None), 0.0)
+        return self._floor
 
     @property
     def id(self) -> str:
@@ -174,7 +204,7 @@ class GemmTable:
 
     def row(self, n: int, k: int) -> MSeries | None:
         """The table's own rows of one cell (None: not in the table)."""
-        got = self.cells.get((n, k))
+        got = self.cell(n, k)
         if got is None:
             return None
         pts = [(m, t) for m, t in zip(self.ms, got, strict=True) if t is not None]
@@ -205,7 +235,8 @@ class GemmTable:
 
     def _full(self, n: int, k: int) -> MSeries:
         """A cell's times at every M of the grid (a missing row read from the cell's own series)."""
-        got = self.cells[(n, k)]
+        got = self.cell(n, k)
+        assert got is not None
         if all(t is not None for t in got):
             return MSeries(self.ms, tuple(t for t in got if t is not None))
         own = self.row(n, k)
@@ -361,11 +392,11 @@ def parse_gemm(meta: TableMeta, text: str) -> GemmTable:
     microseconds per call."""
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     ms = tuple(float(x) for x in lines[0].split(",")[2:])
-    cells = {}
+    raw = {}
     for ln in lines[1:]:
-        parts = ln.split(",")
-        cells[(int(parts[0]), int(parts[1]))] = _values(parts[2:])
-    return GemmTable(meta, ms, cells)
+        n, k, rest = ln.split(",", 2)
+        raw[(int(n), int(k))] = rest
+    return GemmTable(meta, ms, raw=raw)
 
 
 def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
