@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from .. import catalog, defaults
 from ..calibration.lookup_checks import CENSUS_BAR, CensusResult, CensusRow
-from ..errors import QuantAdviseError
 from ..catalog.resolve import load_profiles
+from ..errors import QuantAdviseError
 
 # the schemes the decisions are about (issue 25's census)
 CENSUS_SCHEMES = ("bf16", "fp8-dynamic", "fp8-tensor", "fp8-block", "w8a8-int8", "w4a16", "awq", "gptq", "w4a8-fp8",

@@ -8,9 +8,9 @@ import math
 import shlex
 from pathlib import Path
 
+from ..calibration.lookup_checks import CensusResult
 from ..calibration.run import CalibrationResult
 from ..calibration.validate import CALIB_MODELS as MODELS
-from ..calibration.lookup_checks import CensusResult
 from ..calibration.validate import TableImportResult, ValidationResult
 from ..errors import InputError
 from ..wording import install_hint, plural
