@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..perf.serving import ParetoPoint, Price, SpecInfo
-from ..perf.uncertainty import Interval
+from ..perf.uncertainty import FigureBand
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
 from ..workload import Workload
@@ -29,18 +29,11 @@ class TraceNode(Out):
     reasons: list[str] = []
 
 
-class Uncertainty(Out):
+class Uncertainty(FigureBand):
     """Where each predicted figure lies at the model's validated uncertainty (perf.uncertainty): the
-    90th percentile of held-out errors of what priced each part of the step, weighted by its time."""
+    68th percentile of held-out errors of what priced each part of the step, weighted by its time."""
 
-    relative: float  # relative half-width of the delivered tokens/s (its time per token)
-    basis: str  # what priced the scheme's own layers: measured | same-math | composed | proxy | roofline | calibrated
-    step_time_s: Interval
-    tokens_per_s: Interval
-    itl_s: Interval | None = None
-    ttft_s: Interval | None = None
-    e2e_s: Interval | None = None
-    usd_per_mtok: Interval | None = None
+    basis: str = ""  # what priced the scheme's own layers: measured | same-math | composed | proxy | roofline ...
 
 
 class Tie(Out):
@@ -253,6 +246,7 @@ class Layout(Out):
     limit: str  # what stops the replica's concurrency
     usd_per_hour: float | None  # gpus x $/GPU-hour
     usd_per_mtok: float | None  # at ``concurrency`` (every GPU busy)
+    uncertainty: Uncertainty | None = None  # the candidate's figures at this degree, at the model's uncertainty
     recommended: bool = False
     # --rate only (the load's output tokens/s is known): the share of the replicas' output tokens/s the load
     # uses, and the $ per million output tokens at that load (the GPUs are paid for whether busy or not)

@@ -206,7 +206,11 @@ def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
             p = serve(sm, lengths, c, ctx.spec)
             pt = pareto_point(o.id, p, ctx=w.decode_context, gpus=w.gpus, fits=True, price=ctx.usd_per_gpu_hour,
                               slo=ctx.slo)
-            out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency}))
+            u_step, u_ttft, u_rate = bands(sm, o.efficiency, w, c, p.prefill_share)
+            band = uncertainty_of(p.step_s, p.tokens_per_s, p.itl_s, p.ttft_s, p.e2e_s, pt.usd_per_mtok, o.basis,
+                                  u_step, u_ttft, u_rate)
+            out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency,
+                                             "uncertainty": band}))
     return mark_frontier(out)
 
 
@@ -514,16 +518,9 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
 def uncertainty_of(step: float, tps: float, itl: float | None, ttft: float | None, e2e: float | None,
                    cost: float | None, basis: str, u_step: float | None, u_ttft: float | None,
                    u_rate: float | None) -> Uncertainty | None:
-    """The low/high of each predicted figure (perf.uncertainty): times widen by their relative half-width,
-    tokens/s by the inverse, $/Mtok like a time (it is GPU time per token)."""
-    from ..perf.uncertainty import rate_interval, time_interval
+    """The low/high of each predicted figure (perf.uncertainty.figure_band), with the basis of its own layers."""
+    from ..perf.uncertainty import figure_band
 
-    if u_step is None or u_rate is None:
-        return None
-    ut = u_ttft if u_ttft is not None else u_step
-    return Uncertainty(relative=round(u_rate, 4), basis=basis, step_time_s=time_interval(step, u_step),
-                       tokens_per_s=rate_interval(tps, u_rate),
-                       itl_s=time_interval(itl, u_rate) if itl is not None else None,
-                       ttft_s=time_interval(ttft, ut) if ttft is not None else None,
-                       e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
-                       usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)
+    band = figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=step, tokens_per_s=tps, itl=itl, ttft=ttft,
+                       e2e=e2e, cost=cost)
+    return None if band is None else Uncertainty(**band.model_dump(), basis=basis)

@@ -26,7 +26,7 @@ from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
-from .uncertainty import Interval, rate_interval, relative, time_interval
+from .uncertainty import FigureBand, figure_band, relative
 
 # -------------------------------------------------------------------------------------------------
 # The result
@@ -96,31 +96,19 @@ class Point(Out):
     fits: bool
     ttft_s: float | None = None  # prefill of ``batch`` prompts arriving together (recommend's TTFT in sync serving)
     usd_per_mtok: float | None = None  # $ per million tokens at ``tokens_per_s`` (None: no price known)
-    uncertainty: PointBand | None = None  # low/high at the model's validated uncertainty (None: the spec sheet)
-
-
-class PointBand(Out):
-    """A point's figures at the model's validated uncertainty (perf.uncertainty): each part of the step
-    carries the held-out band of what priced it."""
-
-    relative: float  # relative half-width of the step time
-    step_time_s: Interval
-    tokens_per_s: Interval
-    ttft_s: Interval | None = None
-    usd_per_mtok: Interval | None = None
+    uncertainty: FigureBand | None = None  # low/high at the model's validated uncertainty (None: the spec sheet)
 
 
 def point_band(sm: StepModel, b: int, ctx: int, step: float, cost: float | None, ttft: float | None,
-               prompt: int | None) -> PointBand | None:
-    """The band of one roofline point (None without bands: the spec sheet)."""
+               prompt: int | None) -> FigureBand | None:
+    """The band of one roofline point: the decode step's parts weighted by the held-out band of what priced
+    each (the prefill's for TTFT); None without bands (the spec sheet)."""
     bands = sm.eff.bands
     if bands is None:
         return None
     u = relative(sm.parts(b, ctx), bands)
     up = relative(sm.parts(b, prompt=prompt), bands) if prompt is not None and ttft is not None else None
-    return PointBand(relative=round(u, 4), step_time_s=time_interval(step, u), tokens_per_s=rate_interval(b / step, u),
-                     ttft_s=time_interval(ttft, up) if ttft is not None and up is not None else None,
-                     usd_per_mtok=time_interval(cost, u) if cost is not None else None)
+    return figure_band(u_step=u, u_rate=u, u_ttft=up, step=step, tokens_per_s=b / step, ttft=ttft, cost=cost)
 
 
 class SchemeSummary(Out):

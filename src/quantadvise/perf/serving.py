@@ -42,6 +42,7 @@ from datetime import date
 
 from ..results import Out
 from .step import StepModel
+from .uncertainty import FigureBand
 
 SPEC_MODEL = ("speculative decoding (Leviathan et al., arXiv:2211.17192, eq. 1): tokens per step = 1 + K x A = "
               "(1 - a^(K+1)) / (1 - a), a the per-token acceptance rate; each step verifies K+1 tokens per sequence "
@@ -284,6 +285,7 @@ class ParetoPoint(Out):
     on_frontier: bool = False  # not dominated by another fitting point of the same scheme
     best: bool = False  # on the envelope of every scheme's frontier
     recommended: bool = False  # the point a recommendation runs at
+    uncertainty: FigureBand | None = None  # low/high at the model's validated uncertainty (recommend --plot)
 
 
 def pareto_point(scheme: str, p: ServePoint, *, ctx: int, gpus: int, fits: bool, price: float | None,

@@ -78,3 +78,35 @@ def overlap(a: float, ua: float, b: float, ub: float) -> bool:
     """Whether two rates' intervals overlap (neither is faster beyond the combined uncertainty)."""
     ia, ib = rate_interval(a, ua), rate_interval(b, ub)
     return ia.low <= ib.high and ib.low <= ia.high
+
+
+class FigureBand(Out):
+    """Where each figure of one prediction lies at the model's validated uncertainty: ``relative`` is the
+    half-width of the delivered tokens/s (its time per token), each figure's ``{low, high}`` (None: the
+    figure is not predicted)."""
+
+    relative: float
+    step_time_s: Interval | None = None
+    tokens_per_s: Interval | None = None
+    itl_s: Interval | None = None
+    ttft_s: Interval | None = None
+    e2e_s: Interval | None = None
+    usd_per_mtok: Interval | None = None
+
+
+def figure_band(*, u_step: float | None, u_rate: float | None, u_ttft: float | None = None,
+                step: float | None = None, tokens_per_s: float | None = None, itl: float | None = None,
+                ttft: float | None = None, e2e: float | None = None, cost: float | None = None) -> FigureBand | None:
+    """The figures' intervals: times widen by their half-width (the decode step by the decode band, TTFT by the
+    prefill band, ITL / E2E / $ per Mtok by the delivered band: they are GPU time per token), tokens/s by the
+    inverse. None without bands (the spec sheet)."""
+    if u_step is None or u_rate is None:
+        return None
+    ut = u_ttft if u_ttft is not None else u_step
+    return FigureBand(relative=round(u_rate, 4),
+                      step_time_s=time_interval(step, u_step) if step is not None else None,
+                      tokens_per_s=rate_interval(tokens_per_s, u_rate) if tokens_per_s is not None else None,
+                      itl_s=time_interval(itl, u_rate) if itl is not None else None,
+                      ttft_s=time_interval(ttft, ut) if ttft is not None else None,
+                      e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
+                      usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)
