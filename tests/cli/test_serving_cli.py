@@ -174,7 +174,7 @@ def test_roofline_pareto_json_fields(cli):
     assert (pa["prompt"], pa["output"], pa["mode"], pa["itl_budget_s"]) == (1000, 200, "continuous", 0.030)
     keys = {"scheme", "ctx", "batch", "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "itl_s",
             "ttft_s", "e2e_s", "prefill_share", "usd_per_mtok", "bound", "fits", "meets_slo", "on_frontier", "best",
-            "recommended"}
+            "recommended", "uncertainty"}
     for p in pa["points"]:
         assert set(p) == keys
         assert p["tokens_per_s_per_user"] == pytest.approx(1 / p["itl_s"])

@@ -189,12 +189,10 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
                    "with its own cell left out, at every M; bars: step median <= 5%, max <= 20%", width,
                    subsequent="  "), t.render(width)]
     if r.substitutes:
-        s = Table(["gpu", "basis", "stand-in where the true kernel is measured", "n", "median", "p68", "max"],
-                  align="lllrrrr", drop=("gpu", "n", "max"))
+        lines += ["", *wrap("stand-ins where the true kernel is measured (held-out steps: median / p68 / max):", width)]
         for x in r.substitutes:
-            s.add(x.gpu, x.basis, x.what, str(x.steps.n), f"{x.steps.median:.1%}", f"{x.steps.p68:.1%}",
-                  f"{x.steps.max:.1%}")
-        lines += ["", s.render(width)]
+            lines += wrap(f"{x.gpu} {x.basis}: {x.what}: {x.steps.median:.1%} / {x.steps.p68:.1%} / {x.steps.max:.1%} "
+                          f"({x.steps.n} steps)", width, indent="  ", subsequent="    ")
     for gid, bands in r.bands.items():
         lines += wrap(f"{gid} bands (68th percentile of held-out step errors, the ± a prediction carries per part): "
                       + ", ".join(f"{b} ±{v.p68:.0%}" for b, v in bands.items()), width, subsequent="  ")
