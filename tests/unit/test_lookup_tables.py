@@ -200,3 +200,13 @@ def test_bench_commands_follow_each_clients_options():
     assert s == ("python -m sglang.bench_serving --backend sglang --model m --dataset-name random --random-input-len "
                  "1000 --random-output-len 200 --random-range-ratio 1 --max-concurrency 8 --num-prompts 200 "
                  "--request-rate inf")
+
+
+def test_moe_output_names_the_fused_moe_curve():
+    # "The kernel that runs": a MoE model's routed experts are priced by the fused-MoE curve of the backend the
+    # engine runs for them (data/kernels/vllm-0.33.0.yaml moe_routes: Triton for bf16 and block fp8 on sm90), and
+    # the output says which
+    r = api.roofline("Qwen/Qwen3-30B-A3B", "bf16,fp8-block", gpu="h100", batches="8", ctx=0)
+    s = _schemes(r)
+    assert "experts: fused-MoE vllm/triton-moe (measured)" in s["bf16"].kernel_label
+    assert "experts: fused-MoE vllm/triton-fp8-block-moe (measured)" in s["fp8-block"].kernel_label

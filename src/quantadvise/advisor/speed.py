@@ -95,9 +95,13 @@ def curve_basis(efficiency: Efficiency) -> str:
     return k.basis
 
 
-def kernel_line(efficiency: Efficiency) -> str | None:
-    """``"w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; ..."``: the kernel that prices a scheme."""
-    return efficiency.kernels.label() if efficiency.kernels is not None else None
+def kernel_line(efficiency: Efficiency, model: StepModel | None = None) -> str | None:
+    """``"w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; ..."``: the kernel that prices a scheme, and with
+    ``model`` (a MoE model's step) the fused-MoE curve that prices its routed experts."""
+    if efficiency.kernels is None:
+        return None
+    experts = model.experts_label() if model is not None else None
+    return efficiency.kernels.label() + (f"; {experts}" if experts else "")
 
 
 def lengths_of(w: Workload) -> Lengths:
@@ -345,7 +349,7 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         "profile": ranked[0].efficiency.profile_id if ranked else None,
         "speed_model": {o.id: curve_basis(o.efficiency) for o in ranked},
         "uncertainty": {o.id: round(o.u_rate, 4) if o.u_rate is not None else None for o in ranked},
-        "kernel": {o.id: kernel_line(o.efficiency) for o in ranked},
+        "kernel": {o.id: kernel_line(o.efficiency, priced_model(ctx, o)) for o in ranked},
         "concurrency": {o.id: o.concurrency for o in ranked},
         "limit": {o.id: o.limit for o in ranked},
         "step_time_s": {o.id: o.step_s for o in ranked},
@@ -394,7 +398,7 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         if ctx.spec is not None and ctx.spec.tokens:
             reasons.append(_spec_reason(ctx, top))
         reasons.extend(f"{line}: {o.throughput:,.0f} tokens/s, {o.step_s * 1e3:.2f} ms per step" for o in ranked
-                       if (line := kernel_line(o.efficiency)) is not None)
+                       if (line := kernel_line(o.efficiency, priced_model(ctx, o))) is not None)
         if not slo and not ctx.batch_bound and any(o.concurrency < w.batch for o in ranked):
             reasons.append("a candidate that holds fewer sequences is priced at the concurrency it holds, not at the "
                            "batch it cannot hold")
@@ -509,7 +513,7 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
         seconds_per_token=1.0 / s.tokens_per_s, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
-        speed_model=curve_basis(efficiency), model_note=model_note(efficiency), kernel=kernel_line(efficiency),
+        speed_model=curve_basis(efficiency), model_note=model_note(efficiency), kernel=kernel_line(efficiency, sm),
         uncertainty=uncertainty_of(s.step_s, s.tokens_per_s, s.itl_s, s.ttft_s, s.e2e_s, None, curve_basis(efficiency),
                                    *bands(sm, efficiency, workload, workload.batch, s.prefill_share)),
     )

@@ -168,7 +168,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         profile=winner.efficiency.profile_id,
         model_note=model_note({o.id: o.efficiency for o in ranked}),
         speed_model=curve_basis(winner.efficiency),
-        kernel=kernel_line(winner.efficiency),
+        kernel=kernel_line(winner.efficiency, winner.model_kv if ctx.kv_name != "kv-bf16" else winner.model),
         gpus_for_batch=need,
         uncertainty=_uncertainty(winner, cost(winner)),
         tie=_tie(ctx, ranked),

@@ -256,7 +256,7 @@ def roofline(
             else eff.compute_at(path.math, at),
             model=eff.model,
             kernel=choice.kernel.id if choice is not None else None,
-            kernel_label=kp.label() if kp is not None else None,
+            kernel_label=(kp.label() + (f"; {moe}" if (moe := sm.experts_label()) else "")) if kp is not None else None,
             kernel_source=choice.source if choice is not None else None,
             curve=(kp.source_key if kp is not None and (kcurve is not None or kp.table(choice) is not None)
                    and fit is None else None),

@@ -559,6 +559,16 @@ class StepModel:
                     min(1.0, 2.0 * batch * ko.n * ko.k / ko.peak / ko.series.at(batch)))
         return ko.curve.efficiencies(batch, ko.n, ko.k)
 
+    def experts_label(self) -> str | None:
+        """``"experts: fused-MoE vllm/triton-fp8-block-moe (measured)"``: the fused-MoE curve that prices the
+        routed experts (None: no routed experts, or the roofline prices them)."""
+        got = next((ko for o, ko in zip(self.linears, self._kern, strict=True) if o.experts and ko is not None
+                    and ko.curve is not None), None)
+        if got is None or got.curve is None:
+            return None
+        c = got.curve
+        return f"experts: fused-MoE {c.key} ({c.basis}{f', {c.proxy_of}' if c.proxy_of else ''})"
+
     def bytes_per_weight(self) -> float:
         """Stored bytes per decoder linear weight (scales and zero-points included)."""
         el = sum(o.elements for o in self.decoder_ops)
