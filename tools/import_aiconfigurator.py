@@ -121,9 +121,9 @@ def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date
 
 
 INDEX_HEADER = ("# Published per-kernel latency tables of one GPU, read by lookup (quantadvise.perf.kernel_tables;\n"
-                "# docs/calibration.md §8). Written by tools/import_aiconfigurator.py --tables; do not edit by hand.\n")
+                "# docs/calibration.md §11). Written by tools/import_aiconfigurator.py --tables; do not edit by hand.\n")
 CHECKS_HEADER = ("# Held-out checks of one GPU's lookup tables (quantadvise.calibration.lookup_checks; docs/calibration.md\n"
-                 "# §8): recomputed by `quantadvise validate <gpu>`. Written by tools/import_aiconfigurator.py --tables.\n")
+                 "# §11): recomputed by `quantadvise validate <gpu>`. Written by tools/import_aiconfigurator.py --tables.\n")
 BANDS_HEADER = ("# The uncertainty bands per GPU and basis (held-out step errors |predicted / measured - 1|; a prediction's\n"
                 "# ± is the 68th percentile, perf.uncertainty). Written by tools/import_aiconfigurator.py --tables.\n")
 

@@ -4,8 +4,9 @@ engine releases and the shipped checkpoint as data). No callbacks: the nodes com
 verdicts from the engine data.
 
 :func:`rank` is the one ordering of candidates: what each delivers (output tokens/s at the
-concurrency it holds), near-ties broken by evidence — the native format, the sequences held, the
-published accuracy prior, the engine's maturity, the weight bytes — never by list order; a
+concurrency it holds), a gap counting only beyond the model's uncertainty; ties broken by evidence — the
+native format, a published checkpoint that carries it, the published accuracy prior, the better-measured
+basis, the engine's maturity, the sequences held, the weight bytes — never by list order; a
 re-quantization whose accuracy range reaches the tolerance ranks after the shipped checkpoint.
 """
 
@@ -31,10 +32,13 @@ from .result import EngineVerdict
 
 if TYPE_CHECKING:
     from ..checkpoint.native import Native
+    from ..checkpoint.published import Published, Speculator
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
+    from ..perf.loop import EngineLoop, LoopSummary
     from ..perf.serving import Slo, Speculation
 
 BF16_KV = "kv-bf16"
@@ -78,13 +82,13 @@ class Option:
     throughput: float = 0.0  # output tokens/s at the concurrency it holds, prefill included (perf.serving.serve)
     decode_tps: float = 0.0  # decode tokens/s at that concurrency (concurrency / step)
     prefill_share: float | None = None  # share of GPU time spent on prefill (None: no prompt)
-    score_s: float = math.inf  # seconds per output token as the workload experiences it
     kv_name: str = BF16_KV  # the KV cache dtype it is priced with
     concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency), or what an SLO allows
     itl_s: float | None = None  # mean inter-token latency at that concurrency (perf.serving.serve)
     e2e_s: float | None = None
     limit: str = ""  # what stops its concurrency: batch | memory | itl | ttft | e2e
     bound: str = ""  # the decode step's bound there: memory | compute | communication
+    loop: LoopSummary | None = None  # the engine's serving loop at that concurrency (perf.loop)
     tokens_per_step: float = 1.0  # per sequence (speculative decoding: 1 + K x A)
     max_concurrency: int = 0  # sequences its KV cache holds next to its weights
     max_concurrency_bf16: int = 0
@@ -104,6 +108,9 @@ class Option:
     source: str = ""  # the library whose table (or curve) priced them: vllm | sglang | trtllm | roofline
     u_own: float | None = None  # the tokens/s half-width from its own layers alone (what tells schemes apart)
     u_own_measured: float | None = None  # the same with its own layers at the measured band
+    published: Published | None = None  # a published checkpoint that carries it (advisor.published)
+    drop_sources: list[str] = field(default_factory=list)  # the findings behind expected_drop: "rule (source)"
+    ties: list[str] = field(default_factory=list)  # ids it ties with within the model's uncertainty (the ranking's)
 
     @property
     def id(self) -> str:
@@ -148,11 +155,23 @@ class Context:
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
     # the engine release's start-up memory facts: its default memory fraction when the workload gives none
     startup: StartupFacts | None = None
+    # the engine release's serving loop on this GPU and TP with its fitted terms (None: kernels alone)
+    loop: EngineLoop | None = None
+    # recommend --bench-plan: engine name -> its release's benchmark options (None: no plan asked for)
+    bench_options: dict[str, Any] | None = None
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)
     # engine name -> the message it refuses this GPU with whatever the scheme (it gets no command)
     gpu_refused: dict[str, str] = field(default_factory=dict)
+    # the published checkpoints of the model as asked (data/checkpoints.yaml, one of
+    # defaults.PUBLISHED_PRODUCERS), each with its scheme preset: the plan serves one that carries the winner
+    published: tuple[tuple[Published, Scheme], ...] = ()
+    draft: Speculator | None = None  # the model's published speculative-decoding draft (data/speculators.yaml)
+    kv_issues: tuple[KvIssue, ...] = ()  # known quantized-KV issues of the engines (data/known_issues.yaml)
+    # engine name -> its release's option list (``engines.flags.OptionSet``): the plan spells each flag as that
+    # release registers it and writes no option it lacks (None / absent: the flag table's spellings)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:
@@ -164,20 +183,21 @@ _MATURITY = {True: 0, None: 1, False: 2}
 BASIS_RANK = {"measured": 0, "calibrated": 0, "ideal": 0, "same-math": 1, "composed": 2, "proxy": 3, "roofline": 4}
 
 
-def evidence_key(o: Option) -> tuple[int, float, float, int, int, int, float, int, str]:
+def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, int, float, int, str]:
     """How candidates that tie (their intervals overlap: :func:`ties`) are ordered: the native format
-    first, then the smaller published accuracy drop (worst case, then best case), the better-measured basis
+    first, then a published checkpoint that carries it (served as is, with its producer's evaluation), the
+    smaller published accuracy drop (worst case, then best case), the better-measured basis
     (its kernel's own table, then a same-math table, a composition, a stand-in's curve, the roofline), the
     engine's maturity (SGLang's optimized list), more sequences held; only when all of that is equal the
     central estimate of tokens/s, then the fewer weight bytes, the scheme id last. (The sequences held
     are already in the tokens/s each is priced at: they break a tie only after the evidence.)"""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, o.expected_drop[1], o.expected_drop[0], BASIS_RANK.get(o.basis, 4), maturity,
-            -o.concurrency, -round(o.throughput, 6), o.weights_bytes, o.id)
+    return (0 if o.native else 1, 0 if o.published is not None else 1, o.expected_drop[1], o.expected_drop[0],
+            BASIS_RANK.get(o.basis, 4), maturity, -o.concurrency, -round(o.throughput, 6), o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "its published accuracy drop is smaller",
-        "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
+_WHY = ("it is the checkpoint as shipped", "a published checkpoint carries it (served as is)",
+        "its published accuracy drop is smaller", "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
         "it holds more sequences", "every piece of evidence is equal and its central estimate is higher",
         "its weights are smaller", "its id sorts first (every piece of evidence is equal)")
 

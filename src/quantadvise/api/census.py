@@ -1,6 +1,6 @@
 """``quantadvise validate --census``: what prices each decision scheme on each GPU with published tables,
 under each engine's newest release on file — its kernel's own measured table, a same-math table, a
-composition, a stand-in's curve or the roofline — and the shares (docs/calibration.md §8)."""
+composition, a stand-in's curve or the roofline — and the shares (docs/calibration.md §11)."""
 
 from __future__ import annotations
 

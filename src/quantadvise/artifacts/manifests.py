@@ -20,6 +20,7 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
+from .kserve import is_llm_inference_service, parse_llm_inference_service
 from .launch import (
     ENGINE_MARKER,
     Asides,
@@ -160,6 +161,38 @@ def _container_env(node: Any) -> dict[str, str | None]:
     return env
 
 
+def _env_lines(node: Any) -> dict[str, int]:
+    """The names a container's ``env`` sets (a list of name/value items, or a mapping) -> their lines."""
+    out: dict[str, int] = {}
+    e = _get(node, "env") if _is_map(node) else None
+    if e is None:
+        return out
+    if _is_seq(e):
+        for item in e.value:
+            name = _get(item, "name") if _is_map(item) else None
+            if name is not None and _is_scalar(name):
+                out[str(name.value)] = name.start_mark.line + 1
+    elif _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    return out
+
+
+def _compose_env_lines(e: Any) -> dict[str, int]:
+    """The names a compose service's ``environment`` sets (a mapping, or ``NAME=value`` items) -> their lines."""
+    out: dict[str, int] = {}
+    if _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    elif _is_seq(e):
+        for item in e.value:
+            if _is_scalar(item) and isinstance(item.value, str):
+                out[item.value.split("=", 1)[0]] = item.start_mark.line + 1
+    return out
+
+
 def _k8s_gpus(node: Any) -> tuple[str, int] | None:
     """``resources.limits`` (else ``requests``) ``<vendor>/gpu`` of a container."""
     res = _get(node, "resources")
@@ -246,7 +279,7 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         return None
     words = cmd + args
     ctx = LaunchContext(file=file, source=source, context=label, image=image if engine else None, engine_version=version,
-               gpus=_k8s_gpus(node), options=options)
+               gpus=_k8s_gpus(node), options=options, env=_env_lines(node))
     script = _shell_wrapped(words)
     if script is not None:
         script_node = _script_source(script, cmd_node, args_node)
@@ -367,7 +400,7 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
         cmd = _compose_words(_get(svc, "command"), file, dotenv, used, src)
         words = ep + cmd
         ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, engine_version=version,
-                   gpus=_compose_gpus(svc), options=options)
+                   gpus=_compose_gpus(svc), options=options, env=_compose_env_lines(e))
         script = _shell_wrapped(words)
         inv = None
         if script is not None:
@@ -429,6 +462,7 @@ def _engine_image(root: Any) -> str | None:
 # vLLM production-stack chart (vllm-project/production-stack, helm/templates/deployment-vllm-multi.yaml): each
 # servingEngineSpec.modelSpec[] entry becomes `vllm serve <modelURL>` with these vllmConfig keys as flags
 _STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
+                ("pipelineParallelSize", "--pipeline-parallel-size"),  # templates/ray-cluster.yaml (raySpec)
                 ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu-memory-utilization"),
                 ("maxLoras", "--max-loras"))
 
@@ -460,6 +494,13 @@ def _production_stack(root: Any, file: str, options: OptionLists | None = None) 
             words += [Word(str(x.value), x.start_mark.line + 1) for x in extra.value if _is_scalar(x)]
         gpus = _get(spec, "requestGPU")
         name = _get(spec, "name")
+        ray = _get(_get(spec, "raySpec"), "enabled")
+        workers = _get(spec, "replicaCount")
+        if gpus is not None and _is_scalar(gpus) and ray is not None and _is_scalar(ray) and str(ray.value).lower() == \
+                "true" and workers is not None and _is_scalar(workers) and str(workers.value).isdigit() \
+                and str(gpus.value).isdigit():
+            # on the chart's RayCluster the engine places its workers over the head and replicaCount worker pods
+            gpus.value = str(int(gpus.value) * (1 + int(workers.value)))
         engine, _, version = parse_image(image) if image else (None, False, None)
         ctx = LaunchContext(file=file, source="helm-values", options=options,
                             context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
@@ -489,6 +530,9 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
             continue
         if _get(root, "servingEngineSpec") is not None:
             out.extend(_production_stack(root, file, options))
+            continue
+        if is_llm_inference_service(root):  # KServe: the servers its controller starts (artifacts/kserve.py)
+            out.extend(parse_llm_inference_service(root, file, options))
             continue
         source = _yaml_source(file, root)
         doc = _doc_label(root)

@@ -29,6 +29,7 @@ from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
 from ..files import exists, read_text
 from ..wording import plural
+from .config_file import config_file_of, config_words, with_config
 from .dockerfile import parse_dockerfile
 from .launch import (
     ENGINE_MARKER,
@@ -374,6 +375,40 @@ def _sniff(f: Path, size: int) -> str | None:
         return None
 
 
+def _read_config_file(inv: EngineInvocation, roots: Sequence[str | Path], options: OptionLists | None) -> EngineInvocation:
+    """The launch with the options of the ``--config`` YAML file it names, where the release reads one and the
+    file is in the repository (beside the command's file, else under a scanned folder): its top-level keys
+    are checked like command-line options, each at its own line; otherwise a warning says they are not read."""
+    name = config_file_of(inv, options)
+    if name is None:
+        return inv
+    line = inv.flag_lines.get("--config", inv.line)
+    candidates = [Path(inv.file).parent / name, *(Path(r) / name for r in roots if Path(r).is_dir())]
+    found = next((c for c in candidates if not Path(name).is_absolute() and c.is_file()), None)
+    if found is None:
+        why = "a path in the container, not in the repository" if Path(name).is_absolute() else \
+            "not found beside the command or under the scanned folders"
+        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: the options in --config "
+                                                   f"{name} are not checked ({why}); scan the folder that holds it"]})
+    try:
+        nodes = yaml_nodes(read_text(found), str(found))
+    except ConfigError as exc:
+        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: --config {name}: {exc}; "
+                                                   "the engine would refuse it"]})
+    root = nodes[0] if nodes else None
+    if root is None or not hasattr(root, "value") or not isinstance(root.value, list) or root.tag != \
+            "tag:yaml.org,2002:map":
+        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: --config {name} does not "
+                                                   "hold a mapping of options: the engine would refuse it"]})
+    import yaml
+
+    entries = []
+    for key, value in root.value:
+        loader = yaml.SafeLoader("")
+        entries.append((str(key.value), loader.construct_object(value, deep=True), key.start_mark.line + 1))
+    return with_config(inv, config_words(inv.engine, entries), str(found), options)
+
+
 def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None,
                options: OptionLists | None = None) -> DeploymentScan:
     """Scan files and directories for engine launches (the only function here that reads files).
@@ -476,6 +511,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
                 skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
                                "run time)")
     invocations, notes = join_images(invocations, asides)
+    invocations = [_read_config_file(inv, paths, options) for inv in invocations]
     skipped.extend(asides.skipped)
     skipped.extend(walk.skipped)
     if walk.cut is not None:

@@ -161,9 +161,9 @@ class KernelPricing:
             how = f"composed: dequantize + {c.key}"
         if tc is not None:
             how = tc.words()
-        other = self.context.engine_version
-        table = f" (kernel table of {self.context.table.label}: none on file for {other})" if other else ""
-        return f"{sid} via {ch.label}{table}; {how}"
+        # the kernel's label names the table's release; a release priced with another's table says so once per
+        # command (api.speed.kernel_note), not on every kernel line
+        return f"{sid} via {ch.label}; {how}"
 
 
 # the measured fused-MoE curves that stand in (first on file) for experts whose backend is not on file:
