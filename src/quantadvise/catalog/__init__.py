@@ -3,7 +3,7 @@ compiled JSON form in a wheel install, else YAML with the safe loader; see ``cat
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
 ``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``comm`` (communication figures per GPU system), ``engines`` (engine and library releases,
-kernel tables, server option lists, start-up facts), ``kernel_tables`` (the published per-kernel lookup
+kernel tables, server option lists, start-up facts), ``lookup_tables`` (the published per-kernel lookup
 tables, their held-out checks and uncertainty bands), ``serving`` (the serving loop's facts and fitted terms,
 the published end-to-end points, the benchmark CLIs' options). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
@@ -22,8 +22,8 @@ _NAMES: dict[str, str] = {
     "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
     "kv_issues": "engines", "option_list": "engines", "validate_engines": "engines",
     "kernel_caveat": "engines", "release": "engines",
-    "kernel_table_checks": "kernel_tables", "kernel_table_gpus": "kernel_tables", "kernel_tables": "kernel_tables",
-    "uncertainty_bands": "kernel_tables",
+    "kernel_table_checks": "lookup_tables", "kernel_table_gpus": "lookup_tables", "kernel_tables": "lookup_tables",
+    "uncertainty_bands": "lookup_tables",
     "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
     "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         release,
         validate_engines,
     )
-    from .kernel_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
+    from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
     from .loader import data_dir, data_yaml, load_yaml_file
     from .models import (
         ModelRow,

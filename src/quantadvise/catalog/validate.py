@@ -68,7 +68,7 @@ def validate_all() -> dict[str, int]:
                                 "on a real GPU or kernel curves fitted to published measurements (simulated ones "
                                 "belong in tests/fixtures)")
         counts["perf_profiles"] += 1
-    from .kernel_tables import validate_kernel_tables
+    from .lookup_tables import validate_kernel_tables
 
     counts["kernel_tables"] = validate_kernel_tables()
     counts["accuracy_rules"] = len(accuracy_rules())
