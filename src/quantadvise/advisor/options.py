@@ -183,20 +183,21 @@ _MATURITY = {True: 0, None: 1, False: 2}
 BASIS_RANK = {"measured": 0, "calibrated": 0, "ideal": 0, "same-math": 1, "composed": 2, "proxy": 3, "roofline": 4}
 
 
-def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, int, float, int, str]:
+def evidence_key(o: Option) -> tuple[int, int, int, float, float, int, int, int, float, int, str]:
     """How candidates that tie (their intervals overlap: :func:`ties`) are ordered: the native format
-    first, then a published checkpoint that carries it (served as is, with its producer's evaluation), the
+    first, then holding the whole batch (memory does not cap it: the rest would queue), a published checkpoint that carries it (served as is, with its producer's evaluation), the
     smaller published accuracy drop (worst case, then best case), the better-measured basis
     (its kernel's own table, then a same-math table, a composition, a stand-in's curve, the roofline), the
     engine's maturity (SGLang's optimized list), more sequences held; only when all of that is equal the
     central estimate of tokens/s, then the fewer weight bytes, the scheme id last. (The sequences held
     are already in the tokens/s each is priced at: they break a tie only after the evidence.)"""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, 0 if o.published is not None else 1, o.expected_drop[1], o.expected_drop[0],
+    return (0 if o.native else 1, 1 if o.limit == "memory" else 0, 0 if o.published is not None else 1,
+            o.expected_drop[1], o.expected_drop[0],
             BASIS_RANK.get(o.basis, 4), maturity, -o.concurrency, -round(o.throughput, 6), o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "a published checkpoint carries it (served as is)",
+_WHY = ("it is the checkpoint as shipped", "it holds the whole batch", "a published checkpoint carries it (served as is)",
         "its published accuracy drop is smaller", "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
         "it holds more sequences", "every piece of evidence is equal and its central estimate is higher",
         "its weights are smaller", "its id sorts first (every piece of evidence is equal)")

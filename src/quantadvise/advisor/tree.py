@@ -369,9 +369,12 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
                          f"{held} ({', '.join(o.id for o in faster)} {'is' if len(faster) == 1 else 'are'} faster but rank"
                          f"{'s' if len(faster) == 1 else ''} after the shipped checkpoint)")
     else:
-        winner.reason = (("the checkpoint as shipped: " if winner.native else "")
-                         + f"the most output tokens/s of the candidates that load in the engine and pass the accuracy "
-                         f"filter; {held}")
+        quicker = [o for o in ranked[1:] if o.throughput > winner.throughput and ties(o, winner)]
+        lead = (f"ties within the model's uncertainty with {', '.join(o.id for o in quicker)} (more output tokens/s "
+                f"in the central estimate) and comes first by evidence: {tie_reason(winner, quicker[0])}; "
+                if quicker else "the most output tokens/s of the candidates that load in the engine and pass the "
+                "accuracy filter; ")
+        winner.reason = ("the checkpoint as shipped: " if winner.native else "") + lead + held
 
 
 class NoWinnerError(NoSchemeError):

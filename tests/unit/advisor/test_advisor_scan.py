@@ -54,6 +54,9 @@ def _boundary(prev, cur, b):
     old = next(a for a in cur.alternatives if a.scheme == prev.scheme.id)
     if old.max_concurrency is not None and old.max_concurrency < b:
         return "capacity"  # the previous winner stopped holding the batch
+    tie = cur.performance.tie
+    if tie is not None and prev.scheme.id in tie.schemes:
+        return "tie"  # issue 25: the two tie within the model's uncertainty, evidence (a published checkpoint) decides
     return "crossover"
 
 
@@ -78,12 +81,15 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
             # two schemes trade places once at a crossover; a scheme that was left comes back only when
             # the one that displaced it stops holding the batch (capacity), never at a crossover
             assert kind != "crossover" or pair not in seen, (name, b, pair, seen)
-            assert cur.scheme.id not in left or kind == "capacity", (name, b, cur.scheme.id, kind)
+            assert cur.scheme.id not in left or kind in ("capacity", "tie"), (name, b, cur.scheme.id, kind)
             seen[pair] = kind
             left.add(prev.scheme.id)
     changes = sum(1 for i in range(1, 512) if (recs[i].scheme.id, recs[i].kv.dtype) != (recs[i - 1].scheme.id,
-                                                                                         recs[i - 1].kv.dtype))
-    assert changes <= 4, (name, changes)  # mode, KV, crossover, capacity: once each
+                                                                                         recs[i - 1].kv.dtype)
+                  and _boundary(recs[i - 1], recs[i], i + 1) != "tie")
+    # mode, KV, crossover, capacity: once each; besides, where a candidate with better evidence (a published
+    # checkpoint) enters the tie with the winner, the winner changes without a speed reason (docs/recommend.md)
+    assert changes <= 4, (name, changes)
 
     # The recommended tokens/s never falls below the best seen at a smaller batch beyond the model's
     # resolution there (issue 25: within its validated uncertainty evidence may pick a slower candidate, and a
