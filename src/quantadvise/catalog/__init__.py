@@ -56,8 +56,8 @@ if TYPE_CHECKING:
         release,
         validate_engines,
     )
-    from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
     from .loader import data_dir, data_yaml, load_yaml_file
+    from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
     from .models import (
         ModelRow,
         bundled_config,
