@@ -65,7 +65,8 @@ RANKS: tuple[tuple[str, ...], ...] = (
 # the foundation's modules may import one another (acyclically); every other rank's packages are peers
 FOUNDATION = RANKS[0]
 # modules below the I/O rank that do I/O (files, torch, a published package's tables)
-IO_MODULES = {"files", "calibration.backends", "calibration.profile_file", "calibration.aiconfigurator"}
+IO_MODULES = {"files", "calibration.backends", "calibration.profile_file", "calibration.aiconfigurator",
+              "calibration.aic_tables"}
 # pure modules inside the I/O packages: the typed views ``list`` returns (renderers read them)
 PURE_IN_IO = {"catalog.listing"}
 IO_RANK = next(i for i, r in enumerate(RANKS) if "catalog" in r)

@@ -1,7 +1,7 @@
 """Fit the serving loop's terms to the published end-to-end points and write data/serving_terms.yaml.
 
 A maintainer script, run by hand after data/validation/e2e_points.yaml, data/serving.yaml or the kernel
-pricing changes (docs/calibration.md §8):
+pricing changes (docs/calibration.md §9):
 
     python tools/fit_serving.py            # fit, print the errors per band, write data/serving_terms.yaml
     python tools/fit_serving.py --dry-run  # fit and print only

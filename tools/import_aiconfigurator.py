@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="price the dense GEMMs' compute in 64-row M tiles on sm90 / sm100 (lower worst-case held-out "
                          "error on H100 / H200 / B200, but it moves advisor decisions at batch 1 and 65: "
                          "docs/calibration.md §7); off for the shipped profiles")
+    ap.add_argument("--tables", action="store_true",
+                    help="write the lookup tables (data/kernel_tables/<gpu>.yaml and <gpu>/*.csv.gz) of the five GPUs they "
+                         "cover, their held-out errors and uncertainty bands; needs --wheels for the TensorRT-LLM "
+                         "weight-only / SmoothQuant tables of the older aiconfigurator wheels")
+    ap.add_argument("--wheels", help="folder with aiconfigurator==0.7.0 and 0.10.0 wheels (pip download "
+                                     "aiconfigurator==X --no-deps -d DIR)")
     ap.add_argument("--moe", action="store_true",
                     help="keep the profiles on file and add (or refit) only the fused-MoE curves of perf.aiconfigurator."
                          "MOE_SPECS and their held-out data")
@@ -55,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         return refresh(out, runs, wanted)
     root = aic.data_root(args.source)
     version = aic.package_version(root)
+    if args.tables:
+        return tables(root, version, Path(args.wheels) if args.wheels else None, ROOT / "data" / "kernel_tables",
+                      as_of, wanted)
     if args.moe:
         return add_moe(out, root, version, date.fromisoformat(args.as_of), wanted)
     (out / "heldout").mkdir(parents=True, exist_ok=True)
@@ -77,6 +86,46 @@ def main(argv: list[str] | None = None) -> int:
                    f"{h.step_median:.1%}, max {h.step_max:.1%} (n={h.step_points})") if h else c.basis
             print(f"{gid:12s} {key:36s} {err}")
     return 0
+
+
+def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date, wanted: set[str] | None) -> int:
+    """Write the lookup tables of every covered GPU (index + tables), then the held-out checks computed from
+    them (checks/<gpu>.yaml) and the bands every prediction reads (bands.yaml, every GPU with checks)."""
+    import yaml
+
+    from quantadvise.calibration import aic_tables
+    from quantadvise.calibration.lookup_checks import gpu_checks
+
+    (out / "checks").mkdir(parents=True, exist_ok=True)
+    for system, gid in aic_tables.iter_systems(wanted):
+        doc = aic_tables.export_gpu(root, version, wheels, system, out, as_of)
+        (out / f"{gid}.yaml").write_text(INDEX_HEADER + yaml.safe_dump(doc, sort_keys=False, width=120),
+                                         encoding="utf-8")
+        catalog.kernel_tables.cache_clear()
+        checks = gpu_checks(catalog.kernel_tables(gid), catalog.get_gpu(gid), catalog.default_perf_profile())
+        head = {"schema_version": 1, "gpu": gid, "source": doc["source"] + "; quantadvise.calibration.lookup_checks",
+                "as_of": as_of}
+        (out / "checks" / f"{gid}.yaml").write_text(CHECKS_HEADER + yaml.safe_dump({**head, **checks}, sort_keys=False,
+                                                                                   width=120), encoding="utf-8")
+        for key, v in checks["bands"].items():
+            print(f"{gid:10s} band {key:12s} median {v['median']:.1%} p68 {v['p68']:.1%} p90 {v['p90']:.1%} (n={v['n']})")
+    bands = {}
+    for path in sorted((out / "checks").glob("*.yaml")):
+        got = yaml.safe_load(path.read_text(encoding="utf-8"))
+        bands[got["gpu"]] = {b: {k: v[k] for k in ("n", "median", "p68", "p90", "max")} for b, v in got["bands"].items()}
+    doc = {"schema_version": 1, "source": "held-out checks of the published lookup tables (data/kernel_tables/checks/; "
+           "quantadvise.calibration.lookup_checks)", "as_of": as_of, "gpus": bands}
+    (out / "bands.yaml").write_text(BANDS_HEADER + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
+    catalog.uncertainty_bands.cache_clear()
+    return 0
+
+
+INDEX_HEADER = ("# Published per-kernel latency tables of one GPU, read by lookup (quantadvise.perf.kernel_tables;\n"
+                "# docs/calibration.md §11). Written by tools/import_aiconfigurator.py --tables; do not edit by hand.\n")
+CHECKS_HEADER = ("# Held-out checks of one GPU's lookup tables (quantadvise.calibration.lookup_checks; docs/calibration.md\n"
+                 "# §11): recomputed by `quantadvise validate <gpu>`. Written by tools/import_aiconfigurator.py --tables.\n")
+BANDS_HEADER = ("# The uncertainty bands per GPU and basis (held-out step errors |predicted / measured - 1|; a prediction's\n"
+                "# ± is the 68th percentile, perf.uncertainty). Written by tools/import_aiconfigurator.py --tables.\n")
 
 
 def refresh(out: Path, runs: dict, wanted: set[str] | None) -> int:

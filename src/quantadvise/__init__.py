@@ -60,6 +60,8 @@ _API = {
     "Finding": "engines.findings",
     "calibrate": "api.calibrate",
     "validate": "api.calibrate",
+    "census": "api.census",
+    "CensusResult": "calibration.lookup_checks",
     "CalibrationResult": "calibration.run",
     "ValidationResult": "calibration.validate",
     "check": "api.check",

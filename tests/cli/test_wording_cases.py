@@ -107,9 +107,11 @@ def test_kv_node_one_sequence_fits(cli):
 
 def test_slowdown_is_a_share(cli):
     """Defect 4: a slower candidate reads "N.N% fewer output tokens/s", as a gain reads "N.N% more"."""
-    out = _out(cli, "recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "l40s", "--batch", "1", "--ctx", "4096")
+    # (issue 25: Llama-3.1-70B on one L40S at batch 1, the case this read on, now ranks only two 4-bit
+    # candidates that tie; the default workload has candidates slower beyond the model's uncertainty)
+    out = _out(cli, "recommend", "--batch", "64", "--ctx", "2048")
     assert "x fewer" not in out
-    assert re.search(r"\d+\.\d% fewer output tokens/s than w4a16", out)
+    assert re.search(r"\d+\.\d% fewer output tokens/s than fp8-block", out)
 
 
 @pytest.mark.parametrize("ctx", [None, "2048"])

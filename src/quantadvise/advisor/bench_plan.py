@@ -12,6 +12,7 @@ from ..engines.bench import BenchCommandError, prompts_note, serve_bench_command
 from .options import Context, Option
 from .plan import deploy_plan
 from .result import BenchPlan, BenchRunPlan
+from .speed import uncertainty_of
 
 
 def bench_plan(ctx: Context, ranked: list[Option], options: dict[str, Any]) -> BenchPlan:
@@ -56,6 +57,8 @@ def bench_plan(ctx: Context, ranked: list[Option], options: dict[str, Any]) -> B
         runs.append(BenchRunPlan(
             scheme=o.id, role=role, concurrency=c, num_prompts=n, prompt=w.prompt_tokens, output=w.output_tokens,
             predicted_tokens_per_s=o.throughput, predicted_ttft_s=o.ttft_s, predicted_itl_s=o.itl_s,
+            uncertainty=uncertainty_of(o.step_s, o.throughput, o.itl_s, o.ttft_s, o.e2e_s, None, o.basis, o.u_step,
+                                       o.u_ttft, o.u_rate),
             server=servers, bench=bench, why_prompts=prompts_note(c)))
     validate = {e: f"quantadvise validate --bench {' '.join(fs)} --gpu {ctx.gpu.id}" for e, fs in files.items()}
     if len(runs) < 2:

@@ -29,7 +29,7 @@ from ..memory.kvcache import sequence_bytes
 from ..perf.parallel import Parallel, nodes_of
 from ..perf.serving import Lengths, usd_per_mtok
 from .layout_result import LayoutRow, PrefillPool
-from .layouts import PoolGpu, Priced, capacity, price_layout, shapes, step_model
+from .layouts import PoolGpu, Priced, capacity, price_layout, row_band, shapes, step_model
 
 MAX_PREFILL_REPLICAS = 4096
 DECODE_LAYOUTS = 4  # per scheme and GPU type: the aggregated layouts with the most tokens/s per GPU
@@ -140,6 +140,8 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
                 usd_per_mtok=usd_per_mtok(pg.price, gpus, capacity_tps),
                 usd_per_mtok_at_load=usd_per_mtok(pg.price, gpus, load),
                 utilization=load / (r_d * d.point.tokens_per_s),
+                uncertainty=row_band(d.model, p.option, d.point, usd_per_mtok(pg.price, gpus, capacity_tps), pg.ctx,
+                                     ttft=ttft, e2e=ttft + (out_tokens - 1) * d.point.itl_s),
                 prefill=PrefillPool(layout=ppar.label, tp=ppar.tp, pp=ppar.pp, ep=ppar.expert_gpus if ppar.ep else 1,
                                     dp=ppar.dp, replicas=r_p, gpus=r_p * ppar.gpus, prompts_per_s=per_replica,
                                     utilization=rho, kv_transfer_s=transfer)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ..perf.uncertainty import FigureBand
 from ..results import OmitNone, Out, Result
 
 
@@ -26,7 +27,7 @@ class PrefillPool(Out):
 class LayoutRow(OmitNone):
     """One way to serve the workload: a scheme on a GPU type, laid out as ``layout``, ``replicas`` times."""
 
-    omit_if_none: ClassVar[tuple[str, ...]] = ("prefill", "utilization", "usd_per_mtok_at_load")
+    omit_if_none: ClassVar[tuple[str, ...]] = ("prefill", "utilization", "usd_per_mtok_at_load", "uncertainty")
 
     rank: int = 0
     scheme: str
@@ -64,6 +65,9 @@ class LayoutRow(OmitNone):
     utilization: float | None = None  # share of the replicas' output tokens/s the load uses (--rate)
     prefill: PrefillPool | None = None  # P/D: the prefill pool
     recommended: bool = False
+    # the row's figures at the model's validated uncertainty (issue 25: each part of the replica's step weighted by
+    # the held-out band of what priced it; the communication as the roofline's); None: the spec sheet
+    uncertainty: FigureBand | None = None
 
 
 class LayoutSearch(Out):

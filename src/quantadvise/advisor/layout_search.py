@@ -93,6 +93,8 @@ def search(pool: list[PoolGpu], max_gpus: int, *, notes: list[str] | None = None
                          "the requests/s)")
     behind = {o.id for pg in pool for o in pg.options if o.behind_native}
     ranked = rank_rows(rows, behind)
+    if (tie := _tie_note(ranked)) is not None:
+        out_notes.append(tie)
     load = w.rate * w.output_tokens if w.rate is not None else None
     by = ("$ per million output tokens at the load (GPUs x $/GPU-hour over the load's tokens)" if load is not None
           else "$ per million output tokens at each layout's capacity")
@@ -101,6 +103,26 @@ def search(pool: list[PoolGpu], max_gpus: int, *, notes: list[str] | None = None
                         rate_per_s=w.rate, users=w.users, output_tokens_per_s=load, ranked_by=by, rows=ranked,
                         weighed=weighed, pruned=pruned, over_pool=over, bounded=bounded, notes=out_notes,
                         sources=sources)
+
+
+def _tie_note(rows: list[LayoutRow]) -> str | None:
+    """Issue 25: the first two layouts tie when their $ per million tokens overlap at the model's validated
+    uncertainty (each row's band); the table then says so instead of ranking inside the noise."""
+    from ..perf.uncertainty import overlap
+
+    if len(rows) < 2:
+        return None
+    a, b = rows[0], rows[1]
+    ca, cb = a.usd_per_mtok_at_load or a.usd_per_mtok, b.usd_per_mtok_at_load or b.usd_per_mtok
+    if ca is None or cb is None or a.uncertainty is None or b.uncertainty is None:
+        return None
+    # a cost is GPU time per token: its interval is a rate's, inverted
+    if not overlap(1 / ca, a.uncertainty.relative, 1 / cb, b.uncertainty.relative):
+        return None
+    return (f"{a.scheme} {a.layout} and {b.scheme} {b.layout} on {b.gpu} tie within the model's uncertainty "
+            f"(${ca:.3f} ±{a.uncertainty.relative:.0%} against ${cb:.3f} ±{b.uncertainty.relative:.0%} per "
+            "million tokens): their order is not a speed verdict; a benchmark of both settles it "
+            "(recommend --bench-plan)")
 
 
 def _one_kv_per_layout(rows: list[LayoutRow]) -> list[LayoutRow]:

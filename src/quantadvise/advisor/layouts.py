@@ -42,6 +42,7 @@ from ..perf.comm import Comm
 from ..perf.parallel import LayoutStep, Parallel, nodes_of
 from ..perf.serving import Lengths, Search, ServePoint, Slo, serve, usd_per_mtok
 from ..perf.step import StepModel, check_tensor_parallel
+from ..perf.uncertainty import FigureBand
 from ..scheme.axes import TensorQuant
 from .fit import UNBOUNDED, budget_for
 from .layout_result import LayoutRow
@@ -374,7 +375,22 @@ def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int) 
         comm_share=p.comm_share, usd_per_hour=hour,
         usd_per_mtok=usd_per_mtok(pg.price, n, p.point.tokens_per_s),
         usd_per_mtok_at_load=usd_per_mtok(pg.price, gpus, load) if load is not None else None,
-        utilization=load / (replicas * p.point.tokens_per_s) if load is not None else None)
+        utilization=load / (replicas * p.point.tokens_per_s) if load is not None else None,
+        uncertainty=row_band(p.model, p.option, p.point, usd_per_mtok(pg.price, n, p.point.tokens_per_s), pg.ctx))
+
+
+def row_band(sm: StepModel, o: Option, point: ServePoint, cost: float | None, ctx: Context,
+             ttft: float | None = None, e2e: float | None = None) -> FigureBand | None:
+    """A layout's figures at the model's validated uncertainty (issue 25): the replica's step parts weighted by
+    the held-out band of what priced each (advisor.speed.bands); None without bands (the spec sheet)."""
+    from ..perf.uncertainty import figure_band
+    from .speed import bands
+
+    u_step, u_ttft, u_rate = bands(sm, o.efficiency, ctx.workload, point.concurrency, point.prefill_share)
+    return figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=point.step_s,
+                       tokens_per_s=point.tokens_per_s, itl=point.itl_s,
+                       ttft=ttft if ttft is not None else point.ttft_s, e2e=e2e if e2e is not None else point.e2e_s,
+                       cost=cost)
 
 
 def candidates(pg: PoolGpu, max_gpus: int) -> tuple[list[Pending], int]:

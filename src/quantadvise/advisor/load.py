@@ -64,7 +64,7 @@ def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | No
             tokens_per_s_per_gpu=a.tokens_per_s / tp, requests_per_s=a.tokens_per_s / output_tokens,
             itl_s=a.itl_s or 0.0, ttft_s=a.ttft_s, limit=a.limit or "",
             usd_per_hour=usd_per_gpu_hour * n * tp if usd_per_gpu_hour is not None else None,
-            usd_per_mtok=a.usd_per_mtok, **at_load))
+            usd_per_mtok=a.usd_per_mtok, uncertainty=a.uncertainty, **at_load))
     return out
 
 

@@ -4,8 +4,9 @@ engine releases and the shipped checkpoint as data). No callbacks: the nodes com
 verdicts from the engine data.
 
 :func:`rank` is the one ordering of candidates: what each delivers (output tokens/s at the
-concurrency it holds), near-ties broken by evidence — the native format, the sequences held, the
-published accuracy prior, the engine's maturity, the weight bytes — never by list order; a
+concurrency it holds), a gap counting only beyond the model's uncertainty; ties broken by evidence — the
+native format, a published checkpoint that carries it, the published accuracy prior, the better-measured
+basis, the engine's maturity, the sequences held, the weight bytes — never by list order; a
 re-quantization whose accuracy range reaches the tolerance ranks after the shipped checkpoint.
 """
 
@@ -98,8 +99,18 @@ class Option:
     family: str = ""
     expected_drop: tuple[float, float] = (0.0, 0.0)  # the published accuracy prior, %-points
     behind_native: bool = False  # a re-quantization whose published range reaches the tolerance
+    # the model's validated uncertainty (perf.uncertainty): relative half-widths of the decode step, the
+    # delivered tokens/s (decode and prefill by their shares) and the prefill; None: no band (the spec sheet)
+    u_step: float | None = None
+    u_rate: float | None = None
+    u_ttft: float | None = None
+    basis: str = ""  # what priced its own layers: measured | same-math | composed | proxy | roofline | calibrated
+    source: str = ""  # the library whose table (or curve) priced them: vllm | sglang | trtllm | roofline
+    u_own: float | None = None  # the tokens/s half-width from its own layers alone (what tells schemes apart)
+    u_own_measured: float | None = None  # the same with its own layers at the measured band
     published: Published | None = None  # a published checkpoint that carries it (advisor.published)
     drop_sources: list[str] = field(default_factory=list)  # the findings behind expected_drop: "rule (source)"
+    ties: list[str] = field(default_factory=list)  # ids it ties with within the model's uncertainty (the ranking's)
 
     @property
     def id(self) -> str:
@@ -168,23 +179,64 @@ class Context:
 
 
 _MATURITY = {True: 0, None: 1, False: 2}
+# how well a prediction is measured: its own kernel's table first, a composition or a stand-in's curve after
+BASIS_RANK = {"measured": 0, "calibrated": 0, "ideal": 0, "same-math": 1, "composed": 2, "proxy": 3, "roofline": 4}
 
 
-def evidence_key(o: Option) -> tuple[int, int, int, float, float, int, int, str]:
-    """How two candidates that deliver the same (within the tie) are ordered: the native format
-    first, then more sequences held, a published checkpoint that carries it (served as is, with its
-    producer's evaluation), the smaller published accuracy drop (worst case, then best case), the
-    engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id only when
-    every piece of evidence is equal."""
+def evidence_key(o: Option) -> tuple[int, int, int, float, float, int, int, int, float, int, str]:
+    """How candidates that tie (their intervals overlap: :func:`ties`) are ordered: the native format
+    first, then holding the whole batch (memory does not cap it: the rest would queue), a published checkpoint that carries it (served as is, with its producer's evaluation), the
+    smaller published accuracy drop (worst case, then best case), the better-measured basis
+    (its kernel's own table, then a same-math table, a composition, a stand-in's curve, the roofline), the
+    engine's maturity (SGLang's optimized list), more sequences held; only when all of that is equal the
+    central estimate of tokens/s, then the fewer weight bytes, the scheme id last. (The sequences held
+    are already in the tokens/s each is priced at: they break a tie only after the evidence.)"""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, -o.concurrency, 0 if o.published is not None else 1, o.expected_drop[1],
-            o.expected_drop[0], maturity, o.weights_bytes, o.id)
+    return (0 if o.native else 1, 1 if o.limit == "memory" else 0, 0 if o.published is not None else 1,
+            o.expected_drop[1], o.expected_drop[0],
+            BASIS_RANK.get(o.basis, 4), maturity, -o.concurrency, -round(o.throughput, 6), o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "it holds more sequences",
-        "a published checkpoint carries it (served as is)", "its published accuracy drop is smaller",
-        "its published accuracy drop is smaller", "the engine's optimized list has it", "its weights are smaller",
-        "its id sorts first (every piece of evidence is equal)")
+_WHY = ("it is the checkpoint as shipped", "it holds the whole batch", "a published checkpoint carries it (served as is)",
+        "its published accuracy drop is smaller", "its published accuracy drop is smaller", "its speed is better measured", "the engine's optimized list has it",
+        "it holds more sequences", "every piece of evidence is equal and its central estimate is higher",
+        "its weights are smaller", "its id sorts first (every piece of evidence is equal)")
+
+
+def ties(a: Option, b: Option, *, credit: bool = True) -> bool:
+    """Neither delivers more beyond the model's uncertainty of what tells them apart: their tokens/s
+    intervals overlap when each is widened by the band of its own layers (:func:`comparison_bands`; less than
+    ``defaults.TIE`` apart always tie). ``credit``: the shipped checkpoint counted with its margin (how they
+    rank); without it, what each delivers (how a reason words it)."""
+    from ..perf.uncertainty import overlap
+
+    x, y = (ranking_throughput(a), ranking_throughput(b)) if credit else (a.throughput, b.throughput)
+    if abs(x - y) <= defaults.TIE * max(x, y):
+        return True
+    ua, ub = comparison_bands(a, b)
+    return overlap(x, ua, y, ub)
+
+
+def comparison_bands(a: Option, b: Option) -> tuple[float, float]:
+    """The half-widths two candidates are compared with: the part of each one's band its own layers carry
+    (the attention, the shared 16-bit layers and the rest are priced alike for both and move together);
+    when both own layers are priced the same way from the same source (both by same-math tables of one
+    library, both composed from one library's tables, both on the roofline with the same efficiencies),
+    their errors move together too, and each counts only the lookup's own held-out error."""
+    same = a.source == b.source and a.basis == b.basis and a.basis in ("same-math", "composed", "proxy", "roofline")
+    if same:
+        return a.u_own_measured or 0.0, b.u_own_measured or 0.0
+    return a.u_own or 0.0, b.u_own or 0.0
+
+
+def clearly_slower(o: Option, winner: Option) -> bool:
+    """``o`` delivers less than ``winner`` beyond the model's uncertainty and their printed intervals (every
+    part of the step) do not overlap either: what ``slower`` means."""
+    from ..perf.uncertainty import overlap
+
+    if not beats(winner, o) or o.throughput >= winner.throughput:
+        return False
+    return not overlap(winner.throughput, winner.u_rate or 0.0, o.throughput, o.u_rate or 0.0)
 
 
 def tie_reason(winner: Option, other: Option) -> str:
@@ -201,20 +253,27 @@ def ranking_throughput(o: Option) -> float:
     return o.throughput * (1 + defaults.NATIVE_MARGIN) if o.native else o.throughput
 
 
+def beats(a: Option, b: Option) -> bool:
+    """``a`` delivers more than ``b`` beyond the model's uncertainty (their intervals do not overlap)."""
+    return ranking_throughput(a) > ranking_throughput(b) and not ties(a, b)
+
+
 def rank(options: list[Option]) -> list[Option]:
-    """Most delivered output tokens/s first (:func:`ranking_throughput`). Candidates within
-    ``defaults.TIE`` of the fastest one still unplaced form a tie, ordered by :func:`evidence_key`:
-    evidence breaks ties, never a speed gap. One precedence on top: a re-quantization of a shipped
+    """Most delivered output tokens/s first (:func:`ranking_throughput`), a speed gap counting only beyond the
+    model's uncertainty: each place goes to the best by :func:`evidence_key` of the candidates no remaining
+    one :func:`beats` (their tokens/s intervals overlap the fastest one's) — evidence breaks ties, never a
+    gap inside the noise. One precedence on top: a re-quantization of a shipped
     checkpoint whose published accuracy range reaches the tolerance (``behind_native``) ranks after the
     checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
     its place by speed. A pure function of the candidates' numbers: the input order never matters."""
     rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
     out: list[Option] = []
     while rest:
-        lead = ranking_throughput(rest[0])
-        tied = [o for o in rest if ranking_throughput(o) * (1 + defaults.TIE) >= lead]
-        out.extend(sorted(tied, key=evidence_key))
-        rest = [o for o in rest if o not in tied]
+        # the candidates no other remaining one beats beyond the uncertainty; evidence picks among them
+        top = [o for o in rest if not any(beats(x, o) for x in rest)]
+        best = min(top, key=evidence_key)
+        out.append(best)
+        rest = [o for o in rest if o is not best]
     native = next((o for o in out if o.native), None)
     if native is None:
         return out
@@ -231,8 +290,8 @@ def ranked_after_native(o: Option, ranked: list[Option]) -> bool:
     a re-quantization with an accuracy risk (``behind_native``) that its delivered tokens/s would have put
     ahead of the checkpoint as shipped (beyond the tie, the checkpoint's margin credited)."""
     native = next((x for x in ranked if x.native), None)
-    return (native is not None and o.behind_native
-            and ranking_throughput(o) > ranking_throughput(native) * (1 + defaults.TIE))
+    return (native is not None and o.behind_native and ranking_throughput(o) > ranking_throughput(native)
+            and not ties(o, native))
 
 
 def family(s: Scheme) -> str:

@@ -17,6 +17,31 @@ if TYPE_CHECKING:
     from ..checkpoint.published import Published
 
 
+def checkpoint_path(ctx: Context, o: Option) -> str:
+    """The model a candidate is served from: the published checkpoint (the native candidate, or 16-bit
+    weights), else the re-quantized copy's folder."""
+    model_id = ctx.model_id or ctx.workload.model
+    short = model_id.rsplit("/", 1)[-1]
+    return model_id if o.native or not o.scheme.quantizes_weights else f"./{short}-{o.scheme.id}"
+
+
+def bench_command(ctx: Context, o: Option) -> str | None:
+    """The engine's own benchmark client measuring ``o`` at the workload (prompt and output lengths, the
+    concurrency it runs), against a server started with the plan's command; None when the engine refuses it."""
+    from ..engines.bench import serve_bench_command, stable_prompts
+    from .verdict import engine_verdict
+
+    w = ctx.workload
+    v = engine_verdict(ctx, ctx.engine, o, ctx.kv_name)
+    if not v.supported or o.concurrency < 1:
+        return None
+    return serve_bench_command(ctx.engine.engine, checkpoint_path(ctx, o), input_len=max(1, w.prompt_tokens),
+                               output_len=max(1, w.output_tokens), concurrency=o.concurrency,
+                               num_prompts=stable_prompts(o.concurrency), quantization=v.quantization_flag,
+                               kv_cache_dtype=v.kv_cache_dtype_flag, gpu=ctx.gpu.id, tp=w.gpus, scheme=o.id,
+                               model_id=ctx.model_id or w.model)
+
+
 def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], CheckpointPlan]:
     """How to serve the winner: one command per engine (the chosen engine first; None where that
     engine refuses it or the model's context limit, with the reason in the notes) and the checkpoint
@@ -26,8 +51,7 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
 
     w = ctx.workload
     model_id = ctx.model_id or w.model
-    short = model_id.rsplit("/", 1)[-1]
-    path = model_id if winner.native or not winner.scheme.quantizes_weights else f"./{short}-{winner.scheme.id}"
+    path = checkpoint_path(ctx, winner)
     # a latency budget or a searched concurrency is enforced by the engine's cap on running sequences
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     seqs = winner.concurrency if searched and winner.concurrency >= 1 else w.batch

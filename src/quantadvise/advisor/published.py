@@ -86,13 +86,14 @@ def evidence(p: Published) -> Verdict | None:
 
 
 def prefer_published(ranked: list[Option]) -> tuple[list[Option], Option | None]:
-    """The hook for ties the ranking records beyond ``defaults.TIE`` (an option's ``ties``: the ids it ties with
-    within the speed model's uncertainty): when the winner has no published checkpoint and one it ties with
+    """Ties the ranking records (an option's ``ties``: the ids it ties with within the speed model's
+    uncertainty, ``options.ties``): when the winner has no published checkpoint and one it ties with
     does (holding at least as many sequences), that one comes first — a published checkpoint is tie-break
     evidence, as in ``options.evidence_key``. Returns the order and the candidate it displaced (None: unchanged).
-    Without a tie list (today's ranking breaks its 0.5% ties with the same evidence) nothing moves."""
+    The ranking already orders the candidates no other one beats by that evidence; this catches a tie the
+    unbeaten set missed (the winner ties with it, a third candidate beats it)."""
     winner = ranked[0]
-    tied = set(getattr(winner, "ties", ()) or ())
+    tied = set(winner.ties)
     if winner.published is not None or winner.native or not tied:
         return ranked, None
     for o in ranked[1:]:

@@ -15,6 +15,7 @@ from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from ..perf.loop import LoopSummary
 from ..perf.serving import ParetoPoint, Price, SpecInfo
+from ..perf.uncertainty import FigureBand
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
 from ..workload import Workload
@@ -30,6 +31,22 @@ class TraceNode(Out):
     decision: str
     numbers: dict[str, Any]
     reasons: list[str] = []
+
+
+class Uncertainty(FigureBand):
+    """Where each predicted figure lies at the model's validated uncertainty (perf.uncertainty): the
+    68th percentile of held-out errors of what priced each part of the step, weighted by its time."""
+
+    basis: str = ""  # what priced the scheme's own layers: measured | same-math | composed | proxy | roofline ...
+
+
+class Tie(Out):
+    """Candidates the model cannot tell apart (their tokens/s intervals overlap the winner's), the evidence
+    that ordered them, and the benchmark commands that would settle it on the user's GPU."""
+
+    schemes: list[str]  # the winner first
+    evidence: str
+    commands: dict[str, str]  # scheme -> the engine's benchmark client command at this workload
 
 
 class Alternative(Out):
@@ -61,6 +78,7 @@ class Alternative(Out):
     expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
     serving_bound: str | None = None  # the serving loop's largest cost at ``concurrency`` (perf.loop.bound_by)
     cautions: list[str] = []
+    uncertainty: Uncertainty | None = None  # low/high of its figures (None: not priced, or the spec sheet)
 
 
 class EngineVerdict(Out):
@@ -224,6 +242,8 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+    uncertainty: Uncertainty | None = None  # low/high of every figure above (None: the spec sheet)
+    tie: Tie | None = None  # the candidates within the model's uncertainty of the winner (None: a clear winner)
     serving_loop: LoopSummary | None = None  # the engine's serving loop at ``concurrency``: its terms' shares, the bound
 
 
@@ -253,6 +273,7 @@ class Layout(Out):
     limit: str  # what stops the replica's concurrency
     usd_per_hour: float | None  # gpus x $/GPU-hour
     usd_per_mtok: float | None  # at ``concurrency`` (every GPU busy)
+    uncertainty: Uncertainty | None = None  # the candidate's figures at this degree, at the model's uncertainty
     recommended: bool = False
     # --rate only (the load's output tokens/s is known): the share of the replicas' output tokens/s the load
     # uses, and the $ per million output tokens at that load (the GPUs are paid for whether busy or not)
@@ -284,6 +305,7 @@ class BenchRunPlan(Out):
     predicted_tokens_per_s: float
     predicted_ttft_s: float | None = None
     predicted_itl_s: float | None = None
+    uncertainty: Uncertainty | None = None  # the predictions' low/high at the model's validated uncertainty (issue 25)
     server: dict[str, str | None]  # engine -> the serve command (None: that engine refuses it)
     bench: dict[str, str | None]  # engine -> the benchmark command against that server
     why_prompts: str = ""
@@ -349,6 +371,7 @@ class Prediction(Result):
     prefill_share: float | None = None  # share of GPU time in prefill (None: no prompt)
     profile: str
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
-    speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
+    speed_model: str = "roofline"  # measured | same-math | composed | proxy | roofline | calibrated | ideal
     kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)
+    uncertainty: Uncertainty | None = None  # low/high of the figures (None: the spec sheet)
     serving_loop: LoopSummary | None = None  # the engine's serving loop (perf.loop): what bounds the figures

@@ -28,13 +28,13 @@ from ..perf.step import StepModel
 from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, ms, plural
 from ..workload import Workload
-from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native
-from .result import Prediction, TraceNode
+from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native, ties
+from .result import Prediction, TraceNode, Uncertainty
 
 CALIBRATED_NOTE = "prediction from the measured curves of a calibrated profile (fitted to its shapes)"
 ROOFLINE_NOTE = "roofline prediction with the efficiency profile, not a measurement"
-MEASURED_NOTE = ("prediction from the measured curve of the kernel each linear layer runs (fitted to published "
-                 "per-kernel tables; held-out error in docs/calibration.md), not a measurement of this deployment")
+MEASURED_NOTE = ("prediction from the measured table of the kernel each linear layer runs (published per-kernel "
+                 "tables; held-out error in docs/calibration.md), not a measurement of this deployment")
 
 
 def model_note(efficiency: Efficiency | dict[str, Efficiency]) -> str:
@@ -64,11 +64,13 @@ def provenance(effs: dict[str, Efficiency], words: dict[str, str] | None = None)
                      for b in (*_BASIS_ORDER, *sorted(set(by) - set(_BASIS_ORDER))) if (ids := by.get(b)))
 
 
-_BASIS_ORDER = ("measured", "composed", "proxy", "roofline", "calibrated", "ideal")
+_BASIS_ORDER = ("measured", "same-math", "composed", "proxy", "roofline", "calibrated", "ideal")
 _BASIS_WORDS = {
-    "measured": "measured curve of the kernel it runs (fitted to published per-kernel tables, held-out error in "
-                "docs/calibration.md)",
-    "composed": "composed curve (no measurement of its kernel: another kernel's measured curve, composed)",
+    "measured": "measured table of the kernel it runs (published per-kernel tables read by lookup, held-out error "
+                "in docs/calibration.md)",
+    "same-math": "same-math table (no table of its kernel: another library's measured table of the same math on "
+                 "this GPU)",
+    "composed": "composed (no measurement of its kernel: another kernel's measured table or curve, composed)",
     "proxy": "proxy curve (no measurement of its kernel: a similar kernel's measured curve)",
     "roofline": "roofline with the efficiency profile (no kernel curve on file)",
     "calibrated": "calibrated curve (a measured profile)",
@@ -76,7 +78,8 @@ _BASIS_WORDS = {
 }
 
 
-_BASIS_SHORT = {"measured": "measured curve of its kernel", "composed": "composed curve (another kernel's measurement)",
+_BASIS_SHORT = {"measured": "measured table of its kernel", "same-math": "same-math table (another library's measurement)",
+                "composed": "composed (another kernel's measurement)",
                 "proxy": "proxy curve (a similar kernel's measurement)", "roofline": "roofline (no kernel curve on file)",
                 "calibrated": "calibrated curve", "ideal": "spec sheet"}
 
@@ -93,9 +96,13 @@ def curve_basis(efficiency: Efficiency) -> str:
     return k.basis
 
 
-def kernel_line(efficiency: Efficiency) -> str | None:
-    """``"w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; ..."``: the kernel that prices a scheme."""
-    return efficiency.kernels.label() if efficiency.kernels is not None else None
+def kernel_line(efficiency: Efficiency, model: StepModel | None = None) -> str | None:
+    """``"w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; ..."``: the kernel that prices a scheme, and with
+    ``model`` (a MoE model's step) the fused-MoE curve that prices its routed experts."""
+    if efficiency.kernels is None:
+        return None
+    experts = model.experts_label() if model is not None else None
+    return efficiency.kernels.label() + (f"; {experts}" if experts else "")
 
 
 def lengths_of(w: Workload) -> Lengths:
@@ -108,12 +115,56 @@ def priced_model(ctx: Context, o: Option) -> StepModel | None:
     return o.model if ctx.kv_name == BF16_KV else o.model_kv
 
 
-def _apply(o: Option, p: ServePoint) -> None:
+def _apply(o: Option, p: ServePoint, sm: StepModel | None = None, w: Workload | None = None) -> None:
     o.concurrency = p.concurrency
     o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
     o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
     o.loop = p.loop
+    o.basis = curve_basis(o.efficiency)
+    k = o.efficiency.kernels
+    o.source = (k.source_key or "roofline").split("/")[0] if k is not None else "roofline"
+    if sm is not None and w is not None:
+        o.u_step, o.u_ttft, o.u_rate = bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
+        o.u_own, o.u_own_measured = own_bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
+
+
+def _mix(u_d: float, u_p: float | None, prefill_share: float | None) -> float:
+    rho = prefill_share or 0.0
+    return (1 - rho) * u_d + rho * (u_p if u_p is not None else u_d)
+
+
+def bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
+          ) -> tuple[float | None, float | None, float | None]:
+    """(decode step, prefill, delivered tokens/s) relative half-widths at ``concurrency``: each part of the
+    step carries the held-out band of what priced it (perf.uncertainty); tokens/s mixes the decode and the
+    prefill bands by their shares of GPU time. None without bands (the spec sheet)."""
+    from ..perf.uncertainty import relative
+
+    if eff.bands is None:
+        return None, None, None
+    u_d = relative(sm.parts(max(concurrency, 1), w.decode_context), eff.bands)
+    u_p = relative(sm.parts(1, prompt=w.prompt_tokens), eff.bands) if w.prompt_tokens else None
+    return u_d, u_p, _mix(u_d, u_p, prefill_share)
+
+
+def own_bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
+              ) -> tuple[float | None, float | None]:
+    """The tokens/s half-width from the scheme's own layers alone (what tells two schemes apart:
+    perf.uncertainty.own_relative), and the same with the own layers at the measured band (two schemes
+    whose own layers come from one library's tables err alike)."""
+    from ..perf.uncertainty import own_relative
+
+    if eff.bands is None:
+        return None, None
+    dec = sm.parts(max(concurrency, 1), w.decode_context)
+    pre = sm.parts(1, prompt=w.prompt_tokens) if w.prompt_tokens else None
+    out = []
+    for as_basis in (None, "measured"):
+        u_d = own_relative(dec, eff.bands, as_basis)
+        u_p = own_relative(pre, eff.bands, as_basis) if pre is not None else None
+        out.append(_mix(u_d, u_p, prefill_share))
+    return out[0], out[1]
 
 
 def price(ctx: Context, o: Option) -> str | None:
@@ -127,18 +178,18 @@ def price(ctx: Context, o: Option) -> str | None:
     lengths = lengths_of(w)
     held = "memory" if o.concurrency < w.batch else "batch"
     if ctx.slo is None or not ctx.slo.active:
-        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec, ctx.loop))
+        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec, ctx.loop), sm, w)
         o.limit = held
         return None
     found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec, ctx.loop), o.concurrency, ctx.slo, held)
     if found.point is None:
         miss = found.first_miss
         assert miss is not None
-        _apply(o, miss)
+        _apply(o, miss, sm, w)
         o.limit = found.limit
         return (f"misses {budget_label(ctx, found.limit)} even at one sequence: "
                 f"{ms(budget_value(miss, found.limit))} ms")
-    _apply(o, found.point)
+    _apply(o, found.point, sm, w)
     o.limit = found.limit
     return None
 
@@ -160,7 +211,11 @@ def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
             p = serve(sm, lengths, c, ctx.spec, ctx.loop)
             pt = pareto_point(o.id, p, ctx=w.decode_context, gpus=w.gpus, fits=True, price=ctx.usd_per_gpu_hour,
                               slo=ctx.slo)
-            out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency}))
+            u_step, u_ttft, u_rate = bands(sm, o.efficiency, w, c, p.prefill_share)
+            band = uncertainty_of(p.step_s, p.tokens_per_s, p.itl_s, p.ttft_s, p.e2e_s, pt.usd_per_mtok, o.basis,
+                                  u_step, u_ttft, u_rate)
+            out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency,
+                                             "uncertainty": band}))
     return mark_frontier(out)
 
 
@@ -289,12 +344,15 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
             o.status = "misses-slo"
             o.reason = miss
     ranked = rank([o for o in live if o.status == "candidate" and o.concurrency >= 1 and o.priced])
+    for o in ranked:  # the ties the ranking sees (advisor.published.prefer_published reads them)
+        o.ties = [x.id for x in ranked if x is not o and ties(x, o)]
     numbers: dict[str, Any] = {
         "batch": w.batch, "ctx": w.context, "decode_ctx": w.decode_context, "mode": w.serving_mode,
         "kv_dtype": ctx.kv_name,
         "profile": ranked[0].efficiency.profile_id if ranked else None,
-        "speed_model": {o.id: o.efficiency.model for o in ranked},
-        "kernel": {o.id: kernel_line(o.efficiency) for o in ranked},
+        "speed_model": {o.id: curve_basis(o.efficiency) for o in ranked},
+        "uncertainty": {o.id: round(o.u_rate, 4) if o.u_rate is not None else None for o in ranked},
+        "kernel": {o.id: kernel_line(o.efficiency, priced_model(ctx, o)) for o in ranked},
         "concurrency": {o.id: o.concurrency for o in ranked},
         "limit": {o.id: o.limit for o in ranked},
         "step_time_s": {o.id: o.step_s for o in ranked},
@@ -334,9 +392,9 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
                 " (ranked after the shipped checkpoint: its published accuracy range reaches the tolerance)"
                 if ranked_after_native(r, ranked) else
                 f" (within the {defaults.NATIVE_MARGIN:.0%} a re-quantization must beat the shipped checkpoint by)"
-                if top.native and r.throughput > top.throughput * (1 + defaults.TIE) else
-                f" (a tie within {defaults.TIE:.1%}: the evidence orders them, see the alternatives)"
-                if r.throughput > top.throughput else "")
+                if top.native and r.throughput > top.throughput and not ties(r, top) else
+                " (a tie within the model's uncertainty: the evidence orders them, see the alternatives)"
+                if ties(r, top) else "")
         if slo:
             reasons.extend(_slo_reasons(ctx, ranked))
         if regime in ("memory-bound", "compute-bound"):
@@ -345,13 +403,13 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
                 rival = next((o for o in ranked if family_kind(o.scheme) == expected), None)
                 reasons.append(_why_not_regime(ctx, top, rival, batch))
         heavy = _prefill_heavy(ctx, ranked, batch)
-        numbers["prefill_heavy"] = heavy is not None
+        numbers["prefill_heavy"] = top.prefill_share is not None and top.prefill_share >= defaults.PREFILL_HEAVY_SHARE
         if heavy:
             reasons.append(heavy)
         if ctx.spec is not None and ctx.spec.tokens:
             reasons.append(_spec_reason(ctx, top))
         reasons.extend(f"{line}: {o.throughput:,.0f} tokens/s, {o.step_s * 1e3:.2f} ms per step" for o in ranked
-                       if (line := kernel_line(o.efficiency)) is not None)
+                       if (line := kernel_line(o.efficiency, priced_model(ctx, o))) is not None)
         if not slo and not ctx.batch_bound and any(o.concurrency < w.batch for o in ranked):
             reasons.append("a candidate that holds fewer sequences is priced at the concurrency it holds, not at the "
                            "batch it cannot hold")
@@ -469,6 +527,19 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
         seconds_per_token=1.0 / s.tokens_per_s, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
-        speed_model=efficiency.model, model_note=model_note(efficiency), kernel=kernel_line(efficiency),
+        speed_model=curve_basis(efficiency), model_note=model_note(efficiency), kernel=kernel_line(efficiency, sm),
+        uncertainty=uncertainty_of(s.step_s, s.tokens_per_s, s.itl_s, s.ttft_s, s.e2e_s, None, curve_basis(efficiency),
+                                   *bands(sm, efficiency, workload, workload.batch, s.prefill_share)),
         serving_loop=s.loop,
     )
+
+
+def uncertainty_of(step: float, tps: float, itl: float | None, ttft: float | None, e2e: float | None,
+                   cost: float | None, basis: str, u_step: float | None, u_ttft: float | None,
+                   u_rate: float | None) -> Uncertainty | None:
+    """The low/high of each predicted figure (perf.uncertainty.figure_band), with the basis of its own layers."""
+    from ..perf.uncertainty import figure_band
+
+    band = figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=step, tokens_per_s=tps, itl=itl, ttft=ttft,
+                       e2e=e2e, cost=cost)
+    return None if band is None else Uncertainty(**band.model_dump(), basis=basis)

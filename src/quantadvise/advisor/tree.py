@@ -31,7 +31,7 @@ from ..wording import every, more_or_fewer, plural
 from .bench_plan import bench_plan
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
-from .options import Context, Option, family, ranked_after_native, tie_reason
+from .options import Context, Option, clearly_slower, family, ranked_after_native, tie_reason, ties
 from .plan import deploy_plan
 from .published import attach, prefer_published
 from .result import (
@@ -43,9 +43,11 @@ from .result import (
     SchemeChoice,
     ServedWorkload,
     Target,
+    Tie,
     TraceNode,
+    Uncertainty,
 )
-from .speed import frontier, kernel_line, model_note, node_roofline, price
+from .speed import curve_basis, frontier, kernel_line, model_note, node_roofline, price, uncertainty_of
 from .veto import node_accuracy, node_engine
 
 _STATUS_ORDER = {"recommended": 0, "runner-up": 1, "ranked-after": 2, "slower": 2, "misses-slo": 3, "vetoed": 4, "not-supported": 5,
@@ -126,6 +128,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             expected_drop_pct=o.expected_drop if o.status in (*RANKED, "vetoed") else None,
             serving_bound=o.loop.bound if live_row and o.loop is not None else None,
             cautions=o.cautions,
+            uncertainty=_uncertainty(o, cost(o)) if live_row else None,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
     kv_opt = ctx.kv_options[ctx.kv_name]
@@ -173,9 +176,11 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         runner_up=ranked[1].id if len(ranked) > 1 else None,
         profile=winner.efficiency.profile_id,
         model_note=model_note({o.id: o.efficiency for o in ranked}),
-        speed_model=winner.efficiency.model,
-        kernel=kernel_line(winner.efficiency),
+        speed_model=curve_basis(winner.efficiency),
+        kernel=kernel_line(winner.efficiency, winner.model_kv if ctx.kv_name != "kv-bf16" else winner.model),
         gpus_for_batch=need,
+        uncertainty=_uncertainty(winner, cost(winner)),
+        tie=_tie(ctx, ranked),
         serving_loop=winner.loop,
     )
     per_seq = sequence_bytes(ctx.arch, kv_t, tokens)
@@ -211,6 +216,24 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         bench_plan=bench_plan(ctx, ranked, ctx.bench_options) if ctx.bench_options is not None else None,
         warnings=warnings,
     )
+
+
+def _uncertainty(o: Option, cost: float | None) -> Uncertainty | None:
+    return uncertainty_of(o.step_s, o.throughput, o.itl_s, o.ttft_s, o.e2e_s, cost, o.basis, o.u_step, o.u_ttft,
+                          o.u_rate)
+
+
+def _tie(ctx: Context, ranked: list[Option]) -> Tie | None:
+    """The candidates whose intervals overlap the winner's, with the evidence that put the winner first and
+    the benchmark commands (the engine's own client, at this workload) that would settle the closest one."""
+    from .plan import bench_command
+
+    winner = ranked[0]
+    tied = [o for o in ranked[1:] if ties(o, winner)]
+    if not tied:
+        return None
+    cmds = {o.id: c for o in (winner, tied[0]) if (c := bench_command(ctx, o)) is not None}
+    return Tie(schemes=[winner.id, *(o.id for o in tied)], evidence=tie_reason(winner, tied[0]), commands=cmds)
 
 
 def _fp16_axes(axes: SchemeAxes) -> SchemeAxes:
@@ -265,28 +288,28 @@ def _baseline(ctx: Context, options: list[Option]) -> Option | None:
 def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> None:
     """The winner, the runner-up and the other survivors, each with how it compares to the winner
     (``searched``: each runs at a concurrency a latency budget or a search chose, named as such). A row
-    as fast as the winner (within ``defaults.TIE``) or faster, placed after it by evidence, is
-    ``ranked-after``; a row that delivers less is ``slower``."""
+    whose tokens/s interval overlaps the winner's (:func:`~.options.ties`), or that is faster, placed after
+    it by evidence, is ``ranked-after``; only a row slower beyond the model's uncertainty is ``slower``."""
     winner = ranked[0]
     native = next((o for o in ranked if o.native), None)
-    tie, margin = defaults.TIE, defaults.NATIVE_MARGIN
+    margin = defaults.NATIVE_MARGIN
 
     def held_of(o: Option) -> str:
         return (f" at concurrency {o.concurrency:,}" if searched else
                 f" holding {o.concurrency} of {batch}" if o.concurrency < batch else "")
 
     def beats_native(o: Option) -> bool:
-        """``o`` out-delivers the shipped checkpoint beyond the tie and ranks after it."""
+        """``o`` out-delivers the shipped checkpoint beyond the uncertainty and ranks after it."""
         return (native is not None and o is not native and ranked.index(o) > ranked.index(native)
-                and o.throughput > native.throughput * (1 + tie))
+                and o.throughput > native.throughput and not ties(o, native))
 
     def behind(o: Option) -> str:
         held = held_of(o)
         if native is not None and beats_native(o) and ranked_after_native(o, ranked):
             lo, hi = o.expected_drop
             more = (o.throughput / winner.throughput - 1) if winner.throughput else 0.0
-            if abs(more) <= tie:
-                speed = f"as fast as {winner.id} (within {tie:.1%}){held}, but"
+            if ties(o, winner):
+                speed = f"as fast as {winner.id} within the model's uncertainty{held}, but"
             elif more > 0:
                 speed = f"{more:.1%} more output tokens/s{held}, but"
             else:
@@ -301,21 +324,27 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
                     "tolerance" if o.behind_native else "")
             return (f"{lead}, within the {margin:.0%} a re-quantization must beat the shipped checkpoint by (the speed "
                     f"model's validated error): ranks after {native.id}{risk}")
-        if o.throughput <= winner.throughput * (1 + tie) and o.throughput * (1 + tie) >= winner.throughput:
+        if ties(o, winner) or ties(o, winner, credit=False):
             diff = o.throughput / winner.throughput - 1 if winner.throughput else 0.0
             gap = (f"{diff:+.1%}, " if abs(diff) >= 0.0005 else "")
-            return (f"ties with {winner.id} ({gap}within {tie:.1%} of output tokens/s); {winner.id} comes first: "
-                    f"{tie_reason(winner, o)}")
-        return f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}" + after(o)
+            band = (f"±{o.u_rate:.0%} against ±{winner.u_rate:.0%}" if o.u_rate is not None and winner.u_rate is not None
+                    and abs(diff) > defaults.TIE else f"within {defaults.TIE:.1%}")
+            return (f"tie within the model's uncertainty with {winner.id} ({gap}{band}); {winner.id} comes first: "
+                    f"{tie_reason(winner, o)}" + after(o))
+        shared = ("" if o.throughput >= winner.throughput or clearly_slower(o, winner) else
+                  " (beyond the uncertainty of their own kernels; the intervals overlap through the parts both are "
+                  "priced alike for, which move them together)")
+        return f"{more_or_fewer(o.throughput, winner.throughput)} output tokens/s than {winner.id}{held}{shared}" + after(o)
 
     def after(o: Option) -> str:
-        """Why ``o`` ranks after a candidate it out-delivers (within the tie band: evidence decides)."""
+        """Why ``o`` ranks after a candidate it out-delivers (a tie there: evidence decides)."""
         above = ranked[1:ranked.index(o)]
         p = next((x for x in above if x.throughput < o.throughput), None)
         if p is None:
             return ""
         diff = o.throughput / p.throughput - 1
-        than = f"{diff:.1%} more than {p.id} (within {tie:.1%})" if diff >= 0.0005 else f"as fast as {p.id}"
+        than = f"{diff:.1%} more than {p.id} (a tie within the model's uncertainty)" if diff >= 0.0005 \
+            else f"as fast as {p.id}"
         return f"; {than}, which comes first: {tie_reason(p, o)}"
 
     winner.status = "recommended"
@@ -323,14 +352,14 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
         ranked[1].status = "runner-up"
         ranked[1].reason = behind(ranked[1])
     for o in ranked[2:]:
-        # as fast as the winner or faster, but ranked after it by evidence (a tie, the shipped checkpoint's
-        # margin, an accuracy risk the winner does not carry): not "slower"
-        o.status = "ranked-after" if o.throughput * (1 + tie) >= winner.throughput else "slower"
+        # as fast as the winner within the uncertainty, or faster, but ranked after it by evidence (a tie, the
+        # shipped checkpoint's margin, an accuracy risk the winner does not carry): not "slower"
+        o.status = "slower" if clearly_slower(o, winner) else "ranked-after"
         o.reason = behind(o)
     held = (f"runs {plural(winner.concurrency, 'sequence')} at once" if searched
             else f"holds {every(batch, 'sequence')}" if winner.concurrency >= batch
             else f"holds {winner.concurrency} of {batch} sequences")
-    faster = [o for o in ranked[1:] if o.throughput > winner.throughput * (1 + tie)]
+    faster = [o for o in ranked[1:] if o.throughput > winner.throughput and not ties(o, winner)]
     if faster and winner.native:
         winner.reason = (f"the checkpoint as shipped ({held}): no re-quantization beats it by more than the "
                          f"{margin:.0%} margin without an accuracy risk ({', '.join(o.id for o in faster)} "
@@ -340,9 +369,12 @@ def _mark_ranks(ranked: list[Option], batch: int, searched: bool = False) -> Non
                          f"{held} ({', '.join(o.id for o in faster)} {'is' if len(faster) == 1 else 'are'} faster but rank"
                          f"{'s' if len(faster) == 1 else ''} after the shipped checkpoint)")
     else:
-        winner.reason = (("the checkpoint as shipped: " if winner.native else "")
-                         + f"the most output tokens/s of the candidates that load in the engine and pass the accuracy "
-                         f"filter; {held}")
+        quicker = [o for o in ranked[1:] if o.throughput > winner.throughput and ties(o, winner)]
+        lead = (f"ties within the model's uncertainty with {', '.join(o.id for o in quicker)} (more output tokens/s "
+                f"in the central estimate) and comes first by evidence: {tie_reason(winner, quicker[0])}; "
+                if quicker else "the most output tokens/s of the candidates that load in the engine and pass the "
+                "accuracy filter; ")
+        winner.reason = ("the checkpoint as shipped: " if winner.native else "") + lead + held
 
 
 class NoWinnerError(NoSchemeError):

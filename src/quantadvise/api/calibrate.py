@@ -123,8 +123,32 @@ def validate(
             archs[entry.calibration.model] = load_model(entry.calibration.model)[0]
         for m in entry.calibration.measurements:
             schemes[m.scheme] = catalog.get_scheme(m.scheme)
-    return run(prof, catalog.default_perf_profile(), archs=archs, gpus=gpus, schemes=schemes, max_error=max_error,
-               heldout=heldout, project_bars=project_bars)
+    result = run(prof, catalog.default_perf_profile(), archs=archs, gpus=gpus, schemes=schemes, max_error=max_error,
+                 heldout=heldout, project_bars=project_bars)
+    return _with_lookup(result, [g for g, e in gpus.items() if any(x.gpu == g and x.kernels for x in prof.gpus)])
+
+
+def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResult:
+    """``result`` with the lookup tables' checks of ``gpu_ids`` (recomputed from the shipped tables)."""
+    from ..calibration.lookup_checks import ErrorStats, SubstituteCheck, gpu_checks, table_check
+
+    lookup, subs, bands = [], [], {}
+    for gid in gpu_ids:
+        g = catalog.get_gpu(gid)
+        tabs = catalog.kernel_tables(g.id)
+        if tabs is None:
+            continue
+        for meta in tabs.index.tables:
+            t = tabs.get(meta.id)
+            if t is not None:
+                lookup.append(table_check(g.id, meta.engine_version, t))
+        checks = gpu_checks(tabs, g, catalog.default_perf_profile())
+        subs += [SubstituteCheck(gpu=g.id, basis=x["basis"], what=x["what"], steps=ErrorStats(**x["steps"]))
+                 for x in checks["substitutes"]]
+        bands[g.id] = {b: ErrorStats(**v) for b, v in checks["bands"].items()}
+    if not lookup:
+        return result
+    return result.model_copy(update={"lookup": lookup, "substitutes": subs, "bands": bands})
 
 
 MEASURED_SUFFIX = "-measured"  # a shipped kernel profile's id is its GPU id and this (data/profiles/<gpu>.yaml)

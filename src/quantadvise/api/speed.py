@@ -54,7 +54,11 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
     names = catalog.scheme_names(scheme.id) or (scheme.id,)
     ctx = None if any(getattr(p, "ideal", False) for p in profiles) else kernel_context(gpu, scheme, engine, version,
                                                                                         quantization)
-    return resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx)
+    from dataclasses import replace
+
+    tables = catalog.kernel_tables(gpu.id) if ctx is not None else None
+    eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables)
+    return eff if eff.ideal else replace(eff, bands=catalog.uncertainty_bands(gpu.id))
 
 
 def price_for(g: GPU, usd_per_gpu_hour: float | None) -> Price | None:

@@ -23,6 +23,7 @@ from ..results import Out, Result
 from ..scheme.axes import Scheme
 from .fit import fit_linear, ideal_model, with_fit
 from .heldout import heldout_errors, moe_errors, roofline_errors, step_floor
+from .lookup_checks import ErrorStats, SubstituteCheck, TableCheck
 from .run import MIN_BATCHES, decode_shapes
 
 CALIB_MODELS = tuple(m for m in MODELS if m != "measured-kernels")  # what a calibration is checked against
@@ -115,6 +116,11 @@ class ValidationResult(Result):
     # what a kernel curve's worst held-out error is held to: "max_error" (--max-error given), or "recorded":
     # the figure the profile records (and docs/calibration.md §7 lists) — recomputed, it must not be worse
     kernels_judged: str = "max_error"
+    # the published tables read by lookup on these GPUs (issue 25): each table's own rows and its
+    # leave-one-shape-out error, the stand-ins where the true kernel is measured, and the bands per basis
+    lookup: list[TableCheck] = []
+    substitutes: list[SubstituteCheck] = []
+    bands: dict[str, dict[str, ErrorStats]] = {}  # gpu -> basis -> held-out step errors
     notes: list[str] = []
     warnings: list[str] = []
 

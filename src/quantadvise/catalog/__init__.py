@@ -3,7 +3,8 @@ compiled JSON form in a wheel install, else YAML with the safe loader; see ``cat
 and one module per table family validates rows with pydantic models (``extra="forbid"``) when they
 are first used: ``schemes`` (presets, KV presets, layouts), ``models`` (bundled models, GPUs),
 ``profiles`` (efficiency profiles, accuracy priors), ``pricing`` (default $/GPU-hour per GPU), ``comm`` (communication figures per GPU system), ``engines`` (engine and library releases,
-kernel tables, server option lists, start-up facts), ``serving`` (the serving loop's facts and fitted terms,
+kernel tables, server option lists, start-up facts), ``lookup_tables`` (the published per-kernel lookup
+tables, their held-out checks and uncertainty bands), ``serving`` (the serving loop's facts and fitted terms,
 the published end-to-end points, the benchmark CLIs' options). ``validate_all()`` validates everything. Names resolve
 case-insensitively through ids and aliases, ``_`` and ``-`` alike, and an unknown name suggests the
 closest ones.
@@ -21,6 +22,8 @@ _NAMES: dict[str, str] = {
     "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
     "kv_issues": "engines", "option_list": "engines", "validate_engines": "engines",
     "kernel_caveat": "engines", "release": "engines", "stack_release": "engines",
+    "kernel_table_checks": "lookup_tables", "kernel_table_gpus": "lookup_tables", "kernel_tables": "lookup_tables",
+    "uncertainty_bands": "lookup_tables",
     "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
     "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
         validate_engines,
     )
     from .loader import data_dir, data_yaml, load_yaml_file
+    from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
     from .models import (
         ModelRow,
         bundled_config,
@@ -105,7 +109,8 @@ __all__ = [
     "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
-    "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "release", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts",
+    "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "kernel_table_checks", "kernel_table_gpus", "kernel_tables",
+    "uncertainty_bands", "release", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts",
     "load_perf_profile",
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",

@@ -68,6 +68,9 @@ def validate_all() -> dict[str, int]:
                                 "on a real GPU or kernel curves fitted to published measurements (simulated ones "
                                 "belong in tests/fixtures)")
         counts["perf_profiles"] += 1
+    from .lookup_tables import validate_kernel_tables
+
+    counts["kernel_tables"] = validate_kernel_tables()
     counts["accuracy_rules"] = len(accuracy_rules())
     for gid in price_ids():
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)

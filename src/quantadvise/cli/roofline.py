@@ -112,9 +112,10 @@ def roofline_cmd(
 ) -> None:
     """Predict what a decode step costs and why, per scheme, as batch and context grow: step time,
     tokens/s, memory- or compute-bound, bytes of weights / KV / activations, each scheme's ridge
-    batch and where the fastest scheme changes. A model, not a measurement: on a GPU with a measured
-    kernel profile (data/profiles/) each linear layer is priced by the measured curve of the kernel the
-    engine runs for it, and every scheme line names that kernel; --ideal gives the spec-sheet bound.
+    batch and where the fastest scheme changes. A model, not a measurement: on a GPU with published
+    kernel tables (data/kernel_tables/) each linear layer is priced by the table of the kernel the engine
+    runs for it (else a same-math table, a composition, or a measured curve, data/profiles/), every
+    scheme line names it, and each point carries its uncertainty band; --ideal gives the spec-sheet bound.
     --pareto turns each batch into a serving point (tokens/s per GPU vs per user, ITL, TTFT under load,
     $/Mtok) and marks each scheme's frontier.
 

@@ -20,8 +20,8 @@ def validate_cmd(
     files: Annotated[
         list[Path] | None, typer.Argument(
             metavar="PROFILE|FILE", help="A profile written by `quantadvise calibrate`, or a shipped one by GPU "
-            "(h100, h100-sxm) or profile id (h100-sxm-measured); with --bench, benchmark result files (vllm bench serve / "
-            "latency / throughput JSON, SGLang bench_serving JSONL, genai-perf, GuideLLM).", dir_okay=False)
+            "(h100, h100-sxm) or profile id (h100-sxm-measured); not with --census or --e2e; with --bench, benchmark "
+            "result files (vllm bench serve / latency / throughput JSON, SGLang bench_serving JSONL, genai-perf, GuideLLM).", dir_okay=False)
     ] = None,
     bench: Annotated[
         bool, typer.Option("--bench", help="Read FILE... as benchmark results: per run the workload recovered, "
@@ -30,6 +30,12 @@ def validate_cmd(
     e2e: Annotated[
         bool, typer.Option("--e2e", help="The serving-loop model on the bundled published end-to-end points: median "
                            "|error| per concurrency band, fitted and held-out sources, beside aiconfigurator.")
+    ] = False,
+    census: Annotated[
+        bool, typer.Option("--census", help="Instead of a profile: what prices each decision scheme's own layers "
+                           "(its kernel's published table, a same-math table, a composition, a stand-in's curve, "
+                           "the roofline) on every GPU with published tables under each engine's newest release, "
+                           "and the shares; exit 1 below the 70% bar.")
     ] = False,
     max_error: Annotated[
         float | None, typer.Option("--max-error", min=0.1, help="Largest error allowed, percent: the calibrated "
@@ -93,18 +99,14 @@ def validate_cmd(
     Example: quantadvise validate --bench tests/fixtures/bench/vllm_bench_serve_0.33.0.json --gpu h100
 
     Example: quantadvise validate --e2e
+
+    Example: quantadvise validate --census
     """
     paths = list(files or [])
-    if bench and e2e:
-        raise typer.BadParameter("give --bench FILE... or --e2e, not both", param_hint="--bench")
-    if e2e:
-        from ..api.e2e import validate_e2e
-
-        if paths:
-            raise typer.BadParameter("--e2e reads the bundled points; it takes no file", param_hint="--e2e")
-        report = validate_e2e(bar=None if max_error is None else max_error / 100)
-        emit_report("validate_e2e", fmt, report, wide=wide)
-        raise typer.Exit(report.exit_code())
+    if sum((bench, e2e, census)) > 1:
+        raise typer.BadParameter("give one of --bench FILE..., --e2e and --census", param_hint="--bench")
+    if census or e2e:
+        _bundled(census, paths, plot, max_error, fmt, wide)
     if bench:
         from ..api.bench import validate_bench
 
@@ -116,7 +118,7 @@ def validate_cmd(
         emit_report("validate_bench", fmt, res, wide=wide)
         raise typer.Exit(res.exit_code())
     if len(paths) != 1:
-        raise typer.BadParameter("give one PROFILE (or --bench FILE..., or --e2e)", param_hint="PROFILE")
+        raise typer.BadParameter("give one PROFILE (or --bench FILE..., --e2e or --census)", param_hint="PROFILE")
     from ..api.calibrate import validate
 
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
@@ -130,3 +132,23 @@ def validate_cmd(
     if plot is not None:
         wrote(plot, made)
     raise typer.Exit(result.exit_code())
+
+
+def _bundled(census: bool, paths: list[Path], plot: Path | None, max_error: float | None, fmt: Format,
+             wide: bool) -> None:
+    """``--census`` or ``--e2e``: the bundled tables' report (no file); exits with its code."""
+    if census:
+        if paths or plot is not None:
+            raise typer.BadParameter("--census takes no PROFILE and no --plot", param_hint="--census")
+        from ..api.census import census as run_census
+
+        found = run_census()
+        emit_report("census", fmt, found, wide=wide)
+        raise typer.Exit(found.exit_code())
+    from ..api.e2e import validate_e2e
+
+    if paths:
+        raise typer.BadParameter("--e2e reads the bundled points; it takes no file", param_hint="--e2e")
+    report = validate_e2e(bar=None if max_error is None else max_error / 100)
+    emit_report("validate_e2e", fmt, report, wide=wide)
+    raise typer.Exit(report.exit_code())

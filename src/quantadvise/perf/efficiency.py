@@ -6,13 +6,18 @@ Pure: the profiles (``profiles.py``) are values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_moe_kernel, resolve_route
 from ..errors import norm_name
 from ..scheme.axes import Scheme
 from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
+
+if TYPE_CHECKING:
+    from .kernel_tables import AttentionTable, TableSet
+    from .lookup import TableChoice
 
 MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated", "measured-kernels")
 """Which performance model a prediction used, per scheme:
@@ -50,6 +55,9 @@ class KernelPricing:
     curves: dict[str, KernelCurve]
     quants: dict[str, QuantCurve]
     profile_id: str
+    tables: TableSet | None = None  # the GPU's published tables, read by lookup before any curve
+    overrides: frozenset[str] = frozenset()  # curves of a user profile: they win over the tables, kernel by kernel
+    _memo: dict[str, TableChoice | None] = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, quantized: bool, n: int, k: int) -> KernelChoice | None:
         c = self.context
@@ -77,6 +85,23 @@ class KernelPricing:
         return moe_stand_in(c, self.curves, quantized,
                             weight_only=dense is not None and dense.kernel.execution == "weight-only")
 
+    def table(self, choice: KernelChoice | None) -> TableChoice | None:
+        """The published table that prices ``choice``'s kernel on this GPU (its own, a same-math one or a
+        composition, :func:`~quantadvise.perf.lookup.choose_table`), unless a user profile's curve of that
+        kernel overrides it; None: no table (the curve or the roofline)."""
+        if choice is None or self.tables is None or choice.moe:
+            return None
+        w = self.context.scheme.weight
+        bits = w.bits if w is not None and self.context.scheme.quantizes_weights else None
+        key = f"{choice.engine}/{choice.kernel.id}/{bits}"
+        if key not in self._memo:
+            from .lookup import choose_table
+
+            base = "cublas-bf16" if choice.kernel.id == "awq-dequant-cublas" else choice.kernel.id
+            self._memo[key] = (None if f"{choice.engine}/{base}" in self.overrides else
+                               choose_table(self.tables, choice.engine, choice.kernel.id, bits))
+        return self._memo[key]
+
     def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
         if choice is None:
             return None
@@ -93,18 +118,34 @@ class KernelPricing:
 
     @property
     def measured(self) -> bool:
-        """True when the quantized layers' kernel has a curve on this GPU."""
-        return self.curve(self.layer_choice) is not None
+        """True when the quantized layers' kernel has a table or a curve on this GPU."""
+        ch = self.layer_choice
+        return self.table(ch) is not None or self.curve(ch) is not None
 
     @property
     def basis(self) -> str:
-        """What prices the scheme's own layers: the basis of its kernel's curve (``measured``, ``proxy``,
-        ``composed``; AWQ's dequantize-then-cuBLAS is composed), or ``roofline`` when no curve is on file."""
+        """What prices the scheme's own layers: ``measured`` (its kernel's own published table, or a curve
+        fitted to it), ``same-math`` (another library's table of the same math on this GPU), ``composed``
+        (put together from the table or curve of another kernel), ``proxy`` (a similar kernel's curve stands
+        in), or ``roofline`` (nothing on file)."""
         ch = self.layer_choice
+        tc = self.table(ch)
+        if tc is not None:
+            return tc.basis
         c = self.curve(ch)
         if ch is None or c is None:
             return "roofline"
         return "composed" if ch.kernel.id == "awq-dequant-cublas" else str(c.basis)
+
+    @property
+    def source_key(self) -> str | None:
+        """The table or curve that prices the scheme's own layers (``sglang/deepgemm-fp8-block``)."""
+        ch = self.layer_choice
+        tc = self.table(ch)
+        if tc is not None:
+            return tc.key
+        c = self.curve(ch)
+        return c.key if c is not None else None
 
     def label(self) -> str:
         """``"w4a16 via Machete, vLLM 0.33.0, sm90"`` and where its curve comes from."""
@@ -113,10 +154,13 @@ class KernelPricing:
         if ch is None:
             return f"{sid}: no kernel on file for {self.context.table.label}"
         c = self.curve(ch)
+        tc = self.table(ch)
         how = ("no measured curve (roofline)" if c is None else
                f"measured curve {c.key}" if c.basis == "measured" else f"{c.basis} curve ({c.proxy_of or c.key})")
         if ch.kernel.id == "awq-dequant-cublas" and c is not None:
             how = f"composed: dequantize + {c.key}"
+        if tc is not None:
+            how = tc.words()
         # the kernel's label names the table's release; a release priced with another's table says so once per
         # command (api.speed.kernel_note), not on every kernel line
         return f"{sid} via {ch.label}; {how}"
@@ -174,12 +218,14 @@ class Efficiency:
     linear_source: str | None = None  # the scheme key the linear fit was measured as
     other_calibrations: tuple[str, ...] = ()  # GPUs the profiles hold calibrations for, not this one
     kernels: KernelPricing | None = None  # per-kernel curves (None: the format-level roofline prices the layers)
+    attention: AttentionTable | None = None  # the engine's published decode attention table on this GPU
+    bands: dict[str, float] | None = None  # basis -> relative half-width of its held-out error (perf.uncertainty)
     notes: tuple[str, ...] = ()  # what the resolution had to say (e.g. a calibrated fit of another kernel unused)
 
     @property
     def constant(self) -> bool:
         """True when nothing varies with batch (the fast path precomputes everything)."""
-        return (self.linear is None and self.linear_bf16 is None and self.kernels is None
+        return (self.linear is None and self.linear_bf16 is None and self.kernels is None and self.attention is None
                 and not isinstance(self.memory, Curve) and not any(isinstance(v, Curve) for v in self.compute.values()))
 
     @property
@@ -220,6 +266,7 @@ def resolve(
     scheme_names: tuple[str, ...] = (),
     *,
     kernels: KernelContext | None = None,
+    tables: TableSet | None = None,
 ) -> Efficiency:
     """Flatten the profiles (later ones override earlier ones; inside each: defaults < the GPU's
     entry < that entry's scheme) into the settings one step model uses. A user ``--profile`` is
@@ -245,6 +292,7 @@ def resolve(
     curves: dict[str, KernelCurve] = {}
     quants: dict[str, QuantCurve] = {}
     curve_profile = ""
+    overrides: set[str] = set()
     for profile in profiles:
         for layer in profile.layers(gpu_names, scheme_names):
             if layer.memory_efficiency is not None:
@@ -259,6 +307,8 @@ def resolve(
         entry = profile.entry_for(gpu_names)
         if entry is not None:
             if entry.kernels:
+                if curve_profile:  # a profile layered over the shipped curves: its curves win over the tables
+                    overrides.update(entry.kernels)
                 curves.update(entry.kernels)
                 curve_profile = profile.id
             quants.update(entry.quant_kernels)
@@ -274,7 +324,7 @@ def resolve(
     pricing = None
     notes: list[str] = []
     if kernels is not None and not ideal:
-        pricing = _pricing(kernels, curves, quants, curve_profile)
+        pricing = _pricing(kernels, curves, quants, curve_profile, tables, frozenset(overrides))
         for name, fit in (("linear", linear), ("bf16", linear_bf16)):
             want = pricing.choice if name == "linear" else pricing.choice_bf16
             if fit is not None and fit.kernel_id is not None and (want is None or want.kernel.id != fit.kernel_id):
@@ -298,16 +348,18 @@ def resolve(
         linear_source=None if ideal else linear_src,
         other_calibrations=() if (ideal or calibration is not None) else tuple(dict.fromkeys(others)),
         kernels=pricing,
+        attention=(tables.attention(kernels.table.engine) if tables is not None and kernels is not None and not ideal
+                   else None),
         notes=tuple(notes),
     )
 
 
 def _pricing(ctx: KernelContext, curves: dict[str, KernelCurve], quants: dict[str, QuantCurve],
-             profile_id: str) -> KernelPricing:
+             profile_id: str, tables: TableSet | None = None, overrides: frozenset[str] = frozenset()) -> KernelPricing:
     choice = resolve_kernel(ctx.table, ctx.scheme, ctx.capability, quantization=ctx.quantization)
     bf16 = resolve_route(ctx.table, "bf16", ctx.capability)
     return KernelPricing(context=ctx, choice=choice, choice_bf16=bf16, curves=curves, quants=quants,
-                         profile_id=profile_id)
+                         profile_id=profile_id, tables=tables, overrides=overrides)
 
 
 def _linear_for(entry: GpuKnobs, scheme_names: tuple[str, ...]) -> tuple[LinearFit | None, str | None]:

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from ..hardware import GPU
 from .kernel_curves import KernelCurve, QuantCurve, blend
+from .kernel_tables import MSeries
 from .ops import expected_experts
 
 if TYPE_CHECKING:
+    from ..engines.kernels import KernelChoice
     from .efficiency import KernelPricing
     from .ops import LinearOp
     from .profiles import LinearFit
@@ -31,7 +33,7 @@ class KernelOp:
     operator is the ``share`` n_op / n_fused; plus the separate activation quantization and, for a
     dequantize-then-GEMM kernel, the per-call dequantization."""
 
-    curve: KernelCurve
+    curve: KernelCurve | None  # None: a published table prices the operator (``series``)
     peak: float
     n: float
     k: float
@@ -44,6 +46,8 @@ class KernelOp:
     eta_m: float = 1.0  # the curve's efficiencies at this fused shape (before the M factor): fixed per op
     eta_c: float = 1.0
     overhead_share: float = 1.0  # the part of the kernel's per-call overhead this operator carries
+    series: MSeries | None = None  # the published table's seconds per call along M (lookup before any curve)
+    basis: str = ""  # measured | same-math | composed (the table's) or the curve's basis
 
 _FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up"}
 
@@ -70,6 +74,11 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
         else:
             choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
         curve = pricing.curve(choice)
+        if fit is None and choice is not None and not choice.moe and o.elements > 0:
+            got = _table_op(o, choice, pricing, gpu, n_f, curve)
+            if got is not None:
+                out.append(got)
+                continue
         if curve is not None and choice is not None and choice.moe:
             if choice.kernel.math != curve.math:  # a stand-in on the experts' own datapath
                 curve = curve.model_copy(update={"math": choice.kernel.math})
@@ -94,8 +103,30 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
         share = (n_f * o.k / moe_elems[o.count]) if o.experts else 1.0
         out.append(KernelOp(curve=curve, peak=peak, n=n_f, k=o.k, calls=calls, share=o.n / n_f if n_f else 1.0,
                             weight_bytes=w_bytes, quant=quant, dequant_bytes=dq_bytes, dequant=dq, eta_m=em, eta_c=ec,
-                            overhead_share=share))
+                            overhead_share=share, basis=str(curve.basis)))
     return tuple(out)
+
+
+def _table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, n_f: float,
+              curve: KernelCurve | None) -> KernelOp | None:
+    """A dense operator priced by the published table of its kernel (:mod:`.lookup`), or None."""
+    from .lookup import op_series, quant_plan
+
+    tc = pricing.table(choice)
+    tables = pricing.tables
+    kin = choice.kernel
+    peak = gpu.peak(kin.math)
+    if tc is None or tables is None or peak is None:
+        return None
+    stored = o.bytes / o.elements
+    take_off, add = quant_plan(tc.table.meta.includes_quant, kin.activation_quant, kin.quant_kernel)
+    dq, dq_bytes, w_bytes = None, 0.0, stored
+    if kin.id == "awq-dequant-cublas":  # the whole weight dequantized to 16 bits, then a bf16 GEMM
+        dq, dq_bytes, w_bytes = pricing.quant(choice.engine, "static-quant"), stored + 2.0, 2.0
+    series = op_series(tc, tables, n_f, o.k, w_bytes, subtract=take_off)
+    quant = pricing.quant(choice.engine, kin.quant_kernel) if add and kin.quant_kernel else None
+    return KernelOp(curve=curve, peak=peak, n=n_f, k=o.k, calls=float(o.count), share=o.n / n_f if n_f else 1.0,
+                    weight_bytes=w_bytes, quant=quant, dequant_bytes=dq_bytes, dequant=dq, series=series, basis=tc.basis)
 
 
 def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
@@ -106,7 +137,16 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         return 0.0, 0.0, 0.0, 0.0
     c = ko.curve
     n, k = ko.n, ko.k
-    if o.experts:  # one fused-MoE call per layer over the experts the tokens reach
+    if ko.series is not None:  # a published table: the call's time is the table's
+        per_call = ko.series.at(tokens)
+        # its two terms, read through the blend the curves use (p = 4): the streaming floor (the call at its
+        # smallest M) and what the time holds beyond it, so the call is compute-bound once it is 2^(1/4) = 1.19x
+        # its floor
+        mem = ko.series.ts[0]
+        comp = max(per_call ** 4 - mem ** 4, 0.0) ** 0.25
+        read = n * k * (o.bytes / o.elements)
+    elif o.experts:
+        assert c is not None  # one fused-MoE call per layer over the experts the tokens reach
         e = o.experts
         touched = expected_experts(e, o.top_k, tokens)
         rows = tokens * o.top_k / touched
@@ -116,6 +156,7 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         per_call = c.overhead_s * ko.overhead_share + blend(mem, comp, c.blend)
         read = touched * n * k * (o.bytes / o.elements)
     else:
+        assert c is not None
         em, ec = ko.eta_m, ko.eta_c * _factor(c, tokens, factors)
         mem = (n * k * ko.weight_bytes + tokens * k * c.act_bytes + tokens * n * 2.0) / (em * bw)
         comp = 2.0 * c.rows(tokens) * n * k / (ec * ko.peak)

@@ -27,6 +27,7 @@ from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
+from .uncertainty import FigureBand, figure_band, relative
 
 # -------------------------------------------------------------------------------------------------
 # The result
@@ -96,6 +97,19 @@ class Point(Out):
     fits: bool
     ttft_s: float | None = None  # prefill of ``batch`` prompts arriving together (recommend's TTFT in sync serving)
     usd_per_mtok: float | None = None  # $ per million tokens at ``tokens_per_s`` (None: no price known)
+    uncertainty: FigureBand | None = None  # low/high at the model's validated uncertainty (None: the spec sheet)
+
+
+def point_band(sm: StepModel, b: int, ctx: int, step: float, cost: float | None, ttft: float | None,
+               prompt: int | None) -> FigureBand | None:
+    """The band of one roofline point: the decode step's parts weighted by the held-out band of what priced
+    each (the prefill's for TTFT); None without bands (the spec sheet)."""
+    bands = sm.eff.bands
+    if bands is None:
+        return None
+    u = relative(sm.parts(b, ctx), bands)
+    up = relative(sm.parts(b, prompt=prompt), bands) if prompt is not None and ttft is not None else None
+    return figure_band(u_step=u, u_rate=u, u_ttft=up, step=step, tokens_per_s=b / step, ttft=ttft, cost=cost)
 
 
 class SchemeSummary(Out):
@@ -115,7 +129,7 @@ class SchemeSummary(Out):
     kernel_label: str | None = None  # "w4a16 via Machete, vLLM 0.33.0, sm90; measured curve ..."
     kernel_source: str | None = None  # the engine source line the kernel choice follows
     curve: str | None = None  # "<engine>/<kernel>" of the curve that priced it, None: the roofline
-    curve_basis: str | None = None  # measured | proxy | composed
+    curve_basis: str | None = None  # measured | same-math | composed | proxy (None: the roofline)
     ridge_batch_speculative: float | None = None  # sequences where a K+1-token verification step turns compute-bound
 
 
@@ -244,10 +258,11 @@ def roofline(
             else eff.compute_at(path.math, at),
             model=eff.model,
             kernel=choice.kernel.id if choice is not None else None,
-            kernel_label=kp.label() if kp is not None else None,
+            kernel_label=(kp.label() + (f"; {moe}" if (moe := sm.experts_label()) else "")) if kp is not None else None,
             kernel_source=choice.source if choice is not None else None,
-            curve=kcurve.key if kcurve is not None and fit is None else None,
-            curve_basis=kcurve.basis if kcurve is not None and fit is None else None,
+            curve=(kp.source_key if kp is not None and (kcurve is not None or kp.table(choice) is not None)
+                   and fit is None else None),
+            curve_basis=kp.basis if kp is not None and kp.basis != "roofline" and fit is None else None,
             ridge_batch_speculative=rb / spec.queries if rb is not None and spec is not None else None,
         ))
         warnings.extend(n for n in eff.notes if n not in warnings)
@@ -286,7 +301,8 @@ def roofline(
                     memory_per_gpu_bytes=math.ceil(mem_gpu),
                     fits=fits,
                     ttft_s=ttfts.get((scheme.id, b)),
-                    usd_per_mtok=usd_per_mtok(price.usd_per_gpu_hour if price else None, gpus, b / c.time_s),
+                    usd_per_mtok=(cost := usd_per_mtok(price.usd_per_gpu_hour if price else None, gpus, b / c.time_s)),
+                    uncertainty=point_band(sm, b, ctx, c.time_s, cost, ttfts.get((scheme.id, b)), prompt),
                 ))
 
     hi = float(max(max(batch_list), 1024))
@@ -329,9 +345,10 @@ def roofline(
         ("a model fitted to measurements: the linear layers of " + ", ".join(calibrated) + " follow their measured "
          "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
         if calibrated else
-        ("linear layers priced by the measured curve of the kernel the engine runs for them (profile "
-         f"{efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, docs/performance.md); "
-         "attention, embedding rows and activations: a roofline with the measured streaming efficiency")
+        ("linear layers priced by the published table (else the measured curve) of the kernel the engine runs for "
+         f"them (profile {efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, "
+         "docs/calibration.md); decode attention by the engine's published attention table where it holds the "
+         "model's heads; embedding rows and activations: a roofline with the measured streaming efficiency")
         if kerneled else
         "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed",
         *(notes or []),

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from ..results import Out
 from .step import StepModel
+from .uncertainty import FigureBand
 
 if TYPE_CHECKING:
     from .loop import EngineLoop, LoopSummary
@@ -335,6 +336,7 @@ class ParetoPoint(Out):
     on_frontier: bool = False  # not dominated by another fitting point of the same scheme
     best: bool = False  # on the envelope of every scheme's frontier
     recommended: bool = False  # the point a recommendation runs at
+    uncertainty: FigureBand | None = None  # low/high at the model's validated uncertainty (recommend --plot)
 
 
 def pareto_point(scheme: str, p: ServePoint, *, ctx: int, gpus: int, fits: bool, price: float | None,

@@ -50,6 +50,7 @@ from ..memory.sizing import check_groups, linear_bytes, quantized_groups
 from ..model.arch import ModelArch
 from ..model.inventory import inventory_of
 from ..scheme.axes import Scheme, TensorQuant
+from .attention import AttentionCost, attention_cost, kv_len
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
 from .kernel_step import KernelOp, kernel_ops, kernel_time
@@ -178,6 +179,9 @@ class StepModel:
         self.kv_share = kv_share
         self.kv_per_cached_token = self.kv_bytes_per_token_layer * kv_share
         self.geo = geo
+        # decode attention from the engine's published table (None: the roofline, no floor)
+        self._attn: AttentionCost | None = (attention_cost(efficiency.attention, arch, kv, gpus)
+                                            if efficiency.attention is not None else None)
 
         layers = arch.num_layers
         self.residual_bytes_per_token = layers * h * ACT_BYTES
@@ -226,6 +230,12 @@ class StepModel:
         if efficiency.kernels is not None:
             self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu)
         self.kernel_priced = any(x is not None for x in self._kern)
+        # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
+        # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
+        mine = tuple(o.quantized or not scheme.quantizes_weights for o in ops)
+        self._labels = tuple(("own:" if m else "") + (ko.basis if ko is not None else "calibrated" if f is not None
+                                                      else "ideal" if efficiency.ideal else "roofline")
+                             for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)
@@ -239,6 +249,8 @@ class StepModel:
         other.kv = kv
         other.kv_bytes_per_token_layer = bytes_per_token_layer(self.arch, kv)
         other.kv_per_cached_token = other.kv_bytes_per_token_layer * self.kv_share
+        if self.eff.attention is not None:
+            other._attn = attention_cost(self.eff.attention, self.arch, kv, self.tp)
         return other
 
     def peak_flops_per_s(self, math_fmt: str) -> float:
@@ -291,14 +303,15 @@ class StepModel:
         return cached_tokens(self.arch, ctx)
 
     def _linear_time(self, tokens: float, coefs: tuple, logits_tokens: float, decoder_only: bool = False,
-                     experts: bool | None = None) -> tuple[float, float, float, float, float, float]:
+                     by_basis: dict[str, float] | None = None, experts: bool | None = None) -> tuple[float, ...]:
         """(time, bytes, flops, dequant s, memory-bound s, compute-bound s) of all linears for
         ``tokens`` tokens (lm_head sees ``logits_tokens``: only the last token of a prompt); ``experts``
         True / False: only the routed-expert operators / only the others."""
         t = b = f = dq_total = mem_s = comp_s = 0.0
         inv_tile = 1.0 / self._dq_tile
         factors: dict[tuple[int, float], float] = {}
-        for o, (mem_t, comp_per_tok, dq, e, k), fit, ko in zip(self.linears, coefs, self._fits, self._kern, strict=True):
+        for i, (o, (mem_t, comp_per_tok, dq, e, k), fit, ko) in enumerate(zip(self.linears, coefs, self._fits, self._kern,
+                                                                              strict=True)):
             if (decoder_only and not o.decoder) or (experts is not None and bool(o.experts) != experts):
                 continue
             n_tok = logits_tokens if o.component == "lm_head" else tokens
@@ -330,6 +343,9 @@ class StepModel:
                     op_t = comp_t if compute else mem_t
                     dq_total += dq
             t += op_t
+            if by_basis is not None:
+                lab = self._labels[i]
+                by_basis[lab] = by_basis.get(lab, 0.0) + op_t
             if compute:
                 comp_s += op_t
             else:
@@ -347,7 +363,8 @@ class StepModel:
         all of them."""
         ct = self.cached_tokens(ctx or 0) if cached is None else cached
         tokens = batch * queries
-        return self._step(tokens, tokens, batch * ct, batch * ct * self.attn_flops_decode * queries, tokens)
+        return self._step(tokens, tokens, batch * ct, batch * ct * self.attn_flops_decode * queries, tokens,
+                          decode=(batch, kv_len(self.geo, ct), queries))
 
     def draft_time(self, batch: float, ctx: int | None = None, *, cached: float | None = None) -> float:
         """Seconds of one drafting pass of an EAGLE / MTP-style head at ``batch`` sequences: one decoder
@@ -372,7 +389,8 @@ class StepModel:
             pairs += g.sliding_layers * per
         return self._step(tokens, tokens, batch * ct, batch * pairs * self.attn_flops_prefill, batch)
 
-    def _step(self, tokens: float, m: float, kv_token_layers: float, attn_flops: float, seqs: float) -> StepCost:
+    def _step(self, tokens: float, m: float, kv_token_layers: float, attn_flops: float, seqs: float,
+              decode: tuple[float, float, int] | None = None) -> StepCost:
         if self._constant:
             coefs = self._coef
             inv_bw = self._inv_bw
@@ -388,11 +406,12 @@ class StepModel:
         # attention
         kv_bytes = kv_token_layers * self.kv_per_cached_token
         a_mem, a_comp = kv_bytes * inv_bw, attn_flops * attn_inv_peak
-        attn_t = a_comp if a_comp > a_mem else a_mem
+        roof = a_comp if a_comp > a_mem else a_mem
+        attn_t = roof if self._attn is None else self._attn.step(roof, a_comp, decode)
         if a_comp > a_mem:
-            comp_s += a_comp
+            comp_s += attn_t
         else:
-            mem_s += a_mem
+            mem_s += attn_t
         # activations
         act_bytes = self.residual_bytes_per_token * tokens + self.logit_bytes_per_seq * seqs
         act_t = act_bytes * inv_bw
@@ -414,6 +433,28 @@ class StepModel:
             memory_bound_s=mem_s,
             compute_bound_s=comp_s,
         )
+
+    def parts(self, batch: float, ctx: int | None = None, *, prompt: int | None = None) -> dict[str, float]:
+        """Seconds of one decode step at ``batch`` sequences of ``ctx`` tokens (with ``prompt``: the prefill
+        of ``batch`` prompts of that length) by what priced them: each linear operator's basis (measured,
+        same-math, composed, proxy, calibrated, roofline; ``own:`` for the scheme's own layers), the attention
+        (``attention``: the published table; ``attention-roofline``: the roofline with its floor) and
+        ``other`` (embedding rows, activations, communication, overhead: the roofline)."""
+        out: dict[str, float] = {}
+        if prompt is not None:
+            tokens, logits = batch * prompt, batch
+            cost = self.prefill(batch, prompt)
+            attn = "attention-roofline" if self._attn is not None else "roofline"
+        else:
+            tokens = logits = batch
+            cost = self.decode(batch, ctx)
+            grid = self._attn is not None and self._attn.grid is not None
+            attn = "attention" if grid else "attention-roofline" if self._attn is not None else "roofline"
+        coefs = self._coef if self._constant else self._all_coefs(tokens)
+        lin = self._linear_time(tokens, coefs, logits, by_basis=out)[0]
+        out[attn] = out.get(attn, 0.0) + cost.attention_s
+        out["other"] = out.get("other", 0.0) + max(0.0, cost.time_s - lin - cost.attention_s)
+        return out
 
     def decode_time(self, batch: float, cached: float) -> float:
         """Step time only: ``cached`` = :meth:`cached_tokens` of the context."""
@@ -521,7 +562,22 @@ class StepModel:
         if best is None:
             return self.eff.memory_at(batch), self.eff.compute_at(self.path.math, batch)
         ko = best[1]
+        if ko.curve is None or ko.series is not None:  # a published table: the efficiencies its times imply
+            assert ko.series is not None
+            mem = ko.n * ko.k * ko.weight_bytes / self._bw
+            return (min(1.0, mem / ko.series.at(1.0)),
+                    min(1.0, 2.0 * batch * ko.n * ko.k / ko.peak / ko.series.at(batch)))
         return ko.curve.efficiencies(batch, ko.n, ko.k)
+
+    def experts_label(self) -> str | None:
+        """``"experts: fused-MoE vllm/triton-fp8-block-moe (measured)"``: the fused-MoE curve that prices the
+        routed experts (None: no routed experts, or the roofline prices them)."""
+        got = next((ko for o, ko in zip(self.linears, self._kern, strict=True) if o.experts and ko is not None
+                    and ko.curve is not None), None)
+        if got is None or got.curve is None:
+            return None
+        c = got.curve
+        return f"experts: fused-MoE {c.key} ({c.basis}{f', {c.proxy_of}' if c.proxy_of else ''})"
 
     def bytes_per_weight(self) -> float:
         """Stored bytes per decoder linear weight (scales and zero-points included)."""
@@ -536,14 +592,9 @@ def check_tensor_parallel(arch: ModelArch, gpu: GPU, gpus: int) -> None:
     if gpus == 1:
         return
     if arch.num_heads % gpus:
-        raise InputError(
-            f"--gpus {gpus}: the model's {arch.num_heads} attention heads do not split over {gpus} GPUs "
-            "(engines require num_attention_heads % tensor_parallel_size == 0)",
-            field="gpus",
-        )
+        raise InputError(f"--gpus {gpus}: the model's {arch.num_heads} attention heads do not split over {gpus} GPUs "
+                         "(engines require num_attention_heads % tensor_parallel_size == 0)", field="gpus")
     kvh = arch.num_kv_heads
     if not arch.is_mla and (kvh % gpus if gpus <= kvh else gpus % kvh):
-        raise InputError(
-            f"--gpus {gpus}: {kvh} KV heads neither split over nor replicate evenly onto {gpus} GPUs",
-            field="gpus",
-        )
+        raise InputError(f"--gpus {gpus}: {kvh} KV heads neither split over nor replicate evenly onto {gpus} GPUs",
+                         field="gpus")

@@ -50,6 +50,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("calibrate_import", "json"): "quantadvise.report:to_json",
     ("validate", "table"): "quantadvise.report.calibrate:validate_table",
     ("validate", "json"): "quantadvise.report:to_json",
+    ("census", "table"): "quantadvise.report.calibrate:census_table",
+    ("census", "json"): "quantadvise.report:to_json",
     ("validate_bench", "table"): "quantadvise.report.bench:bench_table",
     ("validate_bench", "json"): "quantadvise.report:to_json",
     ("validate_e2e", "table"): "quantadvise.report.bench:e2e_table",

@@ -8,6 +8,7 @@ import math
 import shlex
 from pathlib import Path
 
+from ..calibration.lookup_checks import CensusResult
 from ..calibration.run import CalibrationResult
 from ..calibration.validate import CALIB_MODELS as MODELS
 from ..calibration.validate import TableImportResult, ValidationResult, worst_error
@@ -109,6 +110,8 @@ def _para(lines: list[str], texts: list[str], width: int | None) -> None:
 
 def validate_table(r: ValidationResult, width: int | None = None) -> str:
     lines: list[str] = []
+    if r.lookup:
+        lines += [lookup_table(r, width), ""]
     if r.kernels:
         lines += [kernel_table(r, width), ""]
     if not r.calibrations:
@@ -183,6 +186,56 @@ def _kernel_verdict(r: ValidationResult) -> list[str]:
             f"{'within' if ok else 'NOT within'} {r.max_error:.0%} (--max-error)" + ("" if ok else " (exit 1)")
             + (f"; {limit}" if limit and not ok else ""), bars]
 
+
+
+def lookup_table(r: ValidationResult, width: int | None = None) -> str:
+    """Per published table read by lookup: its own rows, and its leave-one-shape-out held-out decode steps
+    (median / max against the bars of 5% / 20%), the worst one named; then the stand-ins where the true
+    kernel is measured, and the bands per basis."""
+    t = Table(["gpu", "table", "measured with", "rows med", "steps", "step med", "step p68", "step max", "bars",
+               "worst step"], align="lllrrrrrll", drop=("gpu", "measured with", "rows med", "steps", "step p68",
+                                                          "worst step"))
+    for c in r.lookup:
+        t.add(c.gpu, c.table, f"{c.engine} {c.engine_version}", f"{c.rows.median:.1%}", str(c.steps.n),
+              f"{c.steps.median:.1%}", f"{c.steps.p68:.1%}", f"{c.steps.max:.1%}", "yes" if c.within else "NO", c.worst)
+    lines = [*wrap("published tables read by lookup (data/kernel_tables/): each table at its own rows, and "
+                   "leave-one-shape-out — every shape of a decode step's shape set priced from its neighbours "
+                   "with its own cell left out, at every M; bars: step median <= 5%, max <= 20%", width,
+                   subsequent="  "), t.render(width)]
+    if r.substitutes:
+        lines += ["", *wrap("stand-ins where the true kernel is measured (held-out steps: median / p68 / max):", width)]
+        for x in r.substitutes:
+            lines += wrap(f"{x.gpu} {x.basis}: {x.what}: {x.steps.median:.1%} / {x.steps.p68:.1%} / {x.steps.max:.1%} "
+                          f"({x.steps.n} steps)", width, indent="  ", subsequent="    ")
+    for gid, bands in r.bands.items():
+        lines += wrap(f"{gid} bands (68th percentile of held-out step errors, the ± a prediction carries per part): "
+                      + ", ".join(f"{b} ±{v.p68:.0%}" for b, v in bands.items()), width, subsequent="  ")
+    return "\n".join(lines)
+
+
+def census_table(r: CensusResult, width: int | None = None) -> str:
+    """``validate --census``: the basis of each (GPU, engine, scheme) cell, then the shares and the bar."""
+    engines = {e.split()[0]: e for e in r.engines}
+    out: list[str] = []
+    for gid in r.gpus:
+        t = Table(["scheme", *(engines[e] for e in engines)], align="l" + "l" * len(engines))
+        for sid in r.schemes:
+            cells = []
+            for e in engines:
+                row = next((x for x in r.rows if x.gpu == gid and x.engine == e and x.scheme == sid), None)
+                cells.append("-" if row is None or row.basis == "n/a" else f"{row.basis} ({row.kernel})")
+            t.add(sid, *cells)
+        out += [gid, t.render(width), ""]
+    share = r.shares.get("all", {})
+    out += wrap("served cells by basis: " + ", ".join(f"{b} {v:.0%}" for b, v in sorted(share.items(),
+                                                                                        key=lambda kv: -kv[1])),
+                width, subsequent="  ")
+    verdict = "PASS" if r.passed else "FAIL"
+    out += wrap(f"{verdict}: {r.measured_or_same_math:.1%} of the served cells are priced by their kernel's own "
+                f"published table or a same-math table on the same GPU (bar {r.bar:.0%})"
+                + (f"; on the roofline although a table of their math exists: {', '.join(r.roofline_with_table)}"
+                   if r.roofline_with_table else ""), width, subsequent="  ")
+    return "\n".join(out)
 
 
 def import_table(r: TableImportResult, width: int | None = None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..advisor.result import Recommendation
+from ..advisor.result import Recommendation, Uncertainty
 from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
@@ -187,7 +187,7 @@ def _alternatives_table(r: Recommendation, why: bool) -> Table:
             a.scheme + (" *" if a.native else ""),
             a.status,
             held,
-            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}",
+            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}" + _pm(a.uncertainty),
             ms(a.itl_s),
             ms(a.ttft_s) if ttft else "-",
             usd(a.usd_per_mtok) if price else "-",
@@ -259,7 +259,7 @@ def full(r: Recommendation, width: int | None = None, tree: str | None = None) -
         vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
     lines += wrap(
         f"Predicted with a {perf.kv_dtype} cache, {'running' if _searched(r) else 'holding'} {_held(r)}: "
-        f"{perf.tokens_per_s:,.0f} output tokens/s"
+        f"{perf.tokens_per_s:,.0f}{_pm(perf.uncertainty)} output tokens/s"
         + (f" ({_prefill_words(r)}; {perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of "
            "GPU time in prefill)" if perf.prefill_share is not None else " (decode only: no prompt)")
         + f", {perf.step_time_s * 1e3:,.2f} ms per decode step"
@@ -273,6 +273,8 @@ def full(r: Recommendation, width: int | None = None, tree: str | None = None) -
     lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
                         "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + "):", width)]
     lines.append(_alternatives(r, width))
+    if perf.tie is not None:
+        lines += wrap(_tie_line(r), width, subsequent="  ")
     if any(a.native for a in r.alternatives):
         lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
@@ -308,7 +310,8 @@ def table(r: Recommendation, width: int | None = None) -> str:
     latency = f"ITL {ms(perf.itl_s)} ms" + (f", TTFT {ms(perf.ttft_s)} ms" if perf.ttft_s is not None else "")
     cost = f"; ${usd(perf.usd_per_mtok)} per million output tokens" if perf.usd_per_mtok is not None else ""
     lines += wrap(
-        f"Predicted: {perf.tokens_per_s:,.0f} output tokens/s {'running' if _searched(r) else 'holding'} {_held(r)} "
+        f"Predicted: {perf.tokens_per_s:,.0f}{_pm(perf.uncertainty)} output tokens/s "
+        f"{'running' if _searched(r) else 'holding'} {_held(r)} "
         f"with a {perf.kv_dtype} cache"
         + (" (prefill included)" if perf.prefill_share is not None else " (decode only: no prompt)")
         + f"{vs}; {latency}{cost} — {_basis(r)}", width, subsequent="  ")
@@ -331,6 +334,8 @@ def table(r: Recommendation, width: int | None = None) -> str:
     ranked = r.model_copy(update={"alternatives": [a for a in r.alternatives if a.tokens_per_s is not None]})
     lines += ["", *wrap("Alternatives (each at the concurrency it runs, with its KV cache):", width),
               _alternatives_table(ranked, why=False).render(width)]
+    if perf.tie is not None:
+        lines += wrap(_tie_line(r), width, subsequent="  ")
     if any(a.native for a in ranked.alternatives):
         lines.append("* the checkpoint as shipped")
     left: dict[str, list[str]] = {}
@@ -355,7 +360,12 @@ def _rest(r: Recommendation) -> str:
     return ", ".join(parts[:-1]) + f", {parts[-1]} and assumptions"
 
 
-_BASIS = {
+_BASIS = {  # perf.speed_model (advisor.speed.curve_basis) in a few words
+    "measured": "its kernel's published measured table",
+    "same-math": "another library's measured table of the same math",
+    "composed": "measured tables composed",
+    "proxy": "a similar kernel's measured curve",
+    "roofline": "a roofline with default efficiencies",
     "measured-kernels": "kernel cost curves",
     "calibrated": "your calibrated profile",
     "calibrated-ceilings": "a roofline with your profile's measured ceilings",
@@ -372,6 +382,17 @@ def _basis(r: Recommendation) -> str:
     if r.workload.profile is not None and loop is not None and loop.terms:  # --profile: say whose terms priced it
         basis += f"; serving-loop terms {loop.terms.split(' (')[0]}"
     return f"a model ({basis}), not a measurement"
+
+
+def _pm(u: Uncertainty | None) -> str:
+    """`` ±9%``: the relative half-width of a figure's validated uncertainty (perf.uncertainty)."""
+    return "" if u is None else f" ±{u.relative:.0%}"
+
+
+def _tie_line(r: Recommendation) -> str:
+    tie = r.performance.tie
+    assert tie is not None
+    return f"Tie within the model's uncertainty: {', '.join(tie.schemes)} (--explain: benchmarks that settle it)"
 
 
 def write_plot(r: Recommendation, path: Path) -> Path:
@@ -425,6 +446,12 @@ def tree(r: Recommendation, color: bool = False, width: int | None = None) -> st
                 if a.status == "vetoed":
                     branch.add(f"[red]✗ {a.scheme}: {_escape(a.reason)}[/]")
         node = branch
+    tie = r.performance.tie
+    if tie is not None:
+        branch = node.add(f"[bold yellow]tie within the model's uncertainty[/]: {', '.join(tie.schemes)}; "
+                          f"{tie.schemes[0]} first: {_escape(tie.evidence)}; settle it on your GPU:")
+        for scheme, cmd in tie.commands.items():
+            branch.add(f"{scheme}: {_escape(cmd)}")
     node.add(f"[bold green]→ {r.scheme.id}[/] + KV {r.kv.dtype}")
     buf = StringIO()
     Console(file=buf, width=width or EXPLAIN_UNLIMITED, force_terminal=color,

@@ -54,7 +54,7 @@ def _profile_line(r: RooflineResult) -> str:
                 f"bandwidth, GEMM {comp_s} of peak)")
     kern = [s for s in r.schemes if s.curve]
     if kern:
-        return (f"profile: {p.id} (linear layers: the measured curve of the kernel each scheme runs, listed below; "
+        return (f"profile: {p.id} (linear layers: the published table, else the measured curve, of the kernel each scheme runs, listed below; "
                 f"other operators: memory {mem_s} of peak bandwidth; --ideal for the spec sheet)")
     return (f"profile: {p.id} (memory {mem_s} of peak bandwidth; compute {comp_s} of peak; {deq}; "
             "--ideal for the spec sheet)")

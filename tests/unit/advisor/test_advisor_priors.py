@@ -148,12 +148,15 @@ def test_long_context_ranges_are_the_papers_figures():
 
 def test_retrieval_past_64k_vetoes_4bit_weights_and_changes_the_answer():
     # Llama-3.1-8B, one sequence of 100,000 tokens: prompt 100,000 - 256 = 99,744 >= 65,536, so the
-    # long-context rules apply to --task retrieval. At batch 1 decode is memory-bound and the fewest
-    # weight bytes win: without the task a 4-bit-weight scheme is recommended. With it, the 4-bit range's
-    # low end (2.6 points, the best 4-bit method's average) is >= the default 1-point tolerance: every
-    # 4-bit-weight candidate is vetoed, and an 8-bit (or 16-bit) scheme is recommended instead.
+    # long-context rules apply to --task retrieval. Without the task the 4-bit-weight candidates are ranked
+    # (at batch 1 and 100k tokens the step is mostly KV reads: they tie with the 8-bit ones within the model's
+    # uncertainty, issue 25). With it, the 4-bit range's low end (2.6 points, the best 4-bit method's average)
+    # is >= the default 1-point tolerance: every 4-bit-weight candidate is vetoed, and an 8-bit (or 16-bit)
+    # scheme is recommended.
     kw = dict(model="meta-llama/Llama-3.1-8B", ctx=100_000, batch=1)
-    assert api.recommend(**kw).scheme.axes.weights.bits == 4
+    plain = api.recommend(**kw)
+    assert any(catalog.get_scheme(a.scheme).weight is not None and catalog.get_scheme(a.scheme).weight.bits == 4
+               and a.status in ("recommended", "runner-up", "ranked-after", "slower") for a in plain.alternatives)
     r = api.recommend(**kw, task="retrieval")
     assert r.scheme.axes.weights is None or r.scheme.axes.weights.bits >= 8
     acc = next(t for t in r.trace if t.node == "accuracy").numbers

@@ -1,5 +1,6 @@
 """Issue 11, group 2: rank by what each candidate delivers at the concurrency it holds; ties broken
-by evidence, never by list order."""
+by evidence, never by list order. Issue 25: a tie is a gap inside the model's uncertainty (the tokens/s
+intervals of the two candidates overlap), not a fixed 0.5%."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def test_70b_on_one_h100_at_64x8k_ranks_what_holds_the_batch():
     assert fit["budget_bytes"] == 76_531_661_537
     assert fp8.concurrency == math.floor((fit["budget_bytes"] - fp8.weights_bytes) / per_seq) == 2
     winner = alt(r, r.scheme.id)
-    assert winner.concurrency == math.floor((fit["budget_bytes"] - winner.weights_bytes) / per_seq) == 28
+    # a 4-bit winner holds what its own weights leave: w4a16's 39,500,407,552 B leave 28 (above); nvfp4's
+    # 42,709,045,632 B leave 33,822,615,905 B -> floor(25.6) = 25 — the two tie within the model's uncertainty
+    # and the published accuracy drop orders them (issue 25)
+    assert winner.concurrency == math.floor((fit["budget_bytes"] - winner.weights_bytes) / per_seq) >= 25
     assert r.scheme.axes.weights.bits == 4 and r.kv.dtype == "kv-fp8"
     assert winner.tokens_per_s > fp8.tokens_per_s
     assert "fp8-dynamic" in fp8.reason or "fewer output tokens/s" in fp8.reason
@@ -74,9 +78,10 @@ def test_rank_is_a_pure_function_of_the_numbers():
         shuffled = opts[:]
         rng.shuffle(shuffled)
         assert [o.id for o in rank(shuffled)] == expected
-    # the tie (all within 0.5% of 100.4) is ordered by evidence: native, sequences held, accuracy
-    # prior (worst case, then best), maturity, weight bytes; the 20% slower one is last
-    assert expected == ["fp8-block", "fp8-dynamic", "w8a8-int8", "w4a16", "awq", "w8a16", "nvfp4"]
+    # the tie (all within 0.5% of 100.4: spec-sheet options carry no band) is ordered by evidence: native,
+    # accuracy prior (worst case, then best), basis, maturity, sequences held, then the central estimate
+    # (awq's 100.2 before w4a16's 100.0); the 20% slower one is last
+    assert expected == ["fp8-block", "w8a16", "fp8-dynamic", "w8a8-int8", "awq", "w4a16", "nvfp4"]
 
 
 def test_evidence_order():
@@ -85,12 +90,19 @@ def test_evidence_order():
     safer = _opt("fp8-dynamic", 100.0, drop=(0.0, 0.5))
     riskier = _opt("w8a8-int8", 100.0, drop=(0.0, 3.0))
     slow_engine = _opt("w8a16", 100.0, drop=(0.0, 0.5), optimized=False)
-    assert sorted([slow_engine, riskier, safer, more, nat], key=evidence_key) == [nat, more, safer, slow_engine, riskier]
+    # issue 25: the sequences held are already in the tokens/s each is priced at; they order a tie only after
+    # the accuracy prior, the basis and the engine's maturity
+    assert sorted([slow_engine, riskier, safer, more, nat], key=evidence_key) == [nat, safer, slow_engine, riskier, more]
+
+
+def _overlap(a, b):
+    ia, ib = a.uncertainty.tokens_per_s, b.uncertainty.tokens_per_s
+    return ia.low <= ib.high and ib.low <= ia.high
 
 
 def test_ties_are_labelled_only_within_the_tie():
-    # Issue 11 group 6: "a candidate 37% faster is labelled 'ties'". Every "ties with" label is within
-    # defaults.TIE of the winner's delivered tokens/s; every other label names the ratio.
+    # Issue 11 group 6: "a candidate 37% faster is labelled 'ties'". Every tie label is a gap inside the
+    # model's uncertainty (issue 25: the printed tokens/s intervals overlap); every other label names the ratio.
     for kw in (dict(batch=64, ctx=2048), dict(batch=512, ctx=2048, gpu="a100-80gb"),
                dict(model="deepseek-ai/DeepSeek-V3", gpu="h200", gpus=8, batch=64, ctx=32768),
                dict(model="openai/gpt-oss-120b", gpu="h100", batch=16, ctx=4096)):
@@ -99,10 +111,10 @@ def test_ties_are_labelled_only_within_the_tie():
         for a in r.alternatives:
             if a.status not in RANKED[1:]:
                 continue
-            if a.reason.startswith("ties with"):
-                assert abs(a.tokens_per_s / top - 1) <= defaults.TIE + 1e-12, (kw, a.scheme, a.reason)
+            if a.reason.startswith("tie within the model's uncertainty"):
+                assert _overlap(a, alt(r, r.scheme.id)), (kw, a.scheme, a.reason)
                 assert "comes first" in a.reason and "candidate order" not in a.reason
-            elif a.tokens_per_s > top * (1 + defaults.TIE):
+            elif a.tokens_per_s > top * (1 + defaults.TIE) and not _overlap(a, alt(r, r.scheme.id)):
                 assert "ranks after" in a.reason  # faster but behind the shipped checkpoint: says so
 
 
@@ -111,13 +123,14 @@ def test_the_winner_delivers_the_most_of_the_deployable(kw):
     r = api.recommend(**kw)
     ranked = [a for a in r.alternatives if a.status in RANKED]
     assert ranked[0].scheme == r.scheme.id
-    assert all(a.tokens_per_s <= ranked[0].tokens_per_s * (1 + defaults.TIE) for a in ranked)
+    # none delivers more beyond the model's uncertainty (issue 25: a faster one inside it ties)
+    assert all(a.tokens_per_s <= ranked[0].tokens_per_s * (1 + defaults.TIE) or _overlap(a, ranked[0])
+               for a in ranked)
 
 
 @pytest.mark.parametrize("kw, out_of_order", [
-    # Llama-3.1-70B on one H100 under an 80 ms ITL budget: w4a16 / awq deliver ~0.4% more than nvfp4
-    # at concurrency 63, inside the 0.5% tie band, where evidence (the published accuracy drop) puts
-    # nvfp4 first
+    # Llama-3.1-70B on one H100 under an 80 ms ITL budget: w4a8-fp8 delivers more than the 4-bit weight-only
+    # candidates inside the model's uncertainty (a composed kernel), where evidence puts them first
     (dict(model="meta-llama/Llama-3.1-70B", gpu="h100", prompt=1000, output=200, itl_ms=80), True),
     (dict(batch=64, ctx=2048), None),
     (dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192), None),
@@ -130,9 +143,9 @@ def test_a_candidate_ranked_after_a_slower_one_says_why(kw, out_of_order):
     for i, a in enumerate(ranked[1:], start=1):
         before = [b for b in ranked[1:i] if b.tokens_per_s < a.tokens_per_s]
         if before:
-            # it out-delivers a candidate ranked before it: only a tie (<= 0.5%) broken by evidence may
-            # do that, and the reason says which candidate and why
-            assert a.tokens_per_s <= before[0].tokens_per_s * 1.005 + 1e-9
+            # it out-delivers a candidate ranked before it: only a tie (inside the model's uncertainty: the
+            # intervals overlap) broken by evidence may do that, and the reason says which candidate and why
+            assert a.tokens_per_s <= before[0].tokens_per_s * 1.005 + 1e-9 or _overlap(a, before[0])
             assert f"than {before[0].scheme}" in a.reason or f"as fast as {before[0].scheme}" in a.reason
             assert "comes first" in a.reason
             hits += 1
@@ -198,17 +211,21 @@ def test_labels_follow_the_numbers(kw):
 
 
 def _faster_rows_say_why(r):
-    """Every ranked row placed after one it out-delivers beyond the tie says why (the shipped checkpoint's
-    precedence or margin); a row as fast as the winner is never "slower"."""
+    """Every ranked row placed after one it out-delivers beyond the model's uncertainty says why (the shipped
+    checkpoint's precedence or margin); a row whose interval overlaps the winner's is never "slower"
+    (issue 25); a row placed after one it out-delivers inside the uncertainty names the tie and the evidence."""
     tie = defaults.TIE
     ranked = [a for a in r.alternatives if a.status in RANKED]
-    top = ranked[0].tokens_per_s
+    top = ranked[0]
     for i, a in enumerate(ranked[1:], start=1):
         if a.status == "slower":
-            assert a.tokens_per_s * (1 + tie) < top, (a.scheme, a.reason)
+            assert a.tokens_per_s * (1 + tie) < top.tokens_per_s, (a.scheme, a.reason)
+            assert a.uncertainty is None or not _overlap(a, top), (a.scheme, a.reason)
         elif i > 1:
-            assert a.status == "ranked-after" and a.tokens_per_s * (1 + tie) >= top, (a.scheme, a.status)
+            assert a.status == "ranked-after", (a.scheme, a.status)
         passed = [b for b in ranked[:i] if a.tokens_per_s > b.tokens_per_s * (1 + tie)]
-        if passed:
+        if passed and (a.uncertainty is None or not all(_overlap(a, b) for b in passed)):
             native = next(b.scheme for b in ranked if b.native)
             assert f"ranks after {native}" in a.reason, (a.scheme, a.reason)
+        elif passed:
+            assert "comes first" in a.reason or "ranks after" in a.reason, (a.scheme, a.reason)

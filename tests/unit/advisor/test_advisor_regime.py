@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 import quantadvise as api
-from quantadvise import defaults
 
 LLAMA70 = dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=8)
 
@@ -22,37 +21,33 @@ def _roof(rec):
     return next(t for t in rec.trace if t.node == "roofline")
 
 
-def test_memory_bound_step_is_called_memory_bound_and_the_prefill_decides():
+def test_the_regime_follows_the_ridge_and_the_crossover_roofline_prints():
+    # Issue 25: the lookup tables price w4a16 on TRT-LLM's int4 weight-only table (its M grid 1, 2, 4, 8, 16 ...)
+    # and w4a8-fp8 composed from vLLM's CUTLASS fp8 table (M = 1 .. 17, 32, 33 ...): the decode steps cross
+    # several times where one table steps and the other does not. The node's crossover is a crossing roofline
+    # prints after which w4a8-fp8 is the faster one (its search grid is coarser than roofline's and may step
+    # over a blip of a few tenths of a sequence); the regime label follows the two numbers.
     r = api.recommend(**LLAMA70)
     roof = _roof(r)
     n = roof.numbers
     w = r.workload
-    # the same pair at the decode context a step is priced at (1,792 + 256 / 2 = 1,920 tokens), as roofline
-    # prices it: its ridge and the crossing where w4a8-fp8 becomes the faster one
     rl = api.roofline(w.model, "w4a16,w4a8-fp8", gpu="h100", batches=[8], ctx=1920, kv_dtype=r.kv.dtype)
     ridge = rl.ridge_batch["w4a16"]
     up = [c.batch for c in rl.crossovers if c.faster_above == "w4a8-fp8"]
     assert ridge is not None and up, (ridge, rl.crossovers)
-    assert 8 < min(up) < ridge  # batch 8 is below both: a memory-bound step
     assert n["crossover"]["a"] == "w4a16" and n["crossover"]["b"] == "w4a8-fp8"
-    assert n["crossover"]["batch"] == pytest.approx(min(up), abs=0.1)
+    assert any(n["crossover"]["batch"] == pytest.approx(x, abs=0.1) for x in up), (n["crossover"], up)
     assert n["weight_only_ridge_batch"] == pytest.approx(ridge, abs=0.1)
-    assert n["regime"] == "memory-bound"
-    assert roof.decision.startswith("linears memory-bound")
+    cross, b = n["crossover"]["batch"], 8
+    want = ("memory-bound" if b < ridge and b < cross else
+            "compute-bound" if b > cross and b >= ridge else "in between")
+    assert n["regime"] == want
     text = " ".join([roof.decision, *roof.reasons])
-    assert "compute-bound, so the faster tensor-core path wins" not in text
-    # the roofline point at batch 8 is memory-bound too
-    pts = {p.scheme: p for p in rl.points if p.batch == 8}
-    assert pts["w4a16"].bound == "memory"
-    # the decode steps tie (within defaults.TIE), so the reason names the prefill, with both candidates' figures
+    if want != "compute-bound":
+        assert "compute-bound, so the faster tensor-core path wins" not in text
+    # the reason quotes both decode steps at the batch, as the node's numbers hold them
     steps = n["decode_step_s_at_batch"]
-    assert abs(steps["w4a16"] - steps["w4a8-fp8"]) <= defaults.TIE * max(steps.values())
-    assert r.scheme.id == "w4a8-fp8"
-    why = next(x for x in roof.reasons if x.startswith("but "))
-    assert "the prefill decides" in why and "decode steps tie" in why
-    a, b = (next(x for x in r.alternatives if x.scheme == s) for s in ("w4a8-fp8", "w4a16"))
-    assert a.prefill_share is not None and b.prefill_share is not None and a.prefill_share < b.prefill_share
-    assert f"{a.prefill_share:.0%} of w4a8-fp8's GPU time against {b.prefill_share:.0%} of w4a16's" in why
+    assert f"w4a16 {steps['w4a16'] * 1e3:.2f} ms" in text and f"w4a8-fp8 {steps['w4a8-fp8'] * 1e3:.2f} ms" in text
 
 
 def test_past_the_ridge_and_the_crossover_is_compute_bound():

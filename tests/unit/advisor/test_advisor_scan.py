@@ -25,6 +25,10 @@ import pytest
 from quantadvise import catalog, defaults
 from quantadvise.api.recommend import _parse, _resolve, _walk
 
+# the first M of a new tile configuration that NVIDIA's GEMM tables time as a row of its own (aiconfigurator-core
+# 0.12.0 gemm_perf M grid: 17, 33, 49, ... 113, 129, 161, 193, 225, 257, 513, ...)
+TILE_STARTS = {17, 33, 49, 65, 81, 97, 113, 129, 161, 193, 225, 257, 513}
+
 WORKLOADS = {
     "llama3-8b l40s ctx8192": dict(gpu="l40s", ctx=8192),
     "llama3-8b l4 ctx8192": dict(gpu="l4", ctx=8192),
@@ -50,6 +54,9 @@ def _boundary(prev, cur, b):
     old = next(a for a in cur.alternatives if a.scheme == prev.scheme.id)
     if old.max_concurrency is not None and old.max_concurrency < b:
         return "capacity"  # the previous winner stopped holding the batch
+    tie = cur.performance.tie
+    if tie is not None and prev.scheme.id in tie.schemes:
+        return "tie"  # issue 25: the two tie within the model's uncertainty, evidence (a published checkpoint) decides
     return "crossover"
 
 
@@ -74,18 +81,25 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
             # two schemes trade places once at a crossover; a scheme that was left comes back only when
             # the one that displaced it stops holding the batch (capacity), never at a crossover
             assert kind != "crossover" or pair not in seen, (name, b, pair, seen)
-            assert cur.scheme.id not in left or kind == "capacity", (name, b, cur.scheme.id, kind)
+            assert cur.scheme.id not in left or kind in ("capacity", "tie"), (name, b, cur.scheme.id, kind)
             seen[pair] = kind
             left.add(prev.scheme.id)
     changes = sum(1 for i in range(1, 512) if (recs[i].scheme.id, recs[i].kv.dtype) != (recs[i - 1].scheme.id,
-                                                                                         recs[i - 1].kv.dtype))
-    assert changes <= 4, (name, changes)  # mode, KV, crossover, capacity: once each
+                                                                                         recs[i - 1].kv.dtype)
+                  and _boundary(recs[i - 1], recs[i], i + 1) != "tie")
+    # mode, KV, crossover, capacity: once each; besides, where a candidate with better evidence (a published
+    # checkpoint) enters the tie with the winner, the winner changes without a speed reason (docs/recommend.md)
+    assert changes <= 4, (name, changes)
 
-    # The recommended tokens/s never falls below the best seen at a smaller batch by more than a tie
-    # (0.5%, the model's resolution, within which evidence may pick a slightly slower candidate): checked
-    # against the running maximum, so a run of small drops cannot add up. Within a serving mode
-    # tokens/s is one quantity; sync -> continuous changes what it includes (prefill), so the running
-    # maximum restarts there and decode tokens/s, common to both, is compared across the switch.
+    # The recommended tokens/s never falls below the best seen at a smaller batch beyond the model's
+    # resolution there (issue 25: within its validated uncertainty evidence may pick a slower candidate, and a
+    # measured table's tile steps — M = 16 -> 17, 32 -> 33 ... — make one more sequence cost a new tile):
+    # the recommendation's interval (performance.uncertainty) always reaches the running maximum, so a run
+    # of small drops cannot add up. Within a serving mode tokens/s is one quantity; sync -> continuous
+    # changes what it includes (prefill), so the running maximum restarts there and decode tokens/s,
+    # common to both, is compared across the switch.
+    # At the first row of a new tile (the published tables time M = 17, 33, ..., 129, 161, ..., 257 for that
+    # reason) a larger drop is the kernel's own step: the running maximum restarts there.
     # A batch that moves into the engine's next CUDA-graph size runs padded rows (docs/calibration.md §8):
     # there the running maximum restarts, after the drop the padding allows (see below).
     facts = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=base.gpus).facts
@@ -100,7 +114,10 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
         keep = b * facts.padded(b - 1) / ((b - 1) * facts.padded(b)) if pad else 1.0
         if r0.workload.serving_mode == r1.workload.serving_mode:
             best = max(best, p0.tokens_per_s)
-            assert p1.tokens_per_s >= best * keep * (1 - tie), (name, b, best, p1.tokens_per_s)
+            high = p1.uncertainty.tokens_per_s.high if p1.uncertainty is not None else p1.tokens_per_s
+            if max(high, p1.tokens_per_s * (1 + tie)) < best * keep:
+                assert b in TILE_STARTS, (name, b, best, p1.tokens_per_s)
+                best = p1.tokens_per_s
             if pad:
                 best = 0.0
         else:
@@ -108,9 +125,10 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
             best = 0.0
 
     # Every priced candidate's delivered tokens/s is non-decreasing in the batch while it holds the
-    # whole batch with the same KV cache and serving mode: one more sequence shares the same weight
-    # reads, adds its own KV reads and never raises the compute per row (docs/roofline.md §6b), so
-    # its decode step grows by less than a sequence's share. No tolerance beyond float rounding — except
+    # whole batch with the same KV cache and serving mode — one more sequence shares the same weight
+    # reads and adds its own KV reads — except where a measured table steps (issue 25: the lookup keeps the
+    # kernels' tile buckets, so the first row of a new tile costs a tile), and then by less than the
+    # candidate's own resolution (its interval reaches the tokens/s of one sequence fewer), or
     # where one more sequence moves the decode batch into the engine's next CUDA-graph size (the linears
     # then run the padded rows, docs/calibration.md §8): there the step grows at most as the padded rows,
     # so tokens/s keeps at least b x P(b-1) / ((b-1) x P(b)) of its value (P the padded batch).
@@ -125,5 +143,6 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
         for a1 in r1.alternatives:
             a = a0.get(a1.scheme)
             if a is not None and a1.tokens_per_s is not None and a1.concurrency == b:
-                assert a1.tokens_per_s >= a.tokens_per_s * keep, (name, b, a1.scheme, a.tokens_per_s,
-                                                                  a1.tokens_per_s)
+                high = a1.uncertainty.tokens_per_s.high if a1.uncertainty is not None else a1.tokens_per_s
+                assert high >= a.tokens_per_s * keep or b in TILE_STARTS, (name, b, a1.scheme, a.tokens_per_s,
+                                                                           a1.tokens_per_s)

@@ -1,0 +1,408 @@
+"""Exporting NVIDIA's published per-kernel tables as the lookup tables quantadvise ships
+(``data/kernel_tables/<gpu>.yaml`` and ``data/kernel_tables/<gpu>/*.csv.gz``).
+
+The tables come from ``aiconfigurator-core`` 0.12.0 (Apache-2.0; ``systems/data/<system>/<op>/<engine>/
+<version>/*.parquet``) and, for the TensorRT-LLM weight-only / SmoothQuant GEMMs that later releases
+dropped, from older ``aiconfigurator`` wheels read straight from the ``.whl`` (``systems/data/<system>/
+<engine>/<version>/gemm_perf.{txt,parquet}``). Every row is kept as published (milliseconds -> microseconds,
+four significant digits); only shapes with N or K under :data:`MIN_SIDE` and sliding-window / beam
+attention rows are left out.
+
+What each table prices, and how, is :data:`GEMM_SPECS` (the kernel's own table), :data:`SAME_MATH`
+(a same-math table for a kernel with none) and :data:`COMPOSED` (composition from the engine's math
+table); what a measured call contains is read from ai-dynamo/aiconfigurator's collectors
+(``collector/vllm/collect_gemm.py``, ``collector/sglang/collect_gemm.py``,
+``collector/trtllm/collect_gemm.py`` and ``collect_gemm_trt.py``, ``collect_computescale.py``).
+
+The I/O layer: pandas / pyarrow (the ``aiconfigurator`` extra), imported only by
+``tools/import_aiconfigurator.py``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any, NamedTuple
+
+PACKAGE = "aiconfigurator-core"
+OLD_PACKAGE = "aiconfigurator"
+LICENSE = "Apache-2.0"
+MIN_SIDE = 128  # shapes with N or K below this are not shipped (no engine runs a dense GEMM that small)
+# aiconfigurator system folder -> quantadvise GPU id (the five GPUs the lookup tables cover)
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb", "l40s": "l40s", "b200_sxm": "b200"}
+
+COLLECT = {
+    "vllm": "collector/vllm/collect_gemm.py: vLLM RowParallelLinear.forward in a CUDA graph",
+    "sglang": "collector/sglang/collect_gemm.py: SGLang's GEMM ops in a CUDA graph",
+    "trtllm-torch": "collector/trtllm/collect_gemm.py: TRT-LLM PyTorch-flow Linear in a CUDA graph",
+    "trtllm-trt": ("collector/trtllm/collect_gemm_trt.py: a TensorRT engine with TRT-LLM plugins, fp16 activations, "
+                   "per-channel weights (no groups); latency = the layer's time from a TRT IProfiler"),
+}
+
+
+class Spec(NamedTuple):
+    """One shipped GEMM table: its id, the engine folder / release / kernel_source / gemm_dtype to read,
+    the package (``core`` or an old ``aiconfigurator`` wheel version), the kernel id, the math, bytes per
+    weight in the timed call, the quantization inside each call, and a note."""
+
+    id: str
+    engine: str
+    version: str
+    kernel_source: str  # exact, or a prefix ending in '*'
+    dtype: str
+    package: str
+    kernel: str
+    math: str
+    weight_bytes: float
+    includes_quant: str | None
+    collector: str
+    note: str = ""
+
+
+def _core(engine: str, version: str, ks: str, dtype: str, kid: str, math: str, wb: float, q: str | None,
+          note: str = "") -> Spec:
+    coll = "trtllm-torch" if engine == "trtllm" else engine
+    return Spec(f"{engine}/{kid}" if engine != "trtllm" else f"trtllm/{kid}", engine, version, ks, dtype, "core", kid,
+                math, wb, q, coll, note)
+
+
+def _trt(pkg: str, version: str, dtype: str, kid: str, math: str, wb: float, note: str) -> Spec:
+    return Spec(f"trtllm/{kid}", "trtllm", version, "trt_flow*", dtype, pkg, kid, math, wb, None, "trtllm-trt", note)
+
+
+FP8_BLOCK = 1.0 + 4.0 / (128 * 128)
+NVFP4 = 0.5 + 1.0 / 16
+_SQ = ("TRT-LLM SmoothQuant int8 GEMM (CUTLASS): per-channel int8 weights, per-tensor static int8 activations; "
+       "the activation quantization is a separate layer, not in the time")
+_I4 = "TRT-LLM weight-only int4 GEMM (fpA_intB CUTLASS / batched GEMV at small M), per-channel scales, fp16 activations"
+_I8 = "TRT-LLM weight-only int8 GEMM (fpA_intB CUTLASS / batched GEMV at small M), per-channel scales, fp16 activations"
+_LT = ("TRT-LLM FP8 Linear: dynamic per-tensor activation quantization + cublas_scaled_mm (cuBLASLt, the library "
+       "behind torch._scaled_mm); the quantization is in the time")
+
+
+def _hopper(trt_pkg: str) -> list[Spec]:
+    return [
+        _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("vllm", "0.24.0", "CutlassFP8ScaledMMLinearKernel", "fp8", "cutlass-fp8", "fp8", 1.0, "static-quant",
+              "static per-tensor activation scale, quantized eagerly inside each call"),
+        _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
+              "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+        _core("sglang", "0.5.14", "sglang_deepgemm_gemm_nt_f8f8bf16", "fp8_block", "deepgemm-fp8-block", "fp8",
+              FP8_BLOCK, "per-token-quant", "per-token-group quantization + DeepGEMM gemm_nt_f8f8bf16"),
+        _core("trtllm", "1.3.0rc20", "torch_flow", "fp8", "fp8-cublaslt", "fp8", 1.0, "per-tensor-quant", _LT),
+        _trt(trt_pkg, "1.2.0rc5", "sq", "int8-sq", "int8", 1.0, _SQ),
+        _trt(trt_pkg, "1.2.0rc5", "int4_wo", "int4-wo", "bf16", 0.5, _I4),
+        _trt(trt_pkg, "1.2.0rc5", "int8_wo", "int8-wo", "bf16", 1.0, _I8),
+    ]
+
+
+GEMM_SPECS: dict[str, list[Spec]] = {
+    "h100_sxm": _hopper("0.7.0"),
+    "h200_sxm": _hopper("0.10.0"),
+    "a100_sxm": [
+        _core("vllm", "0.14.0", "vllm_default", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("sglang", "0.5.10", "sglang", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _trt("core", "1.0.0", "sq", "int8-sq", "int8", 1.0, _SQ),
+        _trt("core", "1.0.0", "int4_wo", "int4-wo", "bf16", 0.5, _I4),
+        _trt("core", "1.0.0", "int8_wo", "int8-wo", "bf16", 1.0, _I8),
+    ],
+    "l40s": [
+        _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("vllm", "0.24.0", "CutlassFP8ScaledMMLinearKernel", "fp8", "cutlass-fp8", "fp8", 1.0, "static-quant",
+              "static per-tensor activation scale, quantized eagerly inside each call"),
+        _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
+              "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+        # TRT-LLM 1.3.0rc20's L40S fp8 rows below M = 16 are implausible (INDEX.csv of the research); 1.0.0's are not
+        Spec("trtllm/fp8-cublaslt", "trtllm", "1.0.0", "torch_flow", "fp8", "0.10.0", "fp8-cublaslt", "fp8", 1.0,
+             "per-tensor-quant", "trtllm-torch", _LT + "; on sm89 TRT-LLM runs M <= 8 on a CUDA-core cuda_scaled_mm"),
+        _trt("0.10.0", "1.0.0", "sq", "int8-sq", "int8", 1.0, _SQ),
+        _trt("0.10.0", "1.0.0", "int4_wo", "int4-wo", "bf16", 0.5, _I4),
+        _trt("0.10.0", "1.0.0", "int8_wo", "int8-wo", "bf16", 1.0, _I8),
+    ],
+    "b200_sxm": [
+        _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
+        _core("vllm", "0.24.0", "CutlassFP8ScaledMMLinearKernel", "fp8", "cutlass-fp8", "fp8", 1.0, "static-quant",
+              "static per-tensor activation scale, quantized eagerly inside each call"),
+        _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
+              "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+        _core("sglang", "0.5.14", "sglang_deepgemm_gemm_nt_f8f8bf16", "fp8_block", "deepgemm-fp8-block", "fp8",
+              FP8_BLOCK, "per-token-quant", "per-token-group quantization + DeepGEMM gemm_nt_f8f8bf16"),
+        _core("vllm", "0.24.0", "FlashInferCuteDslNvFp4LinearKernel", "nvfp4", "flashinfer-cutedsl-nvfp4", "fp4",
+              NVFP4, "fp4-quant", "the activation fp4 quantization is inside each call"),
+        _core("sglang", "0.5.14", "sglang_flashinfer_cutedsl_nvfp4", "nvfp4", "flashinfer-cutedsl-nvfp4", "fp4",
+              NVFP4, "fp4-quant", "the activation fp4 quantization is inside each call"),
+        _core("trtllm", "1.3.0rc20", "torch_flow", "fp8", "fp8-cublaslt", "fp8", 1.0, "per-tensor-quant", _LT),
+    ],
+}
+# activation-quantization tables (summed where two): id -> (engine folder, tables, what)
+QUANT_SPECS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "vllm/static-quant": ("vllm", ("scale_matrix",), "static per-tensor fp8 quantization (static_scaled_fp8_quant)"),
+    "vllm/per-token-quant": ("vllm", ("scale_matrix", "computescale"),
+                             "dynamic per-token fp8 quantization: the static pass + the measured scale computation"),
+    "trtllm/per-tensor-quant": ("trtllm", ("scale_matrix", "computescale"),
+                                "TRT-LLM dynamic per-tensor fp8 quantization: scale computation + scaling (torch ops)"),
+}
+# kernels with no table of their own, priced by a same-math table on the same GPU: (kernel, weight bits or
+# None for any, table id, why). A kernel listed for a GPU without that table is not priced this way there.
+_I4WHY = ("int4 weights with 16-bit activations on the same GPU: TRT-LLM's measured weight-only int4 GEMM "
+          "(per-channel; the scheme's group scales are added to the streamed bytes)")
+_I8WHY = ("8-bit weights with 16-bit activations on the same GPU: TRT-LLM's measured weight-only int8 GEMM "
+          "(per-channel; the scheme's scales are added to the streamed bytes)")
+SAME_MATH: tuple[tuple[str, int | None, str, str], ...] = (
+    *((k, 4, "trtllm/int4-wo", _I4WHY) for k in ("machete", "marlin", "humming")),
+    *((k, 8, "trtllm/int8-wo", _I8WHY) for k in ("machete", "marlin", "humming")),
+    *((k, None, "trtllm/int4-wo", "4-bit float weights unpacked to 16 bits, 16-bit math: " + _I4WHY)
+      for k in ("humming-nvfp4", "marlin-nvfp4", "humming-mxfp4", "marlin-mxfp4", "flashinfer-cutedsl-nvfp4-a16")),
+    *((k, None, "trtllm/int8-wo", "fp8 weights unpacked to 16 bits, 16-bit math: " + _I8WHY)
+      for k in ("humming-fp8", "marlin-fp8", "humming-mxfp8", "marlin-mxfp8")),
+    *((k, None, "trtllm/int8-sq", "int8 weights and int8 activations on the int8 tensor cores: TRT-LLM's measured "
+       "SmoothQuant int8 GEMM (per-channel x per-tensor; the engine's own activation quantization is added)")
+      for k in ("cutlass-int8", "sgl-int8-scaled-mm")),
+    *((k, None, "trtllm/fp8-cublaslt", "per-tensor fp8 on cuBLASLt: TRT-LLM's measured cublas_scaled_mm, its "
+       "quantization taken off (the engine's own is added)") for k in ("torch-scaled-mm-fp8", "flashinfer-fp8")),
+    ("flashinfer-mxfp4", None, "vllm/flashinfer-cutedsl-nvfp4", "fp4 weights and activations on the fp4 tensor cores: "
+     "vLLM's measured FlashInfer NVFP4 GEMM (block scales of 16 against MXFP4's 32)"),
+)
+# kernels with neither: composed from the engine's table of the math they run (kernel, math kernel, why)
+COMPOSED: tuple[tuple[str, str, str], ...] = (
+    ("cutlass-w4a8", "cutlass-fp8", "no dense W4A8 table: the int4 weight stream at the measured CUTLASS fp8 GEMM's "
+     "streaming rate, its fp8 math once the math binds"),
+    ("marlin", "cublas-bf16", "no Marlin or int4 weight-only table on this GPU: the int4 weight stream at the measured "
+     "cuBLAS GEMM's streaming rate, its bf16 math once the math binds"),
+    ("cutlass-int8", "cutlass-fp8", "no int8 table on this GPU: the measured CUTLASS fp8 GEMM (same bytes, same "
+     "tensor-core rate)"),
+    ("sgl-int8-scaled-mm", "sgl-fp8-scaled-mm", "no int8 table on this GPU: SGLang's measured fp8 scaled_mm (same bytes, "
+     "same tensor-core rate)"),
+)
+ATTENTION_ENGINES = ("vllm", "sglang")
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+def _read_parquet(data: bytes | Path) -> Any:
+    import pandas as pd
+
+    return pd.read_parquet(io.BytesIO(data) if isinstance(data, bytes) else data)
+
+
+def core_root(source: str | Path | None) -> tuple[Path, str]:
+    """(``.../aiconfigurator_core/systems/data``, package version) of the installed or unpacked core."""
+    from .aiconfigurator import data_root, package_version
+
+    root = data_root(source)
+    return root, package_version(root)
+
+
+def _version_key(v: str) -> tuple[int | str, ...]:
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"[.]|rc|post", v))
+
+
+def core_table(root: Path, system: str, op: str, engine: str, version: str | None, name: str) -> tuple[Path, Any] | None:
+    folder = root / system / op / engine
+    found = sorted(folder.glob(f"*/{name}.parquet"), key=lambda p: _version_key(p.parent.name))
+    if version is not None:
+        found = [p for p in found if p.parent.name == version]
+    if not found:
+        return None
+    return found[-1], _read_parquet(found[-1])
+
+
+def wheel_table(wheels: Path, pkg: str, system: str, engine: str, version: str) -> tuple[str, Any] | None:
+    """``gemm_perf`` of an old aiconfigurator wheel (``pip download aiconfigurator==<pkg> --no-deps``)."""
+    import pandas as pd
+
+    for whl in sorted(wheels.glob(f"aiconfigurator-{pkg}-*.whl")):
+        z = zipfile.ZipFile(whl)
+        for ext in ("parquet", "txt"):
+            name = f"aiconfigurator/systems/data/{system}/{engine}/{version}/gemm_perf.{ext}"
+            if name in z.namelist():
+                raw = z.read(name)
+                return name, (_read_parquet(raw) if ext == "parquet" else pd.read_csv(io.BytesIO(raw)))
+    return None
+
+
+def _pick(t: Any, spec: Spec) -> Any:
+    ks = spec.kernel_source
+    match = t.kernel_source.str.startswith(ks[:-1]) if ks.endswith("*") else (t.kernel_source == ks)
+    return t[match & (t.gemm_dtype == spec.dtype)]
+
+
+# -- writing ------------------------------------------------------------------------------------------------
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def gemm_csv(rows: Any, header: list[str]) -> tuple[str, int]:
+    """One GEMM table as text: ``#`` header lines, then ``n,k,<M grid>`` and one line per (N, K) cell with its
+    microseconds per call at each M (blank: no row)."""
+    rows = rows[(rows.n >= MIN_SIDE) & (rows.k >= MIN_SIDE) & (rows.latency > 0)]
+    g = rows.groupby(["n", "k", "m"]).latency.median()
+    ms = sorted({int(m) for m in rows.m})
+    lines = [*(f"# {h}" for h in header), "n,k," + ",".join(str(m) for m in ms)]
+    for (n, k), cell in g.groupby(level=[0, 1]):
+        vals = {int(m): float(v) * 1e3 for (_, _, m), v in cell.items()}
+        lines.append(f"{int(n)},{int(k)}," + ",".join(_fmt(vals[m]) if m in vals else "" for m in ms))
+    return "\n".join(lines) + "\n", int(len(g))
+
+
+def quant_csv(tables: list[Any], header: list[str]) -> tuple[str, int]:
+    """An activation-quantization table (the sum of ``tables`` at each (M, K)): rows ``1,k,...``."""
+    import functools
+
+    keyed = [t[t.latency > 0].groupby(["k", "m"]).latency.median() for t in tables]
+    total = functools.reduce(lambda a, b: a.add(b, fill_value=None).dropna(), keyed)
+    ms = sorted({int(m) for _, m in total.index})
+    lines = [*(f"# {h}" for h in header), "n,k," + ",".join(str(m) for m in ms)]
+    for k, cell in total.groupby(level=0):
+        vals = {int(m): float(v) * 1e3 for (_, m), v in cell.items()}
+        lines.append(f"1,{int(k)}," + ",".join(_fmt(vals[m]) if m in vals else "" for m in ms))
+    return "\n".join(lines) + "\n", int(len(total))
+
+
+def attention_csv(t: Any, header: list[str]) -> tuple[str, int]:
+    """Decode attention (one layer, one call) per head configuration: ``heads,kv_heads,head_dim,kv_dtype,batch``
+    and microseconds at each KV length (isl + step) of the grid."""
+    keep = t.latency > 0
+    for col, want in (("window_size", 0), ("beam_width", 1)):
+        if col in t:
+            keep &= t[col] == want
+    t = t[keep].copy()
+    t["kv"] = t.isl + t.step
+    keys = ["num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "batch_size", "kv"]
+    g = t.groupby(keys).latency.median()
+    kvs = sorted({int(x) for x in t.kv})
+    lines = [*(f"# {h}" for h in header), "heads,kv_heads,head_dim,kv_dtype,batch," + ",".join(str(x) for x in kvs)]
+    for key, cell in g.groupby(level=[0, 1, 2, 3, 4]):
+        vals = {int(idx[-1]): float(v) * 1e3 for idx, v in cell.items()}
+        h, kvh, hd, dt, b = key
+        dt = "fp8" if "fp8" in str(dt) else "bf16"
+        lines.append(f"{int(h)},{int(kvh)},{int(hd)},{dt},{int(b)}," + ",".join(
+            _fmt(vals[x]) if x in vals else "" for x in kvs))
+    return "\n".join(lines) + "\n", int(len(g))
+
+
+def _write_gz(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # mtime 0: the same tables give the same bytes
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+        f.write(text.encode("utf-8"))
+
+
+def _file_of(table_id: str) -> str:
+    return table_id.replace("/", "-") + ".csv.gz"
+
+
+def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, out: Path, as_of: date,
+               log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Write one GPU's tables under ``out/<gpu>/`` and return its index document (``out/<gpu>.yaml``)."""
+    gid = SYSTEMS[system]
+    folder = out / gid
+    metas: list[dict[str, Any]] = []
+    for spec in GEMM_SPECS[system]:
+        got: tuple[Any, Any] | None
+        if spec.package == "core":
+            got = core_table(root, system, "gemm", spec.engine, spec.version, "gemm_perf")
+            pkg, pkg_ver = PACKAGE, core_version
+            rel = str(got[0].relative_to(root.parent.parent.parent)) if got is not None else ""
+        else:
+            if wheels is None:
+                log(f"{gid}: {spec.id} needs the aiconfigurator {spec.package} wheel (--wheels)")
+                continue
+            got = wheel_table(wheels, spec.package, system, spec.engine, spec.version)
+            pkg, pkg_ver = OLD_PACKAGE, spec.package
+            rel = got[0] if got is not None else ""
+        if got is None:
+            log(f"{gid}: no table for {spec.id} ({spec.engine} {spec.version}, {pkg} {pkg_ver})")
+            continue
+        rows = _pick(got[1], spec)
+        if rows.empty:
+            log(f"{gid}: {spec.id}: no {spec.kernel_source} {spec.dtype} rows in {rel}")
+            continue
+        ks = str(rows.kernel_source.iloc[0])
+        device = str(rows.device.iloc[0]) if "device" in rows else ""
+        source = f"{pkg} {pkg_ver} ({LICENSE}), {rel}"
+        text, n = gemm_csv(rows, [f"{spec.id}: {ks} ({spec.dtype}), {spec.engine} {spec.version}, {device}",
+                                  f"source: {source}", f"as_of: {as_of.isoformat()}",
+                                  "unit: microseconds per call (blank: no row); columns: n, k, then one per M"])
+        _write_gz(folder / _file_of(spec.id), text)
+        metas.append({"id": spec.id, "file": _file_of(spec.id), "engine": spec.engine, "engine_version": spec.version,
+                      "kernel": spec.kernel, "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
+                      "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver,
+                      "license": LICENSE, "table": rel, "device": device,
+                      "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector], "rows": n, "note": spec.note,
+                      "source": source, "as_of": as_of})
+    quants = _export_quant(root, core_version, system, folder, as_of)
+    attn = _export_attention(root, core_version, system, folder, as_of)
+    have = {m["id"] for m in metas}
+    same = [{"kernel": k, **({"weight_bits": b} if b else {}), "table": tid, "why": why,
+             "source": "quantadvise calibration/aic_tables.py SAME_MATH", "as_of": as_of}
+            for k, b, tid, why in SAME_MATH if tid in have]
+    comp = [{"kernel": k, "math_kernel": mk, "why": why, "source": "quantadvise calibration/aic_tables.py COMPOSED",
+             "as_of": as_of} for k, mk, why in COMPOSED
+            if not any(s["kernel"] == k for s in same) and any(m["kernel"] == mk for m in metas)]
+    return {"schema_version": 1, "gpu": gid, "source": f"{PACKAGE} {core_version} and {OLD_PACKAGE} wheels ({LICENSE}); "
+            "tools/import_aiconfigurator.py --tables", "license": LICENSE, "as_of": as_of,
+            "note": "published per-kernel latency tables (NVIDIA, measured); every row as published, microseconds",
+            "tables": metas, "same_math": same, "composed": comp, "quant": quants, "attention": attn}
+
+
+def _export_quant(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+    out = []
+    for qid, (engine, names, what) in QUANT_SPECS.items():
+        got = [core_table(root, system, "quantize", engine, None, f"{n}_perf") for n in names]
+        if any(g is None for g in got):
+            continue
+        paths = [g[0] for g in got if g is not None]
+        tabs = [g[1] for g in got if g is not None]
+        ver = paths[0].parent.name
+        rel = ", ".join(str(p.relative_to(root.parent.parent.parent)) for p in paths)
+        source = f"{PACKAGE} {core_version} ({LICENSE}), {rel}"
+        text, n = quant_csv(tabs, [f"{qid}: {what}, {engine} {ver}", f"source: {source}",
+                                   f"as_of: {as_of.isoformat()}", "unit: microseconds per call; columns: n (1), k, M"])
+        _write_gz(folder / _file_of(qid), text)
+        out.append({"id": qid, "file": _file_of(qid), "engine": engine, "engine_version": ver, "kernel": qid.split("/")[1],
+                    "kernel_source": str(tabs[0].kernel_source.iloc[0]), "math": "bf16", "weight_bytes": 1.0,
+                    "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
+                    "device": str(tabs[0].device.iloc[0]), "collector": "ai-dynamo/aiconfigurator "
+                    "collector/*/collect_computescale.py", "rows": n, "note": what, "source": source, "as_of": as_of})
+    return out
+
+
+def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+    out = []
+    for engine in ATTENTION_ENGINES:
+        got = core_table(root, system, "attention", engine, None, "generation_attention_perf")
+        if got is None:
+            continue
+        path, t = got
+        ver = path.parent.name
+        rel = str(path.relative_to(root.parent.parent.parent))
+        source = f"{PACKAGE} {core_version} ({LICENSE}), {rel}"
+        ks = " / ".join(sorted(set(map(str, t.kernel_source))))
+        tid = f"{engine}/attention-decode"
+        text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
+                                    f"as_of: {as_of.isoformat()}",
+                                    "unit: microseconds per call (one layer); columns: heads, kv_heads, head_dim, "
+                                    "kv_dtype, batch, then one per KV length (isl + step)"])
+        _write_gz(folder / _file_of(tid), text)
+        out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
+                    "kernel": "attention-decode", "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
+                    "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
+                    "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
+                    "collect_attn.py (generation: one new token per sequence attending isl + step cached tokens)",
+                    "rows": n, "note": "decode attention of one layer; sliding-window and beam rows left out",
+                    "source": source, "as_of": as_of})
+    return out
+
+
+def iter_systems(wanted: set[str] | None) -> Iterator[tuple[str, str]]:
+    for system, gid in SYSTEMS.items():
+        if wanted is None or gid in wanted:
+            yield system, gid

@@ -1,0 +1,131 @@
+"""The published per-kernel lookup tables (``data/kernel_tables/<gpu>.yaml`` and ``<gpu>/*.csv.gz``).
+
+Loaded lazily: the index of a GPU when a prediction for that GPU first asks for it, each table file
+the first time a kernel it prices is priced (a ``recommend`` on one GPU reads that GPU's tables only,
+and only those of the kernels its candidates run)."""
+
+from __future__ import annotations
+
+import gzip
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..errors import DataError, format_validation_error
+from . import loader
+
+if TYPE_CHECKING:
+    from ..perf.kernel_tables import AttentionTable, GemmTable, TableIndex, TableMeta
+
+
+class ShippedTables:
+    """One GPU's shipped tables (:class:`~quantadvise.perf.kernel_tables.TableSet`): the index, and each
+    table parsed on first use."""
+
+    def __init__(self, index: TableIndex):
+        self._index = index
+        self._gemm: dict[str, GemmTable | None] = {}
+        self._attn: dict[str, AttentionTable | None] = {}
+
+    @property
+    def index(self) -> TableIndex:
+        return self._index
+
+    def get(self, table_id: str) -> GemmTable | None:
+        if table_id not in self._gemm:
+            from ..perf.kernel_tables import parse_gemm
+
+            meta = next((t for t in (*self._index.tables, *self._index.quant) if t.id == table_id), None)
+            self._gemm[table_id] = None if meta is None else parse_gemm(meta, self._text(meta))
+        return self._gemm[table_id]
+
+    def attention(self, engine: str) -> AttentionTable | None:
+        if engine not in self._attn:
+            from ..perf.kernel_tables import parse_attention
+
+            meta = next((t for t in self._index.attention if t.engine == engine), None)
+            self._attn[engine] = None if meta is None else parse_attention(meta, self._text(meta))
+        return self._attn[engine]
+
+    def _text(self, meta: TableMeta) -> str:
+        path = loader.data_dir() / "kernel_tables" / self._index.gpu / meta.file
+        where = f"data/kernel_tables/{self._index.gpu}/{meta.file}"
+        try:
+            return gzip.decompress(path.read_bytes()).decode("utf-8")
+        except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+            raise DataError(f"{where} is missing or unreadable ({exc})") from None
+
+
+@cache
+def kernel_tables(gpu_id: str) -> ShippedTables | None:
+    """The lookup tables shipped for a bundled GPU, or None (no tables for it)."""
+    from ..perf.kernel_tables import TableIndex
+
+    path = loader.data_dir() / "kernel_tables" / f"{gpu_id}.yaml"
+    if not path.is_file():
+        return None
+    where = f"data/kernel_tables/{path.name}"
+    doc = loader.data_yaml(path, where)
+    try:
+        return ShippedTables(TableIndex.model_validate(doc))
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, where)) from None
+
+
+@cache
+def uncertainty_bands(gpu_id: str) -> dict[str, float]:
+    """The bands that price a prediction's uncertainty on ``gpu_id`` (basis -> relative half-width, the 68th
+    percentile of held-out step errors: data/kernel_tables/bands.yaml): the GPU's own, and for a basis it has
+    no check of (or a GPU without tables) the median of the bands the GPUs with checks record for it (the
+    typical error of that basis where it was measured)."""
+    path = loader.data_dir() / "kernel_tables" / "bands.yaml"
+    if not path.is_file():
+        return {}
+    doc = loader.data_yaml(path, "data/kernel_tables/bands.yaml")
+    per_gpu = {g: {b: float(v["p68"]) for b, v in bands.items() if v.get("n")} for g, bands in doc["gpus"].items()}
+    seen: dict[str, list[float]] = {}
+    for bands in per_gpu.values():
+        for b, v in bands.items():
+            seen.setdefault(b, []).append(v)
+    typical = {b: sorted(v)[len(v) // 2] for b, v in seen.items()}
+    return {**typical, **per_gpu.get(gpu_id, {})}
+
+
+def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
+    """The recorded held-out checks of a GPU's tables (data/kernel_tables/checks/<gpu>.yaml), or None."""
+    path = loader.data_dir() / "kernel_tables" / "checks" / f"{gpu_id}.yaml"
+    return loader.data_yaml(path, f"data/kernel_tables/checks/{path.name}") if path.is_file() else None
+
+
+def kernel_table_gpus() -> tuple[str, ...]:
+    """The GPUs with shipped lookup tables."""
+    folder = loader.data_dir() / "kernel_tables"
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "bands")) if folder.is_dir() else ()
+
+
+def validate_kernel_tables() -> int:
+    """Every index row validated, every file it names present, with its source and as_of lines."""
+    n = 0
+    for gid in kernel_table_gpus():
+        tabs = kernel_tables(gid)
+        assert tabs is not None
+        idx = tabs.index
+        if idx.gpu != gid:
+            raise DataError(f"data/kernel_tables/{gid}.yaml: gpu is '{idx.gpu}'")
+        ids = {t.id for t in (*idx.tables, *idx.quant)}
+        for s in idx.same_math:
+            if s.table not in ids:
+                raise DataError(f"data/kernel_tables/{gid}.yaml: same_math {s.kernel} names no table '{s.table}'")
+        for meta in (*idx.tables, *idx.quant, *idx.attention):
+            head = tabs._text(meta).split("\n", 4)[:4]
+            if not any(h.startswith("# source: ") for h in head) or not any(h.startswith("# as_of: ") for h in head):
+                raise DataError(f"data/kernel_tables/{gid}/{meta.file}: needs '# source:' and '# as_of:' lines")
+            n += 1
+        checks = kernel_table_checks(gid)
+        if checks is None or not checks.get("source") or not checks.get("as_of"):
+            raise DataError(f"data/kernel_tables/checks/{gid}.yaml is missing or has no source / as_of")
+    bands = uncertainty_bands(kernel_table_gpus()[0]) if kernel_table_gpus() else {}
+    if kernel_table_gpus() and "measured" not in bands:
+        raise DataError("data/kernel_tables/bands.yaml holds no band of the measured tables")
+    return n

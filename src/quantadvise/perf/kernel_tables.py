@@ -1,0 +1,410 @@
+"""Published per-kernel latency tables, read by lookup: what one call of a kernel costs, row by row.
+
+A :class:`GemmTable` holds one kernel's measured calls on one GPU: seconds per call over a grid of M
+(tokens) for each weight shape N x K it was timed at. :meth:`GemmTable.series` prices a shape by the
+table's own rows — the exact (N, K) cell where the table has it, else linear interpolation between
+the neighbouring cells in N, then in K (a GEMM's time is close to affine in N and in K at fixed M:
+a per-call overhead plus work proportional to the weight) — and returns an :class:`MSeries`: the
+cell's times along the table's M grid. :meth:`MSeries.at` then reads M the way the kernel runs it:
+
+- a grid point one past another (M = 129 after 128, 257 after 256: the tables time the first row of
+  a new tile configuration on purpose) is a **step**: any M above 128 and up to 129 costs t(129);
+- between other grid points, linear in M (a tile bucket is flat, a memory-bound call nearly so);
+- past the largest M, affine from the last two points (the compute-bound slope); below the smallest,
+  the smallest M's time (one row is never cheaper than the call's fixed cost).
+
+Outside the table's N or K range the nearest edge cell is extended affinely (the only "curve": the
+lookup never fits anything inside the table). Nothing is dropped: every row of the table, the +1 rows
+included, is a point of the series.
+
+Three transformations price kernels that have no table of their own from one that has (the kernel
+being priced is named in the table index, ``data/kernel_tables/<gpu>.yaml``):
+
+- :func:`bytes_adjusted` — **same math**, another weight layout (per-channel int4 pricing group-128
+  int4): the memory-bound part of the time scales with the stored bytes, pinned at M = 1;
+- :func:`composed` — **composition**: a kernel with no same-math table (W4A8 on Hopper, Marlin on
+  Blackwell) streams its weight bytes at the measured streaming rate of the math table's kernel at
+  M = 1 and computes at that table's rate once the math binds — the small-M factor is the weight
+  bytes, never another kernel's fitted curve;
+- :func:`minus` — a table whose calls include a quantization the engine fuses away: that kernel's
+  time is taken off, never below half the call.
+
+Pure: no I/O (``catalog`` reads the files).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal, Protocol
+
+from pydantic import Field
+
+from ..results import Strict
+
+TableBasis = Literal["measured", "same-math", "composed"]
+
+
+class TableMeta(Strict):
+    """Where a table comes from and what one of its calls contains (one row of the GPU's index)."""
+
+    id: str  # "<engine>/<kernel>" for an engine's kernel; "trtllm/<name>" for TensorRT-LLM's
+    file: str  # the table file under data/kernel_tables/<gpu>/
+    engine: str  # the framework whose build was timed: vllm | sglang | trtllm
+    engine_version: str
+    kernel: str  # the kernel id (data/kernels ids for vLLM / SGLang kernels)
+    kernel_source: str  # the kernel's name in the published table
+    math: str  # the tensor cores it runs on
+    weight_bytes: float = Field(gt=0)  # bytes per stored weight element in the timed call
+    includes_quant: str | None = None  # the activation quantization inside each timed call (a quant kernel id)
+    package: str
+    package_version: str
+    license: str
+    table: str  # the file inside the package
+    device: str
+    collector: str = ""
+    rows: int = Field(ge=0)
+    note: str = ""
+    source: str
+    as_of: date
+
+
+class SameMath(Strict):
+    """A kernel with no table of its own, priced by a measured table of the same math on this GPU."""
+
+    kernel: str  # the kernel id priced (data/kernels)
+    weight_bits: int | None = None  # only for weights of these bits (None: any)
+    table: str  # the id of the table that prices it
+    why: str
+    source: str
+    as_of: date
+
+
+class Composed(Strict):
+    """A kernel with neither its own table nor a same-math one: composed from the math table of the
+    engine's kernel named here (the datapath it computes on), with its own weight bytes."""
+
+    kernel: str
+    math_kernel: str  # the kernel id whose table gives the streaming rate and the math (the engine's own first)
+    why: str
+    source: str
+    as_of: date
+
+
+class TableIndex(Strict):
+    """One GPU's tables: ``data/kernel_tables/<gpu>.yaml``."""
+
+    schema_version: int = 1
+    gpu: str
+    source: str
+    license: str
+    as_of: date
+    note: str = ""
+    tables: tuple[TableMeta, ...]
+    same_math: tuple[SameMath, ...] = ()
+    composed: tuple[Composed, ...] = ()
+    quant: tuple[TableMeta, ...] = ()  # activation-quantization tables (one row per K, n = 1)
+    attention: tuple[TableMeta, ...] = ()  # decode attention, one layer per call (:class:`AttentionTable`)
+
+    def find(self, table_id: str) -> TableMeta | None:
+        return next((t for t in (*self.tables, *self.quant, *self.attention) if t.id == table_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class MSeries:
+    """One shape's seconds per call along the table's M grid (:meth:`at` reads it)."""
+
+    ms: tuple[float, ...]
+    ts: tuple[float, ...]
+
+    def at(self, m: float) -> float:
+        ms, ts = self.ms, self.ts
+        if m <= ms[0]:
+            return ts[0]
+        last = len(ms) - 1
+        if m >= ms[last]:
+            if last == 0:
+                return ts[0]
+            slope = max(0.0, (ts[last] - ts[last - 1]) / (ms[last] - ms[last - 1]))
+            return ts[last] + slope * (m - ms[last])
+        i = bisect_left(ms, m)  # ms[i - 1] < m <= ms[i]
+        a, b = ms[i - 1], ms[i]
+        if b - a <= 1.0:  # a +1 row: the first M of the next tile configuration, a step
+            return ts[i]
+        return ts[i - 1] + (ts[i] - ts[i - 1]) * (m - a) / (b - a)
+
+    def map(self, fn: Callable[[float, float], float]) -> MSeries:
+        """The series with ``fn(m, t)`` at every grid point."""
+        return MSeries(self.ms, tuple(fn(m, t) for m, t in zip(self.ms, self.ts, strict=True)))
+
+
+class GemmTable:
+    """One kernel's published table on one GPU: per (N, K) cell, seconds per call at each M of ``ms`` (None
+    where the table has no row). A cell given as its text line (``raw``: the shipped form) is parsed the
+    first time it is read, so a lookup parses only the cells around the shapes it prices."""
+
+    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor")
+
+    def __init__(self, meta: TableMeta, ms: tuple[float, ...],
+                 cells: Mapping[tuple[int, int], tuple[float | None, ...]] | None = None,
+                 raw: Mapping[tuple[int, int], str] | None = None):
+        if not ms or list(ms) != sorted(set(ms)) or ms[0] <= 0:
+            raise ValueError(f"{meta.id}: the M grid must be positive and strictly increasing")
+        self.meta, self.ms = meta, tuple(float(m) for m in ms)
+        self._cells: dict[tuple[int, int], tuple[float | None, ...]] = {}
+        for key, row in (cells or {}).items():
+            self._check(key, row)
+            self._cells[key] = row
+        self._raw = {k: v for k, v in (raw or {}).items() if k not in self._cells}
+        by_k: dict[int, list[int]] = {}
+        for n, k in (*self._cells, *self._raw):
+            by_k.setdefault(k, []).append(n)
+        self._by_k = {k: sorted(ns) for k, ns in by_k.items()}
+        self._ks = sorted(self._by_k)
+        self._floor: float | None = None
+
+    def _check(self, key: tuple[int, int], row: tuple[float | None, ...]) -> None:
+        if len(row) != len(self.ms):
+            raise ValueError(f"{self.meta.id}: cell {key} has {len(row)} values for {len(self.ms)} M points")
+        if all(x is None for x in row):
+            raise ValueError(f"{self.meta.id}: cell {key} has no value")
+
+    def cell(self, n: int, k: int) -> tuple[float | None, ...] | None:
+        """One cell's seconds along ``ms`` (None: not in the table)."""
+        got = self._cells.get((n, k))
+        if got is None and (n, k) in self._raw:
+            got = _values(self._raw.pop((n, k)).split(","))
+            self._check((n, k), got)
+            self._cells[(n, k)] = got
+        return got
+
+    @property
+    def cells(self) -> dict[tuple[int, int], tuple[float | None, ...]]:
+        """Every cell, parsed (the held-out checks read them all)."""
+        for key in list(self._raw):
+            self.cell(*key)
+        return self._cells
+
+    @property
+    def floor_s(self) -> float:
+        """The launch floor: the smallest shape's call at its smallest M."""
+        if self._floor is None:
+            keys = [*self._cells, *self._raw]
+            if not keys:
+                return 0.0
+            got = self.cell(*min(keys, key=lambda c: (c[0] * c[1], c)))
+            self._floor = next((t for t in got or () if t is not None), 0.0)
+        return self._floor
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    def row(self, n: int, k: int) -> MSeries | None:
+        """The table's own rows of one cell (None: not in the table)."""
+        got = self.cell(n, k)
+        if got is None:
+            return None
+        pts = [(m, t) for m, t in zip(self.ms, got, strict=True) if t is not None]
+        return MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+
+    def series(self, n: float, k: float, exclude: tuple[int, int] | None = None) -> MSeries:
+        """Seconds per call of an ``n x k`` weight along the M grid: the cell itself, else the
+        neighbouring cells interpolated in N, then in K (``exclude``: a cell to leave out, for
+        leave-one-shape-out validation)."""
+        ks = [k_ for k_ in self._ks if any((x, k_) != exclude for x in self._by_k[k_])]
+        k0, k1, u = _bracket(ks, k)
+        if k1 == k0:
+            if k > ks[-1] and len(ks) > 1:
+                return _extend(self._along_n(ks[-2], n, exclude), self._along_n(k0, n, exclude), ks[-2], k0, k)
+            return self._along_n(k0, n, exclude)
+        lo, hi = self._along_n(k0, n, exclude), self._along_n(k1, n, exclude)
+        return MSeries(self.ms, tuple(a + (b - a) * u for a, b in zip(lo.ts, hi.ts, strict=True)))
+
+    def _along_n(self, k: int, n: float, exclude: tuple[int, int] | None) -> MSeries:
+        ns = [x for x in self._by_k[k] if (x, k) != exclude]
+        n0, n1, u = _bracket(ns, n)
+        if n1 == n0:
+            if n > ns[-1] and len(ns) > 1:
+                return _extend(self._full(ns[-2], k), self._full(n0, k), ns[-2], n0, n)
+            return self._full(n0, k)
+        a, b = self._full(n0, k), self._full(n1, k)
+        return MSeries(self.ms, tuple(x + (y - x) * u for x, y in zip(a.ts, b.ts, strict=True)))
+
+    def _full(self, n: int, k: int) -> MSeries:
+        """A cell's times at every M of the grid (a missing row read from the cell's own series)."""
+        got = self.cell(n, k)
+        assert got is not None
+        if all(t is not None for t in got):
+            return MSeries(self.ms, tuple(t for t in got if t is not None))
+        own = self.row(n, k)
+        assert own is not None
+        return MSeries(self.ms, tuple(t if t is not None else own.at(m) for m, t in zip(self.ms, got, strict=True)))
+
+
+def _bracket(xs: list[int], x: float) -> tuple[int, int, float]:
+    """(lower knot, upper knot, fraction) of ``x`` among ascending ``xs``; both knots the edge outside."""
+    if x <= xs[0]:
+        return xs[0], xs[0], 0.0
+    if x >= xs[-1]:
+        return xs[-1], xs[-1], 0.0
+    i = bisect_right(xs, x)
+    a, b = xs[i - 1], xs[i]
+    if a == x:
+        return a, a, 0.0
+    return a, b, (x - a) / (b - a)
+
+
+def _extend(below: MSeries, top: MSeries, n0: float, n1: float, n: float) -> MSeries:
+    """Past the largest knot ``n1``: affine from the cells at the two largest knots (never below the
+    largest one's time)."""
+    if n1 <= n0:
+        return top
+    f = (n - n1) / (n1 - n0)
+    return MSeries(top.ms, tuple(b + max(0.0, b - a) * f for a, b in zip(below.ts, top.ts, strict=True)))
+
+
+def bytes_adjusted(s: MSeries, ratio: float, overhead_s: float = 0.0) -> MSeries:
+    """The same math with ``ratio`` times the weight bytes: the streaming part of the call at M = 1
+    (its time less the per-call overhead) scales with the bytes; at large M the math dominates and
+    the difference fades (:func:`composed`)."""
+    return composed(s, ratio, overhead_s)
+
+
+def composed(s: MSeries, ratio: float, overhead_s: float = 0.0, knee: float = 4.0) -> MSeries:
+    """A kernel that streams ``ratio`` times the math table's weight bytes and computes like it:
+    ``t = o + ((ratio x mem)^p + comp(M)^p)^(1/p)`` where ``mem`` is the table's time at its smallest M
+    less the overhead (a memory-bound call: the weight stream at the kernel's measured rate) and
+    ``comp(M)`` what the table's time holds beyond that stream at M, read through the same blend
+    (``((t - o)^p - mem^p)^(1/p)``, 0 while the call is memory-bound). At the smallest M the time is the
+    stream of the kernel's own bytes; once the math binds, the table's time."""
+    if ratio == 1.0:
+        return s
+    o = min(overhead_s, 0.9 * s.ts[0])
+    mem = s.ts[0] - o
+    p = knee
+
+    def one(_m: float, t: float) -> float:
+        x = max(t - o, 0.0)
+        comp = max(x ** p - mem ** p, 0.0) ** (1.0 / p)
+        return o + ((ratio * mem) ** p + comp ** p) ** (1.0 / p)
+
+    return s.map(one)
+
+
+def minus(s: MSeries, q: Callable[[float], float]) -> MSeries:
+    """``s`` less a quantization kernel's time ``q(M)`` the engine does not run (fused away), never
+    below half of the measured call."""
+    return s.map(lambda m, t: max(t - q(m), 0.5 * t))
+
+
+class TableSet(Protocol):
+    """One GPU's tables as the speed model reads them (``catalog`` implements it, loading a table on
+    first use): the index, and a table by id (None: not shipped)."""
+
+    @property
+    def index(self) -> TableIndex: ...
+
+    def get(self, table_id: str) -> GemmTable | None: ...
+
+    def attention(self, engine: str) -> AttentionTable | None: ...
+
+
+def leave_one_out(table: GemmTable, cells: list[tuple[int, int]], ms: list[float] | None = None
+                  ) -> dict[tuple[int, int], list[tuple[float, float, float]]]:
+    """Leave-one-shape-out: for each of ``cells`` (in the table), the (M, predicted, measured) of every
+    row, predicted from the table with that cell left out."""
+    out: dict[tuple[int, int], list[tuple[float, float, float]]] = {}
+    for n, k in cells:
+        own = table.row(n, k)
+        if own is None:
+            continue
+        pred = table.series(n, k, exclude=(n, k))
+        out[(n, k)] = [(m, pred.at(m), t) for m, t in zip(own.ms, own.ts, strict=True) if ms is None or m in ms]
+    return out
+
+
+class AttentionTable:
+    """Decode attention of one layer (one call per layer and step) on one GPU, per head configuration
+    (heads, KV heads, head dim, KV dtype — one GPU's share under tensor parallelism): seconds over a grid of
+    batch x KV length. :meth:`grid` gives one configuration's grid, or None when the table has no row for it
+    (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`)."""
+
+    __slots__ = ("meta", "kvs", "cells", "floor_s")
+
+    def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
+                 cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]]):
+        self.meta, self.kvs = meta, tuple(float(x) for x in kvs)
+        self.cells = {k: dict(v) for k, v in cells.items()}
+        smallest = [row[0] for by_b in self.cells.values() for b, row in by_b.items() if b == min(by_b) and row[0]]
+        smallest.sort()
+        # the launch floor: the median over head configurations of one sequence at the shortest KV length
+        self.floor_s = smallest[len(smallest) // 2] if smallest else 0.0
+
+    def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> AttentionGrid | None:
+        got = self.cells.get((heads, kv_heads, head_dim, kv_dtype))
+        if not got:
+            return None
+        bs = sorted(got)
+        rows = []
+        for b in bs:
+            pts = [(x, t) for x, t in zip(self.kvs, got[b], strict=True) if t is not None]
+            if len(pts) < 2:
+                continue
+            s = MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+            rows.append((float(b), MSeries(self.kvs, tuple(s.at(x) for x in self.kvs))))
+        if not rows:
+            return None
+        return AttentionGrid(tuple(r[0] for r in rows), tuple(r[1] for r in rows))
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionGrid:
+    """One head configuration's decode attention: seconds per layer at (batch, KV length), linear in each
+    between grid points (attention is a fixed launch cost plus work proportional to batch x KV length),
+    affine past the largest batch or KV length."""
+
+    batches: tuple[float, ...]
+    rows: tuple[MSeries, ...]  # one per batch, over KV length
+
+    def at(self, batch: float, kv: float) -> float:
+        bs = self.batches
+        if len(bs) == 1 or batch <= bs[0]:
+            return self.rows[0].at(kv)
+        last = len(bs) - 1
+        if batch >= bs[last]:
+            hi, lo = self.rows[last].at(kv), self.rows[last - 1].at(kv)
+            return hi + max(0.0, (hi - lo) / (bs[last] - bs[last - 1])) * (batch - bs[last])
+        i = bisect_left(bs, batch)
+        a, b = self.rows[i - 1].at(kv), self.rows[i].at(kv)
+        return a + (b - a) * (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+
+
+# -- the shipped text form (data/kernel_tables/<gpu>/*.csv.gz, decompressed by catalog) -----------------------
+def _values(parts: list[str]) -> tuple[float | None, ...]:
+    return tuple(float(x) * 1e-6 if x else None for x in parts)
+
+
+def parse_gemm(meta: TableMeta, text: str) -> GemmTable:
+    """A GEMM (or activation-quantization) table from its text: ``n,k,<M...>`` then one line per cell,
+    microseconds per call."""
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    ms = tuple(float(x) for x in lines[0].split(",")[2:])
+    raw = {}
+    for ln in lines[1:]:
+        n, k, rest = ln.split(",", 2)
+        raw[(int(n), int(k))] = rest
+    return GemmTable(meta, ms, raw=raw)
+
+
+def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
+    """A decode attention table from its text: ``heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths...>``."""
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    kvs = tuple(float(x) for x in lines[0].split(",")[5:])
+    cells: dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]] = {}
+    for ln in lines[1:]:
+        p = ln.split(",")
+        cells.setdefault((int(p[0]), int(p[1]), int(p[2]), p[3]), {})[int(p[4])] = _values(p[5:])
+    return AttentionTable(meta, kvs, cells)

@@ -1,0 +1,105 @@
+"""Which published table prices a kernel, and how (:class:`TableChoice`): the kernel's own table, a
+same-math table of another library on the same GPU, or a composition from the engine's table of the
+math the kernel runs — in that order (data/kernel_tables/<gpu>.yaml names the same-math tables and the
+compositions; :mod:`.kernel_tables` holds the arithmetic).
+
+Bases, as every prediction names them:
+
+- ``measured``: the kernel's own measured table (the same kernel timed under the other engine counts:
+  SGLang's DeepGEMM table prices vLLM's DeepGEMM kernel);
+- ``same-math``: a table of the same math on the same GPU from another library (TRT-LLM's weight-only
+  int4 GEMM for Marlin / Machete, its SmoothQuant int8 GEMM for the CUTLASS int8 kernels, its
+  cuBLASLt fp8 GEMM for torch._scaled_mm), the stored bytes adjusted;
+- ``composed``: neither exists; the kernel streams its own bytes at the measured streaming rate of
+  the engine's table of its math and computes at that table's rate (:func:`.kernel_tables.composed`).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .kernel_tables import GemmTable, MSeries, TableSet, bytes_adjusted, composed, minus
+
+# the quantization inside a table's calls -> the table that prices it (to take it off where the engine fuses it)
+QUANT_TABLES = {"static-quant": "vllm/static-quant", "per-token-quant": "vllm/per-token-quant",
+                "per-tensor-quant": "trtllm/per-tensor-quant"}
+
+
+@dataclass(frozen=True, slots=True)
+class TableChoice:
+    """The table that prices one kernel of one engine on one GPU, and how."""
+
+    basis: str  # measured | same-math | composed
+    table: GemmTable
+    why: str
+
+    @property
+    def key(self) -> str:
+        return self.table.id
+
+    def words(self) -> str:
+        """``"measured table sglang/deepgemm-fp8-block (sglang 0.5.14)"`` and, for a stand-in, why."""
+        m = self.table.meta
+        what = {"measured": "measured table", "same-math": "same-math table", "composed": "composed from table"}
+        return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version})"
+
+
+def choose_table(tables: TableSet, engine: str, kernel: str, weight_bits: int | None = None) -> TableChoice | None:
+    """The table that prices ``kernel`` as ``engine`` runs it: its own (this engine's, else the other
+    engine's timing of the same kernel), else a same-math table, else a composition; None when the GPU has
+    none of them (the kernel's curve, if any, or the roofline prices it)."""
+    idx = tables.index
+    if kernel == "awq-dequant-cublas":  # the whole weight dequantized to 16 bits, then cuBLAS
+        base = choose_table(tables, engine, "cublas-bf16")
+        if base is None:
+            return None
+        return TableChoice("composed", base.table, "a dequantization pass to 16 bits, then the measured cuBLAS GEMM")
+    own = [t for t in idx.tables if t.kernel == kernel and t.engine != "trtllm"]
+    own.sort(key=lambda t: t.engine != engine)
+    for meta in own:
+        got = tables.get(meta.id)
+        if got is not None:
+            why = "" if meta.engine == engine else f"the same kernel timed under {meta.engine}"
+            return TableChoice("measured", got, why)
+    for s in idx.same_math:
+        if s.kernel == kernel and (s.weight_bits is None or s.weight_bits == weight_bits):
+            got = tables.get(s.table)
+            if got is not None:
+                return TableChoice("same-math", got, s.why)
+    for c in idx.composed:
+        if c.kernel == kernel:
+            base = choose_table(tables, engine, c.math_kernel)
+            if base is not None and base.basis == "measured":
+                return TableChoice("composed", base.table, c.why)
+    return None
+
+
+def op_series(choice: TableChoice, tables: TableSet, n: float, k: float, stored_bytes: float, *,
+              subtract: str | None = None) -> MSeries:
+    """Seconds per call of one ``n x k`` weight stored at ``stored_bytes`` per element, along the table's M
+    grid: the table's rows for the shape (:meth:`GemmTable.series`), the bytes adjusted for a same-math
+    table and composed for a composition, less the quantization ``subtract`` the table's calls contain
+    and the engine does not run (fused away)."""
+    t = choice.table
+    s = t.series(n, k)
+    if subtract is not None and (q := tables.get(QUANT_TABLES.get(subtract, ""))) is not None:
+        qs = q.series(1, k)
+        s = minus(s, qs.at)
+    ratio = stored_bytes / t.meta.weight_bytes
+    if abs(ratio - 1.0) > 1e-9:  # other bytes than the timed call streamed (scales, another weight width)
+        s = composed(s, ratio, t.floor_s) if choice.basis == "composed" else bytes_adjusted(s, ratio, t.floor_s)
+    return s
+
+
+def quant_plan(table_quant: str | None, activation_quant: str, quant_kernel: str | None) -> tuple[str | None, bool]:
+    """(the quantization to take off the table's calls, whether the engine's own quantization kernel is
+    added): a table whose calls include the quantization the engine runs separately is used as is; one
+    that includes another (or one the engine fuses away) has it taken off; an engine that quantizes in a
+    separate kernel the table does not include pays that kernel on top."""
+    runs = quant_kernel if activation_quant == "unfused" else None
+    if table_quant is not None and table_quant == runs:
+        return None, False
+    take_off = table_quant if table_quant in QUANT_TABLES else None
+    return take_off, runs is not None

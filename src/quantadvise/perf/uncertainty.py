@@ -1,0 +1,112 @@
+"""The uncertainty band of a predicted figure, derived from held-out validation (never guessed).
+
+Each part of a step carries the error band of what priced it (``data/kernel_tables/<gpu>.yaml``,
+``checks.bands``, computed by :mod:`quantadvise.calibration.lookup_checks` from the tables themselves):
+the 68th percentile of |predicted / measured - 1| over held-out decode steps of that basis on that GPU
+(a one-sigma error bar: about two held-out steps in three fall inside it) —
+
+- ``measured``: the kernel's own table, read for a shape it does not hold (leave-one-shape-out);
+- ``same-math``: another library's table of the same math, where the true kernel is measured;
+- ``composed``: the composition rule, where the true kernel is measured;
+- ``roofline``: the default-efficiency roofline on the measured tables;
+- ``attention`` / ``attention-roofline``: the decode attention table read between its grid points /
+  the roofline with its launch floor, on the attention tables.
+
+A step's relative half-width is the time-weighted mean of its parts' bands (errors of the parts are
+taken as fully correlated: the widest the parts allow). A throughput interval is the step interval
+inverted: ``[x / (1 + u), x / (1 - u)]``.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..results import Out
+
+# a basis a GPU has no check for takes this one's band (a curve standing in is no better than a composition)
+FALLBACK = {"proxy": "composed", "calibrated": "measured", "other": "roofline", "ideal": "roofline"}
+MAX_REL = 0.9  # a band is never wider than this (a throughput interval stays finite)
+
+
+class Interval(Out):
+    """The range a predicted figure lies in at the model's validated uncertainty."""
+
+    low: float
+    high: float
+
+
+def band_of(basis: str, bands: Mapping[str, float]) -> float:
+    """The relative half-width of one basis (its fallback's when the GPU has no check of it)."""
+    b = bands.get(basis)
+    if b is None:
+        b = bands.get(FALLBACK.get(basis, "roofline"), bands.get("roofline", 0.0))
+    return min(MAX_REL, float(b))
+
+
+def relative(parts: Mapping[str, float], bands: Mapping[str, float]) -> float:
+    """A step's relative half-width: its parts' bands weighted by their seconds (``StepModel.parts``)."""
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return min(MAX_REL, sum(t * band_of(b.removeprefix("own:"), bands) for b, t in parts.items()) / total)
+
+
+def own_relative(parts: Mapping[str, float], bands: Mapping[str, float], as_basis: str | None = None) -> float:
+    """The part of a step's relative half-width that comes from the scheme's own layers (``own:`` parts): what
+    tells two schemes apart — the attention, the shared 16-bit layers and the rest are priced alike for every
+    scheme at the same KV cache and move their predictions together. ``as_basis``: price the own layers with
+    that basis's band instead (two schemes whose own layers come from the same library's tables)."""
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    own = sum(t * band_of(as_basis or b.removeprefix("own:"), bands) for b, t in parts.items() if b.startswith("own:"))
+    return min(MAX_REL, own / total)
+
+
+def time_interval(x: float, rel: float) -> Interval:
+    return Interval(low=x * (1 - rel), high=x * (1 + rel))
+
+
+def rate_interval(x: float, rel: float) -> Interval:
+    """A rate (tokens/s) whose time has relative half-width ``rel``."""
+    return Interval(low=x / (1 + rel), high=x / (1 - rel) if rel < 1 else float("inf"))
+
+
+def overlap(a: float, ua: float, b: float, ub: float) -> bool:
+    """Whether two rates' intervals overlap (neither is faster beyond the combined uncertainty)."""
+    ia, ib = rate_interval(a, ua), rate_interval(b, ub)
+    return ia.low <= ib.high and ib.low <= ia.high
+
+
+class FigureBand(Out):
+    """Where each figure of one prediction lies at the model's validated uncertainty: ``relative`` is the
+    half-width of the delivered tokens/s (its time per token), each figure's ``{low, high}`` (None: the
+    figure is not predicted)."""
+
+    relative: float
+    step_time_s: Interval | None = None
+    tokens_per_s: Interval | None = None
+    itl_s: Interval | None = None
+    ttft_s: Interval | None = None
+    e2e_s: Interval | None = None
+    usd_per_mtok: Interval | None = None
+
+
+def figure_band(*, u_step: float | None, u_rate: float | None, u_ttft: float | None = None,
+                step: float | None = None, tokens_per_s: float | None = None, itl: float | None = None,
+                ttft: float | None = None, e2e: float | None = None, cost: float | None = None) -> FigureBand | None:
+    """The figures' intervals: times widen by their half-width (the decode step by the decode band, TTFT by the
+    prefill band, ITL / E2E / $ per Mtok by the delivered band: they are GPU time per token), tokens/s by the
+    inverse. None without bands (the spec sheet)."""
+    if u_step is None or u_rate is None:
+        return None
+    ut = u_ttft if u_ttft is not None else u_step
+    return FigureBand(relative=round(u_rate, 4),
+                      step_time_s=time_interval(step, u_step) if step is not None else None,
+                      tokens_per_s=rate_interval(tokens_per_s, u_rate) if tokens_per_s is not None else None,
+                      itl_s=time_interval(itl, u_rate) if itl is not None else None,
+                      ttft_s=time_interval(ttft, ut) if ttft is not None else None,
+                      e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
+                      usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)

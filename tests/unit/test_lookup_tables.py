@@ -1,0 +1,212 @@
+"""Issue 25: every decision priced from measured kernels (lookup before fit, same math before composition,
+the kernel that runs), with its uncertainty, and no ranking inside the noise.
+
+One test per defect the issue lists ("Why"), each failing on the code before it; expected figures come from
+the published tables themselves (read here with the table's own rows), the issue's figures, or arithmetic in
+a comment — never from the program's output.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+import quantadvise as api
+from quantadvise import catalog
+
+L8 = "meta-llama/Meta-Llama-3-8B"
+L70 = "meta-llama/Llama-3.1-70B"
+
+
+def _schemes(r):
+    return {s.scheme: s for s in r.schemes}
+
+
+# -- defect 1: what prices a step (w4a16 / awq / gptq 0% measured, w8a8-int8 0% measured) --------------------------
+@pytest.mark.parametrize("gpu", ("h100-sxm", "h200", "a100-80gb", "l40s"))
+@pytest.mark.parametrize("engine", ("vllm", "sglang"))
+def test_4bit_weight_only_and_int8_are_priced_by_a_same_math_table(gpu, engine):
+    # TRT-LLM's weight-only int4 GEMM and SmoothQuant int8 GEMM are published for these four GPUs
+    # (aiconfigurator 0.7.0 / 0.10.0 / core 0.12.0): the same math on the same GPU, before any composition
+    r = api.roofline(L8, "w4a16,awq,gptq,w8a8-int8", gpu=gpu, batches="1", ctx=0, engine=engine)
+    s = _schemes(r)
+    for sid in ("w4a16", "awq", "gptq"):
+        assert (s[sid].curve, s[sid].curve_basis) == ("trtllm/int4-wo", "same-math"), (sid, s[sid].curve)
+    assert (s["w8a8-int8"].curve, s["w8a8-int8"].curve_basis) == ("trtllm/int8-sq", "same-math")
+
+
+def test_the_census_is_mostly_measured_or_same_math():
+    # 5 GPUs x 2 engines x 11 decision schemes = 110 cells, 97 served (the others are refused: W4A8 below sm90 or
+    # in SGLang, MXFP4 in SGLang); the issue's bar: at least 70% priced by the kernel's own table or a same-math one
+    r = api.census()
+    assert len(r.rows) == 110
+    served = [x for x in r.rows if x.basis != "n/a"]
+    assert len(served) == 97
+    assert r.measured_or_same_math >= 0.70 and r.passed
+    assert not r.roofline_with_table
+
+
+# -- defect 2: on A100 the roofline-priced int8 won, 2.2x bf16 at batch 1 ----------------------------------------
+def test_a100_int8_is_not_faster_than_its_bytes_allow():
+    # At batch 1 the decoder linears stream their weights: int8 stores 1 byte per weight (plus one bf16 scale per
+    # row) against bf16's 2, so it cannot be more than 2.0x faster; the old roofline gave 2.2x (0.832 memory
+    # efficiency for int8 against bf16's measured 0.744). NVIDIA's A100 SmoothQuant table gives 1.97x at M = 1.
+    r = api.roofline(L8, "bf16,w8a8-int8", gpu="a100-80gb", batches="1", ctx=0, scope="decoder")
+    t = {p.scheme: p.time.linear_s for p in r.points}
+    assert 1.5 < t["bf16"] / t["w8a8-int8"] < 2.0
+    assert _schemes(r)["w8a8-int8"].curve_basis == "same-math"
+
+
+# -- defect 3: composed int4 curves inherited a bogus small-M factor -------------------------------------------------
+def test_one_marlin_kernel_is_priced_alike_under_both_engines_on_a100():
+    # vLLM and SGLang run the same Marlin kernel for w4a16 on an A100: the old composed curves priced it 3.16x and
+    # 1.90x over bf16 at M = 1. Its decoder linears now cost the same under both (one table prices them).
+    times = {}
+    for engine in ("vllm", "sglang"):
+        r = api.roofline(L8, "w4a16", gpu="a100-80gb", batches="1,64", ctx=0, scope="decoder", engine=engine)
+        times[engine] = {p.batch: p.time.linear_s for p in r.points}
+    for b in (1, 64):
+        assert times["vllm"][b] == pytest.approx(times["sglang"][b], rel=1e-9)
+
+
+def test_a100_int4_at_batch_64_follows_the_measured_int4_gemm():
+    # TRT-LLM's measured int4 weight-only GEMM against vLLM's measured cuBLAS GEMM on the A100 at M = 64, read from
+    # the shipped tables' rows for a 70B-class MLP shape both hold (16384 x 8192): the issue's 1.91x, where the
+    # old composed curve gave 1.27x
+    tabs = catalog.kernel_tables("a100-80gb")
+    i4, bf = tabs.get("trtllm/int4-wo"), tabs.get("vllm/cublas-bf16")
+    m = 64.0
+    us_i4 = dict(zip(i4.row(16384, 8192).ms, i4.row(16384, 8192).ts, strict=True))[m]
+    us_bf = dict(zip(bf.row(16384, 8192).ms, bf.row(16384, 8192).ts, strict=True))[m]
+    assert us_bf / us_i4 > 1.9
+    # the step model: Llama-3.1-70B's decoder linears (80% of their weights in the MLP) at batch 64
+    r = api.roofline(L70, "bf16,w4a16", gpu="a100-80gb", batches="64", ctx=0, scope="decoder")
+    t = {p.scheme: p.time.linear_s for p in r.points}
+    assert t["bf16"] / t["w4a16"] > 1.6
+
+
+def test_composition_is_pinned_by_the_bytes_at_small_m():
+    from quantadvise.perf.kernel_tables import MSeries, bytes_adjusted, composed
+
+    # composed(): at the smallest M the call streams ratio x the math table's weight bytes at that table's measured
+    # streaming rate: t = o + ratio x (t(1) - o); e.g. 40 us with a 4 us launch floor and a quarter of the bytes:
+    # 4 + 0.25 x 36 = 13 us. Once the math binds (here 400 us at M = 4096, far above the stream) the table's time.
+    s = MSeries((1.0, 64.0, 4096.0), (40e-6, 41e-6, 400e-6))
+    c = composed(s, 0.25, 4e-6)
+    assert c.at(1) == pytest.approx(13e-6, rel=1e-9)
+    assert c.at(4096) == pytest.approx(400e-6, rel=1e-3)
+    # the same math with 3% more bytes (group scales): + 3% of the stream at M = 1: 4 + 1.03 x 36 = 41.08 us
+    assert bytes_adjusted(s, 1.03, 4e-6).at(1) == pytest.approx(41.08e-6, rel=1e-9)
+
+
+# -- defect 4: curves missed their own source tables, the M = 129 / 257 rows dropped ---------------------------------
+def test_the_lookup_keeps_the_tile_steps_of_its_table():
+    # H200 vLLM CUTLASS fp8: the published rows at M = 128 and 129 for 4096 x 4096 (read here from the shipped file):
+    # the first row of the next tile configuration is a step, and the lookup returns exactly the table's rows
+    tabs = catalog.kernel_tables("h200")
+    meta = tabs.index.find("vllm/cutlass-fp8")
+    text = gzip.decompress((catalog.data_dir() / "kernel_tables" / "h200" / meta.file).read_bytes()).decode()
+    lines = [ln.split(",") for ln in text.splitlines() if not ln.startswith("#")]
+    ms = [float(x) for x in lines[0][2:]]
+    row = next(ln for ln in lines[1:] if ln[:2] == ["4096", "4096"])
+    us = {m: float(v) for m, v in zip(ms, row[2:], strict=True) if v}
+    assert us[129] / us[128] > 1.3  # a step, not a curve (issue: 1.4-2.1x for the fp8 CUTLASS kernels)
+    t = tabs.get("vllm/cutlass-fp8")
+    for m in (1, 64, 128, 129, 256, 257):
+        assert t.series(4096, 4096).at(m) == pytest.approx(us[m] * 1e-6, rel=1e-9)
+    # and the step model prices the step: fp8-dynamic's decoder linears at batch 129 cost more per token than at 128
+    r = api.roofline(L8, "fp8-dynamic", gpu="h200", batches="128,129", ctx=0, scope="decoder")
+    lin = {p.batch: p.time.linear_s for p in r.points}
+    assert lin[129] / 129 > lin[128] / 128 * 1.2
+
+
+# -- defect 5: SGLang per-tensor fp8 was priced by SGLang's CUTLASS curve ---------------------------------------------
+@pytest.mark.parametrize("gpu", ("h100-sxm", "h200", "l40s", "b200"))
+def test_sglang_per_tensor_fp8_is_priced_as_cublaslt(gpu):
+    # data/kernels/sglang-0.5.23.yaml: per-tensor fp8 runs torch._scaled_mm (cuBLASLt); TRT-LLM's FP8 Linear times
+    # cublas_scaled_mm, the same library, with its quantization taken off
+    r = api.roofline(L8, "fp8-tensor", gpu=gpu, batches="1", ctx=0, engine="sglang")
+    s = _schemes(r)["fp8-tensor"]
+    assert s.kernel == "torch-scaled-mm-fp8"
+    assert (s.curve, s.curve_basis) == ("trtllm/fp8-cublaslt", "same-math")
+
+
+# -- defect 6: attention stayed on the roofline, without the per-layer launch floor ----------------------------------
+def test_decode_attention_keeps_the_tables_launch_floor():
+    # vLLM 0.24.0's H100 decode attention table: ~12 us per layer call at batch 1 (research: 12.2 us median floor);
+    # Llama-3-8B has 32 layers: at least 32 x 11 us = 0.35 ms per step at batch 1, 1k context — the old roofline
+    # gave 0.034 ms (4.2 MB of KV at 3.35 TB/s x 0.83)
+    r = api.roofline(L8, "bf16", gpu="h100", batches="1", ctx=1024)
+    assert r.points[0].time.attention_s > 32 * 11e-6
+
+
+# -- defect 7: the ranking ignored the uncertainty; speed_model hid the basis ----------------------------------------
+def test_dense_w4a8_is_not_priced_by_a_moe_kernel():
+    r = api.roofline(L8, "w4a8-fp8", gpu="h100", batches="1", ctx=0)
+    s = _schemes(r)["w4a8-fp8"]
+    assert s.kernel == "cutlass-w4a8" and "moe" not in (s.curve or "") and "moe" not in (s.kernel_label or "")
+    assert s.curve_basis == "composed"
+
+
+def test_the_default_recommendation_ranks_nothing_inside_the_noise():
+    r = api.recommend(batch=64, ctx=2048)
+    win = next(a for a in r.alternatives if a.status == "recommended")
+    assert r.performance.uncertainty is not None
+    for a in r.alternatives:
+        if a.tokens_per_s is None:
+            continue
+        u = a.uncertainty
+        assert u is not None and u.tokens_per_s.low < a.tokens_per_s < u.tokens_per_s.high
+        for key in ("step_time_s", "itl_s", "ttft_s", "usd_per_mtok"):
+            assert getattr(u, key) is not None, key
+        overlaps = u.tokens_per_s.low <= win.uncertainty.tokens_per_s.high and \
+            win.uncertainty.tokens_per_s.low <= u.tokens_per_s.high
+        if overlaps:
+            assert a.status != "slower", (a.scheme, a.reason)
+    # speed_model names the basis per scheme, never "measured-kernels" for a stand-in
+    roof = next(t for t in r.trace if t.node == "roofline")
+    assert set(roof.numbers["speed_model"].values()) <= {"measured", "same-math", "composed", "proxy", "roofline"}
+    assert r.performance.speed_model == roof.numbers["speed_model"][r.scheme.id]
+
+
+def test_a_tie_names_its_evidence_and_the_benchmarks_that_settle_it():
+    r = api.recommend(batch=64, ctx=2048)
+    tie = r.performance.tie
+    assert tie is not None and tie.schemes[0] == r.scheme.id and len(tie.schemes) >= 2
+    assert tie.evidence
+    other = tie.schemes[1]
+    assert set(tie.commands) == {r.scheme.id, other}
+    a = next(x for x in r.alternatives if x.scheme == other)
+    assert a.reason.startswith("tie within the model's uncertainty")
+    # the commands are the engine's own client at this workload: 1,792 prompt + 256 output tokens, 64 in flight
+    for cmd in tie.commands.values():
+        assert cmd.startswith("vllm bench serve --model ./Meta-Llama-3-8B-")
+        assert "--random-input-len 1792 --random-output-len 256" in cmd and "--max-concurrency 64" in cmd
+
+
+def test_bench_commands_follow_each_clients_options():
+    from quantadvise.engines.bench import serve_bench_command, stable_prompts
+
+    # vLLM: fixed lengths at --random-range-ratio 0, --ignore-eos; SGLang: --random-range-ratio 1.0 (its lengths are
+    # uniform in [max(L r, 1), L]); N = max(200, 10 x C) requests (the full commands: tests of engines/bench.py)
+    assert stable_prompts(8) == 200 and stable_prompts(64) == 640
+    v = serve_bench_command("vllm", "m", input_len=1000, output_len=200, concurrency=8, num_prompts=200,
+                            quantization="fp8", kv_cache_dtype="fp8")
+    assert v.startswith("vllm bench serve --model m --dataset-name random --random-input-len 1000 "
+                        "--random-output-len 200 --random-range-ratio 0 --ignore-eos --max-concurrency 8 ")
+    assert "--num-prompts 200" in v and "quantization=fp8" in v and "kv_cache_dtype=fp8" in v
+    s = serve_bench_command("sglang", "m", input_len=1000, output_len=200, concurrency=8, num_prompts=200)
+    assert s.startswith("python -m sglang.bench_serving --backend sglang --model m --dataset-name random "
+                        "--random-input-len 1000 --random-output-len 200 --random-range-ratio 1.0 --max-concurrency 8 ")
+    assert "--num-prompts 200" in s
+
+
+def test_moe_output_names_the_fused_moe_curve():
+    # "The kernel that runs": a MoE model's routed experts are priced by the fused-MoE curve of the backend the
+    # engine runs for them (data/kernels/vllm-0.33.0.yaml moe_routes: Triton for bf16 and block fp8 on sm90), and
+    # the output says which
+    r = api.roofline("Qwen/Qwen3-30B-A3B", "bf16,fp8-block", gpu="h100", batches="8", ctx=0)
+    s = _schemes(r)
+    assert "experts: fused-MoE vllm/triton-moe (measured)" in s["bf16"].kernel_label
+    assert "experts: fused-MoE vllm/triton-fp8-block-moe (measured)" in s["fp8-block"].kernel_label
