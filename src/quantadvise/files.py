@@ -4,6 +4,7 @@ absurd nesting)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,14 +19,77 @@ MAX_YAML_NODES = 200_000
 MAX_NESTING = 100
 
 
-def read_text(path: Path) -> str:
-    """A UTF-8 text file; an unreadable or binary file is a ConfigError naming it."""
+# A user's file larger than this is no config, profile, workload or evidence file quantadvise reads (lm-eval's
+# per-sample logs of a whole suite are tens of MB); it is refused before it is read into memory.
+MAX_READ_BYTES = 256 * 1024 * 1024
+
+
+def special(path: str | Path) -> str | None:
+    """What a path is when it is neither a regular file nor a folder — ``a FIFO (named pipe)``, ``a
+    character device``, ``a block device``, ``a socket`` — else None (a file, a folder, or nothing
+    there). Reading one blocks (a FIFO with no writer) or never ends (``/dev/zero``): every reader and
+    writer of a user's path asks first. Symbolic links are followed."""
+    import stat
+
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def not_regular(path: str | Path, what: str) -> str:
+    """The one sentence for a special file where a file was wanted: ``p: a FIFO (named pipe), not a
+    file; name a file``."""
+    return f"{path}: {what}, not a file; name a regular file"
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 text file; an unreadable, binary, special (:func:`special`: a FIFO, a device, a socket)
+    or oversized (:data:`MAX_READ_BYTES`) file is a ConfigError naming it. Never blocks."""
+    what = special(path)
+    if what is not None:
+        raise ConfigError(not_regular(path, what))
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_READ_BYTES:
+                raise ConfigError(f"{path}: larger than {MAX_READ_BYTES // 2**20} MiB, too large to be a file "
+                                  "quantadvise reads")
+            data = fh.read(MAX_READ_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_READ_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_READ_BYTES // 2**20} MiB, too large to be a file quantadvise reads")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text  # as text mode reads it
+
+
+def json_loads(text: str, where: str) -> Any:
+    """JSON from a user's file: a syntax error, an integer of more than 4,300 digits (Python refuses to
+    convert it) or nesting past Python's recursion limit is one ConfigError naming ``where`` and the line;
+    :data:`MAX_NESTING` is checked too."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer too long to convert
+        raise ConfigError(f"{where}: invalid JSON value: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: JSON nested too deeply") from None
+    if json_depth(doc) > MAX_NESTING:
+        raise ConfigError(f"{where}: JSON nested more than {MAX_NESTING} levels deep")
+    return doc
 
 
 def _children(node: Any) -> list[Any]:
@@ -103,6 +167,8 @@ def yaml_errors(where: str) -> Iterator[None]:
         line = f" line {mark.line + 1}:" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}:{line} invalid YAML: {problem}") from None
+    except (ValueError, OverflowError) as exc:  # a scalar the loader cannot build: 5,000 digits, 2024-13-45
+        raise ConfigError(f"{where}: invalid YAML value: {str(exc).split(';')[0][:120]}") from None
 
 
 def json_depth(doc: Any) -> int:

@@ -67,6 +67,7 @@ LIMITS: dict[str, Limit] = {
     "max_delta": Limit(0, 100),  # accuracy drop, percentage points
     "max_flips": Limit(0, 100),  # share of answers that changed correctness, percent
     "max_kl": Limit(0, 1_000),  # mean KL(base || quant), nats
+    "min_samples": Limit(1, 1_000_000_000, integer=True),  # paired items an accuracy verdict needs
 }
 LIMITS["concurrency"] = LIMITS["batch"]
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
@@ -103,6 +104,7 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "max_delta": ("--max-delta", None),
     "max_flips": ("--max-flips", None),
     "max_kl": ("--max-kl", None),
+    "min_samples": ("--min-samples", None),
 }
 # what an unknown-name error's kind is a field of
 KIND_FIELDS = {"gpu": "gpu", "model": "model", "engine": "engine", "scheme": "scheme", "kv cache dtype": "kv_dtype",
@@ -144,7 +146,7 @@ def bad_value(field: str, value: str | None, *, integer: bool = False, choices: 
     ``option`` is the flag when the field table does not know it; ``limit`` where the flag means another
     quantity (:data:`DECODE_CTX`); ``forms`` the list forms a flag also takes (``1,8,64 or 1..512``)."""
     name = option or flag(field)
-    got = "" if value is None else f", got {value!r}"
+    got = "" if value is None else f", got {shown(value)}"
     lim = limit or LIMITS.get(field)
     if lim is not None:
         return InputError(f"{name} must be {lim.describe()}" + (f" (a list: {forms})" if forms else "") + got,
@@ -161,16 +163,109 @@ def check(field: str, value: Any, limit: Limit | None = None) -> Any:
     if value is None:
         return None
     limit = limit or LIMITS[field]
-    name = flag(field)
-    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-    if not bad and limit.integer and value != int(value):
-        bad = True
-    if not bad:
-        bad = (value <= limit.low if limit.low_open else value < limit.low) or (
-            value >= limit.high if limit.high_open else value > limit.high)
-    if bad:
-        raise InputError(f"{name} must be {limit.describe()}, got {value!r}", field=field)
+    if not within(value, limit):
+        raise InputError(f"{flag(field)} must be {limit.describe()}, got {shown(value)}", field=field)
     return int(value) if limit.integer else float(value)
+
+
+def within(value: Any, limit: Limit) -> bool:
+    """Whether ``value`` is a number (not a bool) in ``limit``. An integer is compared as an integer —
+    exactly, never converted to a float on the way (a 400-digit integer is simply out of range, not an
+    OverflowError); a float must be finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and (not math.isfinite(value) or (limit.integer and not value.is_integer())):
+        return False
+    low = value <= limit.low if limit.low_open else value < limit.low
+    high = value >= limit.high if limit.high_open else value > limit.high
+    return not (low or high)
+
+
+# Text longer than this is no number any input takes (the widest limit has 9 digits); it is refused as
+# text, before int() or float() sees it (Python's int() refuses 4,300 digits with a ValueError, float()
+# turns 400 digits into inf).
+MAX_NUMBER_CHARS = 64
+SHOWN_CHARS = 40  # what an error quotes of a value, at most
+
+
+def shown(value: Any) -> str:
+    """A value as an error quotes it, at most about :data:`SHOWN_CHARS` characters: ``'abc'``, ``inf``,
+    an integer of 400 digits as ``99999999999999999999... (400 digits)``. Never converts to float."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() <= 3 * SHOWN_CHARS:  # ~36 digits: quoted whole
+            return str(value)
+        digits = len(str(abs(value))) if value.bit_length() < 14_000 else None  # str() refuses > 4,300 digits
+        return f"{str(value)[:20]}... ({digits:,} digits)" if digits else "an integer of over 4,000 digits"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 4]}...{text[-1]} ({len(text):,} characters)"
+
+
+def parse(field: str, text: str, *, limit: Limit | None = None, option: str | None = None,
+          forms: str | None = None) -> int | float:
+    """A number written as text (a flag, an environment variable, a YAML or JSON string, a list item) ->
+    the number, unchecked against the range (:func:`check` does that): an integer where ``limit`` (or
+    ``field``'s) wants one, else a float; ``1_000``, ``1e3`` and surrounding spaces as Python reads
+    them. Text longer than :data:`MAX_NUMBER_CHARS`, or not a number, is one InputError naming the flag
+    (``option``, else ``field``'s) in the words of :func:`bad_value`."""
+    lim = limit or LIMITS.get(field)
+    t = text.strip()
+    if len(t) <= MAX_NUMBER_CHARS:
+        try:
+            return int(t) if lim is not None and lim.integer else float(t)
+        except ValueError:
+            pass
+        if lim is not None and lim.integer:  # "8.0": a whole number written as a float
+            try:
+                x = float(t)
+            except ValueError:
+                pass
+            else:
+                if math.isfinite(x) and x.is_integer():
+                    return int(x)
+                return x
+    raise bad_value(field, text, integer=bool(lim and lim.integer), option=option, limit=lim, forms=forms)
+
+
+def number(field: str, value: Any, limit: Limit | None = None, *, where: str | None = None) -> Any:
+    """The one entry for a number read from a file (YAML, JSON, a workload or config file) or any other
+    untyped source: int, float or numeric text -> :func:`check`. ``where`` names the place (``quantadvise.yaml:
+    workload.concurrency``) in place of the flag. A bool, a list, a mapping: the same one error."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):
+            value = parse(field, value, limit=limit)
+        return check(field, value, limit)
+    except InputError:
+        if where is None:
+            raise
+        lim = limit or LIMITS[field]
+        raise InputError(f"{where} must be {lim.describe()}, got {shown(value)}", field=field) from None
+
+
+MAX_FLOAT = 1e300  # a number read from a file beyond this in size is junk (and near a float's end)
+
+
+def finite(value: Any) -> float | None:
+    """A number read from a file (JSON or YAML: an int or a float, never a bool) as a finite float of at
+    most :data:`MAX_FLOAT` in size; None for anything else — text, nan, inf, and an integer too large
+    for a float (compared as an integer: no OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) <= MAX_FLOAT else None
+    return value if math.isfinite(value) and abs(value) <= MAX_FLOAT else None
+
+
+def to_float(value: int | float, field: str, high: float = MAX_FLOAT) -> float:
+    """An integer or float as a float, refused (one InputError naming ``field``) beyond ``high`` in
+    size — where an integer that no limit bounds (a count in a config file) must become a float."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > high:
+        raise InputError(f"{field} is too large: {shown(value)}", field=field)
+    x = float(value)
+    if not math.isfinite(x) or abs(x) > high:
+        raise InputError(f"{field} must be a finite number, got {shown(value)}", field=field)
+    return x
 
 
 PERCENT_SUFFIXES = ("%", "pp")  # "1%" and "1pp" are the bare 1: one percentage point

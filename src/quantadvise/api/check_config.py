@@ -115,8 +115,8 @@ def parse_pyproject(text: str, file: str) -> tuple[DeploymentConfig, dict[str, i
 
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: an integer of more than 4,300 digits
+        raise ConfigError(f"{file}: invalid TOML: {str(exc).split(';')[0]}") from None
     table = doc.get("tool", {}).get("quantadvise") if isinstance(doc.get("tool"), dict) else None
     if table is None:
         return None
@@ -170,13 +170,12 @@ def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
 
 def read_baseline(path: Path) -> set[str]:
     """The fingerprints a baseline file accepts."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the baseline {path}: {exc.strerror or exc}",
-                          hint="create it with `quantadvise check --write-baseline FILE`") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    from ..files import json_loads, special
+
+    if special(path) is None and not path.exists():
+        raise ConfigError(f"cannot read the baseline {path}: No such file or directory",
+                          hint="create it with `quantadvise check --write-baseline FILE`")
+    doc = json_loads(read_text(path), str(path))
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("fingerprint"), str)
                                               for i in items):

@@ -103,6 +103,9 @@ def _exec_form(ins: _Instr, file: str) -> list[Word] | None:
             f"{file}: line {line}: {ins.keyword} is not valid JSON ({exc.msg}); Docker would run it as a shell "
             f"string — use double quotes in exec form [\"vllm\", \"serve\", ...]"
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits; nesting past the limit
+        raise ConfigError(f"{file}: line {ins.line}: {ins.keyword} is not a JSON array quantadvise can read "
+                          f"({str(exc).split(';')[0][:80] or 'nested too deeply'})") from None
     if not isinstance(arr, list) or not all(isinstance(a, str) for a in arr):
         raise ConfigError(f"{file}: line {ins.line}: {ins.keyword} exec form must be a JSON array of strings")
     words = []

@@ -60,6 +60,10 @@ def _records(text: str, file: str) -> Iterable[tuple[int, dict[str, Any]]]:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{file}: line {lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise ConfigError(f"{file}: line {lineno}: invalid JSON value: {str(exc).split(';')[0]}") from None
+        except RecursionError:
+            raise ConfigError(f"{file}: line {lineno}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise ConfigError(f"{file}: line {lineno}: expected a JSON object per line, got {type(obj).__name__}")
         yield lineno, obj

@@ -422,7 +422,7 @@ def gpu_request_count(text: str) -> int | None:
 def _jsonish(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, 5,000 digits, nested past the limit
         return text
 
 

@@ -50,6 +50,8 @@ def parse_json_text(text: str, where: str) -> Any:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ConfigError(f"{where}: invalid JSON value: {str(exc).split(';')[0]}") from None
     except RecursionError:
         raise ConfigError(f"{where}: JSON nested too deeply to be a model config") from None
     if json_depth(doc) > MAX_NESTING:

@@ -107,6 +107,9 @@ def stderr_text(message: str, prefix: str, hang: str, width: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_COLUMNS = 1_000  # COLUMNS beyond this is taken as this (no report is wider; a huge value pads nothing)
+
+
 def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | None:
     """The columns human output on ``stream`` (default stdout) must fit: ``COLUMNS`` when set, else
     the terminal's width when the stream is a terminal, else 80; None with ``--wide``. Reports on
@@ -116,9 +119,9 @@ def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | No
 
     if wide:
         return None
-    env = os.environ.get("COLUMNS", "")
-    if env.strip().isdigit() and int(env) >= 20:
-        return int(env)
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isascii() and env.isdigit() and len(env) <= 6 and int(env) >= 20:  # digits only: no 4,300-digit int()
+        return min(int(env), MAX_COLUMNS)
     out = sys.stdout if stream is None else stream
     if not _isatty(out):
         return 80
