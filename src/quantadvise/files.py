@@ -44,10 +44,10 @@ def special(path: str | Path) -> str | None:
     return "not a regular file"
 
 
-def not_regular(path: str | Path, what: str) -> str:
+def not_regular(path: str | Path, what: str, want: str = "a regular file") -> str:
     """The one sentence for a special file where a file was wanted: ``p: a FIFO (named pipe), not a
-    file; name a file``."""
-    return f"{path}: {what}, not a file; name a regular file"
+    file; name a regular file``."""
+    return f"{path}: {what}, not a file; name {want}"
 
 
 def read_text(path: Path) -> str:
@@ -214,15 +214,17 @@ def is_file(path: str | Path) -> bool:
 # -- writing a file the user named (--out, --output, --plot) ---------------------------------------
 
 
-def check_output_path(path: Path, flag: str) -> Path | None:
+def check_output_path(path: Path, flag: str, *, stream: bool = False) -> Path | None:
     """Before any work, one :class:`InputError` naming ``flag`` when no file can be written at
     ``path``: it is a folder, something on the way is not a folder, or the nearest existing folder
-    (or the file itself) is not writable. Missing folders are not an error: writing creates them, as
-    ``calibrate --out`` and ``check --output`` do; the topmost one that will be made is returned
-    (None when the folder exists). A place that passes this and still refuses the file (``/proc``
-    as root, a full disk) fails inside :func:`writing`, with the same error."""
-    import os
-
+    (or the file itself) is not writable; a socket or a block device; a FIFO unless ``stream`` (the
+    writer is :func:`write_file`, which never blocks on one). Missing folders are not an error: writing
+    creates them, as ``calibrate --out`` and ``check --output`` do; the topmost one that will be made is
+    returned (None when the folder exists). A place that passes this and still refuses the file
+    (``/proc`` as root, a full disk) fails inside :func:`writing`, with the same error."""
+    what = special(path)
+    if what is not None and not (what.startswith("a character") or (stream and what.startswith("a FIFO"))):
+        raise _cannot_write(path, flag, f"it is {what}")
     try:
         if path.is_dir():
             raise _cannot_write(path, flag, "it is a folder", fix="name a file")
@@ -250,6 +252,32 @@ def writing(path: Path, flag: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise _cannot_write(path, flag, exc.strerror or str(exc)) from None
+
+
+def write_file(path: Path, text: str, flag: str) -> None:
+    """Write the text file ``flag`` names (``--output``, ``--write-baseline``, ``--init``), creating
+    missing folders. Never blocks: a FIFO is opened without waiting, and written only when a program
+    is reading it (none: one error); a socket or a block device is refused; a character device
+    (``/dev/null``) is written. Every failure is the one InputError of :func:`check_output_path`."""
+    import errno
+
+    what = special(path)
+    fifo = what is not None and what.startswith("a FIFO")
+    if what is not None and not (fifo or what.startswith("a character")):
+        raise _cannot_write(path, flag, f"it is {what}")
+    with writing(path, flag):
+        if what is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK if fifo else os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        except OSError as exc:
+            if fifo and exc.errno == errno.ENXIO:
+                raise _cannot_write(path, flag, "it is a FIFO (named pipe) that no program is reading") from None
+            raise
+        if fifo:
+            os.set_blocking(fd, True)  # a reader is there: write as to any pipe
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
 
 
 def _cannot_write(path: Path, flag: str, reason: str, fix: str = "name a file in a folder you can write") -> InputError:

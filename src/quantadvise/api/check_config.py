@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..files import read_text
 from ..gate.config import DeploymentConfig, LoadedConfig, validate
 
@@ -185,12 +185,11 @@ def read_baseline(path: Path) -> set[str]:
 
 
 def write_text(path: Path, text: str, *, field: str) -> None:
-    """Write a file the gate produces (a baseline, a starter config); a failure is one InputError."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}", field=field) from None
+    """Write a file the gate produces (a baseline, a starter config); a failure is one InputError
+    (a FIFO no program reads, a socket: never a hang; :func:`~quantadvise.files.write_file`)."""
+    from ..files import write_file
+
+    write_file(path, text, "--" + field.replace("_", "-"))
 
 
 def baseline_text(doc: dict[str, Any]) -> str:

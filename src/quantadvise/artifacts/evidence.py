@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
-from ..files import read_text
+from ..files import not_regular, read_text, special
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
 PREFERRED_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "pass_at_1", "em", "correct")
@@ -291,6 +291,9 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
     ``metric`` / ``filter``) picks the lm-eval filter and metric per task."""
     choice = choice or Choice(filter=filter, metric=metric)
     p = Path(path)
+    what = special(p)
+    if what is not None:
+        raise InputError(f"{role}: {not_regular(p, what)}", field=role)
     if not p.exists():
         raise InputError(f"{role}: no such file or directory: {p}", field=role)
     if p.is_file():

@@ -27,7 +27,7 @@ from .. import defaults
 from ..engines.flags import ENGINES
 from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
-from ..files import exists, read_text
+from ..files import exists, not_regular, read_text, special
 from ..wording import plural
 from .dockerfile import parse_dockerfile
 from .launch import (
@@ -395,6 +395,9 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     asides = Asides()
     for given in paths:
         root = Path(given)
+        what = special(root)
+        if what is not None:  # a FIFO would block the read, /dev/zero never end it
+            raise InputError(not_regular(root, what, "a deployment file or folder"), field="paths")
         if not exists(root):
             raise InputError(f"no such file or directory: {str(root)[:200]}", field="paths")
         explicit = root.is_file()

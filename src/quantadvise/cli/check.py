@@ -133,11 +133,9 @@ def check_cmd(
     width = terminal_width(wide) if fmt.value == "table" and output is None else None
     text = render("check", fmt.value, report, **({"width": width} if fmt.value == "table" else {}))
     if output is not None:
-        from ..files import writing
+        from ..files import write_file
 
-        with writing(output, "--output"):
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        write_file(output, text if text.endswith("\n") else text + "\n", "--output")
         c = report.counts()
         warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {plural(c['error'], 'error')}, "
                      f"{plural(c['warning'], 'warning')}; {fmt.value} report written to {output}")

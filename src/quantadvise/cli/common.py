@@ -148,11 +148,15 @@ def input_file(path: str | Path | None, field: str, what: str, *, exists: str | 
     naming the flag (and, through ``field``, the variable that set it); with ``exists`` (the hint) so is
     a missing path."""
     from ..errors import InputError
+    from ..files import not_regular, special
     from ..inputs import flag
 
     if path is None or str(path) == "-":
         return
     p = Path(path)
+    what = special(p)
+    if what is not None:
+        raise InputError(f"{flag(field)} {not_regular(path, what)}", field=field)
     if p.is_dir():
         raise InputError(f"{flag(field)} {path} is a directory; give {what}", field=field)
     if exists and not p.exists():
