@@ -220,9 +220,7 @@ def parse(field: str, text: str, *, limit: Limit | None = None, option: str | No
             except ValueError:
                 pass
             else:
-                if math.isfinite(x) and x.is_integer():
-                    return int(x)
-                return x
+                return int(x) if math.isfinite(x) and x.is_integer() and abs(x) <= 2**53 else x
     raise bad_value(field, text, integer=bool(lim and lim.integer), option=option, limit=lim, forms=forms)
 
 

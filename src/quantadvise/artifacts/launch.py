@@ -29,6 +29,7 @@ from ..engines.flags import (
 )
 from ..engines.invocation import EngineInvocation, Source
 from ..engines.vocabulary import FlagVocabulary
+from .budget import MAX_WORDS, current
 from .shell import Word, split_shell
 
 # Text that holds an engine launch (decides whether a file's parse errors matter, and which YAML strings
@@ -92,9 +93,11 @@ class ServerImage:
 @dataclass
 class Asides:
     """What the readers notice besides launches: commands that are not deployments (``FILE: line N: why``,
-    for ``check -v``), and the halves of a launch split between a Dockerfile and a manifest."""
+    for ``check -v``), what a file's budget left unread (warnings), and the halves of a launch split between a
+    Dockerfile and a manifest."""
 
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what a file's budget left unexpanded or unread
     image_args: list[ImageArgs] = field(default_factory=list)
     server_images: list[ServerImage] = field(default_factory=list)
 
@@ -182,12 +185,19 @@ def _human_int(text: str, suffixes: bool) -> int:
     return int(t)
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def _is_number(text: str) -> bool:
-    return re.fullmatch(r"-?\d+(?:\.\d+)?", text) is not None
+    return _NUMBER.fullmatch(text) is not None
 
 
 def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineInvocation | None:
-    """The engine launch in one command's words, if there is one."""
+    """The engine launch in one command's words, if there is one (its first :data:`~.budget.MAX_WORDS`
+    words: a YAML list of 200,000 items is no command line)."""
+    if len(words) > MAX_WORDS:
+        current(ctx.file).words(MAX_WORDS, words[0].line)
+        words = words[:MAX_WORDS]
     found = find_engine(words)
     launcher: str | None = None
     image, version = ctx.image, ctx.engine_version
@@ -265,7 +275,9 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
 
     i = 0
     positional_seen = False
+    tick = current(ctx.file).tick
     while i < len(args):
+        tick(16)  # a lookup is a few microseconds
         w = args[i]
         t = w.text
         if t == "--":
@@ -302,15 +314,16 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
                 continue
             # not understood: kept in `other`
             nxt = args[i + 1].text if i + 1 < len(args) else ""
+            bare = not eq and no_value(name)
             if eq:
                 other[name] = val
-            elif no_value(name) and nxt.lower() in ("true", "false"):
+            elif bare and nxt.lower() in ("true", "false"):
                 other[name] = nxt  # older vLLM: --enable-chunked-prefill False
                 stray = _stray_boolean(ctx.options, engine, version, name, nxt)
                 if stray:
                     warnings.append(f"{where}: line {w.line}: {stray}")
                 i += 1
-            elif no_value(name):
+            elif bare:
                 other[name] = True
             elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
                 other[name] = args[i + 1].text

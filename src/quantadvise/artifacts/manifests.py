@@ -20,6 +20,7 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
+from .budget import current, reading
 from .launch import (
     ENGINE_MARKER,
     Asides,
@@ -113,14 +114,18 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> tuple[str, list[str
     """Kubernetes ``$(VAR)`` substitution in command/args (``$$`` escapes; unknown stays as is)."""
     unres: list[str] = []
 
+    budget = current()
+    size = [0]
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0).startswith("$$"):
             return m.group(0)[1:]
         name = m.group(1)
         v = env.get(name)
-        if v is None:
+        if v is None or not budget.expand(m.group(0), size[0] + len(v)):
             unres.append(name)
             return m.group(0)
+        size[0] += len(v)
         return v
 
     return re.sub(r"\$\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, text), unres
@@ -282,7 +287,9 @@ def _walk(node: Any, path: str, visit: Any) -> None:
     visit(node, path)
     if _is_map(node):
         for k, v in node.value:
-            _walk(v, f"{path}.{k.value}" if path else str(getattr(k, "value", "?")), visit)
+            key = str(getattr(k, "value", "?"))
+            key = key if len(key) <= 60 else key[:57] + "..."  # a path per node: never a megabyte key in each
+            _walk(v, f"{path}.{key}" if path else key, visit)
     elif _is_seq(node):
         for i, v in enumerate(node.value):
             _walk(v, f"{path}[{i}]", visit)
@@ -292,6 +299,8 @@ def _compose_interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[s
     """docker compose interpolation: ``$$``, ``$VAR``, ``${VAR}``, ``${VAR:-d}``, ``${VAR-d}``,
     ``${VAR:+a}``, ``${VAR:?e}``; an unknown variable stays visible (compose would use "")."""
     unres: list[str] = []
+    budget = current()
+    size = [0]
 
     def sub(m: re.Match[str]) -> str:
         whole = m.group(0)
@@ -300,6 +309,10 @@ def _compose_interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[s
         name = m.group("n1") or m.group("n2")
         op, word = m.group("op"), m.group("w") or ""
         value = env.get(name)
+        if value is not None and not budget.expand(whole, size[0] + len(value)):
+            unres.append(name)
+            return whole
+        size[0] += len(value or word)
         if op is None:
             if value is None:
                 unres.append(name)
@@ -479,8 +492,15 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
     A one-line string value that is only a launcher, with no argument (``prog: python -m
     sglang.launch_server`` in a data file), names the server; it is not a launch (``asides.skipped``).
     A container that passes arguments to an image no reader knows goes to ``asides.image_args``."""
+    with reading(file):
+        return _parse_yaml(text, file, dotenv=dotenv, asides=asides, options=options)
+
+
+def _parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
+                asides: Asides | None = None, options: OptionLists | None = None) -> list[EngineInvocation]:
     out: list[EngineInvocation] = []
     src = text.splitlines()
+    budget = current(file)
     for root in yaml_nodes(text, file):
         used: set[int] = set()
         services = _get(root, "services")
@@ -496,10 +516,12 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
 
         def visit(node: Any, path: str, source: Source = source, doc: str | None = doc,
                   used: set[int] = used, values_image: str | None = values_image) -> None:
+            budget.tick()
             if not _is_map(node) or id(node) in used:
                 return
             if _get(node, "command") is None and _get(node, "args") is None:
                 return
+            used.add(id(node))  # one container, however many aliases reach it
             name = _get(node, "name")
             label = " ".join(x for x in (doc, f"container {name.value}" if name is not None and _is_scalar(name)
                                          else (path or None)) if x)
@@ -510,9 +532,14 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
 
         _walk(root, "", visit)
 
-        def scan_strings(node: Any, path: str, source: Source = source, used: set[int] = used) -> None:
-            if not _is_scalar(node) or id(node) in used or not isinstance(node.value, str):
+        seen: set[int] = set()  # a scalar reached again through an alias: searched once
+
+        def scan_strings(node: Any, path: str, source: Source = source, used: set[int] = used,
+                         seen: set[int] = seen) -> None:
+            budget.tick()
+            if not _is_scalar(node) or id(node) in used or id(node) in seen or not isinstance(node.value, str):
                 return
+            seen.add(id(node))
             if not ENGINE_MARKER.search(node.value) or _PROSE_KEY.search(path):
                 return
             ctx = LaunchContext(file=file, source=source, context=path or None, options=options)

@@ -154,9 +154,9 @@ def input_file(path: str | Path | None, field: str, what: str, *, exists: str | 
     if path is None or str(path) == "-":
         return
     p = Path(path)
-    what = special(p)
-    if what is not None:
-        raise InputError(f"{flag(field)} {not_regular(path, what)}", field=field)
+    kind = special(p)
+    if kind is not None:  # a FIFO blocks the read, /dev/zero never ends it
+        raise InputError(f"{flag(field)} {not_regular(path, kind)}", field=field)
     if p.is_dir():
         raise InputError(f"{flag(field)} {path} is a directory; give {what}", field=field)
     if exists and not p.exists():
