@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .budget import MAX_DEPTH, Budget, current
+from .budget import MAX_DEPTH, MAX_WORDS, Budget, current
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,9 @@ class _Shell:
                 if not self.budget.expand(f"{name}+=(...)", sum(len(w.text) for w in old), self.depth, self.line):
                     words = []
                 words = [*old, *words]
+            if len(words) > MAX_WORDS:  # an array is at most a command's words
+                self.budget.words(MAX_WORDS, self.line)
+                words = words[:MAX_WORDS]
             self.env[name] = Array(words)
         self._advance_over(body)
         self.i = j + 1

@@ -10,6 +10,7 @@ from typing import Annotated, TextIO
 import typer
 
 from ..files import check_output_path
+from ..wording import printable
 from . import completion
 
 
@@ -81,8 +82,16 @@ AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean 
 
 
 def emit(text: str) -> None:
-    """Write the report to stdout (and nothing else goes there)."""
+    """Write the report to stdout (and nothing else goes there); a name that is not UTF-8 is written as
+    its printable ``\\xNN`` form, never as a write error (the renderers escape in their own syntax first)."""
+    text = printable(text, controls=False)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def say(text: str) -> None:
+    """One message line to stderr (an error, ``wrote FILE``, ``read FILE``), the user text in it made
+    :func:`~quantadvise.wording.printable`: an ESC in a file or model name cannot drive the terminal."""
+    sys.stderr.write(printable(text))
 
 
 WARNING = "warning: "
@@ -91,7 +100,7 @@ WARNING = "warning: "
 def warn(message: str, *, wide: bool = False) -> None:
     """A warning on stderr, wrapped to the terminal width with a hanging indent (continuation lines
     line up under the message, so they read as part of it); one line with ``--wide``."""
-    sys.stderr.write(stderr_text(message, WARNING, " " * len(WARNING), terminal_width(wide, sys.stderr)))
+    say(stderr_text(message, WARNING, " " * len(WARNING), terminal_width(wide, sys.stderr)))
 
 
 def stderr_text(message: str, prefix: str, hang: str, width: int | None) -> str:
@@ -174,7 +183,7 @@ def check_plot_target(path: Path) -> Path | None:
 
 def wrote(path: Path, made: Path | None) -> None:
     """``wrote FILE`` on stderr, one line and not wrapped (the path stays whole, to copy)."""
-    sys.stderr.write(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
+    say(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
 
 
 
