@@ -68,6 +68,13 @@ LIMITS: dict[str, Limit] = {
     "max_flips": Limit(0, 100),  # share of answers that changed correctness, percent
     "max_kl": Limit(0, 1_000),  # mean KL(base || quant), nats
     "min_samples": Limit(1, 1_000_000_000, integer=True),  # paired items an accuracy verdict needs
+    # a custom weight scheme (size --bits/--group, roofline --group): 2-8 or 16 bits and a group size
+    # or -1 (per channel) are checked where the scheme is built; these bound them first
+    "bits": Limit(2, 16, integer=True),
+    "group": Limit(-1, 2**31 - 1, integer=True),
+    # calibrate: the timing budget (a day is more than any GPU needs) and the simulated backend's seed
+    "seconds": Limit(1, 86_400),
+    "seed": Limit(-(2**63), 2**63 - 1, integer=True),
 }
 LIMITS["concurrency"] = LIMITS["batch"]
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
@@ -105,6 +112,10 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "max_flips": ("--max-flips", None),
     "max_kl": ("--max-kl", None),
     "min_samples": ("--min-samples", None),
+    "bits": ("--bits", None),
+    "group": ("--group", None),
+    "seconds": ("--seconds", None),
+    "seed": ("--seed", None),
 }
 # what an unknown-name error's kind is a field of
 KIND_FIELDS = {"gpu": "gpu", "model": "model", "engine": "engine", "scheme": "scheme", "kv cache dtype": "kv_dtype",
@@ -197,7 +208,8 @@ def shown(value: Any) -> str:
         digits = len(str(abs(value))) if value.bit_length() < 14_000 else None  # str() refuses > 4,300 digits
         return f"{str(value)[:20]}... ({digits:,} digits)" if digits else "an integer of over 4,000 digits"
     text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 4]}...{text[-1]} ({len(text):,} characters)"
+    size = len(value) if isinstance(value, str) else len(text)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 4]}...{text[-1]} ({size:,} characters)"
 
 
 def parse(field: str, text: str, *, limit: Limit | None = None, option: str | None = None,

@@ -79,7 +79,7 @@ def roofline(
     from .speed import efficiency, price_for
 
     # every input checked before any work, by the checks (and messages) recommend, size and check use
-    gpus = check("gpus", gpus)
+    gpus, group = check("gpus", gpus), check("group", group)
     prompt, output = check("prompt", prompt), check("output", output)
     prompt = prompt or None  # an empty prompt, as a workload may have: no prefill to price (--pareto's default)
     engine = check_engine(engine)

@@ -44,8 +44,10 @@ def size(
     from ..inputs import check
 
     gpus, batch, ctx = check("gpus", gpus), check("batch", batch), check("ctx", ctx)
+    bits, group = check("bits", bits), check("group", group)
     memory_utilization = check("memory_utilization", memory_utilization)
-    check("reserve_gb", reserve_bytes / defaults.GiB)
+    # bytes as GiB, the flag's unit; an integer too large for a float is out of range as it is
+    check("reserve_gb", reserve_bytes / defaults.GiB if abs(reserve_bytes) < 2**1000 else reserve_bytes)
     arch, info = load_model(model)
     shipped = native = None
     asked = not (scheme is None and bits is None and group is None and symmetric is None and lm_head is None

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
 from ..files import not_regular, read_text, special
+from ..inputs import finite
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
 PREFERRED_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "pass_at_1", "em", "correct")
@@ -83,8 +84,10 @@ def _as_correct(value: Any, file: str, line: int, key: str) -> bool:
 def _as_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int):
+        return finite(value)  # an integer past a float's range is no log-likelihood
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         try:
             return float(value)  # the harness writes "-12.5", and "-inf" for an impossible choice

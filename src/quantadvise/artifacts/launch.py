@@ -29,6 +29,7 @@ from ..engines.flags import (
 )
 from ..engines.invocation import EngineInvocation, Source
 from ..engines.vocabulary import FlagVocabulary
+from ..inputs import shown
 from .budget import MAX_WORDS, current
 from .shell import Word, split_shell
 
@@ -173,6 +174,8 @@ def docker_run_image(words: Sequence[Word]) -> tuple[int, str] | None:
 
 def _human_int(text: str, suffixes: bool) -> int:
     t = text.strip()
+    if len(t) > 64:  # no count or length of an engine: int() refuses 4,300 digits anyway, float() makes inf
+        raise ValueError(text)
     if suffixes:
         m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", t)
         if m:
@@ -186,6 +189,7 @@ def _human_int(text: str, suffixes: bool) -> int:
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+MAX_ENGINE_INT = 2**63 - 1  # a count or a length past a 64-bit integer is no engine's
 
 
 def _is_number(text: str) -> bool:
@@ -447,19 +451,24 @@ def _typed(flag: Flag, text: str, spelled: str, word: Word, where: str, warnings
         try:
             n = _human_int(text, flag.human_int)
         except ValueError:
-            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not an integer; the engine would "
-                            f"refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(text)} is not an integer; the engine "
+                            "would refuse it")
             return None
         if n < 1:  # every integer flag the gate reads is a count or a length (both engines validate ge=1)
-            warnings.append(f"{where}: line {word.line}: {spelled} {n} is not a positive integer; the engine would "
-                            "refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(n)} is not a positive integer; the engine "
+                            "would refuse it")
+            return None
+        if n > MAX_ENGINE_INT:
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(n)} is larger than any count or length an "
+                            "engine takes (a 64-bit integer); the engine would refuse it")
             return None
         return n
     if flag.type == "float":
         try:
             x = float(text)
         except ValueError:
-            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not a number; the engine would refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(text)} is not a number; the engine would "
+                            "refuse it")
             return None
         fraction = flag.field == "gpu_memory_utilization"  # vLLM's Field(gt=0, le=1); SGLang's the same share
         if (fraction and not 0 < x <= 1) or x != x or x in (float("inf"), float("-inf")):

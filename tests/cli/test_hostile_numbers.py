@@ -1,0 +1,206 @@
+"""Issue 29, huge numbers: every number — a flag of any command, an environment variable, a key of
+config.json, quantadvise.yaml, pyproject.toml, a workload or profile file, a JSON line of evidence —
+passes the one input layer (``quantadvise.inputs``): integers are compared as integers before any
+float conversion, and a number no field takes is one ``Error:`` line naming the field, exit 2. Before,
+a 400-digit ``--batch`` raised OverflowError from about 15 code sites, and a number of more than
+4,300 digits a ValueError from Python's int() in every JSON and YAML reader."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.limits import time_limit
+
+REPO = Path(__file__).resolve().parents[2]
+HUGE = "9" * 400  # past a float (1.8e308): float() of it is inf, int() of it 400 digits
+LONGEST = "9" * 5000  # past Python's int() (4,300 digits): a ValueError, not a number
+VALUES = [HUGE, "-" + HUGE, LONGEST]
+# what each command needs besides the flag under test
+BASE = {"size": ["llama-3-8b"], "check": ["--gpu", "h100", "--model", "llama-3-8b"], "inspect": ["llama-3-8b"],
+        "accuracy": [str(REPO / "tests/fixtures/accuracy/plain_base.jsonl"),
+                     str(REPO / "tests/fixtures/accuracy/plain_quant.jsonl")],
+        "validate": [str(REPO / "tests/fixtures/profiles/simulated-h100-sxm.yaml")],
+        "calibrate": ["--backend", "simulated", "--gpu", "h100"]}
+
+
+@functools.cache
+def numeric_options() -> list[tuple[str, str, str | None]]:
+    """(command, long flag, its environment variable) for every option typed int or float, from the app
+    itself: a number flag added later is covered without touching this test."""
+    import typer
+
+    from quantadvise.cli.app import build_app
+
+    out = []
+    for name, cmd in typer.main.get_command(build_app()).commands.items():
+        for p in cmd.params:
+            kind = getattr(getattr(p, "type_descriptor", None), "annotation", None)
+            opts = [o for o in p.opts if o.startswith("--")]
+            if opts and (kind in (int, float) or (kind is str and name in ("roofline", "calibrate")
+                                                  and opts[0] in ("--batch", "--ctx", "--batches"))):
+                out.append((name, max(opts, key=len), getattr(p, "envvar", None)))
+    return out
+
+
+def _one_error(r, *fragments: str) -> str:
+    assert r.code == 2, (r.code, r.stdout[-500:], r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    errors = [x for x in lines if x.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    for f in fragments:
+        assert f in errors[0], errors[0]
+    assert len(errors[0]) < 600, errors[0]  # a 5,000-digit value is quoted in part, never whole
+    return errors[0]
+
+
+def test_the_numeric_options_are_found():
+    found = {(c, f) for c, f, _ in numeric_options()}
+    assert {("size", "--batch"), ("recommend", "--batch"), ("check", "--concurrency"), ("roofline", "--batch"),
+            ("accuracy", "--min-samples"), ("calibrate", "--seconds"), ("validate", "--max-error")} <= found
+
+
+@pytest.mark.parametrize("value", VALUES, ids=["400-digits", "minus-400-digits", "5000-digits"])
+def test_every_numeric_flag_refuses_a_huge_number_in_one_line(cli, value):
+    for command, flag, _env in numeric_options():
+        with time_limit(cpu=10, what=f"{command} {flag}"):
+            r = cli(command, *BASE.get(command, []), flag, value)
+        _one_error(r, flag.lstrip("-").split("-")[0])
+
+
+@pytest.mark.parametrize("value", [HUGE, LONGEST], ids=["400-digits", "5000-digits"])
+def test_every_numeric_environment_variable_refuses_a_huge_number(cli, monkeypatch, value):
+    for command, flag, env in numeric_options():
+        if env:
+            monkeypatch.setenv(env, value)
+            r = cli(command, *BASE.get(command, []))
+            monkeypatch.delenv(env)
+            _one_error(r, env)
+
+
+def test_the_issue_example_is_one_error_line(cli):
+    line = _one_error(cli("size", "llama-3-8b", "--batch", HUGE), "--batch must be an integer >= 1 and <= 1,000,000")
+    assert "(400 digits)" in line  # quoted in part
+
+
+@pytest.mark.parametrize("value", [LONGEST, "6" * 300])
+def test_columns_from_the_environment_never_crashes(cli, monkeypatch, value):
+    monkeypatch.setenv("COLUMNS", value)  # a ValueError from int() before (5,000 digits)
+    r = cli("size", "llama-3-8b")
+    assert r.code == 0, r.stderr
+
+
+def test_the_input_layer_compares_integers_as_integers():
+    from quantadvise.errors import InputError
+    from quantadvise.inputs import check, finite, parse, shown
+
+    for v in (10**400, -(10**400), 10**5000):
+        with pytest.raises(InputError, match="--batch must be an integer"):
+            check("batch", v)  # OverflowError from math.isfinite before
+    assert check("batch", 8) == 8 and check("reserve_gb", 1) == 1.0
+    assert finite(10**400) is None and finite(float("nan")) is None and finite(True) is None and finite(3) == 3.0
+    assert shown(10**400).endswith("(401 digits)") and len(shown(10**400)) < 50
+    assert shown(10**5000) == "an integer of over 4,000 digits"  # str() of it would raise
+    with pytest.raises(InputError, match="got '9999"):
+        parse("batch", LONGEST)  # int() would raise a ValueError past 4,300 digits
+    assert parse("batch", " 8 ") == 8 and parse("batch", "8.0") == 8 and parse("reserve_gb", "1e3") == 1000.0
+
+
+def _llama() -> dict:
+    return json.loads((REPO / "data/models/meta-llama/Llama-3.1-8B.json").read_text())
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
+                                 "max_position_embeddings", "num_key_value_heads", "sliding_window", "q_lora_rank",
+                                 "head_dim"])
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**30])
+def test_a_huge_number_in_config_json(cli, tmp_path, key, value):
+    cfg = _llama()
+    cfg[key] = value
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    for args in (["size", "m"], ["recommend", "--model", "m"], ["roofline", "--model", "m"],
+                 ["check", "--model", "m", "--gpu", "h100"]):
+        _one_error(cli(*args), key)
+
+
+def test_a_huge_group_size_in_a_quantization_config(cli, tmp_path):
+    cfg = {**_llama(), "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 10**30}}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    _one_error(cli("size", "m"), "group_size")  # OverflowError in GroupShape.count before
+
+
+@pytest.mark.parametrize(("name", "text", "field"), [
+    ("config.json", '{"model_type": "llama", "hidden_size": ' + LONGEST + "}", "config.json"),
+    ("w.yaml", "batch: " + LONGEST + "\n", "w.yaml"),
+    ("p.yaml", "gpu: h100\nx: " + LONGEST + "\n", "p.yaml"),
+])
+def test_a_number_python_cannot_convert_in_a_file(cli, tmp_path, name, text, field):
+    (tmp_path / name).write_text(text)
+    args = {"config.json": ["size", name], "w.yaml": ["recommend", "-w", name],
+            "p.yaml": ["roofline", "--profile", name]}[name]
+    _one_error(cli(*args), field)
+
+
+@pytest.mark.parametrize("key", ["gpus", "gpu_memory_utilization", "reserve_gb", "workload.concurrency",
+                                 "workload.ctx", "thresholds.evidence_below_bits", "accuracy.min_samples",
+                                 "accuracy.max_delta_drop", "accuracy.max_kl"])
+@pytest.mark.parametrize("value", [str(10**400), "'" + HUGE + "'", "-" + HUGE])
+def test_a_huge_number_in_quantadvise_yaml(cli, tmp_path, key, value):
+    outer, _, inner = key.partition(".")
+    body = f"{outer}: {value}\n" if not inner else f"{outer}:\n  {inner}: {value}\n"
+    if outer == "accuracy":
+        body = f"accuracy:\n  baseline: b.jsonl\n  quantized: q.jsonl\n  {inner}: {value}\n"
+    (tmp_path / "quantadvise.yaml").write_text("model: meta-llama/Llama-3.1-8B\ngpu: h100\n" + body)
+    (tmp_path / "serve.sh").write_text("vllm serve meta-llama/Llama-3.1-8B\n")
+    for f in ("b.jsonl", "q.jsonl"):
+        (tmp_path / f).write_text((REPO / "tests/fixtures/accuracy/plain_base.jsonl").read_text())
+    _one_error(cli("check", "serve.sh"), inner or outer)
+
+
+def test_a_number_of_5000_digits_in_pyproject_and_quantadvise_yaml(cli, tmp_path):
+    (tmp_path / "serve.sh").write_text("vllm serve meta-llama/Llama-3.1-8B\n")
+    (tmp_path / "pyproject.toml").write_text(f"[tool.quantadvise]\ngpus = {LONGEST}\n")
+    _one_error(cli("check", "serve.sh", "--config", "pyproject.toml", "--gpu", "h100"), "pyproject.toml")
+    (tmp_path / "quantadvise.yaml").write_text(f"gpus: {LONGEST}\n")
+    _one_error(cli("check", "serve.sh", "--gpu", "h100"), "quantadvise.yaml")
+
+
+@pytest.mark.parametrize("line", ['{"id": ' + LONGEST + ', "correct": 1}', '{"id": 1, "correct": ' + HUGE + "}",
+                                  '{"id": 1, "correct": 1, "logprobs": [' + HUGE + "]}"])
+def test_huge_numbers_in_accuracy_evidence(cli, tmp_path, line):
+    (tmp_path / "b.jsonl").write_text(line + "\n")
+    (tmp_path / "q.jsonl").write_text('{"id": 1, "correct": 1}\n')
+    r = cli("accuracy", "b.jsonl", "q.jsonl")
+    assert r.code in (0, 1, 2) and "Traceback" not in r.stderr, r.stderr
+    if r.code == 2:
+        _one_error(r)
+
+
+@pytest.mark.parametrize("flag", ["--max-model-len", "--max-num-seqs", "--tensor-parallel-size",
+                                  "--gpu-memory-utilization", "--hf-overrides", "--speculative-config"])
+def test_huge_numbers_in_engine_flags(cli, tmp_path, flag):
+    value = LONGEST if not flag.endswith(("overrides", "config")) else \
+        '{"max_position_embeddings": ' + LONGEST + ', "num_speculative_tokens": ' + HUGE + "}"
+    (tmp_path / "serve.sh").write_text(f"vllm serve meta-llama/Llama-3.1-8B {flag} '{value}'\n")
+    with time_limit(cpu=10, what=flag):
+        r = cli("check", "serve.sh", "--gpu", "h100", "--format", "json")
+    assert r.code in (0, 1, 2) and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
+def test_a_dockerfile_exec_form_with_5000_digits(cli, tmp_path):
+    (tmp_path / "Dockerfile").write_text(f'FROM vllm/vllm-openai:v0.11.0\nCMD ["vllm", "serve", "m/m", {LONGEST}]\n')
+    _one_error(cli("check", "Dockerfile", "--gpu", "h100"), "Dockerfile")  # ValueError from json.loads before
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["roofline", "--batch", "1.." + LONGEST], "--batch"), (["roofline", "--batch", "1..8:" + LONGEST], "--batch"),
+    (["roofline", "--ctx", LONGEST + "k"], "--ctx"), (["size", "llama-3-8b", "--bits", HUGE], "--bits"),
+    (["roofline", "--group", HUGE], "--group"), (["accuracy", "a", "b", "--min-samples", HUGE], "--min-samples"),
+])
+def test_list_forms_and_scheme_numbers(cli, args, fragment):
+    _one_error(cli(*args), fragment)
