@@ -73,7 +73,7 @@ def test_every_numeric_flag_refuses_a_huge_number_in_one_line(cli, value):
 
 @pytest.mark.parametrize("value", [HUGE, LONGEST], ids=["400-digits", "5000-digits"])
 def test_every_numeric_environment_variable_refuses_a_huge_number(cli, monkeypatch, value):
-    for command, flag, env in numeric_options():
+    for command, _flag, env in numeric_options():
         if env:
             monkeypatch.setenv(env, value)
             r = cli(command, *BASE.get(command, []))
@@ -116,7 +116,7 @@ def _llama() -> dict:
 @pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
                                  "max_position_embeddings", "num_key_value_heads", "sliding_window", "q_lora_rank",
                                  "head_dim"])
-@pytest.mark.parametrize("value", [10**400, -(10**400), 10**30])
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**30], ids=["1e400", "-1e400", "1e30"])
 def test_a_huge_number_in_config_json(cli, tmp_path, key, value):
     cfg = _llama()
     cfg[key] = value
@@ -134,7 +134,7 @@ def test_a_huge_group_size_in_a_quantization_config(cli, tmp_path):
     _one_error(cli("size", "m"), "group_size")  # OverflowError in GroupShape.count before
 
 
-@pytest.mark.parametrize(("name", "text", "field"), [
+@pytest.mark.parametrize(("name", "text", "field"), ids=["config.json", "workload", "profile"], argvalues=[
     ("config.json", '{"model_type": "llama", "hidden_size": ' + LONGEST + "}", "config.json"),
     ("w.yaml", "batch: " + LONGEST + "\n", "w.yaml"),
     ("p.yaml", "gpu: h100\nx: " + LONGEST + "\n", "p.yaml"),
@@ -149,7 +149,7 @@ def test_a_number_python_cannot_convert_in_a_file(cli, tmp_path, name, text, fie
 @pytest.mark.parametrize("key", ["gpus", "gpu_memory_utilization", "reserve_gb", "workload.concurrency",
                                  "workload.ctx", "thresholds.evidence_below_bits", "accuracy.min_samples",
                                  "accuracy.max_delta_drop", "accuracy.max_kl"])
-@pytest.mark.parametrize("value", [str(10**400), "'" + HUGE + "'", "-" + HUGE])
+@pytest.mark.parametrize("value", [str(10**400), "'" + HUGE + "'", "-" + HUGE], ids=["int", "quoted", "negative"])
 def test_a_huge_number_in_quantadvise_yaml(cli, tmp_path, key, value):
     outer, _, inner = key.partition(".")
     body = f"{outer}: {value}\n" if not inner else f"{outer}:\n  {inner}: {value}\n"
@@ -170,7 +170,7 @@ def test_a_number_of_5000_digits_in_pyproject_and_quantadvise_yaml(cli, tmp_path
     _one_error(cli("check", "serve.sh", "--gpu", "h100"), "quantadvise.yaml")
 
 
-@pytest.mark.parametrize("line", ['{"id": ' + LONGEST + ', "correct": 1}', '{"id": 1, "correct": ' + HUGE + "}",
+@pytest.mark.parametrize("line", ids=["id", "correct", "logprobs"], argvalues=['{"id": ' + LONGEST + ', "correct": 1}', '{"id": 1, "correct": ' + HUGE + "}",
                                   '{"id": 1, "correct": 1, "logprobs": [' + HUGE + "]}"])
 def test_huge_numbers_in_accuracy_evidence(cli, tmp_path, line):
     (tmp_path / "b.jsonl").write_text(line + "\n")
@@ -197,7 +197,7 @@ def test_a_dockerfile_exec_form_with_5000_digits(cli, tmp_path):
     _one_error(cli("check", "Dockerfile", "--gpu", "h100"), "Dockerfile")  # ValueError from json.loads before
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
+@pytest.mark.parametrize(("args", "fragment"), ids=lambda v: str(v)[:40], argvalues=[
     (["roofline", "--batch", "1.." + LONGEST], "--batch"), (["roofline", "--batch", "1..8:" + LONGEST], "--batch"),
     (["roofline", "--ctx", LONGEST + "k"], "--ctx"), (["size", "llama-3-8b", "--bits", HUGE], "--bits"),
     (["roofline", "--group", HUGE], "--group"), (["accuracy", "a", "b", "--min-samples", HUGE], "--min-samples"),

@@ -35,7 +35,7 @@ def _longest_word(found) -> int:
 MAKE_BOMB = "X0 = vllm serve m/m --a b c d e f g h i j\n" + "".join(
     f"X{i} = " + f"$(X{i - 1})" * 10 + "\n" for i in range(1, 8)) + "serve:\n\t$(X7)\n"
 SHELL_BOMB = "#!/bin/sh\nA=" + "x" * 46 + "\n" + "".join(
-    f"B{i}=" + ("${B%d}" % (i - 1) if i > 1 else "${A}") * 10 + "\n" for i in range(1, 9)) + "vllm serve m/m --x ${B8}\n"
+    f"B{i}=" + (f"${{B{i - 1}}}" if i > 1 else "${A}") * 10 + "\n" for i in range(1, 9)) + "vllm serve m/m --x ${B8}\n"
 
 
 def test_the_issue_makefile_bomb_is_bounded():
