@@ -204,3 +204,14 @@ def test_a_dockerfile_exec_form_with_5000_digits(cli, tmp_path):
 ])
 def test_list_forms_and_scheme_numbers(cli, args, fragment):
     _one_error(cli(*args), fragment)
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", str(10**400)])
+def test_a_non_finite_or_huge_number_in_a_profile_curve(cli, tmp_path, value):
+    import yaml
+
+    prof = yaml.safe_load((REPO / "tests/fixtures/profiles/simulated-h100-sxm.yaml").read_text())
+    prof["gpus"][0]["schemes"]["bf16"]["linear"]["correction"]["batch"][1] = "@@"
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(prof).replace("'@@'", value))
+    r = cli("roofline", "--profile", "p.yaml", "--gpu", "h100", "--batch", "1,64")
+    _one_error(r, "p.yaml")  # a ValueError from math.log10(nan) in the renderer before
