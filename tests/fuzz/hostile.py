@@ -133,3 +133,14 @@ name_bytes = st.one_of(
 name_text = st.one_of(name_bytes.map(lambda b: b.decode("utf-8", "surrogateescape")),
                       st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=20),
                       st.sampled_from(["\ud800", "x\udfff", "\u202e", "\x9b31m", "\x07"]))
+
+
+# -- layer patterns ----------------------------------------------------------------------------------
+
+PATTERN_PIECES = [".*", ".+", "(", ")", "(?:", "|", "*", "+", "?", "{2,}", "{0,50}", r"\d+", r"\.", "a", "mlp",
+                  "layers", "proj", "[a-z]*", "$", "^", "x", "\\1", "(?=", "(?!", ")*", ")+"]
+layer_pattern = st.one_of(
+    st.lists(st.sampled_from(PATTERN_PIECES), min_size=1, max_size=24).map(lambda ps: "re:" + "".join(ps)),
+    st.text(max_size=30).map(lambda t: "re:" + t),
+    st.sampled_from(["lm_head", "Linear", "re:.*lm_head", "re:.*self_attn.(q|k|v)_proj$", "*mlp*", "model.layers.0"]),
+)

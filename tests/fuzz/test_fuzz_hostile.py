@@ -30,6 +30,7 @@ from tests.fuzz.harness import budget, count_direct, run_checked
 from tests.fuzz.hostile import (
     bomb,
     hostile_number_text,
+    layer_pattern,
     name_bytes,
     name_text,
     number_text,
@@ -351,3 +352,18 @@ def test_hostile_file_names_end_to_end(parts, fmt):
             r = _cli("check", d, "--gpu", "h100", "--format", fmt, "-v", kind="hostile: names end to end")
         _printable(r.stdout, fmt)
         _printable(r.stderr, fmt)
+
+
+@budget(200)
+@given(ignore=st.lists(layer_pattern, min_size=1, max_size=6), targets=st.lists(layer_pattern, min_size=1, max_size=3),
+       model=st.sampled_from(["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B"]))
+def test_layer_patterns_in_a_quantization_config(ignore, targets, model):
+    """Regular expressions a checkpoint's config matches against every tensor: refused when they could
+    backtrack, and matched within the placement's time limit otherwise."""
+    cfg = {**_configs()[model], "quantization_config": {
+        "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ignore,
+        "config_groups": {"group_0": {"targets": targets, "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                                                       "strategy": "group", "group_size": 128}}}}}
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "config.json").write_text(json.dumps(cfg))
+        _cli("size", d, "--format", "json", kind="hostile: layer patterns")
