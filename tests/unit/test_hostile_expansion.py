@@ -148,7 +148,7 @@ def test_kubernetes_env_references_and_aliases():
 
 
 def test_a_megabyte_key_does_not_repeat_in_every_path():
-    text = "? '" + "k" * 1_000_000 + "'\n:\n" + "".join(f"  - vllm serve x{i}\n" for i in range(50_000))
+    text = "? '" + "k" * 1_000_000 + "'\n:\n" + "".join(f"  - x{i}\n" for i in range(50_000))
     _, _, cpu = _parse(text, "yaml", "k.yaml")
     assert cpu < 3
 
