@@ -22,6 +22,9 @@ MAX_NESTING = 100
 # A user's file larger than this is no config, profile, workload or evidence file quantadvise reads (lm-eval's
 # per-sample logs of a whole suite are tens of MB); it is refused before it is read into memory.
 MAX_READ_BYTES = 256 * 1024 * 1024
+# A configuration a person writes (quantadvise.yaml, pyproject.toml, a workload, a profile, a scheme file,
+# a compose .env, a baseline) larger than this is not one: its parse alone would take minutes and gigabytes.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
 def special(path: str | Path) -> str | None:
@@ -50,22 +53,23 @@ def not_regular(path: str | Path, what: str, want: str = "a regular file") -> st
     return f"{path}: {what}, not a file; name {want}"
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, max_bytes: int = MAX_READ_BYTES) -> str:
     """A UTF-8 text file; an unreadable, binary, special (:func:`special`: a FIFO, a device, a socket)
-    or oversized (:data:`MAX_READ_BYTES`) file is a ConfigError naming it. Never blocks."""
+    or oversized (``max_bytes``: :data:`MAX_READ_BYTES`, :data:`MAX_CONFIG_BYTES` for a configuration)
+    file is a ConfigError naming it. Never blocks; never reads more than ``max_bytes``."""
     what = special(path)
     if what is not None:
         raise ConfigError(not_regular(path, what))
+    too_large = f"{path}: larger than {max_bytes / 2**20:g} MiB, too large to be a file quantadvise reads"
     try:
         with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_READ_BYTES:
-                raise ConfigError(f"{path}: larger than {MAX_READ_BYTES // 2**20} MiB, too large to be a file "
-                                  "quantadvise reads")
-            data = fh.read(MAX_READ_BYTES + 1)
+            if os.fstat(fh.fileno()).st_size > max_bytes:
+                raise ConfigError(too_large)
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_READ_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_READ_BYTES // 2**20} MiB, too large to be a file quantadvise reads")
+    if len(data) > max_bytes:
+        raise ConfigError(too_large)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

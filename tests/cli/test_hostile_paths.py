@@ -235,3 +235,16 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(cli, tmp_path, monkeypatch
         r = cli(*args)
         assert r.code in (0, 1), (args, r.stderr[-1000:])
     assert list(tmp.iterdir()) == []
+
+
+def test_an_oversized_file_is_refused_before_it_is_read(cli, tmp_path):
+    """A configuration of 17 MiB, evidence of 300 MiB (sparse files: no disk used): one Error: line each,
+    from the size alone (before: read whole, then parsed for minutes)."""
+    for name, size in (("quantadvise.yaml", 17 * 2**20), ("w.yaml", 17 * 2**20), ("b.jsonl", 300 * 2**20)):
+        with open(tmp_path / name, "wb") as fh:
+            fh.truncate(size)
+    (tmp_path / "serve.sh").write_text(SERVE)
+    with time_limit(cpu=10):
+        _one_error(cli("check", "serve.sh", "--gpu", "h100"), "too large")
+        _one_error(cli("recommend", "-w", "w.yaml"), "too large")
+        _one_error(cli("accuracy", "b.jsonl", "b.jsonl"), "too large")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files import read_text
+from ..files import MAX_CONFIG_BYTES, read_text
 from ..gate.config import DeploymentConfig, LoadedConfig, validate
 
 CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
@@ -140,7 +140,7 @@ def find_config(start: Path) -> Path | None:
             if p.is_file():
                 return p
         py = folder / "pyproject.toml"
-        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py), re.M):
+        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py, MAX_CONFIG_BYTES), re.M):
             return py
         if (folder / ".git").exists():
             return None
@@ -154,7 +154,7 @@ def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no such configuration file: {p}", hint="`quantadvise check --init` writes a starter")
-    text = read_text(p)
+    text = read_text(p, MAX_CONFIG_BYTES)
     name = display or str(p)
     if p.name == "pyproject.toml" or p.suffix == ".toml":
         parsed = parse_pyproject(text, name)
@@ -175,7 +175,7 @@ def read_baseline(path: Path) -> set[str]:
     if special(path) is None and not path.exists():
         raise ConfigError(f"cannot read the baseline {path}: No such file or directory",
                           hint="create it with `quantadvise check --write-baseline FILE`")
-    doc = json_loads(read_text(path), str(path))
+    doc = json_loads(read_text(path, MAX_CONFIG_BYTES), str(path))
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("fingerprint"), str)
                                               for i in items):

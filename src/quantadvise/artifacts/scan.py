@@ -409,7 +409,7 @@ def _candidate(f: Path, explicit: bool, st: _Scan) -> tuple[str, FileKind, dict[
         envfile = f.parent / ".env"
         if envfile.is_file():
             try:
-                dotenv = parse_dotenv(read_text(envfile))
+                dotenv = parse_dotenv(read_text(envfile, MAX_FILE_BYTES))
             except ConfigError:  # unreadable or not UTF-8: its values are not used
                 if explicit:
                     raise
