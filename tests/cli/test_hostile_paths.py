@@ -248,3 +248,16 @@ def test_an_oversized_file_is_refused_before_it_is_read(cli, tmp_path):
         _one_error(cli("check", "serve.sh", "--gpu", "h100"), "too large")
         _one_error(cli("recommend", "-w", "w.yaml"), "too large")
         _one_error(cli("accuracy", "b.jsonl", "b.jsonl"), "too large")
+
+
+def test_a_plot_of_a_model_whose_name_is_not_utf8(cli, tmp_path):
+    folder = os.path.join(os.fsencode(tmp_path), b"m\xff")
+    os.makedirs(folder)
+    with open(os.path.join(folder, b"config.json"), "w") as fh:
+        fh.write((REPO / "data/models/meta-llama/Llama-3.1-8B.json").read_text())
+    model = os.fsdecode(folder)
+    for args in (["recommend", "--model", model, "--plot", "a.png"], ["roofline", "--model", model, "--plot", "b.svg"],
+                 ["roofline", "--model", model, "--pareto", "--plot", "c.png"]):
+        r = cli(*args)  # a TypeError from matplotlib's text layout before
+        assert r.code == 0 and "wrote" in r.stderr, r.stderr[-1000:]
+    assert "m\\xff" in (tmp_path / "b.svg").read_text()

@@ -488,10 +488,9 @@ def write_plot(r: RooflineResult, path: Path) -> Path:
     fig.suptitle(
         f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name} — ctx {ctx_s}, KV {r.kv_dtype}, {prof} "
         "(roofline model, not a measurement)", fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
-    plt.close(fig)
-    return path
+    from .pareto import save_figure
+
+    return save_figure(fig, path, 120)
 
 
 def write_pareto_plot(r: RooflineResult, path: Path) -> Path:
