@@ -27,17 +27,23 @@ MAX_READ_BYTES = 256 * 1024 * 1024
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
+KERNEL_FILES = ("/proc/", "/sys/")  # "regular" files that are the kernel's: a read may block or never end
+
+
 def special(path: str | Path) -> str | None:
     """What a path is when it is neither a regular file nor a folder — ``a FIFO (named pipe)``, ``a
-    character device``, ``a block device``, ``a socket`` — else None (a file, a folder, or nothing
-    there). Reading one blocks (a FIFO with no writer) or never ends (``/dev/zero``): every reader and
+    character device``, ``a block device``, ``a socket``, a file under /proc or /sys — else None (a
+    file, a folder, or nothing there). Reading one blocks (a FIFO with no writer) or never ends (``/dev/zero``): every reader and
     writer of a user's path asks first. Symbolic links are followed."""
     import stat
 
     try:
         mode = os.stat(path).st_mode
+        real = os.path.realpath(path)
     except (OSError, ValueError):
         return None
+    if stat.S_ISREG(mode) and real.startswith(KERNEL_FILES):  # /proc/kmsg blocks, /proc/self/fd/0 may
+        return "a file of the kernel's virtual file system"
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     for test, what in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -49,8 +55,8 @@ def special(path: str | Path) -> str | None:
 
 def not_regular(path: str | Path, what: str, want: str = "a regular file") -> str:
     """The one sentence for a special file where a file was wanted: ``p: a FIFO (named pipe), not a
-    file; name a regular file``."""
-    return f"{path}: {what}, not a file; name {want}"
+    file quantadvise reads; name a regular file``."""
+    return f"{path}: {what}, not a file quantadvise reads; name {want}"
 
 
 def read_text(path: Path, max_bytes: int = MAX_READ_BYTES) -> str:

@@ -69,6 +69,17 @@ def test_a_special_file_is_refused_in_one_line_and_never_blocks(cli, specials, k
         _one_error(r, fragment, kind)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="a Linux /proc")
+def test_a_kernel_file_is_refused(cli, tmp_path):
+    """/proc and /sys files stat as regular files, but reading one can block (/proc/kmsg) or never end."""
+    (tmp_path / "serve.sh").write_text(SERVE)
+    for args in (["size", "/proc/self/status"], ["check", "/proc/self/status", "--gpu", "h100"],
+                 ["recommend", "-w", "/proc/self/status"], ["accuracy", "/proc/self/status", "/proc/self/status"],
+                 ["check", "serve.sh", "--gpu", "h100", "--baseline", "/proc/self/status"]):
+        with time_limit(cpu=10, wall=20, what=" ".join(args)):
+            _one_error(cli(*args), "virtual file system")
+
+
 @posix_only
 @pytest.mark.parametrize(("kind", "flag"), [("a FIFO", "--output"), ("a FIFO", "--write-baseline"),
                                             ("a socket", "--output"), ("a socket", "--write-baseline")])
