@@ -68,9 +68,8 @@ LIMITS: dict[str, Limit] = {
     "max_flips": Limit(0, 100),  # share of answers that changed correctness, percent
     "max_kl": Limit(0, 1_000),  # mean KL(base || quant), nats
     "min_samples": Limit(1, 1_000_000_000, integer=True),  # paired items an accuracy verdict needs
-    # a custom weight scheme (size --bits/--group, roofline --group): 2-8 or 16 bits and a group size
-    # or -1 (per channel) are checked where the scheme is built; these bound them first
-    "bits": Limit(2, 16, integer=True),
+    # a custom weight scheme's group size (size/roofline --group): -1 (per channel) or a positive size is
+    # checked where the scheme is built; this bounds it first
     "group": Limit(-1, 2**31 - 1, integer=True),
     # calibrate: the timing budget (a day is more than any GPU needs) and the simulated backend's seed
     "seconds": Limit(1, 86_400),
@@ -80,6 +79,7 @@ LIMITS["concurrency"] = LIMITS["batch"]
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
 # documented "no KV cache read" (the chapter's accounting, docs/roofline.md §7); above, the ctx limit
 DECODE_CTX = Limit(0, LIMITS["ctx"].high, integer=True)
+BITS = Limit(2, 16, integer=True)  # size --bits: 2-8, or 16 (unquantized); the scheme says which, in its words
 
 # field -> (the command-line flag, the environment variable that sets its default or None)
 FLAGS: dict[str, tuple[str, str | None]] = {
@@ -112,7 +112,6 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "max_flips": ("--max-flips", None),
     "max_kl": ("--max-kl", None),
     "min_samples": ("--min-samples", None),
-    "bits": ("--bits", None),
     "group": ("--group", None),
     "seconds": ("--seconds", None),
     "seed": ("--seed", None),

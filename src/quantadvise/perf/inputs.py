@@ -36,13 +36,13 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
             m = _RANGE.match(part)
             if m:
                 forms = "1,8,64 or 1..512"  # each bound read by the one input layer: 5,000 digits are an error line
-                lo, hi = (parse(field, m.group(k), limit=limit, forms=forms) for k in (1, 2))
+                lo, hi = (int(parse(field, m.group(k), limit=limit, forms=forms)) for k in (1, 2))
                 check(field, lo, limit)  # before the range is built: no 0..8 doubling forever, no 1..10**12 list
                 check(field, hi, limit)
                 if hi < lo:
                     raise InputError(f"--{field} range '{shown(part)[1:-1]}' must go upwards (low..high)", field=field)
                 if m.group(3) is not None:
-                    step = parse(field, m.group(3), limit=limit, forms=forms)
+                    step = int(parse(field, m.group(3), limit=limit, forms=forms))
                     if step < 1:
                         raise InputError(f"--{field} range step must be >= 1, got {shown(step)}", field=field)
                     values.extend(range(lo, hi + 1, int(step)))
