@@ -9,6 +9,7 @@ caused by an environment variable can name it. Pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,8 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "max_delta": ("--max-delta", None),
     "max_flips": ("--max-flips", None),
     "max_kl": ("--max-kl", None),
+    "candidates": ("--candidates", None),
+    "schemes": ("--schemes", None),
     "min_samples": ("--min-samples", None),
     "group": ("--group", None),
     "seconds": ("--seconds", None),
@@ -331,6 +334,26 @@ def serving_pairs(values: dict[str, Any]) -> None:
         raise InputError("--spec-tokens K and --acceptance A go together (K tokens drafted per step, A the mean "
                          "fraction of them accepted)", hint="e.g. --spec-tokens 3 --acceptance 0.7",
                          field="spec_tokens" if spec is None else "acceptance")
+
+
+MAX_NAMES = 64  # names in one list flag (schemes, candidates, engines): each is priced or judged on its own
+MAX_LIST_VALUES = 512  # values in one batch or context list (1..4096 is 13; 16..8192:16 is 512)
+
+
+def names(field: str, value: str | Sequence[str] | None, example: str) -> tuple[str, ...] | None:
+    """A list flag's names (``bf16,w4a16`` or a list): stripped, each once in the order given, at most
+    :data:`MAX_NAMES` (each costs a full computation: 100,000 repeats of one name were 100,000 before).
+    None stays None; an empty list is one InputError with ``example``."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    out = tuple(dict.fromkeys(p.strip() for p in parts if isinstance(p, str) and p.strip()))
+    if not out:
+        raise InputError(f"{flag(field)} needs at least one name, e.g. {example}", field=field)
+    if len(out) > MAX_NAMES:
+        raise InputError(f"{flag(field)} names {len(out):,} different values; at most {MAX_NAMES} are taken at once",
+                         field=field)
+    return out
 
 
 ENGINE_ALIASES = {"sgl": "sglang", "sgl-project": "sglang"}  # other spellings of an engine's name

@@ -215,3 +215,63 @@ def test_a_non_finite_or_huge_number_in_a_profile_curve(cli, tmp_path, value):
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(prof).replace("'@@'", value))
     r = cli("roofline", "--profile", "p.yaml", "--gpu", "h100", "--batch", "1,64")
     _one_error(r, "p.yaml")  # a ValueError from math.log10(nan) in the renderer before
+
+
+# ---- lists: each name once, each list bounded (every name, batch and context is a computation) --------------------
+def test_a_scheme_named_100000_times_is_priced_once(cli):
+    with time_limit(cpu=10, what="--scheme repeated"):
+        r = cli("roofline", "--scheme", "bf16," * 100_000 + " w4a16", "--batch", "1,8", "--format", "json")
+    assert r.code == 0, r.stderr[-2000:]
+    assert [s["scheme"] for s in r.json()["schemes"]] == ["bf16", "w4a16"]
+
+
+@pytest.mark.parametrize(("args", "fragment"), ids=lambda v: str(v)[:40], argvalues=[
+    # 65 different names, one past inputs.MAX_NAMES = 64: refused before any is looked up
+    (["roofline", "--scheme", ",".join(f"s{i}" for i in range(65))], "--scheme names 65 different values; at most 64"),
+    (["roofline", "--scheme", " , ,"], "--scheme needs at least one name"),
+    (["recommend", "--candidates", ",".join(f"s{i}" for i in range(65))], "--candidates names 65 different"),
+    (["calibrate", "--backend", "simulated", "--gpu", "h100", "--schemes", ",".join(f"s{i}" for i in range(65))],
+     "--schemes names 65 different"),
+    (["calibrate", "--backend", "simulated", "--gpu", "h100", "--schemes", ","], "--schemes needs at least one"),
+    (["inspect", "llama-3-8b", *[a for i in range(65) for a in ("-e", f"e{i}")]], "--engine names 65 different"),
+    # 1..1024:1 is (1024 - 1) // 1 + 1 = 1,024 batches, past MAX_LIST_VALUES = 512, counted before the list is built
+    (["roofline", "--batch", "1..1024:1"], "--batch lists 1,024 values; at most 512"),
+    (["roofline", "--ctx", ",".join(str(c) for c in range(1, 514))], "--ctx lists 513 values; at most 512"),
+    # 3 schemes x 512 batches (16..8192:16: (8192 - 16) // 16 + 1) x 14 contexts = 21,504 > MAX_POINTS = 20,000
+    (["roofline", "--scheme", "bf16,w4a16,fp8-dynamic", "--batch", "16..8192:16",
+      "--ctx", ",".join(str(c) for c in range(1, 15))], "3 x 512 x 14 = 21,504 points; at most 20,000"),
+])
+def test_list_flags_are_bounded(cli, args, fragment):
+    with time_limit(cpu=10, what=" ".join(args)[:60]):
+        _one_error(cli(*args), fragment)
+
+
+def test_list_bounds_count_distinct_values():
+    from quantadvise.perf.inputs import parse_batches, parse_contexts
+
+    # two copies of 1..512:1 are 512 distinct batches (the bound), 1..4096 doubles: 2**0 .. 2**12, 13 values
+    assert parse_batches("1..512:1,1..512:1") == tuple(range(1, 513))
+    assert parse_batches("1..4096," * 1000) == tuple(2**k for k in range(13))
+    assert parse_contexts("2k," * 10_000 + "512") == (512, 2048)
+
+
+def test_engines_and_schemes_named_twice_are_one(cli):
+    r = cli("inspect", "llama-3-8b", "-e", "vllm", "-e", " vllm", "-e", "vllm", "--format", "json")
+    assert r.code == 0, r.stderr
+    assert len(r.json()["engines"]) == 1
+    r = cli("calibrate", "--backend", "simulated", "--gpu", "h100", "--schemes", "bf16,bf16, bf16", "--format", "json")
+    assert r.code == 0, r.stderr
+    assert [s["scheme"] for s in r.json()["schemes"]] == ["bf16"]
+
+
+def test_workload_candidates_once_and_bounded(cli, tmp_path):
+    from pydantic import ValidationError
+
+    from quantadvise.workload import Workload
+
+    assert Workload(candidates=["w4a16", "w4a16", " fp8-dynamic"]).candidates == ("w4a16", "fp8-dynamic")
+    assert Workload(candidates="w4a16,w4a16").candidates == ("w4a16",)
+    with pytest.raises(ValidationError, match="names 65 different values"):
+        Workload(candidates=[f"s{i}" for i in range(65)])
+    (tmp_path / "w.yaml").write_text("candidates: [" + ", ".join(f"s{i}" for i in range(65)) + "]\n")
+    _one_error(cli("recommend", "--workload", "w.yaml"), "candidates")

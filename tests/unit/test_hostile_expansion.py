@@ -200,3 +200,24 @@ def test_real_scripts_are_untouched():
     (inv,), warnings, _ = _parse(text, "shell", "serve.sh")
     assert warnings == [] and inv.model == "meta-llama/Llama-3.1-8B" and inv.max_model_len == 8192
     assert inv.tensor_parallel_size == 2
+
+
+def test_a_path_named_many_times_is_read_once(tmp_path):
+    (tmp_path / "serve.sh").write_text("vllm serve m/m --max-model-len 4096\n")
+    (tmp_path / "d").mkdir()
+    given = [tmp_path / "serve.sh", tmp_path / "d" / ".." / "serve.sh", *[tmp_path / "serve.sh"] * 50_000]
+    with time_limit(cpu=10, what="one file named 50,002 times"):
+        scan = read_paths(given, options=option_list)
+    assert scan.files_scanned == [str(tmp_path / "serve.sh")] and len(scan.invocations) == 1  # one file, one launch
+    assert scan.paths == [str(given[0]), str(given[1])]  # each spelling once, as given
+
+
+def test_named_files_draw_on_the_walks_bytes(tmp_path, monkeypatch):
+    from quantadvise.artifacts import walk
+
+    for name in ("a.sh", "b.sh"):
+        (tmp_path / name).write_text("vllm serve m/m\n")  # 15 bytes each
+    monkeypatch.setattr(walk, "MAX_WALK_BYTES", 20)  # room for the first file (15), not the second (15 + 15 = 30)
+    scan = read_paths([tmp_path / "a.sh", tmp_path / "b.sh"], options=option_list)
+    assert len(scan.invocations) == 1 and scan.stopped is not None
+    assert any(s.startswith(str(tmp_path / "b.sh") + ": not read") for s in scan.files_skipped), scan.files_skipped

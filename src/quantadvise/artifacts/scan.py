@@ -16,6 +16,7 @@ no launch. Each file's readers draw on its :class:`~.budget.Budget` (expansion, 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -332,8 +333,13 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     if not paths:
         raise InputError("no deployment paths given", field="paths")
     st = _Scan(env, options)
+    seen: set[str] = set()
     for given in paths:
         root = Path(given)
+        key = os.path.realpath(root) if exists(root) else str(root)
+        if key in seen:  # the same file or folder named twice (or 50,000 times): read once
+            continue
+        seen.add(key)
         what = special(root)
         if what is not None:  # a FIFO would block the read, /dev/zero never end it
             raise InputError(not_regular(root, what, "a deployment file or folder"), field="paths")
@@ -360,7 +366,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     for inv in invocations:
         warnings.extend(inv.warnings)
     skipped = [*st.skipped, *st.asides.skipped, *walk.skipped]
-    return DeploymentScan(paths=[str(p) for p in paths], files_scanned=st.scanned, invocations=invocations,
+    return DeploymentScan(paths=list(dict.fromkeys(str(p) for p in paths)), files_scanned=st.scanned, invocations=invocations,
                           warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)),
                           stopped=walk.cut, notes=notes)
 
@@ -380,7 +386,9 @@ def _candidate(f: Path, explicit: bool, st: _Scan) -> tuple[str, FileKind, dict[
             raise InputError(f"{f}: {size:,} bytes is too large for a deployment file", field="paths")
         skipped.append(f"{f}: {size:,} bytes, larger than a deployment file ({MAX_FILE_BYTES:,})")
         return None
-    if not explicit and not st.walk.read(f, size):
+    if not st.walk.read(f, size):  # the scan's bytes and seconds, named files too
+        if explicit:  # named, so said by name (the walk's warning says why)
+            skipped.append(f"{f}: not read, the scan stopped after {st.walk.why}")
         return None
     kind = classify(f)
     if kind is None:

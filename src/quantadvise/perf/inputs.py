@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from ..inputs import DECODE_CTX, LIMITS, Limit, check, parse, shown
+from ..inputs import DECODE_CTX, LIMITS, MAX_LIST_VALUES, Limit, check, parse, shown
 from ..memory.sizing import quantized_groups
 from ..model.arch import ModelArch
 from ..model.inventory import inventory_of
@@ -45,6 +45,7 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
                     step = int(parse(field, m.group(3), limit=limit, forms=forms))
                     if step < 1:
                         raise InputError(f"--{field} range step must be >= 1, got {shown(step)}", field=field)
+                    _not_too_many(field, (hi - lo) // step + 1)  # counted before it is built
                     values.extend(range(lo, hi + 1, int(step)))
                 else:
                     v = lo
@@ -56,7 +57,9 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
             values.append(_int(part, field, "1,8,64 or 1..512"))
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 1,8,64,512 or 1..512", field=field)
-    return tuple(sorted({check(field, v, limit) for v in values}))
+    out = tuple(sorted({check(field, v, limit) for v in values}))
+    _not_too_many(field, len(out))
+    return out
 
 
 def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "ctx") -> tuple[int, ...]:
@@ -70,7 +73,15 @@ def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "
         values = [_int(p.strip(), field, "2048 or 512,2k,32k", DECODE_CTX) for p in str(text).split(",") if p.strip()]
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 2048 or 512,2k,32k", field=field)
-    return tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
+    out = tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
+    _not_too_many(field, len(out))
+    return out
+
+
+def _not_too_many(field: str, n: int) -> None:
+    """At most :data:`~quantadvise.inputs.MAX_LIST_VALUES` values in one list: each is a computation."""
+    if n > MAX_LIST_VALUES:
+        raise InputError(f"--{field} lists {n:,} values; at most {MAX_LIST_VALUES} are taken at once", field=field)
 
 
 def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int:
