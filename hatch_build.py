@@ -1,5 +1,7 @@
-"""Wheel build hook: write the compiled JSON form of every shipped YAML table (quantadvise/catalog/tables.py)
-beside it in the wheel, so an installed quantadvise loads its data without parsing YAML."""
+"""Wheel build hook: the shipped data, compiled (quantadvise/catalog/tables.py). Every YAML table outside the
+release families ships with its compiled JSON form beside it (``<table>.yaml.json``); each release family
+(``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one zip of compiled members,
+``quantadvise/data/<family>.zip``, and none of its YAML. Other files (model configs, READMEs) ship as they are."""
 
 from __future__ import annotations
 
@@ -25,12 +27,21 @@ class CompileTables(BuildHookInterface):
         data = Path(self.root, "data")
         out = Path(tempfile.mkdtemp(prefix="quantadvise-tables-"))
         self._compiled = out  # removed in finalize(), once the wheel holds the files
-        for src in sorted(data.rglob("*.yaml")):
-            rel = src.relative_to(data).as_posix() + tables.SUFFIX
-            target = out / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(tables.compile_yaml(src.read_bytes()))
-            build_data["force_include"][str(target)] = f"quantadvise/data/{rel}"
+        include = build_data["force_include"]
+        for family in tables.BUNDLES:
+            target = out / (family + tables.BUNDLE_SUFFIX)
+            tables.write_bundle(data / family, target)
+            include[str(target)] = f"quantadvise/data/{family}{tables.BUNDLE_SUFFIX}"
+        for src in sorted(p for p in data.rglob("*") if p.is_file()):
+            rel = src.relative_to(data).as_posix()
+            if rel.split("/", 1)[0] in tables.BUNDLES:
+                continue  # in its family's zip
+            include[str(src)] = f"quantadvise/data/{rel}"
+            if src.suffix == ".yaml":
+                target = out / (rel + tables.SUFFIX)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tables.compile_yaml(src.read_bytes()))
+                include[str(target)] = f"quantadvise/data/{rel}{tables.SUFFIX}"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         compiled = getattr(self, "_compiled", None)

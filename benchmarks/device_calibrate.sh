@@ -55,11 +55,11 @@ ID=$("$PY" -c "import json, sys; print(json.load(open(sys.argv[1]))['profile']['
 mv "$OUT/profile.yaml" "$OUT/profiles/$ID.yaml"
 "$PY" -c "
 import json, sys
-from quantadvise.perf.calibration import CalibrationResult
+from quantadvise.calibration.run import CalibrationResult
 from quantadvise.report import render
 r = CalibrationResult.model_validate(json.load(open(sys.argv[1])))
 print(render('calibrate', 'table', r.model_copy(update={'profile_path': sys.argv[2]})))
-" "$OUT/calibrate.json" "data/profiles/$ID.yaml" > "$OUT/calibrate.txt"
+" "$OUT/calibrate.json" "data/profiles/$ID.yaml" > "$OUT/calibrate.txt" || { echo "rendering calibrate.txt failed" >&2; exit 1; }
 
 # 4. validate: the error table (and the plot when matplotlib is there).
 PLOT=()

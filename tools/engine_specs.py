@@ -38,6 +38,10 @@ class Facts:
     skeletons: dict[str, Callable[[str], dict[str, Any]]] = field(default_factory=dict)
     # rows whose order the engine's code decides (an if/elif chain: the first match wins), by id
     orders: dict[str, list[str]] = field(default_factory=dict)
+    # facts this release has that the spec could not read (written to the file's notes: never guessed)
+    not_extracted: list[str] = field(default_factory=list)
+    # rows the wheel's code defines that the base file may not have: (section, the row) added when missing
+    new_rows: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def skeleton(self, section: str, rid: str) -> dict[str, Any]:
         return self.skeletons[section](rid)
@@ -55,12 +59,14 @@ class Facts:
         self.member_what[section] = what
         self.files.update(f.file for f in items)
 
-    def attempt(self, what: str, fn: Callable[[], Any]) -> Any:
-        """Run one extraction; a fact not where the spec looks becomes a review item."""
+    def attempt(self, what: str, fn: Callable[[], Any], dropped: bool = False) -> Any:
+        """Run one extraction; a fact not where the spec looks becomes a review item (``dropped``: the
+        rows it backs are dropped from the file, not kept)."""
         try:
             return fn()
         except NotFound as exc:
-            self.review.append(f"{what}: not extracted ({exc}); the hand-written value was kept")
+            self.review.append(f"{what}: not extracted ({exc}); " + (
+                "the rows it backs are dropped" if dropped else "the hand-written value was kept"))
             return None
 
 
@@ -118,12 +124,14 @@ def _class_facts(w: Wheel, facts: Facts, mid: str, mod: str, cls: str, base_row:
             facts.set("methods", mid, "config_filenames", list(one.value), one, "get_config_filenames")
 
 
-def _messages(w: Wheel, facts: Facts, base: dict[str, Any], table: dict[str, tuple[Any, ...]]) -> None:
+def _messages(w: Wheel, facts: Facts, base: dict[str, Any], table: dict[str, tuple[Any, ...]],
+              moved: dict[str, tuple[str, ...]] | None = None) -> None:
     """Each message's text from the call that prints it; hand text kept where the engine passes
-    several exception arguments (``parts``) or where the hand text is a deliberate prefix."""
+    several exception arguments (``parts``) or where the hand text is a deliberate prefix. A file the
+    release kept elsewhere is read there (``moved``)."""
     rows = {m["id"]: m for m in base.get("messages") or []}
     for mid, spec in table.items():
-        rel, anchor = spec[0], spec[1]
+        rel, anchor = _loc(w, spec[0], moved), spec[1]
         names = spec[2] if len(spec) > 2 else {}
         subst = spec[3] if len(spec) > 3 else {}
         printf = spec[4] if len(spec) > 4 else ()
@@ -147,6 +155,7 @@ def _messages(w: Wheel, facts: Facts, base: dict[str, Any], table: dict[str, tup
         if mid in TEMPLATES:
             facts.anchor("messages", mid, got, "")
             for rel2, anchor2 in TEMPLATES[mid]:
+                rel2 = _loc(w, rel2, moved)
                 other = facts.attempt(f"messages[{mid}]", lambda rel2=rel2, anchor2=anchor2:
                                       call_message(w, rel2, anchor2))
                 if other is not None:
@@ -221,8 +230,16 @@ def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, sch
                 facts.drops.append(("compressed_tensors/fallback", rid, f"fallback {cls} is not returned by "
                                     "_get_scheme_from_parts: below the scheme's capability the row refuses"))
                 continue
-            caps = facts.attempt(f"compressed_tensors.{rid} {cls}.get_min_capability",
-                                 lambda cls=cls: w.returns(schemes_pkg, cls, "get_min_capability"))
+            try:
+                caps = w.returns(schemes_pkg, cls, "get_min_capability")
+            except NotFound as exc:
+                if key == "scheme":  # the scheme class is not in this wheel (SGLang 0.4-0.5.3 imported vllm's)
+                    facts.drops.append(("compressed_tensors", rid, f"{cls}.get_min_capability not read ({exc})"))
+                    facts.not_extracted.append(f"compressed_tensors.dispatch[{row['id']}]: {cls} is not defined in "
+                                               "this wheel (imported from another package): row not read")
+                    break
+                facts.drops.append(("compressed_tensors/fallback", rid, f"fallback {cls} not read ({exc})"))
+                continue
             one = _one(caps or [], row.get(cap_key), f"compressed_tensors.{rid} {cls}.get_min_capability", facts)
             if one is not None and row.get("exact_capability") is None:
                 facts.set("compressed_tensors", rid, cap_key, one.value, one, f"{cls}.get_min_capability")
@@ -314,10 +331,8 @@ def _without_config(w: Wheel, facts: Facts, base: dict[str, Any], rel: str, clas
     names_bare, cls_bare = handled_before(bare.lineno)
     rows = {m["id"]: m for m in base.get("methods") or []}
     for mid, (mod, cls) in classes.items():
-        if mid not in rows:
-            continue
-        got = facts.values.get(("methods", mid, "config_filenames"))
-        files = got[0] if got is not None else list(rows[mid].get("config_filenames") or [])
+        got = facts.values.get(("methods", mid, "config_filenames"))  # a method new to the base file: read too
+        files = got[0] if got is not None else list((rows.get(mid) or {}).get("config_filenames") or [])
         value: dict[str, Any] | None = None
         if files:
             if mid in names_file:
@@ -348,6 +363,7 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
     equals: list[str] = []
     contains: list[str] = []
     var: set[str] = set()
+    upper = False
     for n in ast.walk(test):
         if isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And):
             strs = [v for v in n.values if isinstance(v, ast.Compare) and any(
@@ -368,6 +384,12 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
                 and isinstance(right, ast.Name):
             contains.append(left.value)
             var.add(right.id)
+        elif isinstance(left, ast.Constant) and isinstance(left.value, str) and isinstance(op, ast.In) \
+                and isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) \
+                and right.func.attr == "upper" and isinstance(right.func.value, ast.Name):  # "FP8" in algo.upper()
+            contains.append(left.value)
+            var.add(right.func.value.id)
+            upper = True
     if not var:
         return None
     if len(var) > 1:
@@ -377,6 +399,8 @@ def _algo_match(test: ast.AST) -> tuple[str, dict[str, Any]] | None:
         match["equals"] = equals
     if contains:
         match["contains"] = contains
+    if upper:
+        match["_upper"] = True  # compared upper-cased: not case sensitive
     return var.pop(), match
 
 
@@ -480,6 +504,59 @@ def _v_skeleton_method(mid: str) -> dict[str, Any]:
             "notes.", "source": "", "as_of": None}
 
 
+# Where a fact's file lived in older releases: the spec names the newest path; ``_loc`` takes the first of
+# these the release has (every citation names the file actually read). vLLM 0.8-0.9 kept all configs in
+# vllm/config.py, 0.10 in vllm/config/__init__.py, 0.11 split them into vllm/config/<part>.py; the attention
+# layer was vllm/attention/layer.py until 0.15; the default loader was model_loader/loader.py in 0.8; the
+# ModelOpt hf_quant_config normalization lived in ModelConfig (config/__init__.py, then config/model.py)
+# before model_arch_config_convertor.py (0.14).
+V_MOVED: dict[str, tuple[str, ...]] = {
+    "vllm/config/model.py": ("vllm/config/__init__.py", "vllm/config.py"),
+    "vllm/config/vllm.py": ("vllm/config/__init__.py", "vllm/config.py"),
+    "vllm/config/cache.py": ("vllm/config/__init__.py", "vllm/config.py"),
+    "vllm/model_executor/layers/attention/attention.py": ("vllm/attention/layer.py",),
+    "vllm/model_executor/model_loader/default_loader.py": ("vllm/model_executor/model_loader/loader.py",),
+    "vllm/transformers_utils/model_arch_config_convertor.py": ("vllm/config/model.py", "vllm/config/__init__.py"),
+    # the GPTQ / AWQ bit checks were GPTQMarlinConfig's / AWQMarlinConfig's before auto_gptq.py (0.22) and
+    # auto_awq.py (0.24): the messages are read there (the config rules are not: see vllm())
+    VQ + "auto_gptq.py": (VQ + "gptq_marlin.py",),
+    VQ + "auto_awq.py": (VQ + "awq_marlin.py",),
+}
+
+
+def _loc(w: Wheel, rel: str, moved: dict[str, tuple[str, ...]] | None = None) -> str:
+    """``rel``, or where the release kept it (``V_MOVED`` / ``S_MOVED``); ``rel`` when none is there."""
+    if w.exists(rel):
+        return rel
+    return next((c for c in (moved or {}).get(rel, ()) if w.exists(c)), rel)
+
+
+def _enum_values(w: Wheel, rel: str, cls: str) -> list[Fact]:
+    """The string values of an ``Enum`` class's members (``FP8_PER_TENSOR = "fp8_per_tensor"``)."""
+    _, node = w.find_class(rel, cls)
+    return [Fact(it.value.value, rel, it.lineno) for it in node.body if isinstance(it, ast.Assign)
+            and isinstance(it.value, ast.Constant) and isinstance(it.value.value, str)]
+
+
+def _v_shorthands(w: Wheel, init: str, fn: ast.FunctionDef) -> tuple[list[Fact], Fact | None, str]:
+    """The online shorthands ``get_quantization_config`` registers as methods, the line that registers
+    them, and what they are read from: ``_ONLINE_SHORTHANDS`` (0.22+; ``setdefault`` from 0.24), the
+    ``OnlineQuantScheme`` enum (0.20-0.21), none before."""
+    cq = "vllm/config/quantization.py"
+    loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and any(
+        isinstance(c, ast.Name) and c.id == "OnlineQuantizationConfig" for c in ast.walk(n))), None)
+    if loop is None:
+        return [], None, ""
+    reg = next(st for st in loop.body if "OnlineQuantizationConfig" in ast.unparse(st))  # setdefault / [x] = ...
+    at = Fact(ast.unparse(loop.iter), init, reg.lineno)
+    src = ast.unparse(loop.iter)
+    if src == "_ONLINE_SHORTHANDS":
+        return w.strings(cq, "_ONLINE_SHORTHANDS"), at, "_ONLINE_SHORTHANDS"
+    if src == "OnlineQuantScheme":
+        return _enum_values(w, cq, "OnlineQuantScheme"), at, "OnlineQuantScheme"
+    raise NotFound(f"{init}:{loop.lineno}: shorthands registered from {src}, which the spec does not read")
+
+
 def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     facts = Facts()
     facts.commit = _commit(w, "vllm/_version.py")
@@ -494,7 +571,11 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     names = w.strings(init, "QuantizationMethods")
     facts.member("methods", names, "QuantizationMethods")
     facts.counts["quantization_methods"] = len(names)
-    dep = {f.value: f for f in w.strings(init, "DEPRECATED_QUANTIZATION_METHODS")}
+    try:
+        dep = {f.value: f for f in w.strings(init, "DEPRECATED_QUANTIZATION_METHODS")}
+    except NotFound:  # before 0.14: no deprecated list, nothing is deprecated
+        dep = {}
+        facts.hand.append(f"deprecated: {init} has no DEPRECATED_QUANTIZATION_METHODS in this release (none deprecated)")
     fn = w.function(init, "get_quantization_config")
     m2c, _, _ = w.assigned(init, "method_to_config", fn)
     imports = w.imports(init, fn)
@@ -502,19 +583,28 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     for key, val in dict_items(m2c, init):
         cname = ast.unparse(val)
         if cname not in imports:  # a local variable (deepseek_config): its first assignment
-            v, ln, end = w.assigned(init, cname, fn)
+            try:
+                v, ln, end = w.assigned(init, cname, fn)
+            except NotFound:
+                facts.review.append(f"methods[{key.value}]: method_to_config maps it to {cname}, not imported: "
+                                    "not extracted")
+                continue
             var, cname = cname, ast.unparse(v)
             facts.anchor("methods", key.value, Fact(cname, init, ln, end), f"{var} = {cname}")
         for node in ast.walk(fn):  # an aliased import: cite it, so the real class name is on a cited line
             if isinstance(node, ast.ImportFrom) and any(a.asname == cname for a in node.names):
                 facts.anchor("methods", key.value, Fact(cname, init, node.lineno, node.end_lineno), "import")
+        if cname not in imports:
+            facts.review.append(f"methods[{key.value}]: {cname} is not imported by get_quantization_config: not extracted")
+            continue
         mod, orig = imports[cname]
         classes[key.value] = (mod, orig, key)
-    shorthands = w.strings("vllm/config/quantization.py", "_ONLINE_SHORTHANDS")
-    setdefault = w.grep(init, r"method_to_config\.setdefault\(")
-    mod, orig = imports["OnlineQuantizationConfig"]
-    for s in shorthands:
-        classes.setdefault(s.value, (mod, orig, setdefault))
+    shorthands, setdefault, shorthand_src = facts.attempt("shorthands", lambda: _v_shorthands(w, init, fn)) or (
+        [], None, "")
+    if shorthands and setdefault is not None and "OnlineQuantizationConfig" in imports:
+        mod, orig = imports["OnlineQuantizationConfig"]
+        for s in shorthands:
+            classes.setdefault(s.value, (mod, orig, setdefault))
     for n in names:
         mid = n.value
         if mid not in classes:
@@ -531,34 +621,54 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     _without_config(w, facts, base, "vllm/model_executor/model_loader/weight_utils.py",
                     {n.value: classes[n.value][:2] for n in names if n.value in classes}, [f.value for f in shorthands])
 
-    mc = "vllm/config/model.py"
+    mc = _loc(w, "vllm/config/model.py", V_MOVED)
     vq = w.function(mc, "_verify_quantization")
     order = w.strings(mc, "overrides", vq)
     facts.set("doc", "_", "override_order", [f.value for f in order], order[0], "")
     facts.files.add(mc)
+    method_ids = {n.value for n in names}
+    claimed: set[str] = set()
+    _v_marlin_overrides(w, facts, classes, base)
+    claimed.update(r["id"] for sec, r in facts.new_rows if sec == "overrides")
     for ov in base.get("overrides") or []:
         probe = ov["probed_as"][0]
+        if probe not in method_ids or (ov["returns"] not in method_ids and ov["returns"] != "checkpoint"):
+            facts.drops.append(("overrides", ov["id"], f"'{probe}' / '{ov['returns']}' is not a method of this release"))
+            continue
         if probe in classes:
             mod, cls, _ = classes[probe]
-            got = facts.attempt(f"overrides[{ov['id']}]", lambda mod=mod, cls=cls: w.method(mod, cls,
-                                                                                            "override_quantization_method"))
-            if got is not None:
-                path, owner, node = got
-                facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
-                             f"{owner}.override_quantization_method")
-                if ov.get("quant_algo") is not None:
-                    facts.attempt(f"overrides[{ov['id']}].quant_algo", lambda path=path, owner=owner, node=node, ov=ov:
-                                  _override_algo(w, facts, ov["id"], path, owner, node))
-        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written"
-                          + (" (quant_algo extracted)" if ov.get("quant_algo") is not None else ""))
-        if probe in classes:
+            try:
+                path, owner, node = w.method(mod, cls, "override_quantization_method")
+            except NotFound:
+                facts.drops.append(("overrides", ov["id"], f"{cls} has no override_quantization_method in this release"))
+                continue
+            claimed.update(ov["probed_as"])
+            facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
+                         f"{owner}.override_quantization_method")
+            if ov.get("quant_algo") is not None:
+                facts.attempt(f"overrides[{ov['id']}].quant_algo", lambda path=path, owner=owner, node=node, ov=ov:
+                              _override_algo(w, facts, ov["id"], path, owner, node))
             facts.hand_defs.append((f"overrides[{ov['id']}]", classes[probe][0], classes[probe][1],
                                     "override_quantization_method"))
+        facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written"
+                          + (" (quant_algo extracted)" if ov.get("quant_algo") is not None else ""))
+    for f in order:  # a probe-order name whose class overrides, with no row: what it claims is not modelled
+        if f.value in claimed or f.value not in classes:
+            continue
+        mod, cls, _ = classes[f.value]
+        try:
+            path, owner, node = w.method(mod, cls, "override_quantization_method")
+        except NotFound:
+            continue
+        facts.review.append(f"overrides: '{f.value}' ({owner}.override_quantization_method, {path}:{node.lineno}) "
+                            "is in this release's probe order but has no row: write one by hand")
+        facts.not_extracted.append(f"overrides[{f.value}]: {owner}.override_quantization_method ({path}:{node.lineno})"
+                                   " claims checkpoints in this release; its condition is not modelled")
     ctf0 = VQ + "compressed_tensors/compressed_tensors.py"
     facts.hand_defs += [
         ("compressed_tensors.dispatch predicates", ctf0, "CompressedTensorsConfig", "_get_scheme_from_parts"),
         ("compressed_tensors.kv_cache_scheme", ctf0, None, "validate_kv_cache_scheme"),
-        ("shorthands expansions", "vllm/config/quantization.py", None, "_ONLINE_SHORTHANDS"),
+        ("shorthands expansions", "vllm/config/quantization.py", None, shorthand_src or "_ONLINE_SHORTHANDS"),
         ("fp8 online / config-file lookup (get_quant_config)", "vllm/model_executor/model_loader/weight_utils.py",
          None, "get_quant_config"),
         ("fp8 config checks", VQ + "fp8.py", "Fp8Config", "__init__"),
@@ -566,20 +676,27 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
 
     for plat in ("rocm", "xpu"):
         rel = f"vllm/platforms/{plat}.py"
-        items = facts.attempt(f"platform_lists[{plat}]", lambda rel=rel: w.strings(rel, "supported_quantization"))
+        try:
+            items = w.strings(rel, "supported_quantization")
+        except NotFound as exc:
+            items = []
+            facts.not_extracted.append(f"platform_lists[{plat}]: {exc}")
         if items:
             facts.set("platform_lists", plat, "allowed", [f.value for f in items], items[0], "supported_quantization")
+        elif any(r["id"] == plat for r in base.get("platform_lists") or []):
+            facts.drops.append(("platform_lists", plat, f"{rel} supported_quantization not read in this release"))
 
     cq = "vllm/config/quantization.py"
-    facts.member("shorthands", shorthands, "_ONLINE_SHORTHANDS")
-    deferred = w.strings(cq, "_DEFERRED_ONLINE_SHORTHANDS")
-    dset = {f.value for f in deferred}
+    facts.member("shorthands", shorthands, shorthand_src or "_ONLINE_SHORTHANDS")
+    deferred = facts.attempt("_DEFERRED_ONLINE_SHORTHANDS", lambda: w.strings(cq, "_DEFERRED_ONLINE_SHORTHANDS")) \
+        if shorthand_src == "_ONLINE_SHORTHANDS" and "_DEFERRED_ONLINE_SHORTHANDS" in w.text(cq) else []
+    dset = {f.value for f in deferred or []}
     for s in shorthands:
-        facts.set("shorthands", s.value, "deferred", s.value in dset, deferred[0] if s.value in dset else s,
-                  "_DEFERRED_ONLINE_SHORTHANDS" if s.value in dset else "")
+        facts.set("shorthands", s.value, "deferred", s.value in dset, deferred[0] if s.value in dset and deferred
+                  else s, "_DEFERRED_ONLINE_SHORTHANDS" if s.value in dset else "")
         facts.hand.append(f"shorthands[{s.value}]: linear / moe expansion hand-written")
 
-    kv = w.strings("vllm/config/cache.py", "CacheDType")
+    kv = w.strings(_loc(w, "vllm/config/cache.py", V_MOVED), "CacheDType")
     facts.member("kv_cache_dtypes", kv, "CacheDType")
     facts.counts["kv_cache_dtypes"] = len(kv)
     facts.hand.append("kv_cache_dtypes[*]: mode / storage / notes hand-written (vllm/v1/kv_cache_interface.py "
@@ -592,7 +709,7 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     pin = w.metadata["requires"].get("compressed-tensors", "").lstrip("=")
     if pin:
         facts.set("compressed_tensors", "_", "pinned_version", pin,
-                  Fact(pin, next(n for n in w.names if n.endswith("dist-info/METADATA")), 1), "Requires-Dist")
+                  Fact(pin, w.metadata_file, 1), "Requires-Dist")
     _kv_scheme_rule(w, facts, ctf)
     _ct_dispatch(w, facts, base, ctf, VQ + "compressed_tensors/schemes/__init__.py")
     wna = VQ + "compressed_tensors/schemes/compressed_tensors_wNa16.py"
@@ -600,39 +717,58 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
     if bits:
         facts.set("ct_weights", "wna16", "num_bits", sorted(f.value for f in bits), bits[0], "WNA16_SUPPORTED_TYPES_MAP")
 
-    # config validation tables
-    conv = "vllm/transformers_utils/model_arch_config_convertor.py"
-    norm = facts.attempt("model_arch_config_convertor", lambda: w.function(conv, "_normalize_quantization_config"))
+    # config validation tables (a rule the release's code does not hold is dropped, never carried)
+    conv = _loc(w, "vllm/transformers_utils/model_arch_config_convertor.py", V_MOVED)
+    norm = facts.attempt("model_arch_config_convertor", lambda: w.function(conv, "_normalize_quantization_config"), dropped=True)
     if norm is not None:
         algos = _str_constants(norm, "quant_algo_upper")
         raise_line = w.grep(conv, r"Unknown ModelOpt quant algo")
         _config_rule(facts, "modelopt-hf-quant-config-algo", [[a] for a in algos],
                      Fact(algos, conv, norm.lineno, raise_line.line), "_normalize_quantization_config")
     mo = VQ + "modelopt.py"
-    lin = facts.attempt("LINEAR_ALGOS", lambda: w.assigned(mo, "LINEAR_ALGOS"))
+    lin = facts.attempt("LINEAR_ALGOS", lambda: w.assigned(mo, "LINEAR_ALGOS")) \
+        if re.search(r"^LINEAR_ALGOS\b[^=\n]*=", w.text(mo), re.M) else None
     qa = facts.attempt("QUANT_ALGOS", lambda: w.assigned(mo, "QUANT_ALGOS"))
     quant_algos: list[str] = []
-    if lin is not None and qa is not None:
-        owners = {k.value: literal(v)[0] for k, v in dict_items(lin[0], mo)}
+    if qa is not None:
+        owners = {k.value: literal(v)[0] for k, v in dict_items(lin[0], mo)} if lin is not None else {}
         extra = [e.value for e in qa[0].elts if isinstance(e, ast.Constant)] if isinstance(qa[0], ast.List) else []
         quant_algos = list(owners) + extra
         chk = w.grep(mo, r"if quant_method not in QUANT_ALGOS")
         _config_rule(facts, "modelopt-quant-algos", [[a] for a in quant_algos], Fact(quant_algos, mo, chk.line),
                      "QUANT_ALGOS check")
-        facts.anchor("config_rules", "modelopt-quant-algos", Fact("", mo, lin[1], qa[2]), "LINEAR_ALGOS, QUANT_ALGOS")
-        for rid, owner in (("modelopt-fp8-algos", "modelopt"), ("modelopt-nvfp4-algos", "modelopt_fp4")):
-            at = w.grep(mo, rf'supported = algos_owned_by\("{owner}"\)')
-            _config_rule(facts, rid, [[a] for a, o in owners.items() if o == owner], at, f'algos_owned_by("{owner}")')
+        facts.anchor("config_rules", "modelopt-quant-algos", Fact("", mo, lin[1] if lin else qa[1], qa[2]),
+                     "LINEAR_ALGOS, QUANT_ALGOS" if lin else "QUANT_ALGOS")
+        for rid, owner, anchor in (("modelopt-fp8-algos", "modelopt", "Unsupported ModelOpt FP8 quant_algo"),
+                                   ("modelopt-nvfp4-algos", "modelopt_fp4", "Unsupported ModelOpt NVFP4 quant_algo")):
+            if lin is not None:
+                at = facts.attempt(rid, lambda owner=owner: w.grep(mo, rf'supported = algos_owned_by\("{owner}"\)'))
+                if at is not None:
+                    _config_rule(facts, rid, [[a] for a, o in owners.items() if o == owner], at,
+                                 f'algos_owned_by("{owner}")')
+                continue
+            got = _elif_chain_values(w, mo, anchor)  # before LINEAR_ALGOS (0.29): an if/elif chain, then raise
+            if got is not None:
+                values, at = got
+                _config_rule(facts, rid, [[a] for a in values], at, "if/elif quant_algo chain before the raise")
     for rid, mod, cls, check in (("auto-gptq-type-map", VQ + "auto_gptq.py", "AutoGPTQConfig",
                                   r"not in self\.TYPE_MAP"),
                                  ("auto-awq-type-map", VQ + "auto_awq.py", "AutoAWQConfig", r"not in self\.TYPE_MAP")):
-        got = facts.attempt(rid, lambda mod=mod, cls=cls: w.assigned(mod, "TYPE_MAP", w.find_class(mod, cls)[1]))
+        got = facts.attempt(rid, lambda mod=mod, cls=cls: w.assigned(mod, "TYPE_MAP", w.find_class(mod, cls)[1])) \
+            if w.exists(mod) else None
         if got is not None:
             keys = [k for k in (literal(k) for k in got[0].keys) if k is not None]
             allowed = [list(k) if isinstance(k, (tuple, list)) else [k] for k in keys]
             at = w.grep(mod, check)
             _config_rule(facts, rid, allowed, at, f"{cls}.TYPE_MAP check")
             facts.anchor("config_rules", rid, Fact("", mod, got[1], got[2]), f"{cls}.TYPE_MAP")
+    read = {rid for (sec, rid, _k) in facts.values if sec == "config_rules"}
+    for r in base.get("config_rules") or []:
+        if r["id"] not in read:
+            facts.drops.append(("config_rules", r["id"], "the check it paraphrases is not where the spec reads it in "
+                                "this release (not extracted)"))
+            facts.not_extracted.append(f"config_rules[{r['id']}]: not read in this release (the class or function it "
+                                       "paraphrases is not there); whatever check the release makes is not modelled")
     table = dict(V_MESSAGES)
     if quant_algos:
         spec = table["modelopt_unsupported_algo"]
@@ -643,9 +779,108 @@ def vllm(w: Wheel, base: dict[str, Any]) -> Facts:
             spec = table[mid]
             joined = " / ".join(a for a, o in owners.items() if o == owner)
             table[mid] = (spec[0], spec[1], spec[2], {"' / '.join(supported)": joined, "join(supported)": joined})
-    _messages(w, facts, base, table)
+    _messages(w, facts, base, table, V_MOVED)
     facts.attempt("humming_preferred", lambda: _humming_preferred(w, facts))
     return facts
+
+
+# vLLM before AutoGPTQConfig (0.22) / AutoAWQConfig (0.24): GPTQMarlinConfig / AWQMarlinConfig claim a
+# gptq / awq checkpoint Marlin can run (the same probe SGLang kept): (config file, class, compatibility check,
+# the checkpoint fields its TYPE_MAP keys and has_zp read, as CheckpointQuant.details records them)
+V_MARLIN = {
+    "gptq": (VQ + "gptq_marlin.py", "GPTQMarlinConfig", "is_gptq_marlin_compatible", ["bits", "sym"]),
+    "awq": (VQ + "awq_marlin.py", "AWQMarlinConfig", "is_awq_marlin_compatible", ["w_bit", "zero_point"]),
+}
+
+
+def _v_marlin_overrides(w: Wheel, facts: Facts, classes: dict[str, tuple[str, str, Fact]], base: dict[str, Any]) -> None:
+    """The Marlin overrides of releases whose GPTQMarlinConfig / AWQMarlinConfig claim checkpoints: a row per
+    class (what it returns, the checkpoint method its check requires, the --quantization values it
+    accepts), which (bits, sym / zero_point) Marlin takes, its group sizes and minimum capability."""
+    mu = VQ + "utils/marlin_utils.py"
+    live = {}
+    for kind, (rel, cls, check, _fields) in V_MARLIN.items():
+        name = f"{kind}_marlin"
+        if name not in classes or classes[name][1] != cls or not w.exists(rel):
+            continue
+        try:
+            path, owner, ov = w.method(rel, cls, "override_quantization_method")
+            chk = w.function(rel, check, cls)
+        except NotFound:
+            continue
+        if owner != cls:
+            continue
+        methods = _str_constants(chk, "quant_method")
+        user = [None] + _str_constants(next((n for n in ast.walk(ov) if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "is_valid_user_quant" for t in n.targets)), ov), "user_quant")
+        got = w.returns(rel, cls, "get_name")
+        if not methods or not got or len({g.value for g in got}) != 1:
+            facts.review.append(f"overrides[{name}]: {cls}.override_quantization_method not read (no quant_method "
+                                "test or get_name literal)")
+            continue
+        live[kind] = (rel, cls, check, _fields)
+        row = {"id": name, "returns": got[0].value, "probed_as": [name], "checkpoint_methods": methods,
+               "user_in": user, "requires_marlin": kind, "source": "", "as_of": None}
+        if "VLLM_BATCH_INVARIANT" in ast.unparse(ov):
+            row["notes"] = "Not when VLLM_BATCH_INVARIANT is set (the override returns None: Marlin is not batch invariant)."
+        facts.new_rows.append(("overrides", row))
+        facts.anchor("overrides", name, Fact(owner, path, ov.lineno, ov.end_lineno), f"{owner}.override_quantization_method")
+        facts.anchor("overrides", name, Fact(methods, rel, chk.lineno, chk.end_lineno), check)
+    if not live:
+        return
+    _marlin_compatible(w, facts, mu, live)
+    _marlin_limits(w, facts, mu, base)
+
+
+def _marlin_limits(w: Wheel, facts: Facts, mu: str, base: dict[str, Any]) -> None:
+    """Marlin's group sizes (``MARLIN_SUPPORTED_GROUP_SIZES``) and the capability below which
+    ``query_marlin_supported_quant_types`` returns no type."""
+    if not w.exists(mu):
+        for key in ("marlin_group_sizes", "marlin_min_capability"):
+            if base.get(key) is not None:
+                facts.drops.append(("doc", key, f"{mu} is not in this wheel"))
+                facts.not_extracted.append(f"{key}: {mu} is not in this wheel (Marlin limits not read)")
+        return
+    try:
+        sizes, ln, end = w.assigned(mu, "MARLIN_SUPPORTED_GROUP_SIZES")
+        facts.set("doc", "_", "marlin_group_sizes", literal(sizes), Fact(literal(sizes), mu, ln, end),
+                  "MARLIN_SUPPORTED_GROUP_SIZES")
+        fn = w.function(mu, "query_marlin_supported_quant_types")
+        caps = [literal(n.test.comparators[0]) for n in ast.walk(fn) if isinstance(n, ast.If) and isinstance(
+            n.test, ast.Compare) and ast.unparse(n.test.left) == "device_capability" and isinstance(
+            n.test.ops[0], ast.Lt) and any(isinstance(b, ast.Return) for b in n.body)]
+        if len(set(caps)) == 1:
+            facts.set("doc", "_", "marlin_min_capability", caps[0], Fact(caps[0], mu, fn.lineno), "device_capability <")
+        else:
+            facts.review.append(f"marlin_min_capability: {mu} query_marlin_supported_quant_types gates on {caps}")
+    except NotFound as exc:
+        facts.review.append(f"marlin_group_sizes / marlin_min_capability: {exc}")
+
+
+def _elif_chain_values(w: Wheel, rel: str, anchor: str) -> tuple[list[str], Fact] | None:
+    """The strings an ``if x == "A": ... elif x == "B": ... else: raise X("<anchor>...")`` chain accepts,
+    and the lines from its first test to the raise; None when no such chain raises the message."""
+    for node in ast.walk(w.tree(rel)):
+        if not isinstance(node, ast.If):
+            continue
+        values: list[str] = []
+        cur: ast.stmt = node
+        while isinstance(cur, ast.If):
+            t = cur.test
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.In))):
+                break
+            v = literal(t.comparators[0])
+            values += [v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(
+                v, (list, tuple, set, frozenset)) else []
+            nxt = cur.orelse
+            if len(nxt) == 1 and isinstance(nxt[0], ast.If):
+                cur = nxt[0]
+                continue
+            raises = [r for r in nxt if isinstance(r, ast.Raise) and isinstance(r.exc, ast.Call) and r.exc.args]
+            if raises and anchor in (message_text(raises[0].exc.args[0]) or "") and values:
+                return values, Fact(values, rel, node.lineno, raises[0].end_lineno)
+            break
+    return None
 
 
 def _humming_preferred(w: Wheel, facts: Facts) -> None:
@@ -662,6 +897,18 @@ def _humming_preferred(w: Wheel, facts: Facts) -> None:
         facts.set("doc", "_", "humming_preferred", caps, Fact(caps, pri, ln, end), "_HUMMING_PREFERRED_CAPABILITIES")
         return
     init = "vllm/model_executor/kernels/linear/__init__.py"
+    if not any("humming" in n for n in w.names):  # no Humming kernel in the release at all: nothing reordered
+        qinit = VQ + "__init__.py"
+        facts.set("doc", "_", "humming_preferred", [], Fact([], qinit, 1), "no Humming kernel in this release")
+        facts.hand.append("humming_preferred: [] (no file of this release names Humming)")
+        return
+    if not w.exists(init) or "prioritize_humming" not in w.text(init):  # Humming listed, never moved ahead
+        fn = next((f for f in ("_resolve_backend_kernels", "choose_mp_linear_kernel") if w.exists(init)
+                   and re.search(rf"def {f}\(", w.text(init))), None)
+        at = Fact([], init, w.function(init, fn).lineno, w.function(init, fn).end_lineno) if fn else Fact(
+            [], VQ + "__init__.py", 1)
+        facts.set("doc", "_", "humming_preferred", [], at, "no prioritize_humming in this release")
+        return
     fn = w.function(init, "_resolve_backend_kernels")
     if "prioritize_humming" in ast.unparse(fn):
         raise NotFound(f"{init} _resolve_backend_kernels calls prioritize_humming but {pri} is not in the wheel")
@@ -677,7 +924,7 @@ def _override_algo(w: Wheel, facts: Facts, rid: str, path: str, owner: str, fn: 
             if got is None:
                 continue
             var, match = got
-            if not _upper_cased(w, path, owner, fn, var):
+            if not match.pop("_upper", False) and not _upper_cased(w, path, owner, fn, var):
                 match["case_sensitive"] = True
             facts.set("overrides", rid, "quant_algo", match, Fact(match, path, node.lineno), "quant_algo test")
             return
@@ -774,6 +1021,34 @@ S_MESSAGES: dict[str, tuple[Any, ...]] = {
     "modelopt_mixed_algo": (SQ + "modelopt_quant.py", "ModelOptMixedPrecisionConfig only supports MIXED_PRECISION"),
 }
 
+# Where SGLang kept a fact in older releases (see V_MOVED): QUANTIZATION_CHOICES and the --kv-cache-dtype
+# field were in server_args.py before arg_groups/ (0.5.20).
+S_MOVED: dict[str, tuple[str, ...]] = {
+    "sglang/srt/arg_groups/choices.py": ("sglang/srt/server_args.py",),
+    "sglang/srt/arg_groups/fields/model.py": ("sglang/srt/server_args.py",),
+    # awq.py / gptq.py became packages (awq/awq.py, gptq/gptq.py) in 0.5.12-0.5.14
+    SQ + "awq/awq.py": (SQ + "awq.py",),
+    SQ + "gptq/gptq.py": (SQ + "gptq.py",),
+}
+
+
+def _arg_choices(w: Wheel, rel: str, option: str) -> list[Fact]:
+    """The literal ``choices=[...]`` of the ``add_argument(option, ...)`` call in ``rel``."""
+    for node in ast.walk(w.tree(rel)):
+        if isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and node.args and \
+                isinstance(node.args[0], ast.Constant) and node.args[0].value == option:
+            kw = next((k for k in node.keywords if k.arg == "choices"), None)
+            if kw is not None and isinstance(kw.value, (ast.List, ast.Tuple)):
+                return [Fact(e.value, rel, e.lineno) for e in kw.value.elts
+                        if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            raise NotFound(f"{rel}:{node.lineno}: {option} has no literal choices")
+    raise NotFound(f"{rel}: no add_argument({option!r})")
+
+
+def _name_of(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
 # Messages whose file row is a template over several literal messages (one per class).
 TEMPLATES: dict[str, list[tuple[str, str]]] = {
     "marlin_forced_off": [(SQ + "awq/awq.py", "Detected that the model can run with awq_marlin")],
@@ -789,7 +1064,10 @@ def _registry(w: Wheel, rel: str) -> tuple[dict[str, tuple[str, Fact]], dict[str
     tree = w.tree(rel)
     cuda: dict[str, tuple[str, Fact]] = {}
     plats: dict[str, list[str]] = {}
-    base, _, _ = w.assigned(rel, "BASE_QUANTIZATION_METHODS")
+    try:
+        base, _, _ = w.assigned(rel, "BASE_QUANTIZATION_METHODS")
+    except NotFound:  # before 0.4.4: one QUANTIZATION_METHODS dict
+        base, _, _ = w.assigned(rel, "QUANTIZATION_METHODS")
     for k, v in dict_items(base, rel):
         cuda[k.value] = (ast.unparse(v), k)
     for node in tree.body:
@@ -825,25 +1103,40 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
         "compatible": lambda i: {"id": i, "checkpoint_methods": [], "source": "", "as_of": None},
     }
     base_methods = {m["id"]: m for m in base.get("methods") or []}
-    choices_rel = "sglang/srt/arg_groups/choices.py"
-    choices = w.strings(choices_rel, "QUANTIZATION_CHOICES")
+    choices_rel = _loc(w, "sglang/srt/arg_groups/choices.py", S_MOVED)
+    try:
+        choices = w.strings(choices_rel, "QUANTIZATION_CHOICES")
+        choices_what = "QUANTIZATION_CHOICES"
+    except NotFound:  # before 0.5.2: the literal choices of the --quantization add_argument
+        choices_rel = "sglang/srt/server_args.py"
+        choices = _arg_choices(w, choices_rel, "--quantization")
+        choices_what = "--quantization choices"
     facts.counts["quantization_choices"] = len(choices)
     init = SQ + "__init__.py"
     cuda, plats = _registry(w, init)
     imports = w.imports(init)
     registry_only = [Fact(n, init, f.line) for n, (_, f) in cuda.items() if n not in {c.value for c in choices}]
-    facts.member("methods", choices + registry_only, "QUANTIZATION_CHOICES / BASE_QUANTIZATION_METHODS")
+    facts.member("methods", choices + registry_only, f"{choices_what} / BASE_QUANTIZATION_METHODS")
     vq = w.function(S_MC, "_verify_quantization")
     optimized = w.strings(S_MC, "optimized_quantization_methods", vq)
     rocm = w.strings(S_MC, "rocm_supported_quantization", vq)
-    compat_node, _, _ = w.assigned(S_MC, "compatible_quantization_methods", vq)
-    requant = w.strings(S_MC, "REQUANTIZATION_METHODS")
     opt = {f.value for f in optimized}
     facts.set("doc", "_", "optimized_allow_list", [f.value for f in optimized], optimized[0],
               "optimized_quantization_methods")
-    facts.set("doc", "_", "requantization_methods", [f.value for f in requant], requant[0], "REQUANTIZATION_METHODS")
+    try:
+        requant = w.strings(S_MC, "REQUANTIZATION_METHODS")
+        facts.set("doc", "_", "requantization_methods", [f.value for f in requant], requant[0],
+                  "REQUANTIZATION_METHODS")
+    except NotFound:  # before 0.5.19: no requantization
+        facts.set("doc", "_", "requantization_methods", [], Fact([], S_MC, vq.lineno, vq.end_lineno),
+                  "no REQUANTIZATION_METHODS in this release")
     facts.set("platform_lists", "rocm", "allowed", [f.value for f in rocm], rocm[0], "rocm_supported_quantization")
-    comp = [(k, [literal(v) for v in getattr(node, "elts", [])]) for k, node in dict_items(compat_node, S_MC)]
+    try:
+        compat_node, _, _ = w.assigned(S_MC, "compatible_quantization_methods", vq)
+        comp = [(k, [literal(v) for v in getattr(node, "elts", [])]) for k, node in dict_items(compat_node, S_MC)]
+    except NotFound:  # before 0.4.5: a mismatching --quantization is refused outright
+        comp = []
+        facts.hand.append("compatible: _verify_quantization has no compatible_quantization_methods in this release")
     facts.member("compatible", [k for k, _ in comp], "compatible_quantization_methods")
     for k, vals in comp:
         facts.set("compatible", k.value, "checkpoint_methods", vals, k, "compatible_quantization_methods")
@@ -862,8 +1155,13 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                   "optimized_quantization_methods")
         if mid in cuda:
             cname, where = cuda[mid]
-            if cname not in imports:
-                facts.review.append(f"methods[{mid}]: {cname} not imported by {init}")
+            if cname not in imports:  # imported from vllm (0.4.x) or defined elsewhere: not read
+                facts.set("methods", mid, "config_class", cname, where, "BASE_QUANTIZATION_METHODS")
+                for key in ("min_capability", "supported_act_dtypes"):
+                    facts.set("methods", mid, key, None, where, "not extracted")
+                facts.not_extracted.append(f"methods[{mid}]: {cname} is not defined in this wheel (imported from "
+                                           "another package, e.g. vllm): min_capability, activation dtypes and "
+                                           "config files not read (left null)")
                 continue
             mod, cls = imports[cname]
             facts.set("methods", mid, "config_class", cls, where, "BASE_QUANTIZATION_METHODS")
@@ -875,27 +1173,30 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                           "weight_only_*, notes hand-written")
     _without_config(w, facts, base, "sglang/srt/model_loader/weight_utils.py",
                     {n: imports[c] for n, (c, _) in cuda.items() if c in imports}, [])
+    members = {f.value for f in choices + registry_only}
     for ov in base.get("overrides") or []:
+        probes = [p for p in ov.get("probed_as") or [] if p in cuda]
+        if not probes or ov["returns"] not in members and ov["returns"] != "checkpoint":
+            facts.drops.append(("overrides", ov["id"], f"{ov.get('probed_as')} / '{ov['returns']}' is not a method "
+                                "of this release"))
+            continue
+        cls_name = cuda[probes[0]][0]
+        if cls_name not in imports:
+            facts.drops.append(("overrides", ov["id"], f"{cls_name} is not defined in this wheel (not read)"))
+            facts.not_extracted.append(f"overrides[{ov['id']}]: {cls_name} is not defined in this wheel; whether "
+                                       "and when it claims checkpoints is not read")
+            continue
+        mod, cls = imports[cls_name]
+        try:
+            path, owner, node = w.method(mod, cls, "override_quantization_method")
+        except NotFound:
+            facts.drops.append(("overrides", ov["id"], f"{cls} has no override_quantization_method in this release"))
+            continue
         facts.hand.append(f"overrides[{ov['id']}]: the condition it fires on is hand-written")
-        for probe in ov.get("probed_as") or []:
-            if probe in cuda and cuda[probe][0] in imports:
-                facts.hand_defs.append((f"overrides[{ov['id']}]", *imports[cuda[probe][0]],
-                                        "override_quantization_method"))
-                break
-        cls_name = None
-        for probe in ov.get("probed_as") or []:
-            if probe in cuda:
-                cls_name = cuda[probe][0]
-                break
-        if cls_name and cls_name in imports:
-            mod, cls = imports[cls_name]
-            got = facts.attempt(f"overrides[{ov['id']}]",
-                                lambda mod=mod, cls=cls: w.method(mod, cls, "override_quantization_method"))
-            if got is not None:
-                path, owner, node = got
-                facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
-                             f"{owner}.override_quantization_method")
-    pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"))
+        facts.hand_defs.append((f"overrides[{ov['id']}]", mod, cls, "override_quantization_method"))
+        facts.anchor("overrides", ov["id"], Fact(owner, path, node.lineno, node.end_lineno),
+                     f"{owner}.override_quantization_method")
+    pm = facts.attempt("_parse_modelopt_quant_config", lambda: w.function(S_MC, "_parse_modelopt_quant_config"), dropped=True)
     at: dict[str, int] = {}
     for rw in base.get("rewrites") or []:
         facts.hand.append(f"rewrites[{rw['id']}]: checkpoint_method_prefix, has_nvfp4_layers hand-written; quant_algo "
@@ -909,12 +1210,32 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
                 at[rw["id"]] = ln
                 facts.attempt(f"rewrites[{rw['id']}].quant_algo", lambda rw=rw, ln=ln: _rewrite_algo(
                     w, facts, rw["id"], pm, ln))
+        if rw["id"] not in at:
+            facts.drops.append(("rewrites", rw["id"], "_parse_modelopt_quant_config does not return "
+                                f"quant_method '{rw['becomes']}' in this release"))
     if at:  # the if/elif chain's order: the first branch that matches wins
         facts.orders["rewrites"] = sorted(at, key=lambda r: at[r])
     _marlin_compatible(w, facts)
+    if ("marlin_compatible" not in facts.members) and base.get("marlin_compatible"):
+        for r in base["marlin_compatible"]:
+            facts.drops.append(("marlin_compatible", r["id"], "query_marlin_supported_quant_types / TYPE_MAP not read"))
+    _marlin_limits(w, facts, SQ + "marlin_utils.py", base)
     _s_config_rules(w, facts, cuda, imports)
-    kv_rel = "sglang/srt/arg_groups/fields/model.py"
-    kv = facts.attempt("kv_cache_dtype choices", lambda: _field_choices(w, kv_rel, "kv_cache_dtype"))
+    read = {rid for (sec, rid, _k) in facts.values if sec == "config_rules"}
+    for r in base.get("config_rules") or []:
+        if r["id"] not in read:
+            facts.drops.append(("config_rules", r["id"], "the check it paraphrases is not where the spec reads it"))
+            facts.not_extracted.append(f"config_rules[{r['id']}]: not read in this release; whatever check the "
+                                       "release makes is not modelled")
+    kv_rel = _loc(w, "sglang/srt/arg_groups/fields/model.py", S_MOVED)
+
+    def kv_choices() -> list[Fact]:
+        try:
+            return _field_choices(w, kv_rel, "kv_cache_dtype")
+        except NotFound:  # an add_argument("--kv-cache-dtype", choices=[...]) before the annotated fields
+            return _arg_choices(w, "sglang/srt/server_args.py", "--kv-cache-dtype")
+
+    kv = facts.attempt("kv_cache_dtype choices", kv_choices)
     if kv:
         facts.member("kv_cache_dtypes", kv, "--kv-cache-dtype choices")
         facts.counts["kv_cache_dtypes"] = len(kv)
@@ -923,10 +1244,16 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
     for a in base.get("auto_kv") or []:
         facts.hand.append(f"auto_kv[{a['id']}]: hand-written")
     ctf = SQ + "compressed_tensors/compressed_tensors.py"
+    if not w.exists(ctf):  # before 0.4.4 SGLang served compressed-tensors through vllm's classes
+        facts.drops.append(("compressed_tensors", "*", f"{ctf} is not in this wheel"))
+        facts.not_extracted.append(f"compressed_tensors: {ctf} is not in this wheel (compressed-tensors checkpoints "
+                                   "ran through another package's classes): dispatch table not read")
+        _messages(w, facts, base, S_MESSAGES, S_MOVED)
+        return facts
     pin = w.metadata["requires"].get("compressed-tensors", "").lstrip("=")
     if pin:
         facts.set("compressed_tensors", "_", "pinned_version", pin,
-                  Fact(pin, next(n for n in w.names if n.endswith("dist-info/METADATA")), 1), "Requires-Dist")
+                  Fact(pin, w.metadata_file, 1), "Requires-Dist")
     facts.hand.append("compressed_tensors.kv_cache_scheme: hand-written (SGLang ignores what it cannot use)")
     facts.hand_defs += [
         ("compressed_tensors.dispatch predicates", ctf, "CompressedTensorsConfig", "_get_scheme_from_parts"),
@@ -944,7 +1271,7 @@ def sglang(w: Wheel, base: dict[str, Any]) -> Facts:
     ok = any("transform_config" in w.text(n) for n in w.names if n.startswith(SQ) and n.endswith(".py"))
     facts.set("compressed_tensors", "_", "reads_transform_config", ok,
               Fact(ok, ctf, 1), "transform_config is read nowhere under " + SQ if not ok else "")
-    _messages(w, facts, base, S_MESSAGES)
+    _messages(w, facts, base, S_MESSAGES, S_MOVED)
     return facts
 
 
@@ -960,7 +1287,7 @@ def _rewrite_algo(w: Wheel, facts: Facts, rid: str, pm: ast.FunctionDef, ln: int
     if best is None:
         raise NotFound(f"{S_MC}:{ln}: no quant_algo test above the return")
     node, var, match = best
-    if not _upper_cased(w, S_MC, "ModelConfig", pm, var):
+    if not match.pop("_upper", False) and not _upper_cased(w, S_MC, "ModelConfig", pm, var):
         match["case_sensitive"] = True
     facts.set("rewrites", rid, "quant_algo", match, Fact(match, S_MC, node.lineno), "quant_algo test")
 
@@ -973,11 +1300,12 @@ S_MARLIN = {
 }
 
 
-def _marlin_compatible(w: Wheel, facts: Facts) -> None:
+def _marlin_compatible(w: Wheel, facts: Facts, mu: str = SQ + "marlin_utils.py",
+                       table: dict[str, tuple[str, str, str, list[str]]] | None = None) -> None:
     """Which (bits, sym / zero_point) ``is_<kind>_marlin_compatible`` accepts: the TYPE_MAP keys whose
     scalar type ``query_marlin_supported_quant_types(has_zp)`` lists (marlin_utils.py)."""
-    mu = SQ + "marlin_utils.py"
-    fn = facts.attempt("marlin_compatible", lambda: w.function(mu, "query_marlin_supported_quant_types"))
+    table = S_MARLIN if table is None else table
+    fn = facts.attempt("marlin_compatible", lambda: w.function(mu, "query_marlin_supported_quant_types"), dropped=True)
     if fn is None:
         return
     branch = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
@@ -992,7 +1320,8 @@ def _marlin_compatible(w: Wheel, facts: Facts) -> None:
 
     supported = {True: types(branch.body), False: types(branch.orelse)}
     kinds: list[Fact] = []
-    for kind, (rel, cls, check, _) in S_MARLIN.items():
+    for kind, (rel, cls, check, _) in table.items():
+        rel = _loc(w, rel, S_MOVED)
         try:
             tm, ln, end = w.assigned(rel, "TYPE_MAP", w.find_class(rel, cls)[1])
             chk = w.function(rel, check, cls)
@@ -1022,7 +1351,7 @@ def _marlin_compatible(w: Wheel, facts: Facts) -> None:
         facts.anchor("marlin_compatible", kind, Fact("", mu, branch.lineno, branch.end_lineno),
                      "query_marlin_supported_quant_types: with / without zero points")
     facts.member("marlin_compatible", kinds, "check_marlin_supported")
-    facts.skeletons["marlin_compatible"] = lambda i: {"id": i, "fields": list(S_MARLIN[i][3]), "allowed": [],
+    facts.skeletons["marlin_compatible"] = lambda i: {"id": i, "fields": list(table[i][3]), "allowed": [],
                                                       "source": "", "as_of": None}
 
 
@@ -1044,6 +1373,7 @@ def _s_config_rules(w: Wheel, facts: Facts, cuda: dict[str, tuple[str, Fact]],
                     imports: dict[str, tuple[str, str]]) -> None:
     rows: list[Fact] = []
     for rid, (rel, cls, fname, var, *_) in S_CONFIG_RULES.items():
+        rel = _loc(w, rel, S_MOVED)
         try:
             fn = w.function(rel, fname, cls)
         except NotFound as exc:

@@ -79,6 +79,7 @@ class Report:
         self.hand: list[str] = []
         self.review: list[str] = []
         self.quotes: dict[str, str] = {}  # "file:line" -> the line, for every line a source cites
+        self.dangling: list[str] = []  # rows / fields dropped because what they name is not in this release
 
     def write(self, out: Any, label: str, seconds: float) -> None:
         print(f"# {label}: {len(self.extracted)} facts extracted, {len(self.hand)} hand-written, "
@@ -112,14 +113,15 @@ def _def_source(w: Wheel, rel: str, cls: str | None, name: str) -> str | None:
 
 
 def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, rep: Report,
-          base_wheel: Wheel | None = None, base_quotes: dict[str, str] | None = None) -> dict[str, Any]:
+          base_wheel: Wheel | None = None, base_quotes: dict[str, str] | None = None,
+          drop_unfound: bool = False) -> dict[str, Any]:
     meta = w.metadata
     engine, version = meta["name"].lower(), meta["version"]
     spec = SPECS[engine]
     facts: Facts = spec(w, base)
     doc = copy.deepcopy(base)
     same_release = base.get("version") == version
-    prefix = f"{engine} {version} wheel: "
+    prefix = f"{engine} {version} {_kind(w)}: "
     cites: dict[tuple[str, str], list[str]] = {}
     quotes = rep.quotes
 
@@ -175,15 +177,35 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
             doc.clear()
             doc.update([*items[:i + 1], (section, new_rows), *items[i + 1:]])
 
+    # -- rows the wheel's code defines (added where the base file has none; their read keys refreshed) --
+    for section, row in facts.new_rows:
+        rows = doc.setdefault(section, [])
+        have = _row(rows, row["id"])
+        if have is None:
+            rows.append(copy.deepcopy(row))
+            rep.review.append(f"{section}[{row['id']}]: new in this file (read from the wheel: "
+                              f"{', '.join(k for k in row if k not in ('id', 'source', 'as_of'))})")
+        else:
+            for k, v in row.items():
+                if k in ("source", "as_of", "notes"):
+                    continue
+                if have.get(k) != v:
+                    rep.review.append(f"{section}[{row['id']}].{k}: {have.get(k)!r} in {base_name} -> {v!r} in the wheel")
+                have[k] = v
+
     # -- rows this release does not have ----------------------------------------------------------
     for section, rid, why in facts.drops:
         if section == "compressed_tensors/fallback":
             row = _locate(doc, "compressed_tensors", rid)
             for k in ("fallback", "fallback_below", "fallback_min_capability", "fallback_message"):
                 (row or {}).pop(k, None)
+        elif section == "compressed_tensors" and rid == "*":  # the release has no compressed-tensors code
+            doc["compressed_tensors"] = None
         elif section == "compressed_tensors":
             ct = doc.get("compressed_tensors") or {}
             ct["dispatch"] = [d for d in ct.get("dispatch") or [] if f"dispatch/{d['id']}" != rid]
+        elif section == "doc":  # a release-level key the release does not have
+            doc.pop(rid, None)
         else:
             doc[section] = [r for r in doc.get(section) or [] if r.get("id") != rid]
         rep.review.append(f"{section}[{rid}]: dropped: {why}")
@@ -214,6 +236,9 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
         if old is not _MISSING and _norm(old) != _norm(value):
             rep.review.append(f"{section}[{rid}].{key}: {old!r} in {base_name} -> {value!r} in the wheel "
                               f"({f.cite()})")
+            if section == "methods" and key == "config_class" and old and target.get("notes") and \
+                    not target["notes"].startswith(CARRIED):  # the hand-written notes were about another class
+                target["notes"] = f"{CARRIED}{base.get('id')}, where the class was {old}: not re-read] {target['notes']}"
         target[key] = value
         rep.extracted.append(f"{section}[{rid}].{key} = {value!r} <- {f.cite()}")
         cite(csec, crid, f, what)
@@ -246,19 +271,25 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
 
     def hand(label: str, source: str) -> str:
         if carry is None:
-            out = _restamp(source, engine, version)
+            out = _restamp(source, engine, version, _kind(w))
             rep.hand.append(f"{label}: hand-written, " + ("read in this wheel" if CITE.search(out) else "cites no line")
                             + f" ({out})")
         else:
             out = carry.relocate(label, source)
         return out
 
-    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists", "dtype_checks",
+    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "config_readings", "platform_lists", "dtype_checks",
                     "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
-        for row in doc.get(section) or []:
+        for row in list(doc.get(section) or []):
             lines = cites.get((section, row["id"]))
-            row["source"] = prefix + "; ".join(lines) if lines else hand(f"{section}[{row['id']}]", row["source"])
-            _quote_source(w, row["source"], quotes, rep, f"{section}[{row['id']}]")
+            label = f"{section}[{row['id']}]"
+            row["source"] = prefix + "; ".join(lines) if lines else hand(label, row["source"])
+            if drop_unfound and carry is not None and label in carry.lost:
+                doc[section].remove(row)  # a hand-written fact whose lines this release does not have: not carried
+                rep.dangling.append(f"{label} dropped: hand-written in {base.get('id')}; the lines it cites are not "
+                                    "found again in this release (whether the behaviour exists here was not read)")
+                continue
+            _quote_source(w, row["source"], quotes, rep, label)
             row["as_of"] = stamp
     ct = doc.get("compressed_tensors")
     if ct:
@@ -268,6 +299,12 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
                 continue
             lines = cites.get(("compressed_tensors", key))
             node["source"] = prefix + "; ".join(lines) if lines else hand(f"compressed_tensors.{key}", node["source"])
+            if drop_unfound and carry is not None and f"compressed_tensors.{key}" in carry.lost and \
+                    key.startswith("dispatch/"):
+                ct["dispatch"] = [d for d in ct["dispatch"] if d is not node]
+                rep.dangling.append(f"compressed_tensors.{key} dropped: hand-written in {base.get('id')}; the lines "
+                                    "it cites are not found again in this release")
+                continue
             _quote_source(w, node["source"], quotes, rep, f"compressed_tensors.{key}")
             node["as_of"] = stamp
 
@@ -279,10 +316,94 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
         hist[key] = {v: n for v, n in sorted(hist[key].items(), key=lambda kv: _version_key(str(kv[0])))
                      if _version_key(str(v)) <= _version_key(version)}
     doc["history"] = hist
+    _dangling(doc, rep)
+    _file_notes(doc, base, facts, rep, same_release)
     return doc
 
 
 _MISSING = object()
+CARRIED = "[carried from "
+
+
+def _dangling(doc: dict[str, Any], rep: Report) -> None:
+    """Drop what names a message, method or row this release does not have (a message the engine no
+    longer / not yet prints, a method it does not register): the row or field that relied on it goes,
+    listed for review and in the file's notes, instead of the file failing validation."""
+    msgs = {m["id"] for m in doc.get("messages") or []}
+    methods = {m["id"] for m in doc.get("methods") or []}
+    gone: list[str] = []
+
+    def keep(label: str, mid: str | None) -> bool:
+        if mid is None or mid in msgs:
+            return True
+        gone.append(f"{label}: names message '{mid}', which this release does not print")
+        return False
+
+    doc["config_rules"] = [r for r in doc.get("config_rules") or [] if keep(f"config_rules[{r['id']}] dropped",
+                                                                           r.get("message"))]
+    doc["dtype_checks"] = [r for r in doc.get("dtype_checks") or [] if keep(f"dtype_checks[{r['id']}] dropped",
+                                                                           r.get("message"))]
+    for m in doc.get("methods") or []:
+        if not keep(f"methods[{m['id']}].weight_only_* dropped", m.get("weight_only_message")):
+            for k in ("weight_only_below", "weight_only_message", "weight_only_block_below", "weight_only_a16_except"):
+                m.pop(k, None)
+        wc = m.get("without_config")
+        if wc and not keep(f"methods[{m['id']}].without_config dropped", wc.get("raises")):
+            m.pop("without_config")
+    for k in doc.get("kv_cache_dtypes") or []:
+        if not keep(f"kv_cache_dtypes[{k['id']}].error dropped", k.get("error")):
+            k.pop("error")
+    ct = doc.get("compressed_tensors") or {}
+    for d in ct.get("dispatch") or []:
+        if not keep(f"compressed_tensors.dispatch[{d['id']}] fallback dropped", d.get("fallback_message")):
+            for k in ("fallback", "fallback_below", "fallback_min_capability", "fallback_message", "fallback_platforms"):
+                d.pop(k, None)
+        if not keep(f"compressed_tensors.dispatch[{d['id']}].message dropped", d.get("message")):
+            for k in ("message", "message_below", "message_block_below", "message_except"):
+                d.pop(k, None)
+        if not keep(f"compressed_tensors.dispatch[{d['id']}].below_message dropped", d.get("below_message")):
+            d.pop("below_message")
+    for ov in list(doc.get("overrides") or []):
+        if ov["returns"] not in methods and ov["returns"] != "checkpoint":
+            gone.append(f"overrides[{ov['id']}] dropped: returns '{ov['returns']}', not a method of this release")
+            doc["overrides"].remove(ov)
+    for c in list(doc.get("compatible") or []):
+        if c["id"] not in methods:
+            gone.append(f"compatible[{c['id']}] dropped: not a method of this release")
+            doc["compatible"].remove(c)
+    if doc.get("optimized_allow_list") is not None:  # SGLang: the flag follows the (extracted) allow-list
+        allow = set(doc["optimized_allow_list"])
+        for m in doc.get("methods") or []:
+            if m.get("kind") != "escape_hatch" and m.get("optimized") != (m["id"] in allow):
+                m["optimized"] = m["id"] in allow
+    for g in gone:
+        rep.review.append(g)
+    rep.dangling += gone
+
+
+def _file_notes(doc: dict[str, Any], base: dict[str, Any], facts: Facts, rep: Report, same_release: bool) -> None:
+    """The file says what was not read from this release: the facts the spec could not extract, the
+    rows it dropped because what they relied on is gone, and (when built on another release's file)
+    which hand-written facts were carried without being re-read although the code behind them changed."""
+    notes = [n for n in doc.get("notes") or [] if not n.startswith(("not extracted: ", "carried unreviewed: "))]
+    if not same_release:  # the base release's own hand-written notes are not re-read here: say whose they are
+        notes = [n if n.startswith(CARRIED) else f"{CARRIED}{base['id']}, not re-read] {n}" for n in notes]
+    lines = [f"not extracted: {n}" for n in facts.not_extracted]
+    lines += [f"not extracted: {r}" for r in facts.review if "not extracted" in r]
+    lines += [f"not extracted: {g}" for g in getattr(rep, "dangling", [])]
+    if not same_release:
+        changed = [r.split(":")[0] for r in rep.review if " differs from " in r or " not found in " in r]
+        if changed:
+            lines.append(f"carried unreviewed: hand-written facts carried from {base['id']} whose code differs in "
+                         f"this release (re-read by a human: tools/new_release.py lists them): {', '.join(changed)}")
+        new = [r.split(":")[0] for r in rep.review if "its hand-written fields are placeholders" in r]
+        if new:
+            lines.append("carried unreviewed: rows new in this release whose hand-written fields are placeholders "
+                         f"(kind checkpoint, no bits): {', '.join(new)}")
+    prev = [n for n in doc.get("notes") or [] if n.startswith(("not extracted: ", "carried unreviewed: "))]
+    if same_release:  # an idempotent re-run keeps what the first run (on another release's file) said, in order
+        lines = prev + [n for n in lines if n not in prev]
+    doc["notes"] = notes + list(dict.fromkeys(lines))
 
 
 def _norm(v: Any) -> Any:
@@ -307,8 +428,13 @@ def _locate(doc: dict[str, Any], section: str, rid: str) -> dict[str, Any] | Non
     return _row(doc.get(section) or [], rid)
 
 
-def _restamp(source: str, engine: str, version: str) -> str:
-    return re.sub(rf"^{engine} [\w.]+ wheel: ", f"{engine} {version} wheel: ", source)
+def _kind(w: Wheel) -> str:
+    """How a row's source names the artifact: ``wheel``, or ``sdist`` for a source distribution."""
+    return "sdist" if w.path.name.endswith((".tar.gz", ".tgz")) else "wheel"
+
+
+def _restamp(source: str, engine: str, version: str, kind: str = "wheel") -> str:
+    return re.sub(rf"^{engine} [\w.]+ (?:wheel|sdist): ", f"{engine} {version} {kind}: ", source)
 
 
 # a citation in a ``source``: ``path.py:12`` or ``path.py:12-30`` (the form the tests read back)
@@ -348,6 +474,7 @@ class _Carrier:
                  base_quotes: dict[str, str] | None, rep: Report) -> None:
         self.w, self.engine, self.version, self.base_version = w, engine, version, base_version
         self.base_wheel, self.base_quotes, self.rep = base_wheel, base_quotes or {}, rep
+        self.lost: list[str] = []  # labels of the rows whose cited lines were not found again
 
     def _base_block(self, path: str, start: int, end: int) -> list[str] | None:
         last = min(end, start + QUOTED - 1)
@@ -369,7 +496,7 @@ class _Carrier:
         return min(hits, key=lambda h: (abs(h - near), h)) if hits else None
 
     def relocate(self, label: str, source: str) -> str:
-        out = _restamp(source, self.engine, self.version)
+        out = _restamp(source, self.engine, self.version, _kind(self.w))
         if not CITE.search(out):
             self.rep.hand.append(f"{label}: hand-written, cites no line ({out})")
             return out
@@ -392,6 +519,7 @@ class _Carrier:
 
         out = CITE.sub(sub, out)
         if lost:
+            self.lost.append(label)
             self.rep.review.append(f"{label}: hand-written; cited lines of {self.base_version} not found again in "
                                    f"{self.version}, kept as they were: {'; '.join(lost)}")
         else:
@@ -460,12 +588,31 @@ def semantic_diff(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 QUOTES = REPO / "tests" / "fixtures" / "engine_quotes"
+# quote files written on a branch that may not touch tests/ (moved to tests/fixtures/ when it is merged)
+STAGED = REPO / "tools" / "staged_fixtures"
+
+
+def validate(doc: dict[str, Any]) -> str | None:
+    """The first validation error of the package's EngineData model for ``doc`` (None: it validates, or
+    the package is not importable from this checkout)."""
+    sys.path.insert(0, str(REPO / "src"))
+    try:
+        from quantadvise.engines.data import EngineData
+    except Exception:  # noqa: BLE001 - the tool runs without the package too
+        return None
+    try:
+        EngineData.model_validate(doc)
+    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, reported
+        return " ".join(str(exc).split())[:400]
+    return None
 
 
 def base_quotes(base: dict[str, Any]) -> dict[str, str] | None:
     """The base release's quoted lines (tests/fixtures/engine_quotes/<id>.json) when they were read from
     the wheel the base file names."""
     path = QUOTES / f"{base.get('id')}.json"
+    if not path.exists():
+        path = STAGED / "engine_quotes" / f"{base.get('id')}.json"
     if not path.exists():
         return None
     import json
@@ -488,6 +635,9 @@ def main(argv: list[str] | None = None) -> int:
                     "tests check a sample of facts against it: tests/fixtures/engine_quotes/<engine>-<version>.json)")
     ap.add_argument("--base-wheel", type=Path, help="the wheel the base file was read from: the code behind every "
                     "hand-written fact is compared with it, and what changed is listed for review")
+    ap.add_argument("--drop-unfound", action="store_true", help="drop a hand-written row whose cited lines are not "
+                    "found again in this release (said in the file's notes) instead of keeping it for a human to "
+                    "fix: for releases built without a review of every row (back-filling old releases)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     w = Wheel(args.wheel)
@@ -502,10 +652,12 @@ def main(argv: list[str] | None = None) -> int:
     base = yaml.safe_load(base_path.read_text())
     rep = Report()
     doc = build(w, base, base_path.name, args.as_of, rep, Wheel(args.base_wheel) if args.base_wheel else None,
-                base_quotes(base))
+                base_quotes(base), args.drop_unfound)
     out = args.out or ENGINES / f"{engine}-{version}.yaml"
     text = dump(doc, header_of(base_path, engine, version))
-    yaml.safe_load(text)  # round-trips
+    problem = validate(yaml.safe_load(text))  # round-trips; the package's own model reads it
+    if problem:
+        rep.review.append(f"the file does not validate as quantadvise.engines.EngineData: {problem}")
     seconds = time.perf_counter() - t0
     rep.write(sys.stderr, f"{engine} {version} from {w.path.name} (base {base_path.name})", seconds)
     if args.report:

@@ -34,7 +34,7 @@ from wheel_source import Wheel  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FLAGS = REPO / "data" / "flags"
-_WHEEL = re.compile(r"(?P<engine>vllm|sglang)-(?P<version>\d[\w.]*?)-")
+_WHEEL = re.compile(r"(?P<engine>vllm|sglang)-(?P<version>\d[\w.]*?)(?:-|\.tar\.gz$)")
 
 HEADER = """\
 # {label} {version}: every option its server parser accepts ({prog}), validated by
@@ -46,10 +46,18 @@ HEADER = """\
 """
 
 
+EXTRAS_HEADER = """\
+# {label} {version}: how its launcher reads a command line beyond the option list in ../{name}.yaml: the dotted
+# JSON shorthand and the options it can set, what -O becomes, --config FILE, the environment variables it
+# declares. Written by tools/extract_flags.py (tools/flags_extras.py) from the same artifact; do not edit by hand.
+# Read by quantadvise.catalog.flag_vocabulary with the option list (engines.vocabulary.LauncherFacts).
+"""
+
+
 def build(wheel: Path) -> tuple[str, dict[str, Any]]:
     m = _WHEEL.match(wheel.name)
     if m is None:
-        sys.exit(f"{wheel.name}: expected a vllm-X or sglang-X wheel")
+        sys.exit(f"{wheel.name}: expected a vllm-X or sglang-X wheel or sdist")
     engine, version = m["engine"], m["version"]
     w = Wheel(wheel)
     if engine == "vllm":
@@ -71,6 +79,9 @@ def build(wheel: Path) -> tuple[str, dict[str, Any]]:
         rewrites = spellings(w)
         parser["short_o"] = rewrites.get("O_shorthand")
         parser["dotted_json"] = rewrites.get("dotted_json")
+    from flags_extras import extract as extras
+
+    more = extras(w, engine, got["options"])
     doc = {
         "schema_version": 1,
         "engine": engine,
@@ -83,7 +94,24 @@ def build(wheel: Path) -> tuple[str, dict[str, Any]]:
         "options": [{"names": list(o["names"]), "kind": o["kind"], "source": o["source"],
                      **({"launcher": o["launcher"]} if o.get("launcher") else {})} for o in got["options"]],
     }
+    doc["_extras"] = {"schema_version": 1, "engine": engine, "version": version, "source": doc["source"],
+                      "as_of": doc["as_of"], **more}
     return f"{engine}-{version}", doc
+
+
+def render_extras(doc: dict[str, Any], name: str) -> str:
+    label = "vLLM" if doc["engine"] == "vllm" else "SGLang"
+    env = doc.get("env_vars")
+    body = {k: v for k, v in doc.items() if k not in ("env_vars", "json_options")}
+    text = EXTRAS_HEADER.format(label=label, version=doc["version"], name=name)
+    text += yaml.safe_dump(body, sort_keys=False, width=110, allow_unicode=True)
+    text += "json_options:\n" + "".join(f"  - {json.dumps(n)}\n" for n in doc["json_options"]) if doc[
+        "json_options"] else "json_options: []\n"
+    if env is None:
+        return text + "env_vars: null\n"
+    text += f"env_vars:\n  source: {json.dumps(env['source'])}\n  names:\n"
+    text += "".join(f"    {k}: {json.dumps(v)}\n" for k, v in env["names"].items())
+    return text
 
 
 def quotes(w: Wheel, doc: dict[str, Any], target: Path) -> None:
@@ -99,7 +127,7 @@ def quotes(w: Wheel, doc: dict[str, Any], target: Path) -> None:
 
 def render(doc: dict[str, Any]) -> str:
     label = "vLLM" if doc["engine"] == "vllm" else "SGLang"
-    head = {k: v for k, v in doc.items() if k != "options"}
+    head = {k: v for k, v in doc.items() if k not in ("options", "_extras")}
     text = HEADER.format(label=label, version=doc["version"], prog=doc["parser"]["prog"])
     text += yaml.safe_dump(head, sort_keys=False, width=110, allow_unicode=True)
     text += "options:\n"
@@ -121,6 +149,7 @@ def main() -> None:
     bad = 0
     for wheel in args.wheels:
         name, doc = build(wheel)
+        more = doc.pop("_extras")
         if args.quotes is not None:
             quotes(Wheel(wheel), doc, args.quotes / f"{name}.json")
         target = args.out / f"{name}.yaml"
@@ -156,6 +185,8 @@ def main() -> None:
             continue
         args.out.mkdir(parents=True, exist_ok=True)
         target.write_text(render(doc))
+        (args.out / "parser").mkdir(exist_ok=True)
+        (args.out / "parser" / f"{name}.yaml").write_text(render_extras(more, name))
         print(f"  wrote {target.relative_to(REPO) if target.is_relative_to(REPO) else target}", file=sys.stderr)
     sys.exit(1 if bad else 0)
 

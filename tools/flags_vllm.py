@@ -96,9 +96,12 @@ class _Serve:
             if head in ("Optional", "Union"):
                 return set().union(*(self.atoms(rel, e, depth + 1) for e in elts)) | (
                     {"None"} if head == "Optional" else set())
+            if head in ("dict", "Dict", "Mapping"):
+                return {"dict"}
             return self.atoms(rel, elts[0], depth + 1) if head == "Annotated" else {"other"}  # Literal, list[..]
         if isinstance(node, ast.Name):
-            return {node.id} if node.id in ("bool", "str", "None") else {"other"} if node.id in OTHER_TYPES \
+            return {node.id} if node.id in ("bool", "str", "None", "int", "float", "dict") else {"other"} \
+                if node.id in OTHER_TYPES \
                 else self.name_atoms(rel, node.id, depth + 1)
         return {"other"} if isinstance(node, ast.Attribute) else {"unknown"}  # torch.dtype: a class
 
@@ -143,6 +146,15 @@ class _Serve:
                     _name(getattr(it.annotation, "value", it.annotation)) not in ("ClassVar", "InitVar"):
                 out[it.target.id] = (it.annotation, path, it.lineno)
         return out
+
+    def field_json(self, rel: str, cls: str, fname: str) -> bool:
+        """Whether get_kwargs parses the field's value as JSON: a config dataclass (parse_dataclass) or a
+        dict without an int / float member (json.loads; vLLM's _compute_kwargs tests int and float first)."""
+        flds = self.fields(rel, cls)
+        if fname not in flds:
+            return False
+        atoms = self.atoms(flds[fname][1], flds[fname][0])
+        return "dataclass" in atoms or ("dict" in atoms and not atoms & {"int", "float"})
 
     def field_kind(self, rel: str, cls: str, fname: str, where: str) -> str:
         flds = self.fields(rel, cls)
@@ -250,9 +262,9 @@ class _Serve:
         self.entry = f"{path}:{func.lineno}" if orig == "make_arg_parser" else self.entry
         self.function(path, func, None)
 
-    def add(self, names: list[str], kind: str, source: str) -> None:
+    def add(self, names: list[str], kind: str, source: str, json_value: bool = False) -> None:
         if names and names[0].startswith("-"):  # positionals (model_tag) are not options
-            self.options.append({"names": names, "kind": kind, "source": source})
+            self.options.append({"names": names, "kind": kind, "source": source, "json": json_value})
 
     def kind(self, rel: str, kw: dict[str, ast.AST], base: str | None) -> str:
         if "action" in kw:
@@ -265,6 +277,7 @@ class _Serve:
             self.note(rel, call, f"add_argument with a non-literal name: {ast.unparse(call)[:120]}")
         explicit: dict[str, ast.AST] = {k.arg: k.value for k in call.keywords if k.arg}
         kind = None
+        json_value = False
         for k in (k for k in call.keywords if k.arg is None):  # **kw["f"], **{**kw["f"], "default": None}
             pairs = list(zip(k.value.keys, k.value.values, strict=True)) if isinstance(k.value, ast.Dict) else [
                 (None, k.value)]
@@ -275,13 +288,36 @@ class _Serve:
                     kind = "negatable"
                     continue
                 kind = self.field_kind(kw[0], kw[1], kw[2], f"{rel}:{call.lineno}")
+                json_value = self.field_json(kw[0], kw[1], kw[2])
                 explicit = {**muts.get((kw[1], kw[2]), {}), **explicit}
-        self.add(names, self.kind(rel, explicit, kind), f"{rel}:{(call.args or [call])[0].lineno}")
+        if "type" in explicit:  # an explicit type= wins over the field's
+            t = ast.unparse(explicit["type"])
+            json_value = "json.loads" in t or "parse_dataclass" in t or "union_dict_and_str" in t
+        self.add(names, self.kind(rel, explicit, kind), f"{rel}:{(call.args or [call])[0].lineno}", json_value)
+
+    def literal_loop(self, rel: str, node: ast.For, adds: list[ast.Call]) -> bool:
+        """``for arg, type in [("--a", str), ...]: group.add_argument(arg, type=type, ...)`` (vLLM 0.11's
+        deprecated guided-decoding options): one option per literal item, each taking a value."""
+        if len(adds) != 1 or not isinstance(node.iter, (ast.List, ast.Tuple)) or not adds[0].args:
+            return False
+        first = node.target.elts[0] if isinstance(node.target, ast.Tuple) else node.target
+        if not (isinstance(first, ast.Name) and isinstance(adds[0].args[0], ast.Name)
+                and adds[0].args[0].id == first.id):
+            return False
+        kw = {k.arg: k.value for k in adds[0].keywords if k.arg}
+        for item in node.iter.elts:
+            name = item.elts[0] if isinstance(item, ast.Tuple) else item
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                return False
+            self.add([name.value], self.kind(rel, kw, None), f"{rel}:{name.lineno}")
+        return True
 
     def loop(self, rel: str, node: ast.For, env: dict[str, Kwargs], owner: Kwargs | None) -> bool:
         """``for key, value in kw.items(): add_argument(*value.pop("flags", []), f"--{key...}", **value)``."""
         if not (adds := [c for c in ast.walk(node) if isinstance(c, ast.Call) and _name(c.func) == "add_argument"]):
             return False
+        if self.literal_loop(rel, node, adds):
+            return True
         it = node.iter
         kw = self.kwargs_of(rel, it.func.value, env, owner) if isinstance(it, ast.Call) and \
             isinstance(it.func, ast.Attribute) and it.func.attr == "items" else None
@@ -306,7 +342,8 @@ class _Serve:
             if extra is not None and not flags:
                 self.note(path, extra, f"extra flags of {fname} not literal: {ast.unparse(extra)}")
             base = self.field_kind(cpath, cname, fname, f"{path}:{line}")
-            self.add([*flags, f"--{fname.replace('_', '-')}"], self.kind(path, m, base), f"{path}:{line}")
+            self.add([*flags, f"--{fname.replace('_', '-')}"], self.kind(path, m, base), f"{path}:{line}",
+                     self.field_json(cpath, cname, fname))
         return True
 
 
@@ -316,9 +353,10 @@ def spellings(w: Wheel) -> dict[str, str]:
     if not (fn := next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "parse_args"), None)):
         raise NotFound(f"{path}: FlexibleArgumentParser.parse_args is gone")
     out = {}
-    for key, pattern in (("underscores", r'replace\("_", "-"\)'), ("O_shorthand", r'startswith\("-O"\)'),
-                         ("dotted_json", r'"\." in processed_arg'), ("help_search", r'startswith\("--help="\)'),
-                         ("model_option_to_positional", r"\^--model"), ("config_file", r'"--config" in args')):
+    q = "[\"']"
+    for key, pattern in (("underscores", rf"replace\({q}_{q}, {q}-{q}\)"), ("O_shorthand", rf"startswith\({q}-O{q}\)"),
+                         ("dotted_json", rf"{q}\.{q} in processed_arg"), ("help_search", rf"startswith\({q}--help={q}\)"),
+                         ("model_option_to_positional", r"\^--model"), ("config_file", rf"{q}--config{q} in args")):
         if hit := next((i for i, ln in enumerate(w.lines(path)[fn.lineno - 1:fn.end_lineno], fn.lineno)
                         if re.search(pattern, ln)), None):
             out[key] = f"{path}:{hit}"

@@ -44,10 +44,51 @@ class NotFound(LookupError):
     """A fact the extractor looked for is not where it expected (the release changed)."""
 
 
+class _Sdist:
+    """A source distribution (``<name>-<version>.tar.gz``) read like a wheel's zip: member names without
+    the ``<name>-<version>/`` folder (``PKG-INFO`` holds the metadata a wheel's ``.dist-info/METADATA`` does).
+    The Python sources and PKG-INFO are read into memory in one pass (a tar.gz has no random access)."""
+
+    KEEP = (".py", ".pyi", ".txt", ".json", ".yaml", ".toml")
+
+    def __init__(self, path: Path) -> None:
+        import tarfile
+
+        self.files: dict[str, bytes] = {}
+        with tarfile.open(path, "r:gz") as tar:
+            for m in tar:
+                if not m.isfile():
+                    continue
+                top, _, rel = m.name.partition("/")
+                if rel == "PKG-INFO":
+                    fh = tar.extractfile(m)
+                    assert fh is not None
+                    self.files["PKG-INFO"] = fh.read()
+                elif rel.endswith(self.KEEP) and "/" in rel or rel.startswith("requirements"):
+                    fh = tar.extractfile(m)
+                    assert fh is not None
+                    self.files[rel] = fh.read()
+
+    def namelist(self) -> list[str]:
+        return list(self.files)
+
+    def read(self, name: str) -> bytes:
+        return self.files[name]
+
+
+def open_artifact(path: str | Path) -> zipfile.ZipFile | _Sdist:
+    """A wheel (zip) or an sdist (``.tar.gz``), both answering ``namelist()`` / ``read(name)``."""
+    path = Path(path)
+    return _Sdist(path) if path.name.endswith((".tar.gz", ".tgz")) else zipfile.ZipFile(path)
+
+
 class Wheel:
+    """A downloaded release: its wheel, or its source distribution (the same Python sources; paths
+    inside are the package paths either way, so citations read the same)."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.zip = zipfile.ZipFile(self.path)
+        self.zip = open_artifact(self.path)
         self.names = set(self.zip.namelist())
         self._trees: dict[str, ast.Module] = {}
 
@@ -60,11 +101,16 @@ class Wheel:
         return h.hexdigest()
 
     @cached_property
+    def metadata_file(self) -> str:
+        """The wheel's ``<name>-<version>.dist-info/METADATA``, or an sdist's ``PKG-INFO``."""
+        return next(n for n in sorted(self.names) if n.endswith(".dist-info/METADATA") or n == "PKG-INFO")
+
+    @cached_property
     def metadata(self) -> dict[str, Any]:
-        """Name, version and the ``Requires-Dist`` pins of the wheel's METADATA."""
+        """Name, version and the ``Requires-Dist`` pins of the wheel's METADATA (an sdist's PKG-INFO)."""
         from email.parser import Parser
 
-        meta = next(n for n in self.names if n.endswith(".dist-info/METADATA"))
+        meta = self.metadata_file
         msg = Parser().parsestr(self.zip.read(meta).decode("utf-8", "replace"), headersonly=True)
         out: dict[str, Any] = {"name": msg["Name"], "version": msg["Version"], "requires": {}}
         for val in msg.get_all("Requires-Dist") or []:

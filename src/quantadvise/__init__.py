@@ -34,6 +34,7 @@ _API = {
     "roofline": "api.roofline",
     "RooflineResult": "perf.roofline",
     "recommend": "api.recommend",
+    "deploy": "api.deploy",
     "Recommendation": "advisor.result",
     "Workload": "workload",
     "load_workload": "catalog.resolve",

@@ -83,3 +83,10 @@ MAX_VALIDATION_ERROR = 0.15
 # median and worst relative error of the held-out decode steps (fused-MoE curves: held-out layers)
 KERNEL_MEDIAN_ERROR = 0.08
 KERNEL_MAX_ERROR = 0.20
+# The producers whose published checkpoints `recommend` serves when one carries the winning scheme (the
+# checkpoints command lists every producer in data/checkpoints.yaml): the model's own publishers and the
+# quantization teams that publish evaluated variants, in order of preference when two carry the same scheme
+PUBLISHED_PRODUCERS = (
+    "RedHatAI", "neuralmagic", "nvidia", "Qwen", "deepseek-ai", "openai", "meta-llama", "mistralai", "google",
+    "microsoft", "hugging-quants", "amd", "Intel",
+)

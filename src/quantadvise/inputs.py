@@ -61,6 +61,7 @@ LIMITS: dict[str, Limit] = {
     "e2e_ms": Limit(0, 100_000_000, low_open=True),
     "rate": Limit(0, 1_000_000, low_open=True),  # requests per second
     "users": Limit(1, 100_000_000, integer=True),  # concurrent users (sequences in flight)
+    "max_gpus": Limit(1, 4096, integer=True),  # the pool a layout search may use (issue 31)
     "usd_per_gpu_hour": Limit(0, 10_000, low_open=True),
     "spec_tokens": Limit(0, 64, integer=True),  # tokens drafted per step
     "acceptance": Limit(0, 1),  # mean fraction of drafted tokens accepted
@@ -77,6 +78,7 @@ LIMITS: dict[str, Limit] = {
     "seed": Limit(-(2**63), 2**63 - 1, integer=True),
 }
 LIMITS["concurrency"] = LIMITS["batch"]
+LIMITS["tp"] = LIMITS["gpus"]  # validate --bench --tp: the GPUs one server spans
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
 # documented "no KV cache read" (the chapter's accounting, docs/roofline.md §7); above, the ctx limit
 DECODE_CTX = Limit(0, LIMITS["ctx"].high, integer=True)
@@ -94,6 +96,7 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "config": ("--config", "QUANTADVISE_CONFIG"),
     "batch": ("--batch", None),
     "concurrency": ("--concurrency", None),
+    "tp": ("--tp", None),
     "ctx": ("--ctx", None),
     "prompt": ("--prompt", None),
     "output": ("--output", None),
@@ -106,6 +109,8 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "e2e_ms": ("--e2e-ms", None),
     "rate": ("--rate", None),
     "users": ("--users", None),
+    "max_gpus": ("--max-gpus", None),
+    "node": ("--node", None),
     "usd_per_gpu_hour": ("--usd-per-gpu-hour", "QUANTADVISE_USD_PER_GPU_HOUR"),
     "spec_tokens": ("--spec-tokens", None),
     "acceptance": ("--acceptance", None),

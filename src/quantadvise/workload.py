@@ -128,6 +128,10 @@ class Workload(WorkloadSpec):
     usd_per_gpu_hour: Annotated[float | None, LIMITS["usd_per_gpu_hour"].interval()] = None
     spec_tokens: Annotated[int | None, LIMITS["spec_tokens"].interval()] = None
     acceptance: Annotated[float | None, LIMITS["acceptance"].interval()] = None
+    # a pool (docs/recommend.md "Layouts"): GPU types in ``gpu`` (comma-separated), node shapes, the GPUs a layout may use
+    max_gpus: Annotated[int | None, LIMITS["max_gpus"].interval()] = None
+    node: str | None = None  # "8xh100" or "8xh100,8xb200": GPUs per node and their type
+    layouts: bool = False  # weigh every layout (TP / PP / EP / replicas / P/D) even without a pool flag
 
     @field_validator("candidates", mode="before")
     @classmethod

@@ -44,7 +44,7 @@ def test_engines_list_json_counts(cli):
 
 
 def test_engines_list_table(cli):
-    r = cli("engines", "--engine", "vllm")
+    r = cli("engines", "--engine", "vllm@0.33.0")
     assert r.code == 0 and "AutoAWQConfig" in r.stdout and "fp8_per_block (deferred)" not in r.stdout
     assert "30 methods" in r.stdout and "22 KV cache dtypes" in r.stdout
 
@@ -77,7 +77,7 @@ def test_engines_diff(cli):
     [
         (["engines", "show", "awqq"], "did you mean 'awq'"),
         (["engines", "list", "--engine", "tgi"], "unknown engine 'tgi'"),
-        (["engines", "list", "--engine", "vllm", "--version", "0.1"], "unknown vllm version '0.1'"),
+        (["engines", "list", "--engine", "vllm", "--version", "v1x"], "'v1x' is not a vLLM release"),
         (["engines", "show"], "show needs a method name"),
     ],
 )
@@ -112,7 +112,7 @@ def test_inspect_awq_folder_json(cli, tmp_path):
 
 def test_inspect_table_has_group_rows_and_engine_messages(cli, tmp_path):
     folder = write_checkpoint(tmp_path / "fp8", "neuralmagic-qwen2-7b-instruct-fp8-static")
-    r = cli("inspect", str(folder), "--engine", "vllm", "--kv-cache-dtype", "fp8_e5m2", "--gpu", "h100")
+    r = cli("inspect", str(folder), "--engine", "vllm==0.33.0", "--kv-cache-dtype", "fp8_e5m2", "--gpu", "h100")
     assert r.code == 0, r.stderr
     assert "fp8_e4m3, per-tensor static fp32 scale" in r.stdout
     assert "REFUSES" in r.stdout

@@ -24,7 +24,7 @@ BASE = {"size": ["llama-3-8b"], "check": ["--gpu", "h100", "--model", "llama-3-8
         "accuracy": [str(REPO / "tests/fixtures/accuracy/plain_base.jsonl"),
                      str(REPO / "tests/fixtures/accuracy/plain_quant.jsonl")],
         "validate": [str(REPO / "tests/fixtures/profiles/simulated-h100-sxm.yaml")],
-        "calibrate": ["--backend", "simulated", "--gpu", "h100"]}
+        "calibrate": ["--backend", "simulated", "--gpu", "h100"], "deploy": ["--target", "helm", "--out", "d"]}
 
 
 @functools.cache
@@ -235,6 +235,15 @@ def test_a_scheme_named_100000_times_is_priced_once(cli):
     (["calibrate", "--backend", "simulated", "--gpu", "h100", "--schemes", ","], "--schemes needs at least one"),
     (["inspect", "llama-3-8b", *[a for i in range(65) for a in ("-e", f"e{i}")]], "--engine names 65 different"),
     # 1..1024:1 is (1024 - 1) // 1 + 1 = 1,024 batches, past MAX_LIST_VALUES = 512, counted before the list is built
+    (["deploy", "--target", "helm", "--out", "d", "--candidates", ",".join(f"s{i}" for i in range(65))],
+     "--candidates names 65 different"),
+    (["recommend", "--node", ",".join(f"8xg{i}" for i in range(65))], "--node names 65 different"),
+    (["recommend", "--gpu", ",".join(f"g{i}" for i in range(65)), "--layouts"], "--gpu names 65 different"),
+    # GPUs per node through the one input layer (1..1,024, the --gpus limit): 400 digits, 5,000 digits, 0
+    (["recommend", "--node", HUGE + "xh100"], "--node must be an integer >= 1 and <= 1,024"),
+    (["recommend", "--node", LONGEST + "xh100"], "--node must be an integer >= 1 and <= 1,024"),
+    (["deploy", "--target", "helm", "--out", "d", "--node", "0xh100"], "--node must be an integer >= 1"),
+    (["size", "llama-3-8b", "--gpu", "h" * 5000], "(5,000 characters)"),  # quoted in part, no spelling search
     (["roofline", "--batch", "1..1024:1"], "--batch lists 1,024 values; at most 512"),
     (["roofline", "--ctx", ",".join(str(c) for c in range(1, 514))], "--ctx lists 513 values; at most 512"),
     # 3 schemes x 512 batches (16..8192:16: (8192 - 16) // 16 + 1) x 14 contexts = 21,504 > MAX_POINTS = 20,000
@@ -275,3 +284,33 @@ def test_workload_candidates_once_and_bounded(cli, tmp_path):
         Workload(candidates=[f"s{i}" for i in range(65)])
     (tmp_path / "w.yaml").write_text("candidates: [" + ", ".join(f"s{i}" for i in range(65)) + "]\n")
     _one_error(cli("recommend", "--workload", "w.yaml"), "candidates")
+
+
+# ---- benchmark result files (validate --bench, calibrate --from-bench): every number through the one layer ----------
+SERVE = {"model_id": "m", "endpoint_type": "openai", "completed": 4, "output_throughput": 50.0,
+         "total_input_tokens": 4096, "total_output_tokens": 512, "max_concurrency": 4, "request_rate": "inf"}
+
+
+@pytest.mark.parametrize(("key", "raw", "says"), ids=lambda v: str(v)[:20], argvalues=[
+    ("output_throughput", HUGE, "not a finite number"), ("output_throughput", "-" + HUGE, "not a finite number"),
+    ("completed", LONGEST, "invalid JSON value"),  # past Python's int(): a ValueError from json.loads before
+    ("total_input_tokens", "1e300", ">= 0 and <= 1e+12"),  # finite, but 1e300 x 1e300 overflowed a product
+    ("output_throughput", "-5", ">= 0"), ("request_rate", '"' + "9" * 500 + '"', "not a number"),
+    ("max_concurrency", "2000000", "concurrency"),  # 2,000,000 requests in flight: past the --concurrency limit
+    ("latencies", "[" + "[" * 5000 + "]" * 5000 + "]", "nested"),
+])
+def test_hostile_numbers_in_a_bench_file(cli, tmp_path, key, raw, says):
+    body = json.dumps({k: v for k, v in SERVE.items() if k != key})
+    (tmp_path / "run.json").write_text(body[:-1] + f', "{key}": {raw}}}')
+    with time_limit(cpu=10, what=key):
+        r = cli("validate", "--bench", "run.json", "--gpu", "h100", "--model", "llama-3-8b")
+    _one_error(r, "run.json", says)
+
+
+@pytest.mark.parametrize("doc", ids=["list", "model-dict", "stimulus-list", "cfg-str"], argvalues=[
+    [1, 2], {**SERVE, "model_id": {"a": 1}}, {"input_config": {"perf_analyzer": [1]}, "output_token_throughput": {}},
+    {"input_config": "x", "output_token_throughput": {"avg": 1}},
+])
+def test_a_bench_file_of_the_wrong_shape_is_one_error(cli, tmp_path, doc):
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    _one_error(cli("validate", "--bench", "run.json", "--gpu", "h100", "--model", "llama-3-8b"), "run.json")

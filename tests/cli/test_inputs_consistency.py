@@ -15,7 +15,10 @@ from tests.cli.test_check_cli import copy_example
 
 ENGINE_HINT = "(engines on file: sglang, vllm; `quantadvise list engines` lists their releases)"
 FROM_ENV = " (from the environment variable {})"
-VLLM_RELEASES = "0.30.0, 0.31.0, 0.32.0, 0.33.0"
+# every vLLM release on file, oldest first (the file names of data/engines/)
+VLLM_RELEASES = ", ".join(sorted((p.stem.removeprefix("vllm-") for p in (Path(__file__).resolve().parents[2] / "data" /
+                                                                         "engines").glob("vllm-*.yaml")),
+                                key=lambda v: tuple(int(x) for x in v.split(".")[:3])))
 
 
 @pytest.fixture(autouse=True)
@@ -47,12 +50,15 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, ...]], str]] = {
          ("engines", "--engine", "xyz"), ("engines", "list", "xyz")],
         f"unknown engine 'xyz' {ENGINE_HINT}",
     ),
+    # a version not on file is judged as the closest on file (with a warning); a spelling that names no release
+    # at all is refused, by every command alike
     "engine-version": (
         {},
-        [("recommend", "--engine-version", "0.1"), ("roofline", "--engine-version", "0.1"),
-         ("check", "--engine-version", "0.1"), ("engines", "--version", "0.1")],
-        f"unknown vllm version '0.1'; did you mean '0.31.0'? (vllm releases on file: {VLLM_RELEASES} "
-        "(add one: docs/data.md))",
+        [("recommend", "--engine-version", "nope"), ("roofline", "--engine-version", "nope"),
+         ("check", "--engine-version", "nope"), ("engines", "--version", "nope"),
+         ("check", "--upgrade-to", "vllm@nope")],
+        f"'nope' is not a vLLM release (a version such as {VLLM_RELEASES.rsplit(', ', 1)[-1]}, or nightly) "
+        f"(vLLM releases on file: {VLLM_RELEASES})",
     ),
     "gpu-env": (
         {"QUANTADVISE_GPU": "xyz"},

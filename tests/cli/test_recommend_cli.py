@@ -84,7 +84,7 @@ def test_bad_workload_file(cli, tmp_path, content, needle):
         (["--ctx", "-5"], "--ctx must be an integer >= 1"),
         (["--gpu", "h1000"], "unknown GPU"),
         (["--engine", "trt"], "unknown engine 'trt'"),
-        (["--engine-version", "0.1"], "unknown vllm version"),
+        (["--engine-version", "nope"], "'nope' is not a vLLM release"),
         (["--candidates", "w4a16,nope"], "unknown scheme 'nope'"),
         (["--ideal", "--profile", "x.yaml"], "not both"),
     ],

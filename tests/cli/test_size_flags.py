@@ -16,7 +16,10 @@ def test_size_warns_when_ctx_is_over_the_models_limit(cli):
     assert r.code == 0  # `size` answers "what would it cost"; it says the engines refuse it
     (w,) = [w for w in r.json()["warnings"] if w.startswith("--ctx")]
     assert "8,192 tokens per sequence (max_position_embeddings)" in w
-    assert "vLLM 0.33.0 and SGLang 0.5.23" in w and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in w
+    from quantadvise import catalog
+
+    newest = {e: catalog.engine_versions(e)[-1] for e in ("vllm", "sglang")}  # `size` names the newest releases
+    assert f"vLLM {newest['vllm']} and SGLang {newest['sglang']}" in w and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in w
     assert "8,192 tokens per sequence" in r.stderr  # and on stderr
     assert not [w for w in cli("size", LLAMA3, "--ctx", "8192", "--format", "json").json()["warnings"]
                 if w.startswith("--ctx")]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from tests.cli.test_check_cli import make_repo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,8 +128,12 @@ def test_upgrade_gate_bad_target_is_exit_2(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(root)
     r = cli("check", "--upgrade-to", "vllm-latest")
     assert r.code == 2 and r.stderr.startswith("Error: --upgrade-to expects ENGINE@VERSION")
+    r = cli("check", "--upgrade-to", "vllm@nope")
+    assert r.code == 2 and "'nope' is not a vLLM release" in r.stderr
+    # a release newer than any on file is the newest on file, said once (never exit 2)
     r = cli("check", "--upgrade-to", "vllm@9.9.9")
-    assert r.code == 2 and "unknown vllm version '9.9.9'" in r.stderr
+    newest = __import__("quantadvise").catalog.engine_versions("vllm")[-1]
+    assert r.code != 2 and r.stderr.count("vLLM 9.9.9 is not on file") == 1 and f"vLLM {newest}" in r.stderr
 
 
 def fp8_dynamic_llama() -> dict:
@@ -141,24 +147,24 @@ def fp8_dynamic_llama() -> dict:
 
 
 def test_upgrade_gate_says_when_a_release_has_no_kernel_table(cli, tmp_path, monkeypatch):
-    # Every release on file has its own kernel table (data/kernels/), so a release without one is simulated:
-    # catalog.kernel_table answers vLLM 0.30.0 with what its fallback returns when a release has no file and no
-    # older one is on file, the oldest table (here 0.31.0's). Such a stand-in is never compared as if it were
-    # 0.30.0's own: no kernel change can be reported for it, and the gate says so.
+    # vLLM 0.29.0 has no kernel table of its own: data/kernels/carried/vllm-0.29.0.yaml prices it with 0.30.0's and
+    # says why that is a stand-in (tools/carry_kernel_tables.py: the cited selection files changed). A stand-in is
+    # never compared as if it were 0.29.0's own: no kernel change can be reported for it, and the gate says so.
     from quantadvise import catalog
 
-    real = catalog.kernel_table
-    monkeypatch.setattr(catalog, "kernel_table",
-                        lambda e, v: real("vllm", "0.31.0") if (e, v) == ("vllm", "0.30.0") else real(e, v))
-    root = pinned_repo(tmp_path, "vllm", "0.30.0", fp8_dynamic_llama())
+    carried = yaml.safe_load((REPO / "data" / "kernels" / "carried" / "vllm-0.29.0.yaml").read_text())
+    assert carried["carried_from"] == "vllm-0.30.0" and not (REPO / "data" / "kernels" / "vllm-0.29.0.yaml").exists()
+    root = pinned_repo(tmp_path, "vllm", "0.29.0", fp8_dynamic_llama())
     monkeypatch.chdir(root)
     doc = cli("check", "--upgrade-to", "vllm@0.33.0", "--format", "json").json()
     assert any(n.startswith("--upgrade-to vllm@0.33.0: kernel changes not compared: no kernel table on file for "
-                            "vLLM 0.30.0 (kernel tables on file: vLLM 0.33.0)") for n in doc["notes"])
+                            "vLLM 0.29.0 (kernel tables on file: vLLM 0.33.0)") for n in doc["notes"])
     assert not any("kernel" in f["message"] for f in doc["findings"] if f["rule_id"] == "QA112")
-    # inspect says the same for the pinned release instead of printing another release's kernel
-    out = cli("inspect", "ckpt", "--gpu", "h100", "-e", "vllm==0.30.0").stdout
-    assert "kernel group_0: not on file" in out and "no kernel table on file for vLLM 0.30.0" in out
+    # inspect prices the pinned release with the carried table and says the record's caveat
+    out = cli("inspect", "ckpt", "--gpu", "h100", "-e", "vllm==0.29.0").stdout
+    assert "vLLM 0.29.0 kernels from vLLM 0.30.0's table: Kernel selection not read for vllm 0.29.0" in \
+        " ".join(out.split())
+    assert catalog.kernel_caveat("vllm", "0.29.0") == carried["caveat"]
 
 
 def test_upgrade_gate_reports_a_kernel_change(cli, tmp_path, monkeypatch):

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 
 from quantadvise import catalog
-from tests.data.wheels import line_in, wheel_or_skip
+from tests.data.wheels import line_in, open_artifact, wheel_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTES = json.loads((REPO / "tests" / "fixtures" / "engine_quotes" / "startup.json").read_text())
@@ -132,7 +131,7 @@ def test_sglang_messages_are_the_engines_words(fact, key):
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
     wheel = wheel_or_skip(QUOTES[release]["wheel"])
-    with zipfile.ZipFile(wheel) as z:
+    with open_artifact(wheel) as z:
         for key, text in QUOTES[release]["lines"].items():
             path, _, ln = key.rpartition(":")
             assert line_in(z, path, ln) == text, key

@@ -17,6 +17,9 @@ TABLES = {
     "schemes.yaml": ("schemes", "kv_presets", "layouts"),
     "hardware.yaml": ("gpus",),
     "models.yaml": ("models",),
+    "checkpoints.yaml": ("checkpoints",),
+    "speculators.yaml": ("speculators",),
+    "known_issues.yaml": ("kv_issues",),
 }
 
 
@@ -67,14 +70,27 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     for required in ("quantadvise/data/schemes.yaml", "quantadvise/data/hardware.yaml", "quantadvise/data/models.yaml",
                      "quantadvise/data/models/meta-llama/Meta-Llama-3-8B.json"):
         assert required in names
-    # every YAML table ships with its compiled JSON form (hatch_build.py)
+    # every YAML table ships with its compiled JSON form (hatch_build.py); the release families only as one zip
+    # each, one compiled member per table of the repository's data/<family>/
     yamls = sorted(n for n in names if n.startswith("quantadvise/data/") and n.endswith(".yaml"))
     assert len(yamls) >= 8 and all(n + ".json" in names for n in yamls), [n for n in yamls if n + ".json" not in names]
+    from quantadvise.catalog import tables
+
+    for family in tables.BUNDLES:
+        assert not [n for n in names if n.startswith(f"quantadvise/data/{family}/")]
+        with zipfile.ZipFile(tmp_path / "site" / "quantadvise" / "data" / f"{family}.zip") as bundle:
+            members = sorted(bundle.namelist())
+        expected = sorted(tables.member_name(p.relative_to(REPO / "data" / family).as_posix())
+                          for p in (REPO / "data" / family).rglob("*.yaml"))
+        assert members == expected
     # Imported from the unpacked wheel (as an installed package would be), it finds its own data.
     code = (
         "import quantadvise.catalog as r, quantadvise as a;"
         "print(r.data_dir());"
         "print(a.size('meta-llama/Llama-3-8B', bits=4).total_bytes);"
+        "print(r.get_engine('vllm', '0.21.0').version, r.option_list('vllm', '0.21.0', True).launcher.version,"
+        " len(r.engine_versions('sglang')));"
+        "print(r.bench_options('vllm', '0.21.0').version);"
         "import sys; print('yaml' in sys.modules)"
     )
     res = subprocess.run(
@@ -82,9 +98,12 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         env={"PYTHONPATH": str(tmp_path / "site"), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
     assert res.returncode == 0, res.stderr
-    data_path, total, parsed_yaml = res.stdout.split()
+    data_path, total, release, sidecar, sglang, bench, parsed_yaml = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
+    assert (release, sidecar) == ("0.21.0", "0.21.0")  # read from data/engines.zip and data/flags.zip
+    assert bench == "0.21.0"  # vllm bench serve's options, data/flags/bench/vllm-0.21.0.yaml inside data/flags.zip
+    assert int(sglang) == len(list((REPO / "data" / "engines").glob("sglang-*.yaml")))
     assert parsed_yaml == "False"  # the tables came from their compiled form: no YAML parsed
 
 
@@ -130,3 +149,27 @@ def test_every_shipped_table_compiles_to_the_same_document():
         raw = path.read_bytes()
         ok, doc = tables.load_compiled(raw, tables.compile_yaml(raw))
         assert ok and doc == plain(yaml.safe_load(raw)), path.name
+
+
+def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
+    # the wheel's data/<family>.zip (tables.write_bundle) and the checkout's data/<family>/ give the same documents
+    # (dates as ISO strings in the compiled form, which pydantic reads back); a member is read only when asked for
+    from quantadvise.catalog import loader, tables
+
+    root = tmp_path / "data"
+    src = root / "kernels"
+    (src / "carried").mkdir(parents=True)
+    (src / "vllm-1.0.0.yaml").write_text("engine: vllm\nas_of: 2026-01-02\nrows: [1, 2]\n")
+    (src / "carried" / "vllm-0.9.0.yaml").write_text("carried_from: vllm-1.0.0\n")
+    assert tables.write_bundle(src, root / "kernels.zip") == 2
+    monkeypatch.setattr(loader, "data_dir", lambda: root)
+    folder = loader.Family("kernels")
+    from_yaml = (folder.stems(), folder.stems("carried"), folder.read("vllm-1.0.0"))
+    import shutil
+
+    shutil.move(str(src), str(tmp_path / "moved"))  # only the bundle is left, as in a wheel
+    bundle = loader.Family("kernels")
+    assert from_yaml[:2] == (bundle.stems(), bundle.stems("carried")) == (["vllm-1.0.0"], ["vllm-0.9.0"])
+    assert from_yaml[2]["rows"] == [1, 2] and str(from_yaml[2]["as_of"]) == "2026-01-02"
+    assert bundle.read("vllm-1.0.0") == {"engine": "vllm", "as_of": "2026-01-02", "rows": [1, 2]}
+    assert bundle.read("carried/none") is None and bundle.read("vllm-0.9.0", "carried") == {"carried_from": "vllm-1.0.0"}

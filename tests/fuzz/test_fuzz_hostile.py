@@ -45,7 +45,8 @@ BASE = {"size": ["llama-3-8b"], "check": ["--gpu", "h100", "--model", "llama-3-8
         "accuracy": [str(REPO / "tests/fixtures/accuracy/plain_base.jsonl"),
                      str(REPO / "tests/fixtures/accuracy/plain_quant.jsonl")],
         "validate": [str(REPO / "tests/fixtures/profiles/simulated-h100-sxm.yaml")],
-        "calibrate": ["--backend", "simulated", "--gpu", "h100", "--out", "p.yaml"]}
+        "calibrate": ["--backend", "simulated", "--gpu", "h100", "--out", "p.yaml"],
+        "deploy": ["--target", "helm", "--out", "d"]}
 SLOW = ("calibrate", "validate")  # a valid value runs them for seconds: only values no limit takes
 
 
@@ -185,9 +186,10 @@ def test_numbers_in_quantadvise_yaml(entries):
     _direct("hostile: pyproject.toml", parse_pyproject, toml, "pyproject.toml")
 
 
-@budget(300)
+@budget(400)
 @given(number=number_text.filter(lambda t: t.strip() != "" and "\x00" not in t),
-       where=st.sampled_from(["json", "jsonl", "yaml", "workload", "profile", "dotenv", "speculative"]))
+       where=st.sampled_from(["json", "jsonl", "yaml", "workload", "profile", "dotenv", "speculative", "bench",
+                              "stack"]))
 def test_number_literals_in_every_reader(number, where):
     """A number literal as written — 5,000 digits, 1e999, -0, 0x... — in every text reader."""
     from quantadvise.artifacts.evidence import parse_jsonl
@@ -217,6 +219,24 @@ def test_number_literals_in_every_reader(number, where):
     elif where == "dotenv":
         text = "services:\n  llm:\n    image: vllm/vllm-openai:v0.11.0\n    command: vllm serve m/m --max-model-len ${N}\n"
         _direct("hostile: compose .env", parse_text, text, "c.yml", "yaml", dotenv={"N": number}, options=option_list)
+    elif where == "bench":  # a vllm bench serve result and a SGLang bench_serving line, every number as written
+        from quantadvise.calibration.bench import parse_bench
+
+        keys = ("completed", "output_throughput", "total_input_tokens", "total_output_tokens", "max_concurrency",
+                "request_rate", "mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
+        body = ", ".join(f'"{k}": {number}' for k in keys)
+        _direct("hostile: bench file", parse_bench, "run.json", '{"model_id": "m", "endpoint_type": "openai", '
+                f'"latencies": [{number}], {body}}}')
+        _direct("hostile: bench file", parse_bench, "s.jsonl", '{"server_info": {"tp_size": ' + number + '}, '
+                f'"concurrency": {number}, {body}}}\n')
+    elif where == "stack":  # production-stack values on Ray, and KServe's parallelism
+        stack = ("servingEngineSpec:\n  modelSpec:\n  - name: a\n    repository: vllm/vllm-openai\n    tag: v0.11.0\n"
+                 f"    modelURL: m/m\n    requestGPU: {number}\n    replicaCount: {number}\n    raySpec:\n"
+                 f"      enabled: true\n    vllmConfig:\n      tensorParallelSize: {number}\n")
+        _direct("hostile: production-stack", parse_text, stack, "values.yaml", "yaml", options=option_list)
+        kserve = ("apiVersion: serving.kserve.io/v1alpha1\nkind: LLMInferenceService\nmetadata:\n  name: a\nspec:\n"
+                  f"  model:\n    uri: hf://m/m\n  parallelism:\n    tensor: {number}\n    data: {number}\n")
+        _direct("hostile: kserve", parse_text, kserve, "isvc.yaml", "yaml", options=option_list)
     else:
         cmd = f"vllm serve m/m --speculative-config '{{\"num_speculative_tokens\": {number}}}' -tp '{number}' " \
               f"--gpu-memory-utilization '{number}' --max-model-len '{number}' --hf-overrides " \

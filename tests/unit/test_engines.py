@@ -105,24 +105,33 @@ def test_unknown_keys_in_engine_data_are_rejected():
 def test_adding_an_engine_version_is_adding_a_file(tmp_path, monkeypatch):
     data = tmp_path / "data"
     shutil.copytree(REPO / "data", data)
-    doc = yaml.safe_load((data / "engines" / "vllm-0.33.0.yaml").read_text())
-    doc.update(id="vllm-0.34.0", version="0.34.0")
-    doc["source"]["version"] = "0.34.0"
-    doc["methods"] = [m for m in doc["methods"] if m["id"] != "fp_quant"]
-    doc["override_order"] = [o for o in doc["override_order"] if o != "fp_quant"]
-    (data / "engines" / "vllm-0.34.0.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    on_file = sorted((p.stem.removeprefix("vllm-") for p in (REPO / "data" / "engines").glob("vllm-*.yaml")),
+                     key=lambda v: tuple(int(x) for x in v.split(".")[:3]))
+    newest = on_file[-1]
+    doc = yaml.safe_load((data / "engines" / f"vllm-{newest}.yaml").read_text())
+    gone = doc["methods"][0]["id"]
+    doc.update(id="vllm-9.0.0", version="9.0.0")
+    doc["source"]["version"] = "9.0.0"
+    doc["methods"] = [m for m in doc["methods"] if m["id"] != gone]
+    doc["override_order"] = [o for o in doc["override_order"] if o != gone]
+    (data / "engines" / "vllm-9.0.0.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     from quantadvise.catalog import engines as releases
     from quantadvise.catalog import loader
 
     monkeypatch.setattr(loader, "data_dir", lambda: data)
-    caches = (releases._release_paths, releases._release_doc, catalog.get_engine, catalog.format_library)
+    caches = (releases._release_paths, releases._release_doc, catalog.get_engine, catalog.format_library,
+              loader.family, loader.family_table)
     for f in caches:
         f.cache_clear()
     try:
-        assert catalog.engine_versions("vllm") == ["0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]
-        assert catalog.get_engine("vllm").version == "0.34.0"  # newest by default
-        assert catalog.get_engine("vllm", "0.33.0").method("fp_quant") is not None
-        assert catalog.get_engine("vllm", "0.34.0").method("fp_quant") is None
+        assert catalog.engine_versions("vllm") == [*on_file, "9.0.0"]
+        assert catalog.get_engine("vllm").version == "9.0.0"  # newest by default
+        assert catalog.get_engine("vllm", newest).method(gone) is not None
+        assert catalog.get_engine("vllm", "9.0.0").method(gone) is None
+        # a release newer than any on file is judged as the newest, said once
+        choice = catalog.release("vllm", "9.1.0")
+        assert (choice.version, choice.exact) == ("9.0.0", False)
+        assert choice.warning is not None and "9.1.0" in choice.warning and "9.0.0" in choice.warning
     finally:
         for f in caches:
             f.cache_clear()

@@ -1,4 +1,4 @@
-"""QA3xx: the engines' start-up memory arithmetic (gate/startup.py, gate/memory.py), derived by hand
+"""QA3xx: the engines' start-up memory arithmetic (engines/startup.py, gate/memory.py), derived by hand
 from the engines' source (the lines are cited in data/engine_startup.yaml) and the GPU rows.
 
 Fixed inputs, each from its own source:

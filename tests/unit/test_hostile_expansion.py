@@ -8,6 +8,7 @@ nested ``$(X)`` references ran past 60 s at 380 MB and growing, a 10-line shell 
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -221,3 +222,45 @@ def test_named_files_draw_on_the_walks_bytes(tmp_path, monkeypatch):
     scan = read_paths([tmp_path / "a.sh", tmp_path / "b.sh"], options=option_list)
     assert len(scan.invocations) == 1 and scan.stopped is not None
     assert any(s.startswith(str(tmp_path / "b.sh") + ": not read") for s in scan.files_skipped), scan.files_skipped
+
+
+# ---- an engine's --config FILE (issue 28's reader) is read as a named deployment file is ----------------------------
+def _with_config(tmp_path, make) -> list[str]:
+    (tmp_path / "serve.sh").write_text("vllm serve m/m --config cfg.yaml\n")
+    make(tmp_path / "cfg.yaml")
+    with time_limit(cpu=10, what="--config"):
+        scan = read_paths([tmp_path / "serve.sh"], options=option_list)
+    (inv,) = scan.invocations
+    return inv.warnings
+
+
+def test_a_config_file_that_is_read_as_its_engine_reads_it(tmp_path):
+    warnings = _with_config(tmp_path, lambda p: p.write_text("max-model-len: 4096\n"))
+    assert not any("--config" in w for w in warnings), warnings  # a real one: its options are checked, no warning
+
+
+@pytest.mark.parametrize(("make", "says"), ids=["fifo", "alias-bomb", "5000-digits", "3-MB", "not-utf8"], argvalues=[
+    (lambda p: os.mkfifo(p), "a FIFO"),
+    (lambda p: p.write_text('a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f'{c}: &{c} [*{p_}, *{p_}, *{p_}, *{p_}, *{p_}, *{p_}, *{p_}, *{p_}, *{p_}]\n'
+        for p_, c in zip("abcdefgh", "bcdefghi", strict=True)) + "max-model-len: *i\n"), "alias"),
+    (lambda p: p.write_text("max-model-len: " + "9" * 5000 + "\n"), "invalid YAML value"),
+    (lambda p: p.write_text("# " + "x" * 3_000_000 + "\n"), "too large"),  # past the 2 MB of a deployment file
+    (lambda p: p.write_bytes(b"max-model-len: \xff\xfe\n"), "not UTF-8"),
+])
+def test_a_hostile_config_file_is_one_warning(tmp_path, make, says):
+    warnings = [w for w in _with_config(tmp_path, make) if "--config cfg.yaml" in w]
+    assert len(warnings) == 1 and says in warnings[0], warnings
+
+
+def test_production_stack_counts_are_digits(tmp_path):
+    from quantadvise.artifacts.production_stack import _count
+
+    assert [_count(v) for v in ("8", "²", "9" * 5000, "-1", "1e3", "123456789", "1234567890")] == \
+        [8, None, None, None, None, 123456789, None]
+    values = ("servingEngineSpec:\n  modelSpec:\n  - name: a\n    repository: vllm/vllm-openai\n    tag: v0.11.0\n"
+              "    modelURL: m/m\n    requestGPU: 2\n    replicaCount: " + "9" * 5000 + "\n    raySpec:\n"
+              "      enabled: true\n")
+    (tmp_path / "values.yaml").write_text(values)
+    (inv,) = read_paths([tmp_path / "values.yaml"], options=option_list).invocations
+    assert inv.gpu_count == 2  # the 5,000-digit replicaCount is no count: the head's 2 GPUs, not a ValueError

@@ -297,7 +297,16 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
         numbers.update(reference=ref.id, kv_share_of_step_bytes=round(share, 4), max_concurrency_bf16=holds_bf16,
                        max_concurrency_quantized=holds_q)
         want, short = [], []
-        if share >= threshold:
+        issue = next((i for i in ctx.kv_issues if i.applies(ctx.engine, a.model_type, qname)), None)
+        capacity_only = issue is not None and issue.effect == "capacity-only"
+        if issue is not None:
+            numbers["kv_issue"] = issue.id
+        if share >= threshold and capacity_only:
+            assert issue is not None
+            reasons.append(f"KV is {share:.0%} of step bytes next to {ref.id} (>= {threshold:.0%}), but the byte share "
+                           f"alone does not take {qname} on {ctx.engine.label} for {a.model_type}: "
+                           f"{issue.message} ({', '.join(issue.issues)})")
+        elif share >= threshold:
             want.append(f"KV is {share:.0%} of the bytes a step moves at batch {w.batch} x "
                         f"{plural(w.decode_context, 'token')} "
                         f"next to {ref.id}, the deployable candidate with the fewest weight bytes (>= {threshold:.0%})")
@@ -332,6 +341,13 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
         if want and not refused:
             ctx.kv_name = qname
             decision = f"{qname} for every candidate: " + ", and ".join(short)
+            if issue is not None:
+                reasons.append(("with a caution: " if capacity_only else "") + f"{issue.message} "
+                               f"({', '.join(issue.issues)})")
+                if capacity_only:
+                    for o in live:
+                        o.cautions.append(f"{qname} on {ctx.engine.label} for {a.model_type}: known accuracy issues "
+                                          f"({', '.join(issue.issues)}); measure it on your task")
         elif want:
             ctx.kv_name = BF16_KV
             decision = f"{qname} would help but is not allowed here: keep a bf16 KV cache"
@@ -341,6 +357,9 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                        f"{plural(holds_bf16, 'sequence')} {'fits' if holds_bf16 == 1 else 'fit'}")
             decision = (f"keep a bf16 KV cache: KV is {share:.1%} of step bytes next to {ref.id} (< {threshold:.0%}) and "
                         f"{fitting} (>= batch {w.batch})")
+            if capacity_only and share >= threshold:
+                decision = (f"keep a bf16 KV cache: {ctx.engine.label}'s known {qname} issue on {a.model_type} leaves the "
+                            f"byte share ({share:.0%}) aside, and {fitting} (>= batch {w.batch})")
             if lead is not None:
                 decision += (f"; {lead.id}, which ranks first with it, holds "
                              + (f"all {w.batch}" if lead.concurrency >= w.batch else

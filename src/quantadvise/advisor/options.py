@@ -31,10 +31,13 @@ from .result import EngineVerdict
 
 if TYPE_CHECKING:
     from ..checkpoint.native import Native
+    from ..checkpoint.published import Published, Speculator
     from ..checkpoint.quant import CheckpointQuant
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
+    from ..perf.loop import EngineLoop, LoopSummary
     from ..perf.serving import Slo, Speculation
 
 BF16_KV = "kv-bf16"
@@ -78,13 +81,13 @@ class Option:
     throughput: float = 0.0  # output tokens/s at the concurrency it holds, prefill included (perf.serving.serve)
     decode_tps: float = 0.0  # decode tokens/s at that concurrency (concurrency / step)
     prefill_share: float | None = None  # share of GPU time spent on prefill (None: no prompt)
-    score_s: float = math.inf  # seconds per output token as the workload experiences it
     kv_name: str = BF16_KV  # the KV cache dtype it is priced with
     concurrency: int = 0  # sequences it serves at once: min(batch, max_concurrency), or what an SLO allows
     itl_s: float | None = None  # mean inter-token latency at that concurrency (perf.serving.serve)
     e2e_s: float | None = None
     limit: str = ""  # what stops its concurrency: batch | memory | itl | ttft | e2e
     bound: str = ""  # the decode step's bound there: memory | compute | communication
+    loop: LoopSummary | None = None  # the engine's serving loop at that concurrency (perf.loop)
     tokens_per_step: float = 1.0  # per sequence (speculative decoding: 1 + K x A)
     max_concurrency: int = 0  # sequences its KV cache holds next to its weights
     max_concurrency_bf16: int = 0
@@ -95,6 +98,8 @@ class Option:
     family: str = ""
     expected_drop: tuple[float, float] = (0.0, 0.0)  # the published accuracy prior, %-points
     behind_native: bool = False  # a re-quantization whose published range reaches the tolerance
+    published: Published | None = None  # a published checkpoint that carries it (advisor.published)
+    drop_sources: list[str] = field(default_factory=list)  # the findings behind expected_drop: "rule (source)"
 
     @property
     def id(self) -> str:
@@ -139,11 +144,23 @@ class Context:
     frontier: bool = False  # sample each ranked candidate's Pareto frontier (recommend --plot)
     # the engine release's start-up memory facts: its default memory fraction when the workload gives none
     startup: StartupFacts | None = None
+    # the engine release's serving loop on this GPU and TP with its fitted terms (None: kernels alone)
+    loop: EngineLoop | None = None
+    # recommend --bench-plan: engine name -> its release's benchmark options (None: no plan asked for)
+    bench_options: dict[str, Any] | None = None
     # engine name -> the message it logs when it runs the 16-bit model in float16 on this GPU (no bfloat16
     # below compute capability 8.0: engines.config_checks.dtype_fallback); the plan then passes --dtype half
     fp16: dict[str, str] = field(default_factory=dict)
     # engine name -> the message it refuses this GPU with whatever the scheme (it gets no command)
     gpu_refused: dict[str, str] = field(default_factory=dict)
+    # the published checkpoints of the model as asked (data/checkpoints.yaml, one of
+    # defaults.PUBLISHED_PRODUCERS), each with its scheme preset: the plan serves one that carries the winner
+    published: tuple[tuple[Published, Scheme], ...] = ()
+    draft: Speculator | None = None  # the model's published speculative-decoding draft (data/speculators.yaml)
+    kv_issues: tuple[KvIssue, ...] = ()  # known quantized-KV issues of the engines (data/known_issues.yaml)
+    # engine name -> its release's option list (``engines.flags.OptionSet``): the plan spells each flag as that
+    # release registers it and writes no option it lacks (None / absent: the flag table's spellings)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:
@@ -153,17 +170,19 @@ class Context:
 _MATURITY = {True: 0, None: 1, False: 2}
 
 
-def evidence_key(o: Option) -> tuple[int, int, float, float, int, int, str]:
+def evidence_key(o: Option) -> tuple[int, int, int, float, float, int, int, str]:
     """How two candidates that deliver the same (within the tie) are ordered: the native format
-    first, then more sequences held, the smaller published accuracy drop (worst case, then best
-    case), the engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id
-    only when every piece of evidence is equal."""
+    first, then more sequences held, a published checkpoint that carries it (served as is, with its
+    producer's evaluation), the smaller published accuracy drop (worst case, then best case), the
+    engine's maturity (SGLang's optimized list), the fewer weight bytes — the scheme id only when
+    every piece of evidence is equal."""
     maturity = _MATURITY.get(o.engine.optimized if o.engine is not None else None, 1)
-    return (0 if o.native else 1, -o.concurrency, o.expected_drop[1], o.expected_drop[0], maturity,
-            o.weights_bytes, o.id)
+    return (0 if o.native else 1, -o.concurrency, 0 if o.published is not None else 1, o.expected_drop[1],
+            o.expected_drop[0], maturity, o.weights_bytes, o.id)
 
 
-_WHY = ("it is the checkpoint as shipped", "it holds more sequences", "its published accuracy drop is smaller",
+_WHY = ("it is the checkpoint as shipped", "it holds more sequences",
+        "a published checkpoint carries it (served as is)", "its published accuracy drop is smaller",
         "its published accuracy drop is smaller", "the engine's optimized list has it", "its weights are smaller",
         "its id sorts first (every piece of evidence is equal)")
 

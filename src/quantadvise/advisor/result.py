@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+
+from ..perf.loop import LoopSummary
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..results import OmitNone, Out, Result
 from ..scheme.axes import SchemeAxes
 from ..workload import Workload
+from .layout_result import LayoutSearch
 
 # the statuses of the candidates that were ranked (priced and deployable), best first
 RANKED = ("recommended", "runner-up", "ranked-after", "slower")
@@ -55,6 +59,7 @@ class Alternative(Out):
     max_concurrency: int | None = None
     kv_dtype: str | None = None
     expected_drop_pct: tuple[float, float] | None = None  # the published accuracy prior
+    serving_bound: str | None = None  # the serving loop's largest cost at ``concurrency`` (perf.loop.bound_by)
     cautions: list[str] = []
 
 
@@ -69,6 +74,7 @@ class EngineVerdict(Out):
     quantization_flag: str | None = None  # value for --quantization (None: auto-detected)
     kv_cache_dtype_flag: str | None = None
     messages: list[str] = []
+    why: list[str] = []  # quantadvise's explanation of a refusal, where it says more than the engine's words
 
 
 class ServedWorkload(OmitNone):
@@ -77,7 +83,7 @@ class ServedWorkload(OmitNone):
     resolved to) and the model's resolved id. The serving-target keys are absent unless given."""
 
     omit_if_none: ClassVar[tuple[str, ...]] = ("ttft_ms", "itl_ms", "e2e_ms", "rate", "users", "usd_per_gpu_hour",
-                                               "spec_tokens", "acceptance")
+                                               "spec_tokens", "acceptance", "max_gpus", "node")
 
     model: str
     gpu: str
@@ -110,6 +116,8 @@ class ServedWorkload(OmitNone):
     usd_per_gpu_hour: float | None = None
     spec_tokens: int | None = None
     acceptance: float | None = None
+    max_gpus: int | None = None
+    node: str | None = None
 
     @classmethod
     def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None,
@@ -150,10 +158,27 @@ class KvChoice(OmitNone):
     alternatives: list[str] = []
 
 
+class PublishedChoice(Out):
+    """The published checkpoint the deploy commands serve (it carries the winning scheme), and where its
+    accuracy figure comes from."""
+
+    id: str
+    producer: str
+    method: str | None
+    scheme: str | None
+    config_status: str  # full | partial | inferred | not_read (data/checkpoints.yaml)
+    accuracy: str  # "99.7% recovery on OpenLLM v1 (source)", or why the generic prior stands
+    accuracy_short: str  # the same in a few words, for one line of output
+    accuracy_source: str | None  # the card the figure is read from (None: the generic prior)
+    expected_drop_pct: tuple[float, float]  # the accuracy drop the tree judged it by
+    source: str
+    as_of: str
+
+
 class CheckpointPlan(OmitNone):
     """The checkpoint that carries the scheme and how to produce it."""
 
-    omit_if_none: ClassVar[tuple[str, ...]] = ("online",)
+    omit_if_none: ClassVar[tuple[str, ...]] = ("online", "published")
 
     format: str | None
     compressed_tensors_preset: str | None
@@ -165,6 +190,7 @@ class CheckpointPlan(OmitNone):
     suggested_path: str
     notes: list[str]
     online: str | None = None  # vLLM's online quantization from the bf16 checkpoint, when it has one
+    published: PublishedChoice | None = None  # a published checkpoint that carries it: the commands serve it
 
 
 class Performance(Out):
@@ -198,6 +224,7 @@ class Performance(Out):
     speed_model: str
     kernel: str | None = None  # the kernel that runs the scheme's layers and the curve that priced it
     gpus_for_batch: int | None = None  # tensor-parallel degree that holds the whole batch (None: beyond the search)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop at ``concurrency``: its terms' shares, the bound
 
 
 class Target(Out):
@@ -245,6 +272,32 @@ class LoadPlan(Out):
     layouts: list[Layout]
 
 
+class BenchRunPlan(Out):
+    """One candidate's measurement: the server that serves it and the benchmark that measures it."""
+
+    scheme: str
+    role: str  # recommended | rival
+    concurrency: int
+    num_prompts: int
+    prompt: int
+    output: int
+    predicted_tokens_per_s: float
+    predicted_ttft_s: float | None = None
+    predicted_itl_s: float | None = None
+    server: dict[str, str | None]  # engine -> the serve command (None: that engine refuses it)
+    bench: dict[str, str | None]  # engine -> the benchmark command against that server
+    why_prompts: str = ""
+
+
+class BenchPlan(Out):
+    """``recommend --bench-plan``: the measurements that settle the recommendation on the user's GPU."""
+
+    runs: list[BenchRunPlan]
+    checked_against: list[str]  # the benchmark option lists every command was checked against
+    validate_commands: dict[str, str]  # engine -> the `quantadvise validate --bench` command that reads the results
+    notes: list[str] = []
+
+
 class Recommendation(Result):
     workload: ServedWorkload
     assumptions: list[str]
@@ -260,8 +313,17 @@ class Recommendation(Result):
     speculation: SpecInfo | None = None
     load: LoadPlan | None = None  # with --rate / --users
     frontier: list[ParetoPoint] = []  # with recommend --plot: each ranked candidate across concurrency
+    bench_plan: BenchPlan | None = None  # with --bench-plan: the benchmark runs that settle it
     notes: list[str] = []
     warnings: list[str] = []
+    layouts: LayoutSearch | None = None  # with a pool (--max-gpus, --node, several --gpu, --layouts); absent without
+
+    @model_serializer(mode="wrap")
+    def _omit_layouts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("layouts") is None:
+            data.pop("layouts", None)
+        return data
 
     @property
     def scheme_id(self) -> str:
@@ -289,3 +351,4 @@ class Prediction(Result):
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
     speed_model: str = "default-efficiency"  # perf.efficiency.MODELS
     kernel: str | None = None  # "w4a16 via MacheteLinearKernel, vLLM 0.33.0, sm90; <curve>" (None: not resolved)
+    serving_loop: LoopSummary | None = None  # the engine's serving loop (perf.loop): what bounds the figures

@@ -21,6 +21,7 @@ from ..hardware import GPU
 from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
+from ..perf.loop import EngineLoop, prefill_s
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
 from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
@@ -111,8 +112,8 @@ def _apply(o: Option, p: ServePoint) -> None:
     o.concurrency = p.concurrency
     o.step_s, o.itl_s, o.ttft_s, o.e2e_s = p.step_s, p.itl_s, p.ttft_s, p.e2e_s
     o.throughput, o.decode_tps, o.prefill_share = p.tokens_per_s, p.decode_tokens_per_s, p.prefill_share
-    o.score_s = 1.0 / p.tokens_per_s  # seconds per output token, prefill included (both modes)
     o.bound, o.tokens_per_step = p.bound, p.tokens_per_step
+    o.loop = p.loop
 
 
 def price(ctx: Context, o: Option) -> str | None:
@@ -126,10 +127,10 @@ def price(ctx: Context, o: Option) -> str | None:
     lengths = lengths_of(w)
     held = "memory" if o.concurrency < w.batch else "batch"
     if ctx.slo is None or not ctx.slo.active:
-        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec))
+        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec, ctx.loop))
         o.limit = held
         return None
-    found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec), o.concurrency, ctx.slo, held)
+    found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec, ctx.loop), o.concurrency, ctx.slo, held)
     if found.point is None:
         miss = found.first_miss
         assert miss is not None
@@ -156,7 +157,7 @@ def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
         top = max(1, min(o.max_concurrency, max(w.batch, o.concurrency)))
         cs = sorted({*(2**i for i in range(defaults.FRONTIER_MAX_POINTS) if 2**i <= top), top, o.concurrency})
         for c in cs:
-            p = serve(sm, lengths, c, ctx.spec)
+            p = serve(sm, lengths, c, ctx.spec, ctx.loop)
             pt = pareto_point(o.id, p, ctx=w.decode_context, gpus=w.gpus, fits=True, price=ctx.usd_per_gpu_hour,
                               slo=ctx.slo)
             out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency}))
@@ -303,6 +304,14 @@ def node_roofline(ctx: Context, live: list[Option]) -> tuple[TraceNode, list[Opt
         "decode_tokens_per_s": {o.id: o.decode_tps for o in ranked},
         "prefill_share": {o.id: o.prefill_share for o in ranked},
     }
+    if ctx.loop is not None:  # which terms of the engine's serving loop bound each candidate's answer
+        numbers["serving_loop"] = {
+            "loop": ctx.loop.facts.label(), "cites": list(ctx.loop.facts.cites),
+            "terms": ctx.loop.terms.label() if ctx.loop.terms is not None else None,
+            "bound_by": {o.id: o.loop.bound for o in ranked if o.loop is not None},
+            "shares": {o.id: o.loop.shares for o in ranked if o.loop is not None},
+            "running": {o.id: o.loop.running for o in ranked if o.loop is not None},
+            "padded_batch": {o.id: o.loop.padded_batch for o in ranked if o.loop is not None}}
     if slo:
         assert ctx.slo is not None
         numbers["slo"] = {"itl_s": ctx.slo.itl_s, "ttft_s": ctx.slo.ttft_s, "e2e_s": ctx.slo.e2e_s}
@@ -443,19 +452,23 @@ def _prefill_one(ctx: Context, o: Option) -> float | None:
     """Seconds to prefill one of the workload's prompts with ``o`` (None: no prompt or no model)."""
     sm = priced_model(ctx, o)
     prompt = ctx.workload.prompt_tokens
-    return sm.prefill(1, prompt).time_s if sm is not None and prompt else None
+    if sm is None or not prompt:
+        return None
+    return prefill_s(sm, ctx.loop, 1, prompt) if ctx.loop is not None else sm.prefill(1, prompt).time_s
 
 
 def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, efficiency: Efficiency, *,
-            kv: TensorQuant | None = None, kv_name: str = "kv-bf16") -> Prediction:
-    """Price ``scheme`` (with the KV cache ``kv``) at ``workload``: the step model and the scoring the
-    roofline node uses, so a candidate priced here and in ``recommend`` gets the same numbers."""
+            kv: TensorQuant | None = None, kv_name: str = "kv-bf16", loop: EngineLoop | None = None) -> Prediction:
+    """Price ``scheme`` (with the KV cache ``kv``) at ``workload``: the step model, the engine's serving
+    loop and the scoring the roofline node uses, so a candidate priced here and in ``recommend`` gets the
+    same numbers."""
     sm = StepModel(arch, scheme, gpu, kv=kv, gpus=workload.gpus, efficiency=efficiency, path=datapath(scheme, gpu))
-    s = serve(sm, lengths_of(workload), workload.batch)
+    s = serve(sm, lengths_of(workload), workload.batch, loop=loop)
     return Prediction(
         scheme=scheme.id, kv_dtype=kv_name, gpu=gpu.id, gpus=workload.gpus, batch=workload.batch,
         decode_ctx=workload.decode_context, mode=workload.serving_mode, step_time_s=s.step_s,
         seconds_per_token=1.0 / s.tokens_per_s, tokens_per_s=s.tokens_per_s, ttft_s=s.ttft_s, itl_s=s.itl_s,
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
         speed_model=efficiency.model, model_note=model_note(efficiency), kernel=kernel_line(efficiency),
+        serving_loop=s.loop,
     )

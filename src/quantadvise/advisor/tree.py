@@ -28,10 +28,12 @@ from ..memory.kvcache import held_sequence_bytes, kv_copies, sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
 from ..scheme.axes import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
+from .bench_plan import bench_plan
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, family, ranked_after_native, tie_reason
 from .plan import deploy_plan
+from .published import attach, prefer_published
 from .result import (
     RANKED,
     Alternative,
@@ -74,6 +76,8 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     live = [o for o in options if o.status == "candidate"]
     trace.append(node_engine(ctx, live))
     live = [o for o in live if o.status == "candidate"]
+    if ctx.published:
+        attach(ctx, live)  # which published checkpoint carries each candidate: evidence for d and f
     trace.append(node_accuracy(ctx, live))
     live = [o for o in live if o.status == "candidate"]
     trace.append(node_kv(ctx, live))
@@ -81,9 +85,13 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
     trace.append(roof)
     if not ranked:
         raise_no_winner(trace, options, ctx)
+    ranked, lead = prefer_published(ranked)
     winner = ranked[0]
     searched = (ctx.slo is not None and ctx.slo.active) or ctx.batch_bound
     _mark_ranks(ranked, w.batch, searched)
+    if lead is not None:
+        winner.reason = (f"ties with {lead.id} within the speed model's uncertainty and a published checkpoint "
+                         f"carries it ({winner.published.id if winner.published else ''}): " + winner.reason)
     base = _baseline(ctx, options)
     price_h = ctx.usd_per_gpu_hour
 
@@ -116,6 +124,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             max_concurrency=o.max_concurrency if live_row else None,
             kv_dtype=o.kv_name if live_row else None,
             expected_drop_pct=o.expected_drop if o.status in (*RANKED, "vetoed") else None,
+            serving_bound=o.loop.bound if live_row and o.loop is not None else None,
             cautions=o.cautions,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
@@ -167,6 +176,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         speed_model=winner.efficiency.model,
         kernel=kernel_line(winner.efficiency),
         gpus_for_batch=need,
+        serving_loop=winner.loop,
     )
     per_seq = sequence_bytes(ctx.arch, kv_t, tokens)
     hints = kv_opt.hints
@@ -198,6 +208,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         target=_target(ctx),
         speculation=SpecInfo.of(ctx.spec) if ctx.spec is not None else None,
         frontier=frontier(ctx, ranked) if ctx.frontier else [],
+        bench_plan=bench_plan(ctx, ranked, ctx.bench_options) if ctx.bench_options is not None else None,
         warnings=warnings,
     )
 

@@ -31,7 +31,8 @@ def engine_verdict(ctx: Context, engine: EngineData, option: Option | None, kv_i
     """``engine``'s verdict on ``option``'s checkpoint (None: the unquantized checkpoint) served with
     the KV preset ``kv_id`` on the context's GPU."""
     # the scheme, deploy hints and checkpoint objects live as long as the caller's candidates (the memo's owner)
-    key = ("verdict", engine.engine, engine.version, ctx.gpu.id, kv_id,
+    # the verdict reads the GPU's capability and platform only: GPUs that share them share it (a pool of H100 and H200)
+    key = ("verdict", engine.engine, engine.version, ctx.gpu.capability, ctx.platform, kv_id,
            *((id(option.checkpoint), id(option.scheme), id(option.deploy)) if option is not None else ()))
     hit = ctx.memo.get(key)
     if hit is None:
@@ -55,8 +56,13 @@ def _verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str
     else:
         # the checkpoint the plan writes: with a static-scale KV cache it declares its kv_cache_scheme too
         kv = ctx.kv_options[kv_id].kv if kv_id is not None and kv_id in ctx.kv_options else None
-        qc = quantization_config(option.scheme, option.deploy, ctx.arch, kv) if option is not None else None
-        ck = parse_quantization_config(qc) if qc is not None else None
+        ck = None
+        if option is not None:  # the same checkpoint on every GPU: written and parsed once per memo
+            qkey = ("checkpoint", id(option.scheme), id(option.deploy), kv_id)
+            if qkey not in ctx.memo:
+                qc = quantization_config(option.scheme, option.deploy, ctx.arch, kv)
+                ctx.memo[qkey] = parse_quantization_config(qc) if qc is not None else None
+            ck = ctx.memo[qkey]
     res = resolve(engine, ck, capability=ctx.gpu.capability, platform=ctx.platform, kv_cache_dtype=flag,
                   model_type=ctx.arch.model_type, model_dtype=ctx.arch.torch_dtype, quantization=quantization)
     msgs = [f.engine_message or f.message for f in res.findings if f.severity in ("error", "warning")]
@@ -69,4 +75,5 @@ def _verdict(ctx: Context, engine: EngineData, option: Option | None, kv_id: str
         quantization_flag=quantization,
         kv_cache_dtype_flag=flag,
         messages=msgs,
+        why=[f.message for f in res.findings if f.severity == "error" and f.engine_message],
     )

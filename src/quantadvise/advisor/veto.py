@@ -17,9 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..evals.priors import Verdict, expected_drop, judge
+from ..evals.priors import Verdict, action_of, expected_drop, judge
 from ..wording import every
 from .options import BF16_KV, Context, Option
+from .published import evidence
 from .result import TraceNode
 from .verdict import engine_verdict
 
@@ -98,11 +99,22 @@ def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
     cautions: dict[str, list[str]] = {}
     priors: dict[str, list[float]] = {}
     reasons: list[str] = []
+    evaluated: dict[str, dict[str, Any]] = {}
     kvq = ctx.kv_options[ctx.kv_name].kv if ctx.forced_kv else None
     for o in live:
         scheme = o.scheme.with_kv(kvq) if kvq is not None else o.scheme
         verdicts: list[Verdict] = judge(ctx.rules, scheme, str(w.task), w.accuracy_tolerance,
                                         params=ctx.model_params, prompt_tokens=w.prompt_tokens)
+        own = evidence(o.published) if o.published is not None and not o.native else None
+        if own is not None and own.expected_drop_pct is not None:
+            # the checkpoint's own published evaluation replaces the generic findings on general benchmarks;
+            # task- and prompt-length findings (code, reasoning, long context) still apply
+            general = {r.id for r in ctx.rules if r.general}
+            replaced = [v.rule for v in verdicts if v.rule in general]
+            verdicts = [v for v in verdicts if v.rule not in general]
+            verdicts.append(own.model_copy(update={"action": action_of(own.expected_drop_pct, w.accuracy_tolerance)}))
+            evaluated[o.id] = {"evaluation": own.message, "source": own.source,
+                               "drop_pct": list(own.expected_drop_pct), "replaces": replaced}
         if o.native:
             o.expected_drop = (0.0, 0.0)
             if verdicts:
@@ -111,6 +123,7 @@ def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
             priors[o.id] = [0.0, 0.0]
             continue
         o.expected_drop = expected_drop(verdicts)
+        o.drop_sources = [f"{v.rule} ({v.source})" for v in verdicts if v.expected_drop_pct is not None]
         priors[o.id] = list(o.expected_drop)
         vetoes = [v for v in verdicts if v.action == "veto"]
         if vetoes:
@@ -142,6 +155,13 @@ def node_accuracy(ctx: Context, live: list[Option]) -> TraceNode:
     kept = [o for o in live if o.status == "candidate"]
     numbers = {"task": w.task, "tolerance_pct": w.accuracy_tolerance, "vetoed": vetoed, "cautions": cautions,
                "expected_drop_pct": priors, "ranked_after_native": behind}
+    carried = {o.id: o.published.id for o in live if o.published is not None}
+    if carried:
+        numbers["published"] = carried
+        numbers["published_evaluations"] = evaluated
+        reasons.insert(0, f"published checkpoints carry {', '.join(carried)} (numbers.published)"
+                       + (f"; their producers' own evaluations replace the generic priors of {', '.join(evaluated)}"
+                          if evaluated else ""))
     if not kept:
         decision = "every remaining candidate is vetoed: nothing meets the accuracy tolerance"
     elif vetoed:

@@ -150,7 +150,7 @@ def check(
     if upgrade:
         from .upgrade import upgrade_check
 
-        upgrade_check(upgrade, deployments, targets, loaded, root, rel, g, out, notes, models)
+        upgrade_check(upgrade, deployments, targets, loaded, root, rel, g, out, notes, models, warnings)
     else:
         out.skip("QA112", "no --upgrade-to (upgrade_to: in quantadvise.yaml) given")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import catalog
+from .. import catalog, defaults
 from ..defaults import GiB
 from ..engines.flags import kv_cache_flag
 from ..errors import ConfigError, InputError, QuantAdviseError, SourceUnavailableError, UnknownNameError
@@ -185,7 +185,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     cfg = loaded.config
     site, source = gt.site_for(inv, rel(inv.file) if inv is not None else None, loaded.file, loaded.lines, nth,
-                               nth_on_line)
+                               nth_on_line, {k: rel(v) for k, v in inv.flag_files.items()} if inv is not None else None)
     if inv is None:
         notes.append("no engine command found: the declaration alone is checked (engine flags as declared)")
     choice = gt.choose_engine(inv, cfg, versions=catalog.engine_versions(inv.engine if inv is not None else
@@ -261,7 +261,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     prof = cfg.profile
     profile_path = (loaded.path(prof) if "profile" in loaded.lines else str(root / prof)) if prof else None
-    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded)
+    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded, inv)
     batch, ctx, speed_notes = gt.speed_workload(w, cfg, mem, seq_total)
     wdata = {"model": str(src.location) if src.kind == "local" else model_ref, "gpu": g.id, "gpus": w.tp,
              "engine": choice.name, "engine_version": eng.version, "batch": batch or 1, "ctx": ctx,
@@ -286,11 +286,20 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         workload=w, mode=workload.serving_mode, context=workload.context, concurrency=workload.batch, memory=mem,
         performance=perf, speed_note=speed_note, evidence_declared=cfg.accuracy is not None, facts=facts,
         derived=derived, served_notes=served_notes,
-        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")],
-        options=catalog.flag_vocabulary(choice.name, choice.running),
+        speed_assumptions=[n for n in speed_notes if not n.startswith("no speed verdict")] + _kernel_note(
+            perf, choice.name, eng.version),
+        options=catalog.flag_vocabulary(choice.name, choice.options_release),
     )
     version_declared = cfg.engine_version if "engine_version" in loaded.lines else None
     return gt.judge(facts_, cfg, version_declared, out)
+
+
+def _kernel_note(perf: Any, engine: str, version: str) -> list[str]:
+    """The carried kernel table's caveat, where the speed verdict was priced with another release's table."""
+    from .speed import kernel_note
+
+    note = kernel_note(engine, version) if perf is not None else None
+    return [note] if note else []
 
 
 def _at_line(loaded: LoadedConfig, key: str, exc: QuantAdviseError) -> QuantAdviseError:
@@ -350,7 +359,8 @@ def _declared_schemes(loaded: LoadedConfig) -> Any:
 
 
 def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any, w: Any, cfg: Any, g: GPU,
-             facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig) -> tuple[Any, Any]:
+             facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig,
+             inv: EngineInvocation | None = None) -> tuple[Any, Any]:
     """The engine's start-up memory (None when there is nothing to size), and one sequence's KV bytes
     over all GPUs as the engine holds them (replicated heads included)."""
     from ..gate.memory import Declared as DeclaredLoad
@@ -367,8 +377,9 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         wb, wsrc = size_model(arch, scheme).total_bytes, f"{scheme_id} weights"
     else:
         wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
-    gpus = max(w.tp * w.pp, 1)
-    share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=w.tp, pp=w.pp)
+    wb, wsrc, tp = _layout_weights(arch, scheme, rep, w, inv, wb, wsrc)
+    gpus = max(tp * w.pp, 1)
+    share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=tp, pp=w.pp)
 
     def seq_total(n: int) -> float:
         return sequence_bytes(arch, kv_t, n) * share * gpus
@@ -384,7 +395,7 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
                  "synchronous batches grow to the full context")
         load = DeclaredLoad(wl.batch, wl.kv_tokens_per_sequence, basis)
     mem = startup_memory(MemoryInputs(
-        facts=facts, gpu=g.id, gpu_memory_bytes=g.memory_bytes, tp=w.tp, pp=w.pp, fraction=w.fraction,
+        facts=facts, gpu=g.id, gpu_memory_bytes=g.memory_bytes, tp=tp, pp=w.pp, fraction=w.fraction,
         fraction_flag=w.flag("gpu_memory_utilization"), fraction_from=w.fraction_from,
         reserve_bytes_per_gpu=int(w.reserve_gb * GiB), reserve_from=w.reserve_from, weights_bytes=wb,
         weights_source=wsrc, kv_dtype=kv_id, kv_bytes_per_token=bytes_per_token(arch, kv_t),
@@ -395,6 +406,31 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
     return mem, seq_total
 
 
+def _layout_weights(arch: Any, scheme: Scheme | None, rep: Any, w: Any, inv: EngineInvocation | None, wb: int,
+                    wsrc: str) -> tuple[int, str, int]:
+    """(weights over one attention group's GPUs, where that figure comes from, the group's tensor-parallel degree)
+    for the server's layout (``engines.flags.read_layout``): under expert parallelism each GPU holds the dense
+    weights split by the group's TP and the routed experts split over the expert ranks, so the group's GPUs hold
+    ``gpus x (dense / dense shards + experts / expert shards)``. Without it, the weights and TP as given."""
+    from ..engines.flags import read_layout
+    from ..memory.sizing import size_model
+
+    if inv is None:
+        return wb, wsrc, w.tp
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other)
+    tp = max(1, lay.dense_shards // max(w.pp, 1))
+    if not lay.expert_parallel:
+        return wb, wsrc, tp
+    sized = size_model(arch, scheme) if scheme is not None else rep.size
+    experts = sum(c.bytes for c in sized.components if c.component == "experts")
+    if sized.total_bytes > 0:
+        experts = experts * wb / sized.total_bytes  # the same share of the weights the deployment loads
+    per_gpu = (wb - experts) / lay.dense_shards + experts / lay.expert_shards
+    group = tp * max(w.pp, 1)
+    return (round(per_gpu * group), f"{wsrc}, the routed experts over {lay.expert_shards} GPUs ({lay.words}): "
+            f"{per_gpu / 2**30:,.2f} GiB per GPU", tp)
+
+
 def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out: Findings, site: Any, source: str,
                 choice: Any, eng: EngineData, facts: Any, model_ref: str | None, model_from: str,
                 exc: Exception | None) -> TargetReport:
@@ -402,7 +438,7 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     checkpoint (QA1xx on the flags alone), and the rest skipped. ``exc`` None: the command's model is
     set at run time (``$MODEL``), which QA110 reports; else one QA111 warning names the model."""
     from ..engines.resolution import resolve
-    from ..gate.engine import artifact_findings, engine_findings, option_findings, parallelism_findings
+    from ..gate.engine import artifact_findings, engine_findings, env_findings, option_findings, parallelism_findings
     from ..gate.result import TargetReport
     from ..gate.rules import CHECKPOINT_FREE_KINDS
     from ..gate.target import unresolved
@@ -420,8 +456,9 @@ def _unresolved(inv: EngineInvocation | None, loaded: LoadedConfig, g: GPU, out:
     pp = (inv.pipeline_parallel_size or 1) if inv is not None else 1
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=choice.name)
-        notes.extend(option_findings(out, site, inv, catalog.flag_vocabulary(choice.name, choice.running),
-                                     choice.running, model_read=False))
+        vocab = catalog.flag_vocabulary(choice.name, choice.options_release)
+        notes.extend(option_findings(out, site, inv, vocab, choice.running, model_read=False))
+        env_findings(out, site, inv, vocab)
         # the GPUs the container is given need no model config (the head split does: not checked)
         parallelism_findings(out, site, tp=tp, pp=pp, gpus_given=inv.gpu_count, split_error=None, engine=choice.name)
     named_none = exc is None and (inv is None or "model" not in inv.raw)
@@ -483,7 +520,7 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     deployed scheme runs the kernel its ``--quantization`` selects (SGLang's forced ``awq``: dequantize,
     then a bf16 GEMM), as ``roofline --quantization`` prices it."""
     from ..advisor.speed import predict as price
-    from ..catalog.resolve import load_profiles
+    from ..catalog.resolve import load_profiles, load_site_terms
     from ..gate.target import perf_check
     from .recommend import recommend
     from .speed import efficiency
@@ -491,10 +528,14 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     try:
         profiles = load_profiles(False, profile_path, g)
         eng = {"engine": wdata.get("engine"), "version": wdata.get("engine_version")}
+        release = catalog.get_engine(eng["engine"] or defaults.ENGINE, eng["version"])
+        loop = catalog.engine_loop(g, release.engine, release.version, tp=workload.gpus,
+                                   site=load_site_terms(profile_path))
         eff = efficiency(profiles, g, scheme, **eng, quantization=quantization)
-        dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id)
+        dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id, loop=loop)
         bf16 = catalog.get_scheme("bf16")
-        base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id)
+        base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id,
+                     loop=loop)
     except QuantAdviseError as exc:
         return None, f"speed not predicted: {exc}"
     note = None

@@ -28,10 +28,28 @@ def _one_version(engine: str, version: str | None) -> None:
 def engines_list(engine: str = "vllm", version: str | None = None) -> EngineListing:
     """Every method an engine release accepts, with config class, minimum capability, activation
     dtypes, optimized flag; its KV cache dtypes, online shorthands and override order."""
+    from ..engines.flags import engine_label
     from ..engines.listing import listing
 
     _one_version(engine, version)
-    return listing(get_engine(engine, version))
+    out = listing(get_engine(engine, version))
+    releases = {engine_label(n): catalog.engine_versions(n) for n in catalog.engine_names()}
+    return out.model_copy(update={"releases": releases, "warnings": _release_warnings((engine, version))})
+
+
+def _release_warnings(*specs: tuple[str, str | None]) -> list[str]:
+    """The one warning per named release that is not on file ((engine spec, separate version) pairs; such a
+    release is shown as the closest release on file)."""
+    from ..inputs import split_engine
+
+    out = []
+    for spec, version in specs:
+        name, carried = split_engine(spec)
+        ver = version or carried
+        warning = catalog.release(name, ver).warning if ver and ver.lower() != "latest" else None
+        if warning is not None and warning not in out:
+            out.append(warning)
+    return out
 
 
 def engines_show(method: str, engine: str = "vllm", version: str | None = None) -> MethodDetail:
@@ -65,8 +83,10 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     from ..engines.listing import diff
 
     ea, eb = get_engine(a), get_engine(b)
+    said = _release_warnings((a, None), (b, None))
     if ea.engine != eb.engine:
-        return diff(ea, eb)
+        out = diff(ea, eb)
+        return out.model_copy(update={"warnings": [*said, *out.warnings]}) if said else out
     names = list(dict.fromkeys(m.id for e in (ea, eb) for m in e.methods if m.cli_choice))
     from ..engines.vocabulary import compare
 
@@ -77,6 +97,8 @@ def engines_diff(a: str = "vllm", b: str = "sglang") -> EngineDiff:
     out = diff(ea, eb, probes(ea.engine, names), probe_gpus(),
                options=compare(va, vb, ea.label, eb.label) if va is not None and vb is not None else None,
                kernel_tables=(ta, tb))
+    if said:
+        out = out.model_copy(update={"warnings": [*said, *out.warnings]})
     if va is None or vb is None:
         missing = " and ".join(e.label for e, v in ((ea, va), (eb, vb)) if v is None)
         out = out.model_copy(update={"warnings": [*out.warnings, f"server options not compared: no option list on "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
-from ..catalog.resolve import get_engine, get_gpu
+from ..catalog.resolve import get_engine, get_gpu, release_warning
 from ..hardware import GPU
 from ..inputs import names
 from ..model.parse import parse_config
@@ -143,11 +143,18 @@ def inspect(
         library=catalog.format_library("compressed-tensors"), gpu=target,
         quantization=quantization, kv_cache_dtype=kv_cache_dtype,
         allow_deprecated=allow_deprecated, stored_dtype=stored,
-        kernel_tables=tuple(t for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None),
+        kernel_tables=tuple(t for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None
+                            and t.version == e.version),
+        carried=tuple((e.engine, e.version, t, catalog.kernel_caveat(e.engine, e.version) or "")
+                      for e in rows if (t := catalog.kernel_table(e.engine, e.version)) is not None
+                      and t.version != e.version),
     )
     checked = _against_index(report, index)
     if checked:
         report = report.model_copy(update={"warnings": report.warnings + [checked]})
+    stand_ins = list(dict.fromkeys(w for s in specs if (w := release_warning(s)) is not None))
+    if stand_ins:
+        report = report.model_copy(update={"warnings": stand_ins + report.warnings})
     return report.model_copy(update={"notes": notes + report.notes}) if notes else report
 
 

@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme, shipped_scheme
+from ..catalog.resolve import (
+    get_gpu,
+    load_model,
+    load_profiles,
+    release_warning,
+    resolve_kv,
+    resolve_scheme,
+    shipped_scheme,
+)
 from ..engines.flags import kv_cache_flag
 from ..errors import InputError, QuantAdviseError
 from ..model.inventory import inventory_of
@@ -18,17 +26,19 @@ if TYPE_CHECKING:
     from ..advisor.options import Candidate, KvOption
     from ..advisor.result import Prediction, Recommendation
     from ..checkpoint.native import Native
+    from ..checkpoint.published import Published, Speculator
     from ..engines.data import EngineData
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
     from ..hardware import GPU
     from ..model.arch import ModelArch
+    from ..perf.loop import LoopTerms
     from ..perf.serving import Price, Slo, Speculation
     from ..workload import Workload
 
 
 def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bool = False,
-              **overrides: Any) -> Recommendation:
+              bench_plan: bool = False, **overrides: Any) -> Recommendation:
     """Walk the decision tree for a workload and return the recommended scheme, the trace, the
     ranked alternatives and how to deploy it.
 
@@ -37,7 +47,9 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
     (docs/recommend.md): ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` run each candidate at the largest
     concurrency that meets them; ``rate`` (requests/s) or ``users`` size the GPUs; ``usd_per_gpu_hour``
     prices them (default: data/pricing.yaml); ``spec_tokens`` with ``acceptance`` adds speculative
-    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``).
+    decoding. ``frontier=True`` samples each ranked candidate's Pareto frontier (``recommend --plot``);
+    ``bench_plan=True`` writes the server and benchmark commands that measure the winner and its closest
+    rival at this workload (``recommend --bench-plan``; ``validate --bench`` reads their results).
 
     >>> r = recommend(batch=1, ctx=2048)
     >>> r.scheme.axes.weights.bits
@@ -56,10 +68,25 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         if w.users is not None:  # N users never put more than N sequences in flight
             bound = min(bound, w.users)
         w = w.model_copy(update={"batch": bound})
+    from .pool import pool_question
+
+    if pool_question(w):  # a pool: the layout search (api/pool.py)
+        return _recommend_pool(w, data, searched, frontier)
     inputs = _resolve(w, set(data))
     inputs.batch_bound, inputs.frontier = searched, frontier
+    if bench_plan:
+        inputs.bench_options = {e.engine: catalog.bench_options(e.engine, e.version)
+                                for e in (inputs.engine, *([inputs.other] if inputs.other else []))}
     inputs.price = _price(w, inputs.gpu, "usd_per_gpu_hour" in data)
     inputs.assumptions += _target_assumptions(w, inputs, searched, "gpus" in data)
+    if not w.ideal:  # the serving loop every figure runs through (perf.loop)
+        lp = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=w.gpus, site=inputs.site)
+        inputs.assumptions.append(f"serving loop: {lp.label()}" + (f" (deployment profile {w.profile})" if inputs.site
+                                                                    else "") + "; docs/calibration.md §9")
+    if not w.ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        inputs.assumptions += [n for n in (kernel_note(w.engine, w.engine_version),) if n]
     try:
         if w.rate is not None or w.users is not None:
             rec = _walk_load(inputs, w, fixed_gpus="gpus" in data)
@@ -75,7 +102,25 @@ def recommend(workload: Workload | dict[str, Any] | None = None, *, frontier: bo
         raise _with_gpu_hint(exc, inputs, w, set(data)) from None
     warn = list(inputs.arch.warnings) + [x for x in rec.warnings if x not in inputs.arch.warnings]
     warn += profile_warnings([c.efficiency for c in inputs.candidates], inputs.gpu.id)
-    return rec.model_copy(update={"warnings": warn})
+    stand_in = release_warning(w.engine, w.engine_version)
+    return rec.model_copy(update={"warnings": [stand_in, *warn] if stand_in else warn})
+
+
+def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier: bool) -> Recommendation:
+    """The layout search over the workload's pool, given this module's resolvers."""
+    from .pool import recommend_pool
+
+    def walk(inputs: _Inputs, wt: Workload) -> Recommendation:
+        inputs.price = _price(wt, inputs.gpu, "usd_per_gpu_hour" in data)
+        # the load's own line is the layout search's (api/pool.py), not the tree's tensor-parallel degrees
+        told = [a for a in _target_assumptions(wt, inputs, searched, True) if not a.startswith("load:")]
+        inputs.assumptions = [*inputs.assumptions, *told]
+        rec = _walk(inputs, wt)
+        return rec.model_copy(update={"warnings": list(dict.fromkeys([*inputs.arch.warnings, *rec.warnings]))})
+
+    return recommend_pool(w, data, searched=searched, frontier=frontier,
+                          hooks={"resolve": _resolve, "walk": walk, "dtypes": _engine_dtypes, "price": _price,
+                                 "slo": _slo, "spec": _spec})
 
 
 @dataclass
@@ -101,6 +146,11 @@ class _Inputs:
     frontier: bool = False
     fp16: dict[str, str] = field(default_factory=dict)  # engine -> its float16 fallback message on this GPU
     gpu_refused: dict[str, str] = field(default_factory=dict)  # engine -> the message it refuses this GPU with
+    published: tuple[tuple[Published, Scheme], ...] = ()  # published checkpoints of the model as asked
+    draft: Speculator | None = None  # its published speculative-decoding draft
+    site: tuple[LoopTerms, ...] = ()  # a deployment profile's serving terms (--profile site.yaml)
+    bench_options: dict[str, Any] | None = None  # --bench-plan: engine -> its release's benchmark options
+    options: dict[str, Any] = field(default_factory=dict)  # engine -> its release's option list (the plan's spellings)
 
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
@@ -129,7 +179,39 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     return _Inputs(arch=arch, model_id=src.id, gpu=g, engine=engine, other=other, candidates=candidates,
                    kv_options=kv_options, quant_kv=quant_kv, forced=forced.id if forced else None,
                    assumptions=assumptions, native=native, limits=limits,
-                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused)
+                   startup=catalog.engine_startup(engine.engine, engine.version), fp16=fp16, gpu_refused=refused,
+                   published=_published(w.model, src.id if src.kind == "bundled" else None),
+                   draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None,
+                   site=site_terms(w.profile),
+                   options={e.engine: catalog.option_list(e.engine, e.version, True)
+                            for e in (engine, *([other] if other else []))})
+
+
+def _draft(asked: str, bundled: str) -> Speculator | None:
+    from ..catalog.checkpoints import speculator_for
+
+    return speculator_for(bundled, asked)
+
+
+def _published(asked: str, bundled: str | None) -> tuple[tuple[Published, Scheme], ...]:
+    """The published checkpoints of the model as asked (data/checkpoints.yaml): rows of its bundled model
+    whose base model is the name given (an -Instruct alias serves -Instruct checkpoints, the base id base
+    ones), from a producer on defaults.PUBLISHED_PRODUCERS, with a quantized scheme preset."""
+    from ..catalog.checkpoints import published_for
+    from ..errors import norm_name
+
+    if bundled is None:
+        return ()
+    want = norm_name(asked)
+    out = []
+    for p in published_for(bundled):
+        if norm_name(p.base_model) != want or norm_name(p.id) == want or p.scheme is None \
+                or p.short_producer not in defaults.PUBLISHED_PRODUCERS:
+            continue
+        scheme = catalog.get_scheme(p.scheme)
+        if scheme.quantizes_weights:
+            out.append((p, scheme))
+    return tuple(out)
 
 
 def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
@@ -144,7 +226,10 @@ def _walk(inputs: _Inputs, w: Workload) -> Recommendation:
                   model_params=inventory_of(inputs.arch).total_params(), memo=inputs.cache, slo=_slo(w),
                   spec=_spec(w), usd_per_gpu_hour=inputs.price.usd_per_gpu_hour if inputs.price else None,
                   batch_bound=inputs.batch_bound, frontier=inputs.frontier, startup=inputs.startup,
-                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused)
+                  fp16=inputs.fp16, gpu_refused=inputs.gpu_refused, published=inputs.published, draft=inputs.draft,
+                  kv_issues=catalog.kv_issues(), bench_options=inputs.bench_options, options=inputs.options,
+                  loop=None if w.ideal else catalog.engine_loop(inputs.gpu, inputs.engine.engine,
+                                                                inputs.engine.version, tp=w.gpus, site=inputs.site))
     options = build_options(inputs.arch, inputs.gpu, w, inputs.candidates, inputs.kv_options, inputs.quant_kv,
                             inputs.cache)
     memory = engine_memory(ctx, w.gpus).assumption(w.headroom)  # the engine's own share at this GPU count
@@ -497,6 +582,18 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     kv, kv_name = resolve_kv(kv_dtype if kv_dtype is not None else w.kv_dtype)
     if kv is not None and not kv.is_quantized:
         kv = None
-    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16")
+    eng = catalog.get_engine(w.engine, w.engine_version)
+    loop = None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=w.gpus,
+                                                    site=site_terms(w.profile))
+    return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16",
+                 loop=loop)
+
+
+def site_terms(profile: Any) -> tuple[LoopTerms, ...]:
+    """The serving terms of a deployment profile (``calibrate --from-bench``) given as ``--profile``; none
+    for an efficiency profile or no profile."""
+    from ..catalog.resolve import load_site_terms
+
+    return load_site_terms(profile)
 
 

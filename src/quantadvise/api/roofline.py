@@ -6,7 +6,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import engine_share, get_gpu, load_model, load_profiles, resolve_kv, resolve_scheme
+from ..catalog.resolve import (
+    engine_share,
+    get_gpu,
+    load_model,
+    load_profiles,
+    load_site_terms,
+    release_warning,
+    resolve_kv,
+    resolve_scheme,
+)
 from ..errors import InputError
 from ..hardware import GPU
 from ..model.arch import ModelArch
@@ -121,7 +130,13 @@ def roofline(
         resolved = [s for s, _ in fitted]
         notes = [f"{n} (--group to choose)" for _, n in fitted if n]
     profiles = load_profiles(ideal, profile, g)
+    if not ideal:  # priced with the release's kernels: say once when its table is another release's
+        from .speed import kernel_note
+
+        notes += [n for n in (kernel_note(engine, engine_version),) if n]
+    stand_in = None
     if engine is not None:
+        stand_in = release_warning(engine, engine_version)
         eng = catalog.get_engine(engine, engine_version)
         engine, engine_version = eng.engine, eng.version
     effs = [efficiency(profiles, g, s, engine=engine, version=engine_version, quantization=quantization)
@@ -149,10 +164,14 @@ def roofline(
         reserve_bytes=reserve,
         price=price_for(g, usd_per_gpu_hour),
         spec=Speculation(spec_tokens, acceptance) if spec_tokens is not None and acceptance is not None else None,
+        loop=None if ideal or not pareto else catalog.engine_loop(
+            g, engine or defaults.ENGINE, catalog.get_engine(engine or defaults.ENGINE, engine_version).version,
+            tp=gpus, site=load_site_terms(profile)),
         pareto=(output or defaults.OUTPUT_TOKENS,
                 Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
                     e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,
     )
-    return result.model_copy(update={"warnings": [*result.warnings, *too_long]}) if too_long else result
+    said = [*([stand_in] if stand_in else []), *result.warnings, *too_long]
+    return result.model_copy(update={"warnings": said}) if said != result.warnings else result
 
 

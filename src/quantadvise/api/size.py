@@ -30,6 +30,7 @@ def size(
     include_mtp: bool = False,
     memory_utilization: float | None = None,
     reserve_bytes: int = defaults.RESERVE_BYTES,
+    profile: str | None = None,
 ) -> SizeReport:
     """Whole-model memory of ``model`` under a scheme, per component, with optional KV and fit.
 
@@ -101,10 +102,29 @@ def size(
         reserve_bytes=reserve_bytes,
     )
     update: dict[str, Any] = {"warnings": [*report.warnings, *warnings]}
-    notes = [n for n in (shipped_note, note) if n is not None]
+    notes = [n for n in (shipped_note, note, profile_note(profile)) if n is not None]
     if notes:
         update["notes"] = [*report.notes, *notes]
     return report.model_copy(update=update)
+
+
+def profile_note(profile: str | None) -> str | None:
+    """What ``size`` does with ``--profile``: a deployment profile's serving terms, or an efficiency
+    profile's curves, price speed, which ``size`` does not report — said, not silently dropped."""
+    if profile is None:
+        return None
+    from pathlib import Path
+
+    from ..catalog.profiles import deployment_doc, load_perf_profile, load_site_profile
+
+    if deployment_doc(profile) is not None:
+        site = load_site_profile(profile)
+        what = ", ".join(f"{t.gpu} {t.engine} {t.version}" for t in site.serving)
+        return (f"profile {profile}: deployment profile {site.id} (serving terms for {what}) read; they price "
+                "speed (recommend, roofline, check), and the memory figures here do not depend on them")
+    prof = load_perf_profile(Path(profile))
+    return (f"profile {profile}: efficiency profile {prof.id} read; it prices speed (recommend, roofline, check), and "
+            "the memory figures here do not depend on it")
 
 
 def ignored_flags(*, gpu: object, gpus: int, memory_utilization: float | None, reserve_bytes: int, ctx: int | None,

@@ -36,6 +36,14 @@ def kernel_context(gpu: GPU, scheme: Scheme, engine: str | None = None, version:
                          engine_version=eng.version if eng.version != table.version else None)
 
 
+def kernel_note(engine: str | None = None, version: str | None = None) -> str | None:
+    """The one note a command shows when the release it prices has no kernel table of its own: which release's
+    table stands in and why that is a stand-in (its carried record's caveat, data/kernels/carried/)."""
+    eng = catalog.get_engine(engine or defaults.ENGINE, version)
+    caveat = catalog.kernel_caveat(eng.engine, eng.version)
+    return f"kernels: {caveat}" if caveat else None
+
+
 def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | None = None,
                version: str | None = None, quantization: str | None = None) -> Efficiency:
     """``scheme``'s efficiency on ``gpu`` under ``engine`` ``version`` (the newest bundled when None):

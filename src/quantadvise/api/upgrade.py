@@ -21,16 +21,21 @@ if TYPE_CHECKING:
 
 def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], targets: Sequence[TargetReport],
                   loaded: LoadedConfig, root: Path, rel: Any, gpu: GPU, out: Findings, notes: list[str],
-                  models: dict[str, Any]) -> list[UpgradeChange]:
+                  models: dict[str, Any], warnings: list[str] | None = None) -> list[UpgradeChange]:
     """Each deployment of the target's engine judged on the target release (through the same
-    pipeline as the pinned one, into a scratch collector); a QA112 finding for each that changes."""
+    pipeline as the pinned one, into a scratch collector); a QA112 finding for each that changes (an
+    error for one the target refuses to start). A target not on file is judged as the closest release on
+    file, said once in ``warnings``."""
     from ..engines.versions import parse_target
     from ..gate.findings import Findings
     from ..gate.upgrade import compare, kernel_coverage, report
     from .check_target import resolve_target
 
-    engine, version = parse_target(spec)
-    version = catalog.get_engine(engine, version).version  # an unknown release: one Error: line, exit 2
+    engine, asked = parse_target(spec)
+    choice = catalog.release(engine, asked)  # a release not on file: the closest, with one warning
+    version = choice.version
+    if choice.warning is not None and warnings is not None:
+        warnings.append(f"--upgrade-to {spec.strip()}: {choice.warning}")
     changes: list[UpgradeChange] = []
     compared = 0
     pinned: set[str] = set()
@@ -45,6 +50,9 @@ def upgrade_check(spec: str, deployments: Sequence[EngineInvocation | None], tar
                                models=models)
         compared += 1
         pinned.add(before.engine_version)
+        if not (_has_kernel_table(engine, before.engine_version) and _has_kernel_table(engine, version)):
+            # a carried table is another release's selection logic: its kernels are not this upgrade's change
+            before, after = (t.model_copy(update={"kernels": None}) for t in (before, after))
         change = compare(before, after, out.items, scratch.items)
         if change is not None:
             changes.append(change)

@@ -28,6 +28,7 @@ from ..engines.flags import (
     is_boolean,
 )
 from ..engines.invocation import EngineInvocation, Source
+from ..engines.versions import release_in_tag
 from ..engines.vocabulary import FlagVocabulary
 from ..inputs import shown
 from .budget import MAX_WORDS, current
@@ -66,6 +67,7 @@ class LaunchContext:
     gpus: tuple[str, int] | None = None  # (the request as written, its line)
     warnings: list[str] = field(default_factory=list)
     options: OptionLists | None = None  # the releases' option lists (see OptionLists)
+    env: dict[str, int] = field(default_factory=dict)  # environment variables the container sets -> line
 
 
 @dataclass
@@ -123,17 +125,14 @@ def not_a_deployment(inv: EngineInvocation) -> str | None:
 
 
 def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
-    """(engine, whether the image's entrypoint is the engine's server, version from the tag)."""
+    """(engine, whether the image's entrypoint is the engine's server, the release its tag names:
+    ``engines.versions.release_in_tag``, ``nightly`` for a nightly build's tag)."""
     ref = image.split("@", 1)[0]
     name, tag = ref, None
     if ":" in ref.rsplit("/", 1)[-1]:
         name, tag = ref.rsplit(":", 1)
-    last = PurePosixPath(name).name
-    engine, entry = engine_of_image(last)
-    version = None
-    if tag and engine is not None:
-        m = re.match(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:\.post|rc|\.dev|a|b)\d+)?)", tag)
-        version = m.group(1) if m else None
+    engine, entry = engine_of_image(name)
+    version = release_in_tag(tag) if tag and engine is not None else None
     return engine, entry, version
 
 
@@ -226,6 +225,12 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
     if found is None:
         return None
     engine, at, first_arg, positional = found
+    in_container = run is not None and (launcher == "image entrypoint" or at > run[0])
+    # `docker run -e` sets the container's environment; the script's own (exports, prefixes) stays outside it
+    env = _set_before(words, run[0], run[0]) if in_container and run is not None else \
+        {**ctx.env, **_set_before(words, max(at, 0), None)}
+    if env != ctx.env:
+        ctx = LaunchContext(**{**ctx.__dict__, "env": env})
     if launcher is None:
         launcher = _launcher([w.text for w in words[at:first_arg]]) if at >= 0 else "image entrypoint"
     if at > 0 and words[at].text == "-m" and PurePosixPath(words[at - 1].text).name.startswith("python"):
@@ -239,6 +244,36 @@ def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineIn
         argv = ["<image entrypoint>", *argv]
     return _build(engine, args, positional, ctx, line=line, argv=argv, image=image, version=version,
                   launcher=launcher)
+
+
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _set_before(words: Sequence[Word], at: int, image_at: int | None) -> dict[str, int]:
+    """Environment variables a command sets for the engine -> line: assignments before the engine token
+    (``VLLM_USE_V1=0 vllm serve``, ``env VLLM_X=1 ...``), or (``image_at``: the image's index in a
+    ``docker run``) the container's ``-e NAME=V`` / ``--env NAME``."""
+    out: dict[str, int] = {}
+    if image_at is None:
+        for w in words[:at]:
+            m = _ASSIGN.match(w.text)
+            if m:
+                out[m.group(1)] = w.line
+    else:
+        for k in range(image_at):
+            t = words[k].text
+            value = None
+            if t in ("-e", "--env") and k + 1 < image_at:
+                value = words[k + 1].text
+            elif t.startswith("--env="):
+                value = t[6:]
+            elif t.startswith("-e") and len(t) > 2:
+                value = t[2:]
+            if value:
+                name = value.split("=", 1)[0]
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    out[name] = words[k].line
+    return out
 
 
 def _launcher(tokens: list[str]) -> str:
@@ -289,11 +324,12 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             continue
         if t.startswith("-") and len(t) > 1 and not _is_number(t):
             name, eq, val = t.partition("=")
-            if table.underscores and name.startswith("--"):
-                name = "--" + name[2:].replace("_", "-")
+            if table.underscores and name.startswith("--"):  # vLLM: up to the first dot (argparse_utils.py)
+                head, dot, tail = name[2:].partition(".")
+                name = "--" + head.replace("_", "-") + dot + tail
             flag = table.named(name) or _prefix_of(ctx.options, table, engine, version, name, w.line, where, warnings)
             base, dot, key = name.partition(".")
-            parent = table.named(base) if flag is None and dot and table.dotted_json else None
+            parent = _json_parent(ctx.options, table, engine, version, base) if flag is None and dot else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
                 if not eq and i + 1 < len(args):
                     val, i = args[i + 1].text, i + 1
@@ -358,13 +394,11 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
         text, gline = ctx.gpus
         raw["gpu_count"], lines["gpu_count"] = text, gline
         values["gpu_count"] = gpu_request_count(text)
-    if table.config_option and table.config_option in other:
-        opt = table.config_option
-        warnings.append(f"{where}: line {lines[opt]}: flags in {opt} {other[opt]} are not read; "
-                        f"put the flags that matter on the command line to have them checked")
+    prefix = table.env_prefix
     return EngineInvocation(
         engine=engine, file=ctx.file, line=line, source=ctx.source, context=ctx.context, launcher=launcher, image=image,
         engine_version=version, argv=argv, flag_lines=lines, raw=raw,
+        env={k: v for k, v in ctx.env.items() if prefix and k.startswith(prefix)},
         unresolved_env=list(dict.fromkeys(unresolved)), other=other, warnings=warnings,
         **{k: v for k, v in values.items() if k in EngineInvocation.model_fields},
     )
@@ -378,6 +412,8 @@ def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | Non
     vocab = _options(lists, engine, version)
     if vocab is not None:
         hit = vocab.lookup(name, suggest=False)
+        if "." in name and hit.verdict in ("known", "misread") and hit.via is not None:
+            return False  # -cc.mode 3: the launcher takes the next word as the key's value
         if hit.verdict in ("known", "abbreviation") and hit.option is not None:
             if not name.startswith("--") and hit.option != name and name != "-O":
                 return True  # -q8, -O3: the value is attached
@@ -398,6 +434,23 @@ def _prefix_of(lists: OptionLists | None, table: EngineFlags, engine: Engine, ve
                         f"argparse accepts until a release adds another option starting with {name}): write "
                         f"{flag.name}")
     return flag
+
+
+def _json_parent(lists: OptionLists | None, table: EngineFlags, engine: Engine, version: str | None,
+                 base: str) -> Flag | None:
+    """The table's JSON flag a dotted spelling sets a key of (``--speculative-config.method``, ``-sc.method``):
+    the option before the first dot, as the release's launcher reads it (its parser sidecar), where the release
+    rewrites dotted spellings; without a release's list, the table's own JSON flags under vLLM's rule."""
+    vocab = _options(lists, engine, version)
+    if vocab is not None and vocab.launcher is not None:
+        if vocab.launcher.dotted_json is None:
+            return None  # this release passes `--x.key` to argparse as it is (an unknown option)
+        hit = vocab.lookup(base + ".", suggest=False)
+        canon = vocab.json_options.get(hit.option or "", hit.option) if hit.verdict == "known" else None
+        flag = table.named(canon) if canon else None
+    else:
+        flag = table.named(base) if table.dotted_json else None
+    return flag if flag is not None and flag.type == "json" else None
 
 
 def _stray_boolean(lists: OptionLists | None, engine: Engine, version: str | None, name: str, word: str) -> str | None:
@@ -518,10 +571,23 @@ def parse_shell(text: str, file: str, *, env: Mapping[str, str] | None = None,
     """Engine launches in a shell script."""
     out = []
     ctx = LaunchContext(file=file, source="shell", options=options)
+    exported = _exports(text)
     for words in split_shell(text, file, env=env):
+        first = words[0].line if words else 0
+        ctx.env = {name: line for name, line in exported if line < first}
         inv = invocation_from_words(words, ctx)
         if inv is not None:
             out.append(inv)
     versions = pip_versions(text)
     return [with_version(i, versions) for i in out]
+
+
+_EXPORT = re.compile(r"^[ \t]*(?:export[ \t]+)?((?:VLLM|SGLANG)_[A-Za-z0-9_]*)=", re.MULTILINE)
+
+
+def _exports(text: str) -> list[tuple[str, int]]:
+    """The engines' own environment variables a script assigns on a line of their own (``export VLLM_X=1``),
+    with their lines: a launch below them inherits them (exported, or assigned for an ``export``-less shell
+    that still passes them: only exported ones reach the engine, but a script that sets one means it)."""
+    return [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in _EXPORT.finditer(text)]
 

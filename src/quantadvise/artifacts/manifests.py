@@ -21,6 +21,7 @@ from typing import Any
 from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
 from .budget import current, reading
+from .kserve import is_llm_inference_service, parse_llm_inference_service
 from .launch import (
     ENGINE_MARKER,
     Asides,
@@ -35,6 +36,7 @@ from .launch import (
     pip_versions,
     with_version,
 )
+from .production_stack import production_stack
 from .shell import Word, split_shell
 
 
@@ -165,6 +167,38 @@ def _container_env(node: Any) -> dict[str, str | None]:
     return env
 
 
+def _env_lines(node: Any) -> dict[str, int]:
+    """The names a container's ``env`` sets (a list of name/value items, or a mapping) -> their lines."""
+    out: dict[str, int] = {}
+    e = _get(node, "env") if _is_map(node) else None
+    if e is None:
+        return out
+    if _is_seq(e):
+        for item in e.value:
+            name = _get(item, "name") if _is_map(item) else None
+            if name is not None and _is_scalar(name):
+                out[str(name.value)] = name.start_mark.line + 1
+    elif _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    return out
+
+
+def _compose_env_lines(e: Any) -> dict[str, int]:
+    """The names a compose service's ``environment`` sets (a mapping, or ``NAME=value`` items) -> their lines."""
+    out: dict[str, int] = {}
+    if _is_map(e):
+        for k, _ in e.value:
+            if _is_scalar(k):
+                out[str(k.value)] = k.start_mark.line + 1
+    elif _is_seq(e):
+        for item in e.value:
+            if _is_scalar(item) and isinstance(item.value, str):
+                out[item.value.split("=", 1)[0]] = item.start_mark.line + 1
+    return out
+
+
 def _k8s_gpus(node: Any) -> tuple[str, int] | None:
     """``resources.limits`` (else ``requests``) ``<vendor>/gpu`` of a container."""
     res = _get(node, "resources")
@@ -251,7 +285,7 @@ def _container_invocation(node: Any, file: str, source: Source, label: str | Non
         return None
     words = cmd + args
     ctx = LaunchContext(file=file, source=source, context=label, image=image if engine else None, engine_version=version,
-               gpus=_k8s_gpus(node), options=options)
+               gpus=_k8s_gpus(node), options=options, env=_env_lines(node))
     script = _shell_wrapped(words)
     if script is not None:
         script_node = _script_source(script, cmd_node, args_node)
@@ -380,7 +414,7 @@ def _parse_compose(root: Any, file: str, dotenv: Mapping[str, str], used: set[in
         cmd = _compose_words(_get(svc, "command"), file, dotenv, used, src)
         words = ep + cmd
         ctx = LaunchContext(file=file, source="compose", context=label, image=image if engine else None, engine_version=version,
-                   gpus=_compose_gpus(svc), options=options)
+                   gpus=_compose_gpus(svc), options=options, env=_compose_env_lines(e))
         script = _shell_wrapped(words)
         inv = None
         if script is not None:
@@ -439,52 +473,6 @@ def _engine_image(root: Any) -> str | None:
     return found[0] if found else None
 
 
-# vLLM production-stack chart (vllm-project/production-stack, helm/templates/deployment-vllm-multi.yaml): each
-# servingEngineSpec.modelSpec[] entry becomes `vllm serve <modelURL>` with these vllmConfig keys as flags
-_STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
-                ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu-memory-utilization"),
-                ("maxLoras", "--max-loras"))
-
-
-def _production_stack(root: Any, file: str, options: OptionLists | None = None) -> list[EngineInvocation]:
-    """The engines a vLLM production-stack values file deploys (``servingEngineSpec.modelSpec[]``)."""
-    specs = _get(_get(root, "servingEngineSpec"), "modelSpec")
-    out: list[EngineInvocation] = []
-    if not _is_seq(specs):
-        return out
-    for spec in specs.value:
-        url = _get(spec, "modelURL")
-        if not _is_map(spec) or url is None or not _is_scalar(url):
-            continue
-        repo, tag = _get(spec, "repository"), _get(spec, "tag")
-        image = None
-        if repo is not None and _is_scalar(repo):
-            image = f"{repo.value}:{tag.value}" if tag is not None and _is_scalar(tag) and tag.value else repo.value
-        line = url.start_mark.line + 1
-        words = [Word("vllm", line), Word("serve", line), Word(str(url.value), line)]
-        cfg = _get(spec, "vllmConfig")
-        for key, flag in _STACK_FLAGS:
-            v = _get(cfg, key)
-            if v is not None and _is_scalar(v):
-                vline = v.start_mark.line + 1
-                words += [Word(flag, vline), Word(str(v.value), vline)]
-        extra = _get(cfg, "extraArgs")
-        if _is_seq(extra):
-            words += [Word(str(x.value), x.start_mark.line + 1) for x in extra.value if _is_scalar(x)]
-        gpus = _get(spec, "requestGPU")
-        name = _get(spec, "name")
-        engine, _, version = parse_image(image) if image else (None, False, None)
-        ctx = LaunchContext(file=file, source="helm-values", options=options,
-                            context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
-                            image=image if engine else None, engine_version=version,
-                            gpus=(str(gpus.value), gpus.start_mark.line + 1) if gpus is not None and _is_scalar(gpus)
-                            else None)
-        inv = invocation_from_words(words, ctx)
-        if inv is not None:
-            out.append(inv)
-    return out
-
-
 def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
                asides: Asides | None = None, options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML.
@@ -508,7 +496,10 @@ def _parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None
             out.extend(_parse_compose(root, file, dotenv or {}, used, src, asides, options))
             continue
         if _get(root, "servingEngineSpec") is not None:
-            out.extend(_production_stack(root, file, options))
+            out.extend(production_stack(root, file, options))
+            continue
+        if is_llm_inference_service(root):  # KServe: the servers its controller starts (artifacts/kserve.py)
+            out.extend(parse_llm_inference_service(root, file, options))
             continue
         source = _yaml_source(file, root)
         doc = _doc_label(root)

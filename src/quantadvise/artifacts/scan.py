@@ -30,6 +30,7 @@ from ..errors import ConfigError, InputError
 from ..files import exists, not_regular, read_text, special
 from ..wording import plural
 from .budget import TimeUp, reading
+from .config_file import config_file_of, config_words, with_config
 from .dockerfile import parse_dockerfile
 from .launch import (
     ENGINE_MARKER,
@@ -295,6 +296,56 @@ def _sniff(f: Path, size: int) -> str | None:
         return None
 
 
+def _read_config_file(inv: EngineInvocation, roots: Sequence[str], options: OptionLists | None) -> EngineInvocation:
+    """The launch with the options of the ``--config`` YAML file it names, where the release reads one and the
+    file is in the repository (beside the command's file, else under a scanned folder): its top-level keys
+    are checked like command-line options, each at its own line; otherwise a warning says they are not read.
+    The file is read as a named deployment file is: at most :data:`MAX_FILE_BYTES`, never a FIFO, a device
+    or a kernel file, its aliases bounded, its keys under its own :class:`~.budget.Budget`."""
+    name = config_file_of(inv, options)
+    if name is None:
+        return inv
+    line = inv.flag_lines.get("--config", inv.line)
+    absolute = Path(name).is_absolute()
+    candidates = [Path(inv.file).parent / name, *(Path(r) / name for r in roots if Path(r).is_dir())]
+    found = None if absolute else next((c for c in candidates if exists(c) and not c.is_dir()), None)
+
+    def warn(why: str) -> EngineInvocation:
+        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: {why}"]})
+
+    if found is None:
+        why = "a path in the container, not in the repository" if absolute else \
+            "not found beside the command or under the scanned folders"
+        return warn(f"the options in --config {name} are not checked ({why}); scan the folder that holds it")
+    try:
+        text = read_text(found, MAX_FILE_BYTES)  # a FIFO, a device, 3 MB: said, not opened or not read
+    except ConfigError as exc:
+        return warn(f"the options in --config {name} are not checked: {exc}")
+    try:
+        with reading(str(found)) as budget:
+            nodes = yaml_nodes(text, str(found))  # an alias bomb or 5,000 nesting levels: a ConfigError
+            root = nodes[0] if nodes else None
+            if root is None or not hasattr(root, "value") or not isinstance(root.value, list) or root.tag != \
+                    "tag:yaml.org,2002:map":
+                return warn(f"--config {name} does not hold a mapping of options: the engine would refuse it")
+            import yaml
+
+            from ..files import yaml_errors
+
+            entries = []
+            with yaml_errors(str(found)):  # a 5,000-digit number, a date that is none: one line
+                for key, value in root.value:
+                    budget.tick()
+                    loader = yaml.SafeLoader("")
+                    entries.append((str(key.value), loader.construct_object(value, deep=True),
+                                    key.start_mark.line + 1))
+            return with_config(inv, config_words(inv.engine, entries), str(found), options)
+    except TimeUp as exc:
+        return warn(f"the options in --config {name} are not checked: {exc}")
+    except ConfigError as exc:
+        return warn(f"--config {name}: {exc}; the engine would refuse it")
+
+
 MAX_SCAN_LAUNCHES = 64  # engine launches one scan checks (each is judged on its own, ~30 ms; a repository has a few)
 
 
@@ -333,6 +384,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     if not paths:
         raise InputError("no deployment paths given", field="paths")
     st = _Scan(env, options)
+    roots = list(dict.fromkeys(str(p) for p in paths))  # each spelling once (a path given 50,000 times)
     seen: set[str] = set()
     for given in paths:
         root = Path(given)
@@ -351,6 +403,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
             if got is not None:
                 _parse_file(f, *got, explicit, st)
     invocations, notes = join_images(st.invocations, st.asides)
+    invocations = [_read_config_file(inv, roots, options) for inv in invocations]
     warnings, walk = st.warnings, st.walk
     if st.dropped:
         warnings.append(f"the scan found more than {MAX_SCAN_LAUNCHES} engine launches: {st.dropped:,} more are not "
@@ -366,7 +419,7 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     for inv in invocations:
         warnings.extend(inv.warnings)
     skipped = [*st.skipped, *st.asides.skipped, *walk.skipped]
-    return DeploymentScan(paths=list(dict.fromkeys(str(p) for p in paths)), files_scanned=st.scanned, invocations=invocations,
+    return DeploymentScan(paths=roots, files_scanned=st.scanned, invocations=invocations,
                           warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)),
                           stopped=walk.cut, notes=notes)
 

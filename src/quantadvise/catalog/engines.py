@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..engines.versions import nearest_version, version_key
+from ..engines.versions import ReleaseChoice, choose_release, nearest_version, version_key
 from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
 
 if TYPE_CHECKING:
     from ..engines.data import EngineData
+    from ..engines.kv_checks import KvIssue
     from ..engines.library import FormatLibrary
 
 
@@ -26,18 +26,16 @@ _RELEASE = re.compile(r"(?P<name>.+?)-(?P<version>\d[\w.+]*)")
 
 
 @cache
-def _release_paths() -> dict[str, tuple[str, str, Path]]:
-    """Every data/engines/*.yaml by id (``vllm-0.33.0``): (name, version, path), from the file names
-    alone — a release file is parsed only when that release is asked for."""
-    folder = loader.data_dir() / "engines"
-    if not folder.is_dir():
-        raise DataError("data/engines is missing from the installation")
-    out: dict[str, tuple[str, str, Path]] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        m = _RELEASE.fullmatch(path.stem)
+def _release_paths() -> dict[str, tuple[str, str]]:
+    """Every release on file by id (``vllm-0.33.0``): (name, version), from the table names alone (the
+    files of data/engines/ in a checkout, the members of data/engines.zip in a wheel) — a release is parsed
+    only when it is asked for."""
+    out: dict[str, tuple[str, str]] = {}
+    for stem in loader.family("engines").stems():
+        m = _RELEASE.fullmatch(stem)
         if m is None:
-            raise DataError(f"data/engines/{path.name}: name it <engine>-<version>.yaml")
-        out[path.stem] = (m["name"], m["version"], path)
+            raise DataError(f"data/engines/{stem}.yaml: name it <engine>-<version>.yaml")
+        out[stem] = (m["name"], m["version"])
     return out
 
 
@@ -50,9 +48,8 @@ def _is_engine(name: str) -> bool:
 @cache
 def _release_doc(doc_id: str) -> dict[str, Any]:
     """One release file, parsed (not yet validated); its id must match its file name."""
-    _, _, path = _release_paths()[doc_id]
-    where = f"data/engines/{path.name}"
-    doc = loader.data_yaml(path, where)
+    where = f"data/engines/{doc_id}.yaml"
+    doc = loader.family_table("engines", doc_id)
     if not isinstance(doc, dict) or "id" not in doc:
         raise DataError(f"{where}: expected a mapping with an id")
     if doc["id"] != doc_id:
@@ -62,13 +59,13 @@ def _release_doc(doc_id: str) -> dict[str, Any]:
 
 def engine_names() -> list[str]:
     """Engines with at least one release on file (vllm, sglang)."""
-    return sorted({name for name, _, _ in _release_paths().values() if _is_engine(name)})
+    return sorted({name for name, _ in _release_paths().values() if _is_engine(name)})
 
 
 def engine_versions(engine: str) -> list[str]:
     """Releases on file for an engine, oldest first."""
     name = _engine_name(engine)
-    return sorted((v for n, v, _ in _release_paths().values() if n == name), key=version_key)
+    return sorted((v for n, v in _release_paths().values() if n == name), key=version_key)
 
 
 def _engine_name(engine: str) -> str:
@@ -83,25 +80,30 @@ def _engine_name(engine: str) -> str:
     return name
 
 
+def release(engine: str, version: str | None = None) -> ReleaseChoice:
+    """The release on file that ``engine`` ``version`` is judged as (``engines.versions.ReleaseChoice``): that
+    release; the newest for None / ``latest``; for one not on file (older, newer, a patch or post-release, an
+    image tag's, ``nightly``) the closest on file, with the one warning that names both (``.warning``)."""
+    from ..engines.flags import engine_label
+
+    name = _engine_name(engine)
+    return choose_release(engine_label(name), engine_versions(name), version)
+
+
 @cache
 def get_engine(engine: str, version: str | None = None) -> EngineData:
     """One engine release (an :class:`quantadvise.engines.EngineData`); the newest when ``version``
-    is None or 'latest'."""
+    is None or 'latest'; a release not on file is the closest on file (:func:`release`, whose ``warning``
+    the command shows)."""
     from ..engines.data import EngineData
 
+    choice = release(engine, version)
     name = _engine_name(engine)
-    versions = engine_versions(name)
-    if version is None or version.strip().lower() in ("", "latest"):
-        version = versions[-1]
-    version = version.strip().removeprefix("v")
-    if version not in versions:
-        raise UnknownNameError(f"{name} version", version, versions,
-                               hint=f"{name} releases on file: {', '.join(versions)} (add one: docs/data.md)")
-    raw = _release_doc(f"{name}-{version}")
+    raw = _release_doc(f"{name}-{choice.version}")
     try:
         return EngineData.model_validate(raw)
     except ValidationError as exc:
-        raise DataError(format_validation_error(exc, f"data/engines/{name}-{version}.yaml")) from None
+        raise DataError(format_validation_error(exc, f"data/engines/{name}-{choice.version}.yaml")) from None
 
 
 @cache
@@ -109,8 +111,8 @@ def format_library(library: str = "compressed-tensors", version: str | None = No
     """A checkpoint-format library release (:class:`quantadvise.engines.FormatLibrary`)."""
     from ..engines.library import FormatLibrary
 
-    libraries = sorted({n for n, _, _ in _release_paths().values() if not _is_engine(n)})
-    versions = sorted((v for n, v, _ in _release_paths().values() if n == library), key=version_key)
+    libraries = sorted({n for n, _ in _release_paths().values() if not _is_engine(n)})
+    versions = sorted((v for n, v in _release_paths().values() if n == library), key=version_key)
     if not versions:
         raise UnknownNameError("format library", library, libraries)
     if version is not None and version not in versions:
@@ -125,7 +127,7 @@ def format_library(library: str = "compressed-tensors", version: str | None = No
 def validate_engines() -> dict[str, int]:
     """Validate every engine and library file; returns rows per file."""
     counts = {}
-    for doc_id, (name, version, _) in _release_paths().items():
+    for doc_id, (name, version) in _release_paths().items():
         doc = _release_doc(doc_id)
         kind = "engine" if _is_engine(name) else "library"
         if doc.get("kind") != kind:
@@ -134,69 +136,141 @@ def validate_engines() -> dict[str, int]:
             counts[doc_id] = len(format_library(name, version).presets)
         else:
             counts[doc_id] = len(get_engine(name, version).methods)
+            kernel_table(name, version)
+            kernel_caveat(name, version)
     return counts
+
+
+@cache
+def _carried(engine: str, version: str) -> dict[str, Any] | None:
+    """data/kernels/carried/<engine>-<version>.yaml: the release whose kernel table stands in, and why that is a
+    stand-in (written by tools/carry_kernel_tables.py); None when the release has a table of its own."""
+    doc = loader.family_table("kernels", f"{engine}-{version}", "carried")
+    if doc is None:
+        return None
+    where = f"data/kernels/carried/{engine}-{version}.yaml"
+    if not isinstance(doc, dict) or not isinstance(doc.get("carried_from"), str) or not isinstance(doc.get("caveat"), str):
+        raise DataError(f"{where}: expected carried_from and caveat")
+    if (doc.get("engine"), doc.get("version")) != (engine, version):
+        raise DataError(f"{where}: engine {doc.get('engine')} {doc.get('version')} must match the file name")
+    return doc
 
 
 @cache
 def kernel_table(engine: str, version: str) -> Any:
     """Which GEMM kernel ``engine`` ``version`` runs per scheme (an ``engines.kernels.KernelTable``,
-    data/kernels/<engine>-<version>.yaml): the release's own file (every release in data/engines/ has one),
-    else the newest on file not newer than it (else the oldest), whose ``version`` says which release it
-    was read for (callers that must not use a stand-in compare it); None when the engine has none."""
+    data/kernels/<engine>-<version>.yaml): the release's own table; else the one its carried record names
+    (data/kernels/carried/, with a caveat: :func:`kernel_caveat`); else the newest on file not newer than it
+    (else the oldest). The table's ``version`` says which release it was read for (callers that must not use
+    a stand-in compare it); None when the engine has none."""
     from ..engines.kernels import KernelTable
 
-    files = {p.stem[len(engine) + 1:]: p for p in (loader.data_dir() / "kernels").glob(f"{engine}-*.yaml")}
+    fam = loader.family("kernels")
+    files = {stem[len(engine) + 1:]: stem for stem in fam.stems() if stem.startswith(f"{engine}-")}
     if not files:
         return None
-    path = files[nearest_version(files, version)]
+    if version in files:
+        stem = files[version]
+    else:
+        carried = _carried(engine, version)
+        stem = carried["carried_from"] if carried is not None and carried["carried_from"] in files.values() else \
+            files[nearest_version(files, version)]
+    where = f"data/kernels/{stem}.yaml"
     try:
-        return KernelTable.model_validate(loader.data_yaml(path, f"data/kernels/{path.name}"))
+        return KernelTable.model_validate(loader.family_table("kernels", stem))
     except (ValidationError, TypeError) as exc:
-        raise DataError(f"data/kernels/{path.name}: {exc}") from None
+        raise DataError(f"{where}: {exc}") from None
+
+
+def kernel_caveat(engine: str, version: str) -> str | None:
+    """Why ``engine`` ``version`` is priced with another release's kernel table (its carried record's caveat:
+    which cited selection files changed), None when the release has its own table."""
+    table = kernel_table(engine, version)
+    if table is None or table.version == version:
+        return None
+    carried = _carried(engine, version)
+    if carried is not None:
+        return str(carried["caveat"])
+    return (f"Kernel selection not read for {engine} {version}: priced with data/kernels/{engine}-{table.version}.yaml "
+            f"(no record says how its selection code differs)")
 
 
 @cache
 def flag_vocabulary(engine: str, version: str) -> Any:
     """Every option ``engine`` ``version``'s server parser accepts (an ``engines.vocabulary.FlagVocabulary``,
-    data/flags/<engine>-<version>.yaml), None when that exact release is not on file: a neighbouring
-    release's options would call a flag added since "unrecognized"."""
+    data/flags/<engine>-<version>.yaml, joined with its parser sidecar data/flags/parser/<engine>-<version>.yaml:
+    the dotted JSON shorthand, -O, --config, env vars), None when that exact release is not on file: a
+    neighbouring release's options would call a flag added since "unrecognized"."""
     from ..engines.vocabulary import FlagVocabulary
 
-    path = loader.data_dir() / "flags" / f"{engine}-{version}.yaml"
-    if not path.is_file():
+    stem = f"{engine}-{version}"
+    doc = loader.family_table("flags", stem)
+    if doc is None:
         return None
-    where = f"data/flags/{path.name}"
+    where = f"data/flags/{stem}.yaml"
+    side = loader.family_table("flags", stem, "parser")
     try:
-        vocab = FlagVocabulary.model_validate(loader.data_yaml(path, where))
+        vocab = FlagVocabulary.model_validate({**doc, "launcher": side} if side is not None else doc)
     except (ValidationError, TypeError) as exc:
-        raise DataError(f"{where}: {exc}") from None
+        raise DataError(f"{where}{' or data/flags/parser/' + stem + '.yaml' if side else ''}: {exc}") from None
     if (vocab.engine, vocab.version) != (engine, version):
         raise DataError(f"{where}: engine {vocab.engine} {vocab.version} must match the file name")
+    if vocab.launcher is not None and (vocab.launcher.engine, vocab.launcher.version) != (engine, version):
+        raise DataError(f"data/flags/parser/{stem}.yaml: engine {vocab.launcher.engine} {vocab.launcher.version} "
+                        "must match the file name")
     return vocab
 
 
 @cache
-
 def option_list(engine: str, version: str | None, exact: bool = False) -> Any:
     """The option list of ``engine`` ``version`` (None: the newest release on file, the one the gate
-    assumes); a release not on file is None when ``exact``, else the newest's. What the deployment-file
-    readers take as ``options`` (``artifacts.launch.OptionLists``)."""
+    assumes); a release not on file is None when ``exact``, else the closest release's on file (the one
+    the gate judges it as: :func:`release`). What the deployment-file readers take as ``options``
+    (``artifacts.launch.OptionLists``)."""
     from ..errors import QuantAdviseError
 
     try:
         vocab = flag_vocabulary(engine, version) if version else None
         if vocab is not None or (exact and version):
             return vocab
-        return flag_vocabulary(engine, engine_versions(engine)[-1])
-    except (QuantAdviseError, IndexError):
+        return flag_vocabulary(engine, release(engine, version).version)
+    except (QuantAdviseError, IndexError, ValueError):
         return None
 
+
 def engine_startup(engine: str, version: str) -> Any:
-    """The start-up memory facts (``gate.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
+    """The start-up memory facts (``engines.startup.StartupFacts``, data/engine_startup.yaml) of ``engine``
     ``version``, else of the closest older release on file (else the oldest)."""
-    from ..engines.startup import StartupTable, pick_release
+    from ..engines.startup import pick_release
+
+    return pick_release(_startup_table(), engine, version)
+
+
+@cache
+def _startup_table() -> Any:
+    """data/engine_startup.yaml, validated once per process (``recommend`` asks it once per engine)."""
+    from ..engines.startup import StartupTable
 
     try:
-        return pick_release(StartupTable.model_validate(loader.table("engine_startup.yaml")), engine, version)
+        return StartupTable.model_validate(loader.table("engine_startup.yaml"))
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, "data/engine_startup.yaml")) from None
+
+
+@cache
+def kv_issues() -> tuple[KvIssue, ...]:
+    """The known KV-cache issues of data/known_issues.yaml, validated."""
+    from ..engines.kv_checks import KvIssue
+
+    doc = loader.table("known_issues.yaml")
+    rows = doc.get("kv_issues") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise DataError("data/known_issues.yaml: expected a 'kv_issues' list")
+    out = []
+    for raw in rows:
+        try:
+            out.append(KvIssue.model_validate(raw))
+        except ValidationError as exc:
+            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+            raise DataError(format_validation_error(exc, f"data/known_issues.yaml issue '{rid}'")) from None
+    return tuple(out)

@@ -25,8 +25,9 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 @dataclass(frozen=True)
-class ModelSource:
-    """Where a model's config came from."""
+class FoundConfig:
+    """Where a model's config.json was found (the report's :class:`~quantadvise.model.arch.ModelSource`
+    is built from it): its id, how (bundled, local, cache, hub), the file, and the folder beside it."""
 
     id: str
     kind: str  # bundled | local | cache | hub
@@ -34,14 +35,6 @@ class ModelSource:
     published_params: int | None = None
     params_source: str | None = None
     directory: str | None = None  # folder holding config.json (for sidecar files), when there is one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "location": self.location,
-            "published_params": self.published_params,
-        }
 
 
 def parse_json_text(text: str, where: str) -> Any:
@@ -101,7 +94,7 @@ def _looks_like_path(name: str) -> bool:
     )
 
 
-def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, dict[str, Any]]:
+def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[FoundConfig, dict[str, Any]]:
     """Find a model's config.json and return (source, config dict)."""
     if not name or not name.strip():
         raise ConfigError("model name is empty", hint="pass a Hub id such as meta-llama/Llama-3.1-8B or a path")
@@ -114,7 +107,7 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
     if row is not None:
         cfg = catalog.bundled_config(row)
         return (
-            ModelSource(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source),
+            FoundConfig(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source),
             cfg,
         )
     path = _path(name)
@@ -126,7 +119,7 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
         if not cfg_path.is_file():
             raise ConfigError(f"{path} has no config.json", hint="pass a model folder or its config.json")
         cfg = read_json_file(cfg_path)
-        return ModelSource(str(path), "local", str(cfg_path), directory=str(cfg_path.parent)), cfg
+        return FoundConfig(str(path), "local", str(cfg_path), directory=str(cfg_path.parent)), cfg
     if _looks_like_path(name):
         raise ConfigError(f"no such file or folder: {name}", hint="pass a config.json path or a Hub model id")
     if not _REPO_ID.match(name):
@@ -138,15 +131,15 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[ModelSource, di
         )
     cached = _from_cache(name)
     if cached is not None:
-        return ModelSource(name, "cache", str(cached), directory=str(cached.parent)), read_json_file(cached)
+        return FoundConfig(name, "cache", str(cached), directory=str(cached.parent)), read_json_file(cached)
     if not allow_hub:
         raise SourceUnavailableError(f"model '{name}' is not bundled and not in the local Hugging Face cache"
                                      + _near_bundled(name), hint="`quantadvise list models` lists the bundled ones")
     downloaded = _from_hub(name)
-    return ModelSource(name, "hub", str(downloaded), directory=str(downloaded.parent)), read_json_file(downloaded)
+    return FoundConfig(name, "hub", str(downloaded), directory=str(downloaded.parent)), read_json_file(downloaded)
 
 
-def read_sidecar(source: ModelSource, filename: str) -> dict[str, Any] | None:
+def read_sidecar(source: FoundConfig, filename: str) -> dict[str, Any] | None:
     """A second JSON file beside config.json (e.g. hf_quant_config.json), when one is reachable
     locally (never downloaded)."""
     if source.directory is None:

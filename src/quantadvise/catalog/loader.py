@@ -1,7 +1,7 @@
 """Finding and reading the shipped tables: ``data_dir`` (the package's ``data/`` in a wheel, the
 repository's in a checkout), a table parsed once per process (its compiled JSON form when it matches
-the YAML, else the YAML with the safe loader), user YAML files, and the row and name index every
-table section uses."""
+the YAML, else the YAML with the safe loader), a release family (:class:`Family`: a folder of YAML in a
+checkout, one zip in a wheel), user YAML files, and the row and name index every table section uses."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from ..errors import DataError, UnknownNameError, norm_name
 
 def data_dir() -> Path:
     """``quantadvise/data`` inside an installed wheel, else the repository's ``data/``."""
+    return _data_dir()
+
+
+@cache
+def _data_dir() -> Path:  # found once per process: a command reads a dozen tables
     here = Path(__file__).resolve().parent.parent
     packaged = here / "data"
     if packaged.is_dir():
@@ -68,6 +73,72 @@ def data_yaml(path: Path, where: str) -> Any:
     except UnicodeDecodeError:
         raise DataError(f"{where} is not UTF-8 text") from None
     return yaml_load(text, where)
+
+
+class Family:
+    """A release family, ``data/<name>/`` (engines, flags, kernels; see ``tables.BUNDLES``): the folder of YAML
+    tables in a checkout, else its bundle ``data/<name>.zip`` in a wheel. Listing reads names only; a table is
+    parsed (or its member inflated) only when asked for, once per process (:func:`family_table`)."""
+
+    def __init__(self, name: str) -> None:
+        import zipfile
+
+        from .tables import BUNDLE_SUFFIX
+
+        root = data_dir()
+        self.name = name
+        self.folder = root / name
+        self._zip: zipfile.ZipFile | None = None
+        self._members: set[str] = set()
+        if self.folder.is_dir():
+            return
+        bundle = root / (name + BUNDLE_SUFFIX)
+        try:
+            self._zip = zipfile.ZipFile(bundle)
+        except (OSError, zipfile.BadZipFile):
+            raise DataError(f"data/{name} is missing from the installation (reinstall the package)") from None
+        self._members = set(self._zip.namelist())
+
+    def where(self, stem: str, sub: str = "") -> str:
+        return f"data/{self.name}/{sub + '/' if sub else ''}{stem}.yaml"
+
+    def stems(self, sub: str = "") -> list[str]:
+        """The table names (file stems: ``vllm-0.21.0``) directly in ``sub`` ('' or a subfolder), sorted."""
+        if self._zip is None:
+            folder = self.folder / sub if sub else self.folder
+            return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+        prefix = f"{sub}/" if sub else ""
+        return sorted(m[len(prefix):-5] for m in self._members
+                      if m.startswith(prefix) and m.endswith(".json") and "/" not in m[len(prefix):])
+
+    def read(self, stem: str, sub: str = "") -> Any:
+        """One table's document; None when the family has no such table."""
+        from .tables import member_name, read_member
+
+        rel = f"{sub}/{stem}.yaml" if sub else f"{stem}.yaml"
+        if self._zip is None:
+            path = self.folder / rel
+            return data_yaml(path, self.where(stem, sub)) if path.is_file() else None
+        member = member_name(rel)
+        if member not in self._members:
+            return None
+        ok, doc = read_member(self._zip.read(member))
+        if not ok:
+            raise DataError(f"{self.where(stem, sub)}: its compiled form in data/{self.name}.zip is corrupt "
+                            "(reinstall the package)")
+        return doc
+
+
+@cache
+def family(name: str) -> Family:
+    """The release family ``data/<name>`` (opened once per process)."""
+    return Family(name)
+
+
+@cache
+def family_table(name: str, stem: str, sub: str = "") -> Any:
+    """One table of a release family, parsed once per process (None when it is not on file)."""
+    return family(name).read(stem, sub)
 
 
 @cache

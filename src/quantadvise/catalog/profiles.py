@@ -28,6 +28,30 @@ def default_perf_profile() -> PerfProfile:
         raise DataError(str(exc)) from None
 
 
+def deployment_doc(path: Path | str) -> dict[str, Any] | None:
+    """The parsed document of a user profile file when it is a deployment profile (``kind: deployment``,
+    written by ``calibrate --from-bench``), else None (an efficiency profile, a shipped name, no file)."""
+    p = Path(path)
+    if not p.is_file() or p.suffix.lower() not in (".yaml", ".yml"):
+        return None
+    doc = loader.load_yaml_file(p)
+    return doc if isinstance(doc, dict) and doc.get("kind") == "deployment" else None
+
+
+def load_site_profile(path: Path | str) -> Any:
+    """A deployment profile file (``perf.loop.SiteProfile``); a ConfigError names the bad key."""
+    from ..perf.loop import SiteProfile
+
+    doc = deployment_doc(path)
+    if doc is None:
+        raise ConfigError(f"{path}: not a deployment profile (kind: deployment); `quantadvise calibrate --from-bench` "
+                          "writes one", field="profile")
+    try:
+        return SiteProfile.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(path)), field="profile") from None
+
+
 def load_perf_profile(path: Path) -> PerfProfile:
     """A user ``--profile FILE`` (same format as data/perf_profile.yaml), or the name of a profile
     measured on a real GPU and shipped under data/profiles/ (``h200-2026-11-29``) when no such

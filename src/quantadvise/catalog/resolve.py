@@ -102,12 +102,23 @@ def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> Eng
     return catalog.get_engine(name, version or ver)
 
 
+def release_warning(engine: str = defaults.ENGINE, version: str | None = None) -> str | None:
+    """The one warning a command shows when the release it names (``engine`` may carry it: ``vllm==0.21.1``) is
+    not on file and the closest one on file stands in (None: on file, or none named)."""
+    from ..inputs import split_engine
+
+    name, carried = split_engine(engine)
+    ver = version or carried
+    return catalog.release(name, ver).warning if ver and ver.strip().lower() != "latest" else None
+
+
 def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, gpu: Any | None = None) -> list[Any]:
     """The efficiency profiles a prediction uses: the spec sheet (``ideal``), or the shipped
     default, then the measured kernel profile shipped for ``gpu`` (data/profiles/<gpu>.yaml), then a
     user profile (file or PerfProfile), each layered over the one before."""
     from ..errors import UnknownNameError
     from ..perf.profiles import IDEAL, PerfProfile
+    from .profiles import deployment_doc
 
     if ideal and profile is not None:
         raise InputError("give --ideal (the spec sheet) or --profile FILE, not both", field="profile")
@@ -117,6 +128,8 @@ def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, 
     measured = catalog.measured_profile(gpu.id) if gpu is not None else None
     if measured is not None:
         profiles.append(measured)
+    if profile is not None and not isinstance(profile, PerfProfile) and deployment_doc(profile) is not None:
+        profile = None  # a deployment profile holds serving terms, not efficiencies (load_site_terms)
     if profile is not None:
         user = profile if isinstance(profile, PerfProfile) else catalog.load_perf_profile(Path(profile))
         known = {norm_name(n) for n in catalog.gpu_names()}
@@ -125,6 +138,19 @@ def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, 
                 raise UnknownNameError("GPU", entry.gpu, catalog.gpu_names(), hint=f"in profile {user.id}")
         profiles.append(user)
     return profiles
+
+
+def load_site_terms(profile: Any) -> tuple[Any, ...]:
+    """The serving terms (``perf.loop.LoopTerms``) of a deployment profile given as ``--profile``: a file
+    written by ``calibrate --from-bench``, or a ``SiteProfile``; none for anything else."""
+    from ..perf.loop import SiteProfile
+    from .profiles import deployment_doc, load_site_profile
+
+    if isinstance(profile, SiteProfile):
+        return profile.serving
+    if profile is None or not isinstance(profile, (str, Path)) or deployment_doc(profile) is None:
+        return ()
+    return load_site_profile(profile).serving
 
 
 def load_workload(path: str | Path) -> dict[str, Any]:

@@ -7,6 +7,13 @@ documents about 2 ms. The wheel build (``hatch_build.py``) writes ``<table>.yaml
 table is never shadowed by a stale compiled copy; a missing or mismatched one falls back to YAML.
 Nothing here evaluates anything: JSON and YAML's safe loader build only plain data (str, number, list, dict, date).
 
+The release families (``data/engines/``, ``data/flags/`` with ``parser/``, ``data/kernels/`` with
+``carried/``: about 190 files, 7 MB of YAML and as much again compiled) are shipped as one zip per family
+(:data:`BUNDLES`, ``data/<family>.zip``): one deflated member per table, its compiled JSON, named by its path
+inside the family (``vllm-0.21.0.json``, ``parser/vllm-0.21.0.json``). A lookup opens the zip's directory and
+inflates only the member asked for, so a command still reads only the release it judges. The wheel carries no
+YAML of a bundled family (nothing to shadow); a checkout reads the YAML folders and has no bundle.
+
 Standalone on purpose (stdlib and PyYAML only): the build hook imports it before the package's
 dependencies exist.
 """
@@ -16,10 +23,15 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import zipfile
+from pathlib import Path
 from typing import Any
 
 SUFFIX = ".json"  # data/hardware.yaml -> data/hardware.yaml.json
 FORMAT = "quantadvise-table/1"
+BUNDLES = ("engines", "flags", "kernels")  # data/<family>/**/*.yaml -> data/<family>.zip in a wheel
+BUNDLE_SUFFIX = ".zip"
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's timestamp: the same data builds the same bytes
 
 
 def _default(value: Any) -> Any:
@@ -53,5 +65,34 @@ def load_compiled(yaml_bytes: bytes, compiled: bytes) -> tuple[bool, Any]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         return False, None
     if doc.get("sha256") != hashlib.sha256(yaml_bytes).hexdigest():
+        return False, None
+    return True, doc.get("data")
+
+
+def member_name(rel_yaml: str) -> str:
+    """A table's member in its family's bundle: ``parser/vllm-0.21.0.yaml`` -> ``parser/vllm-0.21.0.json``."""
+    return rel_yaml.removesuffix(".yaml") + ".json"
+
+
+def write_bundle(folder: Path, out: Path) -> int:
+    """Compile every YAML table under ``folder`` into the zip ``out`` (sorted, deflated, fixed timestamps);
+    returns the number of members."""
+    tables = sorted(folder.rglob("*.yaml"))
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for src in tables:
+            info = zipfile.ZipInfo(member_name(src.relative_to(folder).as_posix()), date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, compile_yaml(src.read_bytes()), compresslevel=9)
+    return len(tables)
+
+
+def read_member(raw: bytes) -> tuple[bool, Any]:
+    """(True, document) for a bundle member in the compiled form; (False, None) for anything else."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return False, None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         return False, None
     return True, doc.get("data")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, DataError
 from . import loader, profiles
+from .comm import comm_ids, comm_system, layout_measurements
 from .engines import engine_names, engine_versions, flag_vocabulary, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
@@ -11,6 +12,26 @@ from .profiles import accuracy_rules, default_perf_profile
 from .schemes import kv_ids, kv_preset, layouts, scheme_from_preset, scheme_ids, scheme_preset
 
 __all__ = ["validate_all", "validate_engines"]
+
+
+def validate_serving() -> dict[str, int]:
+    """The serving loop's tables: a loop row for every engine release on file, the fitted terms, the
+    published end-to-end points, the benchmark clients' option lists."""
+    from ..calibration.e2e import E2ETable
+    from .serving import _loop_table, bench_options, e2e_points, loop_release, shipped_terms
+
+    for engine in engine_names():
+        newest = engine_versions(engine)[-1]
+        if loop_release(engine, newest).version != newest:
+            raise DataError(f"data/serving.yaml: no row for {engine} {newest}, the newest release in data/engines")
+        for version in engine_versions(engine):
+            loop_release(engine, version)
+            opts = bench_options(engine, version)
+            if opts is None or opts.version != version:
+                raise DataError(f"data/flags/bench: no option list for {engine} {version}")
+    table = E2ETable.model_validate(e2e_points())
+    return {"serving_loops": len(_loop_table().releases), "serving_terms": len(shipped_terms()),
+            "e2e_points": len(table.points)}
 
 
 def validate_all() -> dict[str, int]:
@@ -52,13 +73,51 @@ def validate_all() -> dict[str, int]:
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
         gpu_price(gid)
     counts["prices"] = len(price_ids())
+    for gid in comm_ids():
+        get_gpu(gid)  # every communication row is a bundled GPU
+        comm_system(gid)
+    counts["comm_systems"] = len(comm_ids())
+    for m in layout_measurements():
+        get_gpu(m.gpu)
+    counts["layout_measurements"] = len(layout_measurements())
+    from .checkpoints import published_rows
+
+    for pub in published_rows():  # every published checkpoint maps to a bundled model and known presets
+        if find_bundled_model(pub.model) is None:
+            raise DataError(f"data/checkpoints.yaml: checkpoint '{pub.id}' names model '{pub.model}', which is not "
+                            "bundled")
+        if pub.scheme is not None:
+            scheme_preset(pub.scheme)
+        if pub.kv is not None:
+            kv_preset(pub.kv)
+    counts["checkpoints"] = len(published_rows())
+    from .checkpoints import speculators
+    from .engines import kv_issues
+
+    for sp in speculators():
+        if find_bundled_model(sp.model) is None:
+            raise DataError(f"data/speculators.yaml: '{sp.id}' names model '{sp.model}', which is not bundled")
+    counts["speculators"] = len(speculators())
+    for issue in kv_issues():
+        if issue.engine not in engine_names():
+            raise DataError(f"data/known_issues.yaml: '{issue.id}' names engine '{issue.engine}', which is not on file")
+        for kid in issue.kv:
+            kv_preset(kid)
+    counts["kv_issues"] = len(kv_issues())
+    counts.update(validate_serving())
     counts["flag_vocabularies"] = 0
-    for path in sorted((loader.data_dir() / "flags").glob("*.yaml")):
-        engine, _, version = path.stem.partition("-")
+    flags = loader.family("flags")
+    for stem in flags.stems():
+        engine, _, version = stem.partition("-")
         if engine not in engine_names() or version not in engine_versions(engine):
-            raise DataError(f"data/flags/{path.name}: no data/engines/{path.stem}.yaml for this release")
+            raise DataError(f"data/flags/{stem}.yaml: no data/engines/{stem}.yaml for this release")
         flag_vocabulary(engine, version)
         counts["flag_vocabularies"] += 1
+    for sub, family in (("parser", flags), ("carried", loader.family("kernels"))):
+        for stem in family.stems(sub):
+            if stem.partition("-")[0] not in engine_names() or stem.partition("-")[2] not in engine_versions(
+                    stem.partition("-")[0]):
+                raise DataError(f"{family.where(stem, sub)}: no data/engines/{stem}.yaml for this release")
     return counts
 
 

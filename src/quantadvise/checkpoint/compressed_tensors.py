@@ -133,7 +133,10 @@ def parse_compressed_tensors(qc: dict[str, Any], _hf: Any, where: str, dtype: st
             raise field_error(f"{gw}.weights", "must be an object of quantization arguments (num_bits, type, strategy "
                               "...), got " + ("null" if "weights" in g else "none: the field is missing"),
                               hint="vLLM and SGLang validate every config group's weights and refuse the config")
-        targets = get_str_list(g, "targets", gw, default=REQUIRED)
+        # ModelOpt's config_groups may name no targets (Qwen/Qwen3-32B-FP8-Static-PerTensor): neither engine
+        # reads them there (vLLM modelopt.py:343-357 and SGLang modelopt_quant.py:466-515 read quant_algo), so
+        # the group takes the Linear layers
+        targets = get_str_list(g, "targets", gw, default=REQUIRED if engine_groups else ("Linear",))
         if not targets:
             raise field_error(f"{gw}.targets", "must list at least one target (a layer name, re:regex or class name)")
         gfmt = get_field(g, "format", gw, str, default=None) or fmt

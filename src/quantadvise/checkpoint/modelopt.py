@@ -74,11 +74,48 @@ def _hf_module_name(name: str) -> str:
     return name
 
 
+def _flat_config_groups(body: dict[str, Any], found: str, dtype: str, key: str, producer: str | None,
+                        legacy: bool) -> CheckpointQuant:
+    """ModelOpt's newer flat export: compressed-tensors style ``config_groups`` beside ``quant_algo``. Both
+    engines read the algorithm and the KV cache from the top level, never the groups: vLLM's flat branch
+    (modelopt.py:343-357: ``quant_algo``; a ``kv_cache_scheme`` object of float 8-bit means FP8, a string
+    means none) and SGLang's (modelopt_quant.py:1616 ``quant_algo``; ModelOptFp8Config reads only an object
+    ``kv_cache_scheme``, else ``kv_cache_quant_algo``, :481-490). So ``quant_algo`` is what the engines'
+    algorithm checks test, in this layout as in the legacy one."""
+    kv_raw = body.get("kv_cache_scheme")
+    notes: list[str] = []
+    if kv_raw is not None and not isinstance(kv_raw, dict):
+        notes.append(f"{found}.kv_cache_scheme is the string {short(kv_raw)}: vLLM reads only an object there "
+                     "(modelopt.py:343-357) and SGLang's ModelOpt FP8 config ignores it (modelopt_quant.py:481-490), "
+                     "so the KV cache is not quantized from the checkpoint; pass --kv-cache-dtype to quantize it")
+        body = {k: v for k, v in body.items() if k != "kv_cache_scheme"}
+    ct = parse_compressed_tensors({**body, "quant_method": "compressed-tensors"}, None, found, dtype,
+                                  "compressed-tensors", engine_groups=False)
+    algo = body.get("quant_algo") if isinstance(body.get("quant_algo"), str) else None
+    kv_algo = body.get("kv_cache_quant_algo") if isinstance(body.get("kv_cache_quant_algo"), str) else None
+    if kv_algo is None and isinstance(kv_raw, dict) and kv_raw.get("type") == "float" and kv_raw.get("num_bits") == 8:
+        kv_algo = "FP8"  # vLLM modelopt.py:343-357, SGLang modelopt_quant.py:481-490 / 1617-1638
+    ignore = ct.ignore + get_str_list(body, "exclude_modules", found, default=())
+    details = {**ct.details, "quant_algo": algo, "kv_cache_quant_algo": kv_algo,
+               **({"legacy_layout": True} if legacy else {}),
+               **({"kv_cache_scheme": kv_raw} if isinstance(kv_raw, str) else {})}
+    return ct.model_copy(update={"quant_method": key, "family": "modelopt", "quant_algo": algo,
+                                 "kv_cache_algo": kv_algo, "producer": producer or ct.producer,
+                                 "ignore": ignore, "ignore_style": "glob", "details": details,
+                                 "has_nvfp4_layers": "FP4" in algo.upper() if algo else None,
+                                 "warnings": ct.warnings + tuple(notes)})
+
+
 def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str = "modelopt") -> CheckpointQuant:
     body = dict(qc)
     found = where
     producer = None
     legacy = False
+    if isinstance(hf, dict) and qc.get("quant_algo") is not None and isinstance(qc.get("config_groups"), dict):
+        # a flat export in config.json is what both engines read; hf_quant_config.json beside it is read only
+        # when config.json has no quantization_config (vLLM transformers_utils/config.py:951-965, SGLang
+        # configs/model_config.py:1746-1750)
+        hf = None
     if isinstance(hf, dict):
         # ``hf``: ModelOpt's {producer, quantization} layout, from hf_quant_config.json or (``qc`` empty)
         # as config.json's quantization_config itself; both engines read either the same way
@@ -97,21 +134,16 @@ def parse_modelopt(qc: dict[str, Any], hf: Any, where: str, dtype: str, key: str
                                  or "modelopt_quant_config" in q)
         if isinstance(prod, dict):
             producer = f"{prod.get('name', 'modelopt')} {prod.get('version', '')}".strip()
+    if producer is None and isinstance(body.get("producer"), dict):  # a flat export names its producer too
+        prod = body["producer"]
+        producer = f"{prod.get('name', 'modelopt')} {prod.get('version', '')}".strip()
     mixed = str(body.get("quant_algo") or "").upper() == "MIXED_PRECISION" and bool(body.get("quantized_layers"))
     # A flat MIXED_PRECISION export may carry config_groups too (nvidia/Qwen3.6-35B-A3B-NVFP4): both
     # engines read its per-layer quantized_layers map, never the config_groups (vLLM modelopt.py
     # ModelOptMixedPrecisionConfig._from_config; SGLang configs/model_config.py
     # _parse_modelopt_quant_config), so the map wins here too.
     if not mixed and "config_groups" in body and isinstance(body.get("config_groups"), dict) and body["config_groups"]:
-        ct = parse_compressed_tensors({**body, "quant_method": "compressed-tensors"}, None, found, dtype,
-                                      "compressed-tensors", engine_groups=False)
-        algo = body.get("quant_algo") if isinstance(body.get("quant_algo"), str) else None
-        kv_algo = body.get("kv_cache_quant_algo") if isinstance(body.get("kv_cache_quant_algo"), str) else None
-        ignore = ct.ignore + get_str_list(body, "exclude_modules", found, default=())
-        details = {**ct.details, "quant_algo": algo, "legacy_layout": True} if legacy else ct.details
-        return ct.model_copy(update={"quant_method": key, "family": "modelopt", "quant_algo": algo,
-                                     "kv_cache_algo": kv_algo, "producer": producer or ct.producer,
-                                     "ignore": ignore, "ignore_style": "glob", "details": details})
+        return _flat_config_groups(body, found, dtype, key, producer, legacy)
     algo = get_field(body, "quant_algo", found, str, default=REQUIRED)
     group = get_group_size(body, "group_size", found, default=None)
     kv_algo = get_field(body, "kv_cache_quant_algo", found, str, default=None)

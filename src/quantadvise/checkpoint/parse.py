@@ -146,9 +146,15 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
         # config.quantization_config; model_arch_config_convertor.py:247-270 normalizes it), SGLang
         # unwraps it (configs/model_config.py:1850 unwrap_modelopt_quantization_config)
         return parser("modelopt")({}, qc, where, model_dtype, "modelopt")
+    declared = method is not None
     if method is None:
         if qc.get("load_in_4bit") or qc.get("load_in_8bit") or qc.get("_load_in_4bit") or qc.get("_load_in_8bit"):
             method = "bitsandbytes"
+        elif isinstance(qc.get("quant_algo"), str) and (_producer(qc) == "modelopt" or "config_groups" in qc):
+            # a flat ModelOpt export that names no quant_method (Qwen/Qwen3-32B-FP8-Static-PerTensor): SGLang
+            # parses it as ModelOpt (configs/model_config.py:1733-1738); vLLM reads quant_method "" (the
+            # engine's no-quant-method reading decides what each engine does with it)
+            method = "modelopt"
         elif "config_groups" in qc:
             method = "compressed-tensors"
         elif "global_quant_config" in qc:
@@ -174,7 +180,13 @@ def parse_quantization_config(qc: Any, *, hf_quant_config: Any = None, found_in:
             warnings=(f"quant_method '{method}' is not a format quantadvise reads (it reads "
                       + ", ".join(sorted(set(_FAMILIES.values()))) + "); its layers are not sized",),
         )
-    return parser(family)(qc, hf_quant_config, where, model_dtype, key)
+    ck = parser(family)(qc, hf_quant_config, where, model_dtype, key)
+    return ck if declared else ck.model_copy(update={"method_declared": False})
+
+
+def _producer(qc: dict[str, Any]) -> str | None:
+    prod = qc.get("producer")
+    return prod.get("name") if isinstance(prod, dict) and isinstance(prod.get("name"), str) else None
 
 
 def _modelopt_block(qc: dict[str, Any]) -> bool:

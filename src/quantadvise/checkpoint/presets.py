@@ -49,7 +49,9 @@ class CtLibraryLike(Protocol):
     def presets(self) -> Sequence[CtPresetLike]: ...
 
 
-def _axes_key(w: TensorQuant | None, a: TensorQuant | None) -> tuple[Any, ...]:
+def axes_key(w: TensorQuant | None, a: TensorQuant | None) -> tuple[Any, ...]:
+    """The six axes of weights and activations that make two schemes the same quantization (format,
+    scale granularity, static/dynamic, symmetry, second-level scale, MX scales), the layout left out."""
     def one(t: TensorQuant | None) -> tuple[Any, ...] | None:
         if t is None or not t.is_quantized:
             return None
@@ -65,8 +67,8 @@ def match_preset(group: QuantGroup, presets: list[Scheme]) -> str | None:
     scale per role) equal this group's; the layout breaks ties (AWQ vs W4A16_ASYM)."""
     if group.weight is None:
         return None
-    key = _axes_key(group.weight, group.activation)
-    hits = [p for p in presets if _axes_key(p.weight, p.activation) == key]
+    key = axes_key(group.weight, group.activation)
+    hits = [p for p in presets if axes_key(p.weight, p.activation) == key]
     if not hits:
         return None
     for p in hits:

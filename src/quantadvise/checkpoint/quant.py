@@ -148,6 +148,10 @@ class CheckpointQuant(Result):
 
     quant_method: str  # what the engines read (lowercase, as written)
     family: str
+    # False: the config names no quant_method and the family was inferred from its keys (an MLX
+    # {group_size, bits}, a ModelOpt export with quant_algo but no quant_method ...): each engine reads
+    # such a config its own way (engines/data ConfigReading ``no-quant-method``)
+    method_declared: bool = True
     found_in: str  # quantization_config | compression_config | text_config.quantization_config | hf_quant_config.json
     format: str | None = None
     producer: str | None = None

@@ -35,11 +35,13 @@ def say_error(line: str) -> None:
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "recommend": ("recommend", "recommend_cmd", "Walk the decision tree from a workload to a scheme, with the numbers behind every branch."),
+    "deploy": ("deploy", "deploy_cmd", "The recommended layout as manifests for vLLM's Helm chart, llm-d, KServe or Dynamo, with its quantadvise.yaml."),
     "size": ("size", "size_cmd", "Whole-model memory for a scheme, per component, with KV cache and GPU fit."),
     "roofline": ("roofline", "roofline_cmd", "Decode step time, tokens/s and bound per scheme as batch and context grow (a model)."),
     "accuracy": ("accuracy", "accuracy_cmd", "Accuracy evidence: delta with a CI, flips and KL between a baseline and a quantized run."),
     "engines": ("engines", "engines_cmd", "What vLLM / SGLang accept, version by version: methods, KV dtypes, diff."),
     "inspect": ("inspect", "inspect_cmd", "A checkpoint's quantization_config as six axes, its size on disk, each engine's verdict."),
+    "checkpoints": ("checkpoints", "checkpoints_cmd", "Published quantized checkpoints of a model: scheme, size, each engine's verdict, accuracy."),
     "check": ("check", "check_cmd", "CI gate: engine commands + quantadvise.yaml against rules QA1xx-QA5xx; exit 1 on findings."),
     "calibrate": ("calibrate", "calibrate_cmd", "Measure this GPU (bandwidth, GEMMs, decode linears per scheme) into a --profile."),
     "validate": ("validate", "validate_cmd", "Predicted vs measured per scheme and batch for a calibrated profile, with each model's error."),
@@ -48,8 +50,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 # how bare `quantadvise` and `--help` group the commands
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Plan", ("recommend", "size", "roofline")),
-    ("Check", ("inspect", "engines", "check", "accuracy")),
+    ("Plan", ("recommend", "size", "roofline", "deploy")),
+    ("Check", ("inspect", "checkpoints", "engines", "check", "accuracy")),
     ("Measure", ("calibrate", "validate")),
     ("List", ("list",)),
 )

@@ -16,6 +16,20 @@ from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emi
 
 
 def calibrate_cmd(
+    click_ctx: typer.Context,
+    files: Annotated[
+        list[Path] | None, typer.Argument(metavar="FILE", help="With --from-bench: the benchmark result files to "
+                                          "fit (vllm bench serve / latency / throughput JSON, SGLang bench_serving "
+                                          "JSONL, genai-perf, GuideLLM).", dir_okay=False)
+    ] = None,
+    from_bench: Annotated[
+        bool, typer.Option("--from-bench", help="Fit a deployment profile (the serving loop's terms per GPU and "
+                           "engine release) to FILE...; recommend, roofline, size and check take it with --profile.")
+    ] = False,
+    holdout: Annotated[
+        list[Path] | None, typer.Option("--holdout", help="With --from-bench: a benchmark file priced by the fitted "
+                                        "profile but not fitted (repeat for several).", dir_okay=False)
+    ] = None,
     model: ModelOpt = defaults.MODEL,
     schemes: Annotated[
         str | None,
@@ -63,12 +77,30 @@ def calibrate_cmd(
     tables of the aiconfigurator-core package (docs/calibration.md), the way the shipped
     data/profiles/ were made.
 
+    With --from-bench FILE... it times nothing either: it fits the serving loop's end-to-end terms to
+    your own benchmark results (vllm bench serve ... --save-result, SGLang bench_serving), per GPU and
+    engine release, each file left out in turn (and --holdout files priced, not fitted), and writes a
+    deployment profile (--out, default site.yaml).
+
     Example: quantadvise calibrate --model meta-llama/Llama-3.1-8B --out h100.yaml
+
+    Example: quantadvise calibrate --from-bench run-c8.json run-c64.json --holdout run-c32.json --out site.yaml
     """
     from ..api.calibrate import calibrate, import_tables
 
     if out is not None:  # an unwritable --out is one error line before any timing or fitting
         check_output_path(out, "--out")
+    if from_bench:
+        from ..api.bench import calibrate_from_bench
+
+        typed = getattr(click_ctx.get_parameter_source("model"), "name", None) in ("COMMANDLINE", "ENVIRONMENT")
+        given = {"model": model if typed else None, "gpu": gpu}
+        site = calibrate_from_bench(list(files or []), out=out, holdout=list(holdout or []), **given)
+        emit_report("calibrate_bench", fmt, site, wide=wide)
+        sys.stderr.write(f"wrote {site.profile_path}\n")
+        return
+    if files:
+        raise typer.BadParameter("files are read with --from-bench", param_hint="FILE")
     if from_tables is not None:
         kind, _, where = from_tables.partition(":")
         if kind.strip().lower() != "aiconfigurator":

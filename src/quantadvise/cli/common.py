@@ -75,6 +75,12 @@ BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequenc
 UsdPerGpuHourOpt = Annotated[
     float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list price "
                                "in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")]
+MaxGpusOpt = Annotated[int | None, typer.Option("--max-gpus", help="A pool: the GPUs a layout may use; weighs every "
+                                                "layout (TP / PP / EP / replicas / P/D) and shows the table.")]
+NodeOpt = Annotated[str | None, typer.Option("--node", help="Node shapes of the pool, GPUs x type (8xh100, or "
+                                             "8xh100,8xb200).")]
+LayoutsOpt = Annotated[bool, typer.Option("--layouts", help="Weigh every layout of --gpu (comma-separated types) and "
+                                          "show the layout table.")]
 SpecTokensOpt = Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
                                                    "step (EAGLE / MTP head); needs --acceptance.")]
 AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens accepted, "

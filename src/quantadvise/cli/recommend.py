@@ -12,6 +12,9 @@ from ..files import writing
 from . import completion
 from .common import (
     AcceptanceOpt,
+    LayoutsOpt,
+    MaxGpusOpt,
+    NodeOpt,
     SpecTokensOpt,
     UsdPerGpuHourOpt,
     WideOpt,
@@ -26,6 +29,13 @@ from .common import (
 class RecFormat(str, Enum):
     table = "table"
     json = "json"
+
+
+BenchPlanOpt = Annotated[
+    bool, typer.Option("--bench-plan", help="Print the server and benchmark commands (vllm bench serve / SGLang "
+                       "bench_serving) that measure the winner and its closest rival at this workload; "
+                       "`validate --bench` reads their results.")
+]
 
 
 def recommend_cmd(
@@ -54,7 +64,8 @@ def recommend_cmd(
                      "[default: meta-llama/Meta-Llama-3-8B].", envvar="QUANTADVISE_MODEL",
                      autocompletion=completion.models),
     ] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias [default: h100-sxm].",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id or alias; several, comma-separated: a pool "
+                                            "[default: h100-sxm].",
                                             envvar="QUANTADVISE_GPU", autocompletion=completion.gpus)] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs, tensor parallel [default: 1].",
                                              envvar="QUANTADVISE_GPUS")] = None,
@@ -93,6 +104,7 @@ def recommend_cmd(
                                                "(replicas x tensor parallel).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Load in concurrent users (sequences in flight), "
                                               "instead of --rate.")] = None,
+    max_gpus: MaxGpusOpt = None, node: NodeOpt = None, layouts: LayoutsOpt = False,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     spec_tokens: SpecTokensOpt = None,
     acceptance: AcceptanceOpt = None,
@@ -104,6 +116,7 @@ def recommend_cmd(
         str | None, typer.Option("--workload", "-w", help="Workload YAML file (same keys as these flags); flags win.")
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the decision tree with the chosen path.")] = False,
+    bench_plan: BenchPlanOpt = False,
     wide: WideOpt = False,
     fmt: Annotated[RecFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
                                            case_sensitive=False)] = RecFormat.table,
@@ -112,9 +125,8 @@ def recommend_cmd(
     filters, KV cache, speed at the sequences each candidate holds — every branch with its
     numbers — and how to deploy it on vLLM and SGLang.
 
-    Example: quantadvise recommend --batch 64 --ctx 2048
+    Example: quantadvise recommend --batch 64 --ctx 2048 --bench-plan
     """
-
     from ..api.recommend import recommend
     from ..catalog.resolve import load_workload
     from ..inputs import engine_spec, names
@@ -129,20 +141,20 @@ def recommend_cmd(
         "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
         "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
         "engine_version": engine_version, "kv_dtype": kv_dtype, "headroom": headroom,
-        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile,
-        "ideal": ideal or None,
+        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile, "ideal": ideal or None,
         "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
-        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users,
-        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance,
+        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users, "max_gpus": max_gpus,
+        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance, "node": node,
+        "layouts": layouts or None,
     }
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
-    result = recommend(base, frontier=plot is not None, **flags)
+    result = recommend(base, frontier=plot is not None, bench_plan=bench_plan, **flags)
     if plot is not None:
         from ..report.recommend import write_plot
 
         with writing(plot, "--plot"):
             write_plot(result, plot)
-    kind = "explain" if explain and fmt.value == "table" else fmt.value
+    kind = ("explain" if explain else "bench_plan" if bench_plan else "table") if fmt.value == "table" else fmt.value
     emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
     if plot is not None:
         wrote(plot, made)

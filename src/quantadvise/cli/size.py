@@ -66,6 +66,10 @@ def size_cmd(
         float, typer.Option("--reserve-gb", help="Runtime reserve per GPU in GiB, 2^30 bytes (CUDA context, "
                             "activations, CUDA graphs); reports print decimal GB: 2 GiB = 2.15 GB.")
     ] = defaults.RESERVE_GB,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="A deployment profile (`calibrate --from-bench`) or an efficiency "
+                                 "profile: read and reported; memory does not depend on it.")
+    ] = None,
     fmt: FormatOpt = Format.table,
     wide: WideOpt = False,
 ) -> None:
@@ -117,5 +121,6 @@ def size_cmd(
         include_mtp=mtp,
         memory_utilization=memory_utilization,
         reserve_bytes=int(check("reserve_gb", reserve_gb) * defaults.GiB),  # checked before it becomes bytes
+        profile=profile,
     )
     emit_report("size", fmt, report, wide=wide)

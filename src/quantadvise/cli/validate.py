@@ -1,4 +1,5 @@
-"""``quantadvise validate``: how well each performance model predicts a calibrated profile."""
+"""``quantadvise validate``: how well each performance model predicts a calibrated profile, the user's
+benchmark files (``--bench``), or the published end-to-end points (``--e2e``)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,31 @@ import typer
 
 from .. import defaults
 from ..files import writing
+from . import completion
 from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, wrote
+
+BENCH = "Workload of --bench files (what a file does not record)"
 
 
 def validate_cmd(
-    profile: Annotated[
-        Path, typer.Argument(metavar="PROFILE", help="A profile written by `quantadvise calibrate`, or a shipped "
-                             "one by GPU id (h100-sxm) or profile id (h100-sxm-measured).", dir_okay=False)
-    ],
+    files: Annotated[
+        list[Path] | None, typer.Argument(
+            metavar="PROFILE|FILE", help="A profile written by `quantadvise calibrate`, or a shipped one by GPU id "
+            "(h100-sxm) or profile id (h100-sxm-measured); with --bench, benchmark result files (vllm bench serve / "
+            "latency / throughput JSON, SGLang bench_serving JSONL, genai-perf, GuideLLM).", dir_okay=False)
+    ] = None,
+    bench: Annotated[
+        bool, typer.Option("--bench", help="Read FILE... as benchmark results: per run the workload recovered, "
+                           "predicted vs measured output tokens/s, TTFT, TPOT and E2E, and the error.")
+    ] = False,
+    e2e: Annotated[
+        bool, typer.Option("--e2e", help="The serving-loop model on the bundled published end-to-end points: median "
+                           "|error| per concurrency band, fitted and held-out sources, beside aiconfigurator.")
+    ] = False,
     max_error: Annotated[
         float, typer.Option("--max-error", min=0.1, help="Largest error allowed, percent: the calibrated model's at "
-                            "any batch, a kernel curve's worst held-out decode step (fused-MoE: call); exit 1 "
-                            "above it.")
+                            "any batch, a kernel curve's worst held-out decode step (fused-MoE: call); with --bench "
+                            "any run's output tokens/s; with --e2e the median per band [default: 10]; exit 1 above it.")
     ] = round(defaults.MAX_VALIDATION_ERROR * 100, 6),
     project_bars: Annotated[
         bool, typer.Option("--project-bars", help="Also exit 1 when a kernel curve misses the project's bars for "
@@ -31,6 +45,28 @@ def validate_cmd(
         Path | None, typer.Option("--plot", help="Write measured vs predicted (every model) per scheme to FILE.png "
                                   "or FILE.svg (needs the [plot] extra).", dir_okay=False)
     ] = None,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="With --bench: a deployment profile (`calibrate --from-bench`) "
+                                  "whose terms price the runs [default: the shipped terms].", dir_okay=False)
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model id or path.", rich_help_panel=BENCH,
+                                              autocompletion=completion.models)] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU row (id or alias).", rich_help_panel=BENCH,
+                                            autocompletion=completion.gpus)] = None,
+    tp: Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel degree.", rich_help_panel=BENCH)] = None,
+    scheme: Annotated[str | None, typer.Option("--scheme", "-s", help="Quantization preset served.",
+                                               rich_help_panel=BENCH)] = None,
+    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype", help="The server's --kv-cache-dtype "
+                                                       "(fp8, auto).", rich_help_panel=BENCH)] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="vllm or sglang.", rich_help_panel=BENCH)] = None,
+    engine_version: Annotated[str | None, typer.Option("--engine-version", help="Engine release.",
+                                                       rich_help_panel=BENCH)] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Requests in flight (vllm bench "
+                                                    "latency: its --batch-size).", rich_help_panel=BENCH)] = None,
+    prompt: Annotated[int | None, typer.Option("--prompt", min=1, help="Prompt tokens per request.",
+                                               rich_help_panel=BENCH)] = None,
+    output: Annotated[int | None, typer.Option("--output", min=1, help="Output tokens per request.",
+                                               rich_help_panel=BENCH)] = None,
     fmt: FormatOpt = Format.table,
     wide: WideOpt = False,
 ) -> None:
@@ -40,14 +76,50 @@ def validate_cmd(
     profile (the shipped ones) shows each curve's error on held-out measurements. Exit 1 when the
     calibrated model, or a kernel curve's worst held-out step, misses by more than --max-error.
 
+    With --bench, the runs of benchmark result files against the serving-loop model (exit 1 when a
+    run's output tokens/s misses by more than --max-error); with --e2e, the model on the bundled
+    published end-to-end points (docs/calibration.md §9). A partial or malformed file is one Error
+    line (exit 2).
+
     Example: quantadvise validate h100-sxm-2026-11-29.yaml --plot validate.png
 
     Example: quantadvise validate h100-sxm --max-error 60 --project-bars
+
+    Example: quantadvise validate --bench run-c16.json run-c64.json --gpu h100 --max-error 15
+
+    Example: quantadvise validate --e2e
     """
+    from ..inputs import check
+
+    for field, value in (("tp", tp), ("concurrency", concurrency), ("prompt", prompt), ("output", output)):
+        check(field, value)  # the one input layer, with --bench or not: 400 digits are one error line
+    paths = list(files or [])
+    if bench and e2e:
+        raise typer.BadParameter("give --bench FILE... or --e2e, not both", param_hint="--bench")
+    if e2e:
+        from ..api.e2e import validate_e2e
+
+        if paths:
+            raise typer.BadParameter("--e2e reads the bundled points; it takes no file", param_hint="--e2e")
+        given_max = max_error != round(defaults.MAX_VALIDATION_ERROR * 100, 6)
+        report = validate_e2e(bar=max_error / 100 if given_max else None)
+        emit_report("validate_e2e", fmt, report, wide=wide)
+        raise typer.Exit(report.exit_code())
+    if bench:
+        from ..api.bench import validate_bench
+
+        given = {"model": model, "gpu": gpu, "tp": tp, "scheme": scheme, "kv_cache_dtype": kv_cache_dtype,
+                 "engine": engine, "engine_version": engine_version, "concurrency": concurrency, "prompt": prompt,
+                 "output": output}
+        res = validate_bench(list(paths), max_error=max_error / 100, profile=profile, **given)
+        emit_report("validate_bench", fmt, res, wide=wide)
+        raise typer.Exit(res.exit_code())
+    if len(paths) != 1:
+        raise typer.BadParameter("give one PROFILE (or --bench FILE..., or --e2e)", param_hint="PROFILE")
     from ..api.calibrate import validate
 
     made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
-    result = validate(profile, max_error=max_error / 100, project_bars=project_bars)
+    result = validate(paths[0], max_error=max_error / 100, project_bars=project_bars)
     if plot is not None:
         from ..report.calibrate import write_validation_plot
 

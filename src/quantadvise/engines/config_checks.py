@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
-    from .data import DtypeCheck, EngineData, Method
+    from .data import ConfigReading, DtypeCheck, EngineData, Method
     from .findings import Collector
 
 
@@ -147,4 +147,31 @@ def dtype_fallback(engine: EngineData, capability: int, dtype: str, *, config_dt
         if subject is None or subject == check.becomes:
             continue
         return check.becomes, _render(engine, check, capability, subject, gpu_name)
+    return None
+
+
+def no_quant_method(ctx: Collector, engine: EngineData, ck: CheckpointQuant, reading: ConfigReading,
+                     user: str | None, steps: list[str]) -> str | None:
+    """The method ``engine`` reads from a quantization_config that names no ``quant_method`` (the
+    release's ``no-quant-method`` reading): ModelOpt when SGLang finds a ``quant_algo``, else "" (which
+    its registry refuses as unknown); vLLM reads "" as no quantization and builds the model 16-bit."""
+    where = ck.found_in
+    if reading.reads_as == "modelopt-else-empty":
+        if ck.family == "modelopt" and ck.quant_algo:
+            steps.append(f"checkpoint {where}: no quant_method; {engine.display_name} parses it as ModelOpt "
+                         f"(quant_algo {ck.quant_algo})")
+            return "modelopt"
+        steps.append(f"checkpoint {where}: no quant_method and no quant_algo: {engine.display_name} reads "
+                     "quant_method ''")
+        return user or ""
+    steps.append(f"checkpoint {where}: no quant_method: {engine.display_name} reads quant_method '' and builds the "
+                 "model unquantized")
+    if user is None and ck.is_quantized:
+        ctx.add("no_quant_method", "error", f"{where} names no quant_method, so {engine.label} builds the model "
+                f"with 16-bit layers and the checkpoint's {ck.quant_method} tensors (packed weights, scales) have "
+                + (f"no parameter to load into: add \"quant_method\": \"{ck.quant_method}\" to {where}"
+                   if engine.method(ck.quant_method) is not None else
+                   f"no parameter to load into, and {engine.label} has no '{ck.quant_method}' loader: serve a "
+                   "checkpoint in a format it reads"),
+                subject=where, prefix="<quantized tensor>", model="<model class>")
     return None

@@ -133,10 +133,6 @@ class Method(_Row):
     def name(self) -> str:
         return self.id
 
-    @property
-    def class_name(self) -> str:
-        return self.canonical or self.id
-
 
 class KvCacheDtype(_Row):
     """One ``--kv-cache-dtype`` choice and its constraints."""
@@ -212,6 +208,18 @@ class Rewrite(_Row):
     quant_algo: QuantAlgoMatch
     has_nvfp4_layers: bool | None = None
     becomes: str
+    notes: str = ""
+
+
+class ConfigReading(_Row):
+    """How the engine reads a quantization_config of one shape before any method is probed. ``id``
+    ``no-quant-method``: a config that names no ``quant_method`` (an MLX ``{group_size, bits}``, a flat
+    ModelOpt export): ``unquantized`` — the method is read as "" and the model is built 16-bit, so the
+    checkpoint's quantized tensors have nothing to load into (vLLM); ``modelopt-else-empty`` — parsed as
+    ModelOpt when it has a ``quant_algo``, else the method is "" and refused as unknown (SGLang)."""
+
+    reads_as: Literal["unquantized", "modelopt-else-empty"]
+    message: str | None = None  # message id the load fails with, where one is on file
     notes: str = ""
 
 
@@ -336,7 +344,13 @@ class CompressedTensors(Strict):
     pinned_version: str | None = None
     kv_cache_scheme: KvSchemeRule
     rejects_actorder: tuple[str, ...] = ()  # weight actorder values the engine refuses
-    rejects_sparsity: bool = False
+    rejects_sparsity: bool = False  # any sparsity_config is refused while the config is read (vLLM)
+    # 2:4 sparsity the Cutlass 2:4 kernel would take (dense / sparse-24-bitmask, unquantized or 8-bit W8A8
+    # per tensor|channel x tensor|token) is refused at layer construction (SGLang ``supports_cutlass_24``)
+    rejects_cutlass_24: bool = False
+    # MoE experts in OCP MXFP4 (float 4-bit, group 32, symmetric weights; or a format naming mxfp4) are
+    # served by the engine's own MoE method, bypassing the linear scheme dispatch (SGLang Mxfp4MoEMethod)
+    mxfp4_moe_method: str | None = None
     attention_only_groups: Literal["skipped", "used"] = "used"
     reads_transform_config: bool = True  # False: transform_config (SpinQuant/QuIP rotations) is never read
     activation_formats: tuple[str, ...] = ()  # formats under which activation args are read
@@ -460,6 +474,7 @@ class EngineData(Strict):
     override_order_note: str = ""
     rewrites: tuple[Rewrite, ...] = ()
     compatible: tuple[Compatible, ...] = ()
+    config_readings: tuple[ConfigReading, ...] = ()
     requantization_methods: tuple[str, ...] = ()
     marlin_group_sizes: tuple[int, ...] = ()
     marlin_min_capability: int | None = None
@@ -542,6 +557,9 @@ class EngineData(Strict):
             if m.id == kind:
                 return m
         return None
+
+    def reading(self, rid: str) -> ConfigReading | None:
+        return next((r for r in self.config_readings if r.id == rid), None)
 
     def kv_dtype(self, name: str) -> KvCacheDtype | None:
         for k in self.kv_cache_dtypes:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Engine = Literal["vllm", "sglang"]
 FlagType = Literal["str", "int", "float", "json"]
@@ -46,9 +47,16 @@ class EngineFlags:
     cli_model: bool | str = True
     images: tuple[str, ...] = ()  # image repository names (the last path part) that ship the engine
     image_runs_server: bool = False  # those images' entrypoint is the server (arguments follow it)
-    config_option: str | None = None  # the option that reads more options from a YAML file (not read here)
+    # image repositories (whole paths) that ship the engine with another entrypoint (a shell): AMD's ROCm builds
+    dev_images: tuple[str, ...] = ()
+    # the option that reads more options from a YAML file (whether a release reads one: its parser sidecar)
+    config_option: str | None = None
+    # a mapping in that file becomes its option's JSON (vLLM: json.dumps in load_config_file), else Python's str()
+    # of it (SGLang: _add_scalar_arg in server_args_config_parser.py)
+    config_mapping_json: bool = False
     handoff_options: tuple[tuple[str, str], ...] = ()  # (option, program): the command line goes to that program
     kv_hint: str = ""  # the DeployHints field holding this engine's --kv-cache-dtype value
+    env_prefix: str = ""  # the environment variables the engine reads start with this (VLLM_, SGLANG_)
 
     def named(self, name: str) -> Flag | None:
         """The flag a spelling names (``-tp``, ``--tp-size`` ...), None when it is not in the table."""
@@ -74,9 +82,12 @@ VLLM = EngineFlags(
     cli_model=True,
     images=("vllm-openai", "vllm-openai-rocm", "vllm-openai-xpu"),
     image_runs_server=True,  # vllm/vllm-openai's ENTRYPOINT is `vllm serve`
+    dev_images=("rocm/vllm", "rocm/vllm-dev"),  # tags rocm6.4.1_vllm_0.10.1_20250909, nightly_main_20250901
     config_option="--config",
+    config_mapping_json=True,
     handoff_options=(("--omni", "vllm_omni"),),  # vllm/entrypoints/cli/main.py:19: vllm_omni parses it
     kv_hint="vllm_kv_cache_dtype",
+    env_prefix="VLLM_",  # vllm/envs.py environment_variables
     flags=(
         Flag("model", ("--model",)),
         Flag("quantization", ("--quantization", "-q")),
@@ -102,7 +113,10 @@ SGLANG = EngineFlags(
     cli="sglang",
     cli_model="first",  # sglang/cli/serve.py:62-66 (_normalize_positional_model_path)
     images=("sglang",),
+    dev_images=("rocm/sgl-dev",),  # tags v0.5.11-rocm720-mi30x-20260510
+    config_option="--config",  # sglang/srt/server_args.py prepare_server_args (ConfigArgumentMerger; from 0.5.3: the parser sidecar says per release)
     kv_hint="sglang_kv_cache_dtype",
+    env_prefix="SGLANG_",  # sglang/srt/environ.py Envs, and literal SGLANG_* reads
     flags=(
         Flag("model", ("--model-path", "--model")),
         Flag("quantization", ("--quantization",)),
@@ -122,10 +136,15 @@ ENGINES: dict[str, EngineFlags] = {"vllm": VLLM, "sglang": SGLANG}
 
 
 def engine_of_image(repository: str) -> tuple[Engine | None, bool]:
-    """(engine, whether the image's entrypoint is its server) for an image repository's last path part."""
+    """(engine, whether the image's entrypoint is its server) for an image repository (``vllm/vllm-openai``,
+    ``docker.io/lmsysorg/sglang``, ``rocm/vllm``): by its last path part, or its whole path for AMD's images."""
+    last = repository.rsplit("/", 1)[-1]
     for t in ENGINES.values():
-        if repository in t.images:
+        if last in t.images:
             return t.engine, t.image_runs_server
+    for t in ENGINES.values():
+        if any(repository == d or repository.endswith("/" + d) for d in t.dev_images):
+            return t.engine, False
     return None, False
 
 
@@ -210,10 +229,65 @@ def _written(flag: Flag, value: Any) -> str | None:
     return str(value)
 
 
-def engine_command(engine: str, model: str, **fields: Any) -> str:
+def speculative_args(engine: str, *, vllm_method: str, sglang_algorithm: str, draft: str | None,
+                     tokens: int) -> list[str]:
+    """The arguments that turn on speculative decoding with ``tokens`` drafted per step (K):
+
+    - vLLM: ``--speculative-config`` with ``method``, ``model`` (the draft; left out for MTP layers inside
+      the checkpoint) and ``num_speculative_tokens`` K (vllm/config/speculative.py:406-455 names the keys),
+      written one key at a time (``--speculative-config.method eagle3``): vLLM's parser merges dotted keys
+      into the JSON object it passes on (vllm/utils/argparse_utils.py:461-499 in 0.33.0), and the command
+      then breaks between arguments instead of running one long JSON word past the terminal;
+    - SGLang: ``--speculative-algorithm``, ``--speculative-draft-model-path`` (left out for MTP), and
+      ``--speculative-num-steps`` K with ``--speculative-eagle-topk 1`` and ``--speculative-num-draft-tokens``
+      K + 1: one chain of K drafted tokens, the shape the pricing assumes (with topk 1 SGLang sets
+      num_draft_tokens to num_steps + 1 itself, sglang/srt/arg_groups/speculative_hook.py:1255-1265)."""
+    if engine == "vllm":
+        out = ["--speculative-config.method", vllm_method]
+        if draft is not None:
+            out += ["--speculative-config.model", draft]
+        return out + ["--speculative-config.num_speculative_tokens", str(tokens)]
+    if engine == "sglang":
+        out = ["--speculative-algorithm", sglang_algorithm]
+        if draft is not None:
+            out += ["--speculative-draft-model-path", draft]
+        return out + ["--speculative-num-steps", str(tokens), "--speculative-eagle-topk", "1",
+                      "--speculative-num-draft-tokens", str(tokens + 1)]
+    raise ValueError(f"no speculative-decoding flags on file for engine {engine!r}")
+
+
+
+class OptionSet(Protocol):
+    """A release's option list as the writer needs it (``engines.vocabulary.FlagVocabulary``): every option
+    string its parser registers."""
+
+    version: str
+
+    @property
+    def registered(self) -> Mapping[str, Any]: ...
+
+
+class MissingOption(ValueError):
+    """A command for a release would need an option that release's parser does not register."""
+
+
+def spelling(flag: Flag, options: OptionSet | None) -> str | None:
+    """How a command for a release writes ``flag``: the first of its spellings the release's parser registers
+    (SGLang 0.4.6-0.4.10 register --pipeline-parallel-size and --pp-size, 0.4.0-0.4.5 neither); None when it
+    registers none of them; ``flag.name`` without an option list."""
+    if options is None:
+        return flag.name
+    return next((n for n in flag.names if n in options.registered), None)
+
+
+def engine_command(engine: str, model: str, options: OptionSet | None = None, extra: list[str] | None = None,
+                   **fields: Any) -> str:
     """The command that serves ``model`` on ``engine`` with ``fields`` (the table's field names:
     ``quantization``, ``kv_cache_dtype``, ``max_num_seqs``, ``max_model_len``,
     ``tensor_parallel_size``, ``gpu_memory_utilization`` ...); unset fields and defaults are left out.
+    ``options``: the release's option list (``catalog.option_list``): each flag is spelled as that release
+    registers it, and a field it has no option for raises :class:`MissingOption` (None: the table's spellings);
+    ``extra``: arguments written after the flags (speculative decoding, :func:`speculative_args`).
 
     >>> engine_command("sglang", "m", max_num_seqs=8, tensor_parallel_size=2)
     'python -m sglang.launch_server --model-path m --max-running-requests 8 --tp-size 2'
@@ -224,9 +298,197 @@ def engine_command(engine: str, model: str, **fields: Any) -> str:
     unknown = sorted(set(fields) - set(_BY_FIELD[engine]))
     if unknown:
         raise TypeError(f"{engine} has no flag for {', '.join(unknown)}")
-    args = [*table.launch, model] if table.positional_model else [*table.launch, table.for_field("model").name, model]
+    written = {f.field: _written(f, fields.get(f.field)) for f in table.flags}
+    written["model"] = None if table.positional_model else model
+    names = {}
     for flag in table.flags:
-        text = _written(flag, fields.get(flag.field))
-        if text is not None:
-            args += [flag.name, text]
-    return shlex.join(args)
+        if written[flag.field] is None:
+            continue
+        name = spelling(flag, options)
+        if name is None:
+            release = f"{table.label} {options.version}" if options is not None else table.label
+            raise MissingOption(f"{release} has no {' / '.join(flag.names)} option: a command for it cannot set "
+                                f"{flag.field.replace('_', ' ')}")
+        names[flag.field] = name
+    args = [*table.launch, model] if table.positional_model else [*table.launch, names["model"], model]
+    for flag in table.flags:
+        text = written[flag.field]
+        if text is not None and flag.field != "model":
+            args += [names[flag.field], text]
+    return shlex.join(args + list(extra or ()))
+
+
+# --- parallel layouts (written by the layout search and `quantadvise deploy`) ----------------------------
+
+
+@dataclass(frozen=True)
+class ParallelFlags:
+    """How a release is told one replica's layout, in its canonical spellings (every one is checked against
+    the release's option list before it is written: ``layout_args``' caller passes the vocabulary). vLLM
+    0.33.0: vllm/engine/arg_utils.py:1162-1360 (ParallelConfig), :1881 (--kv-transfer-config); SGLang 0.5.23:
+    sglang/srt/arg_groups/fields/parallel.py:32-289, disagg.py:55 (flags.md of issue 31 has every line)."""
+
+    tensor: str
+    pipeline: str
+    expert_switch: str | None  # vLLM: a boolean; the expert-parallel size is TP x DP (parallel.py:148-149)
+    expert_size: str | None  # SGLang: --ep-size N
+    attention_dp: str | None  # SGLang: --attn-dp-size N (replaces --dp-size N --enable-dp-attention)
+    data: str  # vLLM: DP ranks (attention DP under EP); SGLang --attn-dp-size carries it instead
+    world_is_tp: bool  # SGLang's --tp-size is the world size of one server (EP and attention DP live inside it)
+    a2a: tuple[str, str] | None  # the option and value of the low-latency all-to-all the pricing assumes (DeepEP)
+    nnodes: str
+    node_rank: str
+    head: str  # vLLM --master-addr HOST; SGLang --dist-init-addr HOST:PORT
+    head_port: int | None  # SGLang: the port written into --dist-init-addr (its docs' example, 25000)
+    dp_local: str | None  # vLLM wide EP over nodes: --data-parallel-size-local, --data-parallel-address,
+    dp_address: str | None  # --headless and --data-parallel-start-rank on the other nodes
+    dp_start_rank: str | None
+    headless: str | None
+    disaggregation: dict[str, tuple[str, ...]]  # role (prefill / decode) -> the arguments that make the server one
+    # the tokens one prefill chunk holds, by GPU memory (GiB, tokens: the largest tier not above the GPU's memory):
+    # what a prefill-only replica batches per step
+    prefill_chunk: tuple[tuple[float, int], ...]
+    prefill_chunk_source: str
+    # the running-sequence cap counts per data-parallel rank (vLLM: every DP rank is an engine core with its own
+    # scheduler) rather than for the whole server (SGLang divides --max-running-requests over its attention-DP
+    # ranks, sglang/srt/arg_groups/moe_hook.py:669)
+    seqs_per_rank: bool = False
+
+
+PARALLEL: dict[str, ParallelFlags] = {
+    "vllm": ParallelFlags(
+        tensor="--tensor-parallel-size", pipeline="--pipeline-parallel-size", expert_switch="--enable-expert-parallel",
+        expert_size=None, attention_dp=None, data="--data-parallel-size", world_is_tp=False,
+        a2a=("--all2all-backend", "deepep_low_latency"),
+        nnodes="--nnodes", node_rank="--node-rank", head="--master-addr", head_port=None,
+        dp_local="--data-parallel-size-local", dp_address="--data-parallel-address",
+        dp_start_rank="--data-parallel-start-rank", headless="--headless",
+        disaggregation={"prefill": ("--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'),
+                        "decode": ("--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')},
+        # vllm/engine/arg_utils.py:2975-3001 (OPENAI_API_SERVER): >= 160 GiB 16384; >= 70 GiB (not A100) 8192; else 2048
+        prefill_chunk=((0.0, 2048), (70.0, 8192), (160.0, 16384)),
+        prefill_chunk_source="vLLM 0.33.0 default max_num_batched_tokens for the API server, "
+                             "vllm/engine/arg_utils.py:2975-3001", seqs_per_rank=True),
+    "sglang": ParallelFlags(
+        tensor="--tp-size", pipeline="--pp-size", expert_switch=None, expert_size="--ep-size",
+        attention_dp="--attn-dp-size", data="--dp-size", world_is_tp=True, a2a=("--moe-a2a-backend", "deepep"),
+        nnodes="--nnodes", node_rank="--node-rank", head="--dist-init-addr", head_port=25000,
+        dp_local=None, dp_address=None, dp_start_rank=None, headless=None,
+        disaggregation={"prefill": ("--disaggregation-mode", "prefill"), "decode": ("--disaggregation-mode", "decode")},
+        # sglang/srt/arg_groups/memory_hook.py:89-167: chunked_prefill_size 2k under 20 GiB, 4k under 60, 8k under 160,
+        # else 16k
+        prefill_chunk=((0.0, 2048), (20.0, 4096), (60.0, 8192), (160.0, 16384)),
+        prefill_chunk_source="SGLang 0.5.23 default chunked_prefill_size by GPU memory, "
+                             "sglang/srt/arg_groups/memory_hook.py:89-167"),
+}
+
+
+# the engine's container image per release, and the serving stacks that run the engine (quantadvise deploy --target):
+# vLLM's production-stack chart and KServe's LLMInferenceService run vLLM only; llm-d and Dynamo run both
+IMAGES = {"vllm": "vllm/vllm-openai:v{version}", "sglang": "lmsysorg/sglang:v{version}"}
+STACKS = {"vllm": ("helm", "llm-d", "kserve", "dynamo"), "sglang": ("llm-d", "dynamo")}
+
+
+def prefill_chunk_tokens(engine: str, memory_bytes: float) -> int:
+    """Tokens one prefill step of ``engine`` batches on a GPU of ``memory_bytes`` (its default chunk)."""
+    tiers = PARALLEL[engine].prefill_chunk
+    gib = memory_bytes / 2**30
+    return max(tokens for floor, tokens in tiers if gib >= floor)
+
+
+def layout_args(engine: str, *, tp: int, pp: int = 1, dp: int = 1, ep: bool = False, gpus_per_node: int,
+                node_rank: int = 0, head: str = "HEAD_ADDRESS", role: str | None = None,
+                cross_node_a2a: bool = False) -> list[str]:
+    """The arguments one node's server takes for a replica of ``tp`` x ``pp`` x ``dp`` GPUs (``ep``: routed
+    experts over ``tp x dp``), on node ``node_rank`` of the replica; ``role`` prefill / decode for a
+    disaggregated pool. Defaults (TP 1, PP 1) are left out, as every command quantadvise writes leaves them."""
+    f = PARALLEL[engine]
+    gpus = tp * pp * dp
+    nodes = max(1, -(-gpus // gpus_per_node))
+    args: list[str] = []
+    world_tp = tp * dp if f.world_is_tp else tp
+    if world_tp > 1:
+        args += [f.tensor, str(world_tp)]
+    if pp > 1:
+        args += [f.pipeline, str(pp)]
+    if dp > 1:
+        if f.attention_dp is not None:
+            args += [f.attention_dp, str(dp)]
+        else:
+            args += [f.data, str(dp)]
+    if ep:
+        if f.expert_size is not None:
+            args += [f.expert_size, str(tp * dp)]
+        if f.expert_switch is not None:
+            args.append(f.expert_switch)
+        if cross_node_a2a and f.a2a is not None:
+            args += list(f.a2a)
+    if nodes > 1:
+        if dp > 1 and f.dp_local is not None and f.dp_address is not None:
+            local = max(1, gpus_per_node // max(tp, 1))
+            args += [f.dp_local, str(local), f.dp_address, head]
+            if node_rank > 0 and f.headless is not None and f.dp_start_rank is not None:
+                args += [f.headless, f.dp_start_rank, str(node_rank * local)]
+        else:
+            addr = f"{head}:{f.head_port}" if f.head_port is not None else head
+            args += [f.nnodes, str(nodes), f.node_rank, str(node_rank), f.head, addr]
+    if role is not None:
+        args += list(f.disaggregation[role])
+    return args
+
+
+@dataclass(frozen=True)
+class LayoutRead:
+    """A server's parallel layout as its command gives it (what ``check`` sizes memory and GPUs by)."""
+
+    gpus: int  # GPUs the server's replica uses
+    node_gpus: int  # GPUs the server on this node uses (the container must be given them)
+    dense_shards: int  # GPUs each dense weight (attention, dense MLP, embeddings) is split over
+    expert_shards: int  # GPUs each routed-expert layer is split over
+    attention_dp: int  # attention data-parallel ranks (each holds its own sequences' KV cache)
+    words: str  # the options read, for a report
+
+    @property
+    def expert_parallel(self) -> bool:
+        return self.expert_shards != self.dense_shards
+
+
+def _int(other: dict[str, Any], *names: str) -> int | None:
+    for n in names:
+        v = other.get(n)
+        if isinstance(v, str) and v.strip().isdigit():
+            return int(v.strip())
+    return None
+
+
+def _on(other: dict[str, Any], *names: str) -> bool:
+    return any(other.get(n) not in (None, False, "false", "False", "0") for n in names)
+
+
+def read_layout(engine: str, tp: int, pp: int, other: dict[str, Any]) -> LayoutRead:
+    """The layout of a server started with ``tp`` / ``pp`` and the other options ``other`` (as the deployment
+    readers keep them): vLLM's ``--data-parallel-size`` ranks (TP each; with ``--enable-expert-parallel`` the
+    routed experts over TP x DP, vllm/config/parallel.py:148-149; ``--data-parallel-size-local`` of them on
+    this node), SGLang's world of ``--tp-size`` GPUs with ``--attn-dp-size`` attention groups (or the deprecated
+    ``--dp-size`` with ``--enable-dp-attention``) and ``--ep-size`` expert ranks; ``--nnodes`` splits a replica
+    over nodes."""
+    tp, pp = max(tp, 1), max(pp, 1)
+    nodes = _int(other, "--nnodes", "-n") or 1
+    if engine == "sglang":
+        attn = _int(other, "--attn-dp-size", "--attention-data-parallel-size") or (
+            _int(other, "--dp-size", "--data-parallel-size") if _on(other, "--enable-dp-attention") else None) or 1
+        ep = _int(other, "--ep-size", "--expert-parallel-size", "--ep") or 1
+        gpus = tp * pp
+        dense = max(1, tp // attn) * pp
+        expert = (ep if ep > 1 else tp) * pp
+        return LayoutRead(gpus=gpus, node_gpus=max(1, gpus // nodes), dense_shards=dense, expert_shards=expert,
+                          attention_dp=attn, words=f"--tp-size {tp}, attention DP {attn}, EP {ep}, {nodes} node(s)")
+    dp = _int(other, "--data-parallel-size", "-dp") or 1
+    local = _int(other, "--data-parallel-size-local", "-dpl")
+    ep_on = _on(other, "--enable-expert-parallel", "-ep")
+    gpus = tp * pp * dp
+    node = tp * pp * local if local else max(1, gpus // nodes)
+    return LayoutRead(gpus=gpus, node_gpus=node, dense_shards=tp * pp, expert_shards=(tp * dp if ep_on else tp) * pp,
+                      attention_dp=dp if ep_on else 1,
+                      words=f"TP {tp} x PP {pp} x DP {dp}" + (", experts over TP x DP" if ep_on else "")
+                      + (f", {local} DP ranks on this node" if local else "") + (f", {nodes} nodes" if nodes > 1 else ""))

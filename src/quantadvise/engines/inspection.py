@@ -14,6 +14,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
+from ..checkpoint.published import PublishedAccuracy
 from ..checkpoint.quant import CheckpointQuant, GroupAxes, QArgs
 from ..model.arch import ModelArch, ModelSource
 from ..results import Out, Result
@@ -132,7 +133,10 @@ def inspect_checkpoint(
     allow_deprecated: bool = False,
     stored_dtype: str = "bf16",
     kernel_tables: tuple[KernelTable, ...] = (),
+    carried: tuple[tuple[str, str, KernelTable, str], ...] = (),
 ) -> InspectReport:
+    """``kernel_tables``: the releases' own kernel tables; ``carried``: (engine, version, table, caveat) for a
+    release priced with another release's table (data/kernels/carried/), used with its caveat said."""
     if ck is not None:
         ck = with_presets(ck, presets, library)
     notes: list[str] = []
@@ -190,7 +194,7 @@ def inspect_checkpoint(
     kernels: list[GroupKernel] = []
     if gpu is not None and gpu.capability:
         resolutions, kernels, kernel_notes = _kernels(ck, resolutions, kernel_tables, gpu.capability, quantization,
-                                                      kinds)
+                                                      kinds, carried)
         notes += kernel_notes
     return InspectReport(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
@@ -200,12 +204,14 @@ def inspect_checkpoint(
 
 
 def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], tables: tuple[KernelTable, ...],
-             capability: int, quantization: str | None, kinds: dict[str, tuple[str, ...]] | None = None
+             capability: int, quantization: str | None, kinds: dict[str, tuple[str, ...]] | None = None,
+             carried: tuple[tuple[str, str, KernelTable, str], ...] = ()
              ) -> tuple[list[EngineResolution], list[GroupKernel], list[str]]:
-    """The GEMM kernel each release runs for each config group, from that release's own kernel table
-    only (a table is one release's selection logic, read from its wheel): a release with none on file
-    gets a row per group with no kernel and a note saying so, never another release's answer. Routed
-    experts (``kinds``: the layer kinds each group's modules are) get the fused-MoE backend."""
+    """The GEMM kernel each release runs for each config group, from that release's own kernel table (a
+    table is one release's selection logic, read from its wheel), else the table its carried record names,
+    with the record's caveat in the notes; a release with neither gets a row per group with no kernel and a
+    note saying so. Routed experts (``kinds``: the layer kinds each group's modules are) get the fused-MoE
+    backend."""
     groups = [(g.name, _scheme_of(g), g.format, (kinds or {}).get(g.name) or ("dense",))
               for g in (ck.groups if ck else ())]
     out: list[GroupKernel] = []
@@ -213,7 +219,13 @@ def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], ta
     done: list[EngineResolution] = []
     for r in resolutions:
         table = next((t for t in tables if (t.engine, t.version) == (r.engine, r.version)), None)
-        if table is None:
+        stand_in = next(((t, why) for e, v, t, why in carried if (e, v) == (r.engine, r.version)), None)
+        if table is None and stand_in is not None and groups:
+            rows = [k.model_copy(update={"engine_version": r.version})
+                    for k in checkpoint_kernels(groups, [stand_in[0]], capability, quantization, r.resolved_method)]
+            notes.append(f"{r.label} kernels from {stand_in[0].label}'s table: {stand_in[1]}")
+            done.append(r.model_copy(update={"kernels": rows}))
+        elif table is None:
             rows = [GroupKernel(engine=r.engine, engine_version=r.version, group=name, scheme=s.id if s else None,
                                 kernel=None, name=None, activation_quant=None, capability=capability, source=None)
                     for name, s, _, _ in groups]
@@ -234,3 +246,52 @@ def _scheme_of(g: Any) -> Scheme | None:
         return g.scheme() if g.weight is not None and g.scheme_error is None else None
     except ValueError:
         return None
+
+
+# -- `checkpoints`: the published variants of a model, judged the same way ----------------------------
+
+class CheckpointVerdict(Out):
+    """One engine release's verdict on a published checkpoint, on the report's GPU."""
+
+    engine: str
+    version: str
+    label: str
+    status: str  # loads | warns | refused | unknown (nothing to judge)
+    method: str | None  # what the engine resolves the checkpoint to (None: 16-bit, or refused first)
+    message: str | None = None  # the first refusal (else warning), in the engine's words where on file
+    basis: str  # read (the config read whole) | assumed (the config its method writes) | 16-bit | none
+
+
+class PublishedEntry(Out):
+    """One published checkpoint as ``checkpoints`` lists it."""
+
+    id: str
+    producer: str
+    base_model: str
+    method: str | None
+    scheme: str | None
+    kv: str | None = None
+    scheme_note: str | None = None
+    scheme_basis: str
+    config_status: str
+    size_bytes: int | None = None  # tensor bytes on disk, predicted from its config (None: not sized)
+    verdicts: list[CheckpointVerdict]
+    accuracy: PublishedAccuracy | None = None
+    accuracy_drop_pct: tuple[float, float] | None = None  # the drop in points its evaluation supports
+    downloads: int | None = None
+    likes: int | None = None
+    popularity_seen: str | None = None
+    inferred_from: list[str] = Field(default_factory=list)
+    source: str
+    as_of: str
+
+
+class CheckpointsReport(Result):
+    model: str  # as asked
+    bundled_model: str | None  # the bundled model it resolves to (None: not bundled)
+    origin: str  # the bundled index (as of) or the Hub's model tree
+    gpu: GpuTarget
+    engines: list[str]
+    checkpoints: list[PublishedEntry]
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -36,6 +36,11 @@ class EngineInvocation(Out):
     speculative_config: dict[str, Any] | str | None = None
     gpu_count: int | None = None  # GPUs the container is given: k8s resources, compose devices, docker --gpus
     flag_lines: dict[str, int] = {}  # understood field (or spelled flag, for `other`) -> line
+    # understood field or spelled flag -> the file that gives it, where that is not ``file`` (its --config YAML)
+    flag_files: dict[str, str] = {}
+    # the engine's own environment variables (VLLM_*, SGLANG_*) the launch sets -> line: before the command
+    # (`VLLM_X=1 vllm serve`), `docker run -e`, an `export` above it in the script, the container's env
+    env: dict[str, int] = {}
     raw: dict[str, str] = {}  # understood field -> the value as written (after env resolution)
     unresolved_env: list[str] = []
     other: dict[str, str | bool] = {}

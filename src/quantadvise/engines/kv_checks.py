@@ -5,13 +5,35 @@ becomes for this checkpoint."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..results import Strict
 from .data import EngineData, Method
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import CheckpointQuant
     from .findings import Collector
+
+
+class KvIssue(Strict):
+    """A known issue of one engine's quantized KV cache on a model family (data/known_issues.yaml): a published
+    report or measurement the recommender follows beyond what the engine accepts."""
+
+    id: str
+    engine: str
+    versions: tuple[str, ...] = ()  # empty: every release on file
+    model_types: tuple[str, ...]
+    kv: tuple[str, ...]  # KV presets
+    effect: Literal["capacity-only", "info"]
+    message: str
+    issues: tuple[str, ...]
+    source: str
+    as_of: date
+
+    def applies(self, engine: EngineData, model_type: str | None, kv: str) -> bool:
+        return (engine.engine == self.engine and (not self.versions or engine.version in self.versions)
+                and model_type in self.model_types and kv in self.kv)
 
 
 def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, method: Method | None, kv: str,
@@ -38,7 +60,11 @@ def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, met
     if kv == "fp8_e5m2" and method is not None and ck is not None and engine.message("fp8_e5m2_with_fp8_checkpoint"):
         installs = method.kv_scales_on_attention == "always" or (
             method.kv_scales_on_attention == "with_kv_scheme" and ck.kv_cache_raw is not None)
-        if installs:
+        if installs and method.kv_scales_on_attention == "always":
+            ctx.add("fp8_e5m2_with_fp8_checkpoint", "error", f"{engine.label} gives every attention layer of a "
+                    f"'{method.id}' checkpoint its KV-scale method (for e4m3 scales), which it never combines with "
+                    "fp8_e5m2: pass --kv-cache-dtype fp8 (e4m3) or auto", subject=kv)
+        elif installs:
             ctx.add("fp8_e5m2_with_fp8_checkpoint", "error", f"'{method.id}' loads e4m3 KV scales from the "
                     "checkpoint, which fp8_e5m2 cannot use: pass --kv-cache-dtype fp8 (e4m3) or auto", subject=kv)
     # a compressed-tensors kv_cache_scheme the engine cannot use

@@ -58,6 +58,8 @@ class EngineListing(Result):
     optimized_allow_list: list[str] | None
     notes: list[str]
     warnings: list[str] = Field(default_factory=list)
+    # every engine's releases on file, oldest first (label -> versions): the releases a command can name
+    releases: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class MethodDetail(Result):

@@ -10,13 +10,14 @@ quoting the engine's own message. Each refusal/warning is a :class:`Finding` wit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from ..results import Out
 from .config_checks import check_rules as _check_rules
 from .config_checks import check_without_config as _check_without_config
+from .config_checks import no_quant_method as _no_quant_method
 from .data import Dispatch, EngineData, Method, Override
 from .findings import Collector, Finding
 from .kernels import GroupKernel
@@ -168,7 +169,10 @@ def resolve(
     # 1. the checkpoint's method as this engine reads it
     ck_method: str | None = None
     if ck is not None:
-        if ck.engines_read_it:
+        reading = None if ck.method_declared or not ck.engines_read_it else engine.reading("no-quant-method")
+        if reading is not None:
+            ck_method = _no_quant_method(ctx, engine, ck, reading, user, steps)
+        elif ck.engines_read_it:
             ck_method = ck.quant_method
             steps.append(f"checkpoint {ck.found_in}: quant_method '{ck.quant_method}'"
                          + (f", quant_algo {ck.quant_algo}" if ck.quant_algo else ""))
@@ -280,7 +284,8 @@ def resolve(
     if method is None or not method.registered:
         why = ("not in this engine's registry" if method is None else
                f"a CLI choice registered only on {', '.join(method.registered_on) or 'other platforms'}")
-        ctx.add("unknown_method", "error", f"'{resolved}' is {why} in {engine.label}"
+        name = f"'{resolved}'" if resolved else "the empty quant_method '' (the config names none)"
+        ctx.add("unknown_method", "error", f"{name} is {why} in {engine.label}"
                 + (f" ({ck.family} checkpoints do not load here)" if ck is not None and ck_method == resolved else ""),
                 subject=resolved, quantization=resolved, supported=_pylist(engine.registered_names))
         return done(None, kv_resolved=check_kv(ctx, engine, ck, None, kv, capability, platform))
@@ -451,8 +456,24 @@ def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capabilit
     if ck.sparsity and ct.rejects_sparsity:
         ctx.add("ct_sparsity_rejected", "error", f"{engine.label} refuses compressed-tensors sparsity_config "
                 f"({ck.sparsity.get('format', 'sparse')}); use a dense export", subject="sparsity_config")
+    cutlass_24 = ct.rejects_cutlass_24 and _sparse_24(ck.sparsity)
+    if cutlass_24 and not any(g.weights is not None for g in ck.groups):
+        ctx.add("ct_sparsity_24", "error", f"{engine.label} builds no 2:4-sparse layer: the sparse layers would take "
+                "its Cutlass 2:4 path, which raises at layer construction; use a dense export", subject="sparsity_config")
     for g in ck.groups:
         if g.weights is None:
+            continue
+        if cutlass_24 and _cutlass_24_layer(g):
+            ctx.add("ct_sparsity_24", "error", f"config group '{g.name}' is 2:4 sparse {g.weights.describe()}: "
+                    f"{engine.label} routes it to its Cutlass 2:4 path, which raises at layer construction; use a "
+                    "dense export", subject=g.name)
+            out.append(GroupDispatch(group=g.name, scheme_class=None, label="2:4 sparse", note="refused"))
+            continue
+        if ct.mxfp4_moe_method and _experts_only(g) and (_mxfp4_weights(g) or "mxfp4" in (ck.format or "")):
+            ctx.add("mxfp4_moe", "info", f"config group '{g.name}' quantizes only MoE experts in MXFP4: "
+                    f"{engine.label} serves them with {ct.mxfp4_moe_method}, before its linear scheme dispatch",
+                    subject=g.name)
+            out.append(GroupDispatch(group=g.name, scheme_class=ct.mxfp4_moe_method, label="MXFP4 MoE"))
             continue
         if g.weights.actorder in ct.rejects_actorder:
             ctx.add("ct_actorder_rejected", "error", f"config group '{g.name}': weights.actorder "
@@ -487,7 +508,7 @@ def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capabilit
             continue
         if chosen.scheme is None:
             ctx.add(chosen.error or "ct_no_scheme", "error", f"config group '{g.name}': {chosen.label} is refused by "
-                    f"{engine.label}", subject=g.name)
+                    f"{engine.label}" + (f": {chosen.notes}" if chosen.notes else ""), subject=g.name)
             out.append(GroupDispatch(group=g.name, scheme_class=None, label=chosen.label, row=chosen.id))
             continue
         scheme, min_cap, note = chosen.scheme, chosen.min_capability, ""
@@ -518,6 +539,33 @@ def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capabilit
                     f"dispatches to {scheme}, which needs compute capability {min_cap}; this GPU has {capability}",
                     subject=g.name, min_capability=min_cap, capability=capability)
     return out
+
+
+def _sparse_24(sp: dict[str, Any] | None) -> bool:
+    """SGLang's ``supports_cutlass_24`` sparsity half: structure 2:4 stored dense or sparse-24-bitmask."""
+    if not sp:
+        return False
+    return str(sp.get("sparsity_structure")) == "2:4" and sp.get("format") in ("dense", "sparse-24-bitmask")
+
+
+def _cutlass_24_layer(g: QuantGroup) -> bool:
+    """The quantization half: unquantized, or 8-bit weights per tensor|channel with 8-bit activations per
+    tensor|token (weight-only falls through to the scheme dispatch)."""
+    w, a = g.weights, g.input_activations
+    if w is None or a is None:
+        return w is None and a is None
+    return w.num_bits == a.num_bits == 8 and w.strategy in ("tensor", "channel") and a.strategy in ("tensor", "token")
+
+
+def _experts_only(g: QuantGroup) -> bool:
+    """The group's targets name only MoE experts (a FusedMoE class, or patterns on ``experts``)."""
+    return bool(g.targets) and all(t == "FusedMoE" or "experts" in t.lower() for t in g.targets)
+
+
+def _mxfp4_weights(g: QuantGroup) -> bool:
+    w = g.weights
+    return w is not None and w.type == "float" and w.num_bits == 4 and w.strategy == "group" and w.group_size == 32 \
+        and w.symmetric
 
 
 def _check_gates(ctx: Collector, engine: EngineData, ck: CheckpointQuant, method: Method,

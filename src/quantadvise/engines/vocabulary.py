@@ -14,6 +14,14 @@ pairs with ``--disable-x``).
 The spelling given to :meth:`lookup` is the one the engine matches: the deployment readers already
 apply vLLM's underscore rewrite (``--max_model_len`` -> ``--max-model-len``) and split ``--x=value``.
 
+What a release's launcher does to the command line before argparse sees it is its parser sidecar
+(``data/flags/parser/<engine>-<version>.yaml``, :class:`LauncherFacts`): vLLM's dotted JSON shorthand
+(``-cc.mode=3``, ``--compilation-config.mode 3``: the option before the first dot gets ``{"mode": 3}``, read
+by argparse as any other spelling, so ``-cc`` must be registered), what ``-O`` becomes per release (a
+``-O.level=3`` key of ``--compilation-config`` up to 0.11, ``-O.x`` = ``-cc.x`` in 0.12, a value of
+``--optimization-level`` from 0.13), the ``--config FILE`` it reads (YAML keys become options) and the
+environment variables it declares.
+
 Pure: the tables are values (``catalog.flag_vocabulary`` reads them).
 """
 
@@ -27,6 +35,7 @@ from typing import Literal
 from pydantic import ConfigDict
 
 from ..results import Out, Strict
+from .flags import engine_label
 from .kernels import WheelSource
 
 FLAG_DATA_VERSION = 1
@@ -50,6 +59,45 @@ class ParserFacts(Strict):
     modules: tuple[str, ...] = ()
 
 
+class DottedJson(Strict):
+    source: str  # file:line of the loop that rewrites `-x.key value` into `-x '{"key": value}'`
+    prefix: str  # the arguments it rewrites start with this ("-": `-cc.x` and `--compilation-config.x` alike)
+    list_suffix: str | None = None  # file:line where `-x.key+ a,b` gives a list
+
+
+class ShortO(Strict):
+    source: str  # file:line of the -O rewrite
+    becomes: str  # "--optimization-level" (0.12 on), or "-O.level={level}" / "-O.mode={mode}" (a key of -O's JSON)
+    dotted: bool  # -O.key is a dotted key of the compilation config (up to 0.12), not a value of -O
+
+
+class ConfigFile(Strict):
+    source: str  # file:line where `--config FILE` is read
+    format: Literal["yaml"]
+
+
+class EnvVars(Strict):
+    source: str  # the file (and line) that declares them
+    names: dict[str, int | str]  # name -> its line (vLLM: vllm/envs.py) or file:line (SGLang)
+
+
+class LauncherFacts(Strict):
+    """How one release's launcher reads a command line beyond its option list (the parser sidecar,
+    ``data/flags/parser/<engine>-<version>.yaml``, written by tools/extract_flags.py)."""
+
+    schema_version: int
+    engine: Literal["vllm", "sglang"]
+    version: str
+    source: WheelSource
+    as_of: date
+    dotted_json: DottedJson | None = None
+    short_o: ShortO | None = None
+    config_file: ConfigFile | None = None
+    not_extracted: tuple[str, ...] = ()
+    json_options: tuple[tuple[str, ...], ...] = ()  # the options whose value is parsed as JSON (all spellings)
+    env_vars: EnvVars | None = None
+
+
 class OptionRow(Strict):
     names: tuple[str, ...]  # every option string of one add_argument call
     kind: OptionKind  # value: takes an argument; flag: takes none; negatable: BooleanOptionalAction
@@ -63,13 +111,18 @@ class Lookup(Strict):
     """What the parser does with one spelling."""
 
     model_config = ConfigDict(frozen=True)
-    verdict: Literal["known", "abbreviation", "ambiguous", "unknown"]
-    option: str | None = None  # the option string it is read as (known, abbreviation)
+    verdict: Literal["known", "abbreviation", "ambiguous", "unknown", "misread"]
+    option: str | None = None  # the option string it is read as (known, abbreviation, misread)
     matches: tuple[str, ...] = ()  # ambiguous: every option it could be; unknown: the closest spellings
-    source: str | None = None  # file:line of the option it is read as
+    source: str | None = None  # file:line of the option it is read as (misread: of the rewrite that misreads it)
+    # how the launcher rewrote the spelling before argparse read it ("-cc.mode sets the key mode of
+    # --compilation-config's JSON"); misread: why the value it gets cannot be read
+    via: str | None = None
 
     def engine_error(self, prog: str, spelled: str) -> str | None:
         """The line argparse ends the start-up with, None when the spelling is read."""
+        if self.verdict == "misread":
+            return None  # the option's type refuses the value (its own words are not on file)
         if self.verdict == "ambiguous":
             return f"{prog}: error: ambiguous option: {spelled} could match {', '.join(self.matches)}"
         if self.verdict == "unknown":
@@ -91,6 +144,12 @@ class FlagVocabulary(Strict):
     parser: ParserFacts
     options: tuple[OptionRow, ...]
     not_extracted: tuple[str, ...] = ()  # what the extractor saw and could not read (said in the file)
+    launcher: LauncherFacts | None = None  # the parser sidecar (catalog.flag_vocabulary joins it)
+
+    @cached_property
+    def json_options(self) -> dict[str, str]:
+        """Every spelling of an option whose value is parsed as JSON -> the option's first spelling."""
+        return {n: names[0] for names in (self.launcher.json_options if self.launcher else ()) for n in names}
 
     @cached_property
     def registered(self) -> dict[str, OptionRow]:
@@ -132,16 +191,28 @@ class FlagVocabulary(Strict):
     def lookup(self, spelled: str, suggest: bool = True, launcher: str | None = None) -> Lookup:
         """What the parser does with ``spelled`` (an option string as the engine matches it), the server
         started by ``launcher`` (``"sglang serve"``; None: the module's own entry point); ``suggest``
-        False leaves out the closest spellings of an unknown one (a few ms each)."""
-        if launcher is not None:
+        False leaves out the closest spellings of an unknown one (a few ms each). The launcher's rewrites
+        come first (:meth:`_rewritten`: ``-O3``, ``-cc.mode``), then argparse: an exact option string before
+        any prefix (SGLang 0.5.7's ``--cuda-graph-max-bs`` is its own option, not a prefix of
+        ``--cuda-graph-max-bs-decode``)."""
+        if launcher is not None:  # only then: a scan of every option per spelling was 300,000 x 500 steps
             for own in self.options:
                 if own.launcher == launcher and spelled in own.names:
                     return Lookup(verdict="known", option=spelled, source=own.source)
-        known = self.registered
-        if self.parser.dotted_json and spelled.startswith("--") and "." in spelled:
+        rewritten = self._rewritten(spelled, suggest)
+        if rewritten is not None:
+            return rewritten
+        if self.launcher is None and self.parser.dotted_json and spelled.startswith("--") and "." in spelled:
             spelled = spelled.split(".", 1)[0]  # --compilation-config.mode 3: the option before the first dot
-        if self.parser.short_o and spelled.startswith("-O") and "--optimization-level" in known:
+        if self.launcher is None and self.parser.short_o and spelled.startswith("-O") \
+                and "--optimization-level" in self.registered:
             return Lookup(verdict="known", option="--optimization-level", source=self.parser.short_o)
+        return self._argparse(spelled, suggest)
+
+    def _argparse(self, spelled: str, suggest: bool) -> Lookup:
+        """argparse's own reading (``_parse_optional``): an option string it registered, else a unique prefix
+        of a long option (allow_abbrev), else ambiguous or unknown."""
+        known = self.registered
         row = known.get(spelled)
         if row is not None:
             return Lookup(verdict="known", option=spelled, source=row.source)
@@ -158,6 +229,48 @@ class FlagVocabulary(Strict):
             verdict: Literal["known", "abbreviation"] = "known" if hit == spelled[:2] else "abbreviation"
             return Lookup(verdict=verdict, option=hit, source=known[hit].source)
         return Lookup(verdict="unknown", matches=tuple(closest(spelled, known))) if suggest else _UNKNOWN
+
+    def _rewritten(self, spelled: str, suggest: bool) -> Lookup | None:
+        """How the release's launcher rewrites ``spelled`` before argparse (vLLM's FlexibleArgumentParser,
+        per the parser sidecar); None when it leaves it alone. ``-O<x>``: ``--optimization-level <x>`` (0.12
+        on) or the ``level`` / ``mode`` key of ``-O``'s compilation config (up to 0.11); ``-x.key``: the key
+        ``key`` of option ``-x``'s JSON value, ``-x`` read by argparse (exact, else a unique prefix)."""
+        lf = self.launcher
+        if lf is None:
+            return None
+        o = lf.short_o
+        if o is not None and spelled == "-O":  # `-O 3`: -O's own option (up to 0.11), else --optimization-level
+            if "-O" in self.registered or "--optimization-level" not in self.registered:
+                return None
+            return Lookup(verdict="known", option="--optimization-level", source=o.source,
+                          via="-O N is --optimization-level N")
+        if o is not None and spelled.startswith("-O") and not spelled.startswith("--"):
+            dotted_key = spelled[2] == "."
+            if dotted_key and o.dotted:  # -O.mode: a key of the compilation config (-cc.mode in 0.12)
+                target = self.json_options.get("-O") or self.json_options.get("-cc") or "--compilation-config"
+                return Lookup(verdict="known", option=target, source=o.source,
+                              via=f"{spelled} sets the key {spelled[3:]} of {target}")
+            if dotted_key:  # 0.13 on: -O.mode=3 is --optimization-level '.mode=3', not a level
+                return Lookup(verdict="misread", option="--optimization-level", source=o.source,
+                              via=f"{engine_label(self.engine)} {self.version} reads {spelled}... as --optimization-level "
+                                  f"'{spelled[2:]}...' ({o.source}), not as a key of the compilation config: write "
+                                  f"-cc{spelled[2:]}")
+            if o.becomes == "--optimization-level":
+                row = self.registered.get("--optimization-level")
+                return Lookup(verdict="known", option="--optimization-level", source=row.source if row else o.source,
+                              via=f"{spelled} is --optimization-level {spelled[2:].lstrip('=')}")
+            target = self.json_options.get("-O", "--compilation-config")
+            return Lookup(verdict="known", option=target, source=o.source,
+                          via=f"{spelled} sets {o.becomes.split('=')[0][3:]} of {target}")
+        d = lf.dotted_json
+        if d is not None and spelled.startswith(d.prefix) and "." in spelled and spelled != "-":
+            key, _, rest = spelled.removesuffix("+").partition(".")
+            hit = self._argparse(key, suggest)
+            if hit.verdict in ("known", "abbreviation") and hit.option is not None:
+                return hit.model_copy(update={"via": f"{spelled} sets the key {rest} of {hit.option}'s JSON value "
+                                                     f"({d.source})"})
+            return hit
+        return None
 
 
 def closest(spelled: str, names: dict[str, OptionRow] | list[str], n: int = 3) -> list[str]:

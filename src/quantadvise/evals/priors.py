@@ -114,12 +114,25 @@ class AccuracyRule(BaseModel):
 
     def action(self, tolerance: float) -> Action:
         """What this finding means at ``tolerance`` %-points (inclusive boundaries)."""
-        lo, hi = self.expected_drop_pct
-        if tolerance <= lo:
-            return "veto"
-        if tolerance <= hi:
-            return "caution"
-        return "info"
+        return action_of(self.expected_drop_pct, tolerance)
+
+    @property
+    def general(self) -> bool:
+        """A finding about the scheme on general benchmarks (no task, no prompt length): what a
+        checkpoint's own published evaluation replaces."""
+        return not self.tasks and self.prompt_min is None
+
+
+def action_of(expected_drop_pct: tuple[float, float], tolerance: float) -> Action:
+    """The one rule for a published drop range [low, high] at ``tolerance`` %-points, boundaries inclusive:
+    veto when even the best case uses the tolerance up (tolerance <= low); caution when the range reaches
+    it, including a range that straddles it (low < tolerance <= high); info when it stays below it."""
+    lo, hi = expected_drop_pct
+    if tolerance <= lo:
+        return "veto"
+    if tolerance <= hi:
+        return "caution"
+    return "info"
 
 
 class Verdict(BaseModel):

@@ -41,15 +41,20 @@ def _flag(engine: str, field: str) -> str:
 
 
 def parallelism_findings(out: Findings, site: Site, *, tp: int, pp: int, gpus_given: int | None,
-                         split_error: str | None, engine: str = "vllm") -> None:
+                         split_error: str | None, engine: str = "vllm", node_gpus: int | None = None,
+                         layout: str | None = None) -> None:
+    """QA107: the GPUs the server on this node places its workers on (``node_gpus``: its layout's share of
+    this node, data-parallel ranks and nodes counted; else TP x PP) against the container's."""
     out.ran_rules("QA107")
-    if gpus_given is not None and tp * pp > gpus_given:
+    need = node_gpus if node_gpus is not None else tp * pp
+    if gpus_given is not None and need > gpus_given:
         file, line = site.at("tensor_parallel_size", "pipeline_parallel_size", "gpu_count")
         given_at = f" (line {site.flag_lines['gpu_count']})" if "gpu_count" in site.flag_lines else ""
-        out.add("QA107", f"{_flag(engine, 'tensor_parallel_size')} {tp} x {_flag(engine, 'pipeline_parallel_size')} "
-                f"{pp} = {tp * pp} GPUs, but the "
-                f"container is given {gpus_given}{given_at}: the engine cannot place its workers",
-                subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
+        what = (f"{layout}: {need} GPUs on this node" if layout and node_gpus is not None else
+                f"{_flag(engine, 'tensor_parallel_size')} {tp} x {_flag(engine, 'pipeline_parallel_size')} "
+                f"{pp} = {tp * pp} GPUs")
+        out.add("QA107", f"{what}, but the container is given {gpus_given}{given_at}: the engine cannot place its "
+                "workers", subject=f"{site.key}|gpus", file=file, line=line, target=site.label)
     if split_error:
         file, line = site.at("tensor_parallel_size", "gpus")
         out.add("QA107", split_error, subject=f"{site.key}|tp-split", file=file, line=line, target=site.label)
@@ -78,6 +83,31 @@ def artifact_findings(out: Findings, site: Site, warnings: Iterable[str], unreso
                 subject=f"{site.key}|unresolved|{name}", file=file, line=line, target=site.label)
 
 
+
+
+def env_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: FlagVocabulary | None) -> None:
+    """The engine's own environment variables a launch sets (``VLLM_*``, ``SGLANG_*``) that the release does not
+    declare (its parser sidecar: vllm/envs.py's ``environment_variables``; SGLang's ``Envs`` and literal reads):
+    the engine never reads them, so they change nothing (QA109; vLLM 0.17 on also logs "Unknown vLLM environment
+    variable detected", an error with --fail-on-environ-validation). Not checked where the release's list is
+    incomplete (names built at run time)."""
+    lf = vocab.launcher if vocab is not None else None
+    if lf is None or lf.env_vars is None or any(n.startswith("env_vars") for n in lf.not_extracted) or not inv.env:
+        return
+    import difflib
+
+    from ..engines.flags import engine_label
+
+    out.ran_rules("QA109")
+    label = f"{engine_label(lf.engine)} {lf.version}"
+    for name, line in sorted(inv.env.items()):
+        if name in lf.env_vars.names:
+            continue
+        near = difflib.get_close_matches(name, list(lf.env_vars.names), n=2, cutoff=0.8)
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        out.add("QA109", f"{name} is not an environment variable {label} reads ({lf.env_vars.source} declares "
+                f"{len(lf.env_vars.names)}): setting it changes nothing{hint}", subject=f"{site.key}|env|{name}",
+                file=site.flag_files.get(name, site.file), line=line, target=site.label)
 
 
 def dtype_findings(out: Findings, site: Site, *, engine_label: str, dtype: str, refusal: str | None,
@@ -148,14 +178,19 @@ def option_findings(out: Findings, site: Site, inv: EngineInvocation, vocab: Fla
     for i, name in enumerate(spelled):
         hit = vocab.lookup(name, suggest=i < _SUGGEST, launcher=launcher)
         line = inv.flag_lines.get(name, site.line)
+        file = site.flag_files.get(name, site.file)
+        given = f" (in {file})" if file != site.file else ""
         if hit.verdict == "unknown":
             near = f"; did you mean {' or '.join(hit.matches)}?" if hit.matches else ""
-            out.add("QA108", f"{name} is not a {release} option: the server exits at start-up{near}",
-                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+            out.add("QA108", f"{name}{given} is not a {release} option: the server exits at start-up{near}",
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
         elif hit.verdict == "ambiguous":
-            out.add("QA108", f"{name} is a prefix of {len(hit.matches)} {release} options: the server "
+            out.add("QA108", f"{name}{given} is a prefix of {len(hit.matches)} {release} options: the server "
                     f"exits at start-up; write the option in full",
-                    subject=f"{site.key}|option|{name}", file=site.file, line=line, target=site.label,
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label,
                     engine_message=hit.engine_error(prog, name))
+        elif hit.verdict == "misread":  # the launcher rewrites it into a value the option cannot take
+            out.add("QA108", f"{name}{given}: {hit.via}; the server exits at start-up",
+                    subject=f"{site.key}|option|{name}", file=file, line=line, target=site.label)
     return []

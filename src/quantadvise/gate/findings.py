@@ -29,6 +29,7 @@ class Site:
     file: str | None = None
     line: int | None = None
     flag_lines: Mapping[str, int] = field(default_factory=dict)
+    flag_files: Mapping[str, str] = field(default_factory=dict)  # a flag given in another file (its --config YAML)
     config_file: str | None = None
     config_lines: Mapping[str, int] = field(default_factory=dict)
 
@@ -39,7 +40,7 @@ class Site:
         for where in order:
             for f in fields:
                 if where == "flags" and f in self.flag_lines and self.file is not None:
-                    return self.file, self.flag_lines[f]
+                    return self.flag_files.get(f, self.file), self.flag_lines[f]
                 if where == "config" and self.config_file is not None:
                     for key in _DECLARED.get(f, (f,)):
                         if key in self.config_lines:

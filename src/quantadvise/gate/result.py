@@ -34,7 +34,7 @@ class GateFinding(Out):
 
 
 class MemoryFit(OmitNone):
-    """The engine's start-up memory arithmetic for one deployment (gate/startup.py, docs/ci.md): the
+    """The engine's start-up memory arithmetic for one deployment (engines/startup.py, docs/ci.md): the
     KV cache it allocates, whether it starts, and the declared workload against it. Byte counts are
     totals over the GPUs unless named ``_per_gpu`` (the engines compare and log per GPU).
 
@@ -107,6 +107,7 @@ class PerfCheck(Out):
     mode: str
     batch: int
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
+    serving_loop: str | None = None  # the engine's serving loop and the terms that priced it (a site profile's)
     # what the comparisons may assume: bf16's weights (None: not known) and whether the recommendation fits
     bf16_weights_bytes: int | None = None
     bf16_does_not_fit: bool = False  # the recommendation found bf16 cannot hold one sequence

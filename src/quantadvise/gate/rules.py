@@ -123,7 +123,9 @@ RULES: tuple[Rule, ...] = (
        "With --upgrade-to ENGINE@VERSION (or upgrade_to: in quantadvise.yaml) every deployment of that engine is "
        "judged again on the target release: a verdict that turns (loads -> refuses, or back), a different "
        "method or weight-only fallback, another served scheme or KV cache dtype, or a refusal or warning the "
-       "engine starts or stops printing is reported here, so an upgrade PR shows what it changes before it ships."),
+       "engine starts or stops printing is reported here, so an upgrade PR shows what it changes before it ships. "
+       "A deployment its release starts and the target refuses to start is an error, at the line the target's "
+       "refusal names: the upgrade would not start."),
     _r("QA201", "slower-than-bf16", "performance", "error",
        "Predicted slower than bf16 at the deployed concurrency",
        "At this concurrency the quantized scheme is predicted to serve fewer tokens per second than the bf16 "
@@ -228,11 +230,11 @@ FAMILY_PREFIX = {"engine": "QA1", "performance": "QA2", "memory": "QA3", "accura
 # engine.Finding.kind -> rule id ("info" kinds that change nothing are notes on the target, no rule)
 KIND_RULES: dict[str, str] = {
     "unknown_method": "QA101", "platform_unsupported": "QA101", "deprecated_method": "QA101",
-    "config_in_side_file": "QA101",
+    "config_in_side_file": "QA101", "no_quant_method": "QA101",
     "method_mismatch": "QA102",
     "capability_too_low": "QA103", "scheme_capability_too_low": "QA103", "kv_dtype_capability": "QA103",
     "block_static_activations": "QA104", "act_dtype_unsupported": "QA104", "ct_no_scheme": "QA104",
-    "ct_sparsity_rejected": "QA104", "ct_actorder_rejected": "QA104", "ct_nvfp4_activation_mismatch": "QA104",
+    "ct_sparsity_rejected": "QA104", "ct_sparsity_24": "QA104", "ct_actorder_rejected": "QA104", "ct_nvfp4_activation_mismatch": "QA104",
     "kv_dtype_unknown": "QA105", "kv_dtype_platform": "QA105", "fp8_e5m2_with_fp8_checkpoint": "QA105",
     "kv_cache_scheme_unsupported": "QA105", "kv_cache_scheme_strategy": "QA105",
     "kv_cache_scheme_symmetric": "QA105", "kv_cache_scheme_dynamic": "QA105",

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
-from ..engines.flags import ENGINES, engine_label
+from ..engines.flags import ENGINES, engine_label, read_layout
 from ..engines.startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
-from ..engines.versions import nearest_version, version_key
+from ..engines.versions import version_key
 from ..scheme.axes import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
 from .drift import engine_drift, kv_drift, model_drift, scheme_drift, workload_drift
-from .engine import artifact_findings, engine_findings, option_findings, parallelism_findings
+from .engine import artifact_findings, engine_findings, env_findings, option_findings, parallelism_findings
 from .findings import Findings, Site
 from .memory import memory_findings, refusal_reason
 from .result import MemoryFit, PerfCheck, TargetReport
@@ -89,18 +89,21 @@ def ordinals(keys: Sequence[str | None]) -> list[int]:
 
 
 def site_for(inv: EngineInvocation | None, file: str | None, config_file: str | None,
-             config_lines: Mapping[str, int], nth: int = 1, nth_on_line: int = 1) -> tuple[Site, str]:
+             config_lines: Mapping[str, int], nth: int = 1, nth_on_line: int = 1,
+             flag_files: Mapping[str, str] | None = None) -> tuple[Site, str]:
     """(where the deployment's findings point, what kind of source it came from). ``nth``: the
     deployment's :func:`ordinals` entry; the first keeps the bare key (the fingerprints of a file with
     one launch never change), a later one with the same key gets ``#nth``. ``nth_on_line``: its ordinal
     among the launches that start on its line (``vllm serve a & vllm serve b``): the label of a later one
-    says so, so every deployment has its own label."""
+    says so, so every deployment has its own label. ``flag_files``: the flags given in another file (the
+    command's --config YAML), as the report names files."""
     if inv is not None and file is not None:
         key = site_key(inv, file)
         label = f"{file}:{inv.line}" + (f" ({inv.context})" if inv.context else "") + (
             f" (launch {nth_on_line} on the line)" if nth_on_line > 1 else "")
         site = Site(key=key if nth <= 1 else f"{key}#{nth}", label=label, file=file,
-                    line=inv.line, flag_lines=dict(inv.flag_lines), config_file=config_file,
+                    line=inv.line, flag_lines=dict(inv.flag_lines), flag_files=dict(flag_files or {}),
+                    config_file=config_file,
                     config_lines=dict(config_lines))
         return site, inv.source
     site = Site(key=f"{config_file or 'command line'}#declared",
@@ -122,12 +125,25 @@ class EngineChoice:
         """The release the deployment runs (the image's, even when another is on file in its place)."""
         return self.asked or self.version
 
+    @property
+    def options_release(self) -> str:
+        """The release whose option list the command is checked against: the one it runs; the one on file
+        when the two differ only past their third number (0.10.1.1 runs as 0.10.1, 0.5.3rc0 as 0.5.3.post3:
+        a patch or post-release of the same release). Another release's list would call an option added or
+        removed in between wrong, so a release not on file otherwise has no list (its options are not checked)."""
+        if self.asked and version_key(self.asked) == version_key(self.version):
+            return self.version
+        return self.running
+
 
 def choose_engine(inv: EngineInvocation | None, cfg: DeploymentConfig, *, versions: list[str],
                   version_flag: str | None, config_file: str | None, site: Site, out: Findings) -> EngineChoice:
     """The engine release the deployment runs: --engine-version, else the image tag / pinned package,
-    else the declaration, else the newest on file. An image naming a release not on file is checked
-    against the closest one on file (QA100)."""
+    else the declaration, else the newest on file. A release not on file (older, newer, a patch, a nightly
+    build) is checked against the closest one on file, with one QA100 warning that names both."""
+    from ..engines.flags import engine_label
+    from ..engines.versions import choose_release
+
     name = inv.engine if inv is not None else (cfg.engine or defaults.ENGINE)
     assumption = None
     if version_flag is not None:
@@ -139,15 +155,16 @@ def choose_engine(inv: EngineInvocation | None, cfg: DeploymentConfig, *, versio
     else:
         version, vfrom = versions[-1], "the newest release on file"
         assumption = f"engine: {name} {version}, the newest release on file (no version declared or in the image)"
-    if version.removeprefix("v") not in versions and vfrom.startswith("the image"):
-        chosen = nearest_version(versions, version)
-        out.add("QA100", f"{name} {version} ({vfrom}) is not on file; checked against {name} {chosen}, the closest "
-                f"release on file (on file: {', '.join(versions)})", subject=f"{site.key}|engine-version",
-                file=site.file, line=site.line, target=site.label)
-        return EngineChoice(name, chosen, f"the closest release on file to {version}", assumption,
-                            asked=version.removeprefix("v"))
+    choice = choose_release(engine_label(name), versions, version)
     out.ran_rules("QA100")
-    return EngineChoice(name, version, vfrom, assumption)
+    if choice.warning is None:
+        return EngineChoice(name, choice.version, vfrom, assumption)
+    declared_here = vfrom == config_file and config_file is not None and "engine_version" in site.config_lines
+    file, line = (config_file, site.config_lines["engine_version"]) if declared_here else (site.file, site.line)
+    out.add("QA100", f"{choice.warning} (the release named by {vfrom})", subject=f"{site.key}|engine-version",
+            file=file, line=line, target=site.label)
+    return EngineChoice(name, choice.version, f"the closest release on file to {choice.asked}", assumption,
+                        asked=choice.asked)
 
 
 def choose_model(inv: EngineInvocation | None, declared: str | None, *, declared_is_local: bool,
@@ -204,8 +221,8 @@ class DeployedWorkload:
 # Engine flags the start-up arithmetic does not model: named in the assumptions when present.
 UNMODELLED = {
     "vllm": ("--kv-cache-memory-bytes", "--kv-cache-memory", "--cpu-offload-gb", "--num-gpu-blocks-override",
-             "--data-parallel-size", "-dp", "--speculative-config"),
-    "sglang": ("--attn-dp-size", "--dp-size", "--disaggregation-mode", "--speculative-algorithm",
+             "--speculative-config"),
+    "sglang": ("--dp-size", "--disaggregation-mode", "--speculative-algorithm",
                "--enable-memory-saver", "--max-total-tokens", "--enable-hierarchical-cache"),
 }
 
@@ -445,11 +462,15 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     if inv is not None:
         artifact_findings(out, site, inv.warnings, unresolved(inv), engine=f.engine.name)
         notes.extend(option_findings(out, site, inv, f.options, f.engine.running))
+        env_findings(out, site, inv, f.options)
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other) if inv is not None else None
     parallelism_findings(out, site, tp=w.tp, pp=w.pp, gpus_given=inv.gpu_count if inv is not None else None,
-                         split_error=f.split_error, engine=f.engine.name)
+                         split_error=f.split_error, engine=f.engine.name,
+                         node_gpus=lay.node_gpus if lay is not None and lay.node_gpus != w.tp * w.pp else None,
+                         layout=lay.words if lay is not None else None)
 
     s, d = f.served, f.declared
     if d.scheme is not None and d.scheme_id is not None:
@@ -564,6 +585,8 @@ def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommen
         recommended_tokens_per_s=rec_tps,
         slowdown_vs_recommended=(rec_tps / deployed.tokens_per_s - 1) if rec_tps else None,
         profile=deployed.profile, mode=deployed.mode, batch=deployed.batch, model_note=deployed.model_note,
+        serving_loop=(f"{deployed.serving_loop.loop}; terms {deployed.serving_loop.terms}"
+                      if getattr(deployed, "serving_loop", None) is not None else None),
         bf16_weights_bytes=base.weights_bytes if base is not None else None,
         bf16_does_not_fit=base is not None and base.status == "does-not-fit",
         recommended_native=bool(recommended is not None and recommended.scheme.native),

@@ -6,7 +6,9 @@ two :class:`~quantadvise.gate.result.TargetReport` s and the engine findings (QA
 produced, and returns an :class:`UpgradeChange` when the verdict (loads / warnings / refuses), the
 method the engine resolves to, the GEMM kernel it runs for a config group (where both releases have a
 kernel table on file, engines/kernels), the served scheme or KV cache dtype, or what the engine prints
-differs. :func:`report` turns each change into a QA112 finding at the command's line;
+differs. :func:`report` turns each change into a QA112 finding at the command's line — an error when the
+deployment starts on its release and the target refuses to start it (the upgrade would not start), located
+at the line the target's refusal names (the flag to fix) and saying what the target refuses;
 :func:`kernel_coverage` says when a release has no kernel table, so no kernel change can be seen.
 Pure: the caller runs the pipeline.
 """
@@ -21,6 +23,7 @@ from pydantic import Field
 from ..results import Out
 from .findings import Findings
 from .result import GateFinding, TargetReport
+from .rules import REFUSES_START
 
 RULE = "QA112"
 # the engine findings an upgrade can add or remove (QA100: version not on file; QA111: model unread)
@@ -37,6 +40,16 @@ class UpgradeDelta(Out):
     after: str | None
 
 
+class UpgradeRefusal(Out):
+    """Why the target release refuses to start a deployment its own release starts: the refusal finding the
+    target's judgement made, at its line (the flag or declaration to fix)."""
+
+    rule_id: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+
 class UpgradeChange(Out):
     """One deployment whose behaviour changes between the pinned and the target release."""
 
@@ -49,6 +62,12 @@ class UpgradeChange(Out):
     changes: list[UpgradeDelta] = Field(default_factory=list)
     added: list[str] = Field(default_factory=list)  # "QA106 [warning] <the engine's words>" only the target prints
     removed: list[str] = Field(default_factory=list)
+    # the deployment starts on its release and the target refuses to start it: why, at the lines to fix
+    refusals: list[UpgradeRefusal] = Field(default_factory=list)
+
+    @property
+    def stops_starting(self) -> bool:
+        return bool(self.refusals)
 
     def summary(self) -> str:
         parts = [f"{d.what} {d.before or '-'} -> {d.after or '-'}" for d in self.changes]
@@ -92,9 +111,16 @@ def compare(before: TargetReport, after: TargetReport, before_findings: Iterable
     removed = [v for k, v in sa.items() if k not in sb]
     if not deltas and not added and not removed:
         return None
+    refusals = []
+    if before.engine_status != "refused" and after.engine_status == "refused":
+        refusals = [UpgradeRefusal(rule_id=f.rule_id, message=f.message, file=f.file, line=f.line)
+                    for f in after_findings if f.target == after.label and f.rule_id in REFUSES_START]
+        if not refusals:  # refused for a reason no finding locates: the command's line
+            refusals = [UpgradeRefusal(rule_id=RULE, message=f"{after.engine} {after.engine_version} refuses to start it",
+                                       file=before.file, line=before.line)]
     return UpgradeChange(target=before.label, file=before.file, line=before.line, engine=before.engine,
                          from_version=before.engine_version, to_version=after.engine_version, changes=deltas,
-                         added=added, removed=removed)
+                         added=added, removed=removed, refusals=refusals)
 
 
 def _kernels_comparable(before: TargetReport, after: TargetReport) -> bool:
@@ -117,9 +143,20 @@ def kernel_coverage(engine_label: str, without_table: Iterable[str], with_table:
 
 
 def report(changes: Iterable[UpgradeChange], out: Findings) -> None:
-    """One QA112 finding per deployment the upgrade changes, at the engine command's line."""
+    """One QA112 finding per deployment the upgrade changes, at the engine command's line; an error where
+    the target release refuses to start a deployment its own release starts (the upgrade would not start),
+    at the first line the refusal names, with every refusal and its line."""
     out.ran_rules(RULE)
     for c in changes:
+        if c.stops_starting:
+            first = c.refusals[0]
+            why = "; ".join(f"{r.rule_id} {r.message}" + (f" ({r.file}:{r.line})" if r.file and r.line else "")
+                            for r in c.refusals)
+            out.add(RULE, f"upgrading {c.engine} {c.from_version} -> {c.to_version}: the engine would refuse to start "
+                    f"this deployment, which starts on {c.from_version} ({why}); fix the command before upgrading. "
+                    f"What changes: {c.summary()}", subject=f"{c.target}|upgrade-to|{c.engine}@{c.to_version}",
+                    file=first.file or c.file, line=first.line or c.line, target=c.target, severity="error")
+            continue
         out.add(RULE, f"upgrading {c.engine} {c.from_version} -> {c.to_version} changes this deployment: "
                 f"{c.summary()}", subject=f"{c.target}|upgrade-to|{c.engine}@{c.to_version}", file=c.file,
                 line=c.line, target=c.target)

@@ -40,10 +40,6 @@ class KVGeometry:
     window: int | None
     linear_layers: int
 
-    @property
-    def elements_per_token_layer(self) -> int:
-        return self.tensors * self.heads * self.width
-
 
 def geometry(arch: ModelArch) -> KVGeometry:
     al = arch.attention_layers

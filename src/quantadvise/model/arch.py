@@ -241,16 +241,6 @@ class Inventory:
             g.count for g in self.groups if g.linear and not g.mtp and g.component not in ("embedding", "lm_head")
         )
 
-    def active_params(self, include_mtp: bool = False) -> int:
-        """Parameters touched per token: routed experts count k of E."""
-        total = 0
-        for g in self.serving_groups(include_mtp):
-            if g.experts:
-                total += g.params * self.arch.experts_per_token // g.experts
-            else:
-                total += g.params
-        return total
-
 
 _NO_MIXER = ("mlp", "moe")  # hybrid blocks that hold no attention (no KV)
 # Which block kind of a hybrid stack holds each inventory component (the rest, norms, are on every block).

@@ -178,6 +178,14 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
             raise ConfigError(f"{where}: field 'layer_types' must list one type per layer ({layers})",
                               field="layer_types")
         lt = tuple(str(t) for t in layer_types)
+    elif isinstance(cfg.get("full_attention_interval"), int) and not isinstance(cfg.get("full_attention_interval"), bool) \
+            and cfg["full_attention_interval"] > 0:
+        # Qwen3-Next / Qwen3.5 without layer_types: transformers 5.25 configuration_qwen3_next.py:126-131
+        # `layer_types = ["linear_attention" if bool((i + 1) % interval) else "full_attention" ...]`; vLLM builds
+        # each layer from config.layer_types (models/qwen3_next.py:665-669) and only full_attention layers own a
+        # KV cache (config/model.py:1727-1795, _ATTENTION_LAYER_TYPES)
+        interval = cfg["full_attention_interval"]
+        lt = tuple("linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers))
     elif model_type == "gemma2" and sliding:
         # Gemma-2 alternates local (sliding) and global attention, starting with local (layer 0).
         lt = tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers))
@@ -201,7 +209,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
 
     # MoE
     n_experts = _opt_int(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0, where=where)
-    k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+    k_experts = _opt_int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts",
                          default=0, where=where)
     moe_inter = _opt_int(cfg, "moe_intermediate_size", default=0, where=where) or inter
     n_shared = _opt_int(cfg, "n_shared_experts", "num_shared_experts", default=0, where=where)

@@ -117,9 +117,9 @@ class KernelPricing:
                f"measured curve {c.key}" if c.basis == "measured" else f"{c.basis} curve ({c.proxy_of or c.key})")
         if ch.kernel.id == "awq-dequant-cublas" and c is not None:
             how = f"composed: dequantize + {c.key}"
-        other = self.context.engine_version
-        table = f" (kernel table of {self.context.table.label}: none on file for {other})" if other else ""
-        return f"{sid} via {ch.label}{table}; {how}"
+        # the kernel's label names the table's release; a release priced with another's table says so once per
+        # command (api.speed.kernel_note), not on every kernel line
+        return f"{sid} via {ch.label}; {how}"
 
 
 # the measured fused-MoE curves that stand in (first on file) for experts whose backend is not on file:

@@ -22,6 +22,7 @@ from ..wording import plural
 from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
+from .loop import EngineLoop
 from .profiles import AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
@@ -180,6 +181,7 @@ def roofline(
     price: Price | None = None,
     spec: Speculation | None = None,
     pareto: tuple[int, Slo | None] | None = None,
+    loop: EngineLoop | None = None,
 ) -> RooflineResult:
     """The whole report: one :class:`StepModel` per scheme, swept over batches x contexts, with
     ridge batches and pairwise crossovers. ``efficiencies[i]`` belongs to ``schemes[i]``;
@@ -319,7 +321,7 @@ def roofline(
 
         sweep = pareto_sweep(list(zip(ids, models, strict=True)), context_list, batch_list, prompt=prompt or 0,
                              output=output, gpus=gpus, fits=fits_at, price=price.usd_per_gpu_hour if price else None,
-                             slo=slo, spec=spec)
+                             slo=slo, spec=spec, loop=loop)
 
     calibrated = [s.id for s, e in zip(schemes, efficiencies, strict=True) if e.linear is not None]
     kerneled = [s.scheme for s in summaries if s.curve is not None]

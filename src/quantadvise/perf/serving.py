@@ -39,9 +39,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING
 
 from ..results import Out
 from .step import StepModel
+
+if TYPE_CHECKING:
+    from .loop import EngineLoop, LoopSummary
 
 SPEC_MODEL = ("speculative decoding (Leviathan et al., arXiv:2211.17192, eq. 1): tokens per step = 1 + K x A = "
               "(1 - a^(K+1)) / (1 - a), a the per-token acceptance rate; each step verifies K+1 tokens per sequence "
@@ -138,14 +142,19 @@ class ServePoint:
     decode_tokens_per_s: float  # concurrency x tokens per step / step
     prefill_share: float | None  # share of GPU time in prefill (None: no prompt)
     bound: str  # memory | compute | communication: the decode step's (StepCost.bound)
+    loop: LoopSummary | None = None  # the engine's serving loop (None: kernels alone)
 
     @property
     def tokens_per_s_per_user(self) -> float:
         return 1.0 / self.itl_s
 
 
-def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None = None) -> ServePoint:
-    """``sm`` serving ``batch`` concurrent requests of ``lengths`` (the module docstring has the model)."""
+def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None = None,
+          loop: EngineLoop | None = None) -> ServePoint:
+    """``sm`` serving ``batch`` concurrent requests of ``lengths`` (the module docstring has the model);
+    with ``loop``, as the engine's serving loop runs them (:func:`serve_loop`)."""
+    if loop is not None:
+        return serve_loop(sm, lengths, batch, loop, spec)
     ctx = lengths.decode_ctx
     if spec is not None and spec.tokens:
         cost = sm.decode(batch, ctx, queries=spec.queries)
@@ -178,6 +187,48 @@ def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None 
     return ServePoint(concurrency=batch, step_s=step, tokens_per_step=tau, itl_s=itl, ttft_s=ttft,
                       e2e_s=e2e, tokens_per_s=tps, decode_tokens_per_s=decode_tps,
                       prefill_share=share, bound=cost.bound)
+
+
+def serve_loop(sm: StepModel, lengths: Lengths, batch: int, loop: EngineLoop,
+               spec: Speculation | None = None) -> ServePoint:
+    """``batch`` closed-loop requests as the engine's serving loop runs them (:mod:`.loop`): continuous
+    batching delivers R x O output tokens per cycle (R the requests in flight), ITL is the cycle over the
+    O tokens, TTFT one prompt's prefill queued as :func:`queued_ttft` says plus, when more requests are
+    in flight than run (``max_num_seqs``, the KV cache), their wait for a slot; synchronous batches are
+    prefilled together and decoded in lockstep."""
+    from .loop import cycle, prefill_s, running, summary
+
+    ctx, prompt, out = lengths.decode_ctx, lengths.prompt, lengths.output
+    queries, tau, draft = 1, 1.0, 0.0
+    r, _ = running(batch, loop.facts, sm, loop.kv_room_bytes, prompt + out / 2)
+    if spec is not None and spec.tokens:
+        queries, tau = spec.queries, spec.tokens_per_step
+        draft = spec.tokens * sm.draft_time(r, ctx)
+    sync = lengths.mode != "continuous"
+    cy = cycle(sm, loop, concurrency=batch, prompt=prompt, output=out, decode_ctx=ctx, queries=queries,
+               tokens_per_step=tau, draft_s=draft, lockstep=sync)
+    t = loop.terms
+    step = cy.step_s(t)
+    r = cy.running
+    cyc = cy.seconds(t)
+    share: float | None = None
+    ttft: float | None = None
+    itl = step / tau
+    if not prompt:
+        tps = r / itl
+    elif sync:  # the batch is prefilled together (its first tokens), then decoded in lockstep
+        ttft = prefill_s(sm, loop, r, prompt)
+        tps, share = r * out / cyc, ttft / cyc
+    else:
+        itl = cyc / out
+        share = max(0.0, cyc - cy.decode_steps * step) / cyc
+        ttft = queued_ttft(prefill_s(sm, loop, 1, prompt), share, r) + cyc * max(0.0, batch / r - 1.0)
+        tps = r * out / cyc
+    e2e = (ttft or 0.0) + (out - 1) * itl
+    cost = sm.decode(r, ctx, queries=queries)
+    return ServePoint(concurrency=batch, step_s=step, tokens_per_step=tau, itl_s=itl, ttft_s=ttft, e2e_s=e2e,
+                      tokens_per_s=tps, decode_tokens_per_s=r * tau / step, prefill_share=share, bound=cost.bound,
+                      loop=summary(loop, cy, cyc))
 
 
 def queued_ttft(prefill_one_s: float, share: float, batch: int) -> float:
@@ -349,6 +400,7 @@ class ParetoOut(Out):
     prompt: int  # prompt tokens per request (0: decode only, no TTFT)
     output: int  # output tokens per request
     mode: str = "continuous"
+    serving_loop: str | None = None  # the engine's serving loop and terms that priced the points (None: kernels alone)
     itl_budget_s: float | None = None
     ttft_budget_s: float | None = None
     e2e_budget_s: float | None = None
@@ -358,7 +410,8 @@ class ParetoOut(Out):
 
 def pareto_sweep(models: Sequence[tuple[str, StepModel]], contexts: Sequence[int], batches: Sequence[int], *,
                  prompt: int, output: int, gpus: int, fits: Callable[[str, int, int], bool],
-                 price: float | None = None, slo: Slo | None = None, spec: Speculation | None = None) -> ParetoOut:
+                 price: float | None = None, slo: Slo | None = None, spec: Speculation | None = None,
+                 loop: EngineLoop | None = None) -> ParetoOut:
     """Each scheme's serving points at every context and batch (``fits(scheme, batch, ctx)`` says whether
     weights + KV fit), frontiers marked, the recommended point picked (:func:`pick`)."""
     points: list[ParetoPoint] = []
@@ -366,13 +419,14 @@ def pareto_sweep(models: Sequence[tuple[str, StepModel]], contexts: Sequence[int
         lengths = Lengths(prompt=prompt, output=output, decode_ctx=ctx, mode="continuous")
         for sid, sm in models:
             for b in batches:
-                p = serve(sm, lengths, b, spec)
+                p = serve(sm, lengths, b, spec, loop)
                 points.append(pareto_point(sid, p, ctx=ctx, gpus=gpus, fits=fits(sid, b, ctx), price=price, slo=slo))
     points = mark_frontier(points)
     best = pick(points)
     if best is not None:
         points[best] = points[best].model_copy(update={"recommended": True})
     active = slo if slo is not None and slo.active else None
-    return ParetoOut(prompt=prompt, output=output, itl_budget_s=active.itl_s if active else None,
+    return ParetoOut(prompt=prompt, output=output, serving_loop=loop.label() if loop is not None else None,
+                     itl_budget_s=active.itl_s if active else None,
                      ttft_budget_s=active.ttft_s if active else None, e2e_budget_s=active.e2e_s if active else None,
                      points=points, recommended=points[best] if best is not None else None)

@@ -290,15 +290,16 @@ class StepModel:
         """Layer-tokens of KV one sequence of ``ctx`` tokens reads (kvcache.cached_tokens)."""
         return cached_tokens(self.arch, ctx)
 
-    def _linear_time(self, tokens: float, coefs: tuple, logits_tokens: float, decoder_only: bool = False
-                     ) -> tuple[float, float, float, float, float, float]:
+    def _linear_time(self, tokens: float, coefs: tuple, logits_tokens: float, decoder_only: bool = False,
+                     experts: bool | None = None) -> tuple[float, float, float, float, float, float]:
         """(time, bytes, flops, dequant s, memory-bound s, compute-bound s) of all linears for
-        ``tokens`` tokens (lm_head sees ``logits_tokens``: only the last token of a prompt)."""
+        ``tokens`` tokens (lm_head sees ``logits_tokens``: only the last token of a prompt); ``experts``
+        True / False: only the routed-expert operators / only the others."""
         t = b = f = dq_total = mem_s = comp_s = 0.0
         inv_tile = 1.0 / self._dq_tile
         factors: dict[tuple[int, float], float] = {}
         for o, (mem_t, comp_per_tok, dq, e, k), fit, ko in zip(self.linears, coefs, self._fits, self._kern, strict=True):
-            if decoder_only and not o.decoder:
+            if (decoder_only and not o.decoder) or (experts is not None and bool(o.experts) != experts):
                 continue
             n_tok = logits_tokens if o.component == "lm_head" else tokens
             # each operator's time, whether its compute side binds, and its bytes: from the kernel's
@@ -423,6 +424,15 @@ class StepModel:
         the step ``calibrate`` measures (no attention, embedding rows, norms or activations)."""
         coefs = self._coef if self._constant else self._all_coefs(batch)
         return self._linear_time(batch, coefs, batch, decoder_only=decoder_only)[0]
+
+    def expert_time(self, tokens: float) -> float:
+        """Seconds the routed-expert linears take for ``tokens`` tokens on one GPU of this model's
+        tensor-parallel group (a layout that shards the experts another way swaps this term:
+        ``perf/parallel.py``)."""
+        if tokens <= 0:
+            return 0.0
+        coefs = self._coef if self._constant else self._all_coefs(tokens)
+        return self._linear_time(tokens, coefs, tokens, experts=True)[0]
 
     def linear_terms(self, *, decoder_only: bool = True) -> tuple[float, float]:
         """The spec-sheet roofline's two terms for the (decoder) linear layers: (seconds to stream

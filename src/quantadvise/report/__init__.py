@@ -17,6 +17,9 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("recommend", "table"): "quantadvise.report.recommend:table",
     ("recommend", "explain"): "quantadvise.report.recommend:explain",
     ("recommend", "json"): "quantadvise.report:to_json",
+    ("deploy", "table"): "quantadvise.report.layouts:deploy_table",
+    ("deploy", "json"): "quantadvise.report:to_json",
+    ("recommend", "bench_plan"): "quantadvise.report.bench:bench_plan_table",
     ("size", "table"): "quantadvise.report.size:table",
     ("size", "json"): "quantadvise.report:to_json",
     ("roofline", "table"): "quantadvise.report.roofline:table",
@@ -32,6 +35,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("engines_diff", "json"): "quantadvise.report:to_json",
     ("inspect", "table"): "quantadvise.report.inspect:table",
     ("inspect", "json"): "quantadvise.report:to_json",
+    ("checkpoints", "table"): "quantadvise.report.checkpoints:table",
+    ("checkpoints", "json"): "quantadvise.report:to_json",
     ("check", "table"): "quantadvise.report.gate:table",
     ("check", "json"): "quantadvise.report:to_json",
     ("check", "markdown"): "quantadvise.report.gate:markdown",
@@ -46,6 +51,12 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("calibrate_import", "json"): "quantadvise.report:to_json",
     ("validate", "table"): "quantadvise.report.calibrate:validate_table",
     ("validate", "json"): "quantadvise.report:to_json",
+    ("validate_bench", "table"): "quantadvise.report.bench:bench_table",
+    ("validate_bench", "json"): "quantadvise.report:to_json",
+    ("validate_e2e", "table"): "quantadvise.report.bench:e2e_table",
+    ("validate_e2e", "json"): "quantadvise.report:to_json",
+    ("calibrate_bench", "table"): "quantadvise.report.bench:site_table",
+    ("calibrate_bench", "json"): "quantadvise.report:to_json",
 }
 
 

@@ -49,7 +49,10 @@ def listing(r: EngineListing, width: int | None = None) -> str:
               + (f" ({m.effective_min_capability})" if m.effective_min_capability else ""),
               ",".join(m.supported_act_dtypes or []) or "-", f"{_bits(m.weight_bits)}/{_bits(m.act_bits)}", _opt(m),
               "; ".join(flags))
-    lines = [*head, "", t.render(width), ""]
+    lines = list(head)
+    for label, versions in r.releases.items():
+        lines += wrap(f"{label} releases on file ({len(versions)}): {', '.join(versions)}", width, subsequent="  ")
+    lines += ["", t.render(width), ""]
     parts = [f"{c.methods} methods", f"{c.real_cli_methods} real --quantization names",
              f"{c.registered_cuda} in the CUDA registry", f"{c.config_classes} config classes",
              f"{c.kv_cache_dtypes} KV cache dtypes"]

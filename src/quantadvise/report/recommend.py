@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..advisor.result import Recommendation
+from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
+from .layouts import layout_lines
 from .text import Table, gb, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
@@ -18,6 +20,7 @@ NODE_LABELS = {
     "kv": "e. KV cache",
     "roofline": "f. roofline",
     "load": "g. load",
+    "layouts": "g. layouts",
 }
 
 EXPLAIN_UNLIMITED = 10_000  # the tree's width with --wide (no limit): rich then wraps nothing
@@ -110,6 +113,8 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     cost = (f"; ${usd(perf.usd_per_mtok)} per million output tokens at "
             f"{perf.tokens_per_s_per_gpu:,.0f} tokens/s per GPU") if perf.usd_per_mtok is not None else ""
     lines += wrap(f"Serving: {lat}{split}{cost}.", width, subsequent="  ")
+    if perf.serving_loop is not None:
+        lines += wrap(loop_line(perf.serving_loop), width, subsequent="  ")
     if r.speculation is not None:
         sp = r.speculation
         lines += wrap(f"Speculative decoding: K = {sp.tokens} drafted, A = {sp.acceptance:g} accepted -> "
@@ -119,6 +124,17 @@ def _serving_lines(r: Recommendation, width: int | None) -> list[str]:
     if r.price is not None:
         lines += wrap(f"Price: {r.price.label()}.", width, subsequent="  ")
     return lines
+
+
+def loop_line(s: LoopSummary) -> str:
+    """``Loop: vLLM 0.33.0, terms 'vllm'; decode kernels 53% of time``: one line (docs/calibration.md §9)."""
+    terms = s.terms.split(" (")[0] if s.terms else None
+    top = next(iter(s.shares.items()), None)
+    where = f"; {s.bound} {top[1]:.0%} of time" if top is not None else ""
+    held = f", {s.running:,} running ({s.limited_by} binds)" if s.limited_by != "concurrency" else ""
+    tag = "" if s.validated else f" UNVALIDATED ±{s.uncertainty:.0%}" if s.uncertainty else " UNVALIDATED"
+    return (f"Loop: {s.loop.split(':')[0]}, terms '{terms}'{tag}{held}{where}"
+            if terms else f"Loop: {s.loop.split(':')[0]}, no fitted terms{held}{where}")
 
 
 def _load_table(r: Recommendation, width: int | None) -> list[str]:
@@ -239,12 +255,17 @@ def table(r: Recommendation, width: int | None = None) -> str:
     if perf.kernel:
         lines += wrap(f"Kernel: {perf.kernel}", width, subsequent="  ")
     lines += _load_table(r, width)
+    lines += layout_lines(r.layouts, width)
     lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
                         "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + "):", width)]
     lines.append(_alternatives(r, width))
     if any(a.native for a in r.alternatives):
         lines.append("* the checkpoint as shipped")
     lines += ["", "Deploy:"]
+    pub = r.checkpoint.published
+    if pub is not None:  # one line: the published checkpoint the commands serve, and its accuracy evidence
+        lines += wrap(f"serve: {pub.id} (published; {pub.accuracy_short})", width,
+                      indent="  ", subsequent="    ")
     for engine, cmd in r.engine_args.items():
         if cmd:
             lines += wrap_command(cmd, width, indent=f"  {engine}: ")
@@ -272,8 +293,9 @@ def write_plot(r: Recommendation, path: Path) -> Path:
     schemes = list(dict.fromkeys(p.scheme for p in r.frontier))
     lengths = (f"{w.prompt:,} + {w.output:,} tokens" if w.prompt is not None and w.output is not None
                else f"context {w.context:,}")
+    per = "per layout family (its cheapest layout)" if r.layouts is not None else "per scheme"
     title = (f"{w.model_id} on {w.gpus} x {w.gpu} ({r.kv.dtype}), {lengths}, {w.serving_mode} — Pareto frontier "
-             f"per scheme\nacross concurrency ({r.performance.profile}; a model, not a measurement)")
+             f"{per}\nacross concurrency ({r.performance.profile}; a model, not a measurement)")
     return write_frontier(r.frontier, path, title=title, schemes=schemes,
                           itl_budget_s=t.itl_s if t else None, ttft_budget_s=t.ttft_s if t else None,
                           e2e_budget_s=t.e2e_s if t else None)

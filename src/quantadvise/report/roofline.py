@@ -200,6 +200,8 @@ def pareto_table(r: RooflineResult, width: int | None = None) -> list[str]:
         legend += (f"; {plural(dropped, 'point')} whose KV cache does not fit {'is' if dropped == 1 else 'are'} "
                    "left out")
     out += wrap(legend, width)
+    if pa.serving_loop:
+        out += wrap(f"Serving loop: {pa.serving_loop} (docs/calibration.md §9)", width, subsequent="  ")
     rec = pa.recommended
     if rec is not None:
         budgets = ", ".join(f"{n} <= {v * 1e3:,.0f} ms" for n, v in (("ITL", pa.itl_budget_s),

@@ -126,9 +126,6 @@ class GroupShape(_Frozen):
         c = cols if self.col == -1 else self.col
         return math.ceil(rows / r) * math.ceil(cols / c)
 
-    def elements_per_scale(self, rows: int, cols: int) -> float:
-        return rows * cols / self.count(rows, cols)
-
     def with_col(self, col: int) -> GroupShape:
         return GroupShape(row=self.row if col != -1 else 1, col=col)
 

@@ -80,8 +80,3 @@ def get_format(name: str) -> NumberFormat:
     if fmt is None:
         raise UnknownNameError("number format", name, FORMATS.keys())
     return fmt
-
-
-def int_format(bits: int, signed: bool) -> NumberFormat:
-    """The integer format with ``bits`` bits (signed for symmetric, unsigned for zero-point schemes)."""
-    return get_format(f"{'int' if signed else 'uint'}{bits}")

@@ -1,6 +1,7 @@
 """Issue 11, group 3 (acceptance): batch 1..512 step 1 on each workload changes the recommended
 (scheme, KV dtype) once per regime boundary at most — never back and forth at the same boundary —
-and the recommended throughput never decreases as the batch grows while the batch still fits.
+and the recommended throughput never decreases as the batch grows while the batch still fits — except
+by what the padding to the engine's next CUDA-graph size costs where one more sequence crosses into it.
 
 The documented boundaries (docs/recommend.md, "Regimes"): the serving mode (``auto`` is synchronous
 up to batch 4, continuous above), the KV threshold (one switch to fp8 as KV's share of step bytes
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from quantadvise import defaults
+from quantadvise import catalog, defaults
 from quantadvise.api.recommend import _parse, _resolve, _walk
 
 WORKLOADS = {
@@ -85,6 +86,9 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
     # against the running maximum, so a run of small drops cannot add up. Within a serving mode
     # tokens/s is one quantity; sync -> continuous changes what it includes (prefill), so the running
     # maximum restarts there and decode tokens/s, common to both, is compared across the switch.
+    # A batch that moves into the engine's next CUDA-graph size runs padded rows (docs/calibration.md §8):
+    # there the running maximum restarts, after the drop the padding allows (see below).
+    facts = catalog.engine_loop(inputs.gpu, inputs.engine.engine, inputs.engine.version, tp=base.gpus).facts
     tie = defaults.TIE
     best = 0.0
     for b in range(2, 513):
@@ -92,24 +96,34 @@ def test_batch_scan_is_monotone_and_never_flip_flops(name):
         if not (r0.kv.fits_requested_concurrency and r1.kv.fits_requested_concurrency):
             continue  # past capacity the winner is priced at what it holds
         p0, p1 = r0.performance, r1.performance
+        pad = facts.padded(b) != facts.padded(b - 1)
+        keep = b * facts.padded(b - 1) / ((b - 1) * facts.padded(b)) if pad else 1.0
         if r0.workload.serving_mode == r1.workload.serving_mode:
             best = max(best, p0.tokens_per_s)
-            assert p1.tokens_per_s >= best * (1 - tie), (name, b, best, p1.tokens_per_s)
+            assert p1.tokens_per_s >= best * keep * (1 - tie), (name, b, best, p1.tokens_per_s)
+            if pad:
+                best = 0.0
         else:
-            assert p1.decode_tokens_per_s >= p0.decode_tokens_per_s * (1 - tie), (name, b)
+            assert p1.decode_tokens_per_s >= p0.decode_tokens_per_s * keep * (1 - tie), (name, b)
             best = 0.0
 
     # Every priced candidate's delivered tokens/s is non-decreasing in the batch while it holds the
     # whole batch with the same KV cache and serving mode: one more sequence shares the same weight
     # reads, adds its own KV reads and never raises the compute per row (docs/roofline.md §6b), so
-    # its decode step grows by less than a sequence's share. No tolerance beyond float rounding.
+    # its decode step grows by less than a sequence's share. No tolerance beyond float rounding — except
+    # where one more sequence moves the decode batch into the engine's next CUDA-graph size (the linears
+    # then run the padded rows, docs/calibration.md §8): there the step grows at most as the padded rows,
+    # so tokens/s keeps at least b x P(b-1) / ((b-1) x P(b)) of its value (P the padded batch).
     for b in range(2, 513):
         r0, r1 = recs[b - 2], recs[b - 1]
         if r0.workload.serving_mode != r1.workload.serving_mode or r0.kv.dtype != r1.kv.dtype:
             continue
+        keep = 1 - 1e-9
+        if facts.padded(b) != facts.padded(b - 1):
+            keep = b * facts.padded(b - 1) / ((b - 1) * facts.padded(b))
         a0 = {a.scheme: a for a in r0.alternatives if a.tokens_per_s is not None and a.concurrency == b - 1}
         for a1 in r1.alternatives:
             a = a0.get(a1.scheme)
             if a is not None and a1.tokens_per_s is not None and a1.concurrency == b:
-                assert a1.tokens_per_s >= a.tokens_per_s * (1 - 1e-9), (name, b, a1.scheme, a.tokens_per_s,
-                                                                         a1.tokens_per_s)
+                assert a1.tokens_per_s >= a.tokens_per_s * keep, (name, b, a1.scheme, a.tokens_per_s,
+                                                                  a1.tokens_per_s)

@@ -1,0 +1,76 @@
+"""Published checkpoints: the bundled index (``data/checkpoints.yaml``, refreshed by hand with
+``tools/refresh_checkpoints.py``), validated into :class:`~quantadvise.checkpoint.published.Published`
+rows. The same question asked of the Hub live (``--hub``) is ``catalog/hub_tree.py``."""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import cache
+
+from pydantic import ValidationError
+
+from ..checkpoint.published import Published, Speculator
+from ..errors import DataError, format_validation_error, norm_name
+from . import loader
+
+INDEX = "checkpoints.yaml"
+
+
+@cache
+def published_rows() -> tuple[Published, ...]:
+    """Every row of the bundled index, validated (unknown keys are errors)."""
+    doc = loader.table(INDEX)
+    rows = doc.get("checkpoints") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise DataError(f"data/{INDEX}: expected a 'checkpoints' list")
+    out: list[Published] = []
+    seen: set[str] = set()
+    for raw in rows:
+        try:
+            row = Published.model_validate(raw)
+        except ValidationError as exc:
+            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+            raise DataError(format_validation_error(exc, f"data/{INDEX} checkpoint '{rid}'")) from None
+        if norm_name(row.id) in seen:
+            raise DataError(f"data/{INDEX}: checkpoint '{row.id}' is listed twice")
+        seen.add(norm_name(row.id))
+        out.append(row)
+    return tuple(out)
+
+
+def published_for(model_id: str) -> tuple[Published, ...]:
+    """The bundled index's rows for a bundled model (by its data/models.yaml id)."""
+    key = norm_name(model_id)
+    return tuple(r for r in published_rows() if norm_name(r.model) == key)
+
+
+def index_as_of() -> date | None:
+    """The newest ``as_of`` of the bundled index."""
+    rows = published_rows()
+    return max((r.as_of for r in rows), default=None)
+
+
+@cache
+def speculators() -> tuple[Speculator, ...]:
+    """Every row of data/speculators.yaml, validated."""
+    doc = loader.table("speculators.yaml")
+    rows = doc.get("speculators") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise DataError("data/speculators.yaml: expected a 'speculators' list")
+    out = []
+    for raw in rows:
+        try:
+            out.append(Speculator.model_validate(raw))
+        except ValidationError as exc:
+            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+            raise DataError(format_validation_error(exc, f"data/speculators.yaml row '{rid}'")) from None
+    return tuple(out)
+
+
+def speculator_for(model_id: str, asked: str) -> Speculator | None:
+    """The published draft of the model as asked (its base model is the name given, or the bundled id)."""
+    want = {norm_name(asked), norm_name(model_id)}
+    rows = [s for s in speculators() if norm_name(s.model) == norm_name(model_id)]
+    exact = [s for s in rows if norm_name(s.base_model) == norm_name(asked)]
+    hits = exact or [s for s in rows if norm_name(s.base_model) in want]
+    return hits[0] if hits else None

@@ -1,0 +1,75 @@
+"""The serving-loop model against the published end-to-end points (data/validation/e2e_points.yaml;
+docs/calibration.md §9): issue 26's bar, recomputed from the bundled points and terms on every run."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from quantadvise.api.e2e import points_table, validate_e2e
+from quantadvise.calibration.e2e import BAR, GATED, band
+
+
+@pytest.fixture(scope="module")
+def report():
+    return validate_e2e()
+
+
+def test_every_band_is_within_ten_percent_and_no_worse_than_aiconfigurator(report):
+    assert report.passed, report.verdict
+    rows = {(b.set, b.band): b for b in report.bands}
+    for name in GATED:
+        b = rows[("all", name)]
+        assert b.points >= 100  # each band holds enough points to mean something
+        assert b.median_abs_error is not None and b.median_abs_error <= BAR
+        assert b.median_abs_error_on_aic_points is not None and b.aic_median_abs_error is not None
+        assert b.median_abs_error_on_aic_points <= b.aic_median_abs_error
+
+
+def test_the_medians_are_the_points_own(report):
+    # recomputed here from the per-point errors: predicted / measured - 1, the median of its absolute value
+    for name in GATED:
+        errs = [abs(p.predicted / p.measured - 1) for p in report.points if p.band == name]
+        row = next(b for b in report.bands if b.set == "all" and b.band == name)
+        assert row.median_abs_error == pytest.approx(statistics.median(errs), rel=1e-12)
+        held = [abs(p.error) for p in report.points if p.band == name and p.heldout]
+        hrow = next(b for b in report.bands if b.set == "held-out" and b.band == name)
+        assert hrow.median_abs_error == pytest.approx(statistics.median(held), rel=1e-12)
+
+
+def test_a_third_is_held_out_by_source_not_by_point(report):
+    table = points_table()
+    held = set(table.heldout)
+    assert sum(p.heldout for p in report.points) >= len(report.points) / 3
+    by_group: dict[str, set[bool]] = {}
+    for p in report.points:
+        by_group.setdefault(p.group, set()).add(p.heldout)
+    assert all(len(v) == 1 for v in by_group.values())  # a group is wholly fitted or wholly held out
+    from quantadvise import catalog
+
+    fitted_on = {g for t in catalog.shipped_terms() for g in t.fitted_on}
+    assert not fitted_on & held  # the shipped terms never saw a held-out source
+
+
+def test_every_point_names_its_source_and_date():
+    table = points_table()
+    ids = {s.id for s in table.sources}
+    assert len(table.points) == 943
+    for p in table.points:
+        assert p.source in ids and p.locator and p.as_of
+        assert p.group == p.source or p.group.startswith(p.source + "/")
+
+
+def test_the_bands_are_the_issue_s():
+    assert [band(c) for c in (1, 4, 5, 8, 32, 33, 64, 256, 257)] == [
+        "1-4", "1-4", "8-32", "8-32", "8-32", "64-256", "64-256", "64-256", ">256"]
+
+
+def test_amd_is_priced_but_never_confidently(report):
+    amd = [p for p in report.points if p.gpu.startswith("mi")]
+    assert amd
+    # before the loop, MI300X was predicted about 2-4x the measured speed (docs/calibration.md §9); its
+    # terms are fitted on S4 and labelled unvalidated
+    assert all(p.predicted / p.measured < 3.0 for p in amd)
+    assert any("UNVALIDATED" in t for t in report.terms)
