@@ -90,6 +90,9 @@ class NoSchemeError(InputError):
         self.vetoed = vetoed
 
 
+MAX_NAME_CHARS = 200  # a model, GPU, scheme or engine name longer than this is quoted in part
+
+
 class UnknownNameError(InputError):
     """A model / GPU / scheme / engine name that is not known, with close matches.
 
@@ -117,7 +120,8 @@ class UnknownNameError(InputError):
 
         # names that extend what was typed ("a100" -> "a100-80gb") first, then spelling neighbours, nearest
         # first by edit distance over ids and aliases alike (:func:`closest`)
-        near = [c.lower() for c in closest(low, list(by_lower), n=6 + len(by_lower), cutoff=0.5)]
+        near = [c.lower() for c in closest(low, list(by_lower), n=6 + len(by_lower), cutoff=0.5)] \
+            if len(low) <= MAX_NAME_CHARS else []  # 5,000 characters are no name: nothing is near
         prefix = [canonical(c) for c in near if c.startswith(low)]
         close = [canonical(c) for c in near if not c.startswith(low)][:6]
         if suggestions:  # a caller that knows better (GPUs: the same product family) ranks the rest
@@ -125,7 +129,8 @@ class UnknownNameError(InputError):
         else:
             picked = list(dict.fromkeys(prefix + close))
         self.suggestions = picked[:3]
-        msg = f"unknown {kind} '{name}'"
+        msg = f"unknown {kind} '{name}'" if len(name) <= MAX_NAME_CHARS else \
+            f"unknown {kind} '{name[:40]}...' ({len(name):,} characters)"
         if self.suggestions:
             msg += "; did you mean " + ", ".join(f"'{s}'" for s in self.suggestions) + "?"
         super().__init__(msg, hint=hint, field=kind)

@@ -9,6 +9,7 @@ caused by an environment variable can name it. Pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,11 +69,20 @@ LIMITS: dict[str, Limit] = {
     "max_delta": Limit(0, 100),  # accuracy drop, percentage points
     "max_flips": Limit(0, 100),  # share of answers that changed correctness, percent
     "max_kl": Limit(0, 1_000),  # mean KL(base || quant), nats
+    "min_samples": Limit(1, 1_000_000_000, integer=True),  # paired items an accuracy verdict needs
+    # a custom weight scheme's group size (size/roofline --group): -1 (per channel) or a positive size is
+    # checked where the scheme is built; this bounds it first
+    "group": Limit(-1, 2**31 - 1, integer=True),
+    # calibrate: the timing budget (a day is more than any GPU needs) and the simulated backend's seed
+    "seconds": Limit(1, 86_400),
+    "seed": Limit(-(2**63), 2**63 - 1, integer=True),
 }
 LIMITS["concurrency"] = LIMITS["batch"]
+LIMITS["tp"] = LIMITS["gpus"]  # validate --bench --tp: the GPUs one server spans
 # roofline --ctx is the context a decode step reads, not a workload's tokens per sequence: 0 is the
 # documented "no KV cache read" (the chapter's accounting, docs/roofline.md §7); above, the ctx limit
 DECODE_CTX = Limit(0, LIMITS["ctx"].high, integer=True)
+BITS = Limit(2, 16, integer=True)  # size --bits: 2-8, or 16 (unquantized); the scheme says which, in its words
 
 # field -> (the command-line flag, the environment variable that sets its default or None)
 FLAGS: dict[str, tuple[str, str | None]] = {
@@ -86,6 +96,7 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "config": ("--config", "QUANTADVISE_CONFIG"),
     "batch": ("--batch", None),
     "concurrency": ("--concurrency", None),
+    "tp": ("--tp", None),
     "ctx": ("--ctx", None),
     "prompt": ("--prompt", None),
     "output": ("--output", None),
@@ -106,6 +117,12 @@ FLAGS: dict[str, tuple[str, str | None]] = {
     "max_delta": ("--max-delta", None),
     "max_flips": ("--max-flips", None),
     "max_kl": ("--max-kl", None),
+    "candidates": ("--candidates", None),
+    "schemes": ("--schemes", None),
+    "min_samples": ("--min-samples", None),
+    "group": ("--group", None),
+    "seconds": ("--seconds", None),
+    "seed": ("--seed", None),
 }
 # what an unknown-name error's kind is a field of
 KIND_FIELDS = {"gpu": "gpu", "model": "model", "engine": "engine", "scheme": "scheme", "kv cache dtype": "kv_dtype",
@@ -147,7 +164,7 @@ def bad_value(field: str, value: str | None, *, integer: bool = False, choices: 
     ``option`` is the flag when the field table does not know it; ``limit`` where the flag means another
     quantity (:data:`DECODE_CTX`); ``forms`` the list forms a flag also takes (``1,8,64 or 1..512``)."""
     name = option or flag(field)
-    got = "" if value is None else f", got {value!r}"
+    got = "" if value is None else f", got {shown(value)}"
     lim = limit or LIMITS.get(field)
     if lim is not None:
         return InputError(f"{name} must be {lim.describe()}" + (f" (a list: {forms})" if forms else "") + got,
@@ -164,16 +181,108 @@ def check(field: str, value: Any, limit: Limit | None = None) -> Any:
     if value is None:
         return None
     limit = limit or LIMITS[field]
-    name = flag(field)
-    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-    if not bad and limit.integer and value != int(value):
-        bad = True
-    if not bad:
-        bad = (value <= limit.low if limit.low_open else value < limit.low) or (
-            value >= limit.high if limit.high_open else value > limit.high)
-    if bad:
-        raise InputError(f"{name} must be {limit.describe()}, got {value!r}", field=field)
+    if not within(value, limit):
+        raise InputError(f"{flag(field)} must be {limit.describe()}, got {shown(value)}", field=field)
     return int(value) if limit.integer else float(value)
+
+
+def within(value: Any, limit: Limit) -> bool:
+    """Whether ``value`` is a number (not a bool) in ``limit``. An integer is compared as an integer —
+    exactly, never converted to a float on the way (a 400-digit integer is simply out of range, not an
+    OverflowError); a float must be finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and (not math.isfinite(value) or (limit.integer and not value.is_integer())):
+        return False
+    low = value <= limit.low if limit.low_open else value < limit.low
+    high = value >= limit.high if limit.high_open else value > limit.high
+    return not (low or high)
+
+
+# Text longer than this is no number any input takes (the widest limit has 9 digits); it is refused as
+# text, before int() or float() sees it (Python's int() refuses 4,300 digits with a ValueError, float()
+# turns 400 digits into inf).
+MAX_NUMBER_CHARS = 64
+SHOWN_CHARS = 40  # what an error quotes of a value, at most
+
+
+def shown(value: Any) -> str:
+    """A value as an error quotes it, at most about :data:`SHOWN_CHARS` characters: ``'abc'``, ``inf``,
+    an integer of 400 digits as ``99999999999999999999... (400 digits)``. Never converts to float."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() <= 3 * SHOWN_CHARS:  # ~36 digits: quoted whole
+            return str(value)
+        digits = len(str(abs(value))) if value.bit_length() < 14_000 else None  # str() refuses > 4,300 digits
+        return f"{str(value)[:20]}... ({digits:,} digits)" if digits else "an integer of over 4,000 digits"
+    text = repr(value)
+    size = len(value) if isinstance(value, str) else len(text)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 4]}...{text[-1]} ({size:,} characters)"
+
+
+def parse(field: str, text: str, *, limit: Limit | None = None, option: str | None = None,
+          forms: str | None = None) -> int | float:
+    """A number written as text (a flag, an environment variable, a YAML or JSON string, a list item) ->
+    the number, unchecked against the range (:func:`check` does that): an integer where ``limit`` (or
+    ``field``'s) wants one, else a float; ``1_000``, ``1e3`` and surrounding spaces as Python reads
+    them. Text longer than :data:`MAX_NUMBER_CHARS`, or not a number, is one InputError naming the flag
+    (``option``, else ``field``'s) in the words of :func:`bad_value`."""
+    lim = limit or LIMITS.get(field)
+    t = text.strip()
+    if len(t) <= MAX_NUMBER_CHARS:
+        try:
+            return int(t) if lim is not None and lim.integer else float(t)
+        except ValueError:
+            pass
+        if lim is not None and lim.integer:  # "8.0": a whole number written as a float
+            try:
+                x = float(t)
+            except ValueError:
+                pass
+            else:
+                return int(x) if math.isfinite(x) and x.is_integer() and abs(x) <= 2**53 else x
+    raise bad_value(field, text, integer=bool(lim and lim.integer), option=option, limit=lim, forms=forms)
+
+
+def number(field: str, value: Any, limit: Limit | None = None, *, where: str | None = None) -> Any:
+    """The one entry for a number read from a file (YAML, JSON, a workload or config file) or any other
+    untyped source: int, float or numeric text -> :func:`check`. ``where`` names the place (``quantadvise.yaml:
+    workload.concurrency``) in place of the flag. A bool, a list, a mapping: the same one error."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):
+            value = parse(field, value, limit=limit)
+        return check(field, value, limit)
+    except InputError:
+        if where is None:
+            raise
+        lim = limit or LIMITS[field]
+        raise InputError(f"{where} must be {lim.describe()}, got {shown(value)}", field=field) from None
+
+
+MAX_FLOAT = 1e300  # a number read from a file beyond this in size is junk (and near a float's end)
+
+
+def finite(value: Any) -> float | None:
+    """A number read from a file (JSON or YAML: an int or a float, never a bool) as a finite float of at
+    most :data:`MAX_FLOAT` in size; None for anything else — text, nan, inf, and an integer too large
+    for a float (compared as an integer: no OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) <= MAX_FLOAT else None
+    return value if math.isfinite(value) and abs(value) <= MAX_FLOAT else None
+
+
+def to_float(value: int | float, field: str, high: float = MAX_FLOAT) -> float:
+    """An integer or float as a float, refused (one InputError naming ``field``) beyond ``high`` in
+    size — where an integer that no limit bounds (a count in a config file) must become a float."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > high:
+        raise InputError(f"{field} is too large: {shown(value)}", field=field)
+    x = float(value)
+    if not math.isfinite(x) or abs(x) > high:
+        raise InputError(f"{field} must be a finite number, got {shown(value)}", field=field)
+    return x
 
 
 PERCENT_SUFFIXES = ("%", "pp")  # "1%" and "1pp" are the bare 1: one percentage point
@@ -230,6 +339,26 @@ def serving_pairs(values: dict[str, Any]) -> None:
         raise InputError("--spec-tokens K and --acceptance A go together (K tokens drafted per step, A the mean "
                          "fraction of them accepted)", hint="e.g. --spec-tokens 3 --acceptance 0.7",
                          field="spec_tokens" if spec is None else "acceptance")
+
+
+MAX_NAMES = 64  # names in one list flag (schemes, candidates, engines): each is priced or judged on its own
+MAX_LIST_VALUES = 512  # values in one batch or context list (1..4096 is 13; 16..8192:16 is 512)
+
+
+def names(field: str, value: str | Sequence[str] | None, example: str) -> tuple[str, ...] | None:
+    """A list flag's names (``bf16,w4a16`` or a list): stripped, each once in the order given, at most
+    :data:`MAX_NAMES` (each costs a full computation: 100,000 repeats of one name were 100,000 before).
+    None stays None; an empty list is one InputError with ``example``."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    out = tuple(dict.fromkeys(p.strip() for p in parts if isinstance(p, str) and p.strip()))
+    if not out:
+        raise InputError(f"{flag(field)} needs at least one name, e.g. {example}", field=field)
+    if len(out) > MAX_NAMES:
+        raise InputError(f"{flag(field)} names {len(out):,} different values; at most {MAX_NAMES} are taken at once",
+                         field=field)
+    return out
 
 
 ENGINE_ALIASES = {"sgl": "sglang", "sgl-project": "sglang"}  # other spellings of an engine's name

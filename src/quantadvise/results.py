@@ -46,6 +46,7 @@ class Result(Out):
 
 
 class Strict(BaseModel):
-    """Validated input: a data row, a config file, a profile. Unknown keys are errors."""
+    """Validated input: a data row, a config file, a profile. Unknown keys are errors, and so is a
+    number that is not finite (nan, inf: a profile's curve through nan prices nothing)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)

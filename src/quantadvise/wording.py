@@ -1,7 +1,59 @@
 """How messages count things: ``1 sequence``, ``2 sequences`` — one helper for every message the
-core and the renderers write (never "1 sequences" or "GPU(s)")."""
+core and the renderers write (never "1 sequences" or "GPU(s)") — and how they show text that came from
+the user (:func:`printable`)."""
 
 from __future__ import annotations
+
+import re
+from typing import Any
+
+# what a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1 controls, the
+# bidirectional overrides ("Trojan source"), and lone surrogates (a name that is not UTF-8, as Python
+# carries it: surrogate escapes; a JSON "\udcff")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    if 0xDC80 <= c <= 0xDCFF:  # the byte a surrogate escape stands for: a file name's own byte
+        return f"\\x{c - 0xDC00:02x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: str, *, controls: bool = True) -> str:
+    """``text`` as it can be shown and written as UTF-8: every byte of a name that is not UTF-8 as
+    ``\\xNN`` (``d\\xff/serve.sh``), and with ``controls`` every control character (ESC, CR, NUL ...)
+    but tab and newline as ``\\xNN`` (a file or model name cannot colour, move or clear the terminal).
+    The one escape of every output: human reports, warnings and errors, JSON, SARIF, JUnit, CSV."""
+    pattern = _UNPRINTABLE if controls else _SURROGATE
+    return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+def printable_doc(doc: Any, *, controls: bool = True) -> Any:
+    """A JSON-ready document (dicts, lists, strings ...) with every string, keys too, made
+    :func:`printable`."""
+    if isinstance(doc, str):
+        return printable(doc, controls=controls)
+    if isinstance(doc, dict):
+        return {printable(k, controls=controls) if isinstance(k, str) else k: printable_doc(v, controls=controls)
+                for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [printable_doc(v, controls=controls) for v in doc]
+    return doc
+
+
+# a lone surrogate as json.dumps writes it (ensure_ascii): a name that is not UTF-8 in a JSON document
+_JSON_SURROGATE = re.compile(r"\\ud[89a-f][0-9a-f]{2}")
+
+
+def json_text(doc: Any, **kw: Any) -> str:
+    """``json.dumps(doc)`` (ASCII: control characters are JSON escapes), with a name that is not UTF-8
+    as its printable ``\\xNN`` form rather than a lone ``\\udcNN`` a strict reader refuses."""
+    import json
+
+    text = json.dumps(doc, **kw)
+    return json.dumps(printable_doc(doc, controls=False), **kw) if _JSON_SURROGATE.search(text) else text
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -133,6 +133,19 @@ class Workload(WorkloadSpec):
     node: str | None = None  # "8xh100" or "8xh100,8xb200": GPUs per node and their type
     layouts: bool = False  # weigh every layout (TP / PP / EP / replicas / P/D) even without a pool flag
 
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _candidates(cls, v: Any) -> Any:
+        """Each name once, at most inputs.MAX_NAMES (a workload file's list is the flag's list)."""
+        from .inputs import names
+
+        if not (isinstance(v, str) or (isinstance(v, list | tuple) and all(isinstance(x, str) for x in v))):
+            return v  # None, or not names: pydantic says what it should be
+        try:
+            return names("candidates", v, "w4a16,fp8-dynamic")
+        except InputError as exc:
+            raise ValueError(exc.message.removeprefix("--candidates ")) from None
+
     @model_validator(mode="after")
     def _targets(self) -> Workload:
         from .inputs import serving_pairs

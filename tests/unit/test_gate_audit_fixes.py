@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from quantadvise.artifacts import scan as scan_mod
+from quantadvise.artifacts import walk as walk_mod
 from quantadvise.artifacts.scan import Walk, read_paths
 from quantadvise.catalog import hub, option_list
 from quantadvise.errors import SourceUnavailableError, UnknownNameError
@@ -370,7 +371,7 @@ def test_an_unreadable_folder_is_listed_and_passed_over(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
-    monkeypatch.setattr(scan_mod.os, "scandir", scandir)
+    monkeypatch.setattr(walk_mod.os, "scandir", scandir)
     scan = read_paths([tmp_path], options=option_list)
     assert [i.model for i in scan.invocations] == ["org/m"]
     assert any(s.endswith("secret: cannot be read (Permission denied)") for s in scan.files_skipped)
@@ -385,7 +386,7 @@ def test_a_file_that_is_not_utf8_in_a_walked_folder_is_skipped(tmp_path):
 
 
 def test_the_walk_stops_at_its_budget_with_one_warning(cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(scan_mod, "MAX_WALK_FILES", 5)
+    monkeypatch.setattr(walk_mod, "MAX_WALK_FILES", 5)
     _tree(tmp_path / "repo", [f"f{i:02d}.txt" for i in range(9)])
     (tmp_path / "repo" / "zz.sh").write_text("vllm serve org/m\n")  # after the 5th file: never reached
     scan = read_paths([tmp_path / "repo"], options=option_list)
@@ -412,7 +413,7 @@ def test_a_virtual_file_system_inside_a_walk_is_passed_over(tmp_path, monkeypatc
     (tmp_path / "virt").mkdir()
     (tmp_path / "virt" / "serve.sh").write_text("vllm serve org/virtual\n")
     (tmp_path / "serve.sh").write_text("vllm serve org/m\n")
-    monkeypatch.setattr(scan_mod, "_virtual_mounts", lambda: frozenset({str((tmp_path / "virt").resolve())}))
+    monkeypatch.setattr(walk_mod, "_virtual_mounts", lambda: frozenset({str((tmp_path / "virt").resolve())}))
     scan = read_paths([tmp_path], options=option_list)
     assert [i.model for i in scan.invocations] == ["org/m"]
     assert any("virt: a virtual file system" in s for s in scan.files_skipped)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
-
 if TYPE_CHECKING:
     from ..artifacts.evidence import Choice
     from ..evals.stats import AccuracyReport, AccuracyThresholds
@@ -43,9 +41,7 @@ def accuracy(
     from ..inputs import check, points
 
     delta, flips = points("max_delta", max_delta), points("max_flips", max_flips)
-    if min_samples is not None and (isinstance(min_samples, bool) or not isinstance(min_samples, int)
-                                    or min_samples < 1):
-        raise InputError(f"--min-samples must be an integer >= 1, got {min_samples!r}", field="min_samples")
+    min_samples = check("min_samples", min_samples)
     # the thresholds are fractions of the items (0.01 = 1 percentage point)
     flags = {"max_delta_drop": None if delta is None else delta / 100,
              "max_flip_rate": None if flips is None else flips / 100,

@@ -26,9 +26,12 @@ def read_runs(files: list[str | Path], given: dict[str, Any]) -> list[BenchRun]:
     whose workload is still incomplete is an InputError naming the fields and the flags that give them."""
     from ..calibration.bench import parse_bench, with_workload
     from ..files import read_text
+    from ..inputs import check
 
     if not files:
         raise InputError("give at least one benchmark result file", field="bench")
+    for field in ("tp", "concurrency", "prompt", "output"):
+        check(field, given.get(field))  # the flags that fill a file's gaps: the one input layer
     runs = []
     for f in files:
         p = Path(f)
@@ -135,7 +138,7 @@ def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = No
     from ..calibration.e2e import band
     from ..calibration.serving_fit import Sample, median
     from ..calibration.site import SiteCalibration, site_terms
-    from ..files import writing
+    from ..files import write_file
     from ..perf.loop import SiteFile, SiteProfile, cycle
 
     fit_files = [str(f) for f in files]
@@ -185,8 +188,7 @@ def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = No
     path = Path(out) if out is not None else Path("site.yaml")
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(f"--out {path}: the profile is YAML; name the file .yaml", field="out")
-    with writing(path, "--out"):
-        path.write_text(site_yaml(profile), encoding="utf-8")
+    write_file(path, site_yaml(profile), "--out")  # a FIFO never blocks, a device is refused
     errs = [abs(p.error.output_tok_s) for p in points if p.error.output_tok_s is not None]
     herrs = [abs(p.error.output_tok_s) for p in held_points if p.error.output_tok_s is not None]
     return SiteCalibration(profile_path=str(path), profile=profile, files=site_files, points=points + held_points,

@@ -49,8 +49,10 @@ def calibrate(
     from ..calibration.profile_file import write_profile
     from ..calibration.run import parse_schemes, run_calibration
     from ..errors import UnknownNameError
+    from ..inputs import check
     from ..perf.inputs import parse_batches
 
+    seconds, seed = check("seconds", seconds), check("seed", seed)
     arch, info = load_model(model)
     resolved: dict[str, Scheme] = {}
     for name in parse_schemes(schemes):

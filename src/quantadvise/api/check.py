@@ -119,11 +119,11 @@ def check(
     scan = read_deployment(scan_args, env=env)
     invocations = list(scan.invocations)
     if not invocations and cfg.model is None:
-        from ..artifacts.scan import MAX_WALK_FILES
-
         where = ", ".join(rel(p) for p in scan_paths)
-        cut = (f" (the scan stopped after {MAX_WALK_FILES:,} files, in {rel(scan.stopped)})"
-               if scan.stopped is not None else "")
+        # which of the walk's budgets ran out (files, entries, bytes, seconds): its warning says
+        after = next((w.split(" (in ")[0].removeprefix("the scan stopped ") for w in scan.warnings
+                      if w.startswith("the scan stopped after ")), "early")
+        cut = f" (the scan stopped {after}, in {rel(scan.stopped)})" if scan.stopped is not None else ""
         # a launch the readers saw but did not take (`vllm serve --help`, arguments to an unknown image)
         aside = next((s for s in scan.files_skipped if s.endswith(("not checked", "not a deployment", "not a launch"))),
                      None)

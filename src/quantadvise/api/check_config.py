@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError
-from ..files import read_text
+from ..errors import ConfigError
+from ..files import MAX_CONFIG_BYTES, read_text
 from ..gate.config import DeploymentConfig, LoadedConfig, validate
 
 CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
@@ -115,8 +115,8 @@ def parse_pyproject(text: str, file: str) -> tuple[DeploymentConfig, dict[str, i
 
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: an integer of more than 4,300 digits
+        raise ConfigError(f"{file}: invalid TOML: {str(exc).split(';')[0]}") from None
     table = doc.get("tool", {}).get("quantadvise") if isinstance(doc.get("tool"), dict) else None
     if table is None:
         return None
@@ -140,7 +140,7 @@ def find_config(start: Path) -> Path | None:
             if p.is_file():
                 return p
         py = folder / "pyproject.toml"
-        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py), re.M):
+        if py.is_file() and re.search(r"^\s*\[\s*tool\.quantadvise[\].]", read_text(py, MAX_CONFIG_BYTES), re.M):
             return py
         if (folder / ".git").exists():
             return None
@@ -154,7 +154,7 @@ def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no such configuration file: {p}", hint="`quantadvise check --init` writes a starter")
-    text = read_text(p)
+    text = read_text(p, MAX_CONFIG_BYTES)
     name = display or str(p)
     if p.name == "pyproject.toml" or p.suffix == ".toml":
         parsed = parse_pyproject(text, name)
@@ -170,13 +170,12 @@ def load_config(path: str | Path, display: str | None = None) -> LoadedConfig:
 
 def read_baseline(path: Path) -> set[str]:
     """The fingerprints a baseline file accepts."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the baseline {path}: {exc.strerror or exc}",
-                          hint="create it with `quantadvise check --write-baseline FILE`") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    from ..files import json_loads, special
+
+    if special(path) is None and not path.exists():
+        raise ConfigError(f"cannot read the baseline {path}: No such file or directory",
+                          hint="create it with `quantadvise check --write-baseline FILE`")
+    doc = json_loads(read_text(path, MAX_CONFIG_BYTES), str(path))
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("fingerprint"), str)
                                               for i in items):
@@ -186,12 +185,11 @@ def read_baseline(path: Path) -> set[str]:
 
 
 def write_text(path: Path, text: str, *, field: str) -> None:
-    """Write a file the gate produces (a baseline, a starter config); a failure is one InputError."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}", field=field) from None
+    """Write a file the gate produces (a baseline, a starter config); a failure is one InputError
+    (a FIFO no program reads, a socket: never a hang; :func:`~quantadvise.files.write_file`)."""
+    from ..files import write_file
+
+    write_file(path, text, "--" + field.replace("_", "-"))
 
 
 def baseline_text(doc: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .. import catalog
 from ..catalog.resolve import get_engine, get_gpu, release_warning
 from ..hardware import GPU
+from ..inputs import names
 from ..model.parse import parse_config
 
 if TYPE_CHECKING:
@@ -124,10 +125,8 @@ def inspect(
         ck = None  # pragma: no cover - parse_config raised
     if engines is None:
         specs = catalog.engine_names()
-    elif isinstance(engines, str):
-        specs = [s for s in engines.split(",") if s.strip()]
-    else:
-        specs = list(engines)
+    else:  # each engine once, however often it is named (inputs.names)
+        specs = list(names("engine", engines, "vllm,sglang") or ())
     if len(specs) == 1 and specs[0].strip().lower() in ("all", "both"):
         specs = catalog.engine_names()
     rows = [get_engine(s) for s in specs]

@@ -48,17 +48,19 @@ def parse_pool(w: Workload, explicit: set[str]) -> PoolSpec:
     """The GPU types of the pool, each with the node size ``--node`` gives, and the GPUs a layout may use:
     ``--max-gpus``, else ``--gpus``, else one node of the first type."""
     from ..catalog.resolve import get_gpu
+    from ..inputs import LIMITS, check, names, parse, shown
 
     pairs: list[tuple[GPU, int | None]] = []
     if w.node:
-        for part in w.node.split(","):
+        for part in names("node", w.node, "8xh100,8xb200") or ():  # each once, at most 64
             m = _NODE.match(part)
-            if m is None or int(m.group(1)) < 1:
-                raise InputError(f"--node '{part.strip()}' is not GPUsxGPU (8xh100)", hint="write --node 8xh100 or "
+            if m is None:
+                raise InputError(f"--node {shown(part)} is not GPUsxGPU (8xh100)", hint="write --node 8xh100 or "
                                  "--node 8xh100,8xb200", field="node")
-            pairs.append((get_gpu(m.group(2)), int(m.group(1))))
+            per_node = check("node", parse("node", m.group(1), limit=LIMITS["gpus"]), LIMITS["gpus"])
+            pairs.append((get_gpu(m.group(2)), per_node))
     else:
-        pairs = [(get_gpu(name.strip()), None) for name in w.gpu.split(",") if name.strip()]
+        pairs = [(get_gpu(name), None) for name in names("gpu", w.gpu, "h100,h200") or ()]
     seen: dict[str, tuple[GPU, int | None]] = {}
     for g, n in pairs:
         seen.setdefault(g.id, (g, n))

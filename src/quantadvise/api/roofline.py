@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from ..perf.roofline import RooflineResult
 
 
+MAX_POINTS = 20_000  # scheme x batch x context points one roofline prices (1..4096 x 3 contexts x 12: 468)
+
+
 def roofline(
     model: str | dict[str, Any] | ModelArch = defaults.MODEL,
     schemes: str | Scheme | list[str | Scheme] | None = None,
@@ -79,7 +82,7 @@ def roofline(
     >>> round(r.ridge_batch["bf16"])
     295
     """
-    from ..inputs import check, lengths, serving_pairs
+    from ..inputs import check, lengths, names, serving_pairs
     from ..inputs import engine as check_engine
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
@@ -88,7 +91,7 @@ def roofline(
     from .speed import efficiency, price_for
 
     # every input checked before any work, by the checks (and messages) recommend, size and check use
-    gpus = check("gpus", gpus)
+    gpus, group = check("gpus", gpus), check("group", group)
     prompt, output = check("prompt", prompt), check("output", output)
     prompt = prompt or None  # an empty prompt, as a workload may have: no prefill to price (--pareto's default)
     engine = check_engine(engine)
@@ -110,11 +113,13 @@ def roofline(
     if schemes is None:
         schemes = ["bf16", "w4a16", "w8a8-fp8" if g.has_math("fp8") else "w8a8-int8"]
     elif isinstance(schemes, str):
-        schemes = [s.strip() for s in schemes.split(",") if s.strip()]
-        if not schemes:
-            raise InputError("--scheme needs at least one name, e.g. bf16,w4a16,w8a8-fp8", field="scheme")
+        schemes = list(names("scheme", schemes, "bf16,w4a16,w8a8-fp8") or ())
     elif isinstance(schemes, Scheme):
         schemes = [schemes]
+    points = len(schemes) * len(batch_list) * len(contexts)
+    if points > MAX_POINTS:  # each point is a step priced on its own
+        raise InputError(f"--scheme x --batch x --ctx is {len(schemes)} x {len(batch_list)} x {len(contexts)} = "
+                         f"{points:,} points; at most {MAX_POINTS:,} are priced at once", field="batch")
     resolved = [resolve_scheme(s) for s in schemes]
     notes: list[str] = []
     if group is not None:

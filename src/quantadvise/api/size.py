@@ -42,11 +42,16 @@ def size(
     >>> round(r.total_bytes / 1e9, 2)
     5.73
     """
-    from ..inputs import check
+    from ..errors import SchemeError
+    from ..inputs import BITS, check, shown, within
 
     gpus, batch, ctx = check("gpus", gpus), check("batch", batch), check("ctx", ctx)
+    group = check("group", group)
+    if bits is not None and not within(bits, BITS):  # bounded before any arithmetic, in the scheme's own words
+        raise SchemeError(f"--bits must be between 2 and 8 (or 16 for unquantized), got {shown(bits)}", field="bits")
     memory_utilization = check("memory_utilization", memory_utilization)
-    check("reserve_gb", reserve_bytes / defaults.GiB)
+    # bytes as GiB, the flag's unit; an integer too large for a float is out of range as it is
+    check("reserve_gb", reserve_bytes / defaults.GiB if abs(reserve_bytes) < 2**1000 else reserve_bytes)
     arch, info = load_model(model)
     shipped = native = None
     asked = not (scheme is None and bits is None and group is None and symmetric is None and lm_head is None

@@ -14,5 +14,8 @@ not hold at run time (a flag given twice, a value the engine would refuse ...).
 - ``launch``      which command launches an engine, and its flags read (shell scripts: parse_shell)
 - ``dockerfile``  the final stage's ENTRYPOINT + CMD
 - ``manifests``   Kubernetes, Helm values, compose, other YAML
+- ``programs``    Makefiles and Python launchers
+- ``budget``      one file's allowance on hostile input (expansion, words, seconds)
+- ``walk``        the bounded walk of a folder
 - ``scan``        which files, which reader: classify, parse_text, read_paths (the only file reads)
 """

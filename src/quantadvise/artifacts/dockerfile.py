@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..engines.flags import Engine
 from ..engines.invocation import EngineInvocation
 from ..errors import ConfigError
+from .budget import current, reading
 from .launch import (
     Asides,
     LaunchContext,
@@ -103,6 +104,9 @@ def _exec_form(ins: _Instr, file: str) -> list[Word] | None:
             f"{file}: line {line}: {ins.keyword} is not valid JSON ({exc.msg}); Docker would run it as a shell "
             f"string — use double quotes in exec form [\"vllm\", \"serve\", ...]"
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits; nesting past the limit
+        raise ConfigError(f"{file}: line {ins.line}: {ins.keyword} is not a JSON array quantadvise can read "
+                          f"({str(exc).split(';')[0][:80] or 'nested too deeply'})") from None
     if not isinstance(arr, list) or not all(isinstance(a, str) for a in arr):
         raise ConfigError(f"{file}: line {ins.line}: {ins.keyword} exec form must be a JSON array of strings")
     words = []
@@ -130,11 +134,20 @@ def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None,
     """The engine launch of a Dockerfile's final stage (its effective ENTRYPOINT + CMD). A final stage
     that runs an engine's server and leaves its arguments to run time (``ENTRYPOINT ["vllm", "serve"]``,
     or an engine image's own entrypoint with no CMD) goes to ``asides.server_images`` too."""
+    with reading(file):
+        return _parse_dockerfile(text, file, asides=asides, options=options)
+
+
+def _parse_dockerfile(text: str, file: str, *, asides: Asides | None = None,
+                      options: OptionLists | None = None) -> list[EngineInvocation]:
     instrs = _dockerfile_instructions(text, file)
     global_args: dict[str, EnvValue] = {}
     stages: list[_Stage] = []
+    named: dict[str, _Stage] = {}  # the last stage of each name (FROM base AS name): no search per FROM
     versions: dict[str, str] = {}
+    tick = current(file).tick
     for ins in instrs:
+        tick(8)
         if ins.keyword == "FROM":
             parts = [p for p in ins.text.replace("\\\n", " ").split() if not p.startswith("--")]
             if not parts:
@@ -142,13 +155,15 @@ def parse_dockerfile(text: str, file: str, *, asides: Asides | None = None,
             image_v = _expand_build(parts[0], {**global_args}, file, ins.line)
             image = image_v if isinstance(image_v, str) else parts[0]
             name = parts[2] if len(parts) >= 3 and parts[1].lower() == "as" else None
-            parent = next((s for s in reversed(stages) if s.name and s.name == image), None)
+            parent = named.get(image)
             if parent is not None:
                 st = _Stage(image=parent.image, name=name, env=dict(parent.env), entrypoint=parent.entrypoint,
                             cmd=parent.cmd, cmd_inherited=parent.cmd is not None)
             else:
                 st = _Stage(image=image, name=name)
             stages.append(st)
+            if name:
+                named[name] = st
             continue
         if ins.keyword == "ARG":
             target = stages[-1].args if stages else global_args

@@ -31,7 +31,8 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
-from ..files import read_text
+from ..files import not_regular, read_text, special
+from ..inputs import finite
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
 PREFERRED_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "pass_at_1", "em", "correct")
@@ -60,6 +61,10 @@ def _records(text: str, file: str) -> Iterable[tuple[int, dict[str, Any]]]:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{file}: line {lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise ConfigError(f"{file}: line {lineno}: invalid JSON value: {str(exc).split(';')[0]}") from None
+        except RecursionError:
+            raise ConfigError(f"{file}: line {lineno}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise ConfigError(f"{file}: line {lineno}: expected a JSON object per line, got {type(obj).__name__}")
         yield lineno, obj
@@ -79,8 +84,10 @@ def _as_correct(value: Any, file: str, line: int, key: str) -> bool:
 def _as_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int):
+        return finite(value)  # an integer past a float's range is no log-likelihood
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         try:
             return float(value)  # the harness writes "-12.5", and "-inf" for an impossible choice
@@ -287,6 +294,9 @@ def load_evidence(path: str | Path, *, metric: str | None = None, filter: str | 
     ``metric`` / ``filter``) picks the lm-eval filter and metric per task."""
     choice = choice or Choice(filter=filter, metric=metric)
     p = Path(path)
+    what = special(p)
+    if what is not None:
+        raise InputError(f"{role}: {not_regular(p, what)}", field=role)
     if not p.exists():
         raise InputError(f"{role}: no such file or directory: {p}", field=role)
     if p.is_file():

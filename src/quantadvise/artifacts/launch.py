@@ -31,6 +31,8 @@ from ..engines.flags import (
 from ..engines.invocation import EngineInvocation, Source
 from ..engines.versions import release_in_tag
 from ..engines.vocabulary import FlagVocabulary
+from ..inputs import shown
+from .budget import MAX_WORDS, current
 from .shell import Word, split_shell
 
 # Text that holds an engine launch (decides whether a file's parse errors matter, and which YAML strings
@@ -96,9 +98,11 @@ class ServerImage:
 @dataclass
 class Asides:
     """What the readers notice besides launches: commands that are not deployments (``FILE: line N: why``,
-    for ``check -v``), and the halves of a launch split between a Dockerfile and a manifest."""
+    for ``check -v``), what a file's budget left unread (warnings), and the halves of a launch split between a
+    Dockerfile and a manifest."""
 
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what a file's budget left unexpanded or unread
     image_args: list[ImageArgs] = field(default_factory=list)
     server_images: list[ServerImage] = field(default_factory=list)
 
@@ -174,6 +178,8 @@ def docker_run_image(words: Sequence[Word]) -> tuple[int, str] | None:
 
 def _human_int(text: str, suffixes: bool) -> int:
     t = text.strip()
+    if len(t) > 64:  # no count or length of an engine: int() refuses 4,300 digits anyway, float() makes inf
+        raise ValueError(text)
     if suffixes:
         m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", t)
         if m:
@@ -186,12 +192,20 @@ def _human_int(text: str, suffixes: bool) -> int:
     return int(t)
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+MAX_ENGINE_INT = 2**63 - 1  # a count or a length past a 64-bit integer is no engine's
+
+
 def _is_number(text: str) -> bool:
-    return re.fullmatch(r"-?\d+(?:\.\d+)?", text) is not None
+    return _NUMBER.fullmatch(text) is not None
 
 
 def invocation_from_words(words: Sequence[Word], ctx: LaunchContext) -> EngineInvocation | None:
-    """The engine launch in one command's words, if there is one."""
+    """The engine launch in one command's words, if there is one (its first :data:`~.budget.MAX_WORDS`
+    words: a YAML list of 200,000 items is no command line)."""
+    if len(words) > MAX_WORDS:
+        current(ctx.file).words(MAX_WORDS, words[0].line)
+        words = words[:MAX_WORDS]
     found = find_engine(words)
     launcher: str | None = None
     image, version = ctx.image, ctx.engine_version
@@ -307,7 +321,9 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
 
     i = 0
     positional_seen = False
+    tick = current(ctx.file).tick
     while i < len(args):
+        tick(16)  # a lookup is a few microseconds
         w = args[i]
         t = w.text
         if t == "--":
@@ -345,15 +361,16 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
                 continue
             # not understood: kept in `other`
             nxt = args[i + 1].text if i + 1 < len(args) else ""
+            bare = not eq and no_value(name)
             if eq:
                 other[name] = val
-            elif no_value(name) and nxt.lower() in ("true", "false"):
+            elif bare and nxt.lower() in ("true", "false"):
                 other[name] = nxt  # older vLLM: --enable-chunked-prefill False
                 stray = _stray_boolean(ctx.options, engine, version, name, nxt)
                 if stray:
                     warnings.append(f"{where}: line {w.line}: {stray}")
                 i += 1
-            elif no_value(name):
+            elif bare:
                 other[name] = True
             elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
                 other[name] = args[i + 1].text
@@ -482,7 +499,7 @@ def gpu_request_count(text: str) -> int | None:
 def _jsonish(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, 5,000 digits, nested past the limit
         return text
 
 
@@ -494,19 +511,24 @@ def _typed(flag: Flag, text: str, spelled: str, word: Word, where: str, warnings
         try:
             n = _human_int(text, flag.human_int)
         except ValueError:
-            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not an integer; the engine would "
-                            f"refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(text)} is not an integer; the engine "
+                            "would refuse it")
             return None
         if n < 1:  # every integer flag the gate reads is a count or a length (both engines validate ge=1)
-            warnings.append(f"{where}: line {word.line}: {spelled} {n} is not a positive integer; the engine would "
-                            "refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(n)} is not a positive integer; the engine "
+                            "would refuse it")
+            return None
+        if n > MAX_ENGINE_INT:
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(n)} is larger than any count or length an "
+                            "engine takes (a 64-bit integer); the engine would refuse it")
             return None
         return n
     if flag.type == "float":
         try:
             x = float(text)
         except ValueError:
-            warnings.append(f"{where}: line {word.line}: {spelled} '{text}' is not a number; the engine would refuse it")
+            warnings.append(f"{where}: line {word.line}: {spelled} {shown(text)} is not a number; the engine would "
+                            "refuse it")
             return None
         fraction = flag.field == "gpu_memory_utilization"  # vLLM's Field(gt=0, le=1); SGLang's the same share
         if (fraction and not 0 < x <= 1) or x != x or x in (float("inf"), float("-inf")):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation, Source
 from ..errors import ConfigError
+from .budget import current, reading
 from .kserve import is_llm_inference_service, parse_llm_inference_service
 from .launch import (
     ENGINE_MARKER,
@@ -35,6 +36,7 @@ from .launch import (
     pip_versions,
     with_version,
 )
+from .production_stack import production_stack
 from .shell import Word, split_shell
 
 
@@ -114,14 +116,18 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> tuple[str, list[str
     """Kubernetes ``$(VAR)`` substitution in command/args (``$$`` escapes; unknown stays as is)."""
     unres: list[str] = []
 
+    budget = current()
+    size = [0]
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0).startswith("$$"):
             return m.group(0)[1:]
         name = m.group(1)
         v = env.get(name)
-        if v is None:
+        if v is None or not budget.expand(m.group(0), size[0] + len(v)):
             unres.append(name)
             return m.group(0)
+        size[0] += len(v)
         return v
 
     return re.sub(r"\$\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, text), unres
@@ -315,7 +321,9 @@ def _walk(node: Any, path: str, visit: Any) -> None:
     visit(node, path)
     if _is_map(node):
         for k, v in node.value:
-            _walk(v, f"{path}.{k.value}" if path else str(getattr(k, "value", "?")), visit)
+            key = str(getattr(k, "value", "?"))
+            key = key if len(key) <= 60 else key[:57] + "..."  # a path per node: never a megabyte key in each
+            _walk(v, f"{path}.{key}" if path else key, visit)
     elif _is_seq(node):
         for i, v in enumerate(node.value):
             _walk(v, f"{path}[{i}]", visit)
@@ -325,6 +333,8 @@ def _compose_interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[s
     """docker compose interpolation: ``$$``, ``$VAR``, ``${VAR}``, ``${VAR:-d}``, ``${VAR-d}``,
     ``${VAR:+a}``, ``${VAR:?e}``; an unknown variable stays visible (compose would use "")."""
     unres: list[str] = []
+    budget = current()
+    size = [0]
 
     def sub(m: re.Match[str]) -> str:
         whole = m.group(0)
@@ -333,6 +343,10 @@ def _compose_interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[s
         name = m.group("n1") or m.group("n2")
         op, word = m.group("op"), m.group("w") or ""
         value = env.get(name)
+        if value is not None and not budget.expand(whole, size[0] + len(value)):
+            unres.append(name)
+            return whole
+        size[0] += len(value or word)
         if op is None:
             if value is None:
                 unres.append(name)
@@ -459,60 +473,6 @@ def _engine_image(root: Any) -> str | None:
     return found[0] if found else None
 
 
-# vLLM production-stack chart (vllm-project/production-stack, helm/templates/deployment-vllm-multi.yaml): each
-# servingEngineSpec.modelSpec[] entry becomes `vllm serve <modelURL>` with these vllmConfig keys as flags
-_STACK_FLAGS = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"), ("tensorParallelSize", "--tensor-parallel-size"),
-                ("pipelineParallelSize", "--pipeline-parallel-size"),  # templates/ray-cluster.yaml (raySpec)
-                ("maxNumSeqs", "--max-num-seqs"), ("gpuMemoryUtilization", "--gpu-memory-utilization"),
-                ("maxLoras", "--max-loras"))
-
-
-def _production_stack(root: Any, file: str, options: OptionLists | None = None) -> list[EngineInvocation]:
-    """The engines a vLLM production-stack values file deploys (``servingEngineSpec.modelSpec[]``)."""
-    specs = _get(_get(root, "servingEngineSpec"), "modelSpec")
-    out: list[EngineInvocation] = []
-    if not _is_seq(specs):
-        return out
-    for spec in specs.value:
-        url = _get(spec, "modelURL")
-        if not _is_map(spec) or url is None or not _is_scalar(url):
-            continue
-        repo, tag = _get(spec, "repository"), _get(spec, "tag")
-        image = None
-        if repo is not None and _is_scalar(repo):
-            image = f"{repo.value}:{tag.value}" if tag is not None and _is_scalar(tag) and tag.value else repo.value
-        line = url.start_mark.line + 1
-        words = [Word("vllm", line), Word("serve", line), Word(str(url.value), line)]
-        cfg = _get(spec, "vllmConfig")
-        for key, flag in _STACK_FLAGS:
-            v = _get(cfg, key)
-            if v is not None and _is_scalar(v):
-                vline = v.start_mark.line + 1
-                words += [Word(flag, vline), Word(str(v.value), vline)]
-        extra = _get(cfg, "extraArgs")
-        if _is_seq(extra):
-            words += [Word(str(x.value), x.start_mark.line + 1) for x in extra.value if _is_scalar(x)]
-        gpus = _get(spec, "requestGPU")
-        name = _get(spec, "name")
-        ray = _get(_get(spec, "raySpec"), "enabled")
-        workers = _get(spec, "replicaCount")
-        if gpus is not None and _is_scalar(gpus) and ray is not None and _is_scalar(ray) and str(ray.value).lower() == \
-                "true" and workers is not None and _is_scalar(workers) and str(workers.value).isdigit() \
-                and str(gpus.value).isdigit():
-            # on the chart's RayCluster the engine places its workers over the head and replicaCount worker pods
-            gpus.value = str(int(gpus.value) * (1 + int(workers.value)))
-        engine, _, version = parse_image(image) if image else (None, False, None)
-        ctx = LaunchContext(file=file, source="helm-values", options=options,
-                            context=f"modelSpec {name.value}" if name is not None and _is_scalar(name) else "modelSpec",
-                            image=image if engine else None, engine_version=version,
-                            gpus=(str(gpus.value), gpus.start_mark.line + 1) if gpus is not None and _is_scalar(gpus)
-                            else None)
-        inv = invocation_from_words(words, ctx)
-        if inv is not None:
-            out.append(inv)
-    return out
-
-
 def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
                asides: Asides | None = None, options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Kubernetes manifest, Helm values file, compose file or other YAML.
@@ -520,8 +480,15 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
     A one-line string value that is only a launcher, with no argument (``prog: python -m
     sglang.launch_server`` in a data file), names the server; it is not a launch (``asides.skipped``).
     A container that passes arguments to an image no reader knows goes to ``asides.image_args``."""
+    with reading(file):
+        return _parse_yaml(text, file, dotenv=dotenv, asides=asides, options=options)
+
+
+def _parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
+                asides: Asides | None = None, options: OptionLists | None = None) -> list[EngineInvocation]:
     out: list[EngineInvocation] = []
     src = text.splitlines()
+    budget = current(file)
     for root in yaml_nodes(text, file):
         used: set[int] = set()
         services = _get(root, "services")
@@ -529,7 +496,7 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
             out.extend(_parse_compose(root, file, dotenv or {}, used, src, asides, options))
             continue
         if _get(root, "servingEngineSpec") is not None:
-            out.extend(_production_stack(root, file, options))
+            out.extend(production_stack(root, file, options))
             continue
         if is_llm_inference_service(root):  # KServe: the servers its controller starts (artifacts/kserve.py)
             out.extend(parse_llm_inference_service(root, file, options))
@@ -540,10 +507,12 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
 
         def visit(node: Any, path: str, source: Source = source, doc: str | None = doc,
                   used: set[int] = used, values_image: str | None = values_image) -> None:
+            budget.tick()
             if not _is_map(node) or id(node) in used:
                 return
             if _get(node, "command") is None and _get(node, "args") is None:
                 return
+            used.add(id(node))  # one container, however many aliases reach it
             name = _get(node, "name")
             label = " ".join(x for x in (doc, f"container {name.value}" if name is not None and _is_scalar(name)
                                          else (path or None)) if x)
@@ -554,9 +523,14 @@ def parse_yaml(text: str, file: str, *, dotenv: Mapping[str, str] | None = None,
 
         _walk(root, "", visit)
 
-        def scan_strings(node: Any, path: str, source: Source = source, used: set[int] = used) -> None:
-            if not _is_scalar(node) or id(node) in used or not isinstance(node.value, str):
+        seen: set[int] = set()  # a scalar reached again through an alias: searched once
+
+        def scan_strings(node: Any, path: str, source: Source = source, used: set[int] = used,
+                         seen: set[int] = seen) -> None:
+            budget.tick()
+            if not _is_scalar(node) or id(node) in used or id(node) in seen or not isinstance(node.value, str):
                 return
+            seen.add(id(node))
             if not ENGINE_MARKER.search(node.value) or _PROSE_KEY.search(path):
                 return
             ctx = LaunchContext(file=file, source=source, context=path or None, options=options)

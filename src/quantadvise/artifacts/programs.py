@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 
 from ..engines.invocation import EngineInvocation
+from .budget import Budget, current, reading
 from .launch import LaunchContext, OptionLists, invocation_from_words, pip_versions, with_version
 from .shell import Word, split_shell
 
@@ -33,36 +34,60 @@ _MAKE_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\{([A-Za-z_][A-
 MAX_MAKE_DEPTH = 8  # variables referring to variables: deeper than this is left unexpanded
 
 
-def _make_expand(text: str, vars_: Mapping[str, str], depth: int = 0) -> str:
+def _make_expand(text: str, vars_: Mapping[str, str], depth: int = 0, line: int | None = None,
+                 budget: Budget | None = None) -> str:
     """Make's expansion of ``$(NAME)`` / ``${NAME}`` / ``$$``; an unknown name stays ``$(NAME)`` (a
-    command substitution to the shell: unresolved)."""
-
-    def sub(m: re.Match[str]) -> str:
+    command substitution to the shell: unresolved), and so does a known one past the file's budget (a
+    value growing past its characters, more references than it allows: ten variables of ten references
+    each, ten deep, are ten billion) or :data:`MAX_MAKE_DEPTH`."""
+    budget = budget if budget is not None else current()
+    out: list[str] = []
+    size = 0  # characters this value has so far
+    pos = 0
+    for m in _MAKE_REF.finditer(text):
+        out.append(text[pos:m.start()])
+        size += m.start() - pos
+        pos = m.end()
         if m.group(0) == "$$":
-            return "\x00"  # a literal $ for the shell, restored after expansion
+            out.append("\x00")  # a literal $ for the shell, restored after expansion
+            size += 1
+            continue
         name = m.group(1) or m.group(2)
-        if name in vars_ and depth < MAX_MAKE_DEPTH:
-            return _make_expand(vars_[name], vars_, depth + 1)
-        return f"$({name})"
-
-    return _MAKE_REF.sub(sub, text) if depth else _MAKE_REF.sub(sub, text).replace("\x00", "$")
+        value = f"$({name})"
+        if name in vars_ and depth < MAX_MAKE_DEPTH and budget.expand(f"$({name})", size + len(vars_[name]), depth, line):
+            value = _make_expand(vars_[name], vars_, depth + 1, line, budget)
+            if not budget.expand(f"$({name})", size + len(value), depth, line):
+                value = f"$({name})"
+        out.append(value)
+        size += len(value)
+    out.append(text[pos:])
+    joined = "".join(out)
+    return joined if depth else joined.replace("\x00", "$")
 
 
 def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None,
                    options: OptionLists | None = None) -> list[EngineInvocation]:
     """Engine launches in a Makefile's recipes."""
+    with reading(file):
+        return _parse_makefile(text, file, env=env, options=options)
+
+
+def _parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None,
+                    options: OptionLists | None = None) -> list[EngineInvocation]:
     lines = text.splitlines()
-    vars_: dict[str, str] = {}
+    values: dict[str, list[str]] = {}
     recipes: list[tuple[str, list[int]]] = []  # (joined recipe line, the physical lines it spans)
     in_rule = False
     i = 0
     while i < len(lines):
         start = i
         raw = lines[i]
-        joined = raw
-        while joined.endswith("\\") and i + 1 < len(lines):
+        pieces = [raw]
+        while pieces[-1].endswith("\\") and i + 1 < len(lines):  # joined once: no copy per continuation line
             i += 1
-            joined = joined[:-1] + " \\\n" + lines[i].lstrip("\t")
+            pieces[-1] = pieces[-1][:-1] + " \\\n"
+            pieces.append(lines[i].lstrip("\t"))
+        joined = "".join(pieces)
         i += 1
         span = list(range(start + 1, i + 1))
         if raw.startswith("\t") and in_rule:
@@ -76,17 +101,21 @@ def parse_makefile(text: str, file: str, *, env: Mapping[str, str] | None = None
         if m and not _MAKE_RULE.match(stripped.split("=", 1)[0] + "="):
             name, op, value = m.groups()
             value = value.split(" #", 1)[0].replace("\\\n", " ").strip()
-            if op == "?=" and name in vars_:
+            if op == "?=" and name in values:
                 continue
-            vars_[name] = (vars_.get(name, "") + " " + value).strip() if op == "+=" else value
+            if op == "+=":
+                values.setdefault(name, []).append(value)  # joined once below: no copy per +=
+            else:
+                values[name] = [value]
             in_rule = False
             continue
         in_rule = bool(_MAKE_RULE.match(stripped))
+    vars_ = {k: " ".join(v for v in vs if v) for k, vs in values.items()}
     out: list[EngineInvocation] = []
     ctx = LaunchContext(file=file, source="makefile", options=options)
     known = {k: v for k, v in (env or {}).items()}
     for body, span in recipes:
-        expanded = _make_expand(body, vars_)
+        expanded = _make_expand(body, vars_, line=span[0])
         for words in split_shell(expanded, file, env=known, line_map=span):
             inv = invocation_from_words(words, ctx)
             if inv is not None:

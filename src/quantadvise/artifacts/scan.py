@@ -6,21 +6,21 @@ cannot be parsed is a :class:`~quantadvise.errors.ConfigError` naming the file a
 named explicitly or mentions an engine; otherwise (an unrelated script in a scanned folder) it is
 skipped with a warning.
 
-The walk of a folder (:class:`Walk`) is bounded: it passes over folders that hold no deployment
+The walk of a folder (:class:`~.walk.Walk`) is bounded: it passes over folders that hold no deployment
 (.git, node_modules, virtual environments, __pycache__, a test suite's fixtures — tests/fixtures,
 testdata — unless named, /proc and other virtual file systems), does
-not follow symbolic links, lists what it cannot read instead of failing, and stops after
-:data:`MAX_WALK_FILES` files with one warning. A file found by the walk that spells no engine
-(``vllm``, ``sglang``) is read but not parsed: it holds no launch.
+not follow symbolic links or read special files, lists what it cannot read instead of failing, and
+stops after :data:`~.walk.MAX_WALK_FILES` files (or its entries, bytes or seconds) with one warning.
+A file found by the walk that spells no engine (``vllm``, ``sglang``) is read but not parsed: it holds
+no launch. Each file's readers draw on its :class:`~.budget.Budget` (expansion, words, seconds).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -28,8 +28,9 @@ from .. import defaults
 from ..engines.flags import ENGINES
 from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
-from ..files import exists, read_text
+from ..files import exists, not_regular, read_text, special
 from ..wording import plural
+from .budget import TimeUp, reading
 from .config_file import config_file_of, config_words, with_config
 from .dockerfile import parse_dockerfile
 from .launch import (
@@ -46,16 +47,9 @@ from .launch import (
 from .manifests import parse_yaml, yaml_nodes
 from .programs import parse_makefile, parse_python
 from .shell import Word
+from .walk import MAX_WALK_FILES, Walk, is_virtual  # noqa: F401 - the walk's names, as the package has had them
 
 FileKind = Literal["shell", "dockerfile", "yaml", "makefile", "python"]
-_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
-                        ".pytest_cache", "dist", "build", "site-packages", "dist-packages"})
-_DOT_DIRS_READ = frozenset({".github", ".gitlab", ".circleci", ".buildkite"})  # CI definitions launch engines too
-# a test suite's fixtures are inputs to its tests, not the repository's deployment: passed over by a walk
-# (named as a path, they are read): testdata anywhere (Go's convention), fixtures under a tests folder
-_TESTDATA_DIRS = frozenset({"testdata", "test_data", "test-data"})
-_FIXTURE_DIRS = frozenset({"fixtures", "__fixtures__"})
-_TEST_DIRS = frozenset({"tests", "test", "testing", "__tests__"})
 MAX_FILE_BYTES = 2_000_000
 MAX_SNIFF_BYTES = 200_000  # an extension-less or unknown file is read for a shebang / an engine mention up to this
 
@@ -95,7 +89,19 @@ def parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] |
                dotenv: Mapping[str, str] | None = None, asides: Asides | None = None,
                options: OptionLists | None = None) -> list[EngineInvocation]:
     """The launches in one file's text; ``asides`` collects what the readers notice besides them;
-    ``options`` gives each release's option list (how the engine's parser reads a spelling)."""
+    ``options`` gives each release's option list (how the engine's parser reads a spelling). The
+    readers draw on one :class:`~quantadvise.artifacts.budget.Budget` for the file (what it left unexpanded
+    or unread goes to ``asides.warnings``); past its seconds, :class:`~quantadvise.artifacts.budget.TimeUp`."""
+    with reading(file) as budget:
+        found = _parse_text(text, file, kind, env=env, dotenv=dotenv, asides=asides, options=options)
+    if asides is not None:
+        asides.warnings.extend(budget.warnings)
+    return found
+
+
+def _parse_text(text: str, file: str, kind: FileKind, *, env: Mapping[str, str] | None = None,
+                dotenv: Mapping[str, str] | None = None, asides: Asides | None = None,
+                options: OptionLists | None = None) -> list[EngineInvocation]:
     if kind == "shell":
         return parse_shell(text, file, env=env, options=options)
     if kind == "dockerfile":
@@ -282,106 +288,6 @@ def _unreadable(f: Path, kind: FileKind, exc: ConfigError, guessed: bool) -> str
     return f"{f}: could not be parsed as {'a ' + kind if kind != 'yaml' else 'YAML'} ({why})"
 
 
-MAX_WALK_FILES = 20_000  # files one scan visits under the folders it is given; then it stops, with a warning
-# file systems that hold no repository (the kernel's, devices): never walked, even when named
-_VIRTUAL_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
-                         "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "binfmt_misc",
-                         "autofs", "efivarfs", "rpc_pipefs", "nsfs", "selinuxfs"})
-_VIRTUAL_DIRS = frozenset({"/proc", "/sys", "/dev"})  # where they are mounted when /proc/self/mounts says nothing
-
-
-@lru_cache(maxsize=1)
-def _virtual_mounts() -> frozenset[str]:
-    """Mount points of virtual file systems (``/proc``, ``/sys``, ``/dev`` ...), from /proc/self/mounts
-    where the OS has one."""
-    found = set(_VIRTUAL_DIRS)
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
-            for row in fh:
-                parts = row.split()
-                if len(parts) >= 3 and parts[2] in _VIRTUAL_FS:
-                    found.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1]))
-    except OSError:
-        pass
-    found.discard("/")
-    return frozenset(found)
-
-
-def is_virtual(path: str) -> bool:
-    """A folder on a virtual file system (/proc, /sys, /dev ...): not a repository, never walked."""
-    return path in _virtual_mounts()
-
-
-@dataclass
-class Walk:
-    """One scan's bounded walk: the files it may still visit, and what it passed over (``FILE: why``)."""
-
-    budget: int = field(default_factory=lambda: MAX_WALK_FILES)
-    skipped: list[str] = field(default_factory=list)
-    cut: str | None = None  # the folder the walk stopped in when the budget ran out
-
-    def files(self, root: Path) -> Iterator[Path]:
-        """Regular files under ``root`` in path order (sorted part by part, as ``sorted(root.rglob("*"))``).
-        Folders that hold no deployment (.git, node_modules, .venv, __pycache__, other dot folders but CI
-        definitions, virtual file systems such as /proc) are passed over; symbolic links are not followed
-        (no loops); an entry that cannot be read is listed in ``skipped`` and passed over; the walk stops
-        after ``budget`` files (``cut`` says where)."""
-        seen: set[tuple[int, int]] = set()
-        stack: list[Iterator[os.DirEntry[str]]] = []
-
-        def enter(folder: str, real: str) -> None:
-            if is_virtual(real):
-                self.skipped.append(f"{folder}: a virtual file system (the kernel's or devices'), not a repository")
-                return
-            try:
-                st = os.stat(folder)
-                if (st.st_dev, st.st_ino) in seen:  # the same folder again (a bind mount): walked once
-                    return
-                seen.add((st.st_dev, st.st_ino))
-                with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError as exc:
-                self.skipped.append(f"{folder}: cannot be read ({exc.strerror or exc})")
-                return
-            if folder != str(root) and any(e.name == "pyvenv.cfg" for e in entries):
-                return  # a Python virtual environment, whatever its name: installed packages, not the repository's
-            stack.append(iter(entries))
-
-        enter(str(root), os.path.realpath(root))
-        while stack:
-            e = next(stack[-1], None)
-            if e is None:
-                stack.pop()
-                continue
-            try:
-                if e.is_symlink():
-                    continue
-                if e.is_dir(follow_symlinks=False):
-                    if _fixtures(e.path):
-                        self.skipped.append(f"{e.path}: test fixtures, not a deployment (name the folder to check it)")
-                    elif e.name not in _SKIP_DIRS and (not e.name.startswith(".") or e.name in _DOT_DIRS_READ):
-                        enter(e.path, os.path.realpath(e.path))
-                    continue
-                if not e.is_file(follow_symlinks=False):
-                    continue  # a socket, a device, a pipe
-            except OSError as exc:
-                self.skipped.append(f"{e.path}: cannot be read ({exc.strerror or exc})")
-                continue
-            if self.budget <= 0:
-                self.cut = str(Path(e.path).parent)
-                return
-            self.budget -= 1
-            yield Path(e.path)
-
-
-def _fixtures(folder: str) -> bool:
-    """Whether a folder a walk meets holds a test suite's fixtures: ``testdata`` anywhere, ``fixtures``
-    (and the like) directly under a ``tests`` folder."""
-    path = Path(folder)
-    return path.name in _TESTDATA_DIRS or (
-        path.name in _FIXTURE_DIRS and path.parent.name in _TEST_DIRS)
-
-
 def _sniff(f: Path, size: int) -> str | None:
     """A small text file's text (None: too large, binary or unreadable: not a candidate)."""
     if size > MAX_SNIFF_BYTES:
@@ -392,38 +298,77 @@ def _sniff(f: Path, size: int) -> str | None:
         return None
 
 
-def _read_config_file(inv: EngineInvocation, roots: Sequence[str | Path], options: OptionLists | None) -> EngineInvocation:
+def _read_config_file(inv: EngineInvocation, roots: Sequence[str], options: OptionLists | None) -> EngineInvocation:
     """The launch with the options of the ``--config`` YAML file it names, where the release reads one and the
     file is in the repository (beside the command's file, else under a scanned folder): its top-level keys
-    are checked like command-line options, each at its own line; otherwise a warning says they are not read."""
+    are checked like command-line options, each at its own line; otherwise a warning says they are not read.
+    The file is read as a named deployment file is: at most :data:`MAX_FILE_BYTES`, never a FIFO, a device
+    or a kernel file, its aliases bounded, its keys under its own :class:`~.budget.Budget`."""
     name = config_file_of(inv, options)
     if name is None:
         return inv
     line = inv.flag_lines.get("--config", inv.line)
+    absolute = Path(name).is_absolute()
     candidates = [Path(inv.file).parent / name, *(Path(r) / name for r in roots if Path(r).is_dir())]
-    found = next((c for c in candidates if not Path(name).is_absolute() and c.is_file()), None)
-    if found is None:
-        why = "a path in the container, not in the repository" if Path(name).is_absolute() else \
-            "not found beside the command or under the scanned folders"
-        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: the options in --config "
-                                                   f"{name} are not checked ({why}); scan the folder that holds it"]})
-    try:
-        nodes = yaml_nodes(read_text(found), str(found))
-    except ConfigError as exc:
-        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: --config {name}: {exc}; "
-                                                   "the engine would refuse it"]})
-    root = nodes[0] if nodes else None
-    if root is None or not hasattr(root, "value") or not isinstance(root.value, list) or root.tag != \
-            "tag:yaml.org,2002:map":
-        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: --config {name} does not "
-                                                   "hold a mapping of options: the engine would refuse it"]})
-    import yaml
+    found = None if absolute else next((c for c in candidates if exists(c) and not c.is_dir()), None)
 
-    entries = []
-    for key, value in root.value:
-        loader = yaml.SafeLoader("")
-        entries.append((str(key.value), loader.construct_object(value, deep=True), key.start_mark.line + 1))
-    return with_config(inv, config_words(inv.engine, entries), str(found), options)
+    def warn(why: str) -> EngineInvocation:
+        return inv.model_copy(update={"warnings": [*inv.warnings, f"{inv.file}: line {line}: {why}"]})
+
+    if found is None:
+        why = "a path in the container, not in the repository" if absolute else \
+            "not found beside the command or under the scanned folders"
+        return warn(f"the options in --config {name} are not checked ({why}); scan the folder that holds it")
+    try:
+        text = read_text(found, MAX_FILE_BYTES)  # a FIFO, a device, 3 MB: said, not opened or not read
+    except ConfigError as exc:
+        return warn(f"the options in --config {name} are not checked: {exc}")
+    try:
+        with reading(str(found)) as budget:
+            nodes = yaml_nodes(text, str(found))  # an alias bomb or 5,000 nesting levels: a ConfigError
+            root = nodes[0] if nodes else None
+            if root is None or not hasattr(root, "value") or not isinstance(root.value, list) or root.tag != \
+                    "tag:yaml.org,2002:map":
+                return warn(f"--config {name} does not hold a mapping of options: the engine would refuse it")
+            import yaml
+
+            from ..files import yaml_errors
+
+            entries = []
+            with yaml_errors(str(found)):  # a 5,000-digit number, a date that is none: one line
+                for key, value in root.value:
+                    budget.tick()
+                    loader = yaml.SafeLoader("")
+                    entries.append((str(key.value), loader.construct_object(value, deep=True),
+                                    key.start_mark.line + 1))
+            return with_config(inv, config_words(inv.engine, entries), str(found), options)
+    except TimeUp as exc:
+        return warn(f"the options in --config {name} are not checked: {exc}")
+    except ConfigError as exc:
+        return warn(f"--config {name}: {exc}; the engine would refuse it")
+
+
+MAX_SCAN_LAUNCHES = 64  # engine launches one scan checks (each is judged on its own, ~30 ms; a repository has a few)
+
+
+@dataclass
+class _Scan:
+    """What one scan has found so far."""
+
+    env: Mapping[str, str] | None
+    options: OptionLists | None
+    walk: Walk = field(default_factory=Walk)
+    asides: Asides = field(default_factory=Asides)
+    invocations: list[EngineInvocation] = field(default_factory=list)
+    scanned: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    templates: list[Path] = field(default_factory=list)
+    dropped: int = 0  # launches past MAX_SCAN_LAUNCHES
+
+    def template(self, f: Path) -> None:
+        self.templates.append(f)
+        self.skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
 
 
 def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = None,
@@ -434,113 +379,142 @@ def read_paths(paths: Sequence[str | Path], *, env: Mapping[str, str] | None = N
     Makefile or Python); a directory contributes its scripts (by extension or shebang),
     Dockerfiles, YAML files (``.github/workflows`` included), Makefiles and Python files. Helm
     chart templates (Go templates, not YAML until rendered) are skipped with a warning; every
-    candidate file no reader took is listed in ``files_skipped``.
+    candidate file no reader took is listed in ``files_skipped``. A named FIFO, device or socket is
+    refused (reading one blocks); the walk of a folder is bounded (:class:`~.walk.Walk`); each file's
+    readers by its :class:`~.budget.Budget`; at most :data:`MAX_SCAN_LAUNCHES` launches are kept.
     """
-    invocations: list[EngineInvocation] = []
-    scanned: list[str] = []
-    warnings: list[str] = []
-    skipped: list[str] = []
-    templates: list[Path] = []
     if not paths:
         raise InputError("no deployment paths given", field="paths")
-    walk = Walk()
-    asides = Asides()
+    st = _Scan(env, options)
+    roots = list(dict.fromkeys(str(p) for p in paths))  # each spelling once (a path given 50,000 times)
+    seen: set[str] = set()
     for given in paths:
         root = Path(given)
+        key = os.path.realpath(root) if exists(root) else str(root)
+        if key in seen:  # the same file or folder named twice (or 50,000 times): read once
+            continue
+        seen.add(key)
+        what = special(root)
+        if what is not None:  # a FIFO would block the read, /dev/zero never end it
+            raise InputError(not_regular(root, what, "a deployment file or folder"), field="paths")
         if not exists(root):
             raise InputError(f"no such file or directory: {str(root)[:200]}", field="paths")
         explicit = root.is_file()
-        files = [root] if explicit else walk.files(root)
-        for f in files:
-            try:
-                size = f.stat().st_size
-            except OSError as exc:
-                if explicit:
-                    raise ConfigError(f"cannot read {f}: {exc.strerror or exc}") from None
-                skipped.append(f"{f}: cannot be read ({exc.strerror or exc})")
-                continue
-            if size > MAX_FILE_BYTES:
-                if explicit:
-                    raise InputError(f"{f}: {size:,} bytes is too large for a deployment file", field="paths")
-                skipped.append(f"{f}: {size:,} bytes, larger than a deployment file ({MAX_FILE_BYTES:,})")
-                continue
-            kind = classify(f)
-            if kind is None:
-                text = read_text(f) if explicit else _sniff(f, size)
-                if text is None:
-                    continue
-                kind = classify(f, text[:200]) or ("shell" if explicit else None)
-                if kind is None:
-                    if _relevant(text):
-                        skipped.append(f"{f}: mentions an engine launch, but no reader takes this kind of file "
-                                       "(shell, Dockerfile, YAML, Makefile, Python); name it explicitly to read it as "
-                                       "a shell script")
-                    continue
-            elif explicit:
-                text = read_text(f)
-            else:
-                try:
-                    text = read_text(f)
-                except ConfigError as exc:  # unreadable or not UTF-8: not a deployment file of this repository
-                    skipped.append(f"{f}: {str(exc).removeprefix(f'{f}: ').removeprefix('cannot read ')}")
-                    continue
-            if kind == "yaml" and "{{" in text and ("templates" in f.parts or not _parses(text, str(f))):
-                templates.append(f)
-                skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
-                continue
-            dotenv: dict[str, str] = {}
-            if kind == "yaml":
-                envfile = f.parent / ".env"
-                if envfile.is_file():
-                    try:
-                        dotenv = parse_dotenv(read_text(envfile))
-                    except ConfigError:  # unreadable or not UTF-8: its values are not used
-                        if explicit:
-                            raise
-                        skipped.append(f"{envfile}: cannot be read as a compose .env file")
-                dotenv = {**dotenv, **(env or {})}
-            if not explicit and not _may_launch(text, kind, {**(env or {}), **dotenv}):
-                scanned.append(str(f))  # read: it spells no engine, so it holds no launch to parse
-                continue
-            try:
-                found = parse_text(text, str(f), kind, env=env, dotenv=dotenv, asides=asides, options=options)
-            except ConfigError as exc:
-                if kind == "yaml" and "{{" in text:  # YAML, but its values are Go template actions
-                    templates.append(f)
-                    skipped.append(f"{f}: a Helm template (not rendered): scan the output of `helm template`")
-                    continue
-                guessed = kind == "dockerfile" and not is_dockerfile_name(f.name)
-                if not guessed and (explicit or (_relevant(text) and kind != "python")):
-                    raise  # a deployment file that does not parse: the gate cannot check it
-                why = _unreadable(f, kind, exc, guessed)
-                skipped.append(why)
-                if explicit or (_relevant(text) and not guessed):  # it may hold a launch: said without -v too
-                    warnings.append(f"skipped {why}")
-                continue
-            scanned.append(str(f))
-            for inv in found:
-                not_one = not_a_deployment(inv)
-                if not_one is None:
-                    invocations.append(inv)
-                else:  # `vllm serve --help`: said with -v
-                    skipped.append(f"{f}: line {inv.line}: {not_one}")
-            if not found and _relevant(text) and not any(a.startswith(f"{f}: ") for a in asides.skipped):
-                skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
-                               "run time)")
-    invocations, notes = join_images(invocations, asides)
-    invocations = [_read_config_file(inv, paths, options) for inv in invocations]
-    skipped.extend(asides.skipped)
-    skipped.extend(walk.skipped)
+        for f in [root] if explicit else st.walk.files(root):
+            got = _candidate(f, explicit, st)
+            if got is not None:
+                _parse_file(f, *got, explicit, st)
+    invocations, notes = join_images(st.invocations, st.asides)
+    invocations = [_read_config_file(inv, roots, options) for inv in invocations]
+    warnings, walk = st.warnings, st.walk
+    if st.dropped:
+        warnings.append(f"the scan found more than {MAX_SCAN_LAUNCHES} engine launches: {st.dropped:,} more are not "
+                        "checked; name the deployment files or folders to check them")
     if walk.cut is not None:
-        warnings.append(f"the scan stopped after {MAX_WALK_FILES:,} files (in {walk.cut}): name the deployment "
-                        "files or folders (`quantadvise check deploy/ Dockerfile`), or list them under deployment: "
-                        "in quantadvise.yaml")
-    if templates:
-        dirs = sorted({str(t.parent) for t in templates})
-        warnings.append(f"skipped {plural(len(templates), 'Helm template')} (not rendered) in {', '.join(dirs)}: "
+        warnings.append(f"the scan stopped after {walk.why} (in {walk.cut}): name the deployment files or folders "
+                        "(`quantadvise check deploy/ Dockerfile`), or list them under deployment: in quantadvise.yaml")
+    if st.templates:
+        dirs = sorted({str(t.parent) for t in st.templates})
+        warnings.append(f"skipped {plural(len(st.templates), 'Helm template')} (not rendered) in {', '.join(dirs)}: "
                         f"scan the chart's values.yaml or the output of `helm template`")
+    warnings.extend(st.asides.warnings)
     for inv in invocations:
         warnings.extend(inv.warnings)
-    return DeploymentScan(paths=[str(p) for p in paths], files_scanned=scanned, invocations=invocations,
+    skipped = [*st.skipped, *st.asides.skipped, *walk.skipped]
+    return DeploymentScan(paths=roots, files_scanned=st.scanned, invocations=invocations,
                           warnings=list(dict.fromkeys(warnings)), files_skipped=list(dict.fromkeys(skipped)),
                           stopped=walk.cut, notes=notes)
+
+
+def _candidate(f: Path, explicit: bool, st: _Scan) -> tuple[str, FileKind, dict[str, str]] | None:
+    """A file's text, reader and compose ``.env`` when it is worth parsing; None (said in ``st``) when not."""
+    skipped = st.skipped
+    try:
+        size = f.stat().st_size
+    except OSError as exc:
+        if explicit:
+            raise ConfigError(f"cannot read {f}: {exc.strerror or exc}") from None
+        skipped.append(f"{f}: cannot be read ({exc.strerror or exc})")
+        return None
+    if size > MAX_FILE_BYTES:
+        if explicit:
+            raise InputError(f"{f}: {size:,} bytes is too large for a deployment file", field="paths")
+        skipped.append(f"{f}: {size:,} bytes, larger than a deployment file ({MAX_FILE_BYTES:,})")
+        return None
+    if not st.walk.read(f, size):  # the scan's bytes and seconds, named files too
+        if explicit:  # named, so said by name (the walk's warning says why)
+            skipped.append(f"{f}: not read, the scan stopped after {st.walk.why}")
+        return None
+    kind = classify(f)
+    if kind is None:
+        text = read_text(f) if explicit else _sniff(f, size)
+        if text is None:
+            return None
+        kind = classify(f, text[:200]) or ("shell" if explicit else None)
+        if kind is None:
+            if _relevant(text):
+                skipped.append(f"{f}: mentions an engine launch, but no reader takes this kind of file (shell, "
+                               "Dockerfile, YAML, Makefile, Python); name it explicitly to read it as a shell script")
+            return None
+    elif explicit:
+        text = read_text(f)
+    else:
+        try:
+            text = read_text(f)
+        except ConfigError as exc:  # unreadable or not UTF-8: not a deployment file of this repository
+            skipped.append(f"{f}: {str(exc).removeprefix(f'{f}: ').removeprefix('cannot read ')}")
+            return None
+    if kind == "yaml" and "{{" in text and ("templates" in f.parts or not _parses(text, str(f))):
+        st.template(f)
+        return None
+    dotenv: dict[str, str] = {}
+    if kind == "yaml":
+        envfile = f.parent / ".env"
+        if envfile.is_file():
+            try:
+                dotenv = parse_dotenv(read_text(envfile, MAX_FILE_BYTES))
+            except ConfigError:  # unreadable or not UTF-8: its values are not used
+                if explicit:
+                    raise
+                skipped.append(f"{envfile}: cannot be read as a compose .env file")
+        dotenv = {**dotenv, **(st.env or {})}
+    if not explicit and not _may_launch(text, kind, {**(st.env or {}), **dotenv}):
+        st.scanned.append(str(f))  # read: it spells no engine, so it holds no launch to parse
+        return None
+    return text, kind, dotenv
+
+
+def _parse_file(f: Path, text: str, kind: FileKind, dotenv: dict[str, str], explicit: bool, st: _Scan) -> None:
+    """Parse one candidate into ``st``: its launches, or why it was skipped."""
+    try:
+        found = parse_text(text, str(f), kind, env=st.env, dotenv=dotenv, asides=st.asides, options=st.options)
+    except TimeUp as exc:  # a file built to stall a parser: said, and the scan goes on
+        if explicit:
+            raise
+        st.skipped.append(str(exc))
+        st.warnings.append(f"skipped {exc}")
+        return
+    except ConfigError as exc:
+        if kind == "yaml" and "{{" in text:  # YAML, but its values are Go template actions
+            st.template(f)
+            return
+        guessed = kind == "dockerfile" and not is_dockerfile_name(f.name)
+        if not guessed and (explicit or (_relevant(text) and kind != "python")):
+            raise  # a deployment file that does not parse: the gate cannot check it
+        why = _unreadable(f, kind, exc, guessed)
+        st.skipped.append(why)
+        if explicit or (_relevant(text) and not guessed):  # it may hold a launch: said without -v too
+            st.warnings.append(f"skipped {why}")
+        return
+    st.scanned.append(str(f))
+    for inv in found:
+        not_one = not_a_deployment(inv)
+        if not_one is not None:  # `vllm serve --help`: said with -v
+            st.skipped.append(f"{f}: line {inv.line}: {not_one}")
+        elif len(st.invocations) < MAX_SCAN_LAUNCHES:
+            st.invocations.append(inv)
+        else:
+            st.dropped += 1
+    if not found and _relevant(text) and not any(a.startswith(f"{f}: ") for a in st.asides.skipped):
+        st.skipped.append(f"{f}: mentions an engine, but no launch was found in it (prose, or a command built at "
+                          "run time)")

@@ -3,16 +3,19 @@
 Shell text -> simple commands, each a list of :class:`Word` s that know their file line: line
 continuations, quoting, comments, heredocs, redirections, ``$VAR`` / ``${VAR:-default}`` resolved
 from earlier assignments and defaults (an unresolved reference stays visible, e.g. ``${MODEL}``, and
-is listed on the word). Words are the common currency of every reader in this package. Pure.
+is listed on the word). Words are the common currency of every reader in this package. Pure. Expansion
+draws on the file's :class:`~quantadvise.artifacts.budget.Budget`: past it a reference stays as written.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .budget import MAX_DEPTH, MAX_WORDS, Budget, current
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Array(tuple[Word, ...]):
 EnvValue = str | Unknown | Array | None
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = "@*#?$!-0123456789"
+_BLANKS = re.compile(r"[ \t\r]+")
+_PLAIN = re.compile(r"[^\s\\'\"$`<>&;|()=#]+")  # characters the lexer takes as they are, in an unquoted word
 
 
 # --- a small POSIX-shell lexer with line numbers and parameter expansion --------------------------
@@ -51,7 +56,9 @@ class _Shell:
     _DECLARE = frozenset({"export", "declare", "typeset", "readonly", "local"})
 
     def __init__(self, text: str, file: str, line_map: Sequence[int], env: dict[str, EnvValue] | None = None,
-                 *, expand: bool = True, fragment: bool = False):
+                 *, expand: bool = True, fragment: bool = False, budget: Budget | None = None, depth: int = 0):
+        self.budget = budget if budget is not None else current(file)
+        self.depth = depth  # how deep inside other expansions this text is (${A:-...}, eval, an array)
         self.s = text
         self.file = file
         self.line_map = list(line_map) or [1]
@@ -64,7 +71,7 @@ class _Shell:
         self._words: list[Word] = []
         self._reset_word()
         self._skip_next = False
-        self._heredocs: list[tuple[str, bool]] = []
+        self._heredocs: deque[tuple[str, bool]] = deque()
         self._want_heredoc: bool | None = None
 
     # line bookkeeping
@@ -85,6 +92,8 @@ class _Shell:
         self._started = False
         self._literal = True  # only unquoted literal characters so far (for NAME= detection)
         self._assign = False
+        self._eq_seen = False  # a '=' was met: NAME= is decided once per word (no re-join per '=')
+        self._len = 0  # characters the word's expansions added (its allowance: budget.MAX_VALUE_CHARS)
         self._wline = 0
 
     def _start(self) -> None:
@@ -95,7 +104,12 @@ class _Shell:
     def _finish(self) -> None:
         if not self._started:
             return
-        w = Word("".join(self._parts), self._wline, tuple(dict.fromkeys(self._unres)), self._assign)
+        if self._want_heredoc is None and not self._skip_next and not self.budget.words(len(self._words), self._wline):
+            self._reset_word()  # past the words a command may have: not even built
+            return
+        parts, unres = self._parts, self._unres
+        w = Word(parts[0] if len(parts) == 1 else "".join(parts), self._wline,
+                 tuple(dict.fromkeys(unres)) if unres else (), self._assign)
         self._reset_word()
         if self._want_heredoc is not None:
             self._heredocs.append((w.text, self._want_heredoc))
@@ -116,7 +130,9 @@ class _Shell:
     # parsing
     def run(self) -> list[list[Word]]:
         s, n = self.s, len(self.s)
+        tick = self.budget.tick
         while self.i < n:
+            tick()
             c = s[self.i]
             if c == "\\":
                 if self.i + 1 < n and s[self.i + 1] == "\n":
@@ -166,7 +182,7 @@ class _Shell:
                 continue
             if c in " \t\r":
                 self._finish()
-                self.i += 1
+                self.i = _BLANKS.match(s, self.i).end()  # type: ignore[union-attr]  # c is one
                 continue
             if c == "#" and not self._started:
                 j = s.find("\n", self.i)
@@ -184,10 +200,14 @@ class _Shell:
                 self.i += 1
                 continue
             self._start()
-            if c == "=" and self._literal and not self._assign and _NAME.fullmatch("".join(self._parts)):
-                self._assign = True
-            self._parts.append(c)
-            self.i += 1
+            if c == "=" and self._literal and not self._eq_seen:
+                self._eq_seen = True
+                self._assign = _NAME.fullmatch("".join(self._parts)) is not None
+            m = _PLAIN.match(s, self.i)  # a run of ordinary characters at once (the hot path)
+            run = m.group(0) if m else c
+            self._parts.append(run)
+            self.i += len(run)
+            tick(len(run))
         if self.fragment:
             self._finish()
             words, self._words = self._words, []
@@ -203,12 +223,22 @@ class _Shell:
         name, append = target.rstrip("+="), target.endswith("+=")
         j = self._matching(self.i + 1, "(", ")")
         body = self.s[self.i + 1:j]
-        sub = _Shell(body, self.file, self.line_map[self.phys:], self.env, expand=True)
-        words = [w for cmd in sub.run() for w in cmd]
-        old = self.env.get(name)
-        if append and isinstance(old, Array):
-            words = [*old, *words]
-        self.env[name] = Array(words)
+        if self.depth >= MAX_DEPTH:
+            self.budget.expand(f"{name}=(...)", 0, self.depth + 1, self.line)
+            self.env[name] = Unknown(("(...)",))
+        else:
+            sub = _Shell(body, self.file, self.line_map[self.phys:], self.env, expand=True, budget=self.budget,
+                         depth=self.depth + 1)
+            words = [w for cmd in sub.run() for w in cmd]
+            old = self.env.get(name)
+            if append and isinstance(old, Array):
+                if not self.budget.expand(f"{name}+=(...)", sum(len(w.text) for w in old), self.depth, self.line):
+                    words = []
+                words = [*old, *words]
+            if len(words) > MAX_WORDS:  # an array is at most a command's words
+                self.budget.words(MAX_WORDS, self.line)
+                words = words[:MAX_WORDS]
+            self.env[name] = Array(words)
         self._advance_over(body)
         self.i = j + 1
         self._reset_word()  # the assignment is not a word of the command
@@ -219,7 +249,10 @@ class _Shell:
         value = self.env.get(name)
         if not isinstance(value, Array):
             return False
-        items = list(value) if index in "@*" else list(value[int(index):int(index) + 1])
+        items = list(value) if index in "@*" else list(value[int(index):int(index) + 1]) \
+            if len(index) < 10 else []
+        if not self.budget.expand(source, sum(len(w.text) for w in items), self.depth, self.line):
+            return False
         for k, w in enumerate(items):
             if k > 0 or (self._started and "".join(self._parts)):
                 self._finish()
@@ -311,6 +344,8 @@ class _Shell:
             if arr and self._array_words(arr.group(1), arr.group(2), source):
                 return
             value, unres = self._brace(body, source)
+            if not unres and value and not self.budget.expand(source, self._len + len(value), self.depth, self.line):
+                value, unres = source, (_NAME.findall(body)[:1] or ["${...}"])
         elif nxt == "(":
             j = self._matching(i + 2, "(", ")")
             source = s[i:j + 1]
@@ -331,6 +366,9 @@ class _Shell:
             if m:
                 name, self.i = m.group(0), m.end()
                 value, unres = self._lookup(name, f"${name}")
+                if not unres and value and not self.budget.expand(f"${name}", self._len + len(value), self.depth,
+                                                                  self.line):
+                    value, unres = f"${name}", [name]
             elif nxt and nxt in _SPECIAL:
                 self.i = i + 2
                 value, unres = f"${nxt}", [nxt]
@@ -379,8 +417,13 @@ class _Shell:
         return value, []
 
     def _fragment(self, text: str) -> tuple[str, list[str]]:
-        """Expand a word inside ``${NAME:-word}`` (quotes removed, no splitting)."""
-        sub = _Shell(text, self.file, [self.line], self.env, expand=self.expand, fragment=True)
+        """Expand a word inside ``${NAME:-word}`` (quotes removed, no splitting); past the budget's depth it
+        stays as written (unresolved)."""
+        if self.depth >= MAX_DEPTH:
+            self.budget.expand(text, 0, self.depth + 1, self.line)
+            return text, _NAME.findall(text)[:1] or ["${...}"]
+        sub = _Shell(text, self.file, [self.line], self.env, expand=self.expand, fragment=True, budget=self.budget,
+                     depth=self.depth + 1)
         cmds = sub.run()
         if not cmds:
             return "", []
@@ -388,6 +431,7 @@ class _Shell:
         return w.text, list(w.unresolved)
 
     def _emit(self, value: str, unres: list[str], *, split: bool) -> None:
+        self._len += len(value)
         if not split or self.fragment:
             self._start()
             self._unres.extend(unres)
@@ -430,7 +474,7 @@ class _Shell:
 
     def _read_heredoc_bodies(self) -> None:
         while self._heredocs:
-            delim, strip = self._heredocs.pop(0)
+            delim, strip = self._heredocs.popleft()
             while self.i < len(self.s):
                 j = self.s.find("\n", self.i)
                 line = self.s[self.i: len(self.s) if j < 0 else j]
@@ -455,9 +499,11 @@ class _Shell:
             for w in words:
                 self._assign_var(w)
             return
-        if first == "eval" and len(words) > 1:
+        if first == "eval" and len(words) > 1 and (self.depth < MAX_DEPTH or self.budget.expand(
+                "eval", 0, self.depth + 1, words[0].line)):  # too deep: the budget says so, the words stay as they are
             text = " ".join(w.text for w in words[1:])
-            sub = _Shell(text, self.file, [words[1].line], self.env, expand=self.expand)
+            sub = _Shell(text, self.file, [words[1].line], self.env, expand=self.expand, budget=self.budget,
+                         depth=self.depth + 1)
             self.commands.extend(sub.run())
             return
         self.commands.append(words)

@@ -32,15 +32,21 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ValidationError
 
 from ..engines.flags import ENGINES
 from ..errors import ConfigError
+from ..inputs import LIMITS, MAX_NUMBER_CHARS, finite, shown
 from ..results import Out
 
 FORMATS = ("vllm-serve", "vllm-latency", "vllm-throughput", "sglang-serving", "genai-perf", "guidellm")
 WORKLOAD_KEYS = ("model", "engine", "engine_version", "gpu", "tp", "scheme", "kv_cache_dtype", "concurrency",
                  "prompt", "output")
+
+
+MAX_MEASURE = 1e12  # no count (requests, tokens), rate (tokens/s) or time (ms) of one benchmark run is larger
 
 
 class BenchFileError(ConfigError):
@@ -57,14 +63,14 @@ class BenchRun(Out):
     engine: str | None = None
     engine_version: str | None = None
     gpu: str | None = None
-    tp: int | None = None
+    tp: Annotated[int | None, LIMITS["gpus"].interval()] = None
     scheme: str | None = None
     quantization: str | None = None  # the server's --quantization, when recorded
     kv_cache_dtype: str | None = None
-    concurrency: int | None = None  # requests in flight at most (closed loop)
+    concurrency: Annotated[int | None, LIMITS["batch"].interval()] = None  # requests in flight at most (closed loop)
     request_rate: float | None = None  # requests/s offered (inf: as fast as the concurrency allows)
-    prompt: float | None = None  # mean prompt tokens per request
-    output: float | None = None  # mean output tokens per request
+    prompt: Annotated[float | None, LIMITS["prompt"].interval()] = None  # mean prompt tokens per request
+    output: Annotated[float | None, LIMITS["prompt"].interval()] = None  # mean output tokens per request
     mode: str = "continuous"  # continuous | sync (a static batch: vllm bench latency)
     requests: int | None = None
     output_tok_s: float
@@ -90,19 +96,35 @@ def _docs(name: str, text: str) -> list[tuple[str, Any]]:
     if not stripped:
         raise _err(name, "", "the file is empty")
     try:
-        return [("", json.loads(stripped))]
-    except ValueError:
+        return [("", _json(stripped))]
+    except json.JSONDecodeError:
         pass
+    except (ValueError, RecursionError) as exc:  # a number of 5,000 digits, 100,000 brackets: one line
+        raise _err(name, "", _not_json(exc)) from None
     out = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append((f" line {i}", json.loads(line)))
+            out.append((f" line {i}", _json(line)))
         except json.JSONDecodeError as exc:
             raise _err(name, f" line {i}", f"not JSON ({exc.msg}); a benchmark result file is JSON or JSON Lines "
                        "(one run per line)") from None
+        except (ValueError, RecursionError) as exc:
+            raise _err(name, f" line {i}", _not_json(exc)) from None
     return out
+
+
+def _json(text: str) -> Any:
+    """json.loads (``Infinity`` kept: SGLang writes an unbounded request rate so; each number is read by
+    :func:`_num` / :func:`_int`, finite or refused)."""
+    return json.loads(text)
+
+
+def _not_json(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply; not a benchmark result"
+    return f"invalid JSON value: {str(exc).split(';')[0][:120]}"
 
 
 def detect(doc: Any) -> str | None:
@@ -132,22 +154,41 @@ def _num(d: dict[str, Any], key: str, name: str, where: str, *, required: bool =
             raise _err(name, where, f"no '{key}' (every file of this format has it: the run is cut short or "
                        "not this tool's output)")
         return None
-    if isinstance(v, str):
+    x = _from_text(v)
+    f = finite(x)  # the one input layer: 10**400 or "1e999" is no measurement
+    if f is None:
+        number = isinstance(x, int | float) and not isinstance(x, bool)
+        raise _err(name, where, f"'{key}' is {shown(v)}, not a {'finite ' if number else ''}number")
+    if not 0 <= f <= MAX_MEASURE:
+        raise _err(name, where, f"'{key}' is {shown(v)}: a count, rate or time of a run is >= 0 and "
+                   f"<= {MAX_MEASURE:.0e}")
+    return f
+
+
+def _rate(d: dict[str, Any], name: str, where: str) -> float | None:
+    """``request_rate``: none, ``Infinity`` or ``"inf"`` is every request at once (vLLM and SGLang write
+    both spellings); else a finite number."""
+    rate = d.get("request_rate")
+    if rate is None or (isinstance(rate, float) and rate == math.inf) or \
+            (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity")):
+        return math.inf
+    return _num(d, "request_rate", name, where)
+
+
+def _from_text(v: Any) -> Any:
+    """A number written as text (``"12.5"``) as the number; anything else as it is (at most
+    :data:`~quantadvise.inputs.MAX_NUMBER_CHARS` characters are converted)."""
+    if isinstance(v, str) and len(v.strip()) <= MAX_NUMBER_CHARS:
         try:
-            v = float(v)
+            return float(v)
         except ValueError:
-            raise _err(name, where, f"'{key}' is '{v}', not a number") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
-        raise _err(name, where, f"'{key}' is {v!r}, not a number")
-    return float(v)
+            return v
+    return v
 
 
 def _int(v: Any) -> int | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return int(f) if math.isfinite(f) and f > 0 else None
+    f = finite(_from_text(v))
+    return int(f) if f is not None and 0 < f <= MAX_MEASURE else None
 
 
 def _meta_common(run: dict[str, Any], meta: dict[str, Any], src: str) -> None:
@@ -187,9 +228,7 @@ def _vllm_serve(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     conc = _int(d.get("max_concurrency"))
     if conc is not None:
         run["concurrency"], run["recovered"]["concurrency"] = conc, "max_concurrency"
-    rate = d.get("request_rate")
-    run["request_rate"] = (math.inf if rate is None or str(rate).lower() in ("inf", "infinity")
-                           else _num(d, "request_rate", name, where))
+    run["request_rate"] = _rate(d, name, where)
     meta = {k: v for k, v in d.items() if k in ("gpu", "tp", "tensor_parallel_size", "scheme", "quantization",
                                                  "kv_cache_dtype", "engine", "engine_version", *ENGINES,
                                                  "random_input_len", "random_output_len", "model")}
@@ -207,8 +246,8 @@ def _vllm_serve(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     lat = d.get("latencies")
     if e2e is not None:
         run["e2e_s"] = e2e * ms
-    elif isinstance(lat, list) and lat and all(isinstance(x, (int, float)) for x in lat):
-        run["e2e_s"] = sum(lat) / len(lat)
+    elif isinstance(lat, list) and lat and all(0 <= (finite(x) or -1) <= MAX_MEASURE for x in lat):  # not 10**400
+        run["e2e_s"] = sum(float(x) for x in lat) / len(lat)
     return run
 
 
@@ -234,11 +273,10 @@ def _sglang(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     conc = _int(d.get("max_concurrency"))
     if conc is not None:
         run["concurrency"], run["recovered"]["concurrency"] = conc, "max_concurrency"
-    rate = d.get("request_rate")
-    run["request_rate"] = (math.inf if rate is None or (isinstance(rate, float) and math.isinf(rate))
-                           else _num(d, "request_rate", name, where))
-    if isinstance(d.get("concurrency"), (int, float)) and d["concurrency"] > 0:
-        run["measured_concurrency"] = float(d["concurrency"])
+    run["request_rate"] = _rate(d, name, where)
+    measured = _int(d.get("concurrency")) and finite(d.get("concurrency"))
+    if measured:
+        run["measured_concurrency"] = measured
     tag = d.get("tag")
     if isinstance(tag, str) and "=" in tag:
         pairs = dict(p.split("=", 1) for p in tag.split(",") if "=" in p)
@@ -303,7 +341,7 @@ def _genai_perf(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
         run["concurrency"], run["recovered"]["concurrency"] = _int(stim["concurrency"]), \
             "input_config.perf_analyzer.stimulus.concurrency"
     if stim.get("request_rate") is not None:
-        run["request_rate"] = float(stim["request_rate"])
+        run["request_rate"] = _num(stim, "request_rate", name, f"{where} input_config.perf_analyzer.stimulus")
     run["output_tok_s"] = _stat(d, "output_token_throughput", name, where)
     run["prompt"] = _stat(d, "input_sequence_length", name, where, required=False)
     run["output"] = _stat(d, "output_sequence_length", name, where, required=False)
@@ -387,7 +425,11 @@ def parse_bench(name: str, text: str) -> list[BenchRun]:
             continue
         reader = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang, "vllm-latency": _vllm_latency,
                   "vllm-throughput": _vllm_throughput, "genai-perf": _genai_perf}[fmt]
-        runs.append((fmt, reader(doc, name, where)))
+        try:
+            runs.append((fmt, reader(doc, name, where)))
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:  # a key of the wrong shape: one line
+            raise _err(name, where, f"not the shape of a {fmt} result ({type(exc).__name__}: {str(exc)[:80]})") \
+                from None
     out = []
     for i, (fmt, r) in enumerate(runs):
         _open_loop(r)
@@ -395,7 +437,11 @@ def parse_bench(name: str, text: str) -> list[BenchRun]:
         notes = list(r.pop("notes", []))
         if total is not None:
             notes.append(f"tokens_per_second (input + output) {total:,.1f}")
-        out.append(BenchRun(file=name, index=i, format=fmt, notes=notes, **{"output_tok_s": math.nan, **r}))
+        try:
+            out.append(BenchRun(file=name, index=i, format=fmt, notes=notes, **{"output_tok_s": math.nan, **r}))
+        except ValidationError as exc:  # a model name that is a mapping, a GPU that is a list
+            err = exc.errors()[0]
+            raise _err(name, f" (run {i + 1})", f"'{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
     return out
 
 

@@ -125,12 +125,9 @@ def kernel_class(scheme: Scheme) -> str | None:
 
 def parse_schemes(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """``bf16,w4a16`` or a list; each must be a scheme calibrate has a torch kernel for."""
-    if text is None:
-        return DEFAULT_SCHEMES
-    names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
-    if not names:
-        raise InputError("--schemes needs at least one scheme, e.g. bf16,w4a16", field="schemes")
-    return tuple(names)
+    from ..inputs import names
+
+    return names("schemes", text, "bf16,w4a16") or DEFAULT_SCHEMES
 
 
 # -------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import catalog
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
+from ..files import not_regular, special
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config.json is kilobytes; refuse to parse junk blobs
 MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rarely passes 1 KiB
@@ -43,6 +44,8 @@ def parse_json_text(text: str, where: str) -> Any:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ConfigError(f"{where}: invalid JSON value: {str(exc).split(';')[0]}") from None
     except RecursionError:
         raise ConfigError(f"{where}: JSON nested too deeply to be a model config") from None
     if json_depth(doc) > MAX_NESTING:
@@ -51,6 +54,9 @@ def parse_json_text(text: str, where: str) -> Any:
 
 
 def read_json_file(path: Path) -> Any:
+    what = special(path)
+    if what is not None:
+        raise ConfigError(not_regular(path, what), hint="pass a model folder or its config.json")
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
@@ -105,6 +111,9 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[FoundConfig, di
             cfg,
         )
     path = _path(name)
+    what = special(path) if path is not None else None
+    if path is not None and what is not None:
+        raise ConfigError(not_regular(path, what), hint="pass a model folder or its config.json")
     if path is not None and path.exists():
         cfg_path = path / "config.json" if path.is_dir() else path
         if not cfg_path.is_file():

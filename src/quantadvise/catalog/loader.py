@@ -43,9 +43,9 @@ def yaml_load(text: str, where: str) -> Any:
 def load_yaml_file(path: Path) -> Any:
     """Parse a user or data YAML file; errors name the file and line. Alias bombs, recursive and
     absurdly nested documents are refused before anything is built from them."""
-    from ..files import check_yaml_text, read_text
+    from ..files import MAX_CONFIG_BYTES, check_yaml_text, read_text
 
-    text = read_text(path)
+    text = read_text(path, MAX_CONFIG_BYTES)
     check_yaml_text(text, str(path))
     return yaml_load(text, str(path))
 

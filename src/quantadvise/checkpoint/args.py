@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..inputs import shown
 
 # The ``default`` of a field that must be present (None is a valid default, so it cannot mean "required").
 REQUIRED = object()
@@ -34,7 +35,13 @@ def get_field(d: dict[str, Any], key: str, where: str, kinds: tuple[type, ...] |
         raise field_error(f"{where}.{key}", f"must be {_kind_names(kinds_t)}, got {short(v)}")
     if not isinstance(v, kinds_t):
         raise field_error(f"{where}.{key}", f"must be {_kind_names(kinds_t)}, got {short(v)}")
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_FIELD_INT:
+        raise field_error(f"{where}.{key}", f"is {short(v)}, larger than any quantization_config field "
+                          f"(at most {MAX_FIELD_INT:,})")
     return v
+
+
+MAX_FIELD_INT = 2**31 - 1  # no integer of a quantization_config (bits, group size, ...) passes int32
 
 
 def _kind_names(kinds: tuple[type, ...]) -> str:
@@ -45,6 +52,8 @@ def _kind_names(kinds: tuple[type, ...]) -> str:
 
 def short(v: Any) -> str:
     """A value as an error message quotes it (at most 60 characters)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return shown(v)
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..errors import ConfigError
 from ..memory.sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
 from ..model.arch import COMPONENTS, ModelArch, ParamGroup
 from ..model.inventory import inventory_of
@@ -100,6 +103,9 @@ def _leaf(arch: ModelArch, g: ParamGroup) -> tuple[str, str]:
     return f"{comp}.{role}", "Linear"
 
 
+MAX_MODULES = 500_000  # linear tensors placed one by one (DeepSeek-V3: 45,872; Kimi K2: about 70,000)
+
+
 @lru_cache(maxsize=8)
 def modules(arch: ModelArch, include_mtp: bool = True) -> tuple[Module, ...]:
     """Every linear weight of the checkpoint as a module path (experts one by one), each on the layers
@@ -108,9 +114,13 @@ def modules(arch: ModelArch, include_mtp: bool = True) -> tuple[Module, ...]:
     of them, and one ``check`` places the same model once per deployment and candidate."""
     out: list[Module] = []
     mtp_layers = [arch.num_layers + j for j in range(arch.num_mtp_layers)]
-    for g in inventory_of(arch).serving_groups(include_mtp):
-        if not g.linear:
-            continue
+    groups = [g for g in inventory_of(arch).serving_groups(include_mtp) if g.linear]
+    total = sum(g.count for g in groups)
+    if total > MAX_MODULES:  # counted before one is built: a config of two billion experts is no checkpoint
+        raise ConfigError(f"config.json: the model has {total:,} linear tensors (layers x experts); quantadvise "
+                          f"places at most {MAX_MODULES:,} one by one (the largest published models have under "
+                          "100,000)", field="num_experts")
+    for g in groups:
         if g.component == "embedding":
             if g.mtp:
                 names = [f"model.layers.{i}.embed_tokens" for i in mtp_layers]
@@ -151,6 +161,59 @@ def modules(arch: ModelArch, include_mtp: bool = True) -> tuple[Module, ...]:
 # -------------------------------------------------------------------------------------------------
 
 
+MAX_PATTERNS = 1_000  # regular expressions in one target or ignore list
+MAX_PATTERN_CHARS = 1_000  # characters of one of them
+MAX_REPEATS = 6  # repetitions (*, +, {m,n}) in one of them (a real one has two or three)
+MAX_ASSIGN_SECONDS = 2.0  # of CPU, matching a checkpoint's patterns against its tensors
+
+
+def _unsafe(body: str, compiled: re.Pattern[str]) -> str | None:
+    """Why a layer pattern from a checkpoint could take exponential time to match (a repeated group
+    that itself repeats or branches: ``(.*.*)*x``, ``(a|a)*b``), or is too long; None when it is safe.
+    Python's regular expressions backtrack, and a config.json is hostile input."""
+    if len(body) > MAX_PATTERN_CHARS:
+        return f"is longer than {MAX_PATTERN_CHARS:,} characters"
+    from re import _constants as sre_c  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+    repeats = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT))
+
+    count = [0]  # repeats in the whole pattern: .*.*.*.*.*.*.*x backtracks as n**k without nesting
+
+    def nested(items: object, inside: bool) -> bool:
+        for op, av in items:  # type: ignore[attr-defined]
+            if op in repeats:
+                lo, hi, sub = av
+                many = hi == sre_c.MAXREPEAT or hi > 1
+                count[0] += many
+                if inside and many:
+                    return True
+                if nested(sub, inside or many):
+                    return True
+            elif op == sre_c.BRANCH:
+                if inside and len(av[1]) > 1:
+                    return True
+                if any(nested(b, inside) for b in av[1]):
+                    return True
+            elif op == sre_c.SUBPATTERN:
+                if nested(av[-1], inside):
+                    return True
+            elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+                if nested(av[1], inside):
+                    return True
+        return False
+
+    try:
+        parsed = sre_parse.parse(body, compiled.flags)
+    except Exception:  # noqa: BLE001 - a pattern re compiled but its parser's internals refuse: not judged
+        return None
+    if nested(parsed, False):
+        return "repeats a group that repeats or branches itself (its match time can grow exponentially with a " \
+            "name's length)"
+    return f"has more than {MAX_REPEATS} repetitions (its match time grows as a name's length to that power)" \
+        if count[0] > MAX_REPEATS else None
+
+
 class Matcher:
     """Compiled name patterns in one of the dialects checkpoints use."""
 
@@ -164,10 +227,18 @@ class Matcher:
             body = p[3:] if p.startswith("re:") else p if style == "regex" else None
             if body is not None:
                 try:
-                    re.compile(body)
-                    regexes.append(f"(?:{body})")
-                except re.error:
+                    compiled = re.compile(body)
+                except (re.error, RecursionError, OverflowError):
                     self.exact.add(p)
+                    continue
+                why = _unsafe(body, compiled)
+                if why is not None:
+                    raise ConfigError(f"quantization_config: the layer pattern {p[:60]!r}{'...' if len(p) > 60 else ''}"
+                                      f" {why}; quantadvise does not run it", field="ignore")
+                regexes.append(f"(?:{body})")
+                if len(regexes) > MAX_PATTERNS:
+                    raise ConfigError(f"quantization_config: more than {MAX_PATTERNS:,} regular-expression layer "
+                                      "patterns in one list (a checkpoint has a few)", field="ignore")
             elif any(c in p for c in "*?["):
                 # a glob covers the module it names and everything under it
                 g = fnmatch.translate(p).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
@@ -252,15 +323,36 @@ class DiskSize(Out):
     notes: list[str] = []
 
 
+MAX_GROUPS = 1_000  # config groups one checkpoint may have (each is matched against every tensor)
+
+
 def assign(arch: ModelArch, ck: CheckpointQuant, include_mtp: bool = True) -> tuple[tuple[Module, QuantGroup | None], ...]:
     """For every linear module, the config group that quantizes it (None: left unquantized)."""
     ignore, matchers = _matchers(ck)
-    return tuple((m, _choose(m, ck, ignore, matchers)) for m in modules(arch, include_mtp))
+    tick = _deadline()
+    return tuple((m, _choose(m, ck, ignore, matchers)) for k, m in enumerate(modules(arch, include_mtp)) if tick(k))
 
 
 def _matchers(ck: CheckpointQuant) -> tuple[Matcher, list[tuple[QuantGroup, Matcher]]]:
+    if len(ck.groups) > MAX_GROUPS:
+        raise ConfigError(f"quantization_config: {len(ck.groups):,} config groups (a checkpoint has a few; "
+                          f"quantadvise places at most {MAX_GROUPS:,})", field="config_groups")
     return (Matcher(ck.ignore, ck.ignore_style),
             [(g, Matcher(g.targets, "ct" if ck.ignore_style != "regex" else "regex")) for g in ck.groups])
+
+
+def _deadline() -> Callable[[int], bool]:
+    """A tick for the k-th module matched: True, or a ConfigError once the matching has taken more than
+    :data:`MAX_ASSIGN_SECONDS` of CPU (layer patterns built to backtrack)."""
+    deadline = time.process_time() + MAX_ASSIGN_SECONDS
+
+    def tick(k: int) -> bool:
+        if k % 256 == 0 and time.process_time() > deadline:
+            raise ConfigError(f"quantization_config: matching its layer patterns against the model's tensors took more "
+                              f"than {MAX_ASSIGN_SECONDS:g} s of CPU (patterns built to backtrack?)", field="ignore")
+        return True
+
+    return tick
 
 
 def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
@@ -321,7 +413,8 @@ def _place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool) -> Pl
     runs: dict[tuple[int, int], list] = {}
     if ck is not None and (ck.ignore or any(g.scope == "patterns" for g in ck.groups)):
         ignore, matchers = _matchers(ck)
-        chosen = [_choose(m, ck, ignore, matchers) for m in mods]
+        tick = _deadline()
+        chosen = [_choose(m, ck, ignore, matchers) for k, m in enumerate(mods) if tick(k)]
     else:
         # no name is matched: the choice follows from the module's inventory group and class alone
         decided: dict[tuple[int, str], QuantGroup | None] = {}

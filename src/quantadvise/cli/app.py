@@ -21,6 +21,17 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import QuantAdviseError
+from ..wording import printable
+
+
+def say(text: str) -> None:
+    """A message to stderr, its user text printable (``cli.common.say``; here without importing it)."""
+    sys.stderr.write(printable(text))
+
+
+def say_error(line: str) -> None:
+    """The one ``Error:`` line: a newline inside it (a name given with one) shown as ``\\n``."""
+    say(line.rstrip("\n").replace("\n", "\\n") + "\n")
 
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -173,17 +184,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             hidden = _env_format(group, args)
         code = group.main(args=args, prog_name="quantadvise", standalone_mode=False)
     except QuantAdviseError as exc:
-        sys.stderr.write(f"Error: {exc}{_from_env(args, exc.field, str(exc))}\n")
+        say_error(f"Error: {exc}{_from_env(args, exc.field, str(exc))}")
         code = exc.exit_code
     except typer.Abort:
         sys.stderr.write("Aborted.\n")
         code = 1
     except typer.BadParameter as exc:  # a value a flag or its variable cannot take: the house wording
         line = _bad_value(exc, args)
-        sys.stderr.write(line or _usage_line(exc, args))
+        say_error(line or _usage_line(exc, args))
         code = 2
     except typer.TyperException as exc:  # usage errors: bad option, missing argument
-        sys.stderr.write(_usage_line(exc, args))
+        say_error(_usage_line(exc, args))
         code = getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         code = 130
@@ -304,6 +315,6 @@ def _env_format(group: Any, args: Sequence[str]) -> dict[str, str]:
         return {}
     if key not in ALL_FORMATS:
         raise format_error(value, args[0], choices, list(ALL_FORMATS))
-    sys.stderr.write(f"note: {FORMAT_ENV}={value} is not a format of `quantadvise {args[0]}` "
+    say(f"note: {FORMAT_ENV}={value} is not a format of `quantadvise {args[0]}` "
                      f"({', '.join(choices)}); using {choices[0]}\n")
     return {FORMAT_ENV: os.environ.pop(FORMAT_ENV)}

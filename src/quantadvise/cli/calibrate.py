@@ -12,7 +12,7 @@ import typer
 from .. import defaults
 from ..wording import install_forms
 from . import completion
-from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report
+from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report, say
 
 
 def calibrate_cmd(
@@ -112,7 +112,7 @@ def calibrate_cmd(
             raise typer.BadParameter("--from needs --gpu (the GPU whose tables to fit)", param_hint="--gpu")
         imported = import_tables(gpu, source=where or None, out=out)
         emit_report("calibrate_import", fmt, imported, wide=wide)
-        sys.stderr.write(f"wrote {imported.profile_path} and {imported.heldout_path}\n")
+        say(f"wrote {imported.profile_path} and {imported.heldout_path}\n")
         return
     args = ["--model", model, "--batches", batches, "--backend", backend, "--seconds", f"{seconds:g}"]
     args += ["--schemes", schemes] if schemes else []
@@ -127,7 +127,7 @@ def calibrate_cmd(
         if bar is not None:
             bar.stop()
     emit_report("calibrate", fmt, result, wide=wide)
-    sys.stderr.write(f"wrote {result.profile_path}\n")
+    say(f"wrote {result.profile_path}\n")
 
 
 class _ProgressBar:

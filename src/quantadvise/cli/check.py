@@ -10,7 +10,7 @@ import typer
 
 from ..wording import plural
 from . import completion
-from .common import CheckFormat, WideOpt, emit, input_file, terminal_width, warn
+from .common import CheckFormat, WideOpt, emit, input_file, say, terminal_width, warn
 
 
 class FailOn(str, Enum):
@@ -123,27 +123,23 @@ def check_cmd(
     for w in report.warnings:
         warn(w, wide=wide)
     if verbose:
-        import sys
 
         for f in report.files_scanned:
-            sys.stderr.write(f"read {f}\n")
+            say(f"read {f}\n")
         for s in report.files_skipped:
-            sys.stderr.write(f"skipped {s}\n")
+            say(f"skipped {s}\n")
     # the human table fits the terminal; a report written to a file (--output) or a machine format does not
     width = terminal_width(wide) if fmt.value == "table" and output is None else None
     text = render("check", fmt.value, report, **({"width": width} if fmt.value == "table" else {}))
     if output is not None:
-        from ..files import writing
+        from ..files import write_file
 
-        with writing(output, "--output"):
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        write_file(output, text if text.endswith("\n") else text + "\n", "--output")
         c = report.counts()
         warn_line = (f"quantadvise check: {'PASS' if report.passed else 'FAIL'} — {plural(c['error'], 'error')}, "
                      f"{plural(c['warning'], 'warning')}; {fmt.value} report written to {output}")
-        import sys
 
-        sys.stderr.write(warn_line + "\n")
+        say(warn_line + "\n")
     else:
         emit(text)
     raise typer.Exit(report.exit_code(exit_zero=exit_zero))

@@ -10,6 +10,7 @@ from typing import Annotated, TextIO
 import typer
 
 from ..files import check_output_path
+from ..wording import printable
 from . import completion
 
 
@@ -87,8 +88,16 @@ AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean 
 
 
 def emit(text: str) -> None:
-    """Write the report to stdout (and nothing else goes there)."""
+    """Write the report to stdout (and nothing else goes there); a name that is not UTF-8 is written as
+    its printable ``\\xNN`` form, never as a write error (the renderers escape in their own syntax first)."""
+    text = printable(text, controls=False)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def say(text: str) -> None:
+    """One message line to stderr (an error, ``wrote FILE``, ``read FILE``), the user text in it made
+    :func:`~quantadvise.wording.printable`: an ESC in a file or model name cannot drive the terminal."""
+    sys.stderr.write(printable(text))
 
 
 WARNING = "warning: "
@@ -97,7 +106,7 @@ WARNING = "warning: "
 def warn(message: str, *, wide: bool = False) -> None:
     """A warning on stderr, wrapped to the terminal width with a hanging indent (continuation lines
     line up under the message, so they read as part of it); one line with ``--wide``."""
-    sys.stderr.write(stderr_text(message, WARNING, " " * len(WARNING), terminal_width(wide, sys.stderr)))
+    say(stderr_text(message, WARNING, " " * len(WARNING), terminal_width(wide, sys.stderr)))
 
 
 def stderr_text(message: str, prefix: str, hang: str, width: int | None) -> str:
@@ -113,6 +122,9 @@ def stderr_text(message: str, prefix: str, hang: str, width: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_COLUMNS = 1_000  # COLUMNS beyond this is taken as this (no report is wider; a huge value pads nothing)
+
+
 def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | None:
     """The columns human output on ``stream`` (default stdout) must fit: ``COLUMNS`` when set, else
     the terminal's width when the stream is a terminal, else 80; None with ``--wide``. Reports on
@@ -122,9 +134,9 @@ def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | No
 
     if wide:
         return None
-    env = os.environ.get("COLUMNS", "")
-    if env.strip().isdigit() and int(env) >= 20:
-        return int(env)
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isascii() and env.isdigit() and len(env) <= 6 and int(env) >= 20:  # digits only: no 4,300-digit int()
+        return min(int(env), MAX_COLUMNS)
     out = sys.stdout if stream is None else stream
     if not _isatty(out):
         return 80
@@ -151,11 +163,15 @@ def input_file(path: str | Path | None, field: str, what: str, *, exists: str | 
     naming the flag (and, through ``field``, the variable that set it); with ``exists`` (the hint) so is
     a missing path."""
     from ..errors import InputError
+    from ..files import not_regular, special
     from ..inputs import flag
 
     if path is None or str(path) == "-":
         return
     p = Path(path)
+    kind = special(p)
+    if kind is not None:  # a FIFO blocks the read, /dev/zero never ends it
+        raise InputError(f"{flag(field)} {not_regular(path, kind)}", field=field)
     if p.is_dir():
         raise InputError(f"{flag(field)} {path} is a directory; give {what}", field=field)
     if exists and not p.exists():
@@ -173,7 +189,7 @@ def check_plot_target(path: Path) -> Path | None:
 
 def wrote(path: Path, made: Path | None) -> None:
     """``wrote FILE`` on stderr, one line and not wrapped (the path stays whole, to copy)."""
-    sys.stderr.write(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
+    say(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
 
 
 

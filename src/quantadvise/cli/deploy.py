@@ -66,7 +66,7 @@ def deploy_cmd(
     """
     from ..api.deploy import deploy
     from ..catalog.resolve import load_workload
-    from ..inputs import engine_spec
+    from ..inputs import engine_spec, names
 
     engine, engine_version = engine_spec(engine, engine_version)
     input_file(workload, "workload", "a workload YAML file")
@@ -74,7 +74,7 @@ def deploy_cmd(
     flags = {"model": model, "gpu": gpu, "gpus": gpus, "max_gpus": max_gpus, "node": node, "engine": engine,
              "engine_version": engine_version, "prompt": prompt, "output": output, "ctx": ctx, "rate": rate,
              "users": users, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "kv_dtype": kv_dtype,
-             "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
+             "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
              "usd_per_gpu_hour": usd_per_gpu_hour}
     result = deploy(base, target=target.value, **flags)
     folder = out if str(out) not in ("", ".") or out.is_absolute() else Path(f"deploy-{target.value}")

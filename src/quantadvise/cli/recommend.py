@@ -129,7 +129,7 @@ def recommend_cmd(
     """
     from ..api.recommend import recommend
     from ..catalog.resolve import load_workload
-    from ..inputs import engine_spec
+    from ..inputs import engine_spec, names
 
     engine, engine_version = engine_spec(engine, engine_version)  # NAME==VERSION, as every command reads it
     input_file(workload, "workload", "a workload YAML file")
@@ -142,7 +142,7 @@ def recommend_cmd(
         "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
         "engine_version": engine_version, "kv_dtype": kv_dtype, "headroom": headroom,
         "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile, "ideal": ideal or None,
-        "candidates": [c.strip() for c in candidates.split(",") if c.strip()] if candidates else None,
+        "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
         "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users, "max_gpus": max_gpus,
         "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance, "node": node,
         "layouts": layouts or None,

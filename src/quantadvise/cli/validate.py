@@ -102,6 +102,10 @@ def validate_cmd(
 
     Example: quantadvise validate --census
     """
+    from ..inputs import check
+
+    for field, value in (("tp", tp), ("concurrency", concurrency), ("prompt", prompt), ("output", output)):
+        check(field, value)  # the one input layer, with --bench or not: 400 digits are one error line
     paths = list(files or [])
     if sum((bench, e2e, census)) > 1:
         raise typer.BadParameter("give one of --bench FILE..., --e2e and --census", param_hint="--bench")

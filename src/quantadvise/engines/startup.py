@@ -17,13 +17,13 @@ functions here replay the engines' own arithmetic on them:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
 from .. import defaults
+from ..inputs import finite
 from ..results import Strict
 from ..wording import plural
 
@@ -183,9 +183,8 @@ def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None)
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-        return None
-    return float(v)
+    x = finite(v)
+    return x if x is not None and x > 0 else None
 
 
 def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,

@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from ..errors import InputError
+from ..inputs import LIMITS
 from ..results import Out, Result
 from ..wording import plural
 
@@ -165,7 +166,7 @@ class AccuracyThresholds(Out):
     max_delta_drop: float | None = Field(default=None, ge=0, le=1)
     max_flip_rate: float | None = Field(default=None, ge=0, le=1)
     max_kl: float | None = Field(default=None, ge=0)
-    min_samples: int | None = Field(default=None, ge=1)
+    min_samples: int | None = Field(default=None, ge=1, le=LIMITS["min_samples"].high)
 
     @property
     def empty(self) -> bool:

@@ -50,10 +50,13 @@ Fraction = Annotated[float, BeforeValidator(_fraction)]
 def _share(value: Any) -> Any:
     """A share of the items (accuracy limits): ``0.02`` or ``"2%"``; a bare number above 1 is refused
     with the two spellings (``2`` would be 200 points; the CLI's ``--max-delta 2`` is ``2%`` here)."""
+    from ..inputs import finite, shown
+
     got = _fraction(value)
     if isinstance(got, int | float) and not isinstance(got, bool) and not isinstance(value, str) and got > 1:
+        pts = f"{value:g}" if (finite(value) or 101) <= 100 else None
         raise ValueError(f"a share of the items: a fraction (0.02 = 2 percentage points) or a percentage ('2%'), "
-                         f"got {value!r} — write '{value:g}%' for {value:g} points")
+                         f"got {shown(value)}" + (f" — write '{pts}%' for {pts} points" if pts else ""))
     return got
 
 
@@ -68,19 +71,17 @@ def _limited(field: str) -> BeforeValidator:
 
     def check_number(value: Any) -> Any:
         from ..errors import InputError
-        from ..inputs import LIMITS, check, flag
+        from ..inputs import LIMITS, MAX_FLOAT, check, flag, parse
 
         if value is None:
             return None
         x = value
-        if isinstance(value, str):
-            try:
-                x = float(value.strip())
-            except ValueError:
-                x = value
-        elif isinstance(value, int) and not isinstance(value, bool) and not LIMITS[field].integer:
-            x = float(value)  # as the flag reads it: `got -1.0`, the same words
         try:
+            if isinstance(value, str):
+                x = parse(field, value)
+            elif isinstance(value, int) and not isinstance(value, bool) and not LIMITS[field].integer \
+                    and abs(value) <= MAX_FLOAT:
+                x = float(value)  # as the flag reads it: `got -1.0`, the same words
             return check(field, x)
         except InputError as exc:
             raise ValueError(exc.message.removeprefix(f"{flag(field)} ")) from None
@@ -111,7 +112,7 @@ class TaskLimits(_Cfg):
     max_delta_drop: Share | None = Field(default=None, ge=0, le=1)
     max_flip_rate: Share | None = Field(default=None, ge=0, le=1)
     max_kl: Annotated[float | None, _limited("max_kl")] = None  # nats, as --max-kl
-    min_samples: int | None = Field(default=None, ge=1)
+    min_samples: Annotated[int | None, _limited("min_samples")] = None
 
     def limits(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("max_delta_drop", "max_flip_rate", "max_kl", "min_samples")

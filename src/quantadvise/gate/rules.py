@@ -270,6 +270,7 @@ def rule_for_kind(kind: str, severity: str) -> str | None:
 
 def fingerprint(rule_id: str, subject: str) -> str:
     """Stable id of a finding: rule + subject (what it is about), never the line it is on."""
-    return hashlib.sha256(f"{rule_id}\x00{subject}".encode()).hexdigest()[:24]
+    # surrogatepass: a subject naming a file whose name is not UTF-8 hashes as any other
+    return hashlib.sha256(f"{rule_id}\x00{subject}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 

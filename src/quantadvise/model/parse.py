@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..inputs import shown
 from .arch import ModelArch
 from .towers import encoder_groups, text_defaults
 
@@ -89,7 +90,7 @@ def _req_int(cfg: dict[str, Any], *keys: str, where: str, minimum: int = 1, maxi
             if v < minimum:
                 raise ConfigError(f"{where}: field '{key}' must be >= {minimum}, got {v}", field=key)
             if v > maximum:
-                raise ConfigError(f"{where}: field '{key}' is {v:.3g}, more than any model has (at most {maximum:,})",
+                raise ConfigError(f"{where}: field '{key}' is {shown(v)}, more than any model has (at most {maximum:,})",
                                   field=key)
             return v
     raise ConfigError(
@@ -106,7 +107,7 @@ def _opt_int(cfg: dict[str, Any], *keys: str, default: int = 0, where: str) -> i
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ConfigError(f"{where}: field '{key}' must be a non-negative integer, got {v!r:.60}", field=key)
             if v > MAX_CONFIG_INT:
-                raise ConfigError(f"{where}: field '{key}' is {v:.3g}, more than any model has", field=key)
+                raise ConfigError(f"{where}: field '{key}' is {shown(v)}, more than any model has", field=key)
             return v
     return default
 
@@ -200,6 +201,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         lt = ()
     if sliding is not None and (isinstance(sliding, bool) or not isinstance(sliding, int) or sliding < 1):
         raise ConfigError(f"{where}: field 'sliding_window' must be a positive integer", field="sliding_window")
+    _opt_int(cfg, "sliding_window", where=where)  # within what a model has
 
     blocks = _hybrid_blocks(cfg, layers, where)
     if blocks:
@@ -251,6 +253,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
     q_lora = cfg.get("q_lora_rank")
     if q_lora is not None and (isinstance(q_lora, bool) or not isinstance(q_lora, int) or q_lora < 1):
         raise ConfigError(f"{where}: field 'q_lora_rank' must be a positive integer or null", field="q_lora_rank")
+    q_lora = _opt_int(cfg, "q_lora_rank", default=0, where=where) or None
     qk_nope = _opt_int(cfg, "qk_nope_head_dim", default=0, where=where)
     qk_rope = _opt_int(cfg, "qk_rope_head_dim", default=0, where=where)
     v_head = _opt_int(cfg, "v_head_dim", default=0, where=where)
@@ -310,8 +313,8 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         conv_kernel=_opt_int(cfg, "conv_kernel", default=4, where=where) if blocks else 0,
         num_mtp_layers=_opt_int(cfg, "num_nextn_predict_layers", default=0, where=where),
         torch_dtype=str(dtype),
-        max_position_embeddings=cfg.get("max_position_embeddings")
-        if isinstance(cfg.get("max_position_embeddings"), int)
+        max_position_embeddings=_opt_int(cfg, "max_position_embeddings", where=where) or None
+        if isinstance(cfg.get("max_position_embeddings"), int) and not isinstance(cfg["max_position_embeddings"], bool)
         else None,
         raw_quantization_config=qc if isinstance(qc, dict) else None,
         warnings=tuple(warnings),

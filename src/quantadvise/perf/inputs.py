@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from ..inputs import DECODE_CTX, LIMITS, Limit, check
+from ..inputs import DECODE_CTX, LIMITS, MAX_LIST_VALUES, Limit, check, parse, shown
 from ..memory.sizing import quantized_groups
 from ..model.arch import ModelArch
 from ..model.inventory import inventory_of
@@ -35,14 +35,17 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
                 continue
             m = _RANGE.match(part)
             if m:
-                lo, hi, step = int(m.group(1)), int(m.group(2)), m.group(3)
+                forms = "1,8,64 or 1..512"  # each bound read by the one input layer: 5,000 digits are an error line
+                lo, hi = (int(parse(field, m.group(k), limit=limit, forms=forms)) for k in (1, 2))
                 check(field, lo, limit)  # before the range is built: no 0..8 doubling forever, no 1..10**12 list
                 check(field, hi, limit)
                 if hi < lo:
-                    raise InputError(f"--{field} range '{part}' must go upwards (low..high)", field=field)
-                if step is not None:
-                    if int(step) < 1:
-                        raise InputError(f"--{field} range step must be >= 1, got {step}", field=field)
+                    raise InputError(f"--{field} range '{shown(part)[1:-1]}' must go upwards (low..high)", field=field)
+                if m.group(3) is not None:
+                    step = int(parse(field, m.group(3), limit=limit, forms=forms))
+                    if step < 1:
+                        raise InputError(f"--{field} range step must be >= 1, got {shown(step)}", field=field)
+                    _not_too_many(field, (hi - lo) // step + 1)  # counted before it is built
                     values.extend(range(lo, hi + 1, int(step)))
                 else:
                     v = lo
@@ -54,7 +57,9 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
             values.append(_int(part, field, "1,8,64 or 1..512"))
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 1,8,64,512 or 1..512", field=field)
-    return tuple(sorted({check(field, v, limit) for v in values}))
+    out = tuple(sorted({check(field, v, limit) for v in values}))
+    _not_too_many(field, len(out))
+    return out
 
 
 def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "ctx") -> tuple[int, ...]:
@@ -68,7 +73,15 @@ def parse_contexts(text: str | int | list[int] | tuple[int, ...], field: str = "
         values = [_int(p.strip(), field, "2048 or 512,2k,32k", DECODE_CTX) for p in str(text).split(",") if p.strip()]
     if not values:
         raise InputError(f"--{field} needs at least one value, e.g. 2048 or 512,2k,32k", field=field)
-    return tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
+    out = tuple(sorted({check(field, v, DECODE_CTX) for v in values}))
+    _not_too_many(field, len(out))
+    return out
+
+
+def _not_too_many(field: str, n: int) -> None:
+    """At most :data:`~quantadvise.inputs.MAX_LIST_VALUES` values in one list: each is a computation."""
+    if n > MAX_LIST_VALUES:
+        raise InputError(f"--{field} lists {n:,} values; at most {MAX_LIST_VALUES} are taken at once", field=field)
 
 
 def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int:
@@ -77,6 +90,8 @@ def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int
     if t.endswith("k"):
         t, mult = t[:-1], 1024
     try:
+        if len(t) > 64:  # no number any limit takes; int() refuses 4,300 digits with a ValueError anyway
+            raise ValueError
         return int(t) * mult
     except ValueError:
         from ..inputs import bad_value

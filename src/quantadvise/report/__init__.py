@@ -7,8 +7,9 @@ code. A test asserts every (command, format) the CLI offers has a renderer here.
 from __future__ import annotations
 
 import importlib
-import json
 from typing import Any
+
+from ..wording import json_text, printable
 
 RENDERERS: dict[tuple[str, str], str] = {
     ("list", "table"): "quantadvise.report.listing:table",
@@ -62,8 +63,12 @@ RENDERERS: dict[tuple[str, str], str] = {
 
 
 def to_json(result: Any) -> str:
-    """JSON is the result model's own dump (it carries schema_version); never a hand-built dict."""
-    return json.dumps(result.model_dump(mode="json"), indent=2)
+    """JSON is the result model's own dump (it carries schema_version); never a hand-built dict. A name
+    that is not UTF-8 is written as its printable ``\\xNN`` form (:func:`~quantadvise.wording.json_text`)."""
+    return json_text(result.model_dump(mode="json"), indent=2)
+
+
+HUMAN = ("table", "explain", "markdown", "github")  # formats a person reads on a terminal
 
 
 def render(kind: str, fmt: str, result: Any, **options: Any) -> str:
@@ -79,4 +84,7 @@ def render(kind: str, fmt: str, result: Any, **options: Any) -> str:
 
         if "width" not in inspect.signature(fn).parameters:
             options = {k: v for k, v in options.items() if k != "width"}
-    return fn(result, **options)
+    text = fn(result, **options)
+    # user text (a file, model or flag name) cannot drive the terminal: control characters and the bytes
+    # of a name that is not UTF-8 are shown as \xNN (machine formats escape in their own syntax)
+    return printable(text) if fmt in HUMAN else text

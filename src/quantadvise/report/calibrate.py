@@ -328,10 +328,9 @@ def write_validation_plot(r: ValidationResult, path: Path) -> Path:
         axes[idx // cols][idx % cols].axis("off")
     sim = any(c.simulated for c in r.calibrations)
     fig.suptitle(f"{r.profile}: measured vs predicted" + (" (SIMULATED timings)" if sim else ""), fontsize=11)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
-    plt.close(fig)
-    return path
+    from .pareto import save_figure
+
+    return save_figure(fig, path, 110)
 
 
 __all__ = ["calibrate_table", "validate_table", "write_validation_plot"]

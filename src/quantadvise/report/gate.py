@@ -4,14 +4,13 @@ result's own dump (``report.to_json``)."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from ..engines.flags import engine_label
 from ..gate.result import GateFinding, GateResult, InitResult, MemoryFit, TargetReport
 from ..gate.rules import RULE_BY_ID, RULES, SEVERITY_RANK
-from ..wording import plural
+from ..wording import json_text, plural, printable
 from .text import seconds_h, wrap
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -166,16 +165,18 @@ def table(r: GateResult, width: int | None = None) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-def _md(text: str) -> str:
+def _md(text: str, code: bool = False) -> str:
     text = " ".join(str(text).split())  # a table cell is one line (newlines, tabs, CRs)
+    text = printable(text)  # the bytes of a name that is not UTF-8, control characters: \xNN
     text = "".join(c if c.isprintable() else "\ufffd" for c in text)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    if not code:  # a code span shows a backslash as it is
+        text = text.replace("\\", "\\\\")
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _md_code(text: str) -> str:
     """A table cell shown as code: in backticks unless the text holds one (it would end the span early)."""
-    cell = _md(text)
-    return f"`{cell}`" if "`" not in cell else cell
+    return f"`{_md(text, code=True)}`" if "`" not in text else _md(text)
 
 
 def _md_memory(m: MemoryFit) -> str:
@@ -293,11 +294,18 @@ def _uri(path: str) -> str:
 
     safe = "/!$&'()*+,;=@"  # RFC 3986 path characters kept as they are (a ':' is encoded: no scheme confusion)
     posix = path.replace("\\", "/")
+
+    def enc(text: str) -> str:  # a URI encodes the name's own bytes: one that is not UTF-8 too (%FF)
+        try:
+            return quote(text.encode("utf-8", "surrogateescape"), safe=safe)
+        except UnicodeEncodeError:  # a lone surrogate no file name has (a JSON "\ud800"): shown
+            return quote(printable(text), safe=safe)
+
     if posix.startswith("/"):
-        return "file://" + quote(posix, safe=safe)
+        return "file://" + enc(posix)
     if re.match(r"[A-Za-z]:/", posix):  # C:/...
-        return "file:///" + posix[:2] + quote(posix[2:], safe=safe)
-    return quote(posix, safe=safe)
+        return "file:///" + posix[:2] + enc(posix[2:])
+    return enc(posix)
 
 
 def _pascal(name: str) -> str:
@@ -358,7 +366,7 @@ def sarif(r: GateResult) -> str:
             "results": [result(f, False) for f in r.findings] + [result(f, True) for f in r.suppressed],
         }],
     }
-    return json.dumps(doc, indent=2)
+    return json_text(doc, indent=2)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -413,12 +421,13 @@ def junit(r: GateResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode")
 
 
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_BAD = re.compile("[\ufffe\uffff]")
 
 
 def _xml_text(text: str) -> str:
-    """Text XML 1.0 can carry: each character it cannot as a visible ``\\xNN`` escape."""
-    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else "\ufffd", text)
+    """Text XML 1.0 can carry: control characters and the bytes of a name that is not UTF-8 as visible
+    ``\\xNN`` escapes (:func:`~quantadvise.wording.printable`), the two non-characters as U+FFFD."""
+    return _XML_BAD.sub("\ufffd", printable(text))
 
 
 # -------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InputError
 from ..perf.serving import ParetoPoint
-from ..wording import install_hint, ms
+from ..wording import install_hint, ms, printable
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,11 +62,24 @@ def write_frontier(points: Sequence[ParetoPoint], path: Path, *, title: str, sch
                    e2e_budget_s: float | None = None, flag: str = "--plot") -> Path:
     """The frontier plot (:func:`frontier_figure`) written to ``path`` (.png or .svg)."""
     check_plot_path(path, flag)
-    plt = import_pyplot(flag)
-    fig = frontier_figure(points, title=title, schemes=schemes, itl_budget_s=itl_budget_s,
+    fig = frontier_figure(points, title=printable(title), schemes=schemes, itl_budget_s=itl_budget_s,
                           ttft_budget_s=ttft_budget_s, e2e_budget_s=e2e_budget_s, flag=flag)
+    return save_figure(fig, path, PLOT_DPI, flag)
+
+
+def save_figure(fig: Figure, path: Path, dpi: int, flag: str = "--plot") -> Path:
+    """Write a figure to ``path`` (.png or .svg, no date in an SVG) and close it; every text on it made
+    :func:`~quantadvise.wording.printable` first (a model name that is not UTF-8, or holds a control
+    character, is drawn as ``\\xNN``: matplotlib cannot lay out a lone surrogate)."""
+    from matplotlib.text import Text
+
+    plt = import_pyplot(flag)
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if isinstance(text, str) and printable(text) != text:
+            t.set_text(printable(text))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=PLOT_DPI, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    fig.savefig(path, dpi=dpi, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
     plt.close(fig)
     return path
 

@@ -3,8 +3,6 @@ matplotlib plot (the optional ``[plot]`` extra, imported only when a plot is ask
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 
@@ -12,7 +10,7 @@ from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
 from ..perf.serving import ParetoOut
 from ..wording import ms, plural, usd
-from .text import Table, gb, seconds_h, wrap
+from .text import Table, csv_text, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
 CHART_MIN_WIDTH = 60
@@ -284,30 +282,22 @@ def _b(v: bool | None) -> str:
 def to_csv(r: RooflineResult) -> str:
     """One row per point (with ``--pareto``: per serving point); units in the column names; full float
     precision; an empty cell where a value does not apply."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
     if r.pareto is not None:
         pa = r.pareto
-        w.writerow(PARETO_CSV_COLUMNS)
-        for q in pa.points:
-            w.writerow([
+        return csv_text(PARETO_CSV_COLUMNS, ([
                 q.scheme, q.ctx, q.batch, repr(q.tokens_per_s), repr(q.tokens_per_s_per_gpu),
                 repr(q.tokens_per_s_per_user), repr(q.itl_s), _f(q.ttft_s), repr(q.e2e_s), _f(q.prefill_share),
                 _f(q.usd_per_mtok), q.bound, _b(q.fits), _b(q.meets_slo), _b(q.on_frontier), _b(q.best),
                 _b(q.recommended), pa.prompt, pa.output, r.gpu.id, r.gpus, r.model.id or "", r.kv_dtype, r.profile.id,
-            ])
-        return buf.getvalue().rstrip("\n")
-    w.writerow(CSV_COLUMNS)
-    for p in r.points:
-        w.writerow([
+            ] for q in pa.points))
+    return csv_text(CSV_COLUMNS, ([
             p.scheme, p.batch, p.ctx, repr(p.step_time_s), repr(p.tokens_per_s), p.bound,
             repr(p.bytes.weights), repr(p.bytes.kv), repr(p.bytes.activations), repr(p.flops),
             repr(p.intensity_flop_per_byte), repr(p.byte_shares.weights), repr(p.byte_shares.kv),
             repr(p.byte_shares.activations), p.memory_per_gpu_bytes, str(p.fits).lower(),
             "" if p.ttft_s is None else repr(p.ttft_s), r.gpu.id, r.gpus, r.model.id or "", r.kv_dtype,
             r.profile.id, _f(p.usd_per_mtok),
-        ])
-    return buf.getvalue().rstrip("\n")
+        ] for p in r.points))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -500,10 +490,9 @@ def write_plot(r: RooflineResult, path: Path) -> Path:
     fig.suptitle(
         f"{r.model.id or '?'} on {r.gpus} x {r.gpu.name} — ctx {ctx_s}, KV {r.kv_dtype}, {prof} "
         "(roofline model, not a measurement)", fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
-    plt.close(fig)
-    return path
+    from .pareto import save_figure
+
+    return save_figure(fig, path, 120)
 
 
 def write_pareto_plot(r: RooflineResult, path: Path) -> Path:

@@ -9,14 +9,44 @@ from __future__ import annotations
 import re
 import shlex
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from ..wording import plural
+from ..wording import plural, printable
 
 ELLIPSIS = "…"
 MIN_FLEX = 10  # a shrunk column keeps at least this many characters
-__all__ = ["ELLIPSIS", "MIN_FLEX", "Table", "bytes_h", "clip", "count_h", "gb", "gib", "plural", "seconds_h", "wrap",
-           "wrap_code", "wrap_command"]
+__all__ = ["ELLIPSIS", "MIN_FLEX", "Table", "bytes_h", "clip", "count_h", "csv_cell", "csv_text", "gb", "gib", "plural",
+           "seconds_h", "wrap", "wrap_code", "wrap_command"]
+
+
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...);
+# OWASP's CSV-injection advice: such a text cell gets a leading apostrophe, which shows it as text.
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_CSV_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
+
+
+def csv_cell(value: object) -> object:
+    """One CSV cell: a number as it is; text made printable (control characters, the bytes of a name that
+    is not UTF-8: ``\\xNN``) and, when it starts like a formula (:data:`CSV_FORMULA_START`) and is not a
+    number, prefixed with ``'`` so a spreadsheet shows it instead of running it."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(CSV_FORMULA_START) and not _CSV_NUMBER.fullmatch(value):
+        value = "'" + value
+    return printable(value)
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The one CSV writer of every CSV renderer: a header and rows, every cell through :func:`csv_cell`."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([csv_cell(c) for c in header])
+    for row in rows:
+        w.writerow([csv_cell(c) for c in row])
+    return buf.getvalue().rstrip("\n")
 
 
 def gb(n_bytes: float) -> str:

@@ -1,0 +1,76 @@
+"""Issue 29, hostile checkpoints: what a config.json's quantization_config asks quantadvise to do must
+be bounded too. Placing a checkpoint enumerates every linear tensor and matches the config's layer
+patterns against each: a config of two billion experts, a pattern that backtracks exponentially
+(``re:(.*.*)*x``), or thousands of config groups each matched against every tensor hung ``inspect``,
+``size`` and ``check`` before (each case below ran past 30 s). Now each is one ``Error:`` line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.limits import time_limit
+
+REPO = Path(__file__).resolve().parents[2]
+W4 = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}
+
+
+def _qwen(**extra) -> dict:
+    cfg = json.loads((REPO / "data/models/Qwen/Qwen3-30B-A3B.json").read_text())
+    return {**cfg, **extra}
+
+
+def _ct(**extra) -> dict:
+    return {"quant_method": "compressed-tensors", "format": "pack-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": W4}}, "ignore": ["lm_head"], **extra}
+
+
+def _run(cli, tmp_path, cfg, *fragments):
+    (tmp_path / "m").mkdir(exist_ok=True)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    for args in (["inspect", "m"], ["size", "m"]):
+        with time_limit(cpu=10, what=" ".join(args)):
+            r = cli(*args)
+        errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
+        assert r.code == 2 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-1000:]
+        for f in fragments:
+            assert f in errors[0], errors[0]
+
+
+def test_two_billion_experts(cli, tmp_path):
+    _run(cli, tmp_path, _qwen(num_experts=2_000_000_000, quantization_config=_ct()), "linear tensors")
+
+
+@pytest.mark.parametrize("pattern", ["re:(.*.*.*.*.*)*zz", "re:(a|a)*b", "re:((.+)+)+x", "re:" + "a" * 2000,
+                                     "re:" + ".*" * 9 + "x", "re:(?:.*){6}x"])
+def test_a_layer_pattern_that_backtracks_or_is_huge(cli, tmp_path, pattern):
+    _run(cli, tmp_path, _qwen(quantization_config=_ct(ignore=[pattern])), "layer pattern")
+
+
+def test_thousands_of_config_groups_or_patterns(cli, tmp_path):
+    groups = {f"g{i}": {"targets": [f"re:model\\.layers\\.{i}\\..*"], "weights": W4} for i in range(5000)}
+    _run(cli, tmp_path, _qwen(quantization_config=_ct(config_groups=groups)), "config groups")
+    ignore = [f"re:model\\.layers\\.{i}\\.mlp\\.experts\\.{j}\\..*" for i in range(48) for j in range(40)]
+    _run(cli, tmp_path, _qwen(quantization_config=_ct(ignore=ignore)), "patterns")
+    mixed = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        f"model.layers.{i}.mlp.experts.{j}.down_proj": {"quant_algo": "NVFP4", "group_size": 16 + 128 * i + j}
+        for i in range(48) for j in range(128)}}
+    _run(cli, tmp_path, _qwen(quantization_config=mixed), "config groups")
+
+
+def test_real_patterns_are_kept(cli, tmp_path):
+    from quantadvise.checkpoint.placement import _unsafe
+
+    for p in [r".*lm_head", r"model\.layers\.\d+\.mlp\.gate$", r".*self_attn\.(q|k|v)_proj$", r".*(gate|up)_proj",
+              r"re:.*\.experts\.\d+\.(w1|w2|w3)$"]:
+        assert _unsafe(p, re.compile(p)) is None, p
+    # a long exact ignore list (every expert's down_proj) is a set lookup, not a pattern: fast and fine
+    ignore = [f"model.layers.{i}.mlp.experts.{j}.down_proj" for i in range(48) for j in range(128)]
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(_qwen(quantization_config=_ct(ignore=ignore))))
+    with time_limit(cpu=10):
+        r = cli("size", "m", "--format", "json")
+    assert r.code == 0, r.stderr
