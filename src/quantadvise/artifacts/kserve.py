@@ -14,24 +14,13 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation
 from .launch import LaunchContext, OptionLists, invocation_from_words
+from .nodes import get as _get
+from .nodes import scalar as _scalar
 from .shell import Word, split_shell
 
 KINDS = ("LLMInferenceService",)
 PARALLELISM = (("tensor", "--tensor-parallel-size"), ("pipeline", "--pipeline-parallel-size"),
                ("data", "--data-parallel-size"), ("dataLocal", "--data-parallel-size-local"))
-
-
-def _get(node: Any, key: str) -> Any:
-    if type(node).__name__ != "MappingNode":
-        return None
-    for k, v in node.value:
-        if type(k).__name__ == "ScalarNode" and k.value == key:
-            return v
-    return None
-
-
-def _scalar(node: Any) -> str | None:
-    return str(node.value) if node is not None and type(node).__name__ == "ScalarNode" else None
 
 
 def is_llm_inference_service(root: Any) -> bool:

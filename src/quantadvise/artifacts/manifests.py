@@ -36,6 +36,10 @@ from .launch import (
     pip_versions,
     with_version,
 )
+from .nodes import get as _get
+from .nodes import is_map as _is_map
+from .nodes import is_scalar as _is_scalar
+from .nodes import is_seq as _is_seq
 from .production_stack import production_stack
 from .shell import Word, split_shell
 
@@ -51,26 +55,6 @@ def yaml_nodes(text: str, file: str) -> list[Any]:
         check_yaml_nodes(nodes, file)
     return nodes
 
-
-def _is_map(n: Any) -> bool:
-    return type(n).__name__ == "MappingNode"
-
-
-def _is_seq(n: Any) -> bool:
-    return type(n).__name__ == "SequenceNode"
-
-
-def _is_scalar(n: Any) -> bool:
-    return type(n).__name__ == "ScalarNode"
-
-
-def _get(node: Any, key: str) -> Any:
-    if not _is_map(node):
-        return None
-    for k, v in node.value:
-        if _is_scalar(k) and k.value == key:
-            return v
-    return None
 
 
 def _scalar_lines(node: Any) -> list[int]:

@@ -11,28 +11,11 @@ from typing import Any
 
 from ..engines.invocation import EngineInvocation
 from .launch import LaunchContext, OptionLists, invocation_from_words, parse_image
+from .nodes import get as _get
+from .nodes import is_map as _is_map
+from .nodes import is_scalar as _is_scalar
+from .nodes import is_seq as _is_seq
 from .shell import Word
-
-
-def _is_map(n: Any) -> bool:
-    return type(n).__name__ == "MappingNode"
-
-
-def _is_seq(n: Any) -> bool:
-    return type(n).__name__ == "SequenceNode"
-
-
-def _is_scalar(n: Any) -> bool:
-    return type(n).__name__ == "ScalarNode"
-
-
-def _get(node: Any, key: str) -> Any:
-    if not _is_map(node):
-        return None
-    for k, v in node.value:
-        if _is_scalar(k) and k.value == key:
-            return v
-    return None
 
 
 def _count(value: Any) -> int | None:

@@ -145,7 +145,7 @@ class GemmTable:
     where the table has no row). A cell given as its text line (``raw``: the shipped form) is parsed the
     first time it is read, so a lookup parses only the cells around the shapes it prices."""
 
-    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor")
+    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor", "_filled")
 
     def __init__(self, meta: TableMeta, ms: tuple[float, ...],
                  cells: Mapping[tuple[int, int], tuple[float | None, ...]] | None = None,
@@ -164,6 +164,7 @@ class GemmTable:
         self._by_k = {k: sorted(ns) for k, ns in by_k.items()}
         self._ks = sorted(self._by_k)
         self._floor: float | None = None
+        self._filled: dict[tuple[int, int], MSeries] = {}  # _full per cell, once
 
     def _check(self, key: tuple[int, int], row: tuple[float | None, ...]) -> None:
         if len(row) != len(self.ms):
@@ -214,7 +215,9 @@ class GemmTable:
         """Seconds per call of an ``n x k`` weight along the M grid: the cell itself, else the
         neighbouring cells interpolated in N, then in K (``exclude``: a cell to leave out, for
         leave-one-shape-out validation)."""
-        ks = [k_ for k_ in self._ks if any((x, k_) != exclude for x in self._by_k[k_])]
+        ks = self._ks
+        if exclude is not None and self._by_k.get(exclude[1]) == [exclude[0]]:  # the left-out cell is its K's only one
+            ks = [k_ for k_ in ks if k_ != exclude[1]]
         k0, k1, u = _bracket(ks, k)
         if k1 == k0:
             if k > ks[-1] and len(ks) > 1:
@@ -224,7 +227,9 @@ class GemmTable:
         return MSeries(self.ms, tuple(a + (b - a) * u for a, b in zip(lo.ts, hi.ts, strict=True)))
 
     def _along_n(self, k: int, n: float, exclude: tuple[int, int] | None) -> MSeries:
-        ns = [x for x in self._by_k[k] if (x, k) != exclude]
+        ns = self._by_k[k]
+        if exclude is not None and exclude[1] == k:
+            ns = [x for x in ns if x != exclude[0]]
         n0, n1, u = _bracket(ns, n)
         if n1 == n0:
             if n > ns[-1] and len(ns) > 1:
@@ -235,13 +240,19 @@ class GemmTable:
 
     def _full(self, n: int, k: int) -> MSeries:
         """A cell's times at every M of the grid (a missing row read from the cell's own series)."""
+        done = self._filled.get((n, k))
+        if done is not None:
+            return done
         got = self.cell(n, k)
         assert got is not None
         if all(t is not None for t in got):
-            return MSeries(self.ms, tuple(t for t in got if t is not None))
-        own = self.row(n, k)
-        assert own is not None
-        return MSeries(self.ms, tuple(t if t is not None else own.at(m) for m, t in zip(self.ms, got, strict=True)))
+            done = MSeries(self.ms, tuple(t for t in got if t is not None))
+        else:
+            own = self.row(n, k)
+            assert own is not None
+            done = MSeries(self.ms, tuple(t if t is not None else own.at(m) for m, t in zip(self.ms, got, strict=True)))
+        self._filled[(n, k)] = done
+        return done
 
 
 def _bracket(xs: list[int], x: float) -> tuple[int, int, float]:
