@@ -23,7 +23,7 @@ def checkpoints(model: str, *, engines: str | list[str] | None = None, gpu: str 
     """The published quantized variants of ``model`` (a bundled id or alias; any Hub id with ``hub``),
     judged by each engine release (default: the newest of each) on ``gpu`` (default: the default GPU)."""
     from ..catalog.checkpoints import index_as_of, published_for
-    from ..catalog.hub_tree import hub_published
+    from ..catalog.hub import hub_published
     from .inspect import gpu_target
 
     name = model.strip()

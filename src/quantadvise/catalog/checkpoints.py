@@ -1,6 +1,6 @@
 """Published checkpoints: the bundled index (``data/checkpoints.yaml``, refreshed by hand with
 ``tools/refresh_checkpoints.py``), validated into :class:`~quantadvise.checkpoint.published.Published`
-rows. The same question asked of the Hub live (``--hub``) is ``catalog/hub_tree.py``."""
+rows. The same question asked of the Hub live (``--hub``) is ``catalog/hub.py`` (hub_published)."""
 
 from __future__ import annotations
 
