@@ -12,6 +12,8 @@ the wheels, the quotes themselves are checked against them (skipped offline by d
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from pathlib import Path
@@ -27,8 +29,15 @@ QUOTES = REPO / "tests" / "fixtures" / "flag_quotes"
 RELEASES = sorted(p.stem for p in FLAGS.glob("*.yaml"))
 
 
+@functools.cache
+def _parsed(path: Path) -> dict:
+    """A release file parsed once per process (the safe loader; libyaml's where installed): every test of
+    a release reads the same document."""
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
 def load(release: str) -> tuple[dict, dict[str, str]]:
-    doc = yaml.safe_load((FLAGS / f"{release}.yaml").read_text())
+    doc = copy.deepcopy(_parsed(FLAGS / f"{release}.yaml"))  # a test may change its copy
     quotes = json.loads((QUOTES / f"{release}.json").read_text())
     assert quotes["sha256"] == doc["source"]["sha256"], "quotes and data were read from different wheels"
     return doc, quotes["lines"]
