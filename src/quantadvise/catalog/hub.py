@@ -24,12 +24,14 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import catalog
-from ..checkpoint.published import ConfigStatus, Popularity, Published
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
 from ..files import not_regular, special
+
+if TYPE_CHECKING:  # the --hub query only: `size` does not import the published-checkpoint types
+    from ..checkpoint.published import ConfigStatus, Published
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config.json is kilobytes; refuse to parse junk blobs
 MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rarely passes 1 KiB
@@ -464,6 +466,7 @@ def hub_published(repo_id: str, *, model: str | None = None) -> tuple[list[Publi
 def _hub_row(m: dict[str, Any], base: str, model: str, offline: bool, today: date) -> Published:
     from ..checkpoint.parse import parse_checkpoint, parse_quantization_config
     from ..checkpoint.presets import match_preset
+    from ..checkpoint.published import Popularity, Published
     from .schemes import get_scheme, scheme_ids
 
     rid = str(m["id"])
