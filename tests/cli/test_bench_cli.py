@@ -198,6 +198,10 @@ def test_bench_plan_commands_use_only_options_the_client_registers(cli):
     assert seen >= 3  # vLLM for both, SGLang for the winner at least
     text = cli("recommend", "--batch", "64", "--ctx", "2048", "--bench-plan")
     assert "vllm bench serve" in text.stdout and "quantadvise validate --bench" in text.stdout
+    # each run's prediction carries its validated band, as in JSON (issue 25: every figure says how sure it is)
+    for run in plan["runs"]:
+        band = f"{run['predicted_tokens_per_s']:,.0f} ±{run['uncertainty']['relative']:.0%} output tokens/s"
+        assert band in " ".join(text.stdout.split()), band
 
 
 def test_a_bench_plan_result_reads_back_with_its_workload(cli, tmp_path):

@@ -13,7 +13,7 @@ from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
 from .layouts import layout_lines
-from .text import Table, gb, wrap, wrap_code, wrap_command
+from .text import Table, gb, plus_minus, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
     "native": "a. native",
@@ -386,7 +386,7 @@ def _basis(r: Recommendation) -> str:
 
 def _pm(u: Uncertainty | None) -> str:
     """`` ±9%``: the relative half-width of a figure's validated uncertainty (perf.uncertainty)."""
-    return "" if u is None else f" ±{u.relative:.0%}"
+    return plus_minus(u.relative if u is not None else None)
 
 
 def _tie_line(r: Recommendation) -> str:

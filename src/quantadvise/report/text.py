@@ -279,3 +279,8 @@ class Table:
             out.append(rule)
             out.extend(fmt(r) for r in self.footer)
         return "\n".join(out)
+
+
+def plus_minus(relative: float | None) -> str:
+    """`` ±9%``: a figure's validated relative half-width (perf.uncertainty), or nothing without one."""
+    return "" if relative is None else f" ±{relative:.0%}"
