@@ -546,10 +546,7 @@ class StepModel:
         ``hi``). With the ideal profile and a dense model this is ``ridge · bytes_per_weight / 2``."""
         if not self.decoder_ops:
             return None
-        memo = self.__dict__.setdefault("_ridge", {})  # the model is immutable: one root per bound
-        if hi not in memo:
-            memo[hi] = first_root(lambda b: self.linear_balance(b), 1.0, hi)
-        return memo[hi]
+        return first_root(lambda b: self.linear_balance(b), 1.0, hi)
 
     def ridge_flop_per_byte(self, batch: float = 1.0) -> float:
         """Achieved peak of the scheme's datapath over achieved bandwidth (the chapter's π/β)."""
