@@ -182,3 +182,19 @@ def test_a_dense_call_never_costs_more_per_row_as_rows_grow() -> None:
                 assert all(b <= a * (1 + 1e-12) for a, b in zip(per_row, per_row[1:], strict=False)), (g, curve.key, n, k)
             checked += 1
     assert checked >= 50
+
+
+def test_a_copy_with_other_efficiencies_does_not_read_the_originals_cached_tables() -> None:
+    # calibration/aiconfigurator.py builds a composed curve as blas.model_copy(update={"memory_efficiency": ...}):
+    # the copy must price with its own table even when the original was already evaluated (its log tables and
+    # per-shape efficiencies cached). Halving every streaming efficiency doubles the memory time of a call that
+    # is memory-bound: M = 1 row of a 4096 x 4096 bf16 weight (2 B each) on 3.35 TB/s, 989 TFLOP/s.
+    from quantadvise.catalog.profiles import measured_profile
+
+    curve = next(c for c in measured_profile("h100-sxm").gpus[0].kernels.values() if c.key == "vllm/cublas-bf16")
+    before = curve.efficiencies(1.0, 4096, 4096)  # fills the caches
+    half = tuple(tuple(v / 2 for v in row) for row in curve.memory_efficiency)
+    copy = curve.model_copy(update={"memory_efficiency": half})
+    em, ec = copy.efficiencies(1.0, 4096, 4096)
+    assert em == pytest.approx(before[0] / 2, rel=1e-9) and ec == pytest.approx(before[1], rel=1e-9)
+    assert curve.efficiencies(1.0, 4096, 4096) == before  # the original keeps its own

@@ -30,6 +30,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping
 from datetime import date
 from typing import Literal, TypeVar
@@ -76,9 +77,7 @@ def _locate(x: float, knots: tuple[float, ...]) -> tuple[int, float]:
     last = len(knots) - 1
     if x >= knots[last]:
         return max(last - 1, 0), 1.0 if last else 0.0
-    i = 0
-    while knots[i + 1] < x:
-        i += 1
+    i = bisect_left(knots, x) - 1  # knots[i] < x <= knots[i + 1]
     return i, (x - knots[i]) / (knots[i + 1] - knots[i])
 
 
@@ -133,6 +132,7 @@ class KernelCurve(Strict):
     heldout: HeldOut | None = None
     _logs: tuple | None = PrivateAttr(default=None)  # the tables in log space, built on first use
     _fused_moe: bool = PrivateAttr(default=False)  # read per expert: the M factor as fitted (:meth:`as_fused_moe`)
+    _shapes: dict | None = PrivateAttr(default=None)  # shape_efficiencies per (n, k), on first use
 
     @model_validator(mode="after")
     def _shape(self) -> KernelCurve:
@@ -161,6 +161,14 @@ class KernelCurve(Strict):
     def key(self) -> str:
         return f"{self.engine}/{self.kernel}"
 
+    def model_copy(self, *, update: Mapping[str, object] | None = None, deep: bool = False) -> KernelCurve:
+        """A copy; with ``update`` the tables built from the fields (``_logs``, ``_shapes``) start afresh (a
+        copy with other efficiencies must not read this curve's)."""
+        out = super().model_copy(update=update, deep=deep)
+        if update:
+            out._logs, out._shapes = None, None
+        return out
+
     def as_fused_moe(self) -> KernelCurve:
         """This curve pricing a fused-MoE layer: its M factor is read as fitted, not through
         :func:`monotone_m_factor`. A fused-MoE call's rows are the tokens routed to each expert and the
@@ -169,7 +177,7 @@ class KernelCurve(Strict):
         if (self.__pydantic_private__ or {}).get("_fused_moe"):
             return self
         out = self.model_copy()
-        out._fused_moe, out._logs = True, None
+        out._fused_moe, out._logs, out._shapes = True, None, None
         return out
 
     def _tables(self) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...],
@@ -189,14 +197,24 @@ class KernelCurve(Strict):
         return cached
 
     def shape_efficiencies(self, n: float, k: float) -> tuple[float, float]:
-        """(streaming, compute) efficiency of an ``n x k`` weight before the M factor."""
+        """(streaming, compute) efficiency of an ``n x k`` weight before the M factor (a model prices a few
+        shapes at every batch: each is interpolated once per curve)."""
+        private = self.__pydantic_private__
+        shapes = private.get("_shapes") if private is not None else None
+        if shapes is not None and (got := shapes.get((n, k))) is not None:
+            return got
         knots, lm, lc, _, _ = self._tables()
         i, t = _locate(math.log2(max(n, 1.0)), knots)
         j, u = _locate(math.log2(max(k, 1.0)), knots)
         w00, w10, w01, w11 = (1 - t) * (1 - u), t * (1 - u), (1 - t) * u, t * u
         em = w00 * lm[i][j] + w10 * lm[i + 1][j] + w01 * lm[i][j + 1] + w11 * lm[i + 1][j + 1]
         ec = w00 * lc[i][j] + w10 * lc[i + 1][j] + w01 * lc[i][j + 1] + w11 * lc[i + 1][j + 1]
-        return math.exp(em), math.exp(ec)
+        got = (math.exp(em), math.exp(ec))
+        if shapes is None:
+            shapes = self._shapes = {}
+        if len(shapes) < 4096:  # a sweep over arbitrary shapes stays bounded
+            shapes[(n, k)] = got
+        return got
 
     def m_factor_at(self, m: float) -> float:
         """The compute-efficiency factor at ``m`` rows (piecewise linear in log2 M, flat outside), read
