@@ -343,19 +343,37 @@ class AttentionTable:
     batch x KV length. :meth:`grid` gives one configuration's grid, or None when the table has no row for it
     (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`)."""
 
-    __slots__ = ("meta", "kvs", "cells", "floor_s")
+    __slots__ = ("meta", "kvs", "_cells", "_raw", "floor_s")
 
     def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
-                 cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]]):
+                 cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]] | None = None,
+                 raw: Mapping[tuple[int, int, int, str], Mapping[int, str]] | None = None):
         self.meta, self.kvs = meta, tuple(float(x) for x in kvs)
-        self.cells = {k: dict(v) for k, v in cells.items()}
-        smallest = [row[0] for by_b in self.cells.values() for b, row in by_b.items() if b == min(by_b) and row[0]]
-        smallest.sort()
+        self._cells = {k: dict(v) for k, v in (cells or {}).items()}
+        # a configuration given as its text lines (the shipped form) is parsed the first time it is read
+        self._raw = {k: dict(v) for k, v in (raw or {}).items() if k not in self._cells}
+        firsts = [by_b[min(by_b)][0] for by_b in self._cells.values()]
+        firsts += [float(first) * 1e-6 if (first := by_b[min(by_b)].split(",", 1)[0]) else None
+                   for by_b in self._raw.values()]
+        smallest: list[float] = sorted(x for x in firsts if x)
         # the launch floor: the median over head configurations of one sequence at the shortest KV length
         self.floor_s = smallest[len(smallest) // 2] if smallest else 0.0
 
+    def _config(self, key: tuple[int, int, int, str]) -> dict[int, tuple[float | None, ...]] | None:
+        got = self._cells.get(key)
+        if got is None and key in self._raw:
+            got = self._cells[key] = {b: _values(text.split(",")) for b, text in self._raw.pop(key).items()}
+        return got
+
+    @property
+    def cells(self) -> dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]]:
+        """Every configuration, parsed (the held-out checks read them all)."""
+        for key in list(self._raw):
+            self._config(key)
+        return self._cells
+
     def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> AttentionGrid | None:
-        got = self.cells.get((heads, kv_heads, head_dim, kv_dtype))
+        got = self._config((heads, kv_heads, head_dim, kv_dtype))
         if not got:
             return None
         bs = sorted(got)
@@ -414,8 +432,8 @@ def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
     """A decode attention table from its text: ``heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths...>``."""
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     kvs = tuple(float(x) for x in lines[0].split(",")[5:])
-    cells: dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]] = {}
+    raw: dict[tuple[int, int, int, str], dict[int, str]] = {}
     for ln in lines[1:]:
-        p = ln.split(",")
-        cells.setdefault((int(p[0]), int(p[1]), int(p[2]), p[3]), {})[int(p[4])] = _values(p[5:])
-    return AttentionTable(meta, kvs, cells)
+        p = ln.split(",", 5)
+        raw.setdefault((int(p[0]), int(p[1]), int(p[2]), p[3]), {})[int(p[4])] = p[5]
+    return AttentionTable(meta, kvs, raw=raw)
