@@ -198,3 +198,23 @@ def test_a_copy_with_other_efficiencies_does_not_read_the_originals_cached_table
     em, ec = copy.efficiencies(1.0, 4096, 4096)
     assert em == pytest.approx(before[0] / 2, rel=1e-9) and ec == pytest.approx(before[1], rel=1e-9)
     assert curve.efficiencies(1.0, 4096, 4096) == before  # the original keeps its own
+
+
+def test_a_step_model_keeps_its_answers_and_a_kv_copy_does_not_share_them() -> None:
+    # perf.memo: decode / prefill / parts / ridge_batch are kept per model (the model is immutable); with_kv's
+    # copy prices another KV dtype, so it must not read the original's kept steps. An fp8 KV cache holds a
+    # cached token in half the bytes of bf16, so at a long context the fp8 copy's decode step is cheaper.
+    from quantadvise.catalog.resolve import get_gpu, load_model, load_profiles, resolve_scheme
+    from quantadvise.perf.efficiency import resolve
+    from quantadvise import catalog
+    from quantadvise.perf.step import StepModel
+
+    g = get_gpu("h100-sxm")
+    eff = resolve(load_profiles(True, None, g), (g.id,), ("bf16",))
+    sm = StepModel(load_model("meta-llama/Llama-3.1-8B")[0], resolve_scheme("bf16"), g, efficiency=eff)
+    first = sm.decode(64, 8192)
+    assert sm.decode(64, 8192) is first  # kept
+    fp8 = sm.with_kv(catalog.get_kv("kv-fp8"))
+    cheaper = fp8.decode(64, 8192)
+    assert cheaper is not first and cheaper.time_s < first.time_s
+    assert sm.decode(64, 8192) is first  # the original keeps its own

@@ -98,6 +98,7 @@ class LayoutStep(StepModel):
                  gpus_per_node: int | None = None, memo: dict | None = None):
         # share every batch-independent constant of the group's model; decode / prefill are replaced
         self.__dict__.update(base.__dict__)
+        self.__dict__.pop("_step_memo", None)  # the base's own steps (perf.memo): not this layout's
         self.base, self.par, self.comm, self.experts = base, par, comm, experts
         # the group models' evaluations, keyed by their arguments: shared by every layout built on the same
         # models (a search prices many layouts at the same per-group batches); this layout's own points

@@ -4,7 +4,6 @@ A step is a list of operators; each costs ``max(bytes / bandwidth, FLOPs / peak 
 GPU (a roofline per operator, summed), plus tensor-parallel communication and a fixed overhead.
 
 Operators of a decode step at batch B (sequences) and context C (tokens per sequence):
-
 - one **linear** per inventory group (q/k/v/o, gate/up/down, MLA projections, routers, shared
   experts, lm_head): reads its stored bytes once (``sizing.linear_bytes`` for quantized groups —
   one bytes formula for the whole project — 2 bytes per weight otherwise) and does 2·B FLOP per
@@ -21,11 +20,9 @@ Operators of a decode step at batch B (sequences) and context C (tokens per sequ
   the bf16 logits B·V. Intra-layer intermediates (q/k/v, attention output, the MLP intermediate)
   are taken as fused / cache-resident and not counted: this is the accounting that gives the
   chapter's 0.002% at batch 1 (docs/roofline.md shows the alternatives and their shares).
-
 Scopes: ``full`` (everything above, what a server runs) and ``decoder`` (the chapter's accounting:
 the decoder linear matrices — 224 for Llama-3-8B — the KV cache and the residual stream; no
 embedding, lm_head, norms or logits).
-
 Tensor parallel over N GPUs splits linears, experts, the embedding and lm_head N ways, attention
 heads N ways (KV heads are replicated when N exceeds them; an MLA latent cache is replicated on
 every GPU), and adds two all-reduces of B·H·2 bytes per decoder layer (plus the vocab-parallel
@@ -33,9 +30,7 @@ embedding's all-reduce and the logits gather): ``latency + 2(N−1)/N · bytes /
 bandwidth)`` each, not overlapped with compute. It is a model, not a measurement.
 
 The sweep over batches and contexts and the report built from it are :mod:`.roofline`; which
-tensor cores a scheme runs on is :mod:`.datapath`.
-
-Pure: no I/O, no printing.
+tensor cores a scheme runs on is :mod:`.datapath`. Pure: no I/O, no printing.
 """
 
 from __future__ import annotations
@@ -54,6 +49,7 @@ from .attention import AttentionCost, attention_cost, kv_len
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
 from .kernel_step import KernelOp, kernel_ops, kernel_time
+from .memo import per_model
 from .ops import LinearOp, expected_experts
 from .profiles import LinearFit
 from .solve import first_root
@@ -246,6 +242,7 @@ class StepModel:
         token costs change (the linear layers, their kernels and the attention FLOPs do not), so they
         are shared instead of resolved again."""
         other = copy.copy(self)
+        other.__dict__.pop("_step_memo", None)  # its steps cost other bytes per cached token
         other.kv = kv
         other.kv_bytes_per_token_layer = bytes_per_token_layer(self.arch, kv)
         other.kv_per_cached_token = other.kv_bytes_per_token_layer * self.kv_share
@@ -354,13 +351,13 @@ class StepModel:
             f += o.flops_per_token * n_tok
         return t, b, f, dq_total, mem_s, comp_s
 
+    @per_model
     def decode(self, batch: float, ctx: int | None = None, *, cached: float | None = None,
                queries: int = 1) -> StepCost:
         """One decode step: ``batch`` sequences each attending ``ctx`` cached tokens. ``queries`` > 1 is a
-        speculative-decoding verification step: each sequence runs ``queries`` tokens (the last accepted
-        one and the K drafted ones) through every linear layer, attends its cache with each of them (the
-        KV is read once per sequence, the attention FLOPs scale with the queries), and gets logits for
-        all of them."""
+        speculative-decoding verification step: each sequence runs ``queries`` tokens (the last accepted one
+        and the K drafted ones) through every linear layer, attends its cache with each of them (the KV is
+        read once per sequence, the attention FLOPs scale with the queries), and gets logits for all of them."""
         ct = self.cached_tokens(ctx or 0) if cached is None else cached
         tokens = batch * queries
         return self._step(tokens, tokens, batch * ct, batch * ct * self.attn_flops_decode * queries, tokens,
@@ -376,6 +373,7 @@ class StepModel:
         per_layer = (decoder + c.attention_s + c.activations_s + c.communication_s) / max(1, self.arch.num_layers)
         return per_layer + head + c.overhead_s
 
+    @per_model
     def prefill(self, batch: float, prompt: int) -> StepCost:
         """Prefill of ``batch`` prompts of ``prompt`` tokens: every prompt token through the linears,
         causal attention over the prompt, the KV written once, logits for the last token only."""
@@ -434,12 +432,13 @@ class StepModel:
             compute_bound_s=comp_s,
         )
 
+    @per_model
     def parts(self, batch: float, ctx: int | None = None, *, prompt: int | None = None) -> dict[str, float]:
-        """Seconds of one decode step at ``batch`` sequences of ``ctx`` tokens (with ``prompt``: the prefill
-        of ``batch`` prompts of that length) by what priced them: each linear operator's basis (measured,
-        same-math, composed, proxy, calibrated, roofline; ``own:`` for the scheme's own layers), the attention
-        (``attention``: the published table; ``attention-roofline``: the roofline with its floor) and
-        ``other`` (embedding rows, activations, communication, overhead: the roofline)."""
+        """Seconds of one decode step at ``batch`` sequences of ``ctx`` tokens (with ``prompt``: the prefill of
+        ``batch`` prompts of that length; read-only, kept per model) by what priced them: each linear operator's
+        basis (measured, same-math, composed, proxy, calibrated, roofline; ``own:`` for the scheme's own layers),
+        the attention (``attention``: the published table; ``attention-roofline``: the roofline with its floor)
+        and ``other`` (embedding rows, activations, communication, overhead: the roofline)."""
         out: dict[str, float] = {}
         if prompt is not None:
             tokens, logits = batch * prompt, batch
@@ -541,9 +540,10 @@ class StepModel:
             total += comp_per_tok * batch * tile + dq - mem_t
         return total
 
+    @per_model
     def ridge_batch(self, hi: float = SEARCH_MAX_BATCH) -> float | None:
-        """The batch at which the decoder's linear layers turn compute-bound (None: never below
-        ``hi``). With the ideal profile and a dense model this is ``ridge · bytes_per_weight / 2``."""
+        """The batch at which the decoder's linear layers turn compute-bound (None: never below ``hi``).
+        With the ideal profile and a dense model this is ``ridge · bytes_per_weight / 2``."""
         if not self.decoder_ops:
             return None
         return first_root(lambda b: self.linear_balance(b), 1.0, hi)
