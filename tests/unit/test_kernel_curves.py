@@ -204,9 +204,9 @@ def test_a_step_model_keeps_its_answers_and_a_kv_copy_does_not_share_them() -> N
     # perf.memo: decode / prefill / parts / ridge_batch are kept per model (the model is immutable); with_kv's
     # copy prices another KV dtype, so it must not read the original's kept steps. An fp8 KV cache holds a
     # cached token in half the bytes of bf16, so at a long context the fp8 copy's decode step is cheaper.
+    from quantadvise import catalog
     from quantadvise.catalog.resolve import get_gpu, load_model, load_profiles, resolve_scheme
     from quantadvise.perf.efficiency import resolve
-    from quantadvise import catalog
     from quantadvise.perf.step import StepModel
 
     g = get_gpu("h100-sxm")
