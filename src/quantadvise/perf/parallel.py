@@ -100,8 +100,9 @@ class LayoutStep(StepModel):
         self.__dict__.update(base.__dict__)
         self.__dict__.pop("_step_memo", None)  # the base's own steps (perf.memo): not this layout's
         self.base, self.par, self.comm, self.experts = base, par, comm, experts
-        # the group models' evaluations, keyed by their arguments: shared by every layout built on the same
-        # models (a search prices many layouts at the same per-group batches); this layout's own points
+        # the group models' other evaluations (experts, the head, communication), keyed by their arguments: shared
+        # by every layout built on the same models (their decode / prefill steps they keep themselves, perf.memo);
+        # this layout's own points
         self._memo: dict = memo if memo is not None else {}
         self._own: dict = {}
         arch: ModelArch = base.arch
@@ -121,20 +122,6 @@ class LayoutStep(StepModel):
         self.logits_bytes = arch.vocab_size * ACT_BYTES
 
     # -- the group models' evaluations, memoized ------------------------------------------------------
-    def _base_decode(self, b: float, ctx: int | None, cached: float | None, queries: int) -> StepCost:
-        key = ("d", id(self.base), b, ctx, cached, queries)
-        hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self.base.decode(b, ctx, cached=cached, queries=queries)
-        return hit
-
-    def _base_prefill(self, b: float, prompt: int) -> StepCost:
-        key = ("p", id(self.base), b, prompt)
-        hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self.base.prefill(b, prompt)
-        return hit
-
     def _experts_of(self, model: StepModel, tokens: float) -> float:
         key = ("e", id(model), tokens)
         hit = self._memo.get(key)
@@ -199,7 +186,7 @@ class LayoutStep(StepModel):
         m = min(float(p.pp), max(batch, 1.0))
         groups = min(float(p.dp), max(batch / m, 1.0))
         b = batch / (m * groups)
-        c = self._base_decode(b, ctx, cached, queries)
+        c = self.base.decode(b, ctx, cached=cached, queries=queries)  # kept per base model (perf.memo)
         tokens = b * queries
         t, comm = self._group(c, tokens, b, groups)
         if p.pp > 1:
@@ -222,13 +209,13 @@ class LayoutStep(StepModel):
         if p.dp > 1:
             groups = min(float(p.dp), max(batch, 1.0))
             b = batch / groups
-            c = self._base_prefill(b, prompt)
+            c = self.base.prefill(b, prompt)
             t, comm = self._group(c, b * prompt, b, groups)
             out = replace(c, time_s=t + comm, communication_s=comm)
         else:
             m = min(float(p.pp), max(batch, 1.0))
             b = batch / m
-            c = self._base_prefill(b, prompt)
+            c = self.base.prefill(b, prompt)
             t, comm = self._group(c, b * prompt, b, 1.0)
             hop = self.hops(b * prompt)
             out = replace(c, time_s=(t + comm) * (m + p.pp - 1) / p.pp + hop, communication_s=comm + hop)
