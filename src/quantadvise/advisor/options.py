@@ -267,11 +267,14 @@ def rank(options: list[Option]) -> list[Option]:
     checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
     its place by speed. A pure function of the candidates' numbers: the input order never matters."""
     rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
+    beaten = {id(o): {id(x) for x in rest if beats(x, o)} for o in rest}  # who beats whom, asked once per pair
+    keys = {id(o): evidence_key(o) for o in rest}
     out: list[Option] = []
     while rest:
         # the candidates no other remaining one beats beyond the uncertainty; evidence picks among them
-        top = [o for o in rest if not any(beats(x, o) for x in rest)]
-        best = min(top, key=evidence_key)
+        left = {id(x) for x in rest}
+        top = [o for o in rest if not beaten[id(o)] & left]
+        best = min(top, key=lambda o: keys[id(o)])
         out.append(best)
         rest = [o for o in rest if o is not best]
     native = next((o for o in out if o.native), None)

@@ -145,7 +145,7 @@ class GemmTable:
     where the table has no row). A cell given as its text line (``raw``: the shipped form) is parsed the
     first time it is read, so a lookup parses only the cells around the shapes it prices."""
 
-    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor", "_filled")
+    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor", "_filled", "derived")
 
     def __init__(self, meta: TableMeta, ms: tuple[float, ...],
                  cells: Mapping[tuple[int, int], tuple[float | None, ...]] | None = None,
@@ -165,6 +165,9 @@ class GemmTable:
         self._ks = sorted(self._by_k)
         self._floor: float | None = None
         self._filled: dict[tuple[int, int], MSeries] = {}  # _full per cell, once
+        # series derived from this table by the speed model (``perf.lookup.op_series``), kept per shape and
+        # adjustment: the same operator is priced again by every walk in a process
+        self.derived: dict[tuple[object, ...], MSeries] = {}
 
     def _check(self, key: tuple[int, int], row: tuple[float | None, ...]) -> None:
         if len(row) != len(self.ms):
@@ -343,7 +346,7 @@ class AttentionTable:
     batch x KV length. :meth:`grid` gives one configuration's grid, or None when the table has no row for it
     (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`)."""
 
-    __slots__ = ("meta", "kvs", "_cells", "_raw", "floor_s")
+    __slots__ = ("meta", "kvs", "_cells", "_raw", "floor_s", "_grids")
 
     def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
                  cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]] | None = None,
@@ -358,6 +361,7 @@ class AttentionTable:
         smallest: list[float] = sorted(x for x in firsts if x)
         # the launch floor: the median over head configurations of one sequence at the shortest KV length
         self.floor_s = smallest[len(smallest) // 2] if smallest else 0.0
+        self._grids: dict[tuple[int, int, int, str], AttentionGrid | None] = {}  # grid() per configuration, once
 
     def _config(self, key: tuple[int, int, int, str]) -> dict[int, tuple[float | None, ...]] | None:
         got = self._cells.get(key)
@@ -373,7 +377,13 @@ class AttentionTable:
         return self._cells
 
     def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> AttentionGrid | None:
-        got = self._config((heads, kv_heads, head_dim, kv_dtype))
+        key = (heads, kv_heads, head_dim, kv_dtype)
+        if key not in self._grids:
+            self._grids[key] = self._grid(key)
+        return self._grids[key]
+
+    def _grid(self, key: tuple[int, int, int, str]) -> AttentionGrid | None:
+        got = self._config(key)
         if not got:
             return None
         bs = sorted(got)

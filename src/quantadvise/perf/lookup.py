@@ -83,8 +83,18 @@ def op_series(choice: TableChoice, tables: TableSet, n: float, k: float, stored_
     table and composed for a composition, less the quantization ``subtract`` the table's calls contain
     and the engine does not run (fused away)."""
     t = choice.table
+    q = tables.get(QUANT_TABLES.get(subtract, "")) if subtract is not None else None
+    key = (n, k, stored_bytes, q, choice.basis)  # q: the table object itself (held by its GPU's table set)
+    got = t.derived.get(key)
+    if got is None:
+        got = t.derived[key] = _op_series(choice, n, k, stored_bytes, q)
+    return got
+
+
+def _op_series(choice: TableChoice, n: float, k: float, stored_bytes: float, q: GemmTable | None) -> MSeries:
+    t = choice.table
     s = t.series(n, k)
-    if subtract is not None and (q := tables.get(QUANT_TABLES.get(subtract, ""))) is not None:
+    if q is not None:
         qs = q.series(1, k)
         s = minus(s, qs.at)
     ratio = stored_bytes / t.meta.weight_bytes

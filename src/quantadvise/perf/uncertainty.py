@@ -76,8 +76,11 @@ def rate_interval(x: float, rel: float) -> Interval:
 
 def overlap(a: float, ua: float, b: float, ub: float) -> bool:
     """Whether two rates' intervals overlap (neither is faster beyond the combined uncertainty)."""
-    ia, ib = rate_interval(a, ua), rate_interval(b, ub)
-    return ia.low <= ib.high and ib.low <= ia.high
+    # rate_interval's bounds, without building the two intervals (the ranking asks this thousands of times)
+    a_low, b_low = a / (1 + ua), b / (1 + ub)
+    a_high = a / (1 - ua) if ua < 1 else float("inf")
+    b_high = b / (1 - ub) if ub < 1 else float("inf")
+    return a_low <= b_high and b_low <= a_high
 
 
 class FigureBand(Out):
