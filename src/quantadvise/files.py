@@ -205,6 +205,16 @@ def exists(path: str | Path) -> bool:
         return False
 
 
+def resolved(path: str | Path) -> Path:
+    """The absolute path with symbolic links followed (``Path.resolve``), never an exception: a link
+    loop (which ``Path.resolve`` raises RuntimeError for) or a name the OS cannot look up stays as far as
+    it resolved."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
 def expand(path: str | Path) -> Path:
     """``~`` expanded where it can be; the path as given where it cannot (``~nosuchuser``)."""
     try:

@@ -272,3 +272,50 @@ def test_a_plot_of_a_model_whose_name_is_not_utf8(cli, tmp_path):
         r = cli(*args)  # a TypeError from matplotlib's text layout before
         assert r.code == 0 and "wrote" in r.stderr, r.stderr[-1000:]
     assert "m\\xff" in (tmp_path / "b.svg").read_text()
+
+
+LONG = "a" * 5000  # longer than any file name the system allows (255 bytes a name, 4,096 a path on Linux)
+
+
+@pytest.mark.parametrize("args", [
+    ["size", "--profile", LONG], ["roofline", "--profile", LONG], ["check", "--config", LONG, "--gpu", "h100"],
+    ["validate", LONG], ["accuracy", LONG, LONG], ["check", ".", "--gpu", "h100", "--baseline", LONG],
+    ["recommend", "--profile", LONG], ["validate", "--bench", LONG],
+])
+def test_a_name_longer_than_the_system_allows_is_one_error_line(cli, args, tmp_path):
+    # Before: OSError [Errno 36] File name too long escaped as a traceback (exit 1) from Path.is_file(),
+    # which lets ENAMETOOLONG (and EACCES) through where it answers False for a missing file.
+    r = cli(*[str(tmp_path) if a == "." else a for a in args])
+    assert r.code == 2, (r.code, r.stderr[-1500:])
+    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-1500:]
+    assert len(errors[0]) < 400, errors[0]  # the name is shortened, not printed whole
+
+
+def test_a_terminal_that_cannot_encode_the_report_gets_plain_ascii(tmp_path):
+    # Before: PYTHONIOENCODING=ascii (or a latin-1 terminal) raised UnicodeEncodeError on the first dash of
+    # every report. Now each character the output cannot encode is written in ASCII (a dash as "-", the
+    # band's sign as "+/-") and the run exits 0.
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "COLUMNS": "80"}
+    res = subprocess.run([sys.executable, "-m", "quantadvise", "recommend", "--batch", "8"], capture_output=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0 and b"Traceback" not in res.stderr, res.stderr[-1500:]
+    out = res.stdout.decode("ascii")  # nothing but ASCII
+    assert "+/-" in out and "Recommendation:" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_a_symbolic_link_loop_is_one_error_line_or_passed_over(cli, tmp_path):
+    # Before: Path.resolve() raised RuntimeError("Symlink loop") from `check LOOP` (a traceback, exit 1).
+    os.symlink("b", tmp_path / "a")
+    os.symlink("a", tmp_path / "b")
+    _one_error(cli("check", str(tmp_path / "a"), "--gpu", "h100"), "a")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "serve.sh").write_text(SERVE)
+    os.symlink("loop", repo / "loop")  # a link to itself inside the walked folder
+    r = cli("check", str(repo), "--gpu", "h100", "--format", "json")
+    assert r.code in (0, 1) and "Traceback" not in r.stderr, r.stderr[-1500:]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.resolve import get_gpu
 from ..errors import InputError
-from ..files import exists, expand
+from ..files import exists, expand, resolved
 from .accuracy import accuracy
 from .artifacts import read_deployment
 
@@ -114,8 +114,8 @@ def check(
     else:
         scan_paths = [Path(loaded.base_dir)]
     # relative to the working directory when inside it, so the reader's own errors name short paths
-    here = Path.cwd().resolve()
-    scan_args = [Path(os.path.relpath(p, here)) if p.resolve().is_relative_to(here) else p for p in scan_paths]
+    here = resolved(Path.cwd())
+    scan_args = [Path(os.path.relpath(p, here)) if resolved(p).is_relative_to(here) else p for p in scan_paths]
     scan = read_deployment(scan_args, env=env)
     invocations = list(scan.invocations)
     if not invocations and cfg.model is None:
@@ -233,11 +233,11 @@ def _relative_to(root: Path) -> Any:
     """A path as the report shows it: relative to ``root`` (POSIX separators) when inside it."""
     import os
 
-    base = root.resolve()
+    base = resolved(root)
 
     def rel(p: str | Path) -> str:
         q = Path(p)
-        q = (q if q.is_absolute() else Path.cwd() / q).resolve()
+        q = resolved(q if q.is_absolute() else Path.cwd() / q)
         try:
             r = Path(os.path.relpath(q, base))
         except (OSError, ValueError):  # another drive

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files import MAX_CONFIG_BYTES, read_text
+from ..files import MAX_CONFIG_BYTES, read_text, resolved
 from ..gate.config import DeploymentConfig, LoadedConfig, validate
 
 CONFIG_NAMES = (".quantadvise.yaml", "quantadvise.yaml", ".quantadvise.yml", "quantadvise.yml")
@@ -133,7 +133,7 @@ def find_config(start: Path) -> Path | None:
     """The nearest configuration walking up from ``start``: a quantadvise.yaml (any of
     :data:`CONFIG_NAMES`) or a pyproject.toml with ``[tool.quantadvise]``; stops after the folder
     holding ``.git``."""
-    here = start.resolve()
+    here = resolved(start)
     for folder in (here, *here.parents):
         for name in CONFIG_NAMES:
             p = folder / name

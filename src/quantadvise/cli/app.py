@@ -30,8 +30,84 @@ def say(text: str) -> None:
 
 
 def say_error(line: str) -> None:
-    """The one ``Error:`` line: a newline inside it (a name given with one) shown as ``\\n``."""
-    say(line.rstrip("\n").replace("\n", "\\n") + "\n")
+    """The one ``Error:`` line: a newline inside it (a name given with one) shown as ``\\n``, a word longer
+    than :data:`LONG_WORD` characters (a 5,000-character path quoted by a reader) shortened to its ends."""
+    line = line.rstrip("\n").replace("\n", "\\n")
+    if len(line) > LONG_WORD:
+        import re
+
+        line = re.sub(r"\S{" + str(LONG_WORD + 1) + ",}", _shorten_word, line)
+    say(line + "\n")
+
+
+LONG_WORD = 200
+
+
+def _shorten_word(m: Any) -> str:
+    w = m.group(0)
+    return f"{w[:60]}...{w[-12:]} ({len(w):,} characters)"
+
+
+# what the reports print beyond ASCII, as a terminal or pipe that cannot encode it shows them
+_PLAIN = {"\u2014": "-", "\u2013": "-", "\u2500": "-", "\u2501": "-", "\u2502": "|", "\u251c": "|", "\u2514": "`",
+          "\u2192": "->", "\u2190": "<-", "\u00b1": "+/-", "\u00d7": "x", "\u2264": "<=", "\u2265": ">=",
+          "\u2248": "~", "\u2026": "...", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2022": "*",
+          "\u00b7": "-", "\u2713": "ok", "\u2717": "x", "\u00a0": " ", "\u2212": "-", "\u00b5": "u", "\u03bc": "u"}
+
+
+def _plain(exc: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of an output that cannot encode a character (``PYTHONIOENCODING=ascii``, a
+    latin-1 terminal): its ASCII spelling (``-`` for a dash, ``+/-`` for ``\u00b1``), else ``?`` — never an
+    exception in the middle of a report."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(_PLAIN.get(c, "?") for c in exc.object[exc.start:exc.end]), exc.end
+
+
+def _plain_outputs() -> None:
+    """stdout and stderr that cannot encode the reports' characters write them through :func:`_plain`."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        enc = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if enc.startswith("utf") or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            codecs.lookup_error("quantadvise-plain")
+        except LookupError:
+            codecs.register_error("quantadvise-plain", _plain)
+        try:
+            stream.reconfigure(errors="quantadvise-plain")
+        except (ValueError, OSError):  # a detached or closed stream: leave it
+            pass
+
+
+def _quiet_stdout() -> None:
+    """stdout after its reader went away: what is still buffered goes nowhere (no second error at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's buffer)
+        pass
+
+
+def _os_error_line(exc: OSError, args: Sequence[str]) -> str:
+    """A path the operating system refused where no reader asked first (a name longer than the system
+    allows, a folder on the way that cannot be searched) as one ``Error:`` line naming the option that
+    gave it."""
+    from ..inputs import shown
+
+    path = exc.filename if isinstance(exc.filename, str) else None
+    reason = exc.strerror or str(exc)
+    opt = ""
+    if path is not None:
+        for i, a in enumerate(args):
+            if a == path and i > 0 and args[i - 1].startswith("-"):
+                opt = args[i - 1] + " "
+            elif a.startswith("--") and "=" in a and a.split("=", 1)[1] == path:
+                opt = a.split("=", 1)[0] + " "
+    where = f"{opt}{shown(path)}: " if path is not None else ""
+    return f"Error: {where}{reason} (name a path this system can open)"
 
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -166,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # installed distribution's metadata on first model build; a one-shot CLI process does not need
     # them. Set PYDANTIC_DISABLE_PLUGINS yourself to override.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _plain_outputs()
     if _version_requested(args):
         from .. import __version__
 
@@ -196,6 +273,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except typer.TyperException as exc:  # usage errors: bad option, missing argument
         say_error(_usage_line(exc, args))
         code = getattr(exc, "exit_code", 2)
+    except BrokenPipeError:  # the reader of stdout stopped reading (`| head`): nothing more to say, not ok
+        _quiet_stdout()
+        code = 1
+    except OSError as exc:  # a path the system refused before a reader could ask (too long, not searchable)
+        say_error(_os_error_line(exc, args))
+        code = 2
     except KeyboardInterrupt:
         code = 130
     finally:
