@@ -9,7 +9,9 @@ pricing changes (docs/calibration.md §9):
 One set of terms per engine on NVIDIA GPUs, fitted on every point of that engine whose group is not held
 out (``heldout`` in the points file: whole sources, or whole source files of S2 — never single points); one
 set for AMD GPUs (any engine), fitted on the AMD points outside the held-out groups, with fewer terms
-(few points) and labelled unvalidated, its uncertainty the 90th percentile of its held-out |error|. `quantadvise validate
+(few points) and labelled unvalidated, its uncertainty the 90th percentile of its held-out |error|. The NVIDIA
+terms' uncertainty is the 68th percentile of their held-out |error| (one sigma, the percentile of the kernels'
+bands): the band the serving loop adds to every absolute figure it prices (advisor.speed.uncertainty_of). `quantadvise validate
 --e2e` recomputes every figure from the shipped points and terms.
 """
 
@@ -66,7 +68,8 @@ def main() -> None:
         terms = LoopTerms(
             id=tid, **keys, **values, points=len(train), fitted_on=tuple(fitted_on),
             heldout_median_error=round(herr, 4) if herr is not None else None, validated=not amd,
-            uncertainty=_p90([abs(s.error(probe)) for s in test]) if amd else None, note=note,
+            uncertainty=(_p90([abs(s.error(probe)) for s in test]) if amd
+                         else _p68([abs(s.error(probe)) for s in test]) if test else None), note=note,
             source=f"tools/fit_serving.py on {Path('data/validation/e2e_points.yaml')} (sources in its header), "
                    f"non-negative least |relative error| of the cycle",
             as_of=today)
@@ -101,6 +104,12 @@ def _p90(errs: list[float]) -> float:
         return 1.0
     s = sorted(errs)
     return round(max(0.25, s[min(len(s) - 1, int(0.9 * len(s)))]), 2)
+
+
+def _p68(errs: list[float]) -> float:
+    """The 68th percentile of the held-out |errors| (one sigma, as the kernels' bands): the band the loop adds."""
+    s = sorted(errs)
+    return round(s[min(len(s) - 1, int(0.68 * len(s)))], 3)
 
 
 def _yaml(v: object) -> str:

@@ -73,3 +73,21 @@ def test_amd_is_priced_but_never_confidently(report):
     # terms are fitted on S4 and labelled unvalidated
     assert all(p.predicted / p.measured < 3.0 for p in amd)
     assert any("UNVALIDATED" in t for t in report.terms)
+
+
+def test_each_nvidia_loop_band_is_the_68th_percentile_of_its_held_out_errors(report):
+    # The band the serving loop adds to an absolute figure (data/serving_terms.yaml `uncertainty`, perf.uncertainty)
+    # recomputed here from the held-out points of that engine on NVIDIA GPUs: the 68th percentile of |error| (one
+    # sigma, the percentile of the kernels' bands), index int(0.68 n) of the sorted errors.
+    from quantadvise.catalog.serving import shipped_terms
+
+    amd = {"mi300x", "mi325x", "mi355x"}
+    terms = {t.id: t for t in shipped_terms()}
+    for engine in ("vllm", "sglang"):
+        errs = sorted(abs(p.error) for p in report.points if p.heldout and p.engine == engine and p.gpu not in amd)
+        assert len(errs) >= 100
+        p68 = errs[int(0.68 * len(errs))]
+        assert terms[engine].uncertainty == pytest.approx(p68, abs=5e-4), engine
+        # about two held-out points in three lie inside a one-sigma band
+        inside = sum(e <= terms[engine].uncertainty for e in errs) / len(errs)
+        assert 0.6 <= inside <= 0.75, (engine, inside)

@@ -58,7 +58,7 @@ def bench_plan(ctx: Context, ranked: list[Option], options: dict[str, Any]) -> B
             scheme=o.id, role=role, concurrency=c, num_prompts=n, prompt=w.prompt_tokens, output=w.output_tokens,
             predicted_tokens_per_s=o.throughput, predicted_ttft_s=o.ttft_s, predicted_itl_s=o.itl_s,
             uncertainty=uncertainty_of(o.step_s, o.throughput, o.itl_s, o.ttft_s, o.e2e_s, None, o.basis, o.u_step,
-                                       o.u_ttft, o.u_rate),
+                                       o.u_ttft, o.u_rate, o.loop),
             server=servers, bench=bench, why_prompts=prompts_note(c)))
     validate = {e: f"quantadvise validate --bench {' '.join(fs)} --gpu {ctx.gpu.id}" for e, fs in files.items()}
     if len(runs) < 2:

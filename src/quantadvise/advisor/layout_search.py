@@ -117,10 +117,12 @@ def _tie_note(rows: list[LayoutRow]) -> str | None:
     if ca is None or cb is None or a.uncertainty is None or b.uncertainty is None:
         return None
     # a cost is GPU time per token: its interval is a rate's, inverted
-    if not overlap(1 / ca, a.uncertainty.relative, 1 / cb, b.uncertainty.relative):
+    # the kernels' band (``relative``): two layouts of one engine's loop share its error (perf.uncertainty)
+    ua, ub = a.uncertainty.relative, b.uncertainty.relative
+    if not overlap(1 / ca, ua, 1 / cb, ub):
         return None
     return (f"{a.scheme} {a.layout} and {b.scheme} {b.layout} on {b.gpu} tie within the model's uncertainty "
-            f"(${ca:.3f} ±{a.uncertainty.relative:.0%} against ${cb:.3f} ±{b.uncertainty.relative:.0%} per "
+            f"(${ca:.3f} ±{ua:.0%} against ${cb:.3f} ±{ub:.0%} per "
             "million tokens): their order is not a speed verdict; a benchmark of both settles it "
             "(recommend --bench-plan)")
 

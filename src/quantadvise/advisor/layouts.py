@@ -390,7 +390,7 @@ def row_band(sm: StepModel, o: Option, point: ServePoint, cost: float | None, ct
     return figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=point.step_s,
                        tokens_per_s=point.tokens_per_s, itl=point.itl_s,
                        ttft=ttft if ttft is not None else point.ttft_s, e2e=e2e if e2e is not None else point.e2e_s,
-                       cost=cost)
+                       cost=cost, u_loop=point.loop.uncertainty if point.loop is not None else None)
 
 
 def candidates(pg: PoolGpu, max_gpus: int) -> tuple[list[Pending], int]:

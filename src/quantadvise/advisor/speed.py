@@ -21,7 +21,7 @@ from ..hardware import GPU
 from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
-from ..perf.loop import EngineLoop, prefill_s
+from ..perf.loop import EngineLoop, LoopSummary, prefill_s
 from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, mark_frontier, pareto_point, serve
 from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
@@ -213,7 +213,7 @@ def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
                               slo=ctx.slo)
             u_step, u_ttft, u_rate = bands(sm, o.efficiency, w, c, p.prefill_share)
             band = uncertainty_of(p.step_s, p.tokens_per_s, p.itl_s, p.ttft_s, p.e2e_s, pt.usd_per_mtok, o.basis,
-                                  u_step, u_ttft, u_rate)
+                                  u_step, u_ttft, u_rate, p.loop)
             out.append(pt.model_copy(update={"recommended": o is ranked[0] and c == o.concurrency,
                                              "uncertainty": band}))
     return mark_frontier(out)
@@ -529,17 +529,18 @@ def predict(arch: ModelArch, gpu: GPU, workload: Workload, scheme: Scheme, effic
         decode_tokens_per_s=s.decode_tokens_per_s, prefill_share=s.prefill_share, profile=efficiency.profile_id,
         speed_model=curve_basis(efficiency), model_note=model_note(efficiency), kernel=kernel_line(efficiency, sm),
         uncertainty=uncertainty_of(s.step_s, s.tokens_per_s, s.itl_s, s.ttft_s, s.e2e_s, None, curve_basis(efficiency),
-                                   *bands(sm, efficiency, workload, workload.batch, s.prefill_share)),
+                                   *bands(sm, efficiency, workload, workload.batch, s.prefill_share), s.loop),
         serving_loop=s.loop,
     )
 
 
 def uncertainty_of(step: float, tps: float, itl: float | None, ttft: float | None, e2e: float | None,
                    cost: float | None, basis: str, u_step: float | None, u_ttft: float | None,
-                   u_rate: float | None) -> Uncertainty | None:
-    """The low/high of each predicted figure (perf.uncertainty.figure_band), with the basis of its own layers."""
+                   u_rate: float | None, loop: LoopSummary | None = None) -> Uncertainty | None:
+    """The low/high of each predicted figure (perf.uncertainty.figure_band), with the basis of its own layers;
+    ``loop``: the serving loop that priced them (its terms' held-out band is added)."""
     from ..perf.uncertainty import figure_band
 
     band = figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=step, tokens_per_s=tps, itl=itl, ttft=ttft,
-                       e2e=e2e, cost=cost)
+                       e2e=e2e, cost=cost, u_loop=loop.uncertainty if loop is not None else None)
     return None if band is None else Uncertainty(**band.model_dump(), basis=basis)

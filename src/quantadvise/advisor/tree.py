@@ -220,7 +220,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
 
 def _uncertainty(o: Option, cost: float | None) -> Uncertainty | None:
     return uncertainty_of(o.step_s, o.throughput, o.itl_s, o.ttft_s, o.e2e_s, cost, o.basis, o.u_step, o.u_ttft,
-                          o.u_rate)
+                          o.u_rate, o.loop)
 
 
 def _tie(ctx: Context, ranked: list[Option]) -> Tie | None:

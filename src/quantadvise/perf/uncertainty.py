@@ -16,6 +16,14 @@ A step's relative half-width is the time-weighted mean of its parts' bands (erro
 taken as fully correlated: the widest the parts allow). A throughput interval is the step interval
 inverted: ``[x / (1 + u), x / (1 - u)]``.
 
+An absolute figure the engine's serving loop priced (delivered tokens/s, ITL, TTFT, E2E, $ per Mtok, the
+step under load) also carries the loop's own band: the 68th percentile of the held-out |error| of output
+tokens/s of the loop terms that priced it (``data/serving_terms.yaml``, ``uncertainty``; tools/fit_serving.py),
+added in quadrature (kernel timing and the loop's overheads are independent sources of error):
+``u = sqrt(u_kernels^2 + u_loop^2)`` (``FigureBand.absolute``). Two candidates priced by the same loop share its
+error, so the intervals that compare them — ``FigureBand``'s own, what ties and "slower" read — are the
+kernels' alone.
+
 Pure: no I/O.
 """
 
@@ -83,10 +91,9 @@ def overlap(a: float, ua: float, b: float, ub: float) -> bool:
     return a_low <= b_high and b_low <= a_high
 
 
-class FigureBand(Out):
-    """Where each figure of one prediction lies at the model's validated uncertainty: ``relative`` is the
-    half-width of the delivered tokens/s (its time per token), each figure's ``{low, high}`` (None: the
-    figure is not predicted)."""
+class Band(Out):
+    """Each figure's ``{low, high}`` at one relative half-width of the delivered tokens/s (``relative``; None:
+    the figure is not predicted)."""
 
     relative: float
     step_time_s: Interval | None = None
@@ -97,19 +104,47 @@ class FigureBand(Out):
     usd_per_mtok: Interval | None = None
 
 
+class FigureBand(Band):
+    """Where each figure of one prediction lies at the model's validated uncertainty: ``relative`` is the
+    half-width of the delivered tokens/s (its time per token) from the kernels that priced it, each figure's
+    ``{low, high}`` at it — what two candidates are compared with; ``absolute``: the same figures with the
+    serving loop's held-out band ``loop`` added (what a measurement of this one deployment should fall in)."""
+
+    loop: float | None = None  # the serving loop terms' band (68th percentile of their held-out |error|)
+    absolute: Band | None = None  # the figures at the kernels' and the loop's bands together (None: no loop)
+
+
+def with_loop(u: float, u_loop: float | None) -> float:
+    """A kernels' half-width with the serving loop's band added in quadrature (never wider than MAX_REL)."""
+    return min(MAX_REL, (u * u + u_loop * u_loop) ** 0.5) if u_loop else u
+
+
 def figure_band(*, u_step: float | None, u_rate: float | None, u_ttft: float | None = None,
                 step: float | None = None, tokens_per_s: float | None = None, itl: float | None = None,
-                ttft: float | None = None, e2e: float | None = None, cost: float | None = None) -> FigureBand | None:
+                ttft: float | None = None, e2e: float | None = None, cost: float | None = None,
+                u_loop: float | None = None) -> FigureBand | None:
     """The figures' intervals: times widen by their half-width (the decode step by the decode band, TTFT by the
     prefill band, ITL / E2E / $ per Mtok by the delivered band: they are GPU time per token), tokens/s by the
-    inverse. None without bands (the spec sheet)."""
+    inverse; each with the serving loop's band ``u_loop`` added in quadrature (:func:`with_loop`; None: no
+    loop priced the figures). None without bands (the spec sheet)."""
     if u_step is None or u_rate is None:
         return None
+    figures = _band(u_step, u_rate, u_ttft, step, tokens_per_s, itl, ttft, e2e, cost)
+    absolute = None
+    if u_loop:
+        absolute = _band(with_loop(u_step, u_loop), with_loop(u_rate, u_loop),
+                         with_loop(u_ttft, u_loop) if u_ttft is not None else None, step, tokens_per_s, itl, ttft, e2e,
+                         cost)
+    return FigureBand(**dict(figures), loop=round(u_loop, 4) if u_loop else None, absolute=absolute)
+
+
+def _band(u_step: float, u_rate: float, u_ttft: float | None, step: float | None, tokens_per_s: float | None,
+          itl: float | None, ttft: float | None, e2e: float | None, cost: float | None) -> Band:
     ut = u_ttft if u_ttft is not None else u_step
-    return FigureBand(relative=round(u_rate, 4),
-                      step_time_s=time_interval(step, u_step) if step is not None else None,
-                      tokens_per_s=rate_interval(tokens_per_s, u_rate) if tokens_per_s is not None else None,
-                      itl_s=time_interval(itl, u_rate) if itl is not None else None,
-                      ttft_s=time_interval(ttft, ut) if ttft is not None else None,
-                      e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
-                      usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)
+    return Band(relative=round(u_rate, 4),
+                step_time_s=time_interval(step, u_step) if step is not None else None,
+                tokens_per_s=rate_interval(tokens_per_s, u_rate) if tokens_per_s is not None else None,
+                itl_s=time_interval(itl, u_rate) if itl is not None else None,
+                ttft_s=time_interval(ttft, ut) if ttft is not None else None,
+                e2e_s=time_interval(e2e, u_rate) if e2e is not None else None,
+                usd_per_mtok=time_interval(cost, u_rate) if cost is not None else None)

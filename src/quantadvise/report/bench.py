@@ -117,12 +117,12 @@ def site_table(r: SiteCalibration, width: int | None = None) -> str:
 
 def bench_plan_table(r: Recommendation, width: int | None = None) -> str:
     """``recommend --bench-plan``: the headline, then per candidate its prediction, server and benchmark commands."""
-    from .text import plus_minus, wrap_command
+    from .text import deployment_pm, wrap_command
 
     lines: list[str] = []
     plan = r.bench_plan
     perf = r.performance
-    band = plus_minus(perf.uncertainty.relative if perf.uncertainty else None)
+    band = deployment_pm(perf.uncertainty)
     _para(lines, [f"Recommendation: {r.scheme.id} — {perf.tokens_per_s:,.0f}{band} output tokens/s predicted at concurrency "
                   f"{perf.concurrency:,}" + (f"; closest rival {perf.runner_up}" if perf.runner_up else "")], width)
     if plan is None:
@@ -134,7 +134,7 @@ def bench_plan_table(r: Recommendation, width: int | None = None) -> str:
         _para(lines, [f"{run.role}: {run.scheme} at concurrency {run.concurrency:,}, {run.prompt:,} prompt + "
                       f"{run.output:,} output tokens, {run.num_prompts:,} requests ({run.why_prompts}); predicted "
                       f"{run.predicted_tokens_per_s:,.0f}"
-                      f"{plus_minus(run.uncertainty.relative if run.uncertainty else None)} output tokens/s{ttft}{itl}"],
+                      f"{deployment_pm(run.uncertainty)} output tokens/s{ttft}{itl}"],
               width)
         for engine, server in run.server.items():
             bench = run.bench.get(engine)

@@ -13,7 +13,7 @@ from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
 from .layouts import layout_lines
-from .text import Table, gb, plus_minus, wrap, wrap_code, wrap_command
+from .text import Table, deployment_pm, gb, plus_minus, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
     "native": "a. native",
@@ -187,7 +187,7 @@ def _alternatives_table(r: Recommendation, why: bool) -> Table:
             a.scheme + (" *" if a.native else ""),
             a.status,
             held,
-            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}" + _pm(a.uncertainty),
+            "-" if a.tokens_per_s is None else f"{a.tokens_per_s:,.0f}" + _pm_between(a.uncertainty),
             ms(a.itl_s),
             ms(a.ttft_s) if ttft else "-",
             usd(a.usd_per_mtok) if price else "-",
@@ -271,7 +271,8 @@ def full(r: Recommendation, width: int | None = None, tree: str | None = None) -
     lines += _load_table(r, width)
     lines += layout_lines(r.layouts, width)
     lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
-                        "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + "):", width)]
+                        "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + _between_note(r)
+                        + "):", width)]
     lines.append(_alternatives(r, width))
     if perf.tie is not None:
         lines += wrap(_tie_line(r), width, subsequent="  ")
@@ -332,7 +333,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
     elif ck.summary:
         lines += wrap(f"checkpoint: {ck.summary}", width, indent="  ", subsequent="    ")
     ranked = r.model_copy(update={"alternatives": [a for a in r.alternatives if a.tokens_per_s is not None]})
-    lines += ["", *wrap("Alternatives (each at the concurrency it runs, with its KV cache):", width),
+    lines += ["", *wrap(f"Alternatives (each at the concurrency it runs, with its KV cache{_between_note(r)}):", width),
               _alternatives_table(ranked, why=False).render(width)]
     if perf.tie is not None:
         lines += wrap(_tie_line(r), width, subsequent="  ")
@@ -385,8 +386,22 @@ def _basis(r: Recommendation) -> str:
 
 
 def _pm(u: Uncertainty | None) -> str:
-    """`` ±9%``: the relative half-width of a figure's validated uncertainty (perf.uncertainty)."""
+    """`` ±20%``: one deployment's figure at its whole band (report.text.deployment_pm)."""
+    return deployment_pm(u)
+
+
+def _pm_between(u: Uncertainty | None) -> str:
+    """`` ±4%``: the kernels' band (``relative``) that sets the candidates of one serving loop apart: what the
+    alternatives are compared with."""
     return plus_minus(u.relative if u is not None else None)
+
+
+def _between_note(r: Recommendation) -> str:
+    """The alternatives' header words for their ± when the serving loop added a band common to all of them."""
+    u = r.performance.uncertainty
+    if u is None or not u.loop:
+        return ""
+    return f"; ± the kernels' band between schemes, all also carry the serving loop's ±{u.loop:.0%}"
 
 
 def _tie_line(r: Recommendation) -> str:

@@ -10,8 +10,12 @@ import re
 import shlex
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..wording import plural, printable
+
+if TYPE_CHECKING:
+    from ..perf.uncertainty import FigureBand
 
 ELLIPSIS = "…"
 MIN_FLEX = 10  # a shrunk column keeps at least this many characters
@@ -284,3 +288,11 @@ class Table:
 def plus_minus(relative: float | None) -> str:
     """`` ±9%``: a figure's validated relative half-width (perf.uncertainty), or nothing without one."""
     return "" if relative is None else f" ±{relative:.0%}"
+
+
+def deployment_pm(band: FigureBand | None) -> str:
+    """`` ±20%``: the half-width of one deployment's figure (a ``perf.uncertainty.FigureBand``): the kernels'
+    band with the serving loop's where a loop priced it (``absolute``), else the kernels' alone."""
+    if band is None:
+        return ""
+    return plus_minus(band.absolute.relative if band.absolute is not None else band.relative)
