@@ -259,7 +259,7 @@ def full(r: Recommendation, width: int | None = None, tree: str | None = None) -
         vs.append(f"{perf.vs_runner_up:.2f}x the runner-up {perf.runner_up}")
     lines += wrap(
         f"Predicted with a {perf.kv_dtype} cache, {'running' if _searched(r) else 'holding'} {_held(r)}: "
-        f"{perf.tokens_per_s:,.0f}{_pm(perf.uncertainty)} output tokens/s"
+        f"{perf.tokens_per_s:,.0f}{deployment_pm(perf.uncertainty)} output tokens/s"
         + (f" ({_prefill_words(r)}; {perf.decode_tokens_per_s:,.0f} decode tokens/s, {perf.prefill_share:.0%} of "
            "GPU time in prefill)" if perf.prefill_share is not None else " (decode only: no prompt)")
         + f", {perf.step_time_s * 1e3:,.2f} ms per decode step"
@@ -311,7 +311,7 @@ def table(r: Recommendation, width: int | None = None) -> str:
     latency = f"ITL {ms(perf.itl_s)} ms" + (f", TTFT {ms(perf.ttft_s)} ms" if perf.ttft_s is not None else "")
     cost = f"; ${usd(perf.usd_per_mtok)} per million output tokens" if perf.usd_per_mtok is not None else ""
     lines += wrap(
-        f"Predicted: {perf.tokens_per_s:,.0f}{_pm(perf.uncertainty)} output tokens/s "
+        f"Predicted: {perf.tokens_per_s:,.0f}{deployment_pm(perf.uncertainty)} output tokens/s "
         f"{'running' if _searched(r) else 'holding'} {_held(r)} "
         f"with a {perf.kv_dtype} cache"
         + (" (prefill included)" if perf.prefill_share is not None else " (decode only: no prompt)")
@@ -383,11 +383,6 @@ def _basis(r: Recommendation) -> str:
     if r.workload.profile is not None and loop is not None and loop.terms:  # --profile: say whose terms priced it
         basis += f"; serving-loop terms {loop.terms.split(' (')[0]}"
     return f"a model ({basis}), not a measurement"
-
-
-def _pm(u: Uncertainty | None) -> str:
-    """`` ±20%``: one deployment's figure at its whole band (report.text.deployment_pm)."""
-    return deployment_pm(u)
 
 
 def _pm_between(u: Uncertainty | None) -> str:
