@@ -542,5 +542,6 @@ def uncertainty_of(step: float, tps: float, itl: float | None, ttft: float | Non
     from ..perf.uncertainty import figure_band
 
     band = figure_band(u_step=u_step, u_rate=u_rate, u_ttft=u_ttft, step=step, tokens_per_s=tps, itl=itl, ttft=ttft,
-                       e2e=e2e, cost=cost, u_loop=loop.uncertainty if loop is not None else None)
-    return None if band is None else Uncertainty(**band.model_dump(), basis=basis)
+                       e2e=e2e, cost=cost, u_loop=loop.uncertainty if loop is not None else None, cls=Uncertainty,
+                       basis=basis)
+    return band if isinstance(band, Uncertainty) else None

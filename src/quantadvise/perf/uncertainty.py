@@ -30,6 +30,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ..results import Out
 
@@ -122,11 +123,12 @@ def with_loop(u: float, u_loop: float | None) -> float:
 def figure_band(*, u_step: float | None, u_rate: float | None, u_ttft: float | None = None,
                 step: float | None = None, tokens_per_s: float | None = None, itl: float | None = None,
                 ttft: float | None = None, e2e: float | None = None, cost: float | None = None,
-                u_loop: float | None = None) -> FigureBand | None:
+                u_loop: float | None = None, cls: type[FigureBand] | None = None, **extra: Any) -> FigureBand | None:
     """The figures' intervals: times widen by their half-width (the decode step by the decode band, TTFT by the
     prefill band, ITL / E2E / $ per Mtok by the delivered band: they are GPU time per token), tokens/s by the
     inverse; each with the serving loop's band ``u_loop`` added in quadrature (:func:`with_loop`; None: no
-    loop priced the figures). None without bands (the spec sheet)."""
+    loop priced the figures). ``cls``: a subclass of FigureBand to build (its ``extra`` fields given). None without
+    bands (the spec sheet)."""
     if u_step is None or u_rate is None:
         return None
     figures = _band(u_step, u_rate, u_ttft, step, tokens_per_s, itl, ttft, e2e, cost)
@@ -135,7 +137,8 @@ def figure_band(*, u_step: float | None, u_rate: float | None, u_ttft: float | N
         absolute = _band(with_loop(u_step, u_loop), with_loop(u_rate, u_loop),
                          with_loop(u_ttft, u_loop) if u_ttft is not None else None, step, tokens_per_s, itl, ttft, e2e,
                          cost)
-    return FigureBand(**dict(figures), loop=round(u_loop, 4) if u_loop else None, absolute=absolute)
+    return (cls or FigureBand)(**dict(figures), loop=round(u_loop, 4) if u_loop else None, absolute=absolute,
+                               **extra)
 
 
 def _band(u_step: float, u_rate: float, u_ttft: float | None, step: float | None, tokens_per_s: float | None,
