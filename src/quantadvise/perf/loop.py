@@ -151,13 +151,15 @@ class Cycle:
 
 def running(concurrency: int, facts: LoopFacts, sm: StepModel, kv_room_bytes: float | None,
             avg_len: float) -> tuple[int, str]:
-    """(requests in flight, what limits them): the concurrency, the release's ``max_seqs``, or the
-    sequences of ``avg_len`` tokens whose KV fits in ``kv_room_bytes`` (pooled over the replica's GPUs)."""
+    """(requests in flight, what limits them): the concurrency, the release's ``max_seqs`` per engine instance
+    (a data-parallel replica runs ``sm.schedulers`` of them, each admitting that many), or the sequences of
+    ``avg_len`` tokens whose KV fits in ``kv_room_bytes`` (pooled over the replica's GPUs)."""
     from ..memory.kvcache import max_sequences
 
     r, why = concurrency, "concurrency"
-    if facts.max_seqs < r:
-        r, why = facts.max_seqs, "max_num_seqs"
+    cap = facts.max_seqs * max(1, sm.schedulers)
+    if cap < r:
+        r, why = cap, "max_num_seqs"
     if kv_room_bytes is not None and avg_len > 0:
         fit = max(1, max_sequences(sm.arch, sm.kv, math.ceil(avg_len), kv_room_bytes, tp=sm.tp))
         if fit < r:

@@ -100,6 +100,9 @@ class LayoutStep(StepModel):
         self.__dict__.update(base.__dict__)
         self.__dict__.pop("_step_memo", None)  # the base's own steps (perf.memo): not this layout's
         self.base, self.par, self.comm, self.experts = base, par, comm, experts
+        # each data-parallel rank is an engine instance of its own (vLLM's DP engine cores, SGLang's DP workers):
+        # each admits the release's max_num_seqs, so the replica runs up to dp x that many (perf.loop.running)
+        self.schedulers = par.dp
         # the group models' other evaluations (experts, the head, communication), keyed by their arguments: shared
         # by every layout built on the same models (their decode / prefill steps they keep themselves, perf.memo);
         # this layout's own points

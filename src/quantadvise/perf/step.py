@@ -111,7 +111,7 @@ class StepModel:
             raise InputError(f"scope must be one of {', '.join(SCOPES)}, got '{scope}'", field="scope")
         check_tensor_parallel(arch, gpu, gpus)
         self.arch, self.scheme, self.gpu, self.kv, self.tp = arch, scheme, gpu, kv, gpus
-        self.eff, self.scope = efficiency, scope
+        self.eff, self.scope, self.schedulers = efficiency, scope, 1  # schedulers: engine instances (DP ranks)
         self.path = path or datapath(scheme, gpu)
         if self.path.dequant and efficiency.dequant is not None and gpu.peak("fp32") is None:
             raise DataError(f"GPU '{gpu.id}' has no vector fp32 peak (peak_flops.fp32), needed for the dequant term")

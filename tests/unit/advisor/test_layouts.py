@@ -82,6 +82,23 @@ def test_expert_parallel_prices_the_experts_on_one_gpu_over_the_ranks():
     assert c.time_s == pytest.approx(base.time_s - base.communication_s + swap + a2a)
 
 
+def test_each_data_parallel_rank_admits_the_releases_max_num_seqs():
+    """vLLM runs one engine core per data-parallel rank (vllm 0.33.0 vllm/v1/engine/core.py:121 EngineCore builds
+    its own Scheduler at :180, DPEngineCoreProc :2281 per rank), each admitting max_num_seqs requests
+    (vllm/v1/core/sched/scheduler.py:131 max_num_running_reqs = scheduler_config.max_num_seqs). A DP8 replica
+    therefore runs 8 x max_num_seqs at once. Before: the loop capped the whole replica at one rank's 1,024, so
+    at 2,048 sequences half of them queued and TTFT was 42.7 s (the queue), not the prefill."""
+    from quantadvise.perf.loop import running
+
+    arch, g, sm1, _ = _models("deepseek-ai/DeepSeek-V3", "h200", "fp8-block", 1)
+    facts = catalog.engine_loop(g, "vllm", "0.34.0", tp=1).facts
+    ls = LayoutStep(sm1, Parallel(tp=1, dp=8, ep=True), Comm(catalog.comm_system(g.id), "vllm"), experts=sm1)
+    cap = facts.max_seqs
+    assert running(2 * cap, facts, sm1, None, 1920) == (cap, "max_num_seqs")  # one engine: its own cap
+    assert running(2 * cap, facts, ls, None, 1920) == (2 * cap, "concurrency")  # eight engines: 8 x cap
+    assert running(9 * cap, facts, ls, None, 1920) == (8 * cap, "max_num_seqs")
+
+
 @pytest.mark.parametrize("hi,unit", [(256, 1), (1024, 4), (2048, 8)])
 @pytest.mark.parametrize("budget", [0.02, 0.05, 0.2, 2.0])
 def test_the_fast_concurrency_search_finds_what_bisection_finds(hi, unit, budget):
