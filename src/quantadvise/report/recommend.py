@@ -93,7 +93,9 @@ def _limit_words(r: Recommendation, limit: str) -> str:
         return f"{limit.upper()} <= {budget * 1e3:,.0f} ms binds"
     if limit == "memory":
         return "its KV cache holds no more"
-    return f"the {'search bound' if t is not None and t.batch_is_bound else 'batch'} of {r.workload.batch:,}"
+    # a layout of data-parallel groups or pipeline micro-batches holds the bound once per group
+    each = " per group of the layout" if (r.performance.concurrency or 0) > r.workload.batch else ""
+    return f"the {'search bound' if t is not None and t.batch_is_bound else 'batch'} of {r.workload.batch:,}{each}"
 
 
 def _prefill_words(r: Recommendation) -> str:
