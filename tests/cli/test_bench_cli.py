@@ -228,3 +228,22 @@ def test_a_bench_plan_result_reads_back_with_its_workload(cli, tmp_path):
     assert (w["scheme"], w["gpu"], w["tp"], w["concurrency"], w["prompt"], w["output"]) == (
         run["scheme"], "h100-sxm", 1, run["concurrency"], i, o)
     assert w["model"] == "meta-llama/Meta-Llama-3-8B" and w["kv_dtype"] == doc["kv"]["dtype"]
+
+
+def test_a_file_named_twice_is_read_once(cli, tmp_path):
+    # Before: `validate --bench A A` priced A's runs twice (two points, each counted in the median); a link to A
+    # is the same file too.
+    (tmp_path / "link.json").symlink_to(SERVE)
+    once = cli("validate", "--bench", SERVE, "--max-error", "1000", "-f", "json").json()
+    twice = cli("validate", "--bench", SERVE, SERVE, tmp_path / "link.json", "--max-error", "1000", "-f", "json").json()
+    assert len(twice["points"]) == len(once["points"]) and twice["files"] == [str(SERVE)]
+    assert len(twice["notes"]) == 2 and "read once" in twice["notes"][0] and f"(as {SERVE})" in twice["notes"][1]
+    text = cli("validate", "--bench", SERVE, SERVE, "--max-error", "1000")
+    assert "named before; its runs are read once" in " ".join(text.stdout.split())
+
+
+def test_a_held_out_file_that_is_also_fitted_is_one_error_line(cli, site):
+    a, _, out = site
+    r = cli("calibrate", "--from-bench", *a, "--holdout", a[0], "--out", out)
+    assert r.code == 2 and r.stderr.startswith("Error: --holdout") and r.stderr.count("\n") == 1, r.stderr
+    assert not out.exists()

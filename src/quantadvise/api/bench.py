@@ -46,6 +46,23 @@ def read_runs(files: list[str | Path], given: dict[str, Any]) -> list[BenchRun]:
     return runs
 
 
+def unique_files(files: list[str | Path]) -> tuple[list[str | Path], list[str]]:
+    """``files`` with each file once (the same file named again, by another spelling or a link: its runs would
+    count twice), and a note per name left out."""
+    from ..files import resolved
+
+    seen: dict[Path, str | Path] = {}
+    notes = []
+    for f in files:
+        key = resolved(f)
+        if key in seen:
+            again = "" if str(seen[key]) == str(f) else f" (as {seen[key]})"
+            notes.append(f"{f}: named before{again}; its runs are read once")
+            continue
+        seen[key] = f
+    return list(seen.values()), notes
+
+
 def _scheme(run: BenchRun, config: str) -> tuple[Any, str]:
     """(the scheme that prices the run — a preset id, or the checkpoint as shipped —, where it came from)."""
     from ..catalog.hub import resolve_model
@@ -122,10 +139,11 @@ def validate_bench(files: list[str | Path], *, max_error: float = defaults.MAX_V
     from ..calibration.site import validation
     from ..catalog.resolve import load_site_terms
 
+    files, notes = unique_files(list(files))
     runs = read_runs(files, given)
     site = load_site_terms(profile)
     return validation([str(f) for f in files], _price_runs(runs, site), max_error=max_error,
-                      profile=str(profile) if profile is not None else None)
+                      profile=str(profile) if profile is not None else None).model_copy(update={"notes": notes})
 
 
 def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = None,
@@ -138,12 +156,19 @@ def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = No
     from ..calibration.e2e import band
     from ..calibration.serving_fit import Sample, median
     from ..calibration.site import SiteCalibration, site_terms
-    from ..files import write_file
+    from ..files import resolved, write_file
     from ..perf.loop import SiteFile, SiteProfile, cycle
 
+    files, notes = unique_files(list(files))
+    held, held_notes = unique_files(list(holdout or []))
+    fitted = {resolved(f) for f in files}
+    both = [str(f) for f in held if resolved(f) in fitted]
+    if both:
+        raise InputError(f"--holdout {both[0]} is also a file to fit: a held-out file must not be fitted; name it "
+                         "once, with --holdout or without", field="holdout")
     fit_files = [str(f) for f in files]
     runs = read_runs(list(files), given)
-    held_runs = read_runs(list(holdout), given) if holdout else []
+    held_runs = read_runs(list(held), given) if held else []
     cache: dict[Any, Any] = {}
     groups: dict[tuple[str, str, str], list[tuple[Sample, Setup]]] = {}
     for r in runs:
@@ -181,7 +206,7 @@ def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = No
     held_points = _price_runs(held_runs, profile.serving) if held_runs else []
     site_files = [SiteFile(file=f, role="fitted", points=len(ps), median_abs_error=_med(ps))
                   for f in fit_files if (ps := [p for p in points if _same(p.file, f, fit_files)])]
-    hold_names = [str(h) for h in holdout or []]
+    hold_names = [str(h) for h in held]
     site_files += [SiteFile(file=f, role="held-out", points=len(ps), median_abs_error=_med(ps))
                    for f in hold_names if (ps := [p for p in held_points if _same(p.file, f, hold_names)])]
     profile = profile.model_copy(update={"files": tuple(site_files)})
@@ -195,7 +220,8 @@ def calibrate_from_bench(files: list[str | Path], *, out: str | Path | None = No
                            median_abs_error=median(errs) if errs else None,
                            heldout_median_abs_error=(median(herrs) if herrs else median(lofo) if lofo else None),
                            notes=[f"held out by file: {'the --holdout files' if herrs else 'each file left out in turn'}"
-                                  if herrs or lofo else "one file: nothing held out (give several, or --holdout)"])
+                                  if herrs or lofo else "one file: nothing held out (give several, or --holdout)",
+                                  *notes, *held_notes])
 
 
 def _same(point_file: str, name: str, names: list[str]) -> bool:

@@ -58,6 +58,7 @@ class BenchValidation(Result):
     max_error: float  # the threshold (a fraction)
     profile: str | None = None  # the deployment profile that priced them (None: the shipped terms)
     passed: bool
+    notes: list[str] = []  # e.g. a file named twice, read once
 
     def exit_code(self) -> int:
         return 0 if self.passed else 1

@@ -63,6 +63,7 @@ def bench_table(r: BenchValidation, width: int | None = None) -> str:
     lines += _recovered(r.points, width)
     terms = sorted({p.terms for p in r.points if p.terms})
     _para(lines, [f"terms: {t}" for t in terms], width)
+    _para(lines, [f"note: {n}" for n in r.notes], width)
     verdict = (f"{'PASS' if r.passed else 'FAIL'}: output tokens/s median |error| {_abs(r.median_abs_error)}, worst "
                f"{_abs(r.max_abs_error)} ({'within' if r.passed else 'past'} --max-error {r.max_error * 100:g}%"
                + ("" if r.passed else "; exit 1") + ")")
