@@ -153,8 +153,8 @@ def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int],
 def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     """A table's own-row reproduction and its leave-one-shape-out errors (the summaries, and every held-out
     step error)."""
-    own = [abs(t.series(n, k).at(m) / v - 1) for (n, k) in t.cells for m, v in zip(t.ms, t.cells[(n, k)], strict=True)
-           if v is not None and m <= MAX_M]
+    own = [abs(s.at(m) / v - 1) for (n, k), row in t.cells.items() for s in (t.series(n, k),)
+           for m, v in zip(t.ms, row, strict=True) if v is not None and m <= MAX_M]
     where: list[str] = []
     steps, calls = step_errors(lambda n, k: t.series(n, k, exclude=(n, k)), t.row, set(t.cells), where)
     worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
