@@ -91,3 +91,6 @@ def test_each_nvidia_loop_band_is_the_68th_percentile_of_its_held_out_errors(rep
         # about two held-out points in three lie inside a one-sigma band
         inside = sum(e <= terms[engine].uncertainty for e in errs) / len(errs)
         assert 0.6 <= inside <= 0.75, (engine, inside)
+        # and `validate --e2e` says so, with the same count
+        line = next(c for c in report.coverage if c.startswith(f"{engine} "))
+        assert f"{inside:.0%} of its {len(errs)} held-out points inside" in line, line

@@ -121,6 +121,8 @@ class E2EReport(Result):
     sources: list[str]
     passed: bool
     verdict: list[str]  # per gated band: ours vs the bar and vs aiconfigurator
+    # per term set with a band (perf.uncertainty): how many of its held-out points the band holds
+    coverage: list[str] = []
 
     def exit_code(self) -> int:
         return 0 if self.passed else 1
@@ -171,6 +173,13 @@ def report(samples: Sequence[tuple[E2EPoint, Sample, LoopTerms | None]], table: 
                and r.median_abs_error_on_aic_points is not None else "")
         verdict.append(f"concurrency {r.band}: median |error| {r.median_abs_error:.1%} over {r.points} points "
                        f"({'within' if within else 'past'} {bar:.0%}){aic}" + ("" if beats else " (worse)"))
+    held_by: dict[str, tuple[float, list[float]]] = {}
+    for (_, _, t), e in zip(samples, errs, strict=True):
+        if e.heldout and t is not None and t.uncertainty:
+            held_by.setdefault(t.id, (t.uncertainty, []))[1].append(abs(e.error))
+    coverage = [f"{tid} ±{u:.1%}: {sum(x <= u for x in xs) / len(xs):.0%} of its {len(xs)} held-out points inside"
+                for tid, (u, xs) in held_by.items()]
     return E2EReport(points_file=points_file, terms=terms, bar=bar, heldout_groups=sorted(held), bands=bands,
                      points=errs, skipped=dict(sorted(skipped.items(), key=lambda kv: -kv[1])),
-                     sources=[f"{s.id}: {s.title} ({s.url})" for s in table.sources], passed=ok, verdict=verdict)
+                     sources=[f"{s.id}: {s.title} ({s.url})" for s in table.sources], passed=ok, verdict=verdict,
+                     coverage=coverage)

@@ -85,6 +85,7 @@ def e2e_table(r: E2EReport, width: int | None = None) -> str:
               _abs(b.median_abs_error_on_aic_points), _abs(b.aic_median_abs_error))
     lines += [t.render(width), ""]
     _para(lines, [f"terms: {t}" for t in r.terms], width)
+    _para(lines, [f"band: {c}" for c in r.coverage], width)
     _para(lines, [f"not priced: {n} point{'s' if n != 1 else ''}: {why}" for why, n in r.skipped.items()], width)
     _para(lines, [f"{'PASS' if r.passed else 'FAIL'}: " + "; ".join(r.verdict)
                   + ("" if r.passed else " (exit 1)")], width)
