@@ -218,3 +218,35 @@ def test_golden_table_and_chart_at_100_columns(cli, monkeypatch):
     r = cli("roofline", "--ideal", "--ctx", "0", "--batch", "1..1024")
     assert r.code == 0 and r.stderr == ""
     assert r.stdout == (REPO / "tests" / "golden" / "roofline_h100_ideal.txt").read_text()
+
+
+def test_the_table_shows_each_band_and_never_calls_a_tie_fastest(cli, monkeypatch):
+    # Issue 25 in the roofline table: tok/s carries its band; "*" only where the fastest is faster than every
+    # other scheme beyond their combined uncertainty, "~" on schemes whose intervals overlap the fastest's.
+    monkeypatch.setenv("COLUMNS", "140")
+    doc = cli("roofline", "--batch", "64,512", "-s", "bf16,fp8-dynamic", "-f", "json").json()
+    pts = {(p["batch"], p["scheme"]): p for p in doc["points"]}
+
+    def interval(p):  # a rate at half-width u: [x / (1 + u), x / (1 - u)]
+        x, u = p["tokens_per_s"], p["uncertainty"]["relative"]
+        return x / (1 + u), x / (1 - u)
+
+    lo64, _ = interval(pts[(64, "fp8-dynamic")])
+    _, hi64 = interval(pts[(64, "bf16")])
+    assert lo64 > hi64  # at 64 sequences fp8 is faster beyond both bands
+    lo512, _ = interval(pts[(512, "fp8-dynamic")])
+    _, hi512 = interval(pts[(512, "bf16")])
+    assert lo512 <= hi512  # at 512 their intervals overlap: a tie
+    rows = [line for line in cli("roofline", "--batch", "64,512", "-s", "bf16,fp8-dynamic").stdout.splitlines()
+            if " ms " in line and "%" in line]
+    assert len(rows) == 4 and all("±" in r for r in rows)
+    assert "fp8-dynamic *" in rows[1] and "*" not in rows[0]
+    assert "bf16 ~" in rows[2] and "fp8-dynamic ~" in rows[3]
+
+
+def test_a_pair_that_keeps_trading_places_is_one_tie_line(cli):
+    # bf16 and fp8-dynamic on Llama-3-8B / H100 at ctx 2,048 cross back and forth between 256 and ~855 sequences
+    # (their curves touch within their bands): one line naming the range, not six "crossovers"
+    out = " ".join(cli("roofline", "--batch", "1,64", "-s", "bf16,fp8-dynamic").stdout.split())
+    assert "bf16 and fp8-dynamic trade places" in out and "cannot order them over that range" in out
+    assert "fp8-dynamic -> bf16 at" not in out

@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..perf.roofline import CurveOut, RooflineResult
 from ..perf.serving import ParetoOut
 from ..wording import ms, plural, usd
-from .text import Table, csv_text, gb, seconds_h, wrap
+from .text import Table, csv_text, deployment_pm, gb, seconds_h, wrap
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz"
 CHART_MIN_WIDTH = 60
@@ -120,23 +120,20 @@ def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
         cols.append(f"TTFT@{r.prompt:,}")
         align += "r"
     t = Table(cols, align=align, drop=("act", "FLOP/B", "weights", "KV", "GB/GPU", "bound"))
-    best: dict[tuple[int, int], float] = {}
-    for p in r.points:
-        key = (p.ctx, p.batch)
-        best[key] = min(best.get(key, math.inf), p.step_time_s)
+    marks = _marks(r)
     last = None
     for p in r.points:
         key = (p.ctx, p.batch)
         first = key != last
         last = key
-        mark = " *" if p.step_time_s == best[key] and len(r.schemes) > 1 else ""
+        mark = marks.get((p.ctx, p.batch, p.scheme), "")
         unfit = "" if p.fits else "!"
         row = [
             f"{p.ctx:,}" if first else "",
             f"{p.batch:,}" if first else "",
             p.scheme + mark,
             seconds_h(p.step_time_s),
-            f"{p.tokens_per_s:,.0f}" + (unfit if mark_tokens else ""),
+            f"{p.tokens_per_s:,.0f}" + deployment_pm(p.uncertainty) + (unfit if mark_tokens else ""),
             *([usd(p.usd_per_mtok)] if price else []),
             p.bound,
             pct(p.byte_shares.weights),
@@ -151,6 +148,34 @@ def _points_table(r: RooflineResult, mark_tokens: bool) -> Table:
     return t
 
 
+
+
+def _marks(r: RooflineResult) -> dict[tuple[int, int, str], str]:
+    """Per point, `` *`` for the fastest at its batch and context when it is faster than every other scheme
+    beyond their combined uncertainty (perf.uncertainty: the tokens/s intervals apart), else `` ~`` on the
+    fastest and on each scheme whose interval overlaps it: a tie the model cannot order (issue 25)."""
+    from ..perf.uncertainty import overlap
+
+    if len(r.schemes) < 2:
+        return {}
+    by: dict[tuple[int, int], list] = {}
+    for p in r.points:
+        by.setdefault((p.ctx, p.batch), []).append(p)
+    out: dict[tuple[int, int, str], str] = {}
+    for (ctx, batch), ps in by.items():
+        top = min(ps, key=lambda q: q.step_time_s)
+
+        def band(q: object) -> float:
+            u = getattr(q, "uncertainty", None)
+            return u.relative if u is not None else 0.0
+
+        tied = [q for q in ps if q is not top and overlap(top.tokens_per_s, band(top), q.tokens_per_s, band(q))]
+        if not tied:
+            out[(ctx, batch, top.scheme)] = " *"
+            continue
+        for q in (top, *tied):
+            out[(ctx, batch, q.scheme)] = " ~"
+    return out
 
 
 def request_lengths(pa: ParetoOut) -> str:
@@ -225,8 +250,22 @@ def crossover_lines(r: RooflineResult) -> list[str]:
         return [f"crossovers: none between batch 1 and {hi:,.0f} — the ranking does not change"]
     out = []
     by_ctx: dict[int, list[str]] = {}
+    # a pair that trades places more than once at one context is within the model's uncertainty there (the
+    # curves touch and part by less than their bands): one tie over that range, not a list of crossovers
+    pairs: dict[tuple[int, frozenset[str]], list[float]] = {}
     for c in r.crossovers:
-        by_ctx.setdefault(c.ctx, []).append(f"{c.faster_below} -> {c.faster_above} at B = {_batch(c.batch)}")
+        pairs.setdefault((c.ctx, frozenset((c.a, c.b))), []).append(c.batch)
+    done: set[tuple[int, frozenset[str]]] = set()
+    for c in r.crossovers:
+        key = (c.ctx, frozenset((c.a, c.b)))
+        bs = pairs[key]
+        if len(bs) == 1:
+            by_ctx.setdefault(c.ctx, []).append(f"{c.faster_below} -> {c.faster_above} at B = {_batch(c.batch)}")
+        elif key not in done:
+            done.add(key)
+            by_ctx.setdefault(c.ctx, []).append(
+                f"{c.a} and {c.b} trade places {len(bs)} times between B = {_batch(min(bs))} and {_batch(max(bs))} "
+                "(they cross back and forth there: the model cannot order them over that range)")
     for ctx, items in by_ctx.items():
         out.append(f"crossovers at ctx {ctx:,} (faster below -> faster above): " + "; ".join(items))
     return out
@@ -241,8 +280,9 @@ def table(r: RooflineResult, width: int | None = None, show_chart: bool = True) 
         lines += pareto_table(r, width)
     else:
         lines += [points_table(r, width), ""]
-        lines += wrap("* = fastest at that batch and context; bytes and FLOPs are per GPU; "
-                      "! = weights + KV do not fit in GPU memory", width)
+        lines += wrap("* = fastest at that batch and context beyond the model's uncertainty (the ± of tok/s); "
+                      "~ = the fastest and the schemes it cannot be told from there (a tie); bytes and FLOPs are "
+                      "per GPU; ! = weights + KV do not fit in GPU memory", width)
     for line in crossover_lines(r):
         lines += wrap(line, width, subsequent="  ")
     for n in r.notes:
