@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
-from ..perf.roofline import CurveOut, RooflineResult
+from ..perf.roofline import CurveOut, Point, RooflineResult
 from ..perf.serving import ParetoOut
 from ..wording import ms, plural, usd
 from .text import Table, csv_text, deployment_pm, gb, seconds_h, wrap
@@ -158,17 +158,15 @@ def _marks(r: RooflineResult) -> dict[tuple[int, int, str], str]:
 
     if len(r.schemes) < 2:
         return {}
-    by: dict[tuple[int, int], list] = {}
+    by: dict[tuple[int, int], list[Point]] = {}
     for p in r.points:
         by.setdefault((p.ctx, p.batch), []).append(p)
+    def band(q: Point) -> float:
+        return q.uncertainty.relative if q.uncertainty is not None else 0.0  # --ideal: no band, a strict order
+
     out: dict[tuple[int, int, str], str] = {}
     for (ctx, batch), ps in by.items():
         top = min(ps, key=lambda q: q.step_time_s)
-
-        def band(q: object) -> float:
-            u = getattr(q, "uncertainty", None)
-            return u.relative if u is not None else 0.0
-
         tied = [q for q in ps if q is not top and overlap(top.tokens_per_s, band(top), q.tokens_per_s, band(q))]
         if not tied:
             out[(ctx, batch, top.scheme)] = " *"
