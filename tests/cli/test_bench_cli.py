@@ -247,3 +247,18 @@ def test_a_held_out_file_that_is_also_fitted_is_one_error_line(cli, site):
     r = cli("calibrate", "--from-bench", *a, "--holdout", a[0], "--out", out)
     assert r.code == 2 and r.stderr.startswith("Error: --holdout") and r.stderr.count("\n") == 1, r.stderr
     assert not out.exists()
+
+
+def test_each_run_says_whether_it_falls_inside_the_predicted_band(cli):
+    # The band of a prediction's output tokens/s is its kernels' with the serving loop's added in quadrature
+    # (vLLM's terms: 19.8%, data/serving_terms.yaml), so it is at least the loop's. The interval of a rate at
+    # half-width u is [x / (1 + u), x / (1 - u)]: with error e = predicted / measured - 1, measured lies inside
+    # exactly when -u <= e <= u.
+    doc = cli("validate", "--bench", SERVE, "--max-error", "1000", "-f", "json").json()
+    for p in doc["points"]:
+        u, e = p["band"], p["error"]["output_tok_s"]
+        assert 0.198 <= u <= 0.9
+        assert p["inside"] == (-u <= e <= u)
+    out = " ".join(cli("validate", "--bench", SERVE, "--max-error", "1000").stdout.split())
+    n_in = sum(1 for p in doc["points"] if p["inside"])
+    assert f"band: {n_in} of {len(doc['points'])} runs' output tokens/s inside the predicted band" in out

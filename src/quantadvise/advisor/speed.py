@@ -129,23 +129,16 @@ def _apply(o: Option, p: ServePoint, sm: StepModel | None = None, w: Workload | 
         o.u_own, o.u_own_measured = own_bands(sm, o.efficiency, w, p.concurrency, p.prefill_share)
 
 
-def _mix(u_d: float, u_p: float | None, prefill_share: float | None) -> float:
-    rho = prefill_share or 0.0
-    return (1 - rho) * u_d + rho * (u_p if u_p is not None else u_d)
-
-
 def bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
           ) -> tuple[float | None, float | None, float | None]:
     """(decode step, prefill, delivered tokens/s) relative half-widths at ``concurrency``: each part of the
-    step carries the held-out band of what priced it (perf.uncertainty); tokens/s mixes the decode and the
-    prefill bands by their shares of GPU time. None without bands (the spec sheet)."""
-    from ..perf.uncertainty import relative
+    step carries the held-out band of what priced it (perf.uncertainty.step_bands); tokens/s mixes the decode
+    and the prefill bands by their shares of GPU time. None without bands (the spec sheet)."""
+    from ..perf.uncertainty import step_bands
 
     if eff.bands is None:
         return None, None, None
-    u_d = relative(sm.parts(max(concurrency, 1), w.decode_context), eff.bands)
-    u_p = relative(sm.parts(1, prompt=w.prompt_tokens), eff.bands) if w.prompt_tokens else None
-    return u_d, u_p, _mix(u_d, u_p, prefill_share)
+    return step_bands(sm, eff.bands, concurrency, w.decode_context, w.prompt_tokens, prefill_share)
 
 
 def own_bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, prefill_share: float | None
@@ -153,7 +146,7 @@ def own_bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, pre
     """The tokens/s half-width from the scheme's own layers alone (what tells two schemes apart:
     perf.uncertainty.own_relative), and the same with the own layers at the measured band (two schemes
     whose own layers come from one library's tables err alike)."""
-    from ..perf.uncertainty import own_relative
+    from ..perf.uncertainty import mix, own_relative
 
     if eff.bands is None:
         return None, None
@@ -163,7 +156,7 @@ def own_bands(sm: StepModel, eff: Efficiency, w: Workload, concurrency: int, pre
     for as_basis in (None, "measured"):
         u_d = own_relative(dec, eff.bands, as_basis)
         u_p = own_relative(pre, eff.bands, as_basis) if pre is not None else None
-        out.append(_mix(u_d, u_p, prefill_share))
+        out.append(mix(u_d, u_p, prefill_share))
     return out[0], out[1]
 
 

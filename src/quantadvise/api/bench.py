@@ -123,8 +123,23 @@ def _price_runs(runs: list[BenchRun], site: tuple[LoopTerms, ...]) -> list[Bench
         terms = catalog.pick_terms(workload["engine"], st.gpu, st.version, site)
         fig, p = _predict(r, st, terms)
         out.append(compare(r, workload, fig, bound=p.loop.bound if p.loop else "",
-                           terms=terms.label() if terms is not None else None, notes=notes))
+                           terms=terms.label() if terms is not None else None, notes=notes,
+                           band=_band(r, st, p, terms)))
     return out
+
+
+def _band(run: BenchRun, st: Setup, p: Any, terms: LoopTerms | None) -> float | None:
+    """The prediction's whole band (perf.uncertainty): its kernels' at the sequences it runs, with the
+    serving loop terms' held-out band added in quadrature. None where the GPU has no bands."""
+    from ..perf.uncertainty import step_bands, with_loop
+
+    bands = st.sm.eff.bands
+    if bands is None:
+        return None
+    prompt, output = max(1, round(run.prompt or 1)), max(1, round(run.output or 1))
+    running = p.loop.running if p.loop is not None else int(run.concurrency or 1)
+    _, _, u = step_bands(st.sm, bands, running, prompt + output // 2, prompt, p.prefill_share)
+    return with_loop(u, terms.uncertainty if terms is not None else None)
 
 
 def validate_bench(files: list[str | Path], *, max_error: float = defaults.MAX_VALIDATION_ERROR,

@@ -46,6 +46,10 @@ class BenchPoint(Out):
     bound: str = ""  # the serving loop's largest cost at this point
     terms: str | None = None  # the terms that priced it
     notes: list[str] = []
+    # the predicted output tokens/s's whole band (kernels and serving loop, perf.uncertainty; None: no bands) and
+    # whether the measurement falls inside it
+    band: float | None = None
+    inside: bool | None = None
 
 
 class BenchValidation(Result):
@@ -83,12 +87,18 @@ def _err(pred: float | None, meas: float | None) -> float | None:
 
 
 def compare(run: BenchRun, workload: dict[str, Any], predicted: Figures, *, bound: str,
-            terms: str | None, notes: Sequence[str] = ()) -> BenchPoint:
+            terms: str | None, notes: Sequence[str] = (), band: float | None = None) -> BenchPoint:
+    from ..perf.uncertainty import rate_interval
+
     measured = Figures(output_tok_s=run.output_tok_s, ttft_s=run.ttft_s, tpot_s=run.tpot_s, e2e_s=run.e2e_s)
     error = Figures(**{m: _err(getattr(predicted, m), getattr(measured, m)) for m in METRICS})
+    inside = None
+    if band is not None and predicted.output_tok_s and measured.output_tok_s:
+        iv = rate_interval(predicted.output_tok_s, band)
+        inside = iv.low <= measured.output_tok_s <= iv.high
     return BenchPoint(file=run.file, index=run.index, format=run.format, workload=workload, recovered=run.recovered,
                       measured=measured, predicted=predicted, error=error, bound=bound, terms=terms,
-                      notes=[*run.notes, *notes])
+                      notes=[*run.notes, *notes], band=round(band, 4) if band is not None else None, inside=inside)
 
 
 def validation(files: Sequence[str], points: list[BenchPoint], *, max_error: float,

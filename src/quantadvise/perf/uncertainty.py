@@ -30,9 +30,12 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import Out
+
+if TYPE_CHECKING:
+    from .step import StepModel
 
 # a basis a GPU has no check for takes this one's band (a curve standing in is no better than a composition)
 FALLBACK = {"proxy": "composed", "calibrated": "measured", "other": "roofline", "ideal": "roofline"}
@@ -60,6 +63,21 @@ def relative(parts: Mapping[str, float], bands: Mapping[str, float]) -> float:
     if total <= 0:
         return 0.0
     return min(MAX_REL, sum(t * band_of(b.removeprefix("own:"), bands) for b, t in parts.items()) / total)
+
+
+def mix(u_decode: float, u_prefill: float | None, prefill_share: float | None) -> float:
+    """The delivered tokens/s half-width: the decode and prefill bands mixed by their shares of GPU time."""
+    rho = prefill_share or 0.0
+    return (1 - rho) * u_decode + rho * (u_prefill if u_prefill is not None else u_decode)
+
+
+def step_bands(sm: StepModel, bands: Mapping[str, float], concurrency: int, decode_ctx: int, prompt: int | None,
+               prefill_share: float | None) -> tuple[float, float | None, float]:
+    """(decode step, prefill, delivered tokens/s) relative half-widths of ``sm`` at ``concurrency`` sequences of
+    ``decode_ctx`` tokens (prefill: one ``prompt``): each part of the step weighted by its basis's band."""
+    u_d = relative(sm.parts(max(concurrency, 1), decode_ctx), bands)
+    u_p = relative(sm.parts(1, prompt=prompt), bands) if prompt else None
+    return u_d, u_p, mix(u_d, u_p, prefill_share)
 
 
 def own_relative(parts: Mapping[str, float], bands: Mapping[str, float], as_basis: str | None = None) -> float:

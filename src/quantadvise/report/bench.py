@@ -64,6 +64,12 @@ def bench_table(r: BenchValidation, width: int | None = None) -> str:
     terms = sorted({p.terms for p in r.points if p.terms})
     _para(lines, [f"terms: {t}" for t in terms], width)
     _para(lines, [f"note: {n}" for n in r.notes], width)
+    judged = [p for p in r.points if p.inside is not None]
+    if judged:
+        inside = sum(1 for p in judged if p.inside)
+        _para(lines, [f"band: {inside} of {len(judged)} runs' output tokens/s inside the predicted band (each "
+                      "prediction's kernels' and serving loop's one-sigma bands; about two in three is what "
+                      "the bands promise)"], width)
     verdict = (f"{'PASS' if r.passed else 'FAIL'}: output tokens/s median |error| {_abs(r.median_abs_error)}, worst "
                f"{_abs(r.max_abs_error)} ({'within' if r.passed else 'past'} --max-error {r.max_error * 100:g}%"
                + ("" if r.passed else "; exit 1") + ")")
