@@ -160,3 +160,24 @@ def test_multi_node_layouts_write_one_pod_per_node(tmp_path):
         (tmp_path / name).write_text(text)
     report = check(config=str(tmp_path / "quantadvise.yaml"))
     assert report.exit_code() == 0, [f.message for f in report.findings]
+
+
+def test_dynamo_manifests_are_checked_against_the_engine_its_image_runs(tmp_path):
+    # Dynamo 1.6.1's vllm-runtime image runs vLLM 0.31.0 (ai_dynamo-1.6.1.dist-info/METADATA:55, Requires-Dist
+    # vllm==0.31.0; data/flags/launchers/dynamo-1.6.1.yaml). Before: deploy --target dynamo declared the newest
+    # vLLM on file (0.34.0) while the manifest started the 0.31.0 image, so `check` of its own output warned of
+    # engine drift (QA506) and the commands were checked against a release that would not run them.
+    from quantadvise.api.check import check
+    from quantadvise.api.deploy import deploy
+    from quantadvise.errors import InputError
+
+    r = _deployed("dynamo")
+    assert r.engine_version == "0.31.0"
+    assert "engine_version: 0.31.0" in r.files["quantadvise.yaml"]
+    assert any("0.31.0" in n and "METADATA:55" in n for n in r.notes)
+    for name, text in r.files.items():
+        (tmp_path / name).write_text(text)
+    report = check(config=str(tmp_path / "quantadvise.yaml"))
+    assert report.exit_code() == 0 and not report.findings, [f.message for f in report.findings]
+    with pytest.raises(InputError, match="runs vllm 0.31.0"):
+        deploy(target="dynamo", **{**ACCEPTANCE, "engine_version": "0.34.0"})

@@ -26,6 +26,7 @@ def deploy(workload: Workload | dict[str, Any] | None = None, *, target: str, **
                          field="target")
     pool_keys = {"max_gpus", "node", "layouts"}
     given = {k: v for k, v in overrides.items() if v is not None}
+    pinned = _stack_engine(target, workload, given)
     if not pool_keys & set(given):
         given["layouts"] = True  # one GPU type's layouts: the table the winner comes from
     rec = recommend(workload, **given)
@@ -43,13 +44,40 @@ def deploy(workload: Workload | dict[str, Any] | None = None, *, target: str, **
     files = manifests(target, cmds, row, engine=engine, version=rec.workload.engine_version or "", model=model,
                       name=resource_name(short, row.scheme), gpus_per_node=row.gpus_per_node)
     files["quantadvise.yaml"] = _declaration(rec, row, model, sorted(files))
-    notes = list(found.plan.notes)
+    notes = [*([pinned] if pinned else []), *found.plan.notes]
     if not row.native and rec.checkpoint.suggested_path:
         notes.append(f"the manifests serve {model}: produce that checkpoint first ({rec.checkpoint.summary}) and put "
                      "it where the pods read it (a model registry, a volume or the Hub)")
     return DeployResult(target=target, format=VERSIONS[target], engine=engine,
                         engine_version=rec.workload.engine_version or "", model=model, scheme=row.scheme, layout=row,
                         files=files, check="quantadvise check DIR --config DIR/quantadvise.yaml", notes=notes)
+
+
+def _stack_engine(target: str, workload: Workload | dict[str, Any] | None, given: dict[str, Any]) -> str | None:
+    """A stack whose image pins the engine release (Dynamo's runtime images: data/flags/launchers/): the
+    recommendation is made for that release, so the commands in the manifests are checked against the engine
+    that will run them, and the quantadvise.yaml declares it. ``given`` is updated; returns the note that says
+    so (None: the stack runs the release asked for). A different release asked for is an InputError."""
+    from .. import catalog, defaults
+    from ..engines.versions import version_key
+
+    if target != "dynamo":
+        return None
+    rel = catalog.stack_release("dynamo")
+    base = workload if isinstance(workload, dict) else (workload.model_dump() if workload is not None else {})
+    engine = given.get("engine") or base.get("engine") or defaults.ENGINE
+    img = next((i for i in rel.images if i.engine == engine), None) if rel is not None else None
+    if rel is None or img is None:
+        return None
+    asked = given.get("engine_version") or base.get("engine_version")
+    if asked and version_key(str(asked)) != version_key(img.engine_version):
+        raise InputError(f"--engine-version {asked}: Dynamo {rel.version}'s {engine} runtime image "
+                         f"({img.repository}:{rel.version}) runs {engine} {img.engine_version}, the release the "
+                         "manifests would start", hint=f"leave --engine-version out, or give {img.engine_version}",
+                         field="engine_version")
+    given["engine_version"] = img.engine_version
+    return (f"the commands are written for and checked against {engine} {img.engine_version}: the release Dynamo "
+            f"{rel.version}'s {img.repository} image runs ({img.source})")
 
 
 def _model(rec: Recommendation) -> str:
