@@ -179,5 +179,11 @@ def test_dynamo_manifests_are_checked_against_the_engine_its_image_runs(tmp_path
         (tmp_path / name).write_text(text)
     report = check(config=str(tmp_path / "quantadvise.yaml"))
     assert report.exit_code() == 0 and not report.findings, [f.message for f in report.findings]
+    # the DP8 + EP8 replica is not priced as one TP-1 GPU (DeepSeek-V3 would not even fit there: before, a
+    # "626 tokens/s" figure and "try --gpus 4" advice); the note names the layout and the search that weighs it
+    t = report.targets[0]
+    assert t.performance is None
+    assert any("DP 8" in n and "--max-gpus 8" in n for n in t.notes), t.notes
+    assert not any("try --gpus" in n for n in t.notes), t.notes
     with pytest.raises(InputError, match="runs vllm 0.31.0"):
         deploy(target="dynamo", **{**ACCEPTANCE, "engine_version": "0.34.0"})

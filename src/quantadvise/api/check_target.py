@@ -273,8 +273,15 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     workload = parse_workload(wdata, where=f"{loaded.file or 'command line'}: workload")
     perf, speed_note = None, None
+    spread = _spread_layout(inv, w)
     if batch is None:
         speed_note = next((n for n in speed_notes if n.startswith("no speed verdict")), None)
+    elif spread is not None:
+        # the comparison below prices tensor-parallel replicas; a data- or expert-parallel one would be priced
+        # on one TP group's GPUs (and a model spread over eight might not even fit there)
+        speed_note = (f"speed not predicted: the gate's comparison prices tensor-parallel replicas and this one is "
+                      f"{spread}; `quantadvise recommend --gpu {g.id} --max-gpus {_spread_gpus(inv, w)}` weighs the "
+                      "data- and expert-parallel layouts")
     elif arch is not None and scheme is not None and split_error is None:
         perf, speed_note = _price(arch, g, workload, scheme, scheme_id, served, profile_path, wdata, q_flag)
 
@@ -404,6 +411,25 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         max_num_seqs=w.max_num_seqs, max_num_seqs_flag=w.flag("max_num_seqs"),
         max_num_seqs_source=w.max_num_seqs_source, declared=load))
     return mem, seq_total
+
+
+def _spread_layout(inv: EngineInvocation | None, w: Any) -> str | None:
+    """The server's layout in words when it is more than tensor (and pipeline) parallel — data-parallel ranks or
+    experts spread over more GPUs than the dense weights (``engines.flags.read_layout``) — else None."""
+    from ..engines.flags import read_layout
+
+    if inv is None:
+        return None
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other)
+    if lay.gpus > max(w.tp, 1) * max(w.pp, 1) or lay.expert_parallel or lay.attention_dp > 1:
+        return lay.words
+    return None
+
+
+def _spread_gpus(inv: EngineInvocation | None, w: Any) -> int:
+    from ..engines.flags import read_layout
+
+    return read_layout(inv.engine, w.tp, w.pp, inv.other).gpus if inv is not None else max(w.tp, 1)
 
 
 def _layout_weights(arch: Any, scheme: Scheme | None, rep: Any, w: Any, inv: EngineInvocation | None, wb: int,
