@@ -59,11 +59,12 @@ def _stack_engine(target: str, workload: Workload | dict[str, Any] | None, given
     that will run them, and the quantadvise.yaml declares it. ``given`` is updated; returns the note that says
     so (None: the stack runs the release asked for). A different release asked for is an InputError."""
     from .. import catalog, defaults
+    from ..artifacts.stacks import DYNAMO_RELEASE
     from ..engines.versions import version_key
 
     if target != "dynamo":
         return None
-    rel = catalog.stack_release("dynamo")
+    rel = catalog.stack_release("dynamo", DYNAMO_RELEASE)  # the release whose runtime image the manifest names
     base = workload if isinstance(workload, dict) else (workload.model_dump() if workload is not None else {})
     engine = given.get("engine") or base.get("engine") or defaults.ENGINE
     img = next((i for i in rel.images if i.engine == engine), None) if rel is not None else None

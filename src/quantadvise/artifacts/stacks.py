@@ -39,7 +39,8 @@ VERSIONS = {"helm": "vllm-project/production-stack chart 0.1.12 (values.schema.j
             "llm-d": "leaderworkerset.x-k8s.io/v1 (kubernetes-sigs/lws 060ab4d), llm-d guides 2026",
             "kserve": "serving.kserve.io/v1alpha2 LLMInferenceService (kserve/kserve aaac4e2)",
             "dynamo": "nvidia.com/v1beta1 DynamoGraphDeployment (ai-dynamo 1.6.1)"}
-DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/{engine}-runtime:1.6.1"
+DYNAMO_RELEASE = "1.6.1"  # the DynamoGraphDeployment format written and the runtime image tag its workers run
+DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/{engine}-runtime:" + DYNAMO_RELEASE
 DYNAMO_MODULE = {"vllm": "dynamo.vllm", "sglang": "dynamo.sglang"}
 # production-stack vllmConfig keys and the flags the chart writes from them (templates/deployment-vllm-multi.yaml,
 # templates/ray-cluster.yaml); artifacts/manifests.py reads the same keys back
