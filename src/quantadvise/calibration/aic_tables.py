@@ -85,7 +85,9 @@ _LT = ("TRT-LLM FP8 Linear: dynamic per-tensor activation quantization + cublas_
        "behind torch._scaled_mm); the quantization is in the time")
 
 
-def _hopper(trt_pkg: str) -> list[Spec]:
+def _bf16_and_fp8() -> list[Spec]:
+    """The bf16 and per-tensor / per-token fp8 GEMMs of vLLM 0.24.0 and SGLang 0.5.14, as aiconfigurator-core
+    times them on every GPU below (Hopper, L40S, B200)."""
     return [
         _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
         _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
@@ -93,6 +95,12 @@ def _hopper(trt_pkg: str) -> list[Spec]:
               "static per-tensor activation scale, quantized eagerly inside each call"),
         _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
               "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+    ]
+
+
+def _hopper(trt_pkg: str) -> list[Spec]:
+    return [
+        *_bf16_and_fp8(),
         _core("sglang", "0.5.14", "sglang_deepgemm_gemm_nt_f8f8bf16", "fp8_block", "deepgemm-fp8-block", "fp8",
               FP8_BLOCK, "per-token-quant", "per-token-group quantization + DeepGEMM gemm_nt_f8f8bf16"),
         _core("trtllm", "1.3.0rc20", "torch_flow", "fp8", "fp8-cublaslt", "fp8", 1.0, "per-tensor-quant", _LT),
@@ -113,12 +121,7 @@ GEMM_SPECS: dict[str, list[Spec]] = {
         _trt("core", "1.0.0", "int8_wo", "int8-wo", "bf16", 1.0, _I8),
     ],
     "l40s": [
-        _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
-        _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
-        _core("vllm", "0.24.0", "CutlassFP8ScaledMMLinearKernel", "fp8", "cutlass-fp8", "fp8", 1.0, "static-quant",
-              "static per-tensor activation scale, quantized eagerly inside each call"),
-        _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
-              "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+        *_bf16_and_fp8(),
         # TRT-LLM 1.3.0rc20's L40S fp8 rows below M = 16 are implausible (INDEX.csv of the research); 1.0.0's are not
         Spec("trtllm/fp8-cublaslt", "trtllm", "1.0.0", "torch_flow", "fp8", "0.10.0", "fp8-cublaslt", "fp8", 1.0,
              "per-tensor-quant", "trtllm-torch", _LT + "; on sm89 TRT-LLM runs M <= 8 on a CUDA-core cuda_scaled_mm"),
@@ -127,12 +130,7 @@ GEMM_SPECS: dict[str, list[Spec]] = {
         _trt("0.10.0", "1.0.0", "int8_wo", "int8-wo", "bf16", 1.0, _I8),
     ],
     "b200_sxm": [
-        _core("vllm", "0.24.0", "torch.nn.functional.linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
-        _core("sglang", "0.5.14", "sglang_torch_linear", "bfloat16", "cublas-bf16", "bf16", 2.0, None),
-        _core("vllm", "0.24.0", "CutlassFP8ScaledMMLinearKernel", "fp8", "cutlass-fp8", "fp8", 1.0, "static-quant",
-              "static per-tensor activation scale, quantized eagerly inside each call"),
-        _core("sglang", "0.5.14", "sglang_sgl_kernel_fp8_scaled_mm", "fp8", "sgl-fp8-scaled-mm", "fp8", 1.0,
-              "per-token-quant", "sgl_per_token_quant_fp8 + fp8_scaled_mm"),
+        *_bf16_and_fp8(),
         _core("sglang", "0.5.14", "sglang_deepgemm_gemm_nt_f8f8bf16", "fp8_block", "deepgemm-fp8-block", "fp8",
               FP8_BLOCK, "per-token-quant", "per-token-group quantization + DeepGEMM gemm_nt_f8f8bf16"),
         _core("vllm", "0.24.0", "FlashInferCuteDslNvFp4LinearKernel", "nvfp4", "flashinfer-cutedsl-nvfp4", "fp4",
