@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from quantadvise.advisor.load import replicas_for
+from quantadvise.perf.queueing import capacity_replicas
 from quantadvise.perf.serving import (
     Lengths,
     ParetoPoint,
@@ -274,11 +274,11 @@ def test_pareto_frontier_is_monotone_on_a_real_model():
 
 def test_replicas_for_a_rate_and_for_users():
     # 12 requests/s x 200 output tokens = 2,400 tokens/s; one replica delivers 450 -> ceil(5.33) = 6
-    assert replicas_for(rate=12, users=None, output_tokens=200, tokens_per_s=450, concurrency=9) == 6
+    assert capacity_replicas(rate=12, users=None, output=200, tokens_per_s=450, concurrency=9) == 6
     # exactly 2 replicas' worth (900 / 450 = 2.0) needs 2, not 3
-    assert replicas_for(rate=4.5, users=None, output_tokens=200, tokens_per_s=450, concurrency=9) == 2
+    assert capacity_replicas(rate=4.5, users=None, output=200, tokens_per_s=450, concurrency=9) == 2
     # 40 users in flight, 9 sequences per replica -> ceil(4.44) = 5
-    assert replicas_for(rate=None, users=40, output_tokens=200, tokens_per_s=450, concurrency=9) == 5
+    assert capacity_replicas(rate=None, users=40, output=200, tokens_per_s=450, concurrency=9) == 5
 
 
 # -------------------------------------------------------------------------------------------------
@@ -430,3 +430,42 @@ def test_a_gpu_count_weighs_replicas_against_tensor_parallel():
     assert any(o.scheme == "w4a8-fp8" and o.tp == 1 for o in r.load.layouts)
     assert not any(o.scheme == "bf16" and o.tp == 1 for o in r.load.layouts)
     assert all(o.gpus == o.replicas * o.tp for o in r.load.options)
+
+
+def test_a_rate_at_97_percent_of_one_replica_gets_a_second():
+    # Llama-3-8B on one H100 (vLLM, continuous batching), 44 requests/s of 1,000 + 200 tokens: 8,800 output
+    # tokens/s. The winner delivers about 9,000 at its 256 slots, so the capacity count is 1 replica at ~97% busy.
+    # Tokens/s flattens as the GPU saturates: at 97% the replica holds most of its slots and arrivals often find
+    # them all taken (asserted below with the wait unbounded); two replicas at ~49% each hold a few dozen
+    # requests of 256 slots and none wait.
+    from quantadvise.api.recommend import recommend
+    from quantadvise.perf.queueing import at_load
+
+    r = recommend(model="meta-llama/Meta-Llama-3-8B", gpu="h100", rate=44, prompt=1000, output=200)
+    assert r.load is not None
+    opt = r.load.options[0]
+    assert opt.recommended and 8800 / opt.tokens_per_s > 0.95  # one replica's capacity would carry it, barely
+    assert opt.replicas == 2 and opt.utilization == pytest.approx(8800 / (2 * opt.tokens_per_s))
+    a = opt.at_load
+    assert a is not None and a.wait_share < 1e-6 and a.in_flight < 64
+    # its ITL at the load is the serving point of the concurrency it keeps, below the full-concurrency one
+    assert a.itl_s < opt.itl_s
+    for x in r.load.options:
+        assert x.at_load is not None and x.at_load.wait_share <= 0.05
+    # the capacity count (one replica) with the wait unbounded, on a stand-in replica with the winner's capacity
+    # whose tokens/s saturates as c / (c + 40) (the shape of a decode step that grows with the batch): at 97% busy
+    # more than 5% of arrivals find every slot taken
+    from quantadvise.perf.serving import ServePoint
+
+    top = ServePoint(concurrency=opt.concurrency, step_s=0.0, tokens_per_step=1.0, itl_s=opt.itl_s,
+                     ttft_s=opt.ttft_s, e2e_s=opt.itl_s * 199 + (opt.ttft_s or 0.0), tokens_per_s=opt.tokens_per_s,
+                     decode_tokens_per_s=opt.tokens_per_s, prefill_share=0.0, bound="memory")
+
+    def scaled(c: int) -> ServePoint:
+        x = opt.tokens_per_s * (c / (c + 40)) / (top.concurrency / (top.concurrency + 40))
+        return ServePoint(concurrency=c, step_s=0.0, tokens_per_step=1.0, itl_s=c / x, ttft_s=0.0,
+                          e2e_s=200 * c / x, tokens_per_s=x, decode_tokens_per_s=x, prefill_share=0.0,
+                          bound="memory")
+
+    one = at_load(scaled, top, rate=44, users=None, output=200, max_wait_share=1.0)
+    assert one is not None and one.replicas == 1 and one.wait_share > 0.05

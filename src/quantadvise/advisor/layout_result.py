@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ..perf.queueing import AtLoad
 from ..perf.uncertainty import FigureBand
 from ..results import OmitNone, Out, Result
 
@@ -27,7 +28,8 @@ class PrefillPool(Out):
 class LayoutRow(OmitNone):
     """One way to serve the workload: a scheme on a GPU type, laid out as ``layout``, ``replicas`` times."""
 
-    omit_if_none: ClassVar[tuple[str, ...]] = ("prefill", "utilization", "usd_per_mtok_at_load", "uncertainty")
+    omit_if_none: ClassVar[tuple[str, ...]] = ("prefill", "utilization", "usd_per_mtok_at_load", "uncertainty",
+                                               "at_load")
 
     rank: int = 0
     scheme: str
@@ -68,6 +70,9 @@ class LayoutRow(OmitNone):
     # the row's figures at the model's validated uncertainty (issue 25: each part of the replica's step weighted by
     # the held-out band of what priced it; the communication as the roofline's); None: the spec sheet
     uncertainty: FigureBand | None = None
+    # --rate / --users: the replicas under the load, each at the concurrency the load keeps in flight, TTFT with the
+    # mean wait for a free slot (perf.queueing); the figures above are at ``concurrency``
+    at_load: AtLoad | None = None
 
 
 class LayoutSearch(Out):

@@ -8,7 +8,7 @@ import math
 from .. import defaults
 from .disagg import disaggregated
 from .layout_result import LayoutRow, LayoutSearch
-from .layouts import Pending, PoolGpu, Priced, candidates, cost_of, row_of, settle, size_for_load
+from .layouts import Pending, PoolGpu, Priced, candidates, cost_of, load_of, row_of, settle
 
 
 def rank_key(r: LayoutRow, margin: float) -> tuple[float, float, int, str, str, str]:
@@ -73,14 +73,15 @@ def search(pool: list[PoolGpu], max_gpus: int, *, notes: list[str] | None = None
         weighed += 1
         if p is None:
             continue
-        n = size_for_load(p.point, rate=w.rate, users=w.users, output_tokens=w.output_tokens)
+        at = load_of(c, p)
+        n = at.replicas if at is not None else 1
         if n * p.par.gpus > max_gpus:
             over += 1
             continue
         priced.append(p)
-        row = row_of(p, n, rate=w.rate, output_tokens=w.output_tokens)
+        row = row_of(p, n, rate=w.rate, output_tokens=w.output_tokens, at_load=at)
         rows.append(row)
-        cost = cost_of(p.point, c.gpu, c.par, w)
+        cost = (c.gpu.price or 1.0) * c.par.gpus * n if at is not None else cost_of(p.point, c.gpu, c.par, w)
         best[group] = min(best.get(group, math.inf), cost)
         kept.append(cost)
         kept.sort()

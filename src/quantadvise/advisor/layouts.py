@@ -50,6 +50,7 @@ from .options import BF16_KV, Context, Option
 
 if TYPE_CHECKING:
     from ..perf.loop import EngineLoop
+    from ..perf.queueing import AtLoad
     from ..workload import Workload
 from .speed import lengths_of
 
@@ -350,15 +351,30 @@ def price_layout(pg: PoolGpu, o: Option, par: Parallel, kv_name: str, kv: Tensor
 
 
 def size_for_load(point: ServePoint, *, rate: float | None, users: int | None, output_tokens: int) -> int:
-    """Replicas the load needs at ``point`` (1 without a load)."""
-    if rate is not None:
-        return max(1, math.ceil(rate * output_tokens / point.tokens_per_s - 1e-9))
-    if users is not None:
-        return max(1, math.ceil(users / point.concurrency - 1e-9))
-    return 1
+    """Replicas the load needs at ``point`` before any wait is weighed (1 without a load): the lower bound the
+    search prunes with (:func:`load_of` gives the plan's)."""
+    from ..perf.queueing import capacity_replicas
+
+    return capacity_replicas(rate=rate, users=users, output=output_tokens, tokens_per_s=point.tokens_per_s,
+                             concurrency=point.concurrency)
 
 
-def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int) -> LayoutRow:
+def load_of(c: Pending, p: Priced) -> AtLoad | None:
+    """The replicas ``p`` needs for the workload's ``--rate`` / ``--users`` and each at the load, the wait for a
+    slot and the TTFT / E2E budgets weighed (perf.queueing; None without a load)."""
+    from ..perf.queueing import at_load
+
+    ctx = c.gpu.ctx
+    w, slo = ctx.workload, ctx.slo if ctx.slo is not None and ctx.slo.active else None
+    top = p.point
+    return at_load(lambda n: top if n == top.concurrency else serve(c.model, c.lengths, n, ctx.spec, c.loop), top,
+                   rate=w.rate if c.lengths.mode == "continuous" else None, users=w.users, output=w.output_tokens,
+                   unit=c.unit,
+                   ttft_s=slo.ttft_s if slo is not None else None, e2e_s=slo.e2e_s if slo is not None else None)
+
+
+def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int,
+           at_load: AtLoad | None = None) -> LayoutRow:
     par, pg = p.par, p.gpu
     n = par.gpus
     gpus = n * replicas
@@ -376,7 +392,8 @@ def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int) 
         usd_per_mtok=usd_per_mtok(pg.price, n, p.point.tokens_per_s),
         usd_per_mtok_at_load=usd_per_mtok(pg.price, gpus, load) if load is not None else None,
         utilization=load / (replicas * p.point.tokens_per_s) if load is not None else None,
-        uncertainty=row_band(p.model, p.option, p.point, usd_per_mtok(pg.price, n, p.point.tokens_per_s), pg.ctx))
+        uncertainty=row_band(p.model, p.option, p.point, usd_per_mtok(pg.price, n, p.point.tokens_per_s), pg.ctx),
+        at_load=at_load)
 
 
 def row_band(sm: StepModel, o: Option, point: ServePoint, cost: float | None, ctx: Context,

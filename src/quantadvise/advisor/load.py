@@ -4,8 +4,10 @@ The tree is walked once per tensor-parallel degree t (``defaults.TP_DEGREES``, o
 given); each ranked candidate of that walk runs one replica of t GPUs at the concurrency it holds
 (or the largest its latency budgets allow) and delivers X output tokens/s there. A load needs
 
-- ``--rate R`` requests/s of O output tokens each: ``ceil(R x O / X)`` replicas — each then runs at
-  or below the concurrency it was priced at, so it keeps its latencies;
+- ``--rate R`` requests/s of O output tokens each: at least ``ceil(R x O / X)`` replicas, and more until
+  at most ``defaults.LOAD_WAIT_SHARE`` of the requests wait for a free slot and the TTFT / E2E budgets hold
+  with that wait (:mod:`quantadvise.perf.queueing`: Little's law, Erlang C) — each replica then runs below
+  the concurrency it was priced at, and its ITL and TTFT at the load are said (``at_load``);
 - ``--users N`` concurrent users (sequences in flight; think time not modelled):
   ``ceil(N / concurrency)`` replicas,
 
@@ -21,7 +23,6 @@ accuracy tiers of the tree still apply. Pure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -35,18 +36,10 @@ if TYPE_CHECKING:
     from ..workload import Workload
 
 
-def replicas_for(*, rate: float | None, users: int | None, output_tokens: int, tokens_per_s: float,
-                 concurrency: int) -> int:
-    """Replicas one scheme needs: ``ceil(rate x output / tokens_per_s)`` or ``ceil(users / concurrency)``."""
-    if rate is not None:
-        return max(1, math.ceil(rate * output_tokens / tokens_per_s - 1e-9))
-    assert users is not None
-    return max(1, math.ceil(users / concurrency - 1e-9))
-
-
 def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | None, output_tokens: int,
             usd_per_gpu_hour: float | None) -> list[Layout]:
     """One layout per ranked candidate of the walk at tensor-parallel degree ``tp``."""
+    from ..perf.queueing import capacity_replicas
     from ..perf.serving import usd_per_mtok
 
     load = rate * output_tokens if rate is not None else None  # output tokens/s the load asks for
@@ -54,11 +47,12 @@ def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | No
     for a in rec.alternatives:
         if a.status not in RANKED or not a.tokens_per_s or not a.concurrency:
             continue
-        n = replicas_for(rate=rate, users=users, output_tokens=output_tokens, tokens_per_s=a.tokens_per_s,
-                         concurrency=a.concurrency)
-        at_load = {} if load is None else {
-            "utilization": load / (n * a.tokens_per_s),
-            "usd_per_mtok_at_load": usd_per_mtok(usd_per_gpu_hour, n * tp, load)}
+        n = a.at_load.replicas if a.at_load is not None else capacity_replicas(
+            rate=rate, users=users, output=output_tokens, tokens_per_s=a.tokens_per_s, concurrency=a.concurrency)
+        at_load: dict[str, object] = {"at_load": a.at_load}
+        if load is not None:
+            at_load |= {"utilization": load / (n * a.tokens_per_s),
+                        "usd_per_mtok_at_load": usd_per_mtok(usd_per_gpu_hour, n * tp, load)}
         out.append(Layout(
             scheme=a.scheme, tp=tp, replicas=n, gpus=n * tp, concurrency=a.concurrency, tokens_per_s=a.tokens_per_s,
             tokens_per_s_per_gpu=a.tokens_per_s / tp, requests_per_s=a.tokens_per_s / output_tokens,
@@ -149,6 +143,9 @@ def walk_load(walk_at: Callable[[int], Recommendation], arch: ModelArch, gpu: GP
                  f"{x.tokens_per_s:,.0f} output tokens/s ({x.requests_per_s:,.2f} requests/s) at concurrency "
                  f"{x.concurrency:,}, {x.tokens_per_s_per_gpu:,.0f} tokens/s per GPU"
                  + (f", ${x.usd_per_hour:,.2f}/hour" if x.usd_per_hour is not None else "")
+                 + (f"; at the load {x.at_load.in_flight:,.1f} requests in flight a replica, ITL "
+                    f"{x.at_load.itl_s * 1e3:,.1f} ms, {x.at_load.wait_share:.1%} of requests wait for a slot"
+                    if x.at_load is not None else "")
                  for x in load_plan.options]
         + ([f"tensor-parallel degree {', '.join(map(str, skipped))} cannot serve this model here (heads do not "
             "split, or nothing fits)"] if skipped else []))

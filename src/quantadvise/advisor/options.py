@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..engines.limits import ContextLimit
     from ..engines.startup import StartupFacts
     from ..perf.loop import EngineLoop, LoopSummary
+    from ..perf.queueing import AtLoad
     from ..perf.serving import Slo, Speculation
 
 BF16_KV = "kv-bf16"
@@ -111,6 +112,7 @@ class Option:
     published: Published | None = None  # a published checkpoint that carries it (advisor.published)
     drop_sources: list[str] = field(default_factory=list)  # the findings behind expected_drop: "rule (source)"
     ties: list[str] = field(default_factory=list)  # ids it ties with within the model's uncertainty (the ranking's)
+    at_load: AtLoad | None = None  # --rate / --users: its replicas and figures at the load (perf.queueing)
 
     @property
     def id(self) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..perf.loop import LoopSummary
+from ..perf.queueing import AtLoad
 from ..perf.serving import ParetoPoint, Price, SpecInfo
 from ..perf.uncertainty import FigureBand
 from ..results import OmitNone, Out, Result
@@ -79,6 +80,9 @@ class Alternative(Out):
     serving_bound: str | None = None  # the serving loop's largest cost at ``concurrency`` (perf.loop.bound_by)
     cautions: list[str] = []
     uncertainty: Uncertainty | None = None  # low/high of its figures (None: not priced, or the spec sheet)
+    # --rate / --users: its replicas and figures at the load at this walk's degree (carried to LoadPlan's layouts,
+    # which print it; not part of the alternative's own JSON)
+    at_load: AtLoad | None = Field(default=None, exclude=True)
 
 
 class EngineVerdict(Out):
@@ -279,6 +283,9 @@ class Layout(Out):
     # uses, and the $ per million output tokens at that load (the GPUs are paid for whether busy or not)
     utilization: float | None = None
     usd_per_mtok_at_load: float | None = None
+    # --rate / --users: the replicas above under the load, each at the concurrency the load keeps in flight, its
+    # TTFT with the wait for a free slot (perf.queueing)
+    at_load: AtLoad | None = None
 
 
 class LoadPlan(Out):

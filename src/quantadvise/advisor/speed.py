@@ -13,8 +13,9 @@ the predicted time decides.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..hardware import GPU
@@ -30,6 +31,9 @@ from ..wording import every, ms, plural
 from ..workload import Workload
 from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native, ties
 from .result import Prediction, TraceNode, Uncertainty
+
+if TYPE_CHECKING:
+    from ..perf.queueing import AtLoad
 
 CALIBRATED_NOTE = "prediction from the measured curves of a calibrated profile (fitted to its shapes)"
 ROOFLINE_NOTE = "roofline prediction with the efficiency profile, not a measurement"
@@ -170,11 +174,17 @@ def price(ctx: Context, o: Option) -> str | None:
     w = ctx.workload
     lengths = lengths_of(w)
     held = "memory" if o.concurrency < w.batch else "batch"
+
+    def at(c: int) -> ServePoint:
+        return serve(sm, lengths, c, ctx.spec, ctx.loop)
+
     if ctx.slo is None or not ctx.slo.active:
-        _apply(o, serve(sm, lengths, o.concurrency, ctx.spec, ctx.loop), sm, w)
+        top = at(o.concurrency)
+        _apply(o, top, sm, w)
         o.limit = held
+        o.at_load = _at_load(ctx, at, top)
         return None
-    found = largest_meeting(lambda c: serve(sm, lengths, c, ctx.spec, ctx.loop), o.concurrency, ctx.slo, held)
+    found = largest_meeting(at, o.concurrency, ctx.slo, held)
     if found.point is None:
         miss = found.first_miss
         assert miss is not None
@@ -184,7 +194,22 @@ def price(ctx: Context, o: Option) -> str | None:
                 f"{ms(budget_value(miss, found.limit))} ms")
     _apply(o, found.point, sm, w)
     o.limit = found.limit
+    o.at_load = _at_load(ctx, at, found.point)
     return None
+
+
+def _at_load(ctx: Context, at: Callable[[int], ServePoint], top: ServePoint) -> AtLoad | None:
+    """Replicas and the figures at the workload's ``--rate`` / ``--users`` for one candidate at one
+    tensor-parallel degree (perf.queueing; None without a load)."""
+    from ..perf.queueing import at_load
+
+    w, slo = ctx.workload, ctx.slo
+    active = slo is not None and slo.active
+    # synchronous batches wait for the next batch, not for a slot: their plan stays the capacity count
+    rate = w.rate if w.serving_mode == "continuous" else None
+    return at_load(at, top, rate=rate, users=w.users, output=w.output_tokens,
+                   ttft_s=slo.ttft_s if active and slo is not None else None,
+                   e2e_s=slo.e2e_s if active and slo is not None else None)
 
 
 def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:

@@ -129,6 +129,7 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
             serving_bound=o.loop.bound if live_row and o.loop is not None else None,
             cautions=o.cautions,
             uncertainty=_uncertainty(o, cost(o)) if live_row else None,
+            at_load=o.at_load if live_row else None,
         ))
     engine_args, checkpoint = deploy_plan(ctx, winner)
     kv_opt = ctx.kv_options[ctx.kv_name]

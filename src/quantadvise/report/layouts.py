@@ -3,6 +3,7 @@ the cheapest layouts, each family's best on each GPU type, and what each node of
 
 from __future__ import annotations
 
+from .. import defaults
 from ..advisor.layout_result import DeployResult, LayoutRow, LayoutSearch
 from ..wording import ms, plural, usd
 from .text import Table, wrap, wrap_command
@@ -48,14 +49,17 @@ def layout_lines(found: LayoutSearch | None, width: int | None) -> list[str]:
               drop=("comm", "nodes", "TTFT ms", "ITL ms", "GPU"))
     for r in shown_rows(found):
         t.add(f"{r.rank}{'<' if r.recommended else ''}", r.scheme, r.gpu, _layout_cell(r), r.gpus, r.nodes,
-              f"{r.tokens_per_s_per_gpu:,.0f}", ms(r.itl_s), ms(r.ttft_s), f"{100 * r.comm_share:.0f}%",
+              f"{r.tokens_per_s_per_gpu:,.0f}", ms(r.at_load.itl_s if r.at_load is not None else r.itl_s),
+              ms(r.at_load.ttft_s if r.at_load is not None else r.ttft_s), f"{100 * r.comm_share:.0f}%",
               usd(_cost(r)))
     out.append(t.render(width))
     legend = (f"< the recommendation; {found.weighed:,} layouts priced, {found.pruned:,} left out by memory before "
               f"pricing, {found.bounded:,} bounded out (their cost at their largest concurrency could not place "
               f"them here), {found.over_pool:,} over the pool; per GPU: output tokens/s at the concurrency each "
               "replica runs; comm: communication's share of the decode step; "
-              + ("$/Mtok at the load: GPUs x $/GPU-hour over the load's tokens" if load else
+              + ("ITL and TTFT at the load (TTFT with the mean wait for a free slot; replicas added until at most "
+                 f"{defaults.LOAD_WAIT_SHARE:.0%} of requests wait); $/Mtok at the load: GPUs x $/GPU-hour over the "
+                 "load's tokens" if load else
                  "$/Mtok at each layout's capacity") + " (the checkpoint as shipped credited the tree's 15% margin; a "
               "re-quantization with an accuracy risk ranks after it); NxL: N replicas of layout L; TP/PP: tensor/pipeline parallel, EP: experts over that "
               "many GPUs, DPn: n attention groups, P/D: prefill and decode pools")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import defaults
 from ..advisor.result import Recommendation, Uncertainty
 from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
@@ -152,16 +153,19 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
     out = ["", *wrap(f"GPUs for {demand} — each scheme's layout with the fewest GPUs "
                      f"(tensor parallel {', '.join(map(str, plan.tp_degrees))} weighed):", width)]
     rate = plan.rate_per_s is not None
-    cols = ["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "$/hour", "$/Mtok"]
+    cols = ["scheme", "GPUs", "layout", "per replica", "tok/s/GPU", "ITL ms", "TTFT ms", "$/hour", "$/Mtok"]
     if rate:
         cols[5:5] = ["busy"]
         cols += ["at load"]
     t = Table(cols, align="lrlr" + "r" * (len(cols) - 4),
-              drop=("$/hour", "per replica", "ITL ms", "$/Mtok") if rate else ("$/hour", "per replica", "ITL ms"))
+              drop=("$/hour", "per replica", "TTFT ms", "$/Mtok", "ITL ms") if rate
+              else ("$/hour", "per replica", "TTFT ms", "ITL ms"))
     for x in plan.options:
+        a = x.at_load
         row = [x.scheme + (" <" if x.recommended else ""), x.gpus, f"{x.replicas} x TP{x.tp}",
-               plural(x.concurrency, "seq"), f"{x.tokens_per_s_per_gpu:,.0f}", ms(x.itl_s), usd(x.usd_per_hour),
-               usd(x.usd_per_mtok)]
+               plural(x.concurrency, "seq"), f"{x.tokens_per_s_per_gpu:,.0f}",
+               ms(a.itl_s if a is not None else x.itl_s), ms(a.ttft_s if a is not None else x.ttft_s),
+               usd(x.usd_per_hour), usd(x.usd_per_mtok)]
         if rate:
             row[5:5] = ["-" if x.utilization is None else f"{100 * x.utilization:.0f}%"]
             row += [usd(x.usd_per_mtok_at_load)]
@@ -169,8 +173,13 @@ def _load_table(r: Recommendation, width: int | None) -> list[str]:
     out += [t.render(width), "< the recommendation"]
     if rate:
         out += wrap("busy: the share of the layout's output tokens/s (at full concurrency, per replica) the load "
-                    "uses; $/Mtok at full concurrency, and at load: $/hour over the load's own tokens (the GPUs are "
-                    "paid for whether busy or not); ITL at full concurrency (at a lower load it is lower)", width)
+                    "uses; replicas are added until at most "
+                    f"{defaults.LOAD_WAIT_SHARE:.0%} of requests wait for a free slot; ITL and TTFT at the load "
+                    "(the concurrency it keeps in flight; TTFT with the mean wait for a slot); $/Mtok at full "
+                    "concurrency, and at load: $/hour over the load's own tokens (the GPUs are paid for whether "
+                    "busy or not)", width)
+    elif plan.users is not None:
+        out += wrap("ITL and TTFT with the users spread over the replicas", width)
     return out
 
 

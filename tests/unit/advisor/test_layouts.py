@@ -234,3 +234,24 @@ def test_the_layout_headline_is_the_number_the_alternatives_table_prints():
     # and the layout priced with the loop is the one the loop's facts name: ideal prices without it
     ideal = recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", max_gpus=8, ideal=True)
     assert ideal.performance.tokens_per_s > r.performance.tokens_per_s
+
+
+def test_every_pool_row_is_planned_for_the_wait_at_the_load():
+    """A --rate row is sized so few requests wait for a slot (perf.queueing): at most 5% wait, the replicas are
+    never fewer than the capacity count, and what a user sees at the load is the row's own serving point at a
+    concurrency no higher than the one priced, TTFT plus the wait."""
+    r = _acceptance()
+    found = r.layouts
+    assert found is not None
+    for x in found.rows:
+        if x.prefill is not None:  # P/D rows size their pools separately
+            continue
+        a = x.at_load
+        assert a is not None, x.layout
+        assert a.replicas == x.replicas
+        assert x.replicas >= math.ceil(20 * 200 / x.tokens_per_s - 1e-9)  # the capacity count
+        assert a.wait_share <= 0.05 + 1e-12
+        assert 1 <= a.concurrency <= x.concurrency
+        assert a.itl_s <= x.itl_s * (1 + 1e-9)  # fewer sequences in flight, each step no longer
+        assert a.ttft_s is not None and a.ttft_s >= a.wait_s
+        assert a.tokens_per_s == pytest.approx(20 * 200 / x.replicas)
