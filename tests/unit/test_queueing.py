@@ -113,3 +113,20 @@ def test_concurrency_in_whole_units():
     assert got.wait_share == pytest.approx(erlang_c_sum(8, a), rel=1e-9) and got.wait_share <= 0.05
     # and one replica fewer would leave more than 5% waiting (the plan is the fewest that do not)
     assert got.replicas == 1 or erlang_c_sum(8, 14 / (got.replicas - 1)) > 0.05 or 14 / (got.replicas - 1) >= 8
+
+
+def test_a_huge_rate_is_planned_in_few_steps():
+    # 1,000,000 requests/s on the 4-slot linear replica: the capacity count is 1e6 x 10 / 40 = 250,000 replicas,
+    # the plan the fewest n with Erlang C(4, 1e6 / n) <= 5% — found by the closed form here, one n at a time
+    # around the threshold offered load a* (C(4, 1.1667) = 0.034 < 5% < C(4, 1.4) = 0.060)
+    got = at_load(_linear, _linear(4), rate=1e6, users=None, output=10)
+    lo, hi = 1.1, 1.5
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if erlang_c_sum(4, mid) <= 0.05 else (lo, mid)
+    n = math.ceil(1e6 / lo)
+    while erlang_c_sum(4, 1e6 / (n - 1)) <= 0.05:
+        n -= 1
+    while erlang_c_sum(4, 1e6 / n) > 0.05:
+        n += 1
+    assert got is not None and got.replicas == n

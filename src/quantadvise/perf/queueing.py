@@ -47,7 +47,7 @@ AT_LOAD_NOTE = ("at the load: the requests in flight per replica as arrivals and
                 "points (a birth-death process), ITL and TTFT at the concurrency it runs on average, TTFT with the "
                 "mean wait for a free slot")
 _HALVINGS = 5  # the rates are priced at slots, slots / 2 ... slots / 32 and the smallest concurrency
-_MAX_STEPS = 4096  # replicas added past the capacity count before the plan stops looking (never reached in practice)
+_MAX_STEPS = 1 << 20  # replicas added past the capacity count before the plan stops looking (never reached in practice)
 
 
 class AtLoad(Out):
@@ -146,23 +146,41 @@ def at_load(price: Callable[[int], ServePoint], top: ServePoint, *, rate: float 
         return seen[c]
 
     rates = _rates(lambda c: priced(c).tokens_per_s, slots, unit, output)
-    n = capacity_replicas(rate=rate, users=None, output=output, tokens_per_s=top.tokens_per_s, concurrency=slots)
-    last: AtLoad | None = None
-    for replicas in range(n, n + _MAX_STEPS):
+    n0 = capacity_replicas(rate=rate, users=None, output=output, tokens_per_s=top.tokens_per_s, concurrency=slots)
+
+    def at(replicas: int) -> AtLoad | None:
         lam = rate / replicas
         share, running, queued = occupancy(rates, lam)
         if math.isinf(queued):
-            continue
+            return None
         c = min(slots, max(unit, round(running / unit) * unit))
         p = priced(c)
         wait = queued / lam
-        last = AtLoad(replicas=replicas, slots=slots, in_flight=running + queued, concurrency=c,
+        return AtLoad(replicas=replicas, slots=slots, in_flight=running + queued, concurrency=c,
                       tokens_per_s=lam * output, utilization=lam * output / top.tokens_per_s, itl_s=p.itl_s,
                       ttft_s=p.ttft_s + wait if p.ttft_s is not None else None, e2e_s=p.e2e_s + wait,
                       wait_share=share, wait_s=wait)
-        if (share <= max_wait_share and (ttft_s is None or last.ttft_s is None or last.ttft_s <= ttft_s)
-                and (e2e_s is None or last.e2e_s <= e2e_s)):
+
+    def good(x: AtLoad | None) -> bool:
+        return x is not None and x.wait_share <= max_wait_share and (
+            ttft_s is None or x.ttft_s is None or x.ttft_s <= ttft_s) and (e2e_s is None or x.e2e_s <= e2e_s)
+
+    # the wait and the latencies fall as replicas are added: step out by doubling, then bisect
+    bad, step, last = n0 - 1, 1, at(n0)
+    hi = n0
+    while not good(last):
+        if last is not None and last.concurrency <= unit and last.wait_share < 1e-9:
+            return last  # one unit of sequences per replica and no wait: more replicas change nothing
+        if step > _MAX_STEPS:
             return last
-        if c <= unit and share < 1e-9:
-            break  # one unit of sequences per replica and no wait: more replicas change nothing
+        bad, hi = hi, n0 + step
+        step *= 2
+        last = at(hi)
+    while hi - bad > 1:
+        mid = (bad + hi) // 2
+        got = at(mid)
+        if good(got):
+            hi, last = mid, got
+        else:
+            bad = mid
     return last
