@@ -278,7 +278,8 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
             out = carry.relocate(label, source)
         return out
 
-    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "config_readings", "platform_lists", "dtype_checks",
+    for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "config_readings", "method_spellings", "platform_lists",
+                    "dtype_checks",
                     "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
         for row in list(doc.get(section) or []):
             lines = cites.get((section, row["id"]))

@@ -237,3 +237,20 @@ def test_quotes_match_the_wheel(release):
         for key, text in quotes.items():
             path, _, ln = key.rpartition(":")
             assert line_in(z, path, ln) == text, key
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if r.startswith("vllm-")])
+def test_method_spellings_are_on_their_lines(release):
+    # every vLLM release on file lower-cases a checkpoint's quant_method and writes compressed_tensors as
+    # compressed-tensors before probing (config.py _parse_quant_hf_config, later the model arch convertor's
+    # _normalize_quantization_config); the cited line names both spellings
+    doc, quotes = load(release)
+    rows = doc.get("method_spellings") or []
+    assert [(r["old"], r["new"]) for r in rows] == [("compressed_tensors", "compressed-tensors")]
+    for row in rows:
+        if not row["source"].startswith(f"vllm {doc['version']} "):
+            assert "carried" in row["notes"]  # read in the neighbouring releases, said so
+            continue
+        ((path, start, end, _),) = cites(row)
+        text = span(quotes, path, start, end)
+        assert f'"{row["old"]}"' in text and f'"{row["new"]}"' in text and "replace(" in text

@@ -219,3 +219,39 @@ def test_sglang_reads_pack_quantized_as_an_activation_format(engine):
 def test_vllm_activation_formats_lack_pack_quantized():
     # vllm .../compressed_tensors/utils.py:43-50 lists naive-, int-, float- and nvfp4-pack-quantized only
     assert "pack-quantized" not in VLLM.compressed_tensors.activation_formats
+
+
+# ---------------------------------------------------------------------------------------------------
+# The underscore spelling of compressed-tensors
+# ---------------------------------------------------------------------------------------------------
+
+def _ct_underscore(method: str = "compressed_tensors"):
+    return parse_quantization_config({
+        "quant_method": method, "format": "float-quantized", "quantization_status": "compressed",
+        "config_groups": {"group_0": {"targets": ["Linear"],
+                                      "weights": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                  "strategy": "channel"},
+                                      "input_activations": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                            "strategy": "token", "dynamic": True}}},
+        "ignore": ["lm_head"]})
+
+
+@pytest.mark.parametrize("version", ["0.8.5.post1", "0.21.0", "0.34.0"])
+@pytest.mark.parametrize("method", ["compressed_tensors", "COMPRESSED_TENSORS"])
+def test_vllm_reads_the_underscore_spelling_as_compressed_tensors(version, method):
+    # vLLM lower-cases quant_method and normalizes the library name before probing:
+    #     quant_method = quant_method.replace("compressed_tensors", "compressed-tensors")
+    # (0.8.5.post1 vllm/config.py:767-768; 0.34.0 vllm/transformers_utils/model_arch_config_convertor.py:277-278),
+    # so the checkpoint loads as compressed-tensors (FP8 per-channel weights, dynamic per-token activations)
+    r = resolve(catalog.get_engine("vllm", version), _ct_underscore(method), capability=90)
+    assert not r.refused, [f.message for f in r.findings]
+    assert r.resolved_method == "compressed-tensors" and r.config_class == "CompressedTensorsConfig"
+
+
+def test_sglang_refuses_the_underscore_spelling():
+    # SGLang 0.5.23 only lower-cases it (configs/model_config.py:2077-2079) and registers "compressed-tensors"
+    # alone (layers/quantization/__init__.py:81), so :2151-2155 raises "Unknown quantization method:
+    # compressed_tensors"
+    r = resolve(SGL, _ct_underscore(), capability=90)
+    assert r.refused
+    assert kinds(r)["unknown_method"].engine_message.startswith("Unknown quantization method: compressed_tensors.")

@@ -211,6 +211,16 @@ class Rewrite(_Row):
     notes: str = ""
 
 
+class MethodSpelling(_Row):
+    """How the engine spells a checkpoint's ``quant_method`` before it reads it: ``old`` replaced by ``new``
+    wherever it occurs, after lower-casing (vLLM's library-name normalization reads ``compressed_tensors`` as
+    ``compressed-tensors``; SGLang has none, so there the underscore spelling is an unknown method)."""
+
+    old: str
+    new: str
+    notes: str = ""
+
+
 class ConfigReading(_Row):
     """How the engine reads a quantization_config of one shape before any method is probed. ``id``
     ``no-quant-method``: a config that names no ``quant_method`` (an MLX ``{group_size, bits}``, a flat
@@ -475,6 +485,7 @@ class EngineData(Strict):
     rewrites: tuple[Rewrite, ...] = ()
     compatible: tuple[Compatible, ...] = ()
     config_readings: tuple[ConfigReading, ...] = ()
+    method_spellings: tuple[MethodSpelling, ...] = ()
     requantization_methods: tuple[str, ...] = ()
     marlin_group_sizes: tuple[int, ...] = ()
     marlin_min_capability: int | None = None

@@ -176,6 +176,11 @@ def resolve(
             ck_method = ck.quant_method
             steps.append(f"checkpoint {ck.found_in}: quant_method '{ck.quant_method}'"
                          + (f", quant_algo {ck.quant_algo}" if ck.quant_algo else ""))
+            for sp in engine.method_spellings:
+                if sp.old in ck_method:
+                    spelled = ck_method.replace(sp.old, sp.new)
+                    steps.append(f"{engine.display_name} reads quant_method '{ck_method}' as '{spelled}'")
+                    ck_method = spelled
         elif user is None:
             ctx.add("config_in_side_file", "error",
                     f"the quantization parameters are only in {ck.found_in}; {engine.label} reads config.json's "
