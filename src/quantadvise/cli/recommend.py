@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .. import defaults
 from ..files import writing
 from . import completion
 from .common import (
@@ -30,6 +31,9 @@ class RecFormat(str, Enum):
     table = "table"
     json = "json"
 
+
+RATE_HELP = (f"Load in requests/s, arriving at random: the GPUs each scheme needs (replicas x tensor parallel) with "
+             f"at most {defaults.LOAD_WAIT_SHARE:.0%} of requests waiting for a slot, and ITL/TTFT at that load.")
 
 BenchPlanOpt = Annotated[
     bool, typer.Option("--bench-plan", help="Print the server and benchmark commands (vllm bench serve / SGLang "
@@ -100,8 +104,7 @@ def recommend_cmd(
                                                   "each candidate runs at the largest concurrency that meets it.")] = None,
     itl_ms: Annotated[float | None, typer.Option("--itl-ms", help="Mean inter-token latency budget, ms.")] = None,
     e2e_ms: Annotated[float | None, typer.Option("--e2e-ms", help="End-to-end latency budget per request, ms.")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="Load in requests/s: the GPUs each scheme needs "
-                                               "(replicas x tensor parallel).")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help=RATE_HELP)] = None,
     users: Annotated[int | None, typer.Option("--users", help="Load in concurrent users (sequences in flight), "
                                               "instead of --rate.")] = None,
     max_gpus: MaxGpusOpt = None, node: NodeOpt = None, layouts: LayoutsOpt = False,
