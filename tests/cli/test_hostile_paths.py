@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -98,12 +99,39 @@ def test_a_plot_or_profile_is_never_written_to_a_fifo(cli, tmp_path):
 
 
 @posix_only
+def _read_fifo(fifo: Path, opened: threading.Event, got: list[bytes]) -> None:
+    """A program reading ``fifo``: it holds the FIFO open before ``opened`` is set (the CLI opens it without
+    waiting, so a reader must already be there), then reads until the writer has written and closed."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    opened.set()
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            try:
+                b = os.read(fd, 65536)
+            except BlockingIOError:  # a writer is connected, nothing to read yet
+                time.sleep(0.005)
+                continue
+            if b:
+                chunks.append(b)
+            elif chunks:
+                break  # the writer wrote and closed
+            else:
+                time.sleep(0.005)  # no writer yet
+    finally:
+        os.close(fd)
+    got.append(b"".join(chunks))
+
+
 def test_output_to_a_fifo_a_program_reads(cli, tmp_path):
     fifo = tmp_path / "report"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    opened = threading.Event()
+    reader = threading.Thread(target=_read_fifo, args=(fifo, opened, got))
     reader.start()
+    assert opened.wait(10)
     (tmp_path / "serve.sh").write_text(SERVE)
     try:
         with time_limit(cpu=20, wall=30):
