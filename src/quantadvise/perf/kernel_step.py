@@ -49,7 +49,9 @@ class KernelOp:
     series: MSeries | None = None  # the published table's seconds per call along M (lookup before any curve)
     basis: str = ""  # measured | same-math | composed (the table's) or the curve's basis
 
-_FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up"}
+# q/k/v and gate/up run as one GEMM in every engine; so do MLA's q_a and kv_a (vLLM 0.34.0 fused_qkv_a_proj,
+# SGLang 0.5.23 fused_qkv_a_proj_with_mqa: perf/ops.py REPLICATED_ROLES cites the lines)
+_FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up", "q_a": "qkv_a", "kv_a": "qkv_a"}
 
 
 def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing: KernelPricing,

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Linear layers every GPU of a tensor-parallel group holds whole (never split): MLA's low-rank A projections and
+# the MoE router. vLLM 0.8.5.post1 builds q_a_proj, kv_a_proj_with_mqa and the gate as ReplicatedLinear
+# (vllm/model_executor/models/deepseek_v2.py:379,400,112); vLLM 0.34.0 fuses the two A projections into
+# fused_qkv_a_proj with disable_tp=True (deepseek_v2.py:1051-1057, 966) and its gate is GateLinear(ReplicatedLinear)
+# (fused_moe/router/gate_linear.py:26); SGLang 0.5.23 builds fused_qkv_a_proj_with_mqa as ReplicatedLinear
+# (sglang/srt/models/deepseek_v2.py:2069-2075) and MoEGate as a whole weight
+REPLICATED_ROLES = frozenset({"q_a", "kv_a", "router"})
+
 
 def expected_experts(num_experts: int, k: int, tokens: float) -> float:
     """Distinct experts ``tokens`` tokens touch in one MoE layer when each picks ``k`` of ``E``
@@ -29,7 +37,7 @@ class LinearOp:
     dequant: bool
     experts: int = 0  # E for routed experts
     top_k: int = 0
-    n: float = 0.0  # per-GPU weight shape (tensor parallel splits N, or K for o / down projections)
+    n: float = 0.0  # per-GPU weight shape (tensor parallel splits N, or K for o / down; REPLICATED_ROLES whole)
     k: float = 0.0
     count: int = 0  # matrices of this shape per GPU (layers x experts for routed experts)
     role: str = ""

@@ -50,7 +50,7 @@ from .datapath import Datapath, datapath
 from .efficiency import Efficiency
 from .kernel_step import KernelOp, kernel_ops, kernel_time
 from .memo import per_model
-from .ops import LinearOp, expected_experts
+from .ops import REPLICATED_ROLES, LinearOp, expected_experts
 from .profiles import LinearFit
 from .solve import first_root
 
@@ -129,15 +129,14 @@ class StepModel:
 
         def add(name: str, component: str, decoder: bool, quant: bool, n: int, k: int, count: int,
                 per_weight: float, experts: int = 0, role: str = "") -> None:
-            elements = n * k * count / tp
-            active = top_k / experts if experts else 1.0
-            row_parallel = role in ("o", "down")
+            split, active = (1.0 if role in REPLICATED_ROLES else tp), top_k / experts if experts else 1.0
+            elements, row_parallel = n * k * count / split, role in ("o", "down")
             ops.append(LinearOp(
                 name=name, component=component, decoder=decoder, quantized=quant, bytes=elements * per_weight,
                 elements=elements, flops_per_token=2.0 * elements * active,
                 math=self.path.math if quant else "bf16", dequant=quant and self.path.dequant,
                 experts=experts, top_k=top_k if experts else 0,
-                n=n if row_parallel else n / tp, k=k / tp if row_parallel else k, count=count, role=role,
+                n=n if row_parallel else n / split, k=k / tp if row_parallel else k, count=count, role=role,
             ))
 
         for g in inv.serving_groups(False):
