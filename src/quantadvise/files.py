@@ -92,7 +92,7 @@ def json_loads(text: str, where: str) -> Any:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:  # an integer too long to convert
         raise ConfigError(f"{where}: invalid JSON value: {str(exc).split(';')[0]}") from None
     except RecursionError:

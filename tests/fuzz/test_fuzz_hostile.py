@@ -195,13 +195,13 @@ def test_number_literals_in_every_reader(number, where):
     from quantadvise.artifacts.evidence import parse_jsonl
     from quantadvise.artifacts.scan import parse_text
     from quantadvise.catalog import option_list
-    from quantadvise.catalog.hub import parse_json_text
     from quantadvise.catalog.loader import yaml_load
+    from quantadvise.files import json_loads
     from quantadvise.perf.profiles import parse_profile
     from quantadvise.workload import WorkloadSpec
 
     if where == "json":
-        _direct("hostile: JSON", parse_json_text, '{"hidden_size": ' + number + "}", "config.json")
+        _direct("hostile: JSON", json_loads, '{"hidden_size": ' + number + "}", "config.json")
     elif where == "jsonl":
         _direct("hostile: evidence", parse_jsonl, '{"id": ' + number + ', "correct": 1, "logprobs": [' + number +
                 ", 1]}\n", "s.jsonl")

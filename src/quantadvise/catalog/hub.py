@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import catalog
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
-from ..files import not_regular, special
+from ..files import json_loads, not_regular, special
 
 if TYPE_CHECKING:  # the --hub query only: `size` does not import the published-checkpoint types
     from ..checkpoint.published import ConfigStatus, Published
@@ -51,22 +51,6 @@ class FoundConfig:
     directory: str | None = None  # folder holding config.json (for sidecar files), when there is one
 
 
-def parse_json_text(text: str, where: str) -> Any:
-    from ..files import MAX_NESTING, json_depth
-
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        raise ConfigError(f"{where}: invalid JSON value: {str(exc).split(';')[0]}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}: JSON nested too deeply to be a model config") from None
-    if json_depth(doc) > MAX_NESTING:
-        raise ConfigError(f"{where}: JSON nested more than {MAX_NESTING} levels deep; a config.json is a few levels")
-    return doc
-
-
 def read_json_file(path: Path) -> Any:
     what = special(path)
     if what is not None:
@@ -85,7 +69,7 @@ def read_json_file(path: Path) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file (is it a weights file?)") from None
-    return parse_json_text(text, str(path))
+    return json_loads(text, str(path))
 
 
 def _path(name: str) -> Path | None:
