@@ -13,8 +13,9 @@ For each scheme and KV dtype a GPU type serves, with ``--rate R`` requests/s of 
   distinct shards (its TP x PP ranks; its PP stages for an MLA latent, whole on every TP rank) over the
   network, in parallel: ``latency + bytes / (shards x β_net)``;
 - **decode pool**: the aggregated layouts of this scheme that deliver the most tokens/s per GPU (four), priced
-  again decode-only (no prefill joins the decode steps: ITL is the step), ``ceil(R x O / tokens_per_s)``
-  replicas.
+  again decode-only (no prefill joins the decode steps: ITL is the step), at least ``ceil(R x O / tokens_per_s)``
+  replicas and more until few requests wait for a decode slot (:mod:`quantadvise.perf.queueing`, as an
+  aggregated layout under the load; the row's ``at_load``: TTFT the prefill pool's plus that wait).
 
 A P/D row's GPUs are both pools'; its capacity the smaller of the decode pool's output tokens/s and the
 prefill pool's prompts/s x O. Pure.
@@ -23,13 +24,17 @@ prefill pool's prompts/s x O. Pure.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..engines.flags import prefill_chunk_tokens
 from ..memory.kvcache import sequence_bytes
 from ..perf.parallel import Parallel, nodes_of
-from ..perf.serving import Lengths, usd_per_mtok
+from ..perf.serving import Lengths, serve, usd_per_mtok
 from .layout_result import LayoutRow, PrefillPool
 from .layouts import PoolGpu, Priced, capacity, price_layout, row_band, shapes, step_model
+
+if TYPE_CHECKING:
+    from ..perf.queueing import AtLoad
 
 MAX_PREFILL_REPLICAS = 4096
 DECODE_LAYOUTS = 4  # per scheme and GPU type: the aggregated layouts with the most tokens/s per GPU
@@ -118,7 +123,8 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
             d = price_layout(pg, p.option, p.par, p.kv_name, kv, lengths=decode_only)
             if d is None:
                 continue
-            r_d = max(1, math.ceil(rate * out_tokens / d.point.tokens_per_s - 1e-9))
+            dec = _decode_load(pg, d, decode_only, ttft, slo.e2e_s if slo is not None else None)
+            r_d = dec.replicas if dec is not None else max(1, math.ceil(rate * out_tokens / d.point.tokens_per_s - 1e-9))
             gpus = r_p * ppar.gpus + r_d * p.par.gpus
             if gpus > max_gpus:
                 continue
@@ -144,5 +150,22 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
                                      ttft=ttft, e2e=ttft + (out_tokens - 1) * d.point.itl_s),
                 prefill=PrefillPool(layout=ppar.label, tp=ppar.tp, pp=ppar.pp, ep=ppar.expert_gpus if ppar.ep else 1,
                                     dp=ppar.dp, replicas=r_p, gpus=r_p * ppar.gpus, prompts_per_s=per_replica,
-                                    utilization=rho, kv_transfer_s=transfer)))
+                                    utilization=rho, kv_transfer_s=transfer),
+                at_load=dec))
     return rows
+
+
+def _decode_load(pg: PoolGpu, d: Priced, decode_only: Lengths, ttft: float, e2e_budget: float | None) -> AtLoad | None:
+    """The decode pool under the load (perf.queueing, as an aggregated layout): its replicas keep at most
+    ``defaults.LOAD_WAIT_SHARE`` of the requests waiting for a decode slot and the E2E budget met; a user's TTFT is
+    the prefill pool's plus that wait, the E2E the TTFT plus the decode."""
+    from ..perf.queueing import at_load
+
+    w, par, top = pg.ctx.workload, d.par, d.point
+    loop = pg.loop(par.tp)
+    got = at_load(lambda n: top if n == top.concurrency else serve(d.model, decode_only, n, pg.ctx.spec, loop), top,
+                  rate=w.rate, users=None, output=w.output_tokens, unit=par.pp * par.dp if top.concurrency >= par.pp
+                  * par.dp else 1, e2e_s=e2e_budget - ttft if e2e_budget is not None else None)
+    if got is None:
+        return None
+    return got.model_copy(update={"ttft_s": ttft + got.wait_s, "e2e_s": ttft + got.e2e_s})

@@ -58,7 +58,8 @@ def layout_lines(found: LayoutSearch | None, width: int | None) -> list[str]:
               f"them here), {found.over_pool:,} over the pool; per GPU: output tokens/s at the concurrency each "
               "replica runs; comm: communication's share of the decode step; "
               + ("ITL and TTFT at the load (TTFT with the mean wait for a free slot; replicas added until at most "
-                 f"{defaults.LOAD_WAIT_SHARE:.0%} of requests wait; a P/D row's at its decode pool's concurrency); "
+                 f"{defaults.LOAD_WAIT_SHARE:.0%} of requests wait; a P/D row's TTFT is its prefill pool's plus the wait for a "
+                 "decode slot); "
                  "$/Mtok at the load: GPUs x $/GPU-hour over the load's tokens" if load else
                  "$/Mtok at each layout's capacity") + " (the checkpoint as shipped credited the tree's 15% margin; a "
               "re-quantization with an accuracy risk ranks after it); NxL: N replicas of layout L; TP/PP: tensor/pipeline parallel, EP: experts over that "
