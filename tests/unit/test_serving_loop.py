@@ -70,12 +70,19 @@ def test_a_release_without_a_loop_row_runs_the_nearest_row_and_says_so():
 
     rows = {e: sorted((r.version for r in _loop_table().releases if r.engine == e), key=version_key)
             for e in ("vllm", "sglang")}
-    # vLLM 0.21.0 is on file (data/engines) but older than every loop row: the oldest row stands in
+    # vLLM 0.21.0 is on file (data/engines) without a loop row: the newest row not newer than it stands in
     assert "0.21.0" in catalog.engine_versions("vllm") and "0.21.0" not in rows["vllm"]
+    below = max((v for v in rows["vllm"] if version_key(v) <= version_key("0.21.0")), key=version_key)
     f = _loop("h100-sxm", "vllm", "0.21.0").facts
-    assert f.version == "0.21.0" and f.carried_from == rows["vllm"][0]
-    assert f"loop facts of {rows['vllm'][0]}" in f.label()
-    assert any(c.startswith(f"serving-loop facts carried from vllm {rows['vllm'][0]}") for c in f.cites)
+    assert f.version == "0.21.0" and f.carried_from == below
+    assert f"loop facts of {below}" in f.label()
+    assert any(c.startswith(f"serving-loop facts carried from vllm {below}") for c in f.cites)
+    # vLLM 0.8.5.post1 is older than every loop row: the oldest row stands in
+    assert version_key("0.8.5.post1") < version_key(rows["vllm"][0])
+    assert _loop("h100-sxm", "vllm", "0.8.5.post1").facts.carried_from == rows["vllm"][0]
+    # vLLM runs async scheduling (the CPU's work hidden under the GPU's) by default from 0.14: not in 0.12.0
+    # (vllm/config/scheduler.py:131 `async_scheduling: bool = False`), in 0.14.1 (vllm/config/vllm.py:628)
+    assert not _loop("h100-sxm", "vllm", "0.12.0").facts.overlap and _loop("h100-sxm", "vllm", "0.14.1").facts.overlap
     # a release with its own row carries nothing
     own = _loop("h100-sxm", "vllm", rows["vllm"][-1]).facts
     assert own.carried_from is None and "loop facts of" not in own.label()
