@@ -218,7 +218,8 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
         return _unresolved(inv, loaded, g, out, site, source, choice, eng, facts, model_ref, model_from,
                            models[model_ref])
     src, cfg_json, side = models[model_ref]
-    config_dtype = cfg_json.get("torch_dtype") or (cfg_json.get("text_config") or {}).get("torch_dtype")
+    text_cfg = cfg_json.get("text_config")
+    config_dtype = cfg_json.get("torch_dtype") or (text_cfg.get("torch_dtype") if isinstance(text_cfg, dict) else None)
     if inv is not None and inv.dtype and inv.dtype.lower() != "auto":
         cfg_json = {**cfg_json, "torch_dtype": gt.TORCH_NAMES.get(inv.dtype.lower(), inv.dtype)}
 

@@ -333,8 +333,11 @@ def _stat(d: dict[str, Any], key: str, name: str, where: str, *, required: bool 
 def _genai_perf(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     raw_cfg = d.get("input_config")
     cfg: dict[str, Any] = raw_cfg if isinstance(raw_cfg, dict) else {}
-    models = cfg.get("model_names") or []
-    stim = (cfg.get("perf_analyzer") or {}).get("stimulus") or {}
+    names = cfg.get("model_names")
+    models = names if isinstance(names, list) else []
+    pa = cfg.get("perf_analyzer")
+    stim = pa.get("stimulus") if isinstance(pa, dict) else None
+    stim = stim if isinstance(stim, dict) else {}
     run: dict[str, Any] = {"model": models[0] if models else None,
                            "recovered": {"model": "input_config.model_names[0]"}}
     if _int(stim.get("concurrency")):

@@ -459,7 +459,7 @@ class LayoutRead:
 def _int(other: dict[str, Any], *names: str) -> int | None:
     for n in names:
         v = other.get(n)
-        if isinstance(v, str) and v.strip().isdigit():
+        if isinstance(v, str) and v.strip().isdecimal() and len(v.strip()) <= 9:  # a count, never 4,301 digits
             return int(v.strip())
     return None
 
