@@ -486,8 +486,7 @@ def _options(lists: OptionLists | None, engine: Engine, version: str | None, exa
 
 
 def gpu_request_count(text: str) -> int | None:
-    """GPUs in a request: ``2``, ``"device=0,1"``, ``device=GPU-abc`` -> 2, 2, 1; ``all`` -> None, and so is a
-    "count" of more than 9 digits (no request asks for that many GPUs; 4,301 digits would not even convert)."""
+    """GPUs in a request: ``2``, ``"device=0,1"``, ``device=GPU-abc`` -> 2, 2, 1; ``all``, or 10+ digits -> None."""
     t = text.strip().strip("'\"")
     if t.isdecimal():  # not isdigit: "²" is a digit int() refuses
         return int(t) if len(t) <= 9 else None
