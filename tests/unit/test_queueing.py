@@ -49,6 +49,9 @@ def test_erlang_c_two_servers_by_hand():
 def test_unstable_load_queues_without_bound():
     share, running, queued = occupancy([1.0, 2.0, 3.0], 3.0)  # arrivals at the full capacity
     assert (share, running, queued) == (1.0, 3.0, math.inf)
+    # a state that never completes (no tokens/s) cannot drain either; no arrivals: nothing in flight
+    assert occupancy([0.0, 2.0], 1.0) == (1.0, 2.0, math.inf)
+    assert occupancy([1.0, 2.0], 0.0) == (0.0, 0.0, 0.0)
 
 
 def _linear(c: int) -> ServePoint:

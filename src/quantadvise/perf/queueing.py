@@ -82,9 +82,11 @@ def occupancy(rates: list[float], lam: float) -> tuple[float, float, float]:
     process with arrivals at ``lam`` and completions at ``rates[n - 1]`` with ``n`` running (``n`` up to
     ``len(rates)``, the slots; past them at ``rates[-1]``). ``(1, slots, inf)`` when it is not stable."""
     slots = len(rates)
-    rho = lam / rates[-1]
-    if rho >= 1.0:
+    if lam <= 0.0:
+        return 0.0, 0.0, 0.0
+    if min(rates) <= 0.0 or lam >= rates[-1]:  # a state that never completes, or arrivals past the capacity
         return 1.0, float(slots), math.inf
+    rho = lam / rates[-1]
     logs = [0.0]  # log p(n) up to the normalisation, n = 0 .. slots
     for mu in rates:
         logs.append(logs[-1] + math.log(lam / mu))
