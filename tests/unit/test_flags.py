@@ -106,3 +106,17 @@ def test_engine_labels_are_the_release_files_display_names():
         for version in catalog.engine_versions(name):
             assert catalog.get_engine(name, version).display_name == engine_label(name)
     assert engine_label("trt") == "trt"
+
+
+def test_the_layout_reader_reads_abbreviations_as_the_parser_does():
+    # SGLang's parser (argparse, allow_abbrev) reads `--dp 8` as --dp-size 8, a unique prefix of that option in
+    # 0.5.6.post2's option list; the layout is then attention DP 8 (the deprecated --dp-size with
+    # --enable-dp-attention), not one tensor-parallel group of eight
+    from quantadvise import catalog
+    from quantadvise.engines.flags import canonical_options, read_layout
+
+    vocab = catalog.flag_vocabulary("sglang", "0.5.6.post2")
+    other = {"--enable-dp-attention": True, "--dp": "8"}
+    assert canonical_options(other, vocab) == {"--enable-dp-attention": True, "--dp-size": "8"}
+    assert read_layout("sglang", 8, 1, other).attention_dp == 1  # without the option list: the literal name only
+    assert read_layout("sglang", 8, 1, other, vocab).attention_dp == 8

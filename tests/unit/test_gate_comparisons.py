@@ -176,3 +176,16 @@ def test_a_dtype_refusal_is_qa103_with_the_engines_words():
                            fallback=("float16", "falls back"))
     assert out.items == [] and notes == [
         "vLLM runs the model in float16, not the checkpoint's dtype (--dtype auto): falls back"]
+
+
+def test_slower_than_bf16_on_no_measurement_is_a_warning():
+    # the same 0.90x, priced by the roofline with the default profile (no table of the deployed scheme's kernel,
+    # e.g. SGLang's mxfp4 experts of gpt-oss-120b on B200): reported, but it does not fail the deployment;
+    # priced by a measured table it stays the rule's error
+    for model, severity in (("roofline", "warning"), ("ideal", "warning"), ("measured", "error"),
+                            ("composed", "error"), (None, "error")):
+        out = Findings()
+        performance_findings(out, site(), perf(0.90, None, bf16_weights_bytes=8_030_261_248 * 2, speed_model=model),
+                             max_slowdown=0.25, mem=memory(1, 70))
+        assert [(f.rule_id, f.severity) for f in out.items] == [("QA201", severity)], model
+        assert ("a warning, not an error" in out.items[0].message) == (severity == "warning")

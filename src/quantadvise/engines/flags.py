@@ -270,6 +270,12 @@ class OptionSet(Protocol):
     def registered(self) -> Mapping[str, Any]: ...
 
 
+class OptionReader(Protocol):
+    """How a release's parser reads an option string (``engines.vocabulary.FlagVocabulary.lookup``)."""
+
+    def lookup(self, spelled: str, suggest: bool = True, launcher: str | None = None) -> Any: ...
+
+
 class MissingOption(ValueError):
     """A command for a release would need an option that release's parser does not register."""
 
@@ -468,13 +474,27 @@ def _on(other: dict[str, Any], *names: str) -> bool:
     return any(other.get(n) not in (None, False, "false", "False", "0") for n in names)
 
 
-def read_layout(engine: str, tp: int, pp: int, other: dict[str, Any]) -> LayoutRead:
+def canonical_options(other: dict[str, Any], vocab: OptionReader | None) -> dict[str, Any]:
+    """``other`` keyed by the option each spelling is read as (argparse's unique-prefix abbreviations resolved
+    with the release's own option list: SGLang's ``--dp 8`` is ``--dp-size 8``); as given without a list."""
+    if vocab is None:
+        return other
+    out: dict[str, Any] = {}
+    for k, v in other.items():
+        lk = vocab.lookup(k, suggest=False)
+        out.setdefault(lk.option if lk.verdict in ("known", "abbreviation") and lk.option else k, v)
+    return out
+
+
+def read_layout(engine: str, tp: int, pp: int, other: dict[str, Any], vocab: OptionReader | None = None
+                ) -> LayoutRead:
     """The layout of a server started with ``tp`` / ``pp`` and the other options ``other`` (as the deployment
     readers keep them): vLLM's ``--data-parallel-size`` ranks (TP each; with ``--enable-expert-parallel`` the
     routed experts over TP x DP, vllm/config/parallel.py:148-149; ``--data-parallel-size-local`` of them on
     this node), SGLang's world of ``--tp-size`` GPUs with ``--attn-dp-size`` attention groups (or the deprecated
     ``--dp-size`` with ``--enable-dp-attention``) and ``--ep-size`` expert ranks; ``--nnodes`` splits a replica
-    over nodes."""
+    over nodes; ``vocab``: the release's option list, to read abbreviations as the parser does."""
+    other = canonical_options(other, vocab)
     tp, pp = max(tp, 1), max(pp, 1)
     nodes = _int(other, "--nnodes", "-n") or 1
     if engine == "sglang":

@@ -107,6 +107,9 @@ class PerfCheck(Out):
     mode: str
     batch: int
     model_note: str = "roofline prediction with the efficiency profile, not a measurement"
+    # what priced the deployed scheme's own layers: measured | same-math | composed | proxy | roofline | calibrated |
+    # ideal (advisor.speed.curve_basis); roofline / ideal: no measurement of its kernel, so QA201 is a warning
+    speed_model: str | None = None
     serving_loop: str | None = None  # the engine's serving loop and the terms that priced it (a site profile's)
     # what the comparisons may assume: bf16's weights (None: not known) and whether the recommendation fits
     bf16_weights_bytes: int | None = None

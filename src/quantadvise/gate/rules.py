@@ -132,7 +132,8 @@ RULES: tuple[Rule, ...] = (
        "model with the same KV cache: you pay the accuracy cost and lose speed (not judged when bf16 weights "
        "do not fit the deployment's GPUs). Typical for weight-only "
        "schemes at large batches, where dequantization sits on a compute-bound path (a roofline model with "
-       "the efficiency profile, not a measurement; calibrate with --profile)."),
+       "the efficiency profile, not a measurement; calibrate with --profile). A warning where no measured table "
+       "prices the scheme's kernel on this engine and GPU."),
     _r("QA202", "slower-than-recommended", "performance", "warning",
        "Predicted much slower than the recommended scheme",
        "`quantadvise recommend` for the same model, GPU, engine and workload picks another scheme that is "

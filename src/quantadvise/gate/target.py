@@ -466,7 +466,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     if f.arch_missing:
         notes.append("the model's config.json has no architecture (model_type): memory and speed are not checked")
     notes.extend(f.served_notes)
-    lay = read_layout(inv.engine, w.tp, w.pp, inv.other) if inv is not None else None
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other, f.options) if inv is not None else None
     parallelism_findings(out, site, tp=w.tp, pp=w.pp, gpus_given=inv.gpu_count if inv is not None else None,
                          split_error=f.split_error, engine=f.engine.name,
                          node_gpus=lay.node_gpus if lay is not None and lay.node_gpus != w.tp * w.pp else None,
@@ -585,6 +585,7 @@ def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommen
         recommended_tokens_per_s=rec_tps,
         slowdown_vs_recommended=(rec_tps / deployed.tokens_per_s - 1) if rec_tps else None,
         profile=deployed.profile, mode=deployed.mode, batch=deployed.batch, model_note=deployed.model_note,
+        speed_model=getattr(deployed, "speed_model", None),
         serving_loop=(f"{deployed.serving_loop.loop}; terms {deployed.serving_loop.terms}"
                       if getattr(deployed, "serving_loop", None) is not None else None),
         bf16_weights_bytes=base.weights_bytes if base is not None else None,
