@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ..perf.loop import EngineLoop
     from ..perf.queueing import AtLoad
     from ..workload import Workload
-from .speed import lengths_of
+from .speed import lengths_of, load_point
 
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -361,16 +361,10 @@ def size_for_load(point: ServePoint, *, rate: float | None, users: int | None, o
 
 def load_of(c: Pending, p: Priced) -> AtLoad | None:
     """The replicas ``p`` needs for the workload's ``--rate`` / ``--users`` and each at the load, the wait for a
-    slot and the TTFT / E2E budgets weighed (perf.queueing; None without a load)."""
-    from ..perf.queueing import at_load
-
-    ctx = c.gpu.ctx
-    w, slo = ctx.workload, ctx.slo if ctx.slo is not None and ctx.slo.active else None
-    top = p.point
-    return at_load(lambda n: top if n == top.concurrency else serve(c.model, c.lengths, n, ctx.spec, c.loop), top,
-                   rate=w.rate if c.lengths.mode == "continuous" else None, users=w.users, output=w.output_tokens,
-                   unit=c.unit,
-                   ttft_s=slo.ttft_s if slo is not None else None, e2e_s=slo.e2e_s if slo is not None else None)
+    slot and the TTFT / E2E budgets weighed (advisor.speed.load_point; None without a load)."""
+    ctx, top = c.gpu.ctx, p.point
+    return load_point(ctx, lambda n: top if n == top.concurrency else serve(c.model, c.lengths, n, ctx.spec, c.loop),
+                      top, mode=c.lengths.mode, unit=c.unit)
 
 
 def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int,

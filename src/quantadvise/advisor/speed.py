@@ -182,7 +182,7 @@ def price(ctx: Context, o: Option) -> str | None:
         top = at(o.concurrency)
         _apply(o, top, sm, w)
         o.limit = held
-        o.at_load = _at_load(ctx, at, top)
+        o.at_load = load_point(ctx, at, top, mode=w.serving_mode)
         return None
     found = largest_meeting(at, o.concurrency, ctx.slo, held)
     if found.point is None:
@@ -194,22 +194,22 @@ def price(ctx: Context, o: Option) -> str | None:
                 f"{ms(budget_value(miss, found.limit))} ms")
     _apply(o, found.point, sm, w)
     o.limit = found.limit
-    o.at_load = _at_load(ctx, at, found.point)
+    o.at_load = load_point(ctx, at, found.point, mode=w.serving_mode)
     return None
 
 
-def _at_load(ctx: Context, at: Callable[[int], ServePoint], top: ServePoint) -> AtLoad | None:
-    """Replicas and the figures at the workload's ``--rate`` / ``--users`` for one candidate at one
-    tensor-parallel degree (perf.queueing; None without a load)."""
+def load_point(ctx: Context, at: Callable[[int], ServePoint], top: ServePoint, *, mode: str, unit: int = 1
+               ) -> AtLoad | None:
+    """Replicas and the figures at the workload's ``--rate`` / ``--users`` for one candidate (or layout) priced by
+    ``at(concurrency)`` up to ``top``, its latency budgets weighed with the wait for a slot (perf.queueing; None
+    without a load). ``mode``: the serving mode; ``unit``: concurrency in whole multiples of it."""
     from ..perf.queueing import at_load
 
-    w, slo = ctx.workload, ctx.slo
-    active = slo is not None and slo.active
+    w, slo = ctx.workload, ctx.slo if ctx.slo is not None and ctx.slo.active else None
     # synchronous batches wait for the next batch, not for a slot: their plan stays the capacity count
-    rate = w.rate if w.serving_mode == "continuous" else None
-    return at_load(at, top, rate=rate, users=w.users, output=w.output_tokens,
-                   ttft_s=slo.ttft_s if active and slo is not None else None,
-                   e2e_s=slo.e2e_s if active and slo is not None else None)
+    return at_load(at, top, rate=w.rate if mode == "continuous" else None, users=w.users, output=w.output_tokens,
+                   unit=unit, ttft_s=slo.ttft_s if slo is not None else None,
+                   e2e_s=slo.e2e_s if slo is not None else None)
 
 
 def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:
