@@ -53,8 +53,8 @@ MAX_GPUS_SEARCH = 64  # the KV node's search for the GPU count that fits
 # With an SLO, a --rate or --users and no --batch, concurrency is searched from 1 up to this many sequences (and
 # never past what the KV cache holds); --batch sets another bound
 MAX_CONCURRENCY_SEARCH = 256
-# A --rate plan adds replicas until at most this share of requests waits for a free slot (Erlang C over the
-# concurrency each replica runs; perf/queueing.py): the fewest replicas that carry the load can run each at 99%
+# A --rate plan adds replicas until at most this share of requests waits for a free slot (the birth-death law of
+# a replica's requests in flight; perf/queueing.py): the fewest replicas that carry the load can run each at 99%
 # of its capacity, where requests queue for a slot most of the time (docs/recommend.md "Serving targets")
 LOAD_WAIT_SHARE = 0.05
 # Tensor-parallel degrees weighed for a --rate / --users target when --gpus is not given: one 8-GPU NVLink node

@@ -31,7 +31,7 @@ from ..memory.kvcache import sequence_bytes
 from ..perf.parallel import Parallel, nodes_of
 from ..perf.serving import Lengths, serve, usd_per_mtok
 from .layout_result import LayoutRow, PrefillPool
-from .layouts import PoolGpu, Priced, capacity, price_layout, row_band, shapes, step_model
+from .layouts import PoolGpu, Priced, capacity, price_layout, row_band, shapes, size_for_load, step_model
 
 if TYPE_CHECKING:
     from ..perf.queueing import AtLoad
@@ -124,7 +124,8 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
             if d is None:
                 continue
             dec = _decode_load(pg, d, decode_only, ttft, slo.e2e_s if slo is not None else None)
-            r_d = dec.replicas if dec is not None else max(1, math.ceil(rate * out_tokens / d.point.tokens_per_s - 1e-9))
+            r_d = dec.replicas if dec is not None else size_for_load(d.point, rate=rate, users=None,
+                                                                     output_tokens=out_tokens)
             gpus = r_p * ppar.gpus + r_d * p.par.gpus
             if gpus > max_gpus:
                 continue
@@ -163,7 +164,7 @@ def _decode_load(pg: PoolGpu, d: Priced, decode_only: Lengths, ttft: float, e2e_
 
     w, par, top = pg.ctx.workload, d.par, d.point
     loop = pg.loop(par.tp)
-    got = at_load(lambda n: top if n == top.concurrency else serve(d.model, decode_only, n, pg.ctx.spec, loop), top,
+    got = at_load(lambda n: serve(d.model, decode_only, n, pg.ctx.spec, loop), top,
                   rate=w.rate, users=None, output=w.output_tokens, unit=par.pp * par.dp if top.concurrency >= par.pp
                   * par.dp else 1, e2e_s=e2e_budget - ttft if e2e_budget is not None else None)
     if got is None:

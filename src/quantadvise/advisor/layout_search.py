@@ -81,7 +81,7 @@ def search(pool: list[PoolGpu], max_gpus: int, *, notes: list[str] | None = None
         priced.append(p)
         row = row_of(p, n, rate=w.rate, output_tokens=w.output_tokens, at_load=at)
         rows.append(row)
-        cost = (c.gpu.price or 1.0) * c.par.gpus * n if at is not None else cost_of(p.point, c.gpu, c.par, w)
+        cost = cost_of(p.point, c.gpu, c.par, w, at.replicas if at is not None else None)
         best[group] = min(best.get(group, math.inf), cost)
         kept.append(cost)
         kept.sort()

@@ -362,9 +362,9 @@ def size_for_load(point: ServePoint, *, rate: float | None, users: int | None, o
 def load_of(c: Pending, p: Priced) -> AtLoad | None:
     """The replicas ``p`` needs for the workload's ``--rate`` / ``--users`` and each at the load, the wait for a
     slot and the TTFT / E2E budgets weighed (advisor.speed.load_point; None without a load)."""
-    ctx, top = c.gpu.ctx, p.point
-    return load_point(ctx, lambda n: top if n == top.concurrency else serve(c.model, c.lengths, n, ctx.spec, c.loop),
-                      top, mode=c.lengths.mode, unit=c.unit)
+    ctx = c.gpu.ctx  # at_load prices every concurrency but the top, which it is given
+    return load_point(ctx, lambda n: serve(c.model, c.lengths, n, ctx.spec, c.loop), p.point, mode=c.lengths.mode,
+                      unit=c.unit)
 
 
 def row_of(p: Priced, replicas: int, *, rate: float | None, output_tokens: int,
@@ -427,10 +427,12 @@ def candidates(pg: PoolGpu, max_gpus: int) -> tuple[list[Pending], int]:
     return out, pruned
 
 
-def cost_of(point: ServePoint, pg: PoolGpu, par: Parallel, w: Workload) -> float:
-    """What the load costs at ``point`` ($/hour; GPU-hours where no price is known); without a load, $ (GPU-hours)
-    per output token at the point. At the top of a layout's range: a lower bound on its cost."""
+def cost_of(point: ServePoint, pg: PoolGpu, par: Parallel, w: Workload, replicas: int | None = None) -> float:
+    """What the load costs at ``point`` ($/hour; GPU-hours where no price is known) on ``replicas`` (None: the
+    capacity count, :func:`size_for_load`); without a load, $ (GPU-hours) per output token at the point. At the top
+    of a layout's range with the capacity count: a lower bound on its cost."""
     if w.rate is None and w.users is None:
         return (pg.price or 1.0) * par.gpus / max(point.tokens_per_s, 1e-12)
-    n = size_for_load(point, rate=w.rate, users=w.users, output_tokens=w.output_tokens)
+    n = replicas if replicas is not None else size_for_load(point, rate=w.rate, users=w.users,
+                                                             output_tokens=w.output_tokens)
     return (pg.price or 1.0) * par.gpus * n

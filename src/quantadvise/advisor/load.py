@@ -6,7 +6,7 @@ given); each ranked candidate of that walk runs one replica of t GPUs at the con
 
 - ``--rate R`` requests/s of O output tokens each: at least ``ceil(R x O / X)`` replicas, and more until
   at most ``defaults.LOAD_WAIT_SHARE`` of the requests wait for a free slot and the TTFT / E2E budgets hold
-  with that wait (:mod:`quantadvise.perf.queueing`: Little's law, Erlang C) — each replica then runs below
+  with that wait (:mod:`quantadvise.perf.queueing`: the requests in flight as a birth-death process) — each replica then runs below
   the concurrency it was priced at, and its ITL and TTFT at the load are said (``at_load``);
 - ``--users N`` concurrent users (sequences in flight; think time not modelled):
   ``ceil(N / concurrency)`` replicas,
