@@ -231,7 +231,8 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     res, ck = rep.engines[0], rep.checkpoint
     arch = load_model(cfg_json)[0] if rep.model.architecture else None
     vocab = catalog.flag_vocabulary(choice.name, choice.options_release)
-    # the options read as the parser reads them (SGLang's `--dp 8` is --dp-size 8); findings keep the spellings
+    # the options read as the parser reads them (SGLang's `--dp 8` is --dp-size 8): the workload and the layout
+    # are read from `read`, the findings keep `inv`'s spellings
     read = inv.model_copy(update={"other": canonical_options(inv.other, vocab)}) if inv is not None else None
     overrides = model_overrides(choice.name, read.other) if read is not None else None
     derived = derived_max_len(cfg_json, facts, overrides) if arch is not None else None
@@ -265,7 +266,7 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     prof = cfg.profile
     profile_path = (loaded.path(prof) if "profile" in loaded.lines else str(root / prof)) if prof else None
-    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded, inv, vocab)
+    mem, seq_total = _startup(arch, scheme, scheme_id, ck, rep, w, cfg, g, facts, kv_id, kv_t, loaded, read)
     batch, ctx, speed_notes = gt.speed_workload(w, cfg, mem, seq_total)
     wdata = {"model": str(src.location) if src.kind == "local" else model_ref, "gpu": g.id, "gpus": w.tp,
              "engine": choice.name, "engine_version": eng.version, "batch": batch or 1, "ctx": ctx,
@@ -277,14 +278,14 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
 
     workload = parse_workload(wdata, where=f"{loaded.file or 'command line'}: workload")
     perf, speed_note = None, None
-    spread = _spread_layout(inv, w, vocab)
+    spread = _spread_layout(read, w)
     if batch is None:
         speed_note = next((n for n in speed_notes if n.startswith("no speed verdict")), None)
     elif spread is not None:
         # the comparison below prices tensor-parallel replicas; a data- or expert-parallel one would be priced
         # on one TP group's GPUs (and a model spread over eight might not even fit there)
         speed_note = (f"speed not predicted: the gate's comparison prices tensor-parallel replicas and this one is "
-                      f"{spread}; `quantadvise recommend --gpu {g.id} --max-gpus {_spread_gpus(inv, w, vocab)}` weighs the "
+                      f"{spread}; `quantadvise recommend --gpu {g.id} --max-gpus {_spread_gpus(read, w)}` weighs the "
                       "data- and expert-parallel layouts")
     elif arch is not None and scheme is not None and split_error is None:
         perf, speed_note = _price(arch, g, workload, scheme, scheme_id, served, profile_path, wdata, q_flag)
@@ -371,7 +372,7 @@ def _declared_schemes(loaded: LoadedConfig) -> Any:
 
 def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any, w: Any, cfg: Any, g: GPU,
              facts: Any, kv_id: str, kv_t: Any, loaded: LoadedConfig,
-             inv: EngineInvocation | None = None, vocab: Any = None) -> tuple[Any, Any]:
+             inv: EngineInvocation | None = None) -> tuple[Any, Any]:
     """The engine's start-up memory (None when there is nothing to size), and one sequence's KV bytes
     over all GPUs as the engine holds them (replicated heads included)."""
     from ..gate.memory import Declared as DeclaredLoad
@@ -388,7 +389,7 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         wb, wsrc = size_model(arch, scheme).total_bytes, f"{scheme_id} weights"
     else:
         wb, wsrc = rep.size.total_bytes, "the checkpoint's tensors"
-    wb, wsrc, tp = _layout_weights(arch, scheme, rep, w, inv, wb, wsrc, vocab)
+    wb, wsrc, tp = _layout_weights(arch, scheme, rep, w, inv, wb, wsrc)
     gpus = max(tp * w.pp, 1)
     share = kv_share_per_gpu(kv_heads=arch.num_kv_heads, mla=arch.is_mla, tp=tp, pp=w.pp)
 
@@ -417,27 +418,27 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
     return mem, seq_total
 
 
-def _spread_layout(inv: EngineInvocation | None, w: Any, vocab: Any = None) -> str | None:
+def _spread_layout(inv: EngineInvocation | None, w: Any) -> str | None:
     """The server's layout in words when it is more than tensor (and pipeline) parallel — data-parallel ranks or
     experts spread over more GPUs than the dense weights (``engines.flags.read_layout``) — else None."""
     from ..engines.flags import read_layout
 
     if inv is None:
         return None
-    lay = read_layout(inv.engine, w.tp, w.pp, inv.other, vocab)
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other)
     if lay.gpus > max(w.tp, 1) * max(w.pp, 1) or lay.expert_parallel or lay.attention_dp > 1:
         return lay.words
     return None
 
 
-def _spread_gpus(inv: EngineInvocation | None, w: Any, vocab: Any = None) -> int:
+def _spread_gpus(inv: EngineInvocation | None, w: Any) -> int:
     from ..engines.flags import read_layout
 
-    return read_layout(inv.engine, w.tp, w.pp, inv.other, vocab).gpus if inv is not None else max(w.tp, 1)
+    return read_layout(inv.engine, w.tp, w.pp, inv.other).gpus if inv is not None else max(w.tp, 1)
 
 
 def _layout_weights(arch: Any, scheme: Scheme | None, rep: Any, w: Any, inv: EngineInvocation | None, wb: int,
-                    wsrc: str, vocab: Any = None) -> tuple[int, str, int]:
+                    wsrc: str) -> tuple[int, str, int]:
     """(weights over one attention group's GPUs, where that figure comes from, the group's tensor-parallel degree)
     for the server's layout (``engines.flags.read_layout``): under expert parallelism each GPU holds the dense
     weights split by the group's TP and the routed experts split over the expert ranks, so the group's GPUs hold
@@ -447,7 +448,7 @@ def _layout_weights(arch: Any, scheme: Scheme | None, rep: Any, w: Any, inv: Eng
 
     if inv is None:
         return wb, wsrc, w.tp
-    lay = read_layout(inv.engine, w.tp, w.pp, inv.other, vocab)
+    lay = read_layout(inv.engine, w.tp, w.pp, inv.other)
     tp = max(1, lay.dense_shards // max(w.pp, 1))
     if not lay.expert_parallel:
         return wb, wsrc, tp
