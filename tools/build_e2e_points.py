@@ -180,7 +180,8 @@ def main() -> None:
             "engine": "vllm" if x["engine"].startswith("vllm") else "sglang",
             "engine_version": x["engine_version"] or None, "model": x["model"], "config": config, "scheme": scheme,
             "scheme_note": why or None, "kv_dtype": kvd, "gpu": GPUS.get(x["gpu"], x["gpu"]), "gpus": num(x["num_gpus"]),
-            "tp": num(x["tp"]), "prompt": num(x["isl"]), "output": num(x["osl"]),
+            "tp": num(x["tp"]), "ep": ep if (ep := num(x["ep"])) and ep > 1 else None,  # the source's EP size
+            "prompt": num(x["isl"]), "output": num(x["osl"]),
             "concurrency": conc, "mode": mode, "output_tok_s": num(x["output_tok_s"]),
             "kind": "derived" if x["output_tok_s_kind"].startswith("derived") else "measured",
             "ttft_ms": num(x["ttft_ms"]), "tpot_ms": num(x["tpot_ms"]),

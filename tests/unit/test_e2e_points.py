@@ -94,3 +94,31 @@ def test_each_nvidia_loop_band_is_the_68th_percentile_of_its_held_out_errors(rep
         # and `validate --e2e` says so, with the same count
         line = next(c for c in report.coverage if c.startswith(f"{engine} "))
         assert f"{inside:.0%} of its {len(errs)} held-out points inside" in line, line
+
+
+def test_a_point_run_expert_parallel_is_priced_as_that_layout():
+    # InferenceX row 135 (S1, JSON array index 135: "decode_tp": 8, "decode_ep": 8, "precision": "fp4",
+    # "image": "lmsysorg/sglang:v0.5.12-cu130") ran DeepSeek-R1 NVFP4 with SGLang --ep-size 8; the point says so
+    from quantadvise.api.e2e import setup
+    from quantadvise.errors import InputError
+    from quantadvise.perf.parallel import LayoutStep
+
+    p = next(x for x in points_table().points if x.id == "p0066")
+    assert (p.tp, p.ep) == (8, 8)
+    # every point whose source ran the experts expert-parallel carries it; a TP-only point keeps ep 1
+    assert sum(x.ep > 1 for x in points_table().points) == 27  # 14 EP 8 + 8 EP 4 + 5 EP 2 rows in the sources
+    cache: dict = {}
+    kw = dict(config=p.config, scheme=p.scheme, gpu=p.gpu, engine=p.engine, version=p.engine_version,
+              kv_dtype=p.kv_dtype)
+    ep = setup(cache, tp=8, ep=8, **kw).sm
+    tp = setup(cache, tp=8, **kw).sm
+    assert isinstance(ep, LayoutStep) and ep.par.ep and ep.par.expert_gpus == 8
+    assert not isinstance(tp, LayoutStep)
+    # 58 of DeepSeek-R1's 61 layers are MoE (first_k_dense_replace = 3): each exchanges its tokens (dispatch +
+    # combine) instead of all-reducing them, so the layout all-reduces after attention (61), after the 3 dense
+    # MLPs and once for the embedding: 65
+    assert ep.n_exchange == 58 and ep.n_allreduce == 61 + 3 + 1
+    # expert parallelism over part of the TP group (MoE TP 2 x EP 2 on 4 GPUs) is refused with a reason, not
+    # priced as something else
+    with pytest.raises(InputError, match="expert parallelism over 2 of 4 GPUs"):
+        setup(cache, tp=4, ep=2, **kw)

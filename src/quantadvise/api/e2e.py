@@ -49,9 +49,11 @@ def load_arch(config: str) -> Any:
 
 
 def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: int, engine: str,
-          version: str | None, kv_dtype: str | None, kv_limit: bool = True) -> Setup:
+          version: str | None, kv_dtype: str | None, kv_limit: bool = True, ep: int = 1) -> Setup:
     """The step model and loop of one deployment as the engine release starts it by default: its memory
-    fraction and reserve leave the KV room the loop's running set is held to (``kv_limit``)."""
+    fraction and reserve leave the KV room the loop's running set is held to (``kv_limit``). ``ep`` > 1: the
+    routed experts sharded over the TP group (SGLang ``--ep-size``, vLLM ``--enable-expert-parallel``), priced
+    as a layout (:class:`~quantadvise.perf.parallel.LayoutStep`) with the GPU's measured communication."""
     from ..catalog.resolve import get_gpu, load_profiles, resolve_kv, resolve_scheme
     from ..engines.startup import default_fraction, default_reserve_gb
     from ..memory.sizing import memory_budget, size_model
@@ -60,7 +62,7 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
     from .speed import efficiency
 
     rel = release_on_file(engine, version)
-    key = (config, scheme if isinstance(scheme, str) else scheme.id, gpu, tp, engine, rel, kv_dtype, kv_limit)
+    key = (config, scheme if isinstance(scheme, str) else scheme.id, gpu, tp, engine, rel, kv_dtype, kv_limit, ep)
     if key in cache:
         return cache[key]
     arch = load_arch(config)
@@ -71,6 +73,8 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
         kv = None
     eff = efficiency(load_profiles(False, None, g), g, s, engine=engine, version=rel)
     sm = StepModel(arch, s, g, kv=kv, gpus=tp, efficiency=eff, path=datapath(s, g))
+    if ep > 1:
+        sm = _expert_parallel(sm, ep=ep, engine=engine)
     room = None
     if kv_limit:
         startup = catalog.engine_startup(engine, rel)
@@ -81,6 +85,24 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
     loop = catalog.engine_loop(g, engine, rel, tp=tp, kv_room_bytes=room)
     cache[key] = Setup(sm=sm, loop=loop, gpu=g, version=rel)
     return cache[key]
+
+
+def _expert_parallel(sm: StepModel, *, ep: int, engine: str) -> StepModel:
+    """``sm`` (the TP group's step) with its routed experts sharded over the ``ep`` GPUs of the group."""
+    from ..errors import InputError
+    from ..perf.comm import Comm
+    from ..perf.parallel import LayoutStep, Parallel
+    from ..perf.step import StepModel
+
+    if not sm.arch.is_moe or ep != sm.tp:
+        raise InputError(f"expert parallelism over {ep} of {sm.tp} GPUs is not a layout quantadvise prices "
+                         "(it shards the routed experts over the whole TP group)", field="ep")
+    row = catalog.comm_system(sm.gpu.id)
+    if row is None:
+        raise InputError(f"no communication figures on file for {sm.gpu.id}: expert parallelism not priced",
+                         field="ep")
+    one = StepModel(sm.arch, sm.scheme, sm.gpu, kv=sm.kv, gpus=1, efficiency=sm.eff, path=sm.path)
+    return LayoutStep(sm, Parallel(tp=sm.tp, ep=True), Comm(row, engine), experts=one)
 
 
 def points_table() -> E2ETable:
@@ -114,7 +136,7 @@ def samples(table: E2ETable | None = None) -> tuple[list[tuple[E2EPoint, Sample,
         assert p.config and p.scheme and p.prompt and p.output and p.concurrency and p.output_tok_s
         try:
             st = setup(cache, config=p.config, scheme=p.scheme, gpu=p.gpu, tp=p.tp, engine=p.engine,
-                       version=p.engine_version, kv_dtype=p.kv_dtype)
+                       version=p.engine_version, kv_dtype=p.kv_dtype, ep=p.ep)
         except QuantAdviseError as exc:
             skipped[f"quantadvise cannot price it: {exc.message.split(';')[0]}"] += 1
             continue

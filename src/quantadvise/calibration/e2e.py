@@ -51,6 +51,7 @@ class E2EPoint(Strict):
     gpu: str
     gpus: int | None = None
     tp: int
+    ep: int = 1  # the routed experts sharded over this many GPUs of the TP group (the source's EP size)
     prompt: int | None = None
     output: int | None = None
     concurrency: int | None = None
