@@ -317,6 +317,8 @@ def lengths(ctx: int | None, prompt: int | None, output: int | None, *, decode: 
     must fit it; ``output`` plays no part (under --pareto the decode context is prompt + output/2)."""
     if ctx is None or prompt is None:
         return
+    if not all(type(v) is int for v in (ctx, prompt, output) if v is not None):
+        return  # a value that is not a whole number yet (a workload file's, unvalidated): its schema says so
     if decode:
         if prompt > ctx:
             raise InputError(f"the prompt ({prompt:,}) is longer than --ctx {ctx:,}, the context a decode step reads",

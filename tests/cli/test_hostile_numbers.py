@@ -314,3 +314,14 @@ def test_hostile_numbers_in_a_bench_file(cli, tmp_path, key, raw, says):
 def test_a_bench_file_of_the_wrong_shape_is_one_error(cli, tmp_path, doc):
     (tmp_path / "run.json").write_text(json.dumps(doc))
     _one_error(cli("validate", "--bench", "run.json", "--gpu", "h100", "--model", "llama-3-8b"), "run.json")
+
+
+@pytest.mark.parametrize("ctx", ["[[null], 2, 3]", "{a: 1}", "'2048'", "true", "2048.5"])
+def test_a_workload_file_length_that_is_not_a_whole_number(cli, tmp_path, ctx):
+    # the prompt + output <= ctx check ran on the file's raw values before its schema did, and compared an
+    # int with a list (TypeError); now the schema names the field
+    (tmp_path / "w.yaml").write_text(f"model: meta-llama/Llama-3.1-8B\nprompt: 3000\noutput: 500\nctx: {ctx}\n")
+    for args in (["recommend", "-w", "w.yaml", "--format", "json"],
+                 ["deploy", "-w", "w.yaml", "--target", "helm", "-o", "out", "--format", "json"]):
+        # a quoted '2048' is the number in the schema's lax mode, and then too short for 3,000 + 500 tokens
+        _one_error(cli(*args), "ctx")

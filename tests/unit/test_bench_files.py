@@ -103,3 +103,13 @@ def test_an_open_loop_run_recovers_its_concurrency():
     line.update(max_concurrency=None, request_rate=8.0, concurrency=6.6)
     (s,) = parse_bench("s.jsonl", json.dumps(line))
     assert s.concurrency == 7 and s.request_rate == 8.0
+
+
+@pytest.mark.parametrize("strategy", ["null", None, 16, ["concurrent"], {"type_": "concurrent", "streams": "x"}])
+def test_a_guidellm_strategy_that_is_not_an_object_recovers_no_concurrency(strategy):
+    # GuideLLM 0.8.1 writes config.strategy as an object ({"type_": "concurrent", "streams": 16}); anything else
+    # tells nothing about the concurrency (it was an AttributeError on a string)
+    doc = json.loads((BENCH / "guidellm_benchmarks_0.8.1_reduced.json").read_text())
+    doc["benchmarks"][0]["config"]["strategy"] = strategy
+    (b,) = parse_bench("g.json", json.dumps(doc))
+    assert b.concurrency is None and b.output_tok_s == 1950.0  # the rate is still read from metrics

@@ -195,6 +195,28 @@ def test_hub_reads_the_model_tree_and_each_config(cli, monkeypatch, tmp_path):
     assert listing.is_file()
 
 
+@pytest.mark.parametrize("fetched, models", [
+    ("h100", [{"id": "a/B-AWQ", "downloads": 3, "likes": -1, "tags": ["awq"]}]),  # fetched not a number, likes < 0
+    (1e308, [{"id": "a/B-AWQ", "tags": float("-inf")}]),  # tags not a list
+    ([[[[1]]]], [{"id": "a/B-AWQ", "tags": ["inf", 3, None], "downloads": True}, {"tags": []}, 7]),
+])
+def test_a_hostile_cached_listing_is_read_as_far_as_it_makes_sense(cli, monkeypatch, tmp_path, fetched, models):
+    # the listing cache beside the HF cache is a file anyone can edit (issue 29): a count that is not a
+    # non-negative integer is unknown, tags that are not strings are dropped, a row without an id is left out,
+    # and a listing whose date is not a number is stale (read only offline)
+    _fake_hub(monkeypatch, tmp_path, ConnectionError("offline"), {})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "hf" / "quantadvise" / "model-tree" / "meta-llama--Llama-3.1-70B-Instruct.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({"fetched": fetched, "models": models}).replace("-Infinity", "-1e999"))
+    r = cli("checkpoints", "meta-llama/Llama-3.1-70B-Instruct", "--hub", "--format", "json")
+    assert r.code in (0, 2), r.stderr
+    assert "Traceback" not in r.stderr
+    if r.code == 0:
+        rows = [c for c in r.json()["checkpoints"] if c["id"] == "a/B-AWQ"]
+        assert all(c["downloads"] in (None, 3) and c.get("likes") in (None,) for c in rows)
+
+
 def test_hub_failure_is_one_line_within_three_seconds(cli, monkeypatch, tmp_path):
     _fake_hub(monkeypatch, tmp_path, ConnectionError("no route to host"), {})
     t = time.perf_counter()

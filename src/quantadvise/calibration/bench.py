@@ -375,7 +375,8 @@ def _guidellm(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
         if not isinstance(b, dict) or not isinstance(b.get("metrics"), dict):
             raise _err(name, where, "no 'metrics'")
         m = b["metrics"]
-        strat = ((b.get("config") or {}).get("strategy") or {}) if isinstance(b.get("config"), dict) else {}
+        strat = b["config"].get("strategy") if isinstance(b.get("config"), dict) else None
+        strat = strat if isinstance(strat, dict) else {}  # a strategy that is not an object says nothing
         run: dict[str, Any] = {"recovered": {}}
         kind = strat.get("type_")
         if kind == "concurrent" and _int(strat.get("streams")):

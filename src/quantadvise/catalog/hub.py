@@ -18,6 +18,7 @@ reads only what is cached. A Hub that cannot be reached fails in seconds with on
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -313,9 +314,31 @@ def _cached_listing(repo_id: str, *, any_age: bool) -> list[dict[str, Any]] | No
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
         return None
-    if not any_age and time.time() - float(doc.get("fetched", 0)) > LISTING_TTL_S:
+    fetched = doc.get("fetched")
+    if not isinstance(fetched, (int, float)) or isinstance(fetched, bool) or not math.isfinite(fetched):
+        fetched = 0.0  # a listing that does not say when it was read (or says nonsense) is stale
+    if not any_age and time.time() - fetched > LISTING_TTL_S:
         return None
-    return [m for m in doc["models"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    return _clean_listing(doc["models"])
+
+
+def _count(v: Any) -> int | None:
+    """A download or like count as a listing may hold it: a non-negative integer, else unknown."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**15 else None
+
+
+def _clean_listing(models: list[Any]) -> list[dict[str, Any]]:
+    """The variants of a listing (the Hub's answer or the cached copy, a file anyone can edit) as the report
+    reads them: an id string, counts that are non-negative integers (else unknown), tags as strings; a row
+    without an id is dropped."""
+    out = []
+    for m in models:
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str) or not m["id"]:
+            continue
+        tags = m.get("tags")
+        out.append({"id": m["id"], "downloads": _count(m.get("downloads")), "likes": _count(m.get("likes")),
+                    "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []})
+    return out
 
 
 def _store_listing(repo_id: str, models: list[dict[str, Any]]) -> None:
@@ -334,11 +357,8 @@ def _model_tree(repo_id: str) -> list[dict[str, Any]]:
 
     models = HfApi().list_models(filter=f"base_model:quantized:{repo_id}", sort="downloads",
                                  limit=MAX_HUB_VARIANTS, expand=["downloads", "likes", "tags"])
-    out = []
-    for m in models:
-        out.append({"id": m.id, "downloads": getattr(m, "downloads", None), "likes": getattr(m, "likes", None),
-                    "tags": list(getattr(m, "tags", None) or [])})
-    return out
+    return _clean_listing([{"id": m.id, "downloads": getattr(m, "downloads", None), "likes": getattr(m, "likes", None),
+                            "tags": list(getattr(m, "tags", None) or [])} for m in models])
 
 
 def _config(repo_id: str, offline: bool) -> tuple[dict[str, Any] | None, str | None]:
