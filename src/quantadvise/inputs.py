@@ -214,7 +214,10 @@ def shown(value: Any) -> str:
             return str(value)
         digits = len(str(abs(value))) if value.bit_length() < 14_000 else None  # str() refuses > 4,300 digits
         return f"{str(value)[:20]}... ({digits:,} digits)" if digits else "an integer of over 4,000 digits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # a list or mapping holding an integer past the 4,300 digits str() converts
+        return f"a {type(value).__name__} holding an integer of over 4,000 digits"
     size = len(value) if isinstance(value, str) else len(text)
     return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 4]}...{text[-1]} ({size:,} characters)"
 

@@ -350,3 +350,17 @@ def test_api_thresholds_are_points_like_recommend():
     for one_point in (1, 1.0, "1", "1%", "1pp"):
         (row,) = plain_report(max_delta=one_point).checks
         assert row.status == "fail" and row.threshold == pytest.approx(0.01), one_point
+
+
+def test_lm_eval_metrics_list_with_entries_that_are_not_names(tmp_path):
+    # lm-eval writes "metrics": ["exact_match"] in each sample; an entry that is a list (unhashable) or a
+    # number names no metric and raised TypeError before: the choice falls back to the sample's own keys
+    for side, src in (("b", LM_BASE), ("q", LM_QUANT)):
+        rows = [json.loads(x) for x in next(src.rglob("samples_gsm8k_*.jsonl")).read_text().splitlines()]
+        for r in rows:
+            r["metrics"] = [[], 7, "exact_match"]
+        d = tmp_path / side
+        d.mkdir()
+        (d / "samples_gsm8k_2026-01-01T00-00-00.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (t,) = api.accuracy(tmp_path / "b", tmp_path / "q", filter="flexible-extract").tasks
+    assert t.metric == "exact_match" and (t.lost, t.gained) == (1, 1)  # as test_lm_eval_filter_and_metric_choice

@@ -74,3 +74,25 @@ def test_real_patterns_are_kept(cli, tmp_path):
     with time_limit(cpu=10):
         r = cli("size", "m", "--format", "json")
     assert r.code == 0, r.stderr
+
+
+@pytest.mark.parametrize("value", [[[]], 10**59, "abc", [1, 2.5], [-1], [True]])
+def test_mlp_only_layers_that_is_not_a_list_of_layer_indices(cli, tmp_path, value):
+    # Qwen3-MoE's mlp_only_layers lists 0-based layer indices (transformers Qwen3MoeConfig); set() of a
+    # list of lists or of an int raised TypeError before
+    _run(cli, tmp_path, _qwen(mlp_only_layers=value), "mlp_only_layers", "list of layer indices")
+
+
+def test_mlp_only_layers_are_dense_layers(cli, tmp_path):
+    # layers 1 and 3 dense of Qwen3-30B-A3B's 48: 2 x 3 x 2048 x 6144 dense MLP parameters (intermediate 6144)
+    # replace 2 x 128 experts x 3 x 2048 x 768 expert parameters
+    import quantadvise as qa
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text(json.dumps(_qwen()))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "config.json").write_text(json.dumps(_qwen(mlp_only_layers=[1, 3])))
+    full = qa.size(str(tmp_path / "a")).total_params
+    mixed = qa.size(str(tmp_path / "b")).total_params
+    router = 2 * 2048 * 128
+    assert full - mixed == 2 * 128 * 3 * 2048 * 768 + router - 2 * 3 * 2048 * 6144

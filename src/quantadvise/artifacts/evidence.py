@@ -132,7 +132,8 @@ def _plain_logprobs(value: Any, file: str, line: int) -> tuple[float, ...] | dic
 
 def _pick_metric(obj: dict[str, Any], metric: str | None, file: str, line: int, how: str = "--metric") -> str:
     listed = obj.get("metrics") if isinstance(obj.get("metrics"), list) else None
-    present = [k for k in (listed or obj) if k in obj and k not in _LM_EVAL_KEYS]
+    # lm-eval lists the sample's metric names (strings); an entry of any other kind names nothing
+    present = [k for k in (listed or obj) if isinstance(k, str) and k in obj and k not in _LM_EVAL_KEYS]
     if metric is not None:
         if metric not in obj:
             raise InputError(

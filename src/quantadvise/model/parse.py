@@ -112,6 +112,16 @@ def _opt_int(cfg: dict[str, Any], *keys: str, default: int = 0, where: str) -> i
     return default
 
 
+def _layer_list(cfg: dict[str, Any], key: str, where: str) -> set[int]:
+    """A list of 0-based layer indices (Qwen's ``mlp_only_layers``); ConfigError otherwise."""
+    v = cfg.get(key)
+    if v is None:
+        return set()
+    if not isinstance(v, list) or not all(type(i) is int and 0 <= i <= MAX_CONFIG_INT for i in v):
+        raise ConfigError(f"{where}: field '{key}' must be a list of layer indices, got {shown(v)}", field=key)
+    return set(v)
+
+
 def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
     """Build a :class:`ModelArch` from a config.json dict; ConfigError names the bad field."""
     if not isinstance(cfg, dict):
@@ -231,7 +241,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
             )
         first_dense = _opt_int(cfg, "first_k_dense_replace", default=0, where=where)
         freq = _opt_int(cfg, "moe_layer_freq", "decoder_sparse_step", default=1, where=where) or 1
-        mlp_only = set(cfg.get("mlp_only_layers") or [])
+        mlp_only = _layer_list(cfg, "mlp_only_layers", where)
         moe_layers = tuple(
             i for i in range(layers) if i >= first_dense and (i % freq == 0 if model_type.startswith("deepseek")
                                                               else (i + 1) % freq == 0) and i not in mlp_only
