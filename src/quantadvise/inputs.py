@@ -20,7 +20,9 @@ from .errors import InputError, UnknownNameError
 
 
 def _num(x: float) -> str:
-    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+    if x == int(x):
+        return f"{int(x):,}"
+    return f"{x:.12f}".rstrip("0") if abs(x) < 0.001 else f"{x:g}"  # 0.000001, not 1e-06
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,15 @@ LIMITS: dict[str, Limit] = {
     "headroom": Limit(0, 1, high_open=True),
     "accuracy_tolerance": Limit(0, 100, low_open=True),
     # serving targets (issue 15): latency budgets in ms, a load, a price, speculative decoding
-    "ttft_ms": Limit(0, 10_000_000, low_open=True),
-    "itl_ms": Limit(0, 10_000_000, low_open=True),
-    "e2e_ms": Limit(0, 100_000_000, low_open=True),
-    "rate": Limit(0, 1_000_000, low_open=True),  # requests per second
+    # the lowest budgets, rate and price are far below any deployment's (a microsecond, a request a week, a
+    # millionth of a dollar) and far above the floats that underflow to 0 when divided or converted (5e-324)
+    "ttft_ms": Limit(0.001, 10_000_000),
+    "itl_ms": Limit(0.001, 10_000_000),
+    "e2e_ms": Limit(0.001, 100_000_000),
+    "rate": Limit(0.000001, 1_000_000),  # requests per second
     "users": Limit(1, 100_000_000, integer=True),  # concurrent users (sequences in flight)
     "max_gpus": Limit(1, 4096, integer=True),  # the pool a layout search may use (issue 31)
-    "usd_per_gpu_hour": Limit(0, 10_000, low_open=True),
+    "usd_per_gpu_hour": Limit(0.000001, 10_000),
     "spec_tokens": Limit(0, 64, integer=True),  # tokens drafted per step
     "acceptance": Limit(0, 1),  # mean fraction of drafted tokens accepted
     # accuracy gate (`accuracy`): percentage points / percent, the unit of --accuracy-tolerance

@@ -83,7 +83,7 @@ def test_gpus_not_a_number_reads_as_gpus_out_of_range(cli, clean_env, cmd):
     (("check", "--model", "llama-3-8b", "--gpu", "h100", "--concurrency", "abc"),
      "--concurrency must be an integer >= 1 and <= 1,000,000, got 'abc'"),
     # a latency budget: any positive number of ms up to 10,000,000
-    (("recommend", "--itl-ms", "fast"), "--itl-ms must be a number > 0 and <= 10,000,000, got 'fast'"),
+    (("recommend", "--itl-ms", "fast"), "--itl-ms must be a number >= 0.001 and <= 10,000,000, got 'fast'"),
 ])
 def test_a_number_flag_given_a_word(cli, clean_env, argv, line):
     assert one_error(cli(*argv)) == line

@@ -83,3 +83,16 @@ def test_no_gpu_comes_first_for_the_stacks_manifests_and_deploys_output(cli, tmp
             assert r.stderr.startswith("Error: no GPU declared") and r.stderr.count("\n") == 1, (path, r.stderr)
     declared = cli("check", str(out), "--config", str(out / "quantadvise.yaml"))
     assert "no GPU declared" not in declared.stderr
+
+
+def test_deploy_without_out_writes_into_deploy_target_not_here(cli, tmp_path, monkeypatch):
+    # --help promises [default: deploy-TARGET]; the default was Path(""), which is ".", so the manifests and a
+    # quantadvise.yaml silently replaced the ones in the current folder
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quantadvise.yaml").write_text("version: 1\n# the user's own\n")
+    r = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm")
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "quantadvise.yaml").read_text() == "version: 1\n# the user's own\n"
+    assert (tmp_path / "deploy-helm" / "quantadvise.yaml").is_file()
+    here = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm", "-o", ".")
+    assert here.code == 0 and "# the user's own" not in (tmp_path / "quantadvise.yaml").read_text()  # asked for

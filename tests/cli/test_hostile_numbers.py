@@ -325,3 +325,17 @@ def test_a_workload_file_length_that_is_not_a_whole_number(cli, tmp_path, ctx):
                  ["deploy", "-w", "w.yaml", "--target", "helm", "-o", "out", "--format", "json"]):
         # a quoted '2048' is the number in the schema's lax mode, and then too short for 3,000 + 500 tokens
         _one_error(cli(*args), "ctx")
+
+
+@pytest.mark.parametrize(("flag", "field"), [("--itl-ms", "--itl-ms"), ("--ttft-ms", "--ttft-ms"),
+                                             ("--e2e-ms", "--e2e-ms"), ("--rate", "--rate"),
+                                             ("--usd-per-gpu-hour", "--usd-per-gpu-hour")])
+@pytest.mark.parametrize("value", ["5e-324", "1e-310", "0"])
+def test_a_subnormal_budget_rate_or_price(cli, tmp_path, flag, field, value):
+    # 5e-324 passed "> 0", then a budget in ms became 0.0 s (ZeroDivisionError in the layout search), a rate
+    # per replica underflowed in the queue's log(lambda / mu) (ValueError) and 1 / price divided by zero
+    runs = [["recommend", "--max-gpus", "8", flag, value]]
+    if flag != "--e2e-ms":  # deploy takes the TTFT and ITL budgets only
+        runs.append(["deploy", "--target", "helm", "-o", str(tmp_path / "d"), flag, value])
+    for args in runs:
+        _one_error(cli(*args), field, ">= 0.")

@@ -347,3 +347,54 @@ def test_a_symbolic_link_loop_is_one_error_line_or_passed_over(cli, tmp_path):
     os.symlink("loop", repo / "loop")  # a link to itself inside the walked folder
     r = cli("check", str(repo), "--gpu", "h100", "--format", "json")
     assert r.code in (0, 1) and "Traceback" not in r.stderr, r.stderr[-1500:]
+
+
+@pytest.mark.parametrize(("redirect", "args", "code"), [
+    (">&-", ["list", "gpus"], 0),  # stdout closed: the report goes nowhere, the command still succeeds
+    (">&-", ["--version"], 0),
+    ("2>&-", ["list", "nope"], 2),  # stderr closed: the error line goes nowhere, the exit code still says why
+    ("2>&-", ["size", "meta-llama/Llama-3-8B", "--bits", "4", "--group", "128"], 0),
+])
+def test_a_closed_stdout_or_stderr_is_written_nowhere(tmp_path, redirect, args, code):
+    # a stream the caller closed is None in Python: the first write raised AttributeError (exit 1, no Error line)
+    import shlex
+    import subprocess
+    import sys
+
+    line = f"{shlex.quote(sys.executable)} -m quantadvise {' '.join(map(shlex.quote, args))} {redirect}"
+    res = subprocess.run(["bash", "-c", line + "; echo rc=$?"], capture_output=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out = res.stdout.decode()
+    assert out.strip().endswith(f"rc={code}"), (out[-500:], res.stderr[-1500:])
+    assert b"Traceback" not in res.stderr
+    if redirect == "2>&-" and code == 0:
+        assert "Llama-3-8B" in out  # the report still reaches stdout
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"_QUANTADVISE_COMPLETE": "complete_bash"}, "bash completion needs COMP_WORDS"),
+    ({"_QUANTADVISE_COMPLETE": "complete_bash", "COMP_WORDS": "quantadvise ", "COMP_CWORD": "x"},
+     "COMP_CWORD to be a word index, got 'x'"),
+    ({"_QUANTADVISE_COMPLETE": "bogus"}, "is not a completion instruction"),
+])
+def test_a_malformed_completion_request_is_one_error(tmp_path, env, says):
+    # typer's bash completion read os.environ["COMP_WORDS"] and int(COMP_CWORD) unchecked (KeyError,
+    # ValueError, exit 1); an unknown instruction printed click's own line and exited 1
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("COMP_", "_QUANTADVISE"))}
+    res = subprocess.run([sys.executable, "-m", "quantadvise"], capture_output=True, cwd=tmp_path, timeout=60,
+                         env={**base, **env})
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "Traceback" not in err and err.startswith("Error: ") and says in err, err[-800:]
+    assert err.count("\n") == 1
+
+
+def test_a_well_formed_bash_completion_request_completes(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_QUANTADVISE_COMPLETE": "complete_bash", "COMP_WORDS": "quantadvise reco", "COMP_CWORD": "1"}
+    res = subprocess.run([sys.executable, "-m", "quantadvise"], capture_output=True, cwd=tmp_path, timeout=60, env=env)
+    assert res.returncode == 0 and res.stdout.decode().split() == ["recommend"], res.stderr[-800:]

@@ -127,7 +127,7 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, ...]], str]] = {
     "usd-env": (
         {"QUANTADVISE_USD_PER_GPU_HOUR": "-1"},
         [("recommend",), ("roofline", "--pareto")],
-        "--usd-per-gpu-hour must be a number > 0 and <= 10,000, got -1.0"
+        "--usd-per-gpu-hour must be a number >= 0.000001 and <= 10,000, got -1.0"
         + FROM_ENV.format("QUANTADVISE_USD_PER_GPU_HOUR"),
     ),
     "spec-alone": (

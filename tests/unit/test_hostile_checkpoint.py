@@ -96,3 +96,42 @@ def test_mlp_only_layers_are_dense_layers(cli, tmp_path):
     mixed = qa.size(str(tmp_path / "b")).total_params
     router = 2 * 2048 * 128
     assert full - mixed == 2 * 128 * 3 * 2048 * 768 + router - 2 * 3 * 2048 * 6144
+
+
+def _llama(**extra) -> dict:
+    cfg = json.loads((REPO / "data/models/meta-llama/Llama-3.1-8B.json").read_text())
+    return {**cfg, **extra}
+
+
+@pytest.mark.parametrize("block", ["0x0", "0x128", "128x0", "9" * 5000 + "x1", [0, 128], [10**30, 1], "-1x128"])
+def test_a_block_structure_that_is_not_two_positive_sides(cli, tmp_path, block):
+    # compressed-tensors block_structure is "RxC" or [R, C] with positive sides (compressed_tensors
+    # QuantizationArgs); the string form skipped the positivity check ("0x0" reached GroupShape's validator)
+    # and int() refused a 5,000-digit side
+    w = {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": block, "symmetric": True}
+    qc = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": w}}}
+    _run(cli, tmp_path, _llama(quantization_config=qc), "block_structure")
+
+
+def test_a_block_structure_string_is_its_list(cli, tmp_path):
+    import quantadvise as qa
+
+    for name, block in (("s", "128x128"), ("l", [128, 128])):
+        w = {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": block, "symmetric": True}
+        qc = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": w}}}
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(_llama(quantization_config=qc)))
+    assert qa.inspect(str(tmp_path / "s")).size.total_bytes == qa.inspect(str(tmp_path / "l")).size.total_bytes
+
+
+@pytest.mark.parametrize("total", [10**400, 2**63, -5, "16GB", 1.5e10])
+def test_a_safetensors_index_total_size_no_disk_holds_is_not_compared(cli, tmp_path, total):
+    # model.safetensors.index.json metadata.total_size is the shards' bytes (an int); a 400-digit one raised
+    # OverflowError in the 10% comparison with the predicted size; what no file system holds says nothing
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(_llama()))
+    text = '{"metadata": {"total_size": ' + json.dumps(total) + "}}"
+    (tmp_path / "ck" / "model.safetensors.index.json").write_text(text)
+    r = cli("inspect", "ck", "--format", "json")
+    assert r.code == 0 and "Traceback" not in r.stderr, r.stderr[-800:]
+    assert not any("safetensors.index.json says" in w for w in r.json().get("warnings", []))

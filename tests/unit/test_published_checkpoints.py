@@ -321,3 +321,15 @@ def test_a_base_model_is_not_served_an_instruct_checkpoint(cli):
               "--format", "json").json()
     acc = next(t for t in doc["trace"] if t["node"] == "accuracy")
     assert all("Instruct" not in pid for pid in acc["numbers"].get("published", {}).values())
+
+
+def test_an_engine_named_thousands_of_times_is_judged_once(cli):
+    # each -e was a verdict per checkpoint (10,000 repeats: 19 s; 40,000: past a minute and 1 GB); now each
+    # engine is taken once, as inspect takes them (inputs.names)
+    from tests.limits import time_limit
+
+    with time_limit(cpu=15, what="checkpoints -e vllm x 5000"):
+        r = cli("checkpoints", "meta-llama/Llama-3.1-8B", *(["-e", "vllm"] * 5000), "--format", "json")
+    assert r.code == 0, r.stderr[-800:]
+    row = r.json()["checkpoints"][0]
+    assert [v["engine"] for v in row["verdicts"]] == ["vllm"]

@@ -24,6 +24,7 @@ def checkpoints(model: str, *, engines: str | list[str] | None = None, gpu: str 
     judged by each engine release (default: the newest of each) on ``gpu`` (default: the default GPU)."""
     from ..catalog.checkpoints import index_as_of, published_for
     from ..catalog.hub import hub_published
+    from ..inputs import names
     from .inspect import gpu_target
 
     name = model.strip()
@@ -45,8 +46,8 @@ def checkpoints(model: str, *, engines: str | list[str] | None = None, gpu: str 
     else:
         published, origin = list(published_for(row.id)), f"the bundled index (data/checkpoints.yaml, as of " \
                                                          f"{index_as_of()})"
-    specs = ([s for s in engines.split(",") if s.strip()] if isinstance(engines, str) else list(engines)) \
-        if engines else catalog.engine_names()
+    # each named once, at most MAX_NAMES (as inspect takes them): 25,000 repeats of vllm were 25,000 verdicts
+    specs = list(names("engine", engines, "vllm,sglang") or ()) if engines else catalog.engine_names()
     releases = [get_engine(s) for s in specs]
     target = gpu_target(gpu or defaults.GPU)
     assert target is not None

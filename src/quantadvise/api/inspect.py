@@ -164,8 +164,8 @@ def _against_index(report: InspectReport, index: dict[str, Any] | None) -> str |
     account for every tensor of this architecture, and says so instead of a confident wrong total."""
     meta = index.get("metadata") if isinstance(index, dict) else None
     total = meta.get("total_size") if isinstance(meta, dict) else None
-    if report.size is None or not isinstance(total, int) or isinstance(total, bool) or total <= 0:
-        return None
+    if report.size is None or not isinstance(total, int) or isinstance(total, bool) or not 0 < total < 2**63:
+        return None  # no size, or one no file system holds (the comparison would overflow a float)
     predicted = report.size.total_bytes
     if abs(predicted - total) <= 0.10 * total:
         return None

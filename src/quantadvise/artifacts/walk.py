@@ -22,8 +22,8 @@ from pathlib import Path
 
 MAX_WALK_FILES = 20_000  # files one scan visits under the folders it is given; then it stops, with a warning
 MAX_WALK_ENTRIES = 200_000  # folder entries (files, folders, links ...) one scan lists
-MAX_WALK_BYTES = 256 * 1024 * 1024  # bytes of the files one scan reads (a large repository's deployment: a few MB)
-MAX_WALK_SECONDS = 60.0  # one scan's walk and reading on the clock (a slow network file system)
+MAX_WALK_BYTES = 64 * 1024 * 1024  # bytes of the files one scan reads (a large repository's deployment: a few MB)
+MAX_WALK_SECONDS = 20.0  # one scan's walk and reading on the clock (a slow network file system)
 MAX_WALK_CPU = 10.0  # and of CPU (a large repository: a second or two)
 # file systems that hold no repository (the kernel's, devices): never walked, even when named
 _VIRTUAL_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",

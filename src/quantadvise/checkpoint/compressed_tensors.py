@@ -49,15 +49,15 @@ def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
     block = raw.get("block_structure")
     block_t: tuple[int, int] | None = None
     if block is not None:
-        if isinstance(block, str) and re.fullmatch(r"\d+x\d+", block.strip()):
-            r, c = block.strip().split("x")
+        if isinstance(block, str) and re.fullmatch(r"0*[1-9]\d{0,8}x0*[1-9]\d{0,8}", block.strip()):
+            r, c = block.strip().split("x")  # "128x128": positive, at most 9 digits each (like the list form's)
             block_t = (int(r), int(c))
         elif isinstance(block, list) and len(block) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                                 and x > 0 for x in block):
+                                                                 and 0 < x < 10**9 for x in block):
             block_t = (block[0], block[1])
         else:
             raise field_error(f"{where}.block_structure",
-                              f"must be [rows, cols] of positive integers, got {short(block)}")
+                              f"must be [rows, cols] of positive integers below 10^9 (or '128x128'), got {short(block)}")
     if strategy == "block" and block_t is None:
         raise field_error(f"{where}.block_structure", "strategy 'block' needs block_structure [rows, cols]")
     if strategy in ("group", "tensor_group") and (gsize is None or gsize <= 0):

@@ -13,7 +13,7 @@ import functools
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Annotated, Any
 
@@ -62,6 +62,14 @@ def _plain(exc: UnicodeError) -> tuple[str, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     return "".join(_PLAIN.get(c, "?") for c in exc.object[exc.start:exc.end]), exc.end
+
+
+def _closed_outputs() -> None:
+    """A stdout or stderr the caller closed (``>&-``, ``2>&-``: Python sees None) writes nowhere, as
+    /dev/null would: the command runs and exits with its own code instead of failing on the first write."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
 
 
 def _plain_outputs() -> None:
@@ -206,6 +214,26 @@ def _command(only: str | None) -> Any:
     return typer.main.get_command(build_app(only))
 
 
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")  # the shells typer's completion scripts serve
+
+
+def _completion_request_fault(env: Mapping[str, str]) -> str | None:
+    """What is wrong with a shell-completion request in the environment (None: nothing): the instruction
+    is ``source_<shell>`` or ``complete_<shell>``, and bash's completion reads COMP_WORDS and an integer
+    COMP_CWORD (typer raised KeyError / ValueError without them)."""
+    value = env.get(COMPLETE_VAR, "")
+    action, _, shell = value.partition("_")
+    if action not in ("source", "complete") or shell not in _SHELLS:
+        return (f"{COMPLETE_VAR}={value[:40]!r} is not a completion instruction "
+                f"(source_SHELL or complete_SHELL, SHELL one of {', '.join(_SHELLS)})")
+    if value == "complete_bash":
+        if "COMP_WORDS" not in env:
+            return "bash completion needs COMP_WORDS"
+        if not env.get("COMP_CWORD", "").strip().isdecimal():
+            return f"bash completion needs COMP_CWORD to be a word index, got {env.get('COMP_CWORD', '')[:20]!r}"
+    return None
+
+
 def _version_requested(args: Sequence[str]) -> bool:
     return len(args) == 1 and args[0] in ("--version", "-V")
 
@@ -242,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # installed distribution's metadata on first model build; a one-shot CLI process does not need
     # them. Set PYDANTIC_DISABLE_PLUGINS yourself to override.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _closed_outputs()
     _plain_outputs()
     if _version_requested(args):
         from .. import __version__
@@ -254,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = ["list", *args]  # `quantadvise gpus` is `quantadvise list gpus`
     # shell completion asks about every command; a normal run registers only the one it runs
     completing = COMPLETE_VAR in os.environ
+    if completing and (why := _completion_request_fault(os.environ)):
+        say_error(f"Error: {why} (the script `quantadvise --install-completion` installs sets it)\n")
+        raise SystemExit(2)
     hidden: dict[str, str] = {}
     try:
         group = _command(None if completing or args[0] not in COMMANDS else args[0])

@@ -29,8 +29,8 @@ def deploy_cmd(
     target: Annotated[Target, typer.Option("--target", "-t", help="helm (vLLM production-stack values) | llm-d "
                                            "(LeaderWorkerSets) | kserve (LLMInferenceService) | dynamo "
                                            "(DynamoGraphDeployment).", case_sensitive=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the manifests and quantadvise.yaml "
-                                      "into [default: deploy-TARGET].", file_okay=False)] = Path(""),
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder to write the manifests and quantadvise.yaml "
+                                             "into [default: deploy-TARGET].", file_okay=False)] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json / folder, or Hub "
                                               "id.", envvar="QUANTADVISE_MODEL", autocompletion=completion.models)]
     = None,
@@ -77,9 +77,7 @@ def deploy_cmd(
              "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
              "usd_per_gpu_hour": usd_per_gpu_hour}
     result = deploy(base, target=target.value, **flags)
-    folder = out if str(out) not in ("", ".") or out.is_absolute() else Path(f"deploy-{target.value}")
-    if str(out) == ".":
-        folder = Path(".")
+    folder = out if out is not None else Path(f"deploy-{target.value}")  # -o . writes here, as asked
     with writing(folder, "--out"):
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in result.files.items():
