@@ -398,3 +398,19 @@ def test_a_well_formed_bash_completion_request_completes(tmp_path):
     env = {**os.environ, "_QUANTADVISE_COMPLETE": "complete_bash", "COMP_WORDS": "quantadvise reco", "COMP_CWORD": "1"}
     res = subprocess.run([sys.executable, "-m", "quantadvise"], capture_output=True, cwd=tmp_path, timeout=60, env=env)
     assert res.returncode == 0 and res.stdout.decode().split() == ["recommend"], res.stderr[-800:]
+
+
+def test_main_leaves_the_callers_garbage_collector_as_it_found_it(cli):
+    # main() turns the cyclic collector off for the command (a one-shot process) and back on after it: an API
+    # user or a test suite calling it keeps its own setting, on or off
+    import gc
+
+    assert gc.isenabled()
+    assert cli("list", "gpus").code == 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert cli("list", "gpus").code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
