@@ -27,7 +27,14 @@ class CompileTables(BuildHookInterface):
         data = Path(self.root, "data")
         out = Path(tempfile.mkdtemp(prefix="quantadvise-tables-"))
         self._compiled = out  # removed in finalize(), once the wheel holds the files
-        include = build_data["force_include"]
+        try:
+            self._compile(tables, data, out, build_data["force_include"])
+        except BaseException:  # a table that does not compile: no temp-dir litter from a failed build either
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+
+    @staticmethod
+    def _compile(tables: Any, data: Path, out: Path, include: dict[str, str]) -> None:
         for family in tables.BUNDLES:
             target = out / (family + tables.BUNDLE_SUFFIX)
             tables.write_bundle(data / family, target)
