@@ -113,3 +113,29 @@ def test_a_guidellm_strategy_that_is_not_an_object_recovers_no_concurrency(strat
     doc["benchmarks"][0]["config"]["strategy"] = strategy
     (b,) = parse_bench("g.json", json.dumps(doc))
     assert b.concurrency is None and b.output_tok_s == 1950.0  # the rate is still read from metrics
+
+
+def _sglang_line(**changes) -> str:
+    d = json.loads((BENCH / "sglang_bench_serving_0.5.23.jsonl").read_text().splitlines()[0])
+    d.update(changes)
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"output_throughput": 0}, "output tokens/s must be"),  # nothing measured: the fit divided by it
+    ({"output_throughput": 1e-300}, "output tokens/s must be"),  # its cycle overflowed a float (OverflowError)
+    ({"total_output_tokens": 1e-320}, "'output'"),  # a mean output under one token (ZeroDivisionError in the fit)
+])
+def test_a_run_that_measured_nothing_is_one_error(changes, says):
+    with pytest.raises(BenchFileError) as exc:
+        parse_bench("s.jsonl", _sglang_line(**changes))
+    assert says in str(exc.value) and "s.jsonl" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_range_ratio_no_float_holds_is_no_ratio():
+    # SGLang's --random-range-ratio is a fraction in [0, 1]; a 400-digit one raised OverflowError in the note's
+    # f"{ratio:g}" (bench.py _sglang)
+    (r,) = parse_bench("s.jsonl", _sglang_line(dataset_name="random", random_range_ratio=-(10**400)))
+    assert not any("random-range-ratio" in n for n in r.notes)
+    (q,) = parse_bench("s.jsonl", _sglang_line(dataset_name="random", random_range_ratio=0.5))
+    assert any("--random-range-ratio 0.5" in n for n in q.notes)

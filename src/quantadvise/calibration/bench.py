@@ -34,7 +34,7 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 
 from ..engines.flags import ENGINES
 from ..errors import ConfigError
@@ -47,6 +47,12 @@ WORKLOAD_KEYS = ("model", "engine", "engine_version", "gpu", "tp", "scheme", "kv
 
 
 MAX_MEASURE = 1e12  # no count (requests, tokens), rate (tokens/s) or time (ms) of one benchmark run is larger
+MIN_RATE = 1e-6  # output tokens/s of a run that finished: at least one token in the ~11 days this allows
+
+
+def measured_rate(x: float) -> bool:
+    """Whether ``x`` is an output rate a finished run can have measured (0 tokens/s measured nothing)."""
+    return MIN_RATE <= x <= MAX_MEASURE
 
 
 class BenchFileError(ConfigError):
@@ -70,7 +76,7 @@ class BenchRun(Out):
     concurrency: Annotated[int | None, LIMITS["batch"].interval()] = None  # requests in flight at most (closed loop)
     request_rate: float | None = None  # requests/s offered (inf: as fast as the concurrency allows)
     prompt: Annotated[float | None, LIMITS["prompt"].interval()] = None  # mean prompt tokens per request
-    output: Annotated[float | None, LIMITS["prompt"].interval()] = None  # mean output tokens per request
+    output: Annotated[float | None, LIMITS["output"].interval()] = None  # mean output tokens per request (>= 1)
     mode: str = "continuous"  # continuous | sync (a static batch: vllm bench latency)
     requests: int | None = None
     output_tok_s: float
@@ -79,6 +85,14 @@ class BenchRun(Out):
     e2e_s: float | None = None
     recovered: dict[str, str] = {}  # field -> where its value came from
     notes: list[str] = []
+
+    @field_validator("output_tok_s")
+    @classmethod
+    def _a_measured_rate(cls, v: float) -> float:  # NaN: the format records none (latency, throughput files)
+        if math.isnan(v) or measured_rate(v):
+            return v
+        raise ValueError(f"output tokens/s must be {MIN_RATE:g} to {MAX_MEASURE:.0e} (a finished run produced "
+                         f"tokens), got {shown(v)}")
 
     def missing(self) -> list[str]:
         """The workload fields a prediction needs that the file does not say."""
@@ -287,8 +301,8 @@ def _sglang(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     run["output"] = _num(d, "total_output_tokens", name, where) / done  # type: ignore[operator]
     run["recovered"]["prompt"] = "total_input_tokens / completed (the mean)"
     run["recovered"]["output"] = "total_output_tokens / completed (the mean)"
-    ratio = d.get("random_range_ratio")
-    if d.get("dataset_name") == "random" and isinstance(ratio, (int, float)) and ratio < 1.0:
+    ratio = finite(d.get("random_range_ratio"))  # a fraction in [0, 1] (10**400 is none)
+    if d.get("dataset_name") == "random" and ratio is not None and 0.0 <= ratio < 1.0:
         run.setdefault("notes", []).append(
             f"--random-range-ratio {ratio:g}: SGLang draws lengths in [max(L x {ratio:g}, 1), L], so they vary; the "
             "means recovered from the totals are used")
@@ -424,14 +438,15 @@ def parse_bench(name: str, text: str) -> list[BenchRun]:
             raise _err(name, where, "not a benchmark result quantadvise reads (vllm bench serve/latency/throughput "
                        "JSON, SGLang bench_serving JSONL, genai-perf profile_export_genai_perf.json, GuideLLM "
                        "benchmarks.json)")
-        if fmt == "guidellm":
-            runs += [(fmt, r) for r in _guidellm(doc, name)]
-            continue
-        reader = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang, "vllm-latency": _vllm_latency,
-                  "vllm-throughput": _vllm_throughput, "genai-perf": _genai_perf}[fmt]
         try:
+            if fmt == "guidellm":
+                runs += [(fmt, r) for r in _guidellm(doc, name)]
+                continue
+            reader = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang, "vllm-latency": _vllm_latency,
+                      "vllm-throughput": _vllm_throughput, "genai-perf": _genai_perf}[fmt]
             runs.append((fmt, reader(doc, name, where)))
-        except (TypeError, AttributeError, KeyError, IndexError) as exc:  # a key of the wrong shape: one line
+        # a key of the wrong shape, a number no float holds: one line (every format's reader, GuideLLM's too)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError) as exc:
             raise _err(name, where, f"not the shape of a {fmt} result ({type(exc).__name__}: {str(exc)[:80]})") \
                 from None
     out = []
@@ -459,11 +474,14 @@ def with_workload(run: BenchRun, given: dict[str, Any]) -> BenchRun:
             upd[k] = given[k]
             rec[k] = f"--{k.replace('_', '-')}"
     new = run.model_copy(update={**upd, "recovered": rec})
+    rate = None
     if new.format == "vllm-latency" and new.concurrency and new.output and new.e2e_s:
-        new = new.model_copy(update={"output_tok_s": new.concurrency * new.output / new.e2e_s})
+        rate = new.concurrency * new.output / new.e2e_s
     if new.format == "vllm-throughput" and new.prompt and new.output:
         total = next((float(n.split()[-1].replace(",", "")) for n in new.notes if n.startswith("tokens_per_second")),
                      None)
         if total is not None:
-            new = new.model_copy(update={"output_tok_s": total * new.output / (new.prompt + new.output)})
+            rate = total * new.output / (new.prompt + new.output)
+    if rate is not None and measured_rate(rate):  # else no rate: the run cannot be priced, and says so
+        new = new.model_copy(update={"output_tok_s": rate})
     return new

@@ -72,8 +72,11 @@ def fit_values(samples: Sequence[Sample], terms: Sequence[str] = TERMS, passes: 
         b = [0.0] * k
         for s, w8 in zip(samples, weights, strict=True):
             meas = s.numerator / s.measured  # the measured cycle
+            sq = meas * meas  # (meas ** 2 raises OverflowError past a float; the product is inf)
+            if not 0 < sq < math.inf:  # a cycle of 0 s or past a float: no weight to give it (bench.measured_rate)
+                continue
             f = [s.cycle.features[i] for i in idx]
-            w = w8 / meas**2
+            w = w8 / sq
             res = meas - s.cycle.base_s
             for i in range(k):
                 b[i] += w * f[i] * res

@@ -120,7 +120,7 @@ class KernelCurve(Strict):
     math: str  # the datapath peak the compute term is scaled by
     act_bytes: float = Field(default=2.0, gt=0)  # bytes per activation element the GEMM reads
     includes_quant: bool = False
-    overhead_s: float = Field(ge=0)
+    overhead_s: float = Field(ge=0, le=1.0)  # a second of fixed cost per call: past any kernel's launch
     blend: float = Field(ge=1.0, le=64.0)
     nk_knots: tuple[int, ...]
     memory_efficiency: tuple[tuple[float, ...], ...]  # [N knot][K knot]
@@ -255,7 +255,7 @@ class QuantCurve(Strict):
     measured: TableSource | None = None
     proxy_of: str | None = None
     note: str = ""
-    overhead_s: float = Field(ge=0)
+    overhead_s: float = Field(ge=0, le=1.0)  # a second of fixed cost per call: past any kernel's launch
     bytes_per_element: float = Field(gt=0)
     efficiency: float = Field(gt=0, le=4.0)
     heldout: HeldOut | None = None

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
+from pydantic import Field
+
 from ..engines.loop import LoopFacts
 from ..results import Strict
 from .step import StepModel
@@ -73,14 +75,16 @@ class LoopTerms(Strict):
     vendor: str | None = None  # GPUs of this vendor (nvidia, amd); None: any
     gpu: str | None = None  # a site profile's GPU
     version: str | None = None  # a site profile's engine release
-    layer_s: float = 0.0
-    pass_s: float = 0.0
-    seq_s: float = 0.0
-    eager_layer_s: float = 0.0
-    prefill_scale: float = 0.0
-    decode_scale: float = 0.0
-    allreduce_s: float = 0.0
-    allreduce_token_s: float = 0.0
+    # non-negative, and below any a serving loop has: a second per layer, pass, sequence or all-reduce, a
+    # millisecond per token, 100x the kernels (a site profile is a file anyone can edit: 1e308 made every cycle inf)
+    layer_s: float = Field(default=0.0, ge=0, le=1.0)
+    pass_s: float = Field(default=0.0, ge=0, le=1.0)
+    seq_s: float = Field(default=0.0, ge=0, le=1.0)
+    eager_layer_s: float = Field(default=0.0, ge=0, le=1.0)
+    prefill_scale: float = Field(default=0.0, ge=0, le=100.0)
+    decode_scale: float = Field(default=0.0, ge=0, le=100.0)
+    allreduce_s: float = Field(default=0.0, ge=0, le=1.0)
+    allreduce_token_s: float = Field(default=0.0, ge=0, le=0.001)
     points: int = 0  # the measurements they were fitted to
     fitted_on: tuple[str, ...] = ()  # the sources (or files) fitted on
     heldout_median_error: float | None = None  # median |error| of output tokens/s on held-out sources (files)

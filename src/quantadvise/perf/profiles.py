@@ -69,6 +69,7 @@ from .kernel_curves import KernelCurve, QuantCurve
 # The format version of a profile file (its own ``schema_version`` key), not of a JSON report
 # (``results.SCHEMA_VERSION``): a change that renames or removes a profile key bumps it.
 PROFILE_SCHEMA_VERSION = 1
+MAX_CALL_S = 60.0  # one timed call of a calibration's decode linears: a minute is past any GPU's
 MATH_KEYS = MATH_FORMATS
 
 
@@ -150,7 +151,7 @@ class AllReduceCost(Strict):
     """Tensor-parallel collectives: a fixed ``latency_s`` per collective plus the ring volume over
     ``efficiency`` x the interconnect's per-direction bandwidth."""
 
-    latency_s: float = Field(default=1.0e-5, ge=0)
+    latency_s: float = Field(default=1.0e-5, ge=0, le=1.0)  # a second per collective: no interconnect is slower
     efficiency: float = 0.7
 
     @field_validator("efficiency")
@@ -167,7 +168,7 @@ class Knobs(Strict):
     compute_efficiency: dict[str, Value] = Field(default_factory=dict)
     dequant: DequantCost | None = None
     allreduce: AllReduceCost | None = None
-    step_overhead_s: float | None = Field(default=None, ge=0)
+    step_overhead_s: float | None = Field(default=None, ge=0, le=1.0)  # a second a step: past any engine's
 
     @field_validator("memory_efficiency")
     @classmethod
@@ -322,8 +323,8 @@ class Measurement(Strict):
             raise ValueError(f"{self.scheme}: batch, time_s (and spread) must have the same length")
         if any(b < 1 for b in self.batch) or any(b2 <= b1 for b1, b2 in zip(self.batch, self.batch[1:], strict=False)):
             raise ValueError(f"{self.scheme}: batches must be >= 1 and strictly increasing")
-        if any(not t > 0 for t in self.time_s):
-            raise ValueError(f"{self.scheme}: every time_s must be > 0")
+        if any(not 0 < t <= MAX_CALL_S for t in self.time_s):
+            raise ValueError(f"{self.scheme}: every time_s must be > 0 and <= {MAX_CALL_S:g} s (one call)")
         return self
 
 
