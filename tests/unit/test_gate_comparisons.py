@@ -159,6 +159,10 @@ def test_the_override_flags_are_read_as_json():
         "max_position_embeddings": 1}
     assert model_overrides("vllm", {"--hf-overrides": "not json"}) is None
     assert model_overrides("vllm", {}) is None
+    # nested past Python's recursion limit (json.loads raised RecursionError through `check`), or an integer
+    # json refuses to convert: not an override quantadvise can read
+    assert model_overrides("vllm", {"--hf-overrides": "[" * 100_000 + "]" * 100_000}) is None
+    assert model_overrides("sglang", {"--json-model-override-args": '{"x": ' + "9" * 5000 + "}"}) is None
 
 
 # --- QA103: the model dtype -------------------------------------------------------------------------

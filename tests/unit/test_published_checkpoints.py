@@ -333,3 +333,13 @@ def test_an_engine_named_thousands_of_times_is_judged_once(cli):
     assert r.code == 0, r.stderr[-800:]
     row = r.json()["checkpoints"][0]
     assert [v["engine"] for v in row["verdicts"]] == ["vllm"]
+
+
+def test_a_cached_listing_nested_past_the_recursion_limit_is_no_listing(cli, monkeypatch, tmp_path):
+    _fake_hub(monkeypatch, tmp_path, ConnectionError("offline"), {})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "hf" / "quantadvise" / "model-tree" / "meta-llama--Llama-3.1-70B-Instruct.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text("[" * 100_000 + "]" * 100_000)
+    r = cli("checkpoints", "meta-llama/Llama-3.1-70B-Instruct", "--hub", "--format", "json")
+    assert r.code in (0, 2) and "Traceback" not in r.stderr, r.stderr[-800:]

@@ -310,7 +310,7 @@ def _cached_listing(repo_id: str, *, any_age: bool) -> list[dict[str, Any]] | No
     p = _listing_path(repo_id)
     try:
         doc = json.loads(p.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past the recursion limit
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
         return None
