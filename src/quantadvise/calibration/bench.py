@@ -460,7 +460,8 @@ def parse_bench(name: str, text: str) -> list[BenchRun]:
             out.append(BenchRun(file=name, index=i, format=fmt, notes=notes, **{"output_tok_s": math.nan, **r}))
         except ValidationError as exc:  # a model name that is a mapping, a GPU that is a list
             err = exc.errors()[0]
-            raise _err(name, f" (run {i + 1})", f"'{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+            msg = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
+            raise _err(name, f" (run {i + 1})", f"'{'.'.join(map(str, err['loc']))}': {msg}") from None
     return out
 
 
