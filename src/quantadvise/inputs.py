@@ -58,7 +58,7 @@ LIMITS: dict[str, Limit] = {
     "headroom": Limit(0, 1, high_open=True),
     "accuracy_tolerance": Limit(0, 100, low_open=True),
     # serving targets (issue 15): latency budgets in ms, a load, a price, speculative decoding
-    # the lowest budgets, rate and price are far below any deployment's (a microsecond, a request a week, a
+    # the lowest budgets, rate and price are far below any deployment's (a microsecond, a request in 11 days, a
     # millionth of a dollar) and far above the floats that underflow to 0 when divided or converted (5e-324)
     "ttft_ms": Limit(0.001, 10_000_000),
     "itl_ms": Limit(0.001, 10_000_000),

@@ -198,6 +198,7 @@ def test_hub_reads_the_model_tree_and_each_config(cli, monkeypatch, tmp_path):
 @pytest.mark.parametrize("fetched, models", [
     ("h100", [{"id": "a/B-AWQ", "downloads": 3, "likes": -1, "tags": ["awq"]}]),  # fetched not a number, likes < 0
     (1e308, [{"id": "a/B-AWQ", "tags": float("-inf")}]),  # tags not a list
+    (10**400, [{"id": "a/B-AWQ", "downloads": float("nan")}]),  # a date no float holds (OverflowError), NaN count
     ([[[[1]]]], [{"id": "a/B-AWQ", "tags": ["inf", 3, None], "downloads": True}, {"tags": []}, 7]),
 ])
 def test_a_hostile_cached_listing_is_read_as_far_as_it_makes_sense(cli, monkeypatch, tmp_path, fetched, models):
@@ -208,7 +209,8 @@ def test_a_hostile_cached_listing_is_read_as_far_as_it_makes_sense(cli, monkeypa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cache = tmp_path / "hf" / "quantadvise" / "model-tree" / "meta-llama--Llama-3.1-70B-Instruct.json"
     cache.parent.mkdir(parents=True)
-    cache.write_text(json.dumps({"fetched": fetched, "models": models}).replace("-Infinity", "-1e999"))
+    cache.write_text(json.dumps({"fetched": fetched, "models": models}).replace("-Infinity", "-1e999")
+                     .replace("NaN", "1e999"))
     r = cli("checkpoints", "meta-llama/Llama-3.1-70B-Instruct", "--hub", "--format", "json")
     assert r.code in (0, 2), r.stderr
     assert "Traceback" not in r.stderr

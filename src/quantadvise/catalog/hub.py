@@ -18,7 +18,6 @@ reads only what is cached. A Hub that cannot be reached fails in seconds with on
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .. import catalog
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
 from ..files import json_loads, not_regular, special
+from ..inputs import finite
 
 if TYPE_CHECKING:  # the --hub query only: `size` does not import the published-checkpoint types
     from ..checkpoint.published import ConfigStatus, Published
@@ -314,9 +314,8 @@ def _cached_listing(repo_id: str, *, any_age: bool) -> list[dict[str, Any]] | No
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
         return None
-    fetched = doc.get("fetched")
-    if not isinstance(fetched, (int, float)) or isinstance(fetched, bool) or not math.isfinite(fetched):
-        fetched = 0.0  # a listing that does not say when it was read (or says nonsense) is stale
+    # a listing that does not say when it was read (or says nonsense: text, inf, 10**400) is stale
+    fetched = finite(doc.get("fetched")) or 0.0
     if not any_age and time.time() - fetched > LISTING_TTL_S:
         return None
     return _clean_listing(doc["models"])
