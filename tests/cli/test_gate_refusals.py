@@ -252,3 +252,45 @@ def test_nothing_fits_hint_names_the_accuracy_tolerance_when_something_was_vetoe
     assert r.code == 2
     assert "vetoed by the accuracy filter (w3a16)" in r.stderr
     assert "relax --accuracy-tolerance" in r.stderr
+
+
+@pytest.mark.parametrize("folder", ["2024-01-01", "1_0", "0x10", ".inf", "@x", "1:30", "yes"])
+def test_init_quotes_a_path_yaml_would_read_as_something_else(cli, tmp_path, monkeypatch, folder):
+    # a deployment folder named like a date, an underscored or hex integer, .inf, a sexagesimal 1:30, yes, or
+    # starting with @ was written unquoted: the starter failed its own validation ("deployment.0: Input should
+    # be a valid string") and no file was written
+    import yaml
+
+    root = make_repo(tmp_path, {f"{folder}/serve.sh": "vllm serve meta-llama/Llama-3.1-8B\n"})
+    monkeypatch.chdir(root)
+    r = cli("check", "--init", folder)
+    assert r.code == 0, r.stderr
+    doc = yaml.safe_load((root / "quantadvise.yaml").read_text())
+    assert doc["deployment"] == [folder]
+
+
+def test_sglang_s_own_fraction_at_or_below_zero_is_a_refusal(cli, tmp_path, monkeypatch):
+    # SGLang derives --mem-fraction-static from the GPU's memory less what its flags reserve; a 16,384-token
+    # chunked prefill on an L4 (22.49 GiB) leaves -0.125: no room for weights or KV, the server does not start.
+    # It was "Error: memory utilization must be in (0, 1], got -0.125" (exit 2, no flag named); now QA301
+    root = make_repo(tmp_path, {"serve.sh": "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B "
+                                            "--chunked-prefill-size 16384\n"})
+    monkeypatch.chdir(root)
+    r, doc = _json(cli, "--gpu", "l4", "serve.sh")
+    assert r.code == 1, r.stderr
+    (f,) = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert f["rule_id"] == "QA301" and "--mem-fraction-static -0.125" in f["message"]
+
+
+@pytest.mark.parametrize("model", ["./model", ".", "serve.sh"])
+def test_the_command_s_path_that_is_no_checkpoint_here_is_qa111(cli, tmp_path, monkeypatch, model):
+    # docs/ci.md §1: only a declared local copy (model: / --model) that cannot be read stops the gate; the
+    # command's own path is the container's — on this machine ./model (no config.json), . or the script itself
+    # stopped it ("Error: model has no config.json", exit 2), while ./missing already was QA111
+    root = make_repo(tmp_path, {"serve.sh": f"vllm serve {model} --max-model-len 4096\n",
+                                "model/README.md": "# weights go here\n"})
+    monkeypatch.chdir(root)
+    r, doc = _json(cli, "--gpu", "h100", "serve.sh")
+    assert r.code == 0, r.stderr
+    (f,) = doc["findings"]
+    assert f["rule_id"] == "QA111" and f["severity"] == "warning" and "could not be resolved" in f["message"]

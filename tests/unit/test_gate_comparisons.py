@@ -145,6 +145,14 @@ def test_vllm_takes_a_yarn_length_as_already_scaled():
     assert (d.value, d.unapplied_rope) == (131072, None)
 
 
+def test_an_override_under_one_token_gives_no_length():
+    # {"max_position_embeddings": 0.5} truncated to 0 and became the workload's context, which failed as
+    # "command line: workload: field 'ctx'", a flag the user never set; a length under one token is none
+    facts = catalog.engine_startup("vllm", "0.33.0")
+    d = derived_max_len(QWEN, facts, {"max_position_embeddings": 0.5})
+    assert d.key is None and d.value == facts.max_len_fallback and d.overridden == ("max_position_embeddings",)
+
+
 def test_sglang_length_with_its_override_flag():
     facts = catalog.engine_startup("sglang", "0.5.23")
     # sglang/srt/utils/hf_transformers/common.py:677-694: a factor, unless original_max_position_embeddings is named

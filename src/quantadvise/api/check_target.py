@@ -271,7 +271,9 @@ def resolve_target(inv: EngineInvocation | None, loaded: LoadedConfig, root: Pat
     wdata = {"model": str(src.location) if src.kind == "local" else model_ref, "gpu": g.id, "gpus": w.tp,
              "engine": choice.name, "engine_version": eng.version, "batch": batch or 1, "ctx": ctx,
              "prompt": cfg.workload.prompt, "output": cfg.workload.output, "mode": cfg.workload.mode,
-             "task": cfg.workload.task, "memory_utilization": w.fraction, "reserve_gb": w.reserve_gb,
+             "task": cfg.workload.task, "reserve_gb": w.reserve_gb,
+             # SGLang's derived fraction at or below 0: the memory finding says it does not start
+             "memory_utilization": w.fraction if w.fraction > 0 else None,
              "profile": profile_path}
     wdata = {k: v for k, v in wdata.items() if v is not None}
     from ..workload import parse_workload
@@ -330,9 +332,12 @@ def _may_skip(exc: Exception, is_declared: bool) -> bool:
     that is not bundled, cached or reachable, or a path inside the container — whether the command or
     quantadvise.yaml names it (issue 14: an unresolvable model never aborts the gate). A declared
     (``model:`` / ``--model``) local copy that is missing or malformed, or a declared name that is
-    neither bundled nor a Hub id, stays an error (the declaration is wrong)."""
+    neither bundled nor a Hub id, stays an error (the declaration is wrong); the command's own path that is
+    no checkpoint here is the container's to resolve (docs/ci.md §1)."""
     if isinstance(exc, Unresolvable | SourceUnavailableError):
         return True
+    if not is_declared and isinstance(exc, ConfigError):
+        return True  # the command's path on this machine is no checkpoint (./model, ., /etc/passwd): the container's
     if not isinstance(exc, UnknownNameError):
         return False
     if is_declared:  # quantadvise.yaml's model: or --model: only a Hub id the Hub does not know

@@ -176,16 +176,13 @@ MODEL_OVERRIDE_FLAGS: dict[str, tuple[str, ...]] = {
 
 def model_overrides(engine: str, other: dict[str, Any]) -> dict[str, Any] | None:
     """The config.json keys a command overrides (None: no override flag, or not a JSON object)."""
-    from ..errors import ConfigError
-    from ..files import json_loads
-
     for name in MODEL_OVERRIDE_FLAGS.get(engine, ()):
         raw = other.get(name)
         if not isinstance(raw, str):
             continue
         try:
-            value = json_loads(raw, name)  # nesting past the recursion limit, a 5,000-digit integer: not read
-        except ConfigError:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, a 5,000-digit integer, nested past the recursion limit
             return None
         return value if isinstance(value, dict) else None
     return None

@@ -218,7 +218,7 @@ def derived_max_len(cfg: Mapping[str, Any], facts: StartupFacts,
         if override is not None:
             best, key = override, facts.max_len_override_key
     touched = tuple(sorted(overrides or ()))
-    if best is None:
+    if best is None or best < 1:  # none, or under one token (an override of 0.5): no length the config gives
         return DerivedMaxLen(facts.max_len_fallback, None, None, overridden=touched)
     rope = text.get("rope_scaling") or text.get("rope_parameters")
     model_type = str(text.get("model_type", ""))

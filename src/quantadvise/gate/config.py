@@ -307,11 +307,14 @@ def _yaml_scalar(v: Any) -> str:
     if isinstance(v, int | float):
         return str(v)
     s = str(v)
-    plain = re.fullmatch(r"[A-Za-z0-9_./@:+-]+", s)
-    looks_typed = re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?|true|false|null|~|yes|no|on|off", s, re.I)
-    if plain and not looks_typed:
+    # plain only where YAML 1.1 reads it back as this very string: a letter first (a digit, '.', '-' or '@' first
+    # is a date, 1_0, 0x10, .inf, 1:30, a sequence or reserved), no ':' or '#', and none of its boolean / null words
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", s) and not _YAML_WORDS.fullmatch(s):
         return s
-    return json.dumps(s)
+    return json.dumps(s)  # a JSON string is a YAML double-quoted scalar
+
+
+_YAML_WORDS = re.compile(r"y|n|yes|no|on|off|true|false|null", re.I)  # YAML 1.1 booleans and null
 
 
 def starter_values(inv: Any | None, deployment: list[str]) -> dict[str, Any]:

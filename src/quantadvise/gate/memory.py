@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..engines.flags import engine_label
 from ..engines.startup import DerivedMaxLen, StartupFacts, gib, longest_that_fits, sglang_max_running
@@ -74,8 +74,12 @@ class MemoryInputs:
 def startup_memory(m: MemoryInputs) -> MemoryFit:
     """The engine's start-up memory for one deployment (see the module docstring)."""
     f, gpus = m.facts, max(m.tp * m.pp, 1)
-    b = memory_budget(m.gpu_memory_bytes, gpus=gpus, memory_utilization=m.fraction,
+    # SGLang derives its fraction from the GPU's memory less what its flags reserve (a large chunked prefill or
+    # CUDA-graph batch on a small GPU): at or below 0 the engine has nothing for weights and KV, and fails to start
+    b = memory_budget(m.gpu_memory_bytes, gpus=gpus, memory_utilization=m.fraction if m.fraction > 0 else 1.0,
                       reserve_bytes=m.reserve_bytes_per_gpu)
+    if m.fraction <= 0:
+        b = replace(b, usable_bytes=0)
     share = kv_share_per_gpu(kv_heads=m.kv_heads, mla=m.mla, tp=m.tp, pp=m.pp)
     weights_gpu = m.weights_bytes / gpus
     kv_gpu = b.budget_bytes / gpus - weights_gpu
