@@ -340,6 +340,26 @@ def test_compose_string_and_list_commands_with_dotenv():
     assert sglang.line == line_of(f, "- python3 -m sglang.launch_server")
 
 
+def test_compose_merge_keys_are_applied_as_compose_applies_them():
+    # a service built from an x- anchor with `<<: *base` (YAML merge keys, which docker compose applies) was
+    # not found: the readers walk composed nodes, where the merge is not yet done. Its own keys win; each value
+    # keeps the line it is written on
+    text = ("x-vllm: &base\n"
+            "  image: vllm/vllm-openai:v0.11.0\n"
+            "  command: [\"--model\", \"meta-llama/Llama-3.1-8B\", \"--max-model-len\", \"8192\"]\n"
+            "services:\n"
+            "  a:\n"
+            "    <<: *base\n"
+            "  b:\n"
+            "    <<: [*base]\n"
+            "    command: [\"--model\", \"Qwen/Qwen3-8B\"]\n")
+    a, b = parse_yaml(text, "docker-compose.yml", options=option_list)
+    assert (a.context, a.model, a.max_model_len, a.line) == ("service a", "meta-llama/Llama-3.1-8B", 8192, 3)
+    assert (b.context, b.model, b.image, b.line) == ("service b", "Qwen/Qwen3-8B", "vllm/vllm-openai:v0.11.0", 9)
+    with pytest.raises(ConfigError, match="expected a mapping or list of mappings for merging"):
+        parse_yaml("services:\n  a:\n    <<: 5\n", "docker-compose.yml", options=option_list)
+
+
 def test_compose_without_dotenv_keeps_the_reference_and_default_tag():
     f = DEPLOY / "compose" / "docker-compose.yml"
     vllm, _ = parse_yaml(f.read_text(), str(f), options=option_list)

@@ -53,7 +53,30 @@ def yaml_nodes(text: str, file: str) -> list[Any]:
     with yaml_errors(file):
         nodes = [n for n in yaml.compose_all(text, Loader=loader) if n is not None]
         check_yaml_nodes(nodes, file)
+        _merge_keys(nodes, yaml.SafeLoader(""))
     return nodes
+
+
+def _merge_keys(nodes: list[Any], loader: Any) -> None:
+    """YAML merge keys (``<<: *base``, compose's ``x-`` anchors) applied at the node level, as a YAML load
+    applies them (PyYAML's own ``flatten_mapping``): the merged keys join each mapping, its own keys win (the
+    readers take a key's first value, so each key is kept once), and each keeps the line it is written on. Every node once (an anchor is shared), after ``check_yaml_nodes``
+    bounded their number."""
+    seen: set[int] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if _is_map(n):
+            if any(k.tag == "tag:yaml.org,2002:merge" for k, _ in n.value):
+                loader.flatten_mapping(n)  # the merged pairs first, the mapping's own after them
+                last = {k.value: i for i, (k, _) in enumerate(n.value) if _is_scalar(k)}
+                n.value = [(k, v) for i, (k, v) in enumerate(n.value) if not _is_scalar(k) or last[k.value] == i]
+            stack.extend(v for pair in n.value for v in pair)
+        elif _is_seq(n):
+            stack.extend(n.value)
 
 
 
