@@ -360,6 +360,19 @@ def test_compose_merge_keys_are_applied_as_compose_applies_them():
         parse_yaml("services:\n  a:\n    <<: 5\n", "docker-compose.yml", options=option_list)
 
 
+@pytest.mark.parametrize(("image", "expected"), [
+    ("vllm/vllm-openai:${TAG:?set TAG}", ("vllm", True, None)),  # the message's ':' was taken for the tag's
+    ("vllm/vllm-openai:${TAG:-latest}", ("vllm", True, None)),
+    ("registry:5000/vllm/vllm-openai:v0.10.1", ("vllm", True, "0.10.1")),  # a registry port is no tag
+    ("${REGISTRY}/lmsysorg/sglang:v0.5.23-cu129", ("sglang", False, "0.5.23")),
+])
+def test_an_image_whose_tag_is_an_unresolved_reference(image, expected):
+    # compose `image: vllm/vllm-openai:${TAG:?set TAG}` without TAG in .env: the service was no engine (its
+    # command became an unknown image's arguments: "nothing to check"); the engine is the image's, the
+    # release unknown
+    assert parse_image(image) == expected
+
+
 def test_compose_without_dotenv_keeps_the_reference_and_default_tag():
     f = DEPLOY / "compose" / "docker-compose.yml"
     vllm, _ = parse_yaml(f.read_text(), str(f), options=option_list)

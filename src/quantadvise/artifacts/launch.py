@@ -127,12 +127,12 @@ def not_a_deployment(inv: EngineInvocation) -> str | None:
 
 
 def parse_image(image: str) -> tuple[Engine | None, bool, str | None]:
-    """(engine, whether the image's entrypoint is the engine's server, the release its tag names:
-    ``engines.versions.release_in_tag``, ``nightly`` for a nightly build's tag)."""
+    """(engine, whether its entrypoint is the engine's server, the release its tag names: ``release_in_tag``,
+    ``nightly`` for a nightly's). The tag: after the last path segment's first ':' outside an unresolved ${X:?m}."""
     ref = image.split("@", 1)[0]
-    name, tag = ref, None
-    if ":" in ref.rsplit("/", 1)[-1]:
-        name, tag = ref.rsplit(":", 1)
+    masked = re.sub(r"\$\{[^}]*\}", lambda m: "_" * len(m.group(0)), ref)
+    at = masked.find(":", masked.rfind("/") + 1)
+    name, tag = (ref[:at], ref[at + 1:]) if at >= 0 else (ref, None)
     engine, entry = engine_of_image(name)
     version = release_in_tag(tag) if tag and engine is not None else None
     return engine, entry, version
