@@ -60,8 +60,8 @@ def yaml_nodes(text: str, file: str) -> list[Any]:
 def _merge_keys(nodes: list[Any], loader: Any) -> None:
     """YAML merge keys (``<<: *base``, compose's ``x-`` anchors) applied at the node level, as a YAML load
     applies them (PyYAML's own ``flatten_mapping``): the merged keys join each mapping, its own keys win (the
-    readers take a key's first value, so each key is kept once), and each keeps the line it is written on. Every node once (an anchor is shared), after ``check_yaml_nodes``
-    bounded their number."""
+    readers take a key's first value, so each key is kept once), and each keeps the line it is written on.
+    Every node once (an anchor is shared), after ``check_yaml_nodes`` bounded their number."""
     seen: set[int] = set()
     stack = list(nodes)
     while stack:

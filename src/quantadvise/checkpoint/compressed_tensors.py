@@ -56,8 +56,8 @@ def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
                                                                  and 0 < x < 10**9 for x in block):
             block_t = (block[0], block[1])
         else:
-            raise field_error(f"{where}.block_structure",
-                              f"must be [rows, cols] of positive integers below 10^9 (or '128x128'), got {short(block)}")
+            raise field_error(f"{where}.block_structure", "must be [rows, cols] of positive integers below 10^9 "
+                              f"(or '128x128'), got {short(block)}")
     if strategy == "block" and block_t is None:
         raise field_error(f"{where}.block_structure", "strategy 'block' needs block_structure [rows, cols]")
     if strategy in ("group", "tensor_group") and (gsize is None or gsize <= 0):
