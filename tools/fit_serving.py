@@ -5,6 +5,7 @@ pricing changes (docs/calibration.md §9):
 
     python tools/fit_serving.py            # fit, print the errors per band, write data/serving_terms.yaml
     python tools/fit_serving.py --dry-run  # fit and print only
+    python tools/fit_serving.py --keep-terms  # keep the fitted values, recompute their errors and bands
 
 One set of terms per engine on NVIDIA GPUs, fitted on every point of that engine whose group is not held
 out (``heldout`` in the points file: whole sources, or whole source files of S2 — never single points); one
@@ -27,6 +28,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from quantadvise.api.e2e import points_table, samples  # noqa: E402
 from quantadvise.calibration.serving_fit import fit_values, median  # noqa: E402
+from quantadvise.catalog.serving import shipped_terms  # noqa: E402
 from quantadvise.perf.loop import TERMS, LoopTerms  # noqa: E402
 
 AMD_TERMS = ("layer_s", "decode_scale", "prefill_scale")
@@ -36,7 +38,11 @@ OUT = REPO / "data" / "serving_terms.yaml"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--keep-terms", action="store_true",
+                    help="keep the fitted values on file and only recompute their errors, notes and bands under "
+                         "today's kernel pricing (a pricing change judged without refitting the loop)")
     a = ap.parse_args()
+    kept = {t.id: t for t in shipped_terms()} if a.keep_terms else {}
     table = points_table()
     held = set(table.heldout)
     rows, _ = samples(table)
@@ -52,7 +58,11 @@ def main() -> None:
     for tid, (pts, which, keys) in groups.items():
         train = [s for s in pts if s.group not in held]
         test = [s for s in pts if s.group in held]
-        values = fit_values(train, which)
+        if tid in kept:
+            values = {k: v for k in which if (v := getattr(kept[tid], k))}
+            today = kept[tid].as_of
+        else:
+            values = fit_values(train, which)
         fitted_on = sorted({s.group for s in train})
         probe = LoopTerms(id=tid, source="probe", as_of=today, **keys, **values)
         herr = median([abs(s.error(probe)) for s in test]) if test else None

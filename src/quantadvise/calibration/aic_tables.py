@@ -181,6 +181,24 @@ COMPOSED: tuple[tuple[str, str, str], ...] = (
      "same tensor-core rate)"),
 )
 ATTENTION_ENGINES = ("vllm", "sglang")
+# fused-MoE tables: kernel id -> per engine, the kernel_source names that time it (exact; the first a release has)
+# and the table's moe_dtype. Of an engine's releases the table covering the most model configurations is shipped
+# (the newest on a tie); one routing distribution, no expert parallelism (how the collector splits tokens over
+# expert-parallel ranks is not documented; an expert-parallel layout is priced from the one-GPU rows, perf/parallel.py)
+MOE_TABLE_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
+    "triton-moe": ("bfloat16", {"vllm": ("vllm_unquantizedfusedmoe_triton_tritonexperts", "vllm_fused_moe"),
+                                "sglang": ("sglang_fused_moe_triton",)}),
+    "triton-fp8-block-moe": ("fp8_block", {"vllm": ("vllm_fp8moe_triton_tritonexperts", "vllm_fused_moe"),
+                                           "sglang": ("sglang_fused_moe_triton",)}),
+    "marlin-moe": ("int4_wo", {"vllm": ("vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts",
+                                        "vllm_marlin_int4_moe"),
+                               "sglang": ("sglang_marlin_moe",)}),
+    "triton-mxfp4-moe": ("w4a16_mxfp4", {"vllm": ("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",)}),
+}
+# aiconfigurator's own default for the expert load (sdk/models/deepseek.py:170 power_law_alpha 1.01; generic MoE
+# models 1.2, sdk/models/moe.py:128): serving traffic is not routed evenly; the two power laws agree within a few %
+MOE_DISTRIBUTION = "power_law_1.01"
+MOE_KEYS = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size"]
 
 
 # -- reading ------------------------------------------------------------------------------------------------
@@ -286,6 +304,20 @@ def attention_csv(t: Any, header: list[str]) -> tuple[str, int]:
     return "\n".join(lines) + "\n", int(len(g))
 
 
+def moe_csv(rows: Any, header: list[str]) -> tuple[str, int]:
+    """A fused-MoE table as text: ``hidden,inter,topk,experts,tp,<token counts>`` and one line per model
+    configuration with its microseconds per MoE layer (gate/up and down of the experts) at each token count."""
+    rows = rows[rows.latency > 0]
+    g = rows.groupby([*MOE_KEYS, "num_tokens"]).latency.median()
+    toks = sorted({int(m) for m in rows.num_tokens})
+    lines = [*(f"# {h}" for h in header), "hidden,inter,topk,experts,tp," + ",".join(str(m) for m in toks)]
+    for key, cell in g.groupby(level=list(range(len(MOE_KEYS)))):
+        vals = {int(idx[-1]): float(v) * 1e3 for idx, v in cell.items()}
+        lines.append(",".join(str(int(x)) for x in key) + "," + ",".join(
+            _fmt(vals[m]) if m in vals else "" for m in toks))
+    return "\n".join(lines) + "\n", int(len(g))
+
+
 def _write_gz(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # mtime 0: the same tables give the same bytes
@@ -337,6 +369,7 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
                       "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector], "rows": n, "note": spec.note,
                       "source": source, "as_of": as_of})
     quants = _export_quant(root, core_version, system, folder, as_of)
+    moes = _export_moe(root, core_version, system, folder, as_of)
     attn = _export_attention(root, core_version, system, folder, as_of)
     have = {m["id"] for m in metas}
     same = [{"kernel": k, **({"weight_bits": b} if b else {}), "table": tid, "why": why,
@@ -348,7 +381,8 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
     return {"schema_version": 1, "gpu": gid, "source": f"{PACKAGE} {core_version} and {OLD_PACKAGE} wheels ({LICENSE}); "
             "tools/import_aiconfigurator.py --tables", "license": LICENSE, "as_of": as_of,
             "note": "published per-kernel latency tables (NVIDIA, measured); every row as published, microseconds",
-            "tables": metas, "same_math": same, "composed": comp, "quant": quants, "attention": attn}
+            "tables": metas, "same_math": same, "composed": comp, "quant": quants, "attention": attn,
+            "moe": moes}
 
 
 def _export_quant(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
@@ -373,6 +407,61 @@ def _export_quant(root: Path, core_version: str, system: str, folder: Path, as_o
     return out
 
 
+def _where(root: Path, core_version: str, path: Path) -> tuple[str, str, str]:
+    """(the release folder, the file inside the package, the source line) of one core table."""
+    rel = str(path.relative_to(root.parent.parent.parent))
+    return path.parent.name, rel, f"{PACKAGE} {core_version} ({LICENSE}), {rel}"
+
+
+def _moe_rows(root: Path, system: str, engine: str, sources: tuple[str, ...], dtype: str) -> tuple[Path, Any] | None:
+    """Of ``engine``'s MoE tables on this system, the rows of the release covering the most configurations
+    (the newest on a tie) for the first of ``sources`` it times."""
+    best: tuple[int, tuple[int | str, ...], Path, Any] | None = None
+    for path in sorted((root / system / "moe" / engine).glob("*/moe_perf.parquet")):
+        t = _read_parquet(path)
+        base = t[(t.moe_dtype == dtype) & (t.moe_ep_size == 1) & (t.distribution == MOE_DISTRIBUTION)]
+        for ks in sources:
+            rows = base[base.kernel_source == ks]
+            if rows.empty:
+                continue
+            n = len(rows.groupby(MOE_KEYS))
+            key = (n, _version_key(path.parent.name))
+            if n >= 2 and (best is None or key > best[:2]):
+                best = (n, key[1], path, rows)
+            break
+    return None if best is None else (best[2], best[3])
+
+
+def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+    from .aiconfigurator import MOE_SPECS
+
+    specs = {s.kid: s for s in MOE_SPECS}
+    out = []
+    for kid, (dtype, by_engine) in MOE_TABLE_SPECS.items():
+        spec = specs[kid]
+        for engine, sources in by_engine.items():
+            got = _moe_rows(root, system, engine, sources, dtype)
+            if got is None:
+                continue
+            path, rows = got
+            ver, rel, source = _where(root, core_version, path)
+            ks = str(rows.kernel_source.iloc[0])
+            tid = f"{engine}/{kid}"
+            text, n = moe_csv(rows, [f"{tid}: {ks} ({dtype}, {MOE_DISTRIBUTION}), {engine} {ver}, {rows.device.iloc[0]}",
+                                     f"source: {source}", f"as_of: {as_of.isoformat()}",
+                                     "unit: microseconds per MoE layer (blank: no row); columns: hidden, inter, topk, "
+                                     "experts, tp (the tensor-parallel split of inter), then one per token count"])
+            _write_gz(folder / _file_of(tid), text)
+            out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver, "kernel": kid,
+                        "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
+                        "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
+                        "device": str(rows.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
+                        f"collect_moe.py ({dtype}, {MOE_DISTRIBUTION})", "rows": n,
+                        "note": f"{spec.what}: one call per MoE layer (gate/up and down of the experts the tokens reach), "
+                        f"expert load {MOE_DISTRIBUTION}, no expert parallelism", "source": source, "as_of": as_of})
+    return out
+
+
 def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
     out = []
     for engine in ATTENTION_ENGINES:
@@ -380,9 +469,7 @@ def _export_attention(root: Path, core_version: str, system: str, folder: Path, 
         if got is None:
             continue
         path, t = got
-        ver = path.parent.name
-        rel = str(path.relative_to(root.parent.parent.parent))
-        source = f"{PACKAGE} {core_version} ({LICENSE}), {rel}"
+        ver, rel, source = _where(root, core_version, path)
         ks = " / ".join(sorted(set(map(str, t.kernel_source))))
         tid = f"{engine}/attention-decode"
         text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",

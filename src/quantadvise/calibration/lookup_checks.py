@@ -33,8 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..hardware import GPU
-from ..perf.kernel_tables import GemmTable, MSeries, TableSet, composed, minus
-from ..perf.lookup import QUANT_TABLES
+from ..perf.kernel_tables import GemmTable, MSeries, composed, minus
+from ..perf.lookup import QUANT_TABLES, TableSet
 from ..results import Out, Result
 from .heldout import HELD_OUT_SETS
 

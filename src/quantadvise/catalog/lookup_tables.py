@@ -17,16 +17,18 @@ from . import loader
 
 if TYPE_CHECKING:
     from ..perf.kernel_tables import AttentionTable, GemmTable, TableIndex, TableMeta
+    from ..perf.moe_tables import MoeTable
 
 
 class ShippedTables:
-    """One GPU's shipped tables (:class:`~quantadvise.perf.kernel_tables.TableSet`): the index, and each
+    """One GPU's shipped tables (:class:`~quantadvise.perf.lookup.TableSet`): the index, and each
     table parsed on first use."""
 
     def __init__(self, index: TableIndex):
         self._index = index
         self._gemm: dict[str, GemmTable | None] = {}
         self._attn: dict[str, AttentionTable | None] = {}
+        self._moe: dict[str, MoeTable | None] = {}
 
     @property
     def index(self) -> TableIndex:
@@ -47,6 +49,14 @@ class ShippedTables:
             meta = next((t for t in self._index.attention if t.engine == engine), None)
             self._attn[engine] = None if meta is None else parse_attention(meta, self._text(meta))
         return self._attn[engine]
+
+    def moe(self, table_id: str) -> MoeTable | None:
+        if table_id not in self._moe:
+            from ..perf.moe_tables import parse_moe
+
+            meta = next((t for t in self._index.moe if t.id == table_id), None)
+            self._moe[table_id] = None if meta is None else parse_moe(meta, self._text(meta))
+        return self._moe[table_id]
 
     def _text(self, meta: TableMeta) -> str:
         path = loader.data_dir() / "kernel_tables" / self._index.gpu / meta.file
@@ -117,7 +127,7 @@ def validate_kernel_tables() -> int:
         for s in idx.same_math:
             if s.table not in ids:
                 raise DataError(f"data/kernel_tables/{gid}.yaml: same_math {s.kernel} names no table '{s.table}'")
-        for meta in (*idx.tables, *idx.quant, *idx.attention):
+        for meta in (*idx.tables, *idx.quant, *idx.attention, *idx.moe):
             head = tabs._text(meta).split("\n", 4)[:4]
             if not any(h.startswith("# source: ") for h in head) or not any(h.startswith("# as_of: ") for h in head):
                 raise DataError(f"data/kernel_tables/{gid}/{meta.file}: needs '# source:' and '# as_of:' lines")

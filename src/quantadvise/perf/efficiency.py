@@ -16,8 +16,9 @@ from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
 
 if TYPE_CHECKING:
-    from .kernel_tables import AttentionTable, TableSet
-    from .lookup import TableChoice
+    from .kernel_tables import AttentionTable
+    from .lookup import TableChoice, TableSet
+    from .moe_tables import MoeChoice
 
 MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated", "measured-kernels")
 """Which performance model a prediction used, per scheme:
@@ -58,6 +59,7 @@ class KernelPricing:
     tables: TableSet | None = None  # the GPU's published tables, read by lookup before any curve
     overrides: frozenset[str] = frozenset()  # curves of a user profile: they win over the tables, kernel by kernel
     _memo: dict[str, TableChoice | None] = field(default_factory=dict, compare=False, repr=False)
+    _moe_memo: dict[str, MoeChoice | None] = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, quantized: bool, n: int, k: int) -> KernelChoice | None:
         c = self.context
@@ -101,6 +103,28 @@ class KernelPricing:
             self._memo[key] = (None if f"{choice.engine}/{base}" in self.overrides else
                                choose_table(self.tables, choice.engine, choice.kernel.id, bits))
         return self._memo[key]
+
+    def moe_table(self, choice: KernelChoice | None) -> MoeChoice | None:
+        """The published fused-MoE table that prices routed experts run by ``choice`` on this GPU (the kernel's
+        own; for a kernel priced by a stand-in's curve or a labelled stand-in, that stand-in's table: ``proxy``),
+        unless a user profile's curve of the kernel overrides it; None: the curve or the roofline."""
+        if choice is None or self.tables is None or not choice.moe:
+            return None
+        key = f"{choice.engine}/{choice.kernel.id}/{choice.kernel.name}"
+        if key not in self._moe_memo:
+            from .lookup import choose_moe_table
+
+            kid = choice.kernel.id
+            curve = self.curve(choice)
+            stand_in = choice.kernel.name.startswith(STAND_IN_NAME)
+            got = None
+            if f"{choice.engine}/{kid}" not in self.overrides:
+                if curve is not None and curve.basis == "proxy" and curve.proxy_of:
+                    got = choose_moe_table(self.tables, choice.engine, curve.proxy_of.split("/", 1)[1], kid)
+                else:
+                    got = choose_moe_table(self.tables, choice.engine, kid, f"{kid} (stand-in)" if stand_in else None)
+            self._moe_memo[key] = got
+        return self._moe_memo[key]
 
     def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
         if choice is None:
@@ -174,6 +198,9 @@ MOE_STAND_INS = {"weight-only": ("marlin-moe",), "w+a": ("triton-fp8-block-moe",
                  "bf16": ("triton-moe",)}
 
 
+STAND_IN_NAME = "MoE kernel not on file"  # the name of a stand-in fused-MoE kernel (:func:`moe_stand_in`)
+
+
 def moe_stand_in(c: KernelContext, curves: dict[str, KernelCurve], quantized: bool, *,
                  weight_only: bool = False) -> KernelChoice | None:
     """A labelled stand-in for routed experts whose fused-MoE backend the kernel table does not
@@ -193,7 +220,7 @@ def moe_stand_in(c: KernelContext, curves: dict[str, KernelCurve], quantized: bo
     kid, curve = found
     why = (f"no fused-MoE row for these experts in the {c.table.label} kernel table: the measured {kid} curve "
            f"stands in, with the experts' own bytes per weight")
-    info = KernelInfo(id=kid, name=f"MoE kernel not on file ({kid} curve stands in)",
+    info = KernelInfo(id=kid, name=f"{STAND_IN_NAME} ({kid} curve stands in)",
                       math=s.math_format if kind == "w+a" else curve.math,
                       execution="weight-only" if kind == "weight-only" else "native",
                       activation_quant="none" if kind != "w+a" else "fused", source=why)

@@ -47,10 +47,13 @@ class KernelOp:
     eta_c: float = 1.0
     overhead_share: float = 1.0  # the part of the kernel's per-call overhead this operator carries
     series: MSeries | None = None  # the published table's seconds per call along M (lookup before any curve)
-    basis: str = ""  # measured | same-math | composed (the table's) or the curve's basis
+    basis: str = ""  # measured | same-math | composed | proxy (the table's) or the curve's basis
+    label: str = ""  # the published table that prices the operator, in words (a fused-MoE table's)
 
 # q/k/v and gate/up run as one GEMM in every engine; so do MLA's q_a and kv_a (vLLM 0.34.0 fused_qkv_a_proj,
 # SGLang 0.5.23 fused_qkv_a_proj_with_mqa: perf/ops.py REPLICATED_ROLES cites the lines)
+# the expert operators one fused-MoE call runs (gated experts: gate and up fused, then down)
+_MOE_ROLES = frozenset({"gate", "up", "down"})
 _FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up", "q_a": "qkv_a", "kv_a": "qkv_a"}
 
 
@@ -76,6 +79,11 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
         else:
             choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
         curve = pricing.curve(choice)
+        if fit is None and choice is not None and choice.moe and o.elements > 0 and o.role in _MOE_ROLES:
+            got = _moe_table_op(o, choice, pricing, gpu, moe_elems[o.count], curve)
+            if got is not None:
+                out.append(got)
+                continue
         if fit is None and choice is not None and not choice.moe and o.elements > 0:
             got = _table_op(o, choice, pricing, gpu, n_f, curve)
             if got is not None:
@@ -109,6 +117,25 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
     return tuple(out)
 
 
+def _moe_table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, layer_elems: float,
+                  curve: KernelCurve | None) -> KernelOp | None:
+    """One routed-expert operator priced by the published fused-MoE table of the kernel the engine runs
+    (:mod:`.moe_tables`): the layer's call at the step's tokens, shared by the layer's expert operators in
+    proportion to their weights; None (the curve prices it) when the GPU has no table of the kernel or of
+    the model's configuration."""
+    mc = pricing.moe_table(choice)
+    peak = gpu.peak(choice.kernel.math)
+    if mc is None or peak is None:
+        return None
+    hidden, inter = (o.k, o.n) if o.role in ("gate", "up") else (o.n, o.k)
+    got = mc.series(int(round(hidden)), inter, o.top_k, o.experts, o.bytes / o.elements)
+    if got is None:
+        return None
+    return KernelOp(curve=curve, peak=peak, n=o.n, k=o.k, calls=o.count / o.experts, share=o.n * o.k / layer_elems,
+                    weight_bytes=o.bytes / o.elements, quant=None, series=got[0], basis=mc.basis,
+                    label=mc.words(got[1]))
+
+
 def _table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, n_f: float,
               curve: KernelCurve | None) -> KernelOp | None:
     """A dense operator priced by the published table of its kernel (:mod:`.lookup`), or None."""
@@ -139,6 +166,13 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         return 0.0, 0.0, 0.0, 0.0
     c = ko.curve
     n, k = ko.n, ko.k
+    if ko.series is not None and o.experts:  # a fused-MoE table: this operator's share of the layer's call
+        per_call = ko.series.at(tokens)
+        mem = ko.series.ts[0]
+        comp = max(per_call ** 4 - mem ** 4, 0.0) ** 0.25
+        scale = ko.calls * ko.share
+        return (per_call * scale, mem * scale, comp * scale,
+                o.bytes * expected_experts(o.experts, o.top_k, tokens) / o.experts)
     if ko.series is not None:  # a published table: the call's time is the table's
         per_call = ko.series.at(tokens)
         # its two terms, read through the blend the curves use (p = 4): the streaming floor (the call at its

@@ -38,7 +38,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import Field
 
@@ -107,9 +107,10 @@ class TableIndex(Strict):
     composed: tuple[Composed, ...] = ()
     quant: tuple[TableMeta, ...] = ()  # activation-quantization tables (one row per K, n = 1)
     attention: tuple[TableMeta, ...] = ()  # decode attention, one layer per call (:class:`AttentionTable`)
+    moe: tuple[TableMeta, ...] = ()  # fused-MoE kernels, one call per MoE layer (:class:`.moe_tables.MoeTable`)
 
     def find(self, table_id: str) -> TableMeta | None:
-        return next((t for t in (*self.tables, *self.quant, *self.attention) if t.id == table_id), None)
+        return next((t for t in (*self.tables, *self.quant, *self.attention, *self.moe) if t.id == table_id), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,18 +313,6 @@ def minus(s: MSeries, q: Callable[[float], float]) -> MSeries:
     """``s`` less a quantization kernel's time ``q(M)`` the engine does not run (fused away), never
     below half of the measured call."""
     return s.map(lambda m, t: max(t - q(m), 0.5 * t))
-
-
-class TableSet(Protocol):
-    """One GPU's tables as the speed model reads them (``catalog`` implements it, loading a table on
-    first use): the index, and a table by id (None: not shipped)."""
-
-    @property
-    def index(self) -> TableIndex: ...
-
-    def get(self, table_id: str) -> GemmTable | None: ...
-
-    def attention(self, engine: str) -> AttentionTable | None: ...
 
 
 def leave_one_out(table: GemmTable, cells: list[tuple[int, int]], ms: list[float] | None = None

@@ -19,12 +19,28 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from .kernel_tables import GemmTable, MSeries, TableSet, bytes_adjusted, composed, minus
+from .kernel_tables import AttentionTable, GemmTable, MSeries, TableIndex, bytes_adjusted, composed, minus
+from .moe_tables import MoeChoice, MoeTable
 
 # the quantization inside a table's calls -> the table that prices it (to take it off where the engine fuses it)
 QUANT_TABLES = {"static-quant": "vllm/static-quant", "per-token-quant": "vllm/per-token-quant",
                 "per-tensor-quant": "trtllm/per-tensor-quant"}
+
+
+class TableSet(Protocol):
+    """One GPU's tables as the speed model reads them (``catalog`` implements it, loading a table on
+    first use): the index, and a table by id (None: not shipped): GEMM / quantization, attention, fused MoE."""
+
+    @property
+    def index(self) -> TableIndex: ...
+
+    def get(self, table_id: str) -> GemmTable | None: ...
+
+    def attention(self, engine: str) -> AttentionTable | None: ...
+
+    def moe(self, table_id: str) -> MoeTable | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +129,14 @@ def quant_plan(table_quant: str | None, activation_quant: str, quant_kernel: str
         return None, False
     take_off = table_quant if table_quant in QUANT_TABLES else None
     return take_off, runs is not None
+
+
+def choose_moe_table(tables: TableSet, engine: str, kernel: str, stand_in_for: str | None = None) -> MoeChoice | None:
+    """The fused-MoE tables that price ``kernel`` as ``engine`` runs it: that engine's table of it, then the
+    other engine's; ``stand_in_for``: the kernel the engine really runs, which has no table (``kernel``'s
+    measured tables stand in: basis ``proxy``). None: no table of ``kernel`` on this GPU."""
+    metas = sorted((m for m in tables.index.moe if m.kernel == kernel), key=lambda m: m.engine != engine)
+    got = tuple(t for m in metas if (t := tables.moe(m.id)) is not None)
+    if not got:
+        return None
+    return MoeChoice("proxy" if stand_in_for else "measured", got, stand_in_for or kernel)

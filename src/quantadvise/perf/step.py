@@ -556,8 +556,8 @@ class StepModel:
     def kernel_efficiencies(self, batch: float) -> tuple[float, float]:
         """(streaming, compute) efficiency of the measured kernel that prices the largest decoder
         linear operator at GEMM height ``batch`` (for a report's summary line)."""
-        best = max(((o, ko) for o, ko in zip(self.linears, self._kern, strict=True) if ko is not None and o.decoder),
-                   key=lambda x: x[0].bytes, default=None)
+        best = max(((o, ko) for o, ko in zip(self.linears, self._kern, strict=True) if ko is not None and o.decoder
+                    and not (o.experts and ko.series is not None)), key=lambda x: x[0].bytes, default=None)
         if best is None:
             return self.eff.memory_at(batch), self.eff.compute_at(self.path.math, batch)
         ko = best[1]
@@ -569,13 +569,14 @@ class StepModel:
         return ko.curve.efficiencies(batch, ko.n, ko.k)
 
     def experts_label(self) -> str | None:
-        """``"experts: fused-MoE vllm/triton-fp8-block-moe (measured)"``: the fused-MoE curve that prices the
-        routed experts (None: no routed experts, or the roofline prices them)."""
-        got = next((ko for o, ko in zip(self.linears, self._kern, strict=True) if o.experts and ko is not None
-                    and ko.curve is not None), None)
-        if got is None or got.curve is None:
+        """``"experts: fused-MoE measured table vllm/triton-moe (vllm 0.24.0)"`` (a curve: ``"... vllm/marlin-moe
+        (measured)"``): what prices the routed experts (None: no routed experts, or the roofline prices them)."""
+        got = next((ko for o, ko in zip(self.linears, self._kern, strict=True) if o.experts and ko is not None), None)
+        c = got.curve if got is not None else None
+        if got is None or (got.series is None and c is None):
             return None
-        c = got.curve
+        if got.series is not None or c is None:
+            return f"experts: fused-MoE {got.label}"
         return f"experts: fused-MoE {c.key} ({c.basis}{f', {c.proxy_of}' if c.proxy_of else ''})"
 
     def bytes_per_weight(self) -> float:

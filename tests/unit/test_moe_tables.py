@@ -1,0 +1,129 @@
+"""Issue 25, "lookup before fit" for fused MoE: routed experts are priced by the published fused-MoE table of
+the kernel the engine runs (data/kernel_tables/<gpu>/<engine>-<kernel>.csv.gz, aiconfigurator-core 0.12.0),
+its own row where the table holds the model's configuration, interpolated in the per-GPU intermediate size
+otherwise; the fitted curve only where the table has no configuration of that hidden size, top-k and
+expert count. Expected figures are the tables' own rows (quoted below) or hand arithmetic on synthetic
+tables. Before this change the experts were priced by the fitted curves (balanced routing, half-tile
+padding): Qwen3-30B-A3B fp8-block at 8 tokens on an H100 came out 4.36 ms for the 48 MoE layers, the table
+says 5.71 ms."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from quantadvise import catalog
+from quantadvise.api.speed import efficiency
+from quantadvise.catalog.resolve import load_model, load_profiles
+from quantadvise.perf.kernel_tables import TableMeta
+from quantadvise.perf.moe_tables import MoeTable, leave_one_out, parse_moe
+from quantadvise.perf.step import StepModel
+
+US = 1e-6
+
+
+def scheme(sid: str):
+    return catalog.scheme_from_preset(catalog.scheme_preset(sid))
+
+
+def _experts(model: str, sch: str, gpu_id: str = "h100", tp: int = 1) -> StepModel:
+    gpu = catalog.get_gpu(gpu_id)
+    arch, _ = load_model(model)
+    return StepModel(arch, scheme(sch), gpu, gpus=tp, efficiency=efficiency(load_profiles(gpu=gpu), gpu, scheme(sch)))
+
+
+def test_a_configuration_on_the_table_reads_its_own_row():
+    # h100-sxm/vllm-triton-fp8-block-moe.csv.gz, row "2048,768,8,128,1" (Qwen3-30B-A3B: hidden 2048, moe inter
+    # 768, top-8 of 128 experts, tp 1): 38.72 / 56.31 / 81.73 / 119 us at 1 / 2 / 4 / 8 tokens; 48 MoE layers
+    sm = _experts("Qwen/Qwen3-30B-A3B", "fp8-block")
+    assert sm.expert_time(8) == pytest.approx(48 * 119 * US, rel=1e-6)
+    assert sm.expert_time(1) == pytest.approx(48 * 38.72 * US, rel=1e-6)
+    # between grid points, linear in tokens: 3 tokens = (56.31 + 81.73) / 2
+    assert sm.expert_time(3) == pytest.approx(48 * (56.31 + 81.73) / 2 * US, rel=1e-6)
+    assert "experts: fused-MoE measured table vllm/triton-fp8-block-moe (vllm 0.24.0)" == sm.experts_label()
+
+
+def test_tensor_parallel_reads_the_row_of_its_per_gpu_size():
+    # the same table's row "2048,768,8,128,2": each of 2 GPUs computes inter 384; 77.94 us at 8 tokens
+    sm = _experts("Qwen/Qwen3-30B-A3B", "fp8-block", tp=2)
+    assert sm.expert_time(8) == pytest.approx(48 * 77.94 * US, rel=1e-6)
+
+
+def test_a_kernel_without_a_table_is_priced_by_its_stand_ins_table_and_says_so():
+    # vLLM 0.33.0 runs w4a16 experts on sm90 with Humming (no published table); its curve is a labelled proxy of
+    # the measured fused-MoE Marlin, and so is its table: vLLM's Marlin table lacks Qwen3-30B-A3B's configuration,
+    # SGLang's (h100-sxm/sglang-marlin-moe.csv.gz, row "2048,768,8,128,1": 71.8 us at 8 tokens) holds it
+    sm = _experts("Qwen/Qwen3-30B-A3B", "w4a16")
+    label = sm.experts_label()
+    assert label is not None and "humming-moe by measured table sglang/marlin-moe" in label and "(proxy)" in label
+    # w4a16 stores 0.5 + 2 / 128 bytes per weight (int4, one 16-bit scale per 128), as the Marlin table's timed
+    # int4 group-128 weights (to within 0.01%: the stored bytes count each expert's scale rows): the row as published
+    assert sm.expert_time(8) == pytest.approx(48 * 71.8 * US, rel=1e-4)
+
+
+def _meta(weight_bytes: float = 1.0) -> TableMeta:
+    return TableMeta(id="vllm/triton-fp8-block-moe", file="x.csv.gz", engine="vllm", engine_version="0.24.0",
+                     kernel="triton-fp8-block-moe", kernel_source="k", math="fp8", weight_bytes=weight_bytes,
+                     package="p", package_version="1", license="Apache-2.0", table="t", device="d", rows=6,
+                     source="synthetic (test)", as_of=date(2026, 12, 6))
+
+
+# a synthetic table: hidden 4096, top-8 of 64 experts; per-GPU inter 512 (the tp 2 row of inter 1024), 1024 and
+# 2048; microseconds at 1 and 8 tokens
+TEXT = """# synthetic
+hidden,inter,topk,experts,tp,1,8
+4096,1024,8,64,2,20,40
+4096,1024,8,64,1,30,60
+4096,2048,8,64,1,50,100
+4096,4096,8,64,1,90,180
+"""
+
+
+def test_off_grid_sizes_interpolate_between_their_neighbours():
+    t = parse_moe(_meta(), TEXT)
+    s = t.series(4096, 768, 8, 64)  # halfway between 512 (20, 40) and 1024 (30, 60)
+    assert s is not None and s.at(1) == pytest.approx(25 * US) and s.at(8) == pytest.approx(50 * US)
+    s = t.series(4096, 3072, 8, 64)  # halfway between 2048 (50, 100) and 4096 (90, 180)
+    assert s is not None and s.at(1) == pytest.approx(70 * US) and s.at(8) == pytest.approx(140 * US)
+    # past the largest: affine from the two largest, 8192 = 4096 + 2 x (4096 - 2048): 90 + 2 x 40 = 170 us
+    s = t.series(4096, 8192, 8, 64)
+    assert s is not None and s.at(1) == pytest.approx(170 * US)
+    # below the smallest: affine from the two smallest (20 - 10 x 0.5 = 15 us at 256), never under the
+    # proportional share 20 x 256 / 512 = 10 us nor over the row itself
+    s = t.series(4096, 256, 8, 64)
+    assert s is not None and s.at(1) == pytest.approx(15 * US)
+    s = t.series(4096, 16, 8, 64)  # affine would give 20 - 10 x 0.97 = 10.3; the proportional share 0.625
+    assert s is not None and s.at(1) == pytest.approx(10.3125 * US)
+    assert t.series(4096, 1024, 8, 128) is None  # no configuration with 128 experts: the curve prices it
+
+
+def test_the_tp1_row_is_read_where_two_rows_give_the_same_per_gpu_size():
+    # inter 1024 at tp 1 (30 us) and inter 2048 at tp 2 would both be 1024 per GPU: the smallest tp is read
+    t = MoeTable(_meta(), (1.0, 8.0), cells={(4096, 1024, 8, 64, 1): (30 * US, 60 * US),
+                                              (4096, 2048, 8, 64, 2): (33 * US, 66 * US)})
+    s = t.series(4096, 1024, 8, 64)
+    assert s is not None and s.at(1) == pytest.approx(30 * US)
+
+
+def test_leave_one_configuration_out_predicts_an_interior_size_from_its_neighbours():
+    t = parse_moe(_meta(), TEXT)
+    got = leave_one_out(t)
+    # interior sizes only: 1024 (from 512 and 2048: 20 + (50 - 20) x 512 / 1536 = 30 us at 1 token, 40 + 60 / 3 = 60
+    # at 8) and 2048 (from 1024 and 4096: 30 + 60 / 3 = 50, 60 + 120 / 3 = 100) — this table is exactly affine
+    assert set(got) == {((4096, 8, 64), 1024), ((4096, 8, 64), 2048)}
+    for rows in got.values():
+        for _m, pred, meas in rows:
+            assert pred == pytest.approx(meas)
+
+
+def test_experts_stored_at_other_bytes_stream_their_own_bytes():
+    # W4A8 experts (0.5 + 2 / 128 bytes) on an fp8 table (1 byte): the call at one token above the table's launch
+    # floor (its smallest configuration's first token: 20 us) streams 0.516x the bytes: 20 + 0.516 x (30 - 20)
+    from quantadvise.perf.moe_tables import MoeChoice
+
+    t = parse_moe(_meta(), TEXT)
+    got = MoeChoice("proxy", (t,), "w4a8").series(4096, 1024, 8, 64, 0.5 + 2 / 128)
+    assert got is not None
+    ratio = 0.5 + 2 / 128
+    assert got[0].at(1) == pytest.approx((20 + ratio * 10) * US)
