@@ -58,13 +58,11 @@ def main() -> None:
     for tid, (pts, which, keys) in groups.items():
         train = [s for s in pts if s.group not in held]
         test = [s for s in pts if s.group in held]
-        if tid in kept:
-            values = {k: v for k in which if (v := getattr(kept[tid], k))}
-            today = kept[tid].as_of
-        else:
-            values = fit_values(train, which)
+        values = ({k: v for k in which if (v := getattr(kept[tid], k))} if tid in kept
+                  else fit_values(train, which))
+        as_of = kept[tid].as_of if tid in kept else today  # kept values keep the date they were fitted
         fitted_on = sorted({s.group for s in train})
-        probe = LoopTerms(id=tid, source="probe", as_of=today, **keys, **values)
+        probe = LoopTerms(id=tid, source="probe", as_of=as_of, **keys, **values)
         herr = median([abs(s.error(probe)) for s in test]) if test else None
         ferr = median([abs(s.error(probe)) for s in train]) if train else None
         amd = tid == "amd"
@@ -82,7 +80,7 @@ def main() -> None:
                          else _p68([abs(s.error(probe)) for s in test]) if test else None), note=note,
             source=f"tools/fit_serving.py on {Path('data/validation/e2e_points.yaml')} (sources in its header), "
                    f"non-negative least |relative error| of the cycle",
-            as_of=today)
+            as_of=as_of)
         out.append(terms)
         print(f"{tid}: {len(train)} fitted, {len(test)} held out; fitted median |error| {ferr:.1%}"
               + (f", held-out {herr:.1%}" if herr is not None else ""))

@@ -166,13 +166,6 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         return 0.0, 0.0, 0.0, 0.0
     c = ko.curve
     n, k = ko.n, ko.k
-    if ko.series is not None and o.experts:  # a fused-MoE table: this operator's share of the layer's call
-        per_call = ko.series.at(tokens)
-        mem = ko.series.ts[0]
-        comp = max(per_call ** 4 - mem ** 4, 0.0) ** 0.25
-        scale = ko.calls * ko.share
-        return (per_call * scale, mem * scale, comp * scale,
-                o.bytes * expected_experts(o.experts, o.top_k, tokens) / o.experts)
     if ko.series is not None:  # a published table: the call's time is the table's
         per_call = ko.series.at(tokens)
         # its two terms, read through the blend the curves use (p = 4): the streaming floor (the call at its
@@ -180,6 +173,10 @@ def kernel_time(ko: KernelOp, o: LinearOp, tokens: float, bw: float,
         # its floor
         mem = ko.series.ts[0]
         comp = max(per_call ** 4 - mem ** 4, 0.0) ** 0.25
+        if o.experts:  # a fused-MoE table: this operator's share of the layer's call; the experts the tokens reach
+            scale = ko.calls * ko.share
+            return (per_call * scale, mem * scale, comp * scale,
+                    o.bytes * expected_experts(o.experts, o.top_k, tokens) / o.experts)
         read = n * k * (o.bytes / o.elements)
     elif o.experts:
         assert c is not None  # one fused-MoE call per layer over the experts the tokens reach

@@ -210,10 +210,7 @@ class GemmTable:
     def row(self, n: int, k: int) -> MSeries | None:
         """The table's own rows of one cell (None: not in the table)."""
         got = self.cell(n, k)
-        if got is None:
-            return None
-        pts = [(m, t) for m, t in zip(self.ms, got, strict=True) if t is not None]
-        return MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+        return None if got is None else own_points(self.ms, got)
 
     def series(self, n: float, k: float, exclude: tuple[int, int] | None = None) -> MSeries:
         """Seconds per call of an ``n x k`` weight along the M grid: the cell itself, else the
@@ -249,14 +246,22 @@ class GemmTable:
             return done
         got = self.cell(n, k)
         assert got is not None
-        if all(t is not None for t in got):
-            done = MSeries(self.ms, tuple(t for t in got if t is not None))
-        else:
-            own = self.row(n, k)
-            assert own is not None
-            done = MSeries(self.ms, tuple(t if t is not None else own.at(m) for m, t in zip(self.ms, got, strict=True)))
-        self._filled[(n, k)] = done
+        done = self._filled[(n, k)] = filled(self.ms, got)
         return done
+
+
+def own_points(ms: tuple[float, ...], got: tuple[float | None, ...]) -> MSeries:
+    """A table row's own points (its blanks left out)."""
+    pts = [(m, t) for m, t in zip(ms, got, strict=True) if t is not None]
+    return MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+
+
+def filled(ms: tuple[float, ...], got: tuple[float | None, ...]) -> MSeries:
+    """A table row at every point of its grid ``ms``: a blank read from the row's own points."""
+    if all(t is not None for t in got):
+        return MSeries(ms, tuple(t for t in got if t is not None))
+    own = own_points(ms, got)
+    return MSeries(ms, tuple(t if t is not None else own.at(m) for m, t in zip(ms, got, strict=True)))
 
 
 def _bracket(xs: list[int], x: float) -> tuple[int, int, float]:

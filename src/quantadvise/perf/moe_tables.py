@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .kernel_tables import MSeries, TableMeta, _values
+from .kernel_tables import MSeries, TableMeta, _extend, _values, filled, own_points
 from .ops import expected_experts
 
 MoeKey = tuple[int, int, int, int, int]  # hidden, inter (whole model), top-k, experts, tp
@@ -41,7 +41,7 @@ GroupKey = tuple[int, int, int]  # hidden, top-k, experts
 class MoeTable:
     """One fused-MoE kernel's published table on one GPU (the module docstring has the reading)."""
 
-    __slots__ = ("meta", "ms", "_raw", "_cells", "_groups", "_series", "derived")
+    __slots__ = ("meta", "ms", "_raw", "_cells", "_groups", "_series", "_floor", "derived")
 
     def __init__(self, meta: TableMeta, ms: tuple[float, ...],
                  cells: Mapping[MoeKey, tuple[float | None, ...]] | None = None,
@@ -62,6 +62,7 @@ class MoeTable:
                 groups.setdefault((h, k, e), {}).setdefault(inter // tp, key)
         self._groups = groups
         self._series: dict[MoeKey, MSeries] = {}  # full series per configuration, once
+        self._floor: float | None = None
         # series derived by the speed model, kept per configuration (every walk in a process prices it again)
         self.derived: dict[tuple[object, ...], MSeries | None] = {}
 
@@ -78,9 +79,11 @@ class MoeTable:
     @property
     def floor_s(self) -> float:
         """The launch floor: the smallest configuration's layer at one token (the fixed part of a call)."""
-        keys = sorted({*self._cells, *self._raw}, key=lambda c: (c[0] * c[1] // max(c[4], 1) * c[2], c))
-        got = self.cell(keys[0]) if keys else None
-        return next((t for t in got or () if t is not None), 0.0)
+        if self._floor is None:
+            keys = [*self._cells, *self._raw]
+            got = self.cell(min(keys, key=lambda c: (c[0] * c[1] // max(c[4], 1) * c[2], c))) if keys else None
+            self._floor = next((t for t in got or () if t is not None), 0.0)
+        return self._floor
 
     def cell(self, key: MoeKey) -> tuple[float | None, ...] | None:
         got = self._cells.get(key)
@@ -97,20 +100,14 @@ class MoeTable:
     def row(self, key: MoeKey) -> MSeries | None:
         """One configuration's own rows (None: not in the table)."""
         got = self.cell(key)
-        if got is None:
-            return None
-        pts = [(m, t) for m, t in zip(self.ms, got, strict=True) if t is not None]
-        return MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+        return None if got is None else own_points(self.ms, got)
 
     def _full(self, key: MoeKey) -> MSeries:
         done = self._series.get(key)
         if done is None:
-            own = self.row(key)
-            assert own is not None
             got = self.cell(key)
             assert got is not None
-            done = self._series[key] = MSeries(self.ms, tuple(t if t is not None else own.at(m)
-                                                              for m, t in zip(self.ms, got, strict=True)))
+            done = self._series[key] = filled(self.ms, got)
         return done
 
     def series(self, hidden: int, inter: float, top_k: int, experts: int, exclude: int | None = None) -> MSeries | None:
@@ -123,9 +120,7 @@ class MoeTable:
         xs = sorted(x for x in by_inter if x != exclude)
         if not xs:
             return None
-        if len(xs) == 1 or inter == xs[0]:
-            return self._edge(by_inter, xs, inter)
-        if inter < xs[0] or inter > xs[-1]:
+        if len(xs) == 1 or inter <= xs[0] or inter > xs[-1]:
             return self._edge(by_inter, xs, inter)
         i = bisect_left(xs, inter)
         if xs[i] == inter:
@@ -139,11 +134,9 @@ class MoeTable:
         if len(xs) == 1:
             one = self._full(by_inter[xs[0]])
             return one if inter == xs[0] else _scaled(one, inter / xs[0])
-        if inter > xs[-1]:
+        if inter > xs[-1]:  # affine from the two largest, as a GEMM table past its largest N or K
             a, b = xs[-2], xs[-1]
-            lo, hi = self._full(by_inter[a]), self._full(by_inter[b])
-            f = (inter - b) / (b - a)
-            return MSeries(self.ms, tuple(y + max(0.0, y - x) * f for x, y in zip(lo.ts, hi.ts, strict=True)))
+            return _extend(self._full(by_inter[a]), self._full(by_inter[b]), a, b, inter)
         a, b = xs[0], xs[1]
         lo, hi = self._full(by_inter[a]), self._full(by_inter[b])
         if inter == a:
