@@ -127,3 +127,42 @@ def test_experts_stored_at_other_bytes_stream_their_own_bytes():
     assert got is not None
     ratio = 0.5 + 2 / 128
     assert got[0].at(1) == pytest.approx((20 + ratio * 10) * US)
+
+
+# the synthetic table with one interior size off the affine line: 1024 per GPU measured 45 / 90 us where its
+# neighbours 512 (20, 40) and 2048 (50, 100) interpolate to 30 / 60 us
+SKEWED = TEXT.replace("4096,1024,8,64,1,30,60", "4096,1024,8,64,1,45,90")
+
+
+def test_moe_checks_report_own_rows_and_held_out_sizes_in_validate_terms():
+    from quantadvise.calibration.lookup_checks import moe_checks, table_check
+
+    t = parse_moe(_meta(), SKEWED)
+    c, errs = moe_checks(t)
+    assert c["rows"]["median"] == 0.0 and c["rows"]["max"] == 0.0  # every size reads its own row
+    # held out: 1024 from 512 and 2048 -> 30 / 60 against 45 / 90: |30 / 45 - 1| = 1/3 at both token counts;
+    # 2048 from 1024 (45, 90) and 4096 (90, 180): 45 + 45 / 3 = 60 against 50, 90 + 90 / 3 = 120 against 100: 0.2
+    assert sorted(errs) == pytest.approx([0.2, 0.2, 1 / 3, 1 / 3])
+    assert c["steps"]["max"] == pytest.approx(1 / 3, abs=1e-4) and "1024 per GPU" in c["worst"]
+    row = table_check("h100-sxm", "0.24.0", t)
+    assert row.kind == "fused-moe" and row.within is False  # 33% worst is past the 20% bar
+
+
+def test_experts_priced_by_their_own_moe_table_carry_the_moe_band():
+    # Qwen3-30B-A3B fp8-block on an H100 reads vllm/triton-fp8-block-moe's own row (test above): its expert
+    # seconds are filed under the "moe" band (data/kernel_tables/bands.yaml, h100-sxm: moe), not the GEMMs'
+    sm = _experts("Qwen/Qwen3-30B-A3B", "fp8-block")
+    parts = sm.parts(8, 1024)
+    assert parts.get("own:moe", 0.0) == pytest.approx(sm.expert_time(8), rel=1e-6)
+    bands = catalog.uncertainty_bands("h100-sxm")
+    assert bands is not None and "moe" in bands
+
+
+def test_validate_lists_every_fused_moe_table_of_the_gpu():
+    from quantadvise.api.calibrate import validate
+
+    r = validate("h100-sxm")
+    moe = {c.table for c in r.lookup if c.kind == "fused-moe"}
+    idx = catalog.kernel_tables("h100-sxm")
+    assert idx is not None and moe == {m.id for m in idx.index.moe} and moe
+    assert "moe" in r.bands["h100-sxm"]

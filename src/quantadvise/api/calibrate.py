@@ -144,6 +144,10 @@ def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResu
             t = tabs.get(meta.id)
             if t is not None:
                 lookup.append(table_check(g.id, meta.engine_version, t))
+        for meta in tabs.index.moe:
+            mt = tabs.moe(meta.id)
+            if mt is not None:
+                lookup.append(table_check(g.id, meta.engine_version, mt))
         checks = gpu_checks(tabs, g, catalog.default_perf_profile())
         subs += [SubstituteCheck(gpu=g.id, basis=x["basis"], what=x["what"], steps=ErrorStats(**x["steps"]))
                  for x in checks["substitutes"]]

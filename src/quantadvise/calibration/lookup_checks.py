@@ -16,7 +16,11 @@ importer records the result in ``data/kernel_tables/<gpu>.yaml`` under ``checks`
   TRT-LLM's measured int4 weight-only GEMM from its int8 weight-only GEMM, and from the engine's cuBLAS
   GEMM), ``roofline`` (the default-efficiency roofline, data/perf_profile.yaml, on the measured tables);
 - **attention**: the decode attention grid with every other KV length and batch held out, and the
-  roofline with the launch floor on the same rows.
+  roofline with the launch floor on the same rows;
+- **fused MoE** (``moe``): each fused-MoE table at its own rows, and leave-one-size-out — every per-GPU
+  intermediate size with a neighbour on each side in its (hidden, top-k, experts) group priced from the
+  table with that size left out (:func:`~quantadvise.perf.moe_tables.leave_one_out`), at every token count;
+  one call is one MoE layer's experts, so a call is the step's expert part.
 
 A **band** is the distribution of step errors |predicted / measured - 1| of one basis on one GPU (its
 median, 68th and 90th percentiles); a prediction's ± is the 68th percentile (a one-sigma error bar: about
@@ -35,6 +39,8 @@ from typing import Any
 from ..hardware import GPU
 from ..perf.kernel_tables import GemmTable, MSeries, composed, minus
 from ..perf.lookup import QUANT_TABLES, TableSet
+from ..perf.moe_tables import MoeTable
+from ..perf.moe_tables import leave_one_out as moe_leave_one_out
 from ..results import Out, Result
 from .heldout import HELD_OUT_SETS
 
@@ -68,6 +74,7 @@ class TableCheck(Out):
     calls: ErrorStats
     worst: str  # the held-out step with the largest error: shape set and M
     within: bool  # steps median <= LOOKUP_MEDIAN_BAR and max <= LOOKUP_MAX_BAR
+    kind: str = "gemm"  # gemm | fused-moe (steps: one MoE layer's experts at a held-out per-GPU size)
 
 
 class SubstituteCheck(Out):
@@ -161,6 +168,27 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     return ({"rows": stats(own, "the lookup at the table's own rows"),
              "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours"),
              "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst}, steps)
+
+
+def moe_checks(t: MoeTable) -> tuple[dict[str, Any], list[float]]:
+    """A fused-MoE table's own-row reproduction and its leave-one-size-out errors (the summaries, and every
+    held-out call error: one call is one MoE layer's experts)."""
+    own: list[float] = []
+    for (h, k, e), by_inter in t.groups().items():
+        for x, key in by_inter.items():
+            row, got = t.row(key), t.series(h, x, k, e)
+            if row is not None and got is not None:
+                own += [abs(got.at(m) / v - 1) for m, v in zip(row.ms, row.ts, strict=True) if m <= MAX_M]
+    errs: list[float] = []
+    where: list[str] = []
+    for ((h, k, e), x), rows in sorted(moe_leave_one_out(t).items()):
+        for m, pred, meas in rows:
+            if m <= MAX_M:
+                errs.append(abs(pred / meas - 1))
+                where.append(f"hidden {h}, {x} per GPU, top-{k} of {e}, {m:g} tokens")
+    worst = where[max(range(len(errs)), key=errs.__getitem__)] if errs else ""
+    held = stats(errs, "leave-one-size-out: each per-GPU intermediate size from its neighbours, every token count")
+    return {"rows": stats(own, "the lookup at the table's own rows"), "steps": held, "calls": held, "worst": worst}, errs
 
 
 def _net(tables: TableSet, t: GemmTable, quant: str | None) -> Callable[[int, int], MSeries | None]:
@@ -299,6 +327,12 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
             measured.extend(steps)
         ce = d.compute_efficiency.get(meta.math, 0.65)
         roof.extend(roofline_steps(t, gpu, mem_eff, ce if isinstance(ce, float) else 0.65))
+    moe: list[float] = []
+    for meta in idx.moe:
+        mt = tables.moe(meta.id)
+        if mt is not None:
+            kernels[meta.id], errs = moe_checks(mt)
+            moe.extend(errs)
     subs, pooled = substitutes(tables)
     for sub in subs:
         sub["gpu"] = idx.gpu
@@ -309,6 +343,8 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
         if pooled.get(basis):
             bands[basis] = stats(pooled[basis], f"{basis} stand-ins where the true kernel is measured on this GPU")
     bands["roofline"] = stats(roof, "default-efficiency roofline on the measured tables' decode steps")
+    if moe:
+        bands["moe"] = stats(moe, "fused-MoE tables: held-out per-GPU expert sizes from their neighbours")
     if attn:
         bands["attention"] = stats([x for _, errs in attn.values() for x in errs],
                                    "decode attention tables: held-out KV lengths and batches from their neighbours")
@@ -317,11 +353,12 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     return {"kernels": kernels, "substitutes": subs, "attention": {e: a for e, (a, _) in attn.items()}, "bands": bands}
 
 
-def table_check(gpu: str, meta_engine_version: str, table: GemmTable) -> TableCheck:
-    """A table's lookup checks as a result row (:func:`table_checks`)."""
-    c, _ = table_checks(table)
+def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable) -> TableCheck:
+    """A table's lookup checks as a result row (:func:`table_checks`; a fused-MoE table: :func:`moe_checks`)."""
+    moe = isinstance(table, MoeTable)
+    c, _ = moe_checks(table) if isinstance(table, MoeTable) else table_checks(table)
     st = c["steps"]
     return TableCheck(gpu=gpu, table=table.id, kernel=table.meta.kernel, engine=table.meta.engine,
                       engine_version=meta_engine_version, rows=ErrorStats(**c["rows"]), steps=ErrorStats(**st),
-                      calls=ErrorStats(**c["calls"]), worst=c["worst"],
+                      calls=ErrorStats(**c["calls"]), worst=c["worst"], kind="fused-moe" if moe else "gemm",
                       within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)

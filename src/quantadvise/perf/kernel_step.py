@@ -49,6 +49,7 @@ class KernelOp:
     series: MSeries | None = None  # the published table's seconds per call along M (lookup before any curve)
     basis: str = ""  # measured | same-math | composed | proxy (the table's) or the curve's basis
     label: str = ""  # the published table that prices the operator, in words (a fused-MoE table's)
+    band: str = ""  # the uncertainty band it carries (perf.uncertainty) when not its basis's: "moe"
 
 # q/k/v and gate/up run as one GEMM in every engine; so do MLA's q_a and kv_a (vLLM 0.34.0 fused_qkv_a_proj,
 # SGLang 0.5.23 fused_qkv_a_proj_with_mqa: perf/ops.py REPLICATED_ROLES cites the lines)
@@ -133,7 +134,7 @@ def _moe_table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu
         return None
     return KernelOp(curve=curve, peak=peak, n=o.n, k=o.k, calls=o.count / o.experts, share=o.n * o.k / layer_elems,
                     weight_bytes=o.bytes / o.elements, quant=None, series=got[0], basis=mc.basis,
-                    label=mc.words(got[1]))
+                    label=mc.words(got[1]), band="moe" if mc.basis == "measured" else "")
 
 
 def _table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, n_f: float,

@@ -228,8 +228,8 @@ class StepModel:
         # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
         # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
         mine = tuple(o.quantized or not scheme.quantizes_weights for o in ops)
-        self._labels = tuple(("own:" if m else "") + (ko.basis if ko is not None else "calibrated" if f is not None
-                                                      else "ideal" if efficiency.ideal else "roofline")
+        self._labels = tuple(("own:" if m else "") + ((ko.band or ko.basis) if ko is not None else "calibrated"
+                                                      if f is not None else "ideal" if efficiency.ideal else "roofline")
                              for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)

@@ -10,7 +10,9 @@ the 68th percentile of |predicted / measured - 1| over held-out decode steps of 
 - ``composed``: the composition rule, where the true kernel is measured;
 - ``roofline``: the default-efficiency roofline on the measured tables;
 - ``attention`` / ``attention-roofline``: the decode attention table read between its grid points /
-  the roofline with its launch floor, on the attention tables.
+  the roofline with its launch floor, on the attention tables;
+- ``moe``: a fused-MoE table read for a per-GPU expert size it does not hold (leave-one-size-out), the
+  routed experts its own table prices.
 
 A step's relative half-width is the time-weighted mean of its parts' bands (errors of the parts are
 taken as fully correlated: the widest the parts allow). A throughput interval is the step interval
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from .step import StepModel
 
 # a basis a GPU has no check for takes this one's band (a curve standing in is no better than a composition)
-FALLBACK = {"proxy": "composed", "calibrated": "measured", "other": "roofline", "ideal": "roofline"}
+FALLBACK = {"proxy": "composed", "calibrated": "measured", "other": "roofline", "ideal": "roofline", "moe": "measured"}
 MAX_REL = 0.9  # a band is never wider than this (a throughput interval stays finite)
 
 

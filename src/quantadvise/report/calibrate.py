@@ -200,8 +200,9 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
               f"{c.steps.median:.1%}", f"{c.steps.p68:.1%}", f"{c.steps.max:.1%}", "yes" if c.within else "NO", c.worst)
     lines = [*wrap("published tables read by lookup (data/kernel_tables/): each table at its own rows, and "
                    "leave-one-shape-out — every shape of a decode step's shape set priced from its neighbours "
-                   "with its own cell left out, at every M; bars: step median <= 5%, max <= 20%", width,
-                   subsequent="  "), t.render(width)]
+                   "with its own cell left out, at every M (a fused-MoE table: every per-GPU expert size "
+                   "from its neighbours, one MoE layer's call at every token count); bars: step median <= 5%, "
+                   "max <= 20%", width, subsequent="  "), t.render(width)]
     if r.substitutes:
         lines += ["", *wrap("stand-ins where the true kernel is measured (held-out steps: median / p68 / max):", width)]
         for x in r.substitutes:
