@@ -166,3 +166,15 @@ def test_validate_lists_every_fused_moe_table_of_the_gpu():
     idx = catalog.kernel_tables("h100-sxm")
     assert idx is not None and moe == {m.id for m in idx.index.moe} and moe
     assert "moe" in r.bands["h100-sxm"]
+
+
+def test_gpt_oss_experts_on_b200_are_priced_by_the_flashinfer_mxfp4_table_vllm_runs():
+    # vLLM runs gpt-oss's MXFP4 experts on SM100 with FlashInfer's TRT-LLM MXFP4 x BF16 kernel (data/kernels/
+    # vllm-0.33.0.yaml: fused_moe/oracle/mxfp4.py:402-407). Its published table, b200/vllm-flashinfer-trtllm-mxfp4-
+    # moe.csv.gz, row "2880,2880,4,128,8" (gpt-oss-120b at TP8: 360 per GPU): 34.76 us at 8 tokens, 18.04 at 1;
+    # 36 MoE layers. Before, the experts fell to the roofline: 0.27 ms a step at 8 tokens, a quarter of this.
+    sm = _experts("openai/gpt-oss-120b", "mxfp4-a16-experts", "b200", tp=8)
+    assert sm.experts_label() == "experts: fused-MoE measured table vllm/flashinfer-trtllm-mxfp4-moe (vllm 0.24.0)"
+    assert sm.expert_time(8) == pytest.approx(36 * 34.76 * US, rel=1e-4)
+    assert sm.expert_time(1) == pytest.approx(36 * 18.04 * US, rel=1e-4)
+    assert sm.parts(8, 1024).get("own:moe", 0.0) == pytest.approx(sm.expert_time(8), rel=1e-6)

@@ -194,6 +194,8 @@ MOE_TABLE_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
                                         "vllm_marlin_int4_moe"),
                                "sglang": ("sglang_marlin_moe",)}),
     "triton-mxfp4-moe": ("w4a16_mxfp4", {"vllm": ("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",)}),
+    "flashinfer-trtllm-mxfp4-moe": ("w4a16_mxfp4", {
+        "vllm": ("vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic",)}),
 }
 # aiconfigurator's own default for the expert load (sdk/models/deepseek.py:170 power_law_alpha 1.01; generic MoE
 # models 1.2, sdk/models/moe.py:128): serving traffic is not routed evenly; the two power laws agree within a few %

@@ -309,6 +309,11 @@ MOE_SPECS = (
     MoeSpec("triton-mxfp4-moe", "w4a16_mxfp4", (("vllm", "gptossmxfp4moe_triton"), ("vllm", "vllm_mxfp4_moe")),
             0.5 + 1.0 / 32, 2.0, "bf16", TRITON_MOE_M_TILE,
             "fused-MoE OAI Triton matmul_ogs (mxfp4 weights, bf16 activations)"),
+    # gpt-oss MXFP4 experts on Blackwell: FlashInfer's TRT-LLM MXFP4 x BF16 kernel, first in the gpt-oss priority
+    # list on SM100 (fused_moe/oracle/mxfp4.py:402-407); measured as vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16
+    MoeSpec("flashinfer-trtllm-mxfp4-moe", "w4a16_mxfp4", (("vllm", "gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16"),),
+            0.5 + 1.0 / 32, 2.0, "bf16", TRITON_MOE_M_TILE,
+            "fused-MoE FlashInfer TRT-LLM (mxfp4 weights, bf16 activations)"),
 )
 # fused-MoE kernels with no table of their own: the measured MoE kernel that stands in, and why
 MOE_PROXIES: dict[str, tuple[str, str]] = {
