@@ -178,3 +178,55 @@ def test_gpt_oss_experts_on_b200_are_priced_by_the_flashinfer_mxfp4_table_vllm_r
     assert sm.expert_time(8) == pytest.approx(36 * 34.76 * US, rel=1e-4)
     assert sm.expert_time(1) == pytest.approx(36 * 18.04 * US, rel=1e-4)
     assert sm.parts(8, 1024).get("own:moe", 0.0) == pytest.approx(sm.expert_time(8), rel=1e-6)
+
+
+def _experts_on(model: str, sch: str, gpu_id: str, engine: str, version: str, tp: int = 1) -> StepModel:
+    gpu = catalog.get_gpu(gpu_id)
+    arch, _ = load_model(model)
+    eff = efficiency(load_profiles(gpu=gpu), gpu, scheme(sch), engine=engine, version=version)
+    return StepModel(arch, scheme(sch), gpu, gpus=tp, efficiency=eff)
+
+
+def test_vllm_on_blackwell_runs_flashinfer_trtllm_experts_and_they_are_priced_by_its_table():
+    # vLLM 0.33.0 on SM100 puts FlashInfer's TRT-LLM-gen fused MoE first for block-fp8 experts (fused_moe/oracle/
+    # fp8.py:88-104; Triton is moved to the front only on SM90): b200/vllm-flashinfer-trtllm-fp8-block-moe.csv.gz,
+    # row "2048,768,8,128,1" (Qwen3-30B-A3B): 61.16 us at 8 tokens, 22.25 at 1; 48 MoE layers. Before, the
+    # release had no SM100 row and the Triton table stood in (proxy).
+    sm = _experts_on("Qwen/Qwen3-30B-A3B", "fp8-block", "b200", "vllm", "0.33.0")
+    assert sm.experts_label() == "experts: fused-MoE measured table vllm/flashinfer-trtllm-fp8-block-moe (vllm 0.24.0)"
+    assert sm.expert_time(8) == pytest.approx(48 * 61.16 * US, rel=1e-4)
+    assert sm.expert_time(1) == pytest.approx(48 * 22.25 * US, rel=1e-4)
+
+
+def test_sglang_picks_flashinfer_trtllm_on_blackwell_by_model_family_only():
+    # SGLang 0.5.23 sets --moe-runner-backend flashinfer_trtllm on SM100 for the DeepSeek family (arg_groups/
+    # overrides.py:745-760, :810-823) and the Qwen3 MoE family (model_overrides/qwen3_moe.py:29-37, :78-86); other
+    # models keep auto (the Triton runner): Mixtral's bf16 experts have no SM100 row, and a stand-in prices them.
+    # b200/sglang-flashinfer-trtllm-fp8-block-moe.csv.gz row "7168,2048,8,256,8" (DeepSeek-V3 at TP8): 74.2 us at
+    # 8 tokens; 58 MoE layers (layers 3-60)
+    ds = _experts_on("deepseek-ai/DeepSeek-V3", "fp8-block", "b200", "sglang", "0.5.23", tp=8)
+    assert "sglang/flashinfer-trtllm-fp8-block-moe" in (ds.experts_label() or "")
+    assert ds.expert_time(8) == pytest.approx(58 * 74.2 * US, rel=1e-4)
+    mx = _experts_on("mistralai/Mixtral-8x7B-v0.1", "bf16", "b200", "sglang", "0.5.23", tp=2)
+    assert "flashinfer-trtllm" not in (mx.experts_label() or "") and "(proxy)" in (mx.experts_label() or "")
+
+
+def test_a_kernel_with_tables_but_no_curve_reads_a_stand_ins_table_where_its_own_lack_the_model():
+    # vLLM runs W4A4 MXFP4 experts on SM100 with FlashInfer's TRT-LLM MXFP4 kernel; its published table holds
+    # gpt-oss's configurations only (hidden 2880). Qwen3-30B-A3B's experts read the fused-MoE Marlin table as a
+    # labelled proxy (the stand-in of weight-only experts), never the roofline (before: own:roofline)
+    sm = _experts_on("Qwen/Qwen3-30B-A3B", "mxfp4", "b200", "vllm", "0.33.0")
+    label = sm.experts_label() or ""
+    assert "flashinfer-trtllm-mxfp4-moe by measured table" in label and "marlin-moe" in label and "(proxy)" in label
+    assert "own:roofline" not in sm.parts(8, 1024)
+
+
+def test_a_run_without_a_stated_release_is_priced_with_the_release_current_when_it_was_measured():
+    # data/engine_releases.yaml (PyPI upload dates): SGLang 0.5.5.post3 2025-11-17, 0.5.6.post2 2025-12-11. A run
+    # measured 2025-11-18 could not have used a 2026 release: the newest on file published by then
+    from quantadvise.api.e2e import release_on_file
+
+    assert release_on_file("sglang", None, date(2025, 11, 18)) == "0.5.5.post3"
+    assert release_on_file("sglang", None, date(2025, 12, 11)) == "0.5.6.post2"
+    assert release_on_file("sglang", None) == catalog.engine_versions("sglang")[-1]  # no date: the newest
+    assert release_on_file("sglang", "0.5.12", date(2025, 11, 18)) == "0.5.12.post1"  # a stated release wins

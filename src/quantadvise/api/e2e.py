@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .. import catalog
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from ..calibration.e2e import E2EPoint, E2EReport, E2ETable
     from ..calibration.serving_fit import Sample
     from ..hardware import GPU
@@ -29,14 +31,17 @@ class Setup:
     version: str
 
 
-def release_on_file(engine: str, version: str | None) -> str:
-    """The release on file that stands in for ``version`` (the newest not newer, else the oldest; an
-    unstated release: the newest)."""
+def release_on_file(engine: str, version: str | None, measured: date | None = None) -> str:
+    """The release on file that stands in for ``version`` (the newest not newer, else the oldest). An
+    unstated release: the newest on file published by ``measured``, the date the run was measured (a run
+    cannot have used a later release; data/engine_releases.yaml), else the newest."""
     from ..engines.versions import nearest_version, version_key
 
     versions = catalog.engine_versions(engine)
     if not version or not version_key(version):
-        return versions[-1]
+        dates = catalog.release_dates(engine) if measured is not None else {}
+        then = [v for v in versions if v in dates and dates[v] <= measured] if measured is not None else []
+        return then[-1] if then else versions[0] if dates else versions[-1]
     return nearest_version(versions, version)
 
 
@@ -49,7 +54,8 @@ def load_arch(config: str) -> Any:
 
 
 def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: int, engine: str,
-          version: str | None, kv_dtype: str | None, kv_limit: bool = True, ep: int = 1) -> Setup:
+          version: str | None, kv_dtype: str | None, kv_limit: bool = True, ep: int = 1,
+          measured: date | None = None) -> Setup:
     """The step model and loop of one deployment as the engine release starts it by default: its memory
     fraction and reserve leave the KV room the loop's running set is held to (``kv_limit``). ``ep`` > 1: the
     routed experts sharded over the TP group (SGLang ``--ep-size``, vLLM ``--enable-expert-parallel``), priced
@@ -61,7 +67,7 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
     from ..perf.step import StepModel
     from .speed import efficiency
 
-    rel = release_on_file(engine, version)
+    rel = release_on_file(engine, version, measured)
     key = (config, scheme if isinstance(scheme, str) else scheme.id, gpu, tp, engine, rel, kv_dtype, kv_limit, ep)
     if key in cache:
         return cache[key]
@@ -136,7 +142,7 @@ def samples(table: E2ETable | None = None) -> tuple[list[tuple[E2EPoint, Sample,
         assert p.config and p.scheme and p.prompt and p.output and p.concurrency and p.output_tok_s
         try:
             st = setup(cache, config=p.config, scheme=p.scheme, gpu=p.gpu, tp=p.tp, engine=p.engine,
-                       version=p.engine_version, kv_dtype=p.kv_dtype, ep=p.ep)
+                       version=p.engine_version, kv_dtype=p.kv_dtype, ep=p.ep, measured=p.as_of)
         except QuantAdviseError as exc:
             skipped[f"quantadvise cannot price it: {exc.message.split(';')[0]}"] += 1
             continue

@@ -196,6 +196,13 @@ MOE_TABLE_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "triton-mxfp4-moe": ("w4a16_mxfp4", {"vllm": ("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",)}),
     "flashinfer-trtllm-mxfp4-moe": ("w4a16_mxfp4", {
         "vllm": ("vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic",)}),
+    "flashinfer-trtllm-moe": ("bfloat16", {"vllm": ("vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts",),
+                                           "sglang": ("sglang_flashinfer_trtllm_moe",)}),
+    "flashinfer-trtllm-fp8-block-moe": ("fp8_block", {"vllm": ("vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",),
+                                                      "sglang": ("sglang_flashinfer_trtllm_moe",)}),
+    "flashinfer-trtllm-nvfp4-moe": ("nvfp4", {
+        "vllm": ("vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_trtllmnvfp4expertsmonolithic",),
+        "sglang": ("sglang_flashinfer_trtllm_moe",)}),
 }
 # aiconfigurator's own default for the expert load (sdk/models/deepseek.py:170 power_law_alpha 1.01; generic MoE
 # models 1.2, sdk/models/moe.py:128): serving traffic is not routed evenly; the two power laws agree within a few %

@@ -272,6 +272,7 @@ MOE_TABLES = (("sglang", "sglang_marlin_moe"), ("vllm", "marlin"))  # SGLang's c
 MARLIN_M_TILE = 64  # Marlin computes M in blocks of up to 4 x 16 rows
 INT4_G128_BYTES = 0.5 + 2.0 / 128  # int4 weights with one 16-bit scale per 128
 FP8_BLOCK_BYTES = 1.0 + 4.0 / (128 * 128)  # fp8 weights with one fp32 scale per 128 x 128 block
+NVFP4_BYTES = 0.5 + 1.0 / 16  # fp4 e2m1 weights with one fp8 scale per 16 (the fp32 global scale is negligible)
 TRITON_MOE_M_TILE = 16  # the fused-MoE Triton kernel pads each expert's rows to BLOCK_SIZE_M (16 at decode sizes)
 
 
@@ -314,6 +315,19 @@ MOE_SPECS = (
     MoeSpec("flashinfer-trtllm-mxfp4-moe", "w4a16_mxfp4", (("vllm", "gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16"),),
             0.5 + 1.0 / 32, 2.0, "bf16", TRITON_MOE_M_TILE,
             "fused-MoE FlashInfer TRT-LLM (mxfp4 weights, bf16 activations)"),
+    # vLLM 0.33.0 on SM100 runs FlashInfer's TRT-LLM-gen fused-MoE kernels first for bf16, block fp8 and NVFP4
+    # experts (fused_moe/oracle/unquantized.py:69-80, fp8.py:88-104, nvfp4.py:203-212); SGLang times the same kernels
+    MoeSpec("flashinfer-trtllm-moe", "bfloat16", (("vllm", "unquantizedfusedmoe_flashinfer_trtllm"),
+                                                  ("sglang", "sglang_flashinfer_trtllm_moe")),
+            2.0, 2.0, "bf16", TRITON_MOE_M_TILE, "fused-MoE FlashInfer TRT-LLM (bf16 weights and activations)"),
+    MoeSpec("flashinfer-trtllm-fp8-block-moe", "fp8_block", (("vllm", "fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic"),
+                                                             ("sglang", "sglang_flashinfer_trtllm_moe")),
+            FP8_BLOCK_BYTES, 1.0, "fp8", TRITON_MOE_M_TILE,
+            "fused-MoE FlashInfer TRT-LLM (fp8 weights in 128 x 128 blocks, fp8 activations in 1 x 128 groups)"),
+    MoeSpec("flashinfer-trtllm-nvfp4-moe", "nvfp4", (("vllm", "nvfp4moe_flashinfer_trtllm_trtllmnvfp4expertsmonolithic"),
+                                                    ("sglang", "sglang_flashinfer_trtllm_moe")),
+            NVFP4_BYTES, 0.5 + 1.0 / 16, "fp4", TRITON_MOE_M_TILE,
+            "fused-MoE FlashInfer TRT-LLM (nvfp4 weights and activations)"),
 )
 # fused-MoE kernels with no table of their own: the measured MoE kernel that stands in, and why
 MOE_PROXIES: dict[str, tuple[str, str]] = {

@@ -15,6 +15,8 @@ from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from ..engines.data import EngineData
     from ..engines.kv_checks import KvIssue
     from ..engines.library import FormatLibrary
@@ -60,6 +62,20 @@ def _release_doc(doc_id: str) -> dict[str, Any]:
 def engine_names() -> list[str]:
     """Engines with at least one release on file (vllm, sglang)."""
     return sorted({name for name, _ in _release_paths().values() if _is_engine(name)})
+
+
+@cache
+def release_dates(engine: str) -> dict[str, date]:
+    """When each release on file of ``engine`` was published (data/engine_releases.yaml, the package index's
+    first upload); {} for an engine without dates."""
+    from datetime import date as _date
+
+    doc = loader.table("engine_releases.yaml")
+    rows = (doc.get("released") or {}).get(_engine_name(engine)) or {}
+    try:
+        return {str(v): _date.fromisoformat(str(d)) for v, d in rows.items()}
+    except ValueError as exc:
+        raise DataError(f"data/engine_releases.yaml: {engine}: {exc} (dates are YYYY-MM-DD)") from None
 
 
 def engine_versions(engine: str) -> list[str]:

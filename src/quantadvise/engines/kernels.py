@@ -80,6 +80,9 @@ class KernelRoute(Strict):
     # only for checkpoints that resolve to one of these methods (the linear method decides the kernel
     # list: vLLM's compressed-tensors W8A16-FP8 scheme vs Fp8Config / ModelOpt); empty: any
     methods: tuple[str, ...] = ()
+    # only for models of these architectures (config.json ``architectures[0]``: SGLang picks the fused-MoE
+    # backend of some model families on SM100 by name); empty: any model
+    architectures: tuple[str, ...] = ()
     source: str
 
     @model_validator(mode="after")
@@ -213,8 +216,10 @@ def _group(scheme: Scheme | None) -> int | None:
 
 
 def _matches(row: KernelRoute, scheme: Scheme | None, capability: int | None, shape: tuple[int, int] | None,
-             quantization: str | None, method: str | None = None) -> bool:
+             quantization: str | None, method: str | None = None, architecture: str | None = None) -> bool:
     if row.quantization is not None and row.quantization != quantization:
+        return False
+    if row.architectures and architecture not in row.architectures:
         return False
     if row.methods and method is not None and method not in row.methods:
         return False
@@ -251,28 +256,30 @@ def resolve_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *
     return _walk(table, r, scheme, capability, shape, quantization, method=method)
 
 
-def resolve_route(table: KernelTable, name: str, capability: int | None, *, moe: bool = False) -> KernelChoice | None:
+def resolve_route(table: KernelTable, name: str, capability: int | None, *, moe: bool = False,
+                  architecture: str | None = None) -> KernelChoice | None:
     """The kernel of a route without scheme conditions (``"bf16"``: the 16-bit layers; ``moe``: the
-    fused-MoE backend of routed experts instead of the Linear kernel)."""
-    return _walk(table, name, None, capability, None, None, moe=moe)
+    fused-MoE backend of routed experts instead of the Linear kernel, for a model of ``architecture``)."""
+    return _walk(table, name, None, capability, None, None, moe=moe, architecture=architecture)
 
 
 def resolve_moe_kernel(table: KernelTable, scheme: Scheme, capability: int | None, *,
-                       layout: str | None = None) -> KernelChoice | None:
+                       layout: str | None = None, architecture: str | None = None) -> KernelChoice | None:
     """The fused-MoE backend ``table``'s engine runs for routed experts quantized as ``scheme``
-    (unquantized experts: ``scheme`` bf16) on a GPU of ``capability``; None when the table has no
-    row for it ("MoE kernel not on file" — never a Linear kernel)."""
+    (unquantized experts: ``scheme`` bf16) on a GPU of ``capability`` for a model of ``architecture`` (None:
+    rows kept for named architectures do not apply); None when the table has no row for it ("MoE kernel
+    not on file" — never a Linear kernel)."""
     r = route(scheme, layout)
     if r is None:
         return None
-    return _walk(table, r, scheme, capability, None, None, moe=True)
+    return _walk(table, r, scheme, capability, None, None, moe=True, architecture=architecture)
 
 
 def _walk(table: KernelTable, r: str, scheme: Scheme | None, capability: int | None,
           shape: tuple[int, int] | None, quantization: str | None, *, moe: bool = False,
-          method: str | None = None) -> KernelChoice | None:
+          method: str | None = None, architecture: str | None = None) -> KernelChoice | None:
     for row in (table.moe_routes if moe else table.routes):
-        if row.route == r and _matches(row, scheme, capability, shape, quantization, method):
+        if row.route == r and _matches(row, scheme, capability, shape, quantization, method, architecture):
             info = table.kernel(row.kernel)
             other = table.kernel(info.otherwise).name.split(" (")[0] if info.otherwise else None
             return KernelChoice(kernel=info, route=r, engine=table.engine, engine_version=table.version,

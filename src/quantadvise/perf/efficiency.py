@@ -6,7 +6,7 @@ Pure: the profiles (``profiles.py``) are values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_moe_kernel, resolve_route
@@ -18,7 +18,7 @@ from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, Pe
 if TYPE_CHECKING:
     from .kernel_tables import AttentionTable
     from .lookup import TableChoice, TableSet
-    from .moe_tables import MoeChoice
+    from .moe_tables import MoeChoice, MoeTable
 
 MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated", "measured-kernels")
 """Which performance model a prediction used, per scheme:
@@ -67,18 +67,18 @@ class KernelPricing:
             return self.choice_bf16
         return resolve_kernel(c.table, c.scheme, c.capability, shape=(n, k), quantization=c.quantization)
 
-    def choose_moe(self, quantized: bool) -> KernelChoice | None:
+    def choose_moe(self, quantized: bool, architecture: str | None = None) -> KernelChoice | None:
         """The fused-MoE backend the engine runs for routed experts — never a dense Linear kernel's
         curve. When the release's table has no row for the experts' route, the measured fused-MoE
         curve of the same kind stands in (:func:`moe_stand_in`), so an expert format nobody measured
         is not priced on the spec-sheet roofline ahead of the measured ones; None only when no
         fused-MoE curve is on file for this GPU at all (the roofline then prices every scheme's experts
-        alike)."""
+        alike). ``architecture``: the model's (some engines pick the backend of a model family by name)."""
         c = self.context
         if not quantized or not c.scheme.quantizes_weights:
-            got = resolve_route(c.table, "bf16", c.capability, moe=True)
+            got = resolve_route(c.table, "bf16", c.capability, moe=True, architecture=architecture)
         else:
-            got = resolve_moe_kernel(c.table, c.scheme, c.capability)
+            got = resolve_moe_kernel(c.table, c.scheme, c.capability, architecture=architecture)
         if got is not None:
             return got
         # how the engine runs this scheme on this GPU: a W+A format without its tensor cores here runs
@@ -123,8 +123,26 @@ class KernelPricing:
                     got = choose_moe_table(self.tables, choice.engine, curve.proxy_of.split("/", 1)[1], kid)
                 else:
                     got = choose_moe_table(self.tables, choice.engine, kid, f"{kid} (stand-in)" if stand_in else None)
+                if got is not None and curve is None and not stand_in:
+                    # no curve of the kernel: a configuration its tables lack reads the stand-in's (proxy)
+                    # tables, as a kernel not on file would, rather than the roofline
+                    got = replace(got, stand_ins=self._moe_stand_in_tables(choice))
             self._moe_memo[key] = got
         return self._moe_memo[key]
+
+    def _moe_stand_in_tables(self, choice: KernelChoice) -> tuple[MoeTable, ...]:
+        """The measured fused-MoE tables of the kernel that stands in for ``choice``'s kind of experts
+        (:data:`MOE_STAND_INS`: the first kind with a table on this GPU)."""
+        from .lookup import choose_moe_table
+
+        k = choice.kernel
+        kind = "weight-only" if k.execution == "weight-only" else "bf16" if k.math == "bf16" else "w+a"
+        assert self.tables is not None
+        for kid in MOE_STAND_INS[kind]:
+            got = choose_moe_table(self.tables, choice.engine, kid)
+            if got is not None:
+                return got.tables
+        return ()
 
     def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
         if choice is None:

@@ -59,9 +59,10 @@ _FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "ga
 
 
 def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing: KernelPricing,
-                gpu: GPU) -> tuple[KernelOp | None, ...]:
+                gpu: GPU, architecture: str | None = None) -> tuple[KernelOp | None, ...]:
     """Per operator: the kernel the engine runs for its fused shape and that kernel's curve, or None
-    (a calibrated fit prices it, or the kernel has no curve on this GPU)."""
+    (a calibrated fit prices it, or the kernel has no curve on this GPU). ``architecture``: the model's
+    (the fused-MoE backend of some engines follows it)."""
     fused: dict[tuple[str, str, float, int, bool, int], float] = {}
     for o in ops:
         key = (o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)
@@ -76,7 +77,7 @@ def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing:
     for o, fit in zip(ops, fits, strict=True):
         n_f = fused[(o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)]
         if o.experts:  # the fused-MoE backend the engine runs, never a dense Linear kernel
-            choice = pricing.choose_moe(o.quantized)
+            choice = pricing.choose_moe(o.quantized, architecture)
         else:
             choice = pricing.choose(o.quantized, max(int(n_f), 1), max(int(o.k), 1))
         curve = pricing.curve(choice)
@@ -133,8 +134,8 @@ def _moe_table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu
     if got is None:
         return None
     return KernelOp(curve=curve, peak=peak, n=o.n, k=o.k, calls=o.count / o.experts, share=o.n * o.k / layer_elems,
-                    weight_bytes=o.bytes / o.elements, quant=None, series=got[0], basis=mc.basis,
-                    label=mc.words(got[1]), band="moe" if mc.basis == "measured" else "")
+                    weight_bytes=o.bytes / o.elements, quant=None, series=got[0], basis=mc.basis_of(got[1]),
+                    label=mc.words(got[1]), band="moe" if mc.basis_of(got[1]) == "measured" else "")
 
 
 def _table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, n_f: float,

@@ -201,24 +201,31 @@ class MoeChoice:
     """The fused-MoE tables that may price one engine's routed experts on one GPU, in order (the engine's
     own timing of the kernel first, then the other engine's), and how: ``measured`` (the kernel's own
     tables) or ``proxy`` (the kernel has none; the measured tables of the kernel that stands in for it, as
-    its curve does). The first table holding the model's configuration prices it."""
+    its curve does). ``stand_ins``: another kernel's tables read after the kernel's own for a configuration
+    they lack (a kernel with tables but no curve; basis ``proxy`` for those rows). The first table holding
+    the model's configuration prices it."""
 
     basis: str
     tables: tuple[MoeTable, ...]
     kernel: str  # the kernel the engine runs
+    stand_ins: tuple[MoeTable, ...] = ()
+
+    def basis_of(self, table: MoeTable) -> str:
+        """``measured`` where ``table`` is the kernel's own, else ``proxy``."""
+        return self.basis if table.meta.kernel == self.kernel or self.basis == "proxy" else "proxy"
 
     def words(self, table: MoeTable) -> str:
         """``"measured table vllm/triton-fp8-block-moe (vllm 0.24.0)"``; a stand-in names the kernel it prices."""
         m = table.meta
         own = f"measured table {m.id} ({m.engine} {m.engine_version})"
-        return own if self.basis == "measured" else f"{self.kernel} by {own} (proxy)"
+        return own if self.basis_of(table) == "measured" else f"{self.kernel} by {own} (proxy)"
 
     def series(self, hidden: int, inter: float, top_k: int, experts: int,
                stored_bytes: float) -> tuple[MSeries, MoeTable] | None:
         """Seconds per MoE layer of one GPU's experts (:meth:`MoeTable.series`) from the first table holding the
         configuration; experts stored at other bytes per weight than the timed ones (``stored_bytes``: W4A8
         experts on the fp8 table) stream their own bytes at the table's rate (:func:`restreamed`)."""
-        for t in self.tables:
+        for t in (*self.tables, *self.stand_ins):
             ratio = stored_bytes / t.meta.weight_bytes
             key = (hidden, inter, top_k, experts, round(ratio, 6))
             if key not in t.derived:

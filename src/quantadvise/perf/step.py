@@ -223,7 +223,7 @@ class StepModel:
         # of the same kernel wins; operators whose kernel has no curve keep the roofline)
         self._kern: tuple[KernelOp | None, ...] = tuple(None for _ in ops)
         if efficiency.kernels is not None:
-            self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu)
+            self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu, arch.architecture)
         self.kernel_priced = any(x is not None for x in self._kern)
         # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
         # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
