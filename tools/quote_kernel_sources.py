@@ -1,4 +1,5 @@
-"""Maintainer script: copy the engine source lines data/kernels/<engine>-<version>.yaml cites, verbatim,
+"""Maintainer script: copy the engine source lines data/kernels/<engine>-<version>.yaml cites (its Linear
+kernels and routes, and its fused-MoE kernels and routes), verbatim,
 into tests/fixtures/kernel_quotes/<engine>-<version>.json (stamped with the wheel's sha256), so the
 tests can check offline that each cited span names the kernel it is cited for.
 
@@ -70,7 +71,7 @@ def quote(folder: str, only: list[str]) -> int:
             names = [n for n in z.namelist() if n.endswith(".py")]
             lines: dict[str, str] = {}
             paths: dict[str, str] = {}
-            rows = [*doc["kernels"], *doc["routes"]]
+            rows = [*doc["kernels"], *doc["routes"], *doc.get("moe_kernels", ()), *doc.get("moe_routes", ())]
             for row in rows:
                 for path, start, end in spans(row["source"]):
                     full = _resolve(names, path)

@@ -82,6 +82,27 @@ def test_each_route_row_cites_the_kernel_it_picks(release):
         assert ident(release, kernels[r["kernel"]]) in cited(quotes, r["source"]), (r["route"], r["kernel"])
 
 
+# what a fused-MoE oracle calls the backend a kernel id belongs to (its priority lists name backends, e.g.
+# vLLM fused_moe/oracle/fp8.py Fp8MoeBackend.TRITON / FLASHINFER_TRTLLM, SGLang MoeRunnerBackend.TRITON)
+MOE_IDENT = {"triton": "triton", "cutlass": "cutlass", "marlin": "marlin", "humming": "humming",
+             "flashinfer-trtllm": "trtllm"}
+
+
+def moe_ident(kid: str) -> str:
+    return next(w for prefix, w in MOE_IDENT.items() if kid.startswith(prefix))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_fused_moe_row_cites_its_backend(release):
+    # the fused-MoE kernels and routes are quoted like the Linear ones (tools/quote_kernel_sources.py); the
+    # cited span of each names the backend family the row picks
+    doc, quotes = load(release)
+    for k in doc.get("moe_kernels", []):
+        assert moe_ident(k["id"]) in cited(quotes, k["source"]), (k["id"], k["source"])
+    for r in doc.get("moe_routes", []):
+        assert moe_ident(r["kernel"]) in cited(quotes, r["source"]), (r["route"], r["kernel"], r["source"])
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_quotes_match_the_wheel(release):
     """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the downloaded wheels."""
