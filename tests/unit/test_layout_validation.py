@@ -20,7 +20,7 @@ from quantadvise import catalog  # noqa: E402
 # shares in percentage points)
 DOCUMENTED = {
     "nccl-allreduce-8xh100": -4, "nccl-allreduce-32xh100": -23, "deepep-dispatch-ep72": 77,
-    "lmsys-decode-ep72": -1, "lmsys-prefill-ep32-1k": -18, "lmsys-prefill-ep32-2k": -15, "lmsys-prefill-ep32-4k": -11,
+    "lmsys-decode-ep72": -7, "lmsys-prefill-ep32-1k": -18, "lmsys-prefill-ep32-2k": -15, "lmsys-prefill-ep32-4k": -11,
     "isc26-allreduce-share-tp8": 8.6, "isc26-allreduce-share-tp4": 6.5, "b200-gptoss-tp8-tpot-c1": 34,
     "llmd-gptoss-pd-ttft": -56, "llmd-gptoss-pd-tpot": 7,
 }

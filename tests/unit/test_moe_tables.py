@@ -230,3 +230,16 @@ def test_a_run_without_a_stated_release_is_priced_with_the_release_current_when_
     assert release_on_file("sglang", None, date(2025, 12, 11)) == "0.5.6.post2"
     assert release_on_file("sglang", None) == catalog.engine_versions("sglang")[-1]  # no date: the newest
     assert release_on_file("sglang", "0.5.12", date(2025, 11, 18)) == "0.5.12.post1"  # a stated release wins
+
+
+def test_mla_decode_attention_reads_sglangs_published_mla_table():
+    # DeepSeek-V3 (128 heads, kv_lora_rank 512 + rope 64) at TP8 on H200 under SGLang: h200/sglang-mla-decode.csv.gz
+    # row "16,1,576,bf16,1": 17.11 us at a 2,048-token KV; row "16,1,576,bf16,64": 55.4 us; 61 MLA layers. Before,
+    # MLA kept the roofline with the GQA table's launch floor (issue 25: attention the tables hold, lookup first)
+    sm = _experts_on("deepseek-ai/DeepSeek-V3", "fp8-block", "h200", "sglang", "0.5.23", tp=8)
+    assert sm.decode(1, 2048).attention_s == pytest.approx(61 * 17.11 * US, rel=1e-4)
+    assert sm.decode(64, 2048).attention_s == pytest.approx(61 * 55.4 * US, rel=1e-4)
+    assert "attention" in sm.parts(64, 2048)  # the table's band, not attention-roofline
+    # vLLM publishes whole-module MLA timings only: its MLA attention stays on the roofline with the floor
+    vl = _experts_on("deepseek-ai/DeepSeek-V3", "fp8-block", "h200", "vllm", "0.33.0", tp=8)
+    assert "attention-roofline" in vl.parts(64, 2048) and "attention" not in vl.parts(64, 2048)

@@ -379,7 +379,8 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
                       "source": source, "as_of": as_of})
     quants = _export_quant(root, core_version, system, folder, as_of)
     moes = _export_moe(root, core_version, system, folder, as_of)
-    attn = _export_attention(root, core_version, system, folder, as_of)
+    attn = _export_attention(root, core_version, system, folder, as_of) + _export_mla(root, core_version, system, folder,
+                                                                                      as_of)
     have = {m["id"] for m in metas}
     same = [{"kernel": k, **({"weight_bits": b} if b else {}), "table": tid, "why": why,
              "source": "quantadvise calibration/aic_tables.py SAME_MATH", "as_of": as_of}
@@ -492,6 +493,40 @@ def _export_attention(root: Path, core_version: str, system: str, folder: Path, 
                     "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
                     "collect_attn.py (generation: one new token per sequence attending isl + step cached tokens)",
                     "rows": n, "note": "decode attention of one layer; sliding-window and beam rows left out",
+                    "source": source, "as_of": as_of})
+    return out
+
+
+# MLA decode attention (DeepSeek-V2/V3/R1, Kimi K2: one latent KV head of kv_lora_rank 512 + rope 64 = 576):
+# SGLang's published generation tables (trtllm_mla on B200, FlashAttention-3 on Hopper); num_heads is per GPU
+MLA_ENGINES = ("sglang",)
+MLA_HEAD_DIM = 512 + 64
+
+
+def _export_mla(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+    out = []
+    for engine in MLA_ENGINES:
+        got = core_table(root, system, "mla", engine, None, "generation_mla_perf")
+        if got is None:
+            continue
+        path, t = got
+        t = t[t.mla_dtype == "bfloat16"].copy()
+        t["num_key_value_heads"], t["head_dim"] = 1, MLA_HEAD_DIM
+        ver, rel, source = _where(root, core_version, path)
+        ks = " / ".join(sorted(set(map(str, t.kernel_source))))
+        tid = f"{engine}/mla-decode"
+        text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
+                                    f"as_of: {as_of.isoformat()}",
+                                    "unit: microseconds per call (one MLA layer); columns: heads (per GPU), kv_heads "
+                                    f"(1: the latent), head_dim ({MLA_HEAD_DIM}: kv_lora_rank 512 + rope 64), kv_dtype, "
+                                    "batch, then one per KV length (isl + step)"])
+        _write_gz(folder / _file_of(tid), text)
+        out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
+                    "kernel": "mla-decode", "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
+                    "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
+                    "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
+                    "collect_mla.py (generation: one new token per sequence attending isl + step cached tokens)",
+                    "rows": n, "note": "MLA decode attention of one layer (DeepSeek's latent dimensions), bf16 math",
                     "source": source, "as_of": as_of})
     return out
 

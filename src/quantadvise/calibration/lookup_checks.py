@@ -15,8 +15,8 @@ importer records the result in ``data/kernel_tables/<gpu>.yaml`` under ``checks`
   ``composed`` (the composition rule of :func:`~quantadvise.perf.kernel_tables.composed` rebuilding
   TRT-LLM's measured int4 weight-only GEMM from its int8 weight-only GEMM, and from the engine's cuBLAS
   GEMM), ``roofline`` (the default-efficiency roofline, data/perf_profile.yaml, on the measured tables);
-- **attention**: the decode attention grid with every other KV length and batch held out, and the
-  roofline with the launch floor on the same rows;
+- **attention**: the decode attention grid (and the MLA one, where the engine's is published) with every
+  other KV length and batch held out, and the roofline with the launch floor on the GQA grid's rows;
 - **fused MoE** (``moe``): each fused-MoE table at its own rows, and leave-one-size-out — every per-GPU
   intermediate size with a neighbour on each side in its (hidden, top-k, experts) group priced from the
   table with that size left out (:func:`~quantadvise.perf.moe_tables.leave_one_out`), at every token count;
@@ -268,10 +268,11 @@ def roofline_steps(t: GemmTable, gpu: GPU, memory_efficiency: float, compute_eff
     return steps
 
 
-def attention_checks(tables: TableSet, engine: str) -> tuple[dict[str, Any], list[float]] | None:
-    """The decode attention table: every other KV length and every other batch held out and interpolated
-    from the rest (``grid``), and the roofline with the launch floor on the same rows (``roofline``)."""
-    a = tables.attention(engine)
+def attention_checks(tables: TableSet, engine: str, kernel: str = "attention-decode") -> tuple[dict[str, Any],
+                                                                                                list[float]] | None:
+    """The decode attention table (``kernel="mla-decode"``: the MLA one): every other KV length and every other
+    batch held out and interpolated from the rest (``grid``)."""
+    a = tables.attention(engine, kernel)
     if a is None:
         return None
     grid_err: list[float] = []
@@ -337,6 +338,7 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     for sub in subs:
         sub["gpu"] = idx.gpu
     attn = {e: a for e in ("vllm", "sglang") if (a := attention_checks(tables, e)) is not None}
+    attn |= {f"{e}/mla": a for e in ("vllm", "sglang") if (a := attention_checks(tables, e, "mla-decode")) is not None}
     attn_roof = [x for e in ("vllm", "sglang") for x in (attention_roofline(tables, e, gpu, mem_eff) or [])]
     bands = {"measured": stats(measured, "leave-one-shape-out decode steps of the engines' own tables")}
     for basis in ("same-math", "composed"):

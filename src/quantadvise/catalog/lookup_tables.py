@@ -42,13 +42,15 @@ class ShippedTables:
             self._gemm[table_id] = None if meta is None else parse_gemm(meta, self._text(meta))
         return self._gemm[table_id]
 
-    def attention(self, engine: str) -> AttentionTable | None:
-        if engine not in self._attn:
+    def attention(self, engine: str, kernel: str = "attention-decode") -> AttentionTable | None:
+        """The engine's decode attention table (``kernel="mla-decode"``: its MLA one)."""
+        key = f"{engine}/{kernel}"
+        if key not in self._attn:
             from ..perf.kernel_tables import parse_attention
 
-            meta = next((t for t in self._index.attention if t.engine == engine), None)
-            self._attn[engine] = None if meta is None else parse_attention(meta, self._text(meta))
-        return self._attn[engine]
+            meta = next((t for t in self._index.attention if t.engine == engine and t.kernel == kernel), None)
+            self._attn[key] = None if meta is None else parse_attention(meta, self._text(meta))
+        return self._attn[key]
 
     def moe(self, table_id: str) -> MoeTable | None:
         if table_id not in self._moe:

@@ -2,8 +2,9 @@
 
 One call per attention layer and step: the table's time at the step's batch and KV length for the
 model's head configuration on one GPU (heads and KV heads split by tensor parallelism, head dim, a
-bf16 or fp8 KV cache). A configuration the table does not hold (MLA, an int8 / fp4 KV cache, an
-unusual head count) keeps the roofline — KV bytes over bandwidth, FLOPs over peak — with the
+bf16 or fp8 KV cache; an MLA model: the engine's MLA table at its heads per GPU and latent dimensions). A
+configuration the tables do not hold (an int8 / fp4 KV cache, an unusual head count, MLA without a table)
+keeps the roofline — KV bytes over bandwidth, FLOPs over peak — with the
 table's per-layer launch floor under it: no layer's attention call is faster than the fastest call
 the table measured (~12 us on an H100 under vLLM 0.24.0, where the roofline gives ~1 us at batch 1
 and a 1k context).
@@ -14,12 +15,16 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..memory.kvcache import KVGeometry, geometry
 from ..model.arch import ModelArch
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
-from .kernel_tables import AttentionGrid, AttentionTable
+from .kernel_tables import AttentionGrid
+
+if TYPE_CHECKING:
+    from .efficiency import Efficiency
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +88,24 @@ def kv_dtype(kv: TensorQuant | None) -> str | None:
     return "fp8" if f.is_float and kv.bits == 8 else None
 
 
-def attention_cost(table: AttentionTable, arch: ModelArch, kv: TensorQuant | None, tp: int) -> AttentionCost:
-    """The decode attention of ``arch`` with the KV cache ``kv`` on one of ``tp`` GPUs, from ``table``."""
+def attention_cost(eff: Efficiency, arch: ModelArch, kv: TensorQuant | None, tp: int) -> AttentionCost | None:
+    """The decode attention of ``arch`` with the KV cache ``kv`` on one of ``tp`` GPUs, from the engine's published
+    table (``eff.attention``; an MLA model: the engine's MLA table where one is on file and holds its latent
+    dimensions); None when the engine has no attention table on this GPU (the roofline, no floor)."""
+    table = eff.attention
+    if table is None:
+        return None
     g = geometry(arch)
     grid = None
     dt = kv_dtype(kv)
-    if not arch.is_mla and dt is not None and arch.num_heads % tp == 0:
+    if dt is not None and arch.num_heads % tp == 0:
         heads = arch.num_heads // tp
-        kvh = max(1, arch.num_kv_heads // tp)
-        grid = table.grid(heads, kvh, arch.head_dim, dt)
+        if arch.is_mla:
+            mla = eff.mla_attention()
+            grid = mla.grid(heads, 1, arch.kv_lora_rank + arch.qk_rope_head_dim, dt) if mla is not None else None
+            if grid is not None and mla is not None:
+                table = mla
+        else:
+            grid = table.grid(heads, max(1, arch.num_kv_heads // tp), arch.head_dim, dt)
     return AttentionCost(grid=grid, floor_s=table.floor_s, full_layers=g.full_layers, sliding_layers=g.sliding_layers,
                          window=g.window, source=table.meta.id)

@@ -267,6 +267,13 @@ class Efficiency:
     bands: dict[str, float] | None = None  # basis -> relative half-width of its held-out error (perf.uncertainty)
     notes: tuple[str, ...] = ()  # what the resolution had to say (e.g. a calibrated fit of another kernel unused)
 
+    def mla_attention(self) -> AttentionTable | None:
+        """The engine's published MLA decode attention table on this GPU (read when an MLA model asks), or None."""
+        k = self.kernels
+        if self.attention is None or k is None or k.tables is None:
+            return None
+        return k.tables.attention(k.context.table.engine, "mla-decode")
+
     @property
     def constant(self) -> bool:
         """True when nothing varies with batch (the fast path precomputes everything)."""

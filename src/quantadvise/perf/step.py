@@ -175,8 +175,7 @@ class StepModel:
         self.kv_per_cached_token = self.kv_bytes_per_token_layer * kv_share
         self.geo = geo
         # decode attention from the engine's published table (None: the roofline, no floor)
-        self._attn: AttentionCost | None = (attention_cost(efficiency.attention, arch, kv, gpus)
-                                            if efficiency.attention is not None else None)
+        self._attn: AttentionCost | None = attention_cost(efficiency, arch, kv, gpus)
 
         layers = arch.num_layers
         self.residual_bytes_per_token = layers * h * ACT_BYTES
@@ -245,8 +244,7 @@ class StepModel:
         other.kv = kv
         other.kv_bytes_per_token_layer = bytes_per_token_layer(self.arch, kv)
         other.kv_per_cached_token = other.kv_bytes_per_token_layer * self.kv_share
-        if self.eff.attention is not None:
-            other._attn = attention_cost(self.eff.attention, self.arch, kv, self.tp)
+        other._attn = attention_cost(self.eff, self.arch, kv, self.tp)
         return other
 
     def peak_flops_per_s(self, math_fmt: str) -> float:
