@@ -243,3 +243,15 @@ def test_mla_decode_attention_reads_sglangs_published_mla_table():
     # vLLM publishes whole-module MLA timings only: its MLA attention stays on the roofline with the floor
     vl = _experts_on("deepseek-ai/DeepSeek-V3", "fp8-block", "h200", "vllm", "0.33.0", tp=8)
     assert "attention-roofline" in vl.parts(64, 2048) and "attention" not in vl.parts(64, 2048)
+
+
+def test_inspect_names_the_fused_moe_backend_the_release_picks_for_the_models_family():
+    # the same rows the speed model reads (sglang-0.5.23.yaml moe_routes with architectures): DeepSeek-V3's
+    # (DeepseekV3ForCausalLM) fp8 experts on B200 run FlashInfer's TRT-LLM fused MoE, its dense layers DeepGEMM
+    from quantadvise.api.inspect import inspect
+
+    r = inspect("deepseek-ai/DeepSeek-V3", gpu="b200", engines="sglang")
+    kernels = {k.group: k.kernel for k in r.kernels}
+    assert kernels["fp8 (experts)"] == "flashinfer-trtllm-fp8-block-moe"
+    r = inspect("deepseek-ai/DeepSeek-V3", gpu="h100", engines="sglang")  # SM90: the Triton fused MoE
+    assert {k.group: k.kernel for k in r.kernels}["fp8 (experts)"] == "triton-fp8-block-moe"

@@ -194,7 +194,7 @@ def inspect_checkpoint(
     kernels: list[GroupKernel] = []
     if gpu is not None and gpu.capability:
         resolutions, kernels, kernel_notes = _kernels(ck, resolutions, kernel_tables, gpu.capability, quantization,
-                                                      kinds, carried)
+                                                      kinds, carried, arch.architecture if arch is not None else None)
         notes += kernel_notes
     return InspectReport(
         model=model_info, checkpoint=ck, summary=summary, groups=rows, left_unquantized=unq,
@@ -205,7 +205,7 @@ def inspect_checkpoint(
 
 def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], tables: tuple[KernelTable, ...],
              capability: int, quantization: str | None, kinds: dict[str, tuple[str, ...]] | None = None,
-             carried: tuple[tuple[str, str, KernelTable, str], ...] = ()
+             carried: tuple[tuple[str, str, KernelTable, str], ...] = (), architecture: str | None = None
              ) -> tuple[list[EngineResolution], list[GroupKernel], list[str]]:
     """The GEMM kernel each release runs for each config group, from that release's own kernel table (a
     table is one release's selection logic, read from its wheel), else the table its carried record names,
@@ -222,7 +222,8 @@ def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], ta
         stand_in = next(((t, why) for e, v, t, why in carried if (e, v) == (r.engine, r.version)), None)
         if table is None and stand_in is not None and groups:
             rows = [k.model_copy(update={"engine_version": r.version})
-                    for k in checkpoint_kernels(groups, [stand_in[0]], capability, quantization, r.resolved_method)]
+                    for k in checkpoint_kernels(groups, [stand_in[0]], capability, quantization, r.resolved_method,
+                                                architecture)]
             notes.append(f"{r.label} kernels from {stand_in[0].label}'s table: {stand_in[1]}")
             done.append(r.model_copy(update={"kernels": rows}))
         elif table is None:
@@ -235,7 +236,7 @@ def _kernels(ck: CheckpointQuant | None, resolutions: list[EngineResolution], ta
                              + (f" (kernel tables on file: {', '.join(on_file)})" if on_file else ""))
             done.append(r)
         else:
-            rows = checkpoint_kernels(groups, [table], capability, quantization, r.resolved_method)
+            rows = checkpoint_kernels(groups, [table], capability, quantization, r.resolved_method, architecture)
             done.append(r.model_copy(update={"kernels": rows}))
         out += rows
     return done, out, notes

@@ -304,12 +304,15 @@ class GroupKernel(Strict):
 def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]]
                        | list[tuple[str, Scheme | None, str | None, tuple[str, ...]]],
                        tables: list[KernelTable], capability: int | None,
-                       quantization: str | None = None, method: str | None = None) -> list[GroupKernel]:
+                       quantization: str | None = None, method: str | None = None,
+                       architecture: str | None = None) -> list[GroupKernel]:
     """For each (group name, its scheme, its on-disk layout[, the layer kinds it covers: "dense",
     "experts"]) and each release's table: the kernel the release runs — the Linear kernel for dense
     layers, the fused-MoE backend for routed experts (a group covering both gets one row per kind,
     named "<group> (experts)" / "<group> (dense)"). A group without kinds is taken as dense.
-    ``method``: what the checkpoint resolves to in the release (its linear method's kernel list)."""
+    ``method``: what the checkpoint resolves to in the release (its linear method's kernel list);
+    ``architecture``: the model's (config.json ``architectures[0]``: some releases pick the fused-MoE backend of
+    a model family by name)."""
     out: list[GroupKernel] = []
     for table in tables:
         for g in groups:
@@ -320,7 +323,7 @@ def checkpoint_kernels(groups: list[tuple[str, Scheme | None, str | None]]
                 if s is None:
                     c = None
                 elif kind == "experts":
-                    c = resolve_moe_kernel(table, s, capability, layout=layout)
+                    c = resolve_moe_kernel(table, s, capability, layout=layout, architecture=architecture)
                 else:
                     c = resolve_kernel(table, s, capability, quantization=quantization, layout=layout,
                                        method=method)
