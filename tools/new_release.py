@@ -12,6 +12,8 @@ Steps (each timed; the total is printed at the end):
 1. **download** the release's artifact, and the artifact of the release its hand-written facts are carried
    from, into a scratch folder outside the repository (``tools/release_artifacts.py``: the vLLM sdist, the
    SGLang wheel; ``--kind wheel`` for vLLM's wheel);
+   its publication date (the earliest ``upload-time`` of its files on the index) goes in
+   ``data/engine_releases.yaml``;
 2. **engine facts**: ``tools/extract_engine.py`` writes ``data/engines/<engine>-<version>.yaml`` on the
    nearest release on file (``--base-wheel`` so every changed function behind a hand-written fact is listed),
    its quotes to ``tests/fixtures/engine_quotes/`` (``--quotes-dir``: ``tools/staged_fixtures`` on a branch that
@@ -45,7 +47,7 @@ import yaml
 TOOLS = Path(__file__).resolve().parent
 REPO = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
-from release_artifacts import fetch, index, pick, vkey  # noqa: E402
+from release_artifacts import fetch, index, pick, record_release_date, released, vkey  # noqa: E402
 
 
 def _on_file(engine: str) -> list[str]:
@@ -161,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. download
     t = time.perf_counter()
+    dateless: list[str] = []  # needs a human: a release whose publication date the index does not give
     if args.no_download:
         def local(v: str) -> Path:
             hits = sorted(folder.glob(f"{engine}-{v}.tar.gz")) + sorted(folder.glob(f"{engine}-{v}-*.whl"))
@@ -175,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         base_art_name = base_meta.get("source", {}).get("artifact", "")
         kind = "sdist" if base_art_name.endswith(".tar.gz") else "wheel"
         base_art = fetch(pick(engine, base_v, doc, kind), folder)
+        day = released(engine, version, doc)
+        if day is not None:  # data/engine_releases.yaml: the day it was published (validate --e2e reads it)
+            record_release_date(REPO / "data" / "engine_releases.yaml", engine, version, day)
+        else:
+            dateless.append(f"- no upload time on the index for {engine} {version}: add its date to "
+                            "data/engine_releases.yaml")
     times.append(("download", time.perf_counter() - t))
 
     # 2. engine facts
@@ -218,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n## changed since {prev_v} ({len(diff)})")
     for d in diff:
         print(f"- {d}")
-    print(f"\n## needs a human ({len(review) + len(flags_ne)})")
-    for r in review:
+    print(f"\n## needs a human ({len(review) + len(flags_ne) + len(dateless)})")
+    for r in [*review, *dateless]:
         print(r)
     for r in flags_ne:
         print(f"- options: {r}")

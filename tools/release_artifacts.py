@@ -105,6 +105,31 @@ def pick(engine: str, version: str, doc: dict[str, Any], kind: str | None = None
     raise SystemExit(f"{engine} {version}: no wheel or sdist on the index")
 
 
+def released(engine: str, version: str, doc: dict[str, Any]) -> str | None:
+    """The day ``engine`` ``version`` was published: its earliest file's ``upload-time`` on the index (PEP 700),
+    ``YYYY-MM-DD``; None when the index does not give upload times."""
+    times = [f["upload-time"] for f in doc["files"] if f.get("upload-time")
+             and (f["filename"] == f"{engine}-{version}.tar.gz" or f["filename"].startswith(f"{engine}-{version}-"))]
+    return min(times)[:10] if times else None
+
+
+def record_release_date(path: Path, engine: str, version: str, day: str) -> None:
+    """Write ``engine`` ``version``'s publication ``day`` into data/engine_releases.yaml (its versions in order)."""
+    import yaml
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = [ln for ln in lines if ln.startswith("#") or not ln.strip()]
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    dates = {e: {str(v): str(d) for v, d in (rows or {}).items()} for e, rows in (doc.get("released") or {}).items()}
+    dates.setdefault(engine, {})[version] = day
+    out = [*header, f"schema_version: {doc.get('schema_version', 1)}", f"source: {doc['source']}",
+           f"as_of: {doc['as_of']}", "released:"]
+    for e in sorted(dates):
+        out.append(f"  {e}:")
+        out += [f'    "{v}": {d}' for v, d in sorted(dates[e].items(), key=lambda kv: vkey(kv[0]))]
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
 def fetch(entry: dict[str, Any], dest: Path) -> Path:
     """Download ``entry`` into ``dest`` (kept if already there with the right sha256)."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,11 @@ docs/calibration.md §9): issue 26's bar, recomputed from the bundled points and
 from __future__ import annotations
 
 import statistics
+from datetime import date
 
 import pytest
 
+from quantadvise import catalog
 from quantadvise.api.e2e import points_table, validate_e2e
 from quantadvise.calibration.e2e import BAR, GATED, band
 
@@ -122,3 +124,49 @@ def test_a_point_run_expert_parallel_is_priced_as_that_layout():
     # priced as something else
     with pytest.raises(InputError, match="expert parallelism over 2 of 4 GPUs"):
         setup(cache, tp=4, ep=2, **kw)
+
+
+def test_a_run_without_a_stated_release_is_priced_with_the_release_current_when_it_was_measured():
+    # data/engine_releases.yaml (PyPI upload dates): SGLang 0.5.5.post3 2025-11-17, 0.5.6.post2 2025-12-11. A run
+    # measured 2025-11-18 could not have used a 2026 release: the newest on file published by then
+    from quantadvise.api.e2e import release_on_file
+
+    assert release_on_file("sglang", None, date(2025, 11, 18)) == "0.5.5.post3"
+    assert release_on_file("sglang", None, date(2025, 12, 11)) == "0.5.6.post2"
+    assert release_on_file("sglang", None) == catalog.engine_versions("sglang")[-1]  # no date: the newest
+    assert release_on_file("sglang", "0.5.12", date(2025, 11, 18)) == "0.5.12.post1"  # a stated release wins
+
+
+def test_every_engine_release_on_file_has_its_publication_date():
+    # data/engine_releases.yaml must cover each data/engines/<engine>-<version>.yaml (a release added without its
+    # date would never be picked for a run measured after it); dates are a release's first upload, so later
+    # releases of one line (0.5.5.post3 after 0.5.5) are never older than earlier ones on file
+    for engine in ("vllm", "sglang"):
+        dates = catalog.release_dates(engine)
+        versions = catalog.engine_versions(engine)
+        assert set(versions) <= set(dates), set(versions) - set(dates)
+        assert [dates[v] for v in versions] == sorted(dates[v] for v in versions), engine
+
+
+def test_new_release_records_the_publication_date_from_the_index(tmp_path):
+    # tools/new_release.py writes the day a release was published (the earliest PEP 700 upload-time of its files on
+    # the simple index) into data/engine_releases.yaml, in version order, leaving the other rows as they were
+    import shutil
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from release_artifacts import record_release_date, released
+
+    doc = {"files": [{"filename": "vllm-0.35.0.tar.gz", "upload-time": "2026-12-20T10:00:00.000Z"},
+                     {"filename": "vllm-0.35.0-cp38-abi3-manylinux_2_28_x86_64.whl", "upload-time": "2026-12-19T09:00:00Z"},
+                     {"filename": "vllm-0.34.0.tar.gz", "upload-time": "2026-11-16T00:00:00Z"}]}
+    assert released("vllm", "0.35.0", doc) == "2026-12-19"
+    assert released("vllm", "0.36.0", doc) is None
+    path = tmp_path / "engine_releases.yaml"
+    shutil.copy(catalog.data_dir() / "engine_releases.yaml", path)
+    before = path.read_text()
+    record_release_date(path, "vllm", "0.35.0", "2026-12-19")
+    after = path.read_text()
+    assert after.replace('    "0.35.0": 2026-12-19\n', "") == before
+    assert after.index('"0.34.0"') < after.index('"0.35.0"')
