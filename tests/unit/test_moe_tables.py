@@ -244,3 +244,20 @@ def test_inspect_names_the_fused_moe_backend_the_release_picks_for_the_models_fa
     assert kernels["fp8 (experts)"] == "flashinfer-trtllm-fp8-block-moe"
     r = inspect("deepseek-ai/DeepSeek-V3", gpu="h100", engines="sglang")  # SM90: the Triton fused MoE
     assert {k.group: k.kernel for k in r.kernels}["fp8 (experts)"] == "triton-fp8-block-moe"
+
+
+def test_a_kernel_on_file_without_a_curve_falls_to_its_stand_ins_curve_never_the_roofline():
+    # vLLM 0.33.0 runs static per-tensor FP8 experts on SM100 with FlashInfer's TRT-LLM kernel (oracle/fp8.py:88-104,
+    # :151-157); its B200 table holds no configuration of Nemotron-3-Nano (hidden 2688, top-6 of 128), nor does the
+    # stand-in's Triton fp8 table: the stand-in's measured curve prices the experts, labelled proxy. Before, with
+    # the route on file and no curve, they fell to the roofline (0 per-layer cost: 33-131% fast on the S7 runs)
+    from quantadvise.api.e2e import load_arch
+
+    gpu = catalog.get_gpu("b200")
+    arch = load_arch("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B")
+    s = scheme("fp8-tensor")
+    sm = StepModel(arch, s, gpu, gpus=2, efficiency=efficiency(load_profiles(gpu=gpu), gpu, s, engine="vllm",
+                                                                 version="0.33.0"))
+    assert sm.experts_label() == "experts: fused-MoE vllm/flashinfer-trtllm-fp8-moe (proxy, vllm/triton-fp8-block-moe)"
+    parts = sm.parts(8, 1024)
+    assert "own:proxy" in parts and "own:roofline" not in parts

@@ -60,6 +60,7 @@ class KernelPricing:
     overrides: frozenset[str] = frozenset()  # curves of a user profile: they win over the tables, kernel by kernel
     _memo: dict[str, TableChoice | None] = field(default_factory=dict, compare=False, repr=False)
     _moe_memo: dict[str, MoeChoice | None] = field(default_factory=dict, compare=False, repr=False)
+    _curve_memo: dict[str, KernelCurve | None] = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, quantized: bool, n: int, k: int) -> KernelChoice | None:
         c = self.context
@@ -119,14 +120,15 @@ class KernelPricing:
             stand_in = choice.kernel.name.startswith(STAND_IN_NAME)
             got = None
             if f"{choice.engine}/{kid}" not in self.overrides:
-                if curve is not None and curve.basis == "proxy" and curve.proxy_of:
+                own = choose_moe_table(self.tables, choice.engine, kid, f"{kid} (stand-in)" if stand_in else None)
+                if own is not None and not stand_in and (curve is None or curve.basis == "proxy"):
+                    # no measured curve of the kernel: a configuration its tables lack reads the stand-in's
+                    # (proxy) tables, then the stand-in's curve (:meth:`curve`), as a kernel not on file would
+                    got = replace(own, stand_ins=self._moe_stand_in_tables(choice))
+                elif own is None and curve is not None and curve.basis == "proxy" and curve.proxy_of:
                     got = choose_moe_table(self.tables, choice.engine, curve.proxy_of.split("/", 1)[1], kid)
                 else:
-                    got = choose_moe_table(self.tables, choice.engine, kid, f"{kid} (stand-in)" if stand_in else None)
-                if got is not None and curve is None and not stand_in:
-                    # no curve of the kernel: a configuration its tables lack reads the stand-in's (proxy)
-                    # tables, as a kernel not on file would, rather than the roofline
-                    got = replace(got, stand_ins=self._moe_stand_in_tables(choice))
+                    got = own
             self._moe_memo[key] = got
         return self._moe_memo[key]
 
@@ -135,20 +137,32 @@ class KernelPricing:
         (:data:`MOE_STAND_INS`: the first kind with a table on this GPU)."""
         from .lookup import choose_moe_table
 
-        k = choice.kernel
-        kind = "weight-only" if k.execution == "weight-only" else "bf16" if k.math == "bf16" else "w+a"
         assert self.tables is not None
-        for kid in MOE_STAND_INS[kind]:
+        for kid in MOE_STAND_INS[_moe_kind(choice)]:
             got = choose_moe_table(self.tables, choice.engine, kid)
             if got is not None:
                 return got.tables
         return ()
 
     def curve(self, choice: KernelChoice | None) -> KernelCurve | None:
+        """The measured curve of ``choice``'s kernel on this GPU; a fused-MoE kernel on file without one (FlashInfer's
+        TRT-LLM kernels: tables only) takes the measured curve of the kernel that stands in for its kind of
+        experts, labelled ``proxy`` (as a kernel not on file does, :func:`moe_stand_in`); None: the roofline."""
         if choice is None:
             return None
         base = "cublas-bf16" if choice.kernel.id == "awq-dequant-cublas" else choice.kernel.id
-        return lookup(self.curves, choice.engine, base)
+        got = lookup(self.curves, choice.engine, base)
+        if got is None and choice.moe and not choice.kernel.name.startswith(STAND_IN_NAME):
+            key = f"{choice.engine}/{choice.kernel.id}"
+            if key not in self._curve_memo:
+                cv = next((c for k in MOE_STAND_INS[_moe_kind(choice)]
+                           if (c := lookup(self.curves, choice.engine, k)) is not None), None)
+                self._curve_memo[key] = None if cv is None else cv.model_copy(update={
+                    "kernel": choice.kernel.id, "engine": choice.engine, "basis": "proxy", "proxy_of": cv.key,
+                    "measured": None, "heldout": None,
+                    "note": f"no curve of {choice.kernel.id}: the measured {cv.key} curve stands in"})
+            got = self._curve_memo[key]
+        return got
 
     def quant(self, engine: str, kid: str) -> QuantCurve | None:
         return lookup(self.quants, engine, kid)
@@ -217,6 +231,12 @@ MOE_STAND_INS = {"weight-only": ("marlin-moe",), "w+a": ("triton-fp8-block-moe",
 
 
 STAND_IN_NAME = "MoE kernel not on file"  # the name of a stand-in fused-MoE kernel (:func:`moe_stand_in`)
+
+
+def _moe_kind(choice: KernelChoice) -> str:
+    """The :data:`MOE_STAND_INS` kind of a fused-MoE kernel: weight-only, bf16 or W+A."""
+    k = choice.kernel
+    return "weight-only" if k.execution == "weight-only" else "bf16" if k.math == "bf16" else "w+a"
 
 
 def moe_stand_in(c: KernelContext, curves: dict[str, KernelCurve], quantized: bool, *,

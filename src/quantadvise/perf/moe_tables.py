@@ -103,12 +103,37 @@ class MoeTable:
         return None if got is None else own_points(self.ms, got)
 
     def _full(self, key: MoeKey) -> MSeries:
+        """A configuration's series at every token count: its own rows; past the last token count it was
+        measured at (a row the collector stopped early), the proportional share of the next larger per-GPU size
+        of its group measured that far (a smaller expert slice does a proportional part of the work), never
+        below its own last measurement; with no such size, the row extended affinely (:func:`filled`)."""
         done = self._series.get(key)
         if done is None:
             got = self.cell(key)
             assert got is not None
-            done = self._series[key] = filled(self.ms, got)
+            done = filled(self.ms, got)
+            last = max(m for m, t in zip(self.ms, got, strict=True) if t is not None)
+            donor = self._donor(key, last) if last < self.ms[-1] else None
+            if donor is not None:
+                d, ratio = donor
+                floor = done.at(last)
+                done = MSeries(self.ms, tuple(t if m <= last else max(floor, d.at(m) * ratio)
+                                              for m, t in zip(self.ms, done.ts, strict=True)))
+            self._series[key] = done
         return done
+
+    def _donor(self, key: MoeKey, last: float) -> tuple[MSeries, float] | None:
+        """The series of the nearest larger per-GPU size of ``key``'s group measured past ``last`` tokens, and
+        ``key``'s size over it."""
+        h, inter, k, e, tp = key
+        if tp < 1 or inter % tp:
+            return None
+        x = inter // tp
+        for y, other in sorted((yy, kk) for yy, kk in self._groups.get((h, k, e), {}).items() if yy > x):
+            row = self.cell(other)
+            if row is not None and any(t is not None for m, t in zip(self.ms, row, strict=True) if m > last):
+                return self._full(other), x / y
+        return None
 
     def series(self, hidden: int, inter: float, top_k: int, experts: int, exclude: int | None = None) -> MSeries | None:
         """Seconds per MoE layer of one GPU's experts (``inter``: its per-GPU intermediate size) along the
