@@ -261,3 +261,15 @@ def test_a_kernel_on_file_without_a_curve_falls_to_its_stand_ins_curve_never_the
     assert sm.experts_label() == "experts: fused-MoE vllm/flashinfer-trtllm-fp8-moe (proxy, vllm/triton-fp8-block-moe)"
     parts = sm.parts(8, 1024)
     assert "own:proxy" in parts and "own:roofline" not in parts
+
+
+def test_a_row_the_collector_stopped_early_continues_as_the_next_sizes_proportional_share():
+    # b200/vllm-flashinfer-trtllm-fp8-moe.csv.gz: "5120,8192,1,16,32" (256 per GPU) was timed at 1, 2, 4 tokens only
+    # (16.53 / 17.38 / 19.21 us); "5120,8192,1,16,16" (512 per GPU) reaches 264.5 us at 16,384 tokens. Past its
+    # last point the 256 row is half the 512 row's call (a proportional slice of the work), never under 19.21 us;
+    # an affine extension of its three points gave ~15 ms at 16,384 tokens
+    t = catalog.kernel_tables("b200").moe("vllm/flashinfer-trtllm-fp8-moe")
+    s = t.series(5120, 256, 1, 16)
+    assert s.at(4) == pytest.approx(19.21 * US, rel=1e-4)
+    assert s.at(16384) == pytest.approx(264.5 / 2 * US, rel=1e-4)
+    assert s.at(8) == pytest.approx(19.21 * US, rel=1e-4)  # half the 512 row (20.6 us) would be under its own 4-token time
