@@ -71,6 +71,17 @@ def validate_all() -> dict[str, int]:
     from .lookup_tables import validate_kernel_tables
 
     counts["kernel_tables"] = validate_kernel_tables()
+    from .engines import engine_versions, release_dates
+
+    dated = 0
+    for engine in ("vllm", "sglang"):  # every release on file has its publication date (data/engine_releases.yaml)
+        dates = release_dates(engine)
+        missing = [v for v in engine_versions(engine) if v not in dates]
+        if missing:
+            raise DataError(f"data/engine_releases.yaml: no publication date for {engine} {', '.join(missing)} "
+                            "(the package index's first upload of the release)")
+        dated += len(dates)
+    counts["release_dates"] = dated
     counts["accuracy_rules"] = len(accuracy_rules())
     for gid in price_ids():
         get_gpu(gid)  # every priced GPU is a bundled GPU (an unknown id is an error with suggestions)
