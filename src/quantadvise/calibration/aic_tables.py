@@ -525,29 +525,41 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
     return out
 
 
-def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_of: date, *, op: str, name: str,
+                   kernel: str, engines: tuple[str, ...], unit: str, collector: str, note: str,
+                   prepare: Callable[[Any], Any] | None = None) -> list[dict[str, Any]]:
+    """One decode-attention table per engine (``<engine>/<kernel>``) from the core's ``<op>/<engine>/*/<name>``:
+    the rows :func:`attention_csv` writes (``prepare`` first shapes a table that lacks its columns)."""
     out = []
-    for engine in ATTENTION_ENGINES:
-        got = core_table(root, system, "attention", engine, None, "generation_attention_perf")
+    for engine in engines:
+        got = core_table(root, system, op, engine, None, name)
         if got is None:
             continue
         path, t = got
+        if prepare is not None:
+            t = prepare(t)
         ver, rel, source = _where(root, core_version, path)
         ks = " / ".join(sorted(set(map(str, t.kernel_source))))
-        tid = f"{engine}/attention-decode"
+        tid = f"{engine}/{kernel}"
         text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
-                                    f"as_of: {as_of.isoformat()}",
-                                    "unit: microseconds per call (one layer); columns: heads, kv_heads, head_dim, "
-                                    "kv_dtype, batch, then one per KV length (isl + step)"])
+                                    f"as_of: {as_of.isoformat()}", unit])
         _write_gz(folder / _file_of(tid), drop_glitches(text, 5, _attention_groups))
         out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
-                    "kernel": "attention-decode", "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
+                    "kernel": kernel, "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
                     "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
                     "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
-                    "collect_attn.py (generation: one new token per sequence attending isl + step cached tokens)",
-                    "rows": n, "note": "decode attention of one layer; sliding-window and beam rows left out",
-                    "source": source, "as_of": as_of})
+                    f"{collector} (generation: one new token per sequence attending isl + step cached tokens)",
+                    "rows": n, "note": note, "source": source, "as_of": as_of})
     return out
+
+
+def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+    return _export_decode(root, core_version, system, folder, as_of, op="attention", name="generation_attention_perf",
+                          kernel="attention-decode", engines=ATTENTION_ENGINES,
+                          unit="unit: microseconds per call (one layer); columns: heads, kv_heads, head_dim, "
+                               "kv_dtype, batch, then one per KV length (isl + step)",
+                          collector="collect_attn.py",
+                          note="decode attention of one layer; sliding-window and beam rows left out")
 
 
 # MLA decode attention (DeepSeek-V2/V3/R1, Kimi K2: one latent KV head of kv_lora_rank 512 + rope 64 = 576):
@@ -556,32 +568,20 @@ MLA_ENGINES = ("sglang",)
 MLA_HEAD_DIM = 512 + 64
 
 
+def _mla_rows(t: Any) -> Any:
+    t = t[t.mla_dtype == "bfloat16"].copy()
+    t["num_key_value_heads"], t["head_dim"] = 1, MLA_HEAD_DIM
+    return t
+
+
 def _export_mla(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
-    out = []
-    for engine in MLA_ENGINES:
-        got = core_table(root, system, "mla", engine, None, "generation_mla_perf")
-        if got is None:
-            continue
-        path, t = got
-        t = t[t.mla_dtype == "bfloat16"].copy()
-        t["num_key_value_heads"], t["head_dim"] = 1, MLA_HEAD_DIM
-        ver, rel, source = _where(root, core_version, path)
-        ks = " / ".join(sorted(set(map(str, t.kernel_source))))
-        tid = f"{engine}/mla-decode"
-        text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
-                                    f"as_of: {as_of.isoformat()}",
-                                    "unit: microseconds per call (one MLA layer); columns: heads (per GPU), kv_heads "
-                                    f"(1: the latent), head_dim ({MLA_HEAD_DIM}: kv_lora_rank 512 + rope 64), kv_dtype, "
-                                    "batch, then one per KV length (isl + step)"])
-        _write_gz(folder / _file_of(tid), drop_glitches(text, 5, _attention_groups))
-        out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
-                    "kernel": "mla-decode", "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
-                    "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
-                    "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
-                    "collect_mla.py (generation: one new token per sequence attending isl + step cached tokens)",
-                    "rows": n, "note": "MLA decode attention of one layer (DeepSeek's latent dimensions), bf16 math",
-                    "source": source, "as_of": as_of})
-    return out
+    return _export_decode(root, core_version, system, folder, as_of, op="mla", name="generation_mla_perf",
+                          kernel="mla-decode", engines=MLA_ENGINES, prepare=_mla_rows,
+                          unit="unit: microseconds per call (one MLA layer); columns: heads (per GPU), kv_heads "
+                               f"(1: the latent), head_dim ({MLA_HEAD_DIM}: kv_lora_rank 512 + rope 64), kv_dtype, "
+                               "batch, then one per KV length (isl + step)",
+                          collector="collect_mla.py",
+                          note="MLA decode attention of one layer (DeepSeek's latent dimensions), bf16 math")
 
 
 def iter_systems(wanted: set[str] | None) -> Iterator[tuple[str, str]]:
