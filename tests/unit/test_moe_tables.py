@@ -273,3 +273,19 @@ def test_a_row_the_collector_stopped_early_continues_as_the_next_sizes_proportio
     assert s.at(4) == pytest.approx(19.21 * US, rel=1e-4)
     assert s.at(16384) == pytest.approx(264.5 / 2 * US, rel=1e-4)
     assert s.at(8) == pytest.approx(19.21 * US, rel=1e-4)  # half the 512 row (20.6 us) would be under its own 4-token time
+
+
+def test_glm4_moe_on_blackwell_runs_flashinfer_trtllm_for_bf16_and_nvfp4_only():
+    # SGLang 0.5.23 model_overrides/glm4_moe.py:15, :19, :34-39: on SM100, modelopt_fp4 or no quantization sets
+    # flashinfer_trtllm for Glm4MoeForCausalLM; an FP8 GLM checkpoint keeps auto (no SM100 fp8-block row for it)
+    from quantadvise.engines.kernels import resolve_moe_kernel, resolve_route
+
+    t = catalog.kernel_table("sglang", "0.5.23")
+    assert t is not None
+    got = resolve_route(t, "bf16", 100, moe=True, architecture="Glm4MoeForCausalLM")
+    assert got is not None and got.kernel.id == "flashinfer-trtllm-moe"
+    assert resolve_moe_kernel(t, scheme("nvfp4"), 100, architecture="Glm4MoeForCausalLM").kernel.id \
+        == "flashinfer-trtllm-nvfp4-moe"
+    assert resolve_moe_kernel(t, scheme("fp8-block"), 100, architecture="Glm4MoeForCausalLM") is None
+    assert resolve_route(t, "bf16", 100, moe=True, architecture="MixtralForCausalLM") is None
+    assert resolve_route(t, "bf16", 100, moe=True) is None  # no architecture: family rows do not apply
