@@ -140,15 +140,15 @@ def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResu
         tabs = catalog.kernel_tables(g.id)
         if tabs is None:
             continue
+        checks = gpu_checks(tabs, g, catalog.default_perf_profile())  # every table's checks, computed once
         for meta in tabs.index.tables:
             t = tabs.get(meta.id)
             if t is not None:
-                lookup.append(table_check(g.id, meta.engine_version, t))
+                lookup.append(table_check(g.id, meta.engine_version, t, checks["kernels"].get(meta.id)))
         for meta in tabs.index.moe:
             mt = tabs.moe(meta.id)
             if mt is not None:
-                lookup.append(table_check(g.id, meta.engine_version, mt))
-        checks = gpu_checks(tabs, g, catalog.default_perf_profile())
+                lookup.append(table_check(g.id, meta.engine_version, mt, checks["kernels"].get(meta.id)))
         subs += [SubstituteCheck(gpu=g.id, basis=x["basis"], what=x["what"], steps=ErrorStats(**x["steps"]))
                  for x in checks["substitutes"]]
         bands[g.id] = {b: ErrorStats(**v) for b, v in checks["bands"].items()}

@@ -355,12 +355,15 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     return {"kernels": kernels, "substitutes": subs, "attention": {e: a for e, (a, _) in attn.items()}, "bands": bands}
 
 
-def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable) -> TableCheck:
-    """A table's lookup checks as a result row (:func:`table_checks`; a fused-MoE table: :func:`moe_checks`)."""
+def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable,
+                checks: dict[str, Any] | None = None) -> TableCheck:
+    """A table's lookup checks as a result row (:func:`table_checks`; a fused-MoE table: :func:`moe_checks`);
+    ``checks``: those summaries already computed (:func:`gpu_checks`' ``kernels`` entry for the table)."""
     moe = isinstance(table, MoeTable)
-    c, _ = moe_checks(table) if isinstance(table, MoeTable) else table_checks(table)
-    st = c["steps"]
+    if checks is None:
+        checks, _ = moe_checks(table) if isinstance(table, MoeTable) else table_checks(table)
+    st = checks["steps"]
     return TableCheck(gpu=gpu, table=table.id, kernel=table.meta.kernel, engine=table.meta.engine,
-                      engine_version=meta_engine_version, rows=ErrorStats(**c["rows"]), steps=ErrorStats(**st),
-                      calls=ErrorStats(**c["calls"]), worst=c["worst"], kind="fused-moe" if moe else "gemm",
+                      engine_version=meta_engine_version, rows=ErrorStats(**checks["rows"]), steps=ErrorStats(**st),
+                      calls=ErrorStats(**checks["calls"]), worst=checks["worst"], kind="fused-moe" if moe else "gemm",
                       within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)
