@@ -289,3 +289,22 @@ def test_glm4_moe_on_blackwell_runs_flashinfer_trtllm_for_bf16_and_nvfp4_only():
     assert resolve_moe_kernel(t, scheme("fp8-block"), 100, architecture="Glm4MoeForCausalLM") is None
     assert resolve_route(t, "bf16", 100, moe=True, architecture="MixtralForCausalLM") is None
     assert resolve_route(t, "bf16", 100, moe=True) is None  # no architecture: family rows do not apply
+
+
+def test_llama4_modelopt_fp8_on_blackwell_runs_flashinfer_trtllm_per_tensor():
+    # SGLang 0.5.23 model_overrides/llama4.py:16, :38-40: on SM100, fp8 / modelopt_fp8 sets flashinfer_trtllm for
+    # Llama 4; a ModelOpt FP8 checkpoint (static per-tensor) runs the per-tensor kernel, priced by the published
+    # table of it (b200/vllm-flashinfer-trtllm-fp8-moe.csv.gz "5120,8192,1,16,1", Llama-4-Scout: 128.6 us at 8 tokens)
+    from quantadvise.engines.kernels import resolve_moe_kernel
+    from quantadvise.perf.lookup import choose_moe_table
+
+    t = catalog.kernel_table("sglang", "0.5.23")
+    assert t is not None
+    got = resolve_moe_kernel(t, scheme("fp8-tensor"), 100, architecture="Llama4ForConditionalGeneration")
+    assert got is not None and got.kernel.id == "flashinfer-trtllm-fp8-moe"
+    assert resolve_moe_kernel(t, scheme("fp8-tensor"), 90, architecture="Llama4ForConditionalGeneration") is None
+    tables = catalog.kernel_tables("b200")
+    mc = choose_moe_table(tables, "sglang", "flashinfer-trtllm-fp8-moe")
+    assert mc is not None
+    s, _ = mc.series(5120, 8192, 1, 16, 1.0)
+    assert s.at(8) == pytest.approx(128.6 * US, rel=1e-4)
