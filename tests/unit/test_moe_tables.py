@@ -308,3 +308,17 @@ def test_llama4_modelopt_fp8_on_blackwell_runs_flashinfer_trtllm_per_tensor():
     assert mc is not None
     s, _ = mc.series(5120, 8192, 1, 16, 1.0)
     assert s.at(8) == pytest.approx(128.6 * US, rel=1e-4)
+
+
+def test_nemotron_h_on_blackwell_runs_flashinfer_trtllm_for_modelopt_and_bf16():
+    # SGLang 0.5.23 model_overrides/nemotron_h.py:17-21, :99-103: a ModelOpt (FP8 / NVFP4) or unquantized Nemotron-H
+    # on SM100 without an all-to-all runs flashinfer_trtllm
+    from quantadvise.engines.kernels import resolve_moe_kernel, resolve_route
+
+    t = catalog.kernel_table("sglang", "0.5.23")
+    assert t is not None
+    arch = "NemotronHForCausalLM"
+    assert resolve_route(t, "bf16", 100, moe=True, architecture=arch).kernel.id == "flashinfer-trtllm-moe"
+    assert resolve_moe_kernel(t, scheme("fp8-tensor"), 100, architecture=arch).kernel.id == "flashinfer-trtllm-fp8-moe"
+    assert resolve_moe_kernel(t, scheme("nvfp4"), 100, architecture=arch).kernel.id == "flashinfer-trtllm-nvfp4-moe"
+    assert resolve_moe_kernel(t, scheme("nvfp4"), 90, architecture=arch) is None  # SM90: not these rows
