@@ -40,8 +40,10 @@ def release_on_file(engine: str, version: str | None, measured: date | None = No
     versions = catalog.engine_versions(engine)
     if not version or not version_key(version):
         dates = catalog.release_dates(engine) if measured is not None else {}
-        then = [v for v in versions if v in dates and dates[v] <= measured] if measured is not None else []
-        return then[-1] if then else versions[0] if dates else versions[-1]
+        if measured is None or not dates:
+            return versions[-1]
+        then = [v for v in versions if v in dates and dates[v] <= measured]
+        return then[-1] if then else versions[0]
     return nearest_version(versions, version)
 
 

@@ -71,10 +71,10 @@ def validate_all() -> dict[str, int]:
     from .lookup_tables import validate_kernel_tables
 
     counts["kernel_tables"] = validate_kernel_tables()
-    from .engines import engine_versions, release_dates
+    from .engines import release_dates
 
     dated = 0
-    for engine in ("vllm", "sglang"):  # every release on file has its publication date (data/engine_releases.yaml)
+    for engine in engine_names():  # every release on file has its publication date (data/engine_releases.yaml)
         dates = release_dates(engine)
         missing = [v for v in engine_versions(engine) if v not in dates]
         if missing:
