@@ -5,7 +5,8 @@
 The floor of a command is a typer app built the way ``quantadvise`` builds its own (the same Typer
 settings, a root callback, one command) whose command takes **the same option set** as ours — each
 option's type, spellings, environment variable and default, generated from our command's signature —
-and does nothing. typer (>= 0.26) builds a pydantic adapter per option at run time, so that app is what
+and does nothing, then ends as our console script ends (output flushed, ``os._exit``: no interpreter
+teardown, ``cli/app.py`` ``run``). typer (>= 0.26) builds a pydantic adapter per option at run time, so that app is what
 any CLI with these options pays before doing any work; the rest of our wall time is our own imports and
 work. The import floor (``import typer, pydantic, rich, yaml``) is shown for reference.
 
@@ -114,11 +115,14 @@ def floor_source(command: str) -> str:
         f"class {n}(str, Enum):\n" + "".join(f"    v{i} = {v!r}\n" for i, v in enumerate(vals)) + "\n"
         for n, vals in enums.items())
     return (
-        "from enum import Enum\nfrom pathlib import Path\nfrom typing import Annotated\n\nimport typer\n\n"
+        "import os\nimport sys\nfrom enum import Enum\nfrom pathlib import Path\nfrom typing import Annotated\n\nimport typer\n\n"
         + enum_text
         + "app = typer.Typer(name='floor', add_completion=True, pretty_exceptions_enable=False, "
           "rich_markup_mode=None)\n\n@app.callback()\ndef root() -> None:\n    pass\n\n"
-        + f"@app.command({command!r})\ndef cmd(\n" + ",\n".join(params) + ",\n) -> None:\n    pass\n\napp()\n")
+        + f"@app.command({command!r})\ndef cmd(\n" + ",\n".join(params) + ",\n) -> None:\n    pass\n\n"
+        # it ends as quantadvise's console script does (cli/app.py `run`): output flushed, no interpreter teardown
+        + "try:\n    app()\n    code = 0\nexcept SystemExit as exc:\n    code = exc.code if isinstance(exc.code, int) else 1\n"
+          "sys.stdout.flush()\nsys.stderr.flush()\nos._exit(code)\n")
 
 
 def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:

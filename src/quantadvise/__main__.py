@@ -1,3 +1,3 @@
-from quantadvise.cli.app import main
+from quantadvise.cli.app import run
 
-main()
+run()

@@ -3,8 +3,6 @@
 Pure domain type; ``registry`` loads the rows.
 """
 
-from __future__ import annotations
-
 from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -6,8 +6,6 @@ Every command's result is a :class:`Result`: a frozen pydantic model whose
 validated on the way in derive from :class:`Strict` (unknown keys rejected).
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer

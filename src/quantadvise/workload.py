@@ -4,8 +4,6 @@ Flags or a YAML file (``--workload FILE``) with the same keys; unknown keys and 
 rejected with the field named. Pure: validation only.
 """
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import Annotated, Any
 
@@ -88,7 +86,7 @@ class WorkloadSpec(BaseModel):
         return _choice(v, TASK_ALIASES, tuple(t.value for t in Task))
 
     @model_validator(mode="after")
-    def _lengths(self) -> WorkloadSpec:
+    def _lengths(self) -> "WorkloadSpec":
         try:
             lengths(self.ctx, self.prompt, self.output)
         except InputError as exc:
@@ -147,7 +145,7 @@ class Workload(WorkloadSpec):
             raise ValueError(exc.message.removeprefix("--candidates ")) from None
 
     @model_validator(mode="after")
-    def _targets(self) -> Workload:
+    def _targets(self) -> "Workload":
         from .inputs import serving_pairs
 
         try:
@@ -157,7 +155,7 @@ class Workload(WorkloadSpec):
         return self
 
     @model_validator(mode="after")
-    def _engine(self) -> Workload:
+    def _engine(self) -> "Workload":
         if self.engine not in defaults.ENGINES:
             raise ValueError(f"engine must be {' or '.join(defaults.ENGINES)}, got '{self.engine}'")
         return self

@@ -1,8 +1,6 @@
 """The layout search's results: every layout of the workload ranked (:class:`LayoutSearch`), and the
 commands each node of the chosen one runs (:class:`LayoutPlan`). Typed so ``--format json`` is their dump."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 from ..perf.queueing import AtLoad
@@ -91,7 +89,7 @@ class LayoutSearch(Out):
     bounded: int = 0  # layouts whose cost at the top of their range could not place them in the table
     notes: list[str] = []
     sources: list[str] = []
-    plan: LayoutPlan | None = None  # the commands of the recommended layout
+    plan: "LayoutPlan | None" = None  # the commands of the recommended layout
 
 
 class NodeCommand(Out):

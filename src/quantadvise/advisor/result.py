@@ -7,8 +7,6 @@ records the quantities behind its decision under their own names (documented in 
 and no renderer reads them; everything a renderer shows is a typed field.
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -143,7 +141,7 @@ class ServedWorkload(OmitNone):
 
     @classmethod
     def of(cls, w: Workload, *, model_id: str | None, engine_version: str | None = None,
-           memory_utilization: float | None = None, reserve_gb: float | None = None) -> ServedWorkload:
+           memory_utilization: float | None = None, reserve_gb: float | None = None) -> "ServedWorkload":
         """``memory_utilization`` / ``reserve_gb``: the figures the tree sized with (the engine's own
         when the workload gave none)."""
         data = w.model_dump(mode="json")

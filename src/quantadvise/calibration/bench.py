@@ -28,8 +28,6 @@ A file that is not one of these, or lacks a key its format always writes, is one
 naming the file (and line) and the key. Pure: text in, values out.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from typing import Annotated, Any

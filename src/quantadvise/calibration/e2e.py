@@ -8,8 +8,6 @@ The bar (issue 26): the median |error| of absolute output tokens/s at most :data
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Literal
@@ -144,7 +142,7 @@ def _band_rows(errs: Sequence[PointError], name: str) -> list[BandError]:
     return out
 
 
-def report(samples: Sequence[tuple[E2EPoint, Sample, LoopTerms | None]], table: E2ETable, *, terms: list[str],
+def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table: E2ETable, *, terms: list[str],
            skipped: dict[str, int], points_file: str, bar: float = BAR) -> E2EReport:
     """The report of ``samples`` — (point, its sample, the terms that price it)."""
     from ..perf.loop import bound_by

@@ -30,8 +30,6 @@ part's time (:mod:`quantadvise.perf.uncertainty`).
 Pure: no I/O.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import Any

@@ -20,8 +20,6 @@ Pure: the timing itself is a backend's job (:mod:`.backends`: torch on CUDA, or 
 writing the profile is :mod:`.profile_file`'s; this module only orchestrates and fits.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable, Sequence
 from datetime import date

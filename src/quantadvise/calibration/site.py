@@ -6,8 +6,6 @@ on the others (held out by file, never by point).
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date

@@ -5,8 +5,6 @@ for every performance model (:data:`~.efficiency.MODELS`), the calibrated one le
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import replace
 from datetime import date

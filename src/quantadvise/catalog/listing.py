@@ -2,8 +2,6 @@
 engine releases, each with its aliases and key figures. Typed results, built by ``api/listing.py``
 from the catalog rows."""
 
-from __future__ import annotations
-
 from ..results import Out, Result
 
 # The weight matrix a scheme's effective bits are quoted for: a 4096 x 4096 linear (Llama-3-8B's

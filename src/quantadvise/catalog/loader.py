@@ -3,8 +3,6 @@ repository's in a checkout), a table parsed once per process (its compiled JSON 
 the YAML, else the YAML with the safe loader), a release family (:class:`Family`: a folder of YAML in a
 checkout, one zip in a wheel), user YAML files, and the row and name index every table section uses."""
 
-from __future__ import annotations
-
 from datetime import date
 from functools import cache
 from pathlib import Path

@@ -1,7 +1,5 @@
 """Bundled models (data/models.yaml and their config.json files) and GPUs (data/hardware.yaml)."""
 
-from __future__ import annotations
-
 import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -29,7 +27,7 @@ class ModelRow(Row):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _sourced_overrides(self) -> ModelRow:
+    def _sourced_overrides(self) -> "ModelRow":
         if self.config_overrides and not self.overrides_source:
             raise ValueError("config_overrides needs overrides_source (where the differing values come from)")
         return self
@@ -80,7 +78,7 @@ def _gpu_index() -> Index:
 
 
 @cache
-def get_gpu(name: str) -> GPU:
+def get_gpu(name: str) -> "GPU":
     """A GPU row by id, alias or the name the driver prints (case-insensitive); an unknown name
     suggests the closest GPUs of the same family (``v100s`` -> v100, ``a5000`` -> rtx-a6000 ...)."""
     index = _gpu_index()

@@ -2,8 +2,6 @@
 with the offer it divides, its source and the day it was read. A user's figure (``--usd-per-gpu-hour``,
 ``usd_per_gpu_hour:`` in a workload file) always wins; a GPU without a row has no default price."""
 
-from __future__ import annotations
-
 from functools import cache
 from typing import Literal
 

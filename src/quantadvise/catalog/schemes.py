@@ -1,7 +1,5 @@
 """Scheme presets, KV cache presets and on-disk layouts (data/schemes.yaml); user scheme files."""
 
-from __future__ import annotations
-
 from datetime import date
 from functools import cache
 from pathlib import Path

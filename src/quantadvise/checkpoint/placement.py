@@ -13,8 +13,6 @@ stores N*K/8 int32 words for N*K parameters).
 Pure: no I/O.
 """
 
-from __future__ import annotations
-
 import fnmatch
 import re
 import time

@@ -9,8 +9,6 @@ inference, and the verdict says so); :meth:`PublishedAccuracy.drop_pct` turns th
 evaluation into an accuracy drop in points, the unit of ``--accuracy-tolerance``. Pure.
 """
 
-from __future__ import annotations
-
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -138,8 +136,8 @@ _MODELOPT_ALGO = {"fp8-tensor": "FP8", "fp8-dynamic": "FP8_PER_CHANNEL_PER_TOKEN
                   "nvfp4": "NVFP4", "nvfp4-a16": "W4A16_NVFP4", "mxfp8": "MXFP8"}
 
 
-def assumed_config(p: Published, scheme: Scheme | None, deploy: DeployHints | None,
-                   arch: ModelArch | None = None) -> dict[str, Any] | None:
+def assumed_config(p: Published, scheme: "Scheme | None", deploy: "DeployHints | None",
+                   arch: "ModelArch | None" = None) -> dict[str, Any] | None:
     """The quantization_config a ``p.method`` export of ``p``'s scheme declares, for a checkpoint whose
     config was not read whole (an inference: the verdict says so). None when nothing can be assumed (no
     method, or a method whose config depends on what was not read)."""
@@ -186,8 +184,8 @@ def assumed_config(p: Published, scheme: Scheme | None, deploy: DeployHints | No
     return {"quant_method": m}  # gguf, aqlm, fp_quant ...: what the engines say about the name
 
 
-def checkpoint_of(p: Published, scheme: Scheme | None, deploy: DeployHints | None,
-                  arch: ModelArch | None = None) -> tuple[CheckpointQuant | None, str]:
+def checkpoint_of(p: Published, scheme: "Scheme | None", deploy: "DeployHints | None",
+                  arch: "ModelArch | None" = None) -> "tuple[CheckpointQuant | None, str]":
     """The checkpoint an engine reads for ``p``, and what it rests on: ``read`` (the snapshot, whole),
     ``assumed`` (the config a ``method`` export of the scheme declares), or ``none`` (nothing to judge)."""
     from .parse import parse_checkpoint, parse_quantization_config

@@ -7,8 +7,6 @@ layers it targets, and the layers left unquantized. :func:`make_group` builds a 
 for every dialect. Pure: no I/O.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field
@@ -131,7 +129,7 @@ class QuantGroup(Out):
             data["activation"] = self.activation
         return Scheme.model_validate(data)
 
-    def axes(self) -> GroupAxes:
+    def axes(self) -> "GroupAxes":
         return GroupAxes(weights=self.weight.axes("weight") if self.weight else None,
                          activations=self.activation.axes("activation") if self.activation else None)
 

@@ -20,8 +20,6 @@ uses checked against that list, so the next ``quantadvise validate --bench`` rea
 Pure: the option lists are values (``catalog.bench_options`` reads them).
 """
 
-from __future__ import annotations
-
 import math
 import shlex
 from datetime import date

@@ -11,8 +11,6 @@ its vocabulary and named presets) is a file of its own, :class:`FormatLibrary`.
 Pure: :mod:`quantadvise.catalog` reads the YAML and validates it against these models.
 """
 
-from __future__ import annotations
-
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -73,7 +71,7 @@ class WithoutConfig(Strict):
     keyword_only: bool = False  # ``missing`` are keyword-only (no positional one is required)
 
     @model_validator(mode="after")
-    def _args(self) -> WithoutConfig:
+    def _args(self) -> "WithoutConfig":
         if (self.raises == "config_class_needs_arguments") != bool(self.init and self.missing):
             raise ValueError("config_class_needs_arguments names the __init__ and its missing parameters")
         return self
@@ -264,7 +262,7 @@ class DtypeCheck(_Row):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _becomes(self) -> DtypeCheck:
+    def _becomes(self) -> "DtypeCheck":
         if (self.action == "fallback") != (self.becomes is not None):
             raise ValueError(f"dtype check '{self.id}': a fallback names what it becomes, a refusal does not")
         return self
@@ -281,7 +279,7 @@ class ArgsMatch(Strict):
     dynamic: tuple[bool | str, ...] = ()
     scale_dtype: tuple[str, ...] = ()
 
-    def matches(self, a: QArgs | None) -> bool:
+    def matches(self, a: "QArgs | None") -> bool:
         if a is None:
             return False
         if self.type is not None and a.type != self.type:
@@ -391,7 +389,7 @@ class ConfigRule(_Row):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _shape(self) -> ConfigRule:
+    def _shape(self) -> "ConfigRule":
         if not self.fields or any(len(a) != len(self.fields) for a in self.allowed):
             raise ValueError(f"config rule '{self.id}': every allowed tuple needs one value per field")
         return self
@@ -433,7 +431,7 @@ class Message(_Row):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _one_form(self) -> Message:
+    def _one_form(self) -> "Message":
         if (self.text is None) == (not self.parts):
             raise ValueError("a message has either 'text' or 'parts'")
         return self
@@ -505,7 +503,7 @@ class EngineData(Strict):
     notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
-    def _consistent(self) -> EngineData:
+    def _consistent(self) -> "EngineData":
         if self.id != f"{self.engine}-{self.version}":
             raise ValueError(f"id must be '<engine>-<version>', got '{self.id}'")
         names = [m.id for m in self.methods]

@@ -1,8 +1,6 @@
 """What the resolver reports: one :class:`Finding` (a refusal, warning or note in the engine's own words)
 and the :class:`Collector` the resolver and its checks (``config_checks``, ``kv_checks``) add them to."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from ..results import Out

@@ -6,8 +6,6 @@ sizing code and the checkpoint's layout) and :func:`quantadvise.engines.resoluti
 each engine release does with it). Pure: the caller supplies the parsed files and the data rows.
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer

@@ -1,8 +1,6 @@
 """What the deployment-file readers return: one :class:`EngineInvocation` per engine launch found,
 gathered in a :class:`DeploymentScan`."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from ..results import Out, Result

@@ -10,8 +10,6 @@ for a scheme (its :func:`route`), a compute capability and, optionally, a layer 
 Pure: the tables are values (``catalog.kernel_table`` reads them).
 """
 
-from __future__ import annotations
-
 from datetime import date
 from typing import Literal
 
@@ -58,7 +56,7 @@ class KernelInfo(Strict):
     otherwise: str | None = None  # the kernel id the release runs instead when ``requires`` is not importable
 
     @model_validator(mode="after")
-    def _quant(self) -> KernelInfo:
+    def _quant(self) -> "KernelInfo":
         if (self.activation_quant == "unfused") != (self.quant_kernel is not None):
             raise ValueError(f"kernel {self.id}: quant_kernel is set exactly when activation_quant is 'unfused'")
         return self
@@ -86,7 +84,7 @@ class KernelRoute(Strict):
     source: str
 
     @model_validator(mode="after")
-    def _route(self) -> KernelRoute:
+    def _route(self) -> "KernelRoute":
         if self.route not in ROUTES:
             raise ValueError(f"unknown route '{self.route}' (use one of {', '.join(ROUTES)})")
         return self
@@ -109,7 +107,7 @@ class KernelTable(Strict):
     moe_routes: tuple[KernelRoute, ...] = ()
 
     @model_validator(mode="after")
-    def _refs(self) -> KernelTable:
+    def _refs(self) -> "KernelTable":
         if self.schema_version != KERNEL_DATA_VERSION:
             raise ValueError(f"this quantadvise reads kernel tables version {KERNEL_DATA_VERSION}")
         for what, infos, rows in (("kernels", self.kernels, self.routes),

@@ -3,8 +3,6 @@ release's choices, platforms and capabilities, the e4m3 KV scales a checkpoint i
 compressed-tensors ``kv_cache_scheme`` the engine loads, ignores or refuses; then the KV dtype ``auto``
 becomes for this checkpoint."""
 
-from __future__ import annotations
-
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,7 +34,7 @@ class KvIssue(Strict):
                 and model_type in self.model_types and kv in self.kv)
 
 
-def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, method: Method | None, kv: str,
+def check_kv(ctx: "Collector", engine: EngineData, ck: "CheckpointQuant | None", method: Method | None, kv: str,
               capability: int | None, platform: str) -> str | None:
     row = engine.kv_dtype(kv)
     if row is None:
@@ -90,7 +88,7 @@ def check_kv(ctx: Collector, engine: EngineData, ck: CheckpointQuant | None, met
     return "auto"
 
 
-def check_kv_scheme(ctx: Collector, engine: EngineData, ck: CheckpointQuant) -> bool:
+def check_kv_scheme(ctx: "Collector", engine: EngineData, ck: "CheckpointQuant") -> bool:
     ct = engine.compressed_tensors
     assert ct is not None and ck.kv_cache is not None
     rule = ct.kv_cache_scheme

@@ -10,8 +10,6 @@ are known and are not the engine's; every other option is judged as the engine r
 are values (``catalog.stack_launchers`` reads them).
 """
 
-from __future__ import annotations
-
 from datetime import date
 from functools import cached_property
 from typing import Literal

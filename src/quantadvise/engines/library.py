@@ -2,8 +2,6 @@
 vocabulary and the named preset schemes of compressed-tensors, the library both engines read
 checkpoints with."""
 
-from __future__ import annotations
-
 from datetime import date
 from typing import Literal
 
@@ -57,7 +55,7 @@ class FormatLibrary(Strict):
     notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
-    def _consistent(self) -> FormatLibrary:
+    def _consistent(self) -> "FormatLibrary":
         if self.id != f"{self.library}-{self.version}":
             raise ValueError(f"id must be '<library>-<version>', got '{self.id}'")
         names = {p.name for p in self.presets}

@@ -7,8 +7,6 @@ changed, the verdicts that changed on a set of probe checkpoints and GPUs, :func
 the GEMM kernels that changed where both releases have a kernel table, :func:`kernel_changes`).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -183,7 +181,7 @@ def method_detail(e: EngineData, name: str, others: list[EngineData]) -> MethodD
     )
 
 
-def diff(a: EngineData, b: EngineData, probes: list[Probe] | None = None,
+def diff(a: EngineData, b: EngineData, probes: "list[Probe] | None" = None,
          gpus: list[tuple[str, int]] | None = None, options: OptionDiff | None = None,
          kernel_tables: tuple[KernelTable | None, KernelTable | None] | None = None) -> EngineDiff:
     """The two registries side by side: the table the chapter asks readers to regenerate. For two
@@ -292,7 +290,7 @@ class Probe:
     """A checkpoint (None: unquantized) and the flags a deployment passes, judged by both releases."""
 
     label: str
-    checkpoint: CheckpointQuant | None
+    checkpoint: "CheckpointQuant | None"
     quantization: str | None = None
     kv_cache_dtype: str | None = None
     model_type: str | None = None

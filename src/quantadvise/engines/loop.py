@@ -15,8 +15,6 @@ resolves them for one GPU and tensor-parallel degree into :class:`LoopFacts`, wh
   512.. step 32 up to ``cuda_graph_max_bs`` (256 below 160 GB at TP < 4, else 512); retraction recomputes.
 """
 
-from __future__ import annotations
-
 import bisect
 from dataclasses import dataclass
 from datetime import date

@@ -8,8 +8,6 @@ quoting the engine's own message. Each refusal/warning is a :class:`Finding` wit
 (the CI gate maps kinds to rule ids).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -82,7 +80,7 @@ def serving_dtype(torch_dtype: str | None) -> str:
     return "float16" if t == "float32" else t
 
 
-def _marlin_ok(kind: str, ck: CheckpointQuant, engine: EngineData, capability: int | None) -> bool:
+def _marlin_ok(kind: str, ck: "CheckpointQuant", engine: EngineData, capability: int | None) -> bool:
     """Whether the engine's ``is_<kind>_marlin_compatible`` claims the checkpoint: every field it reads
     present, a (bits, sym / zero_point) the Marlin kernels take (``marlin_compatible``, extracted from
     the config class's TYPE_MAP and the Marlin type list), a Marlin group size and a capable GPU."""
@@ -103,7 +101,7 @@ def _marlin_ok(kind: str, ck: CheckpointQuant, engine: EngineData, capability: i
     return capability is None or engine.marlin_min_capability is None or capability >= engine.marlin_min_capability
 
 
-def _fires(ov: Override, ck: CheckpointQuant, ck_method: str, user: str | None, model_type: str | None,
+def _fires(ov: Override, ck: "CheckpointQuant", ck_method: str, user: str | None, model_type: str | None,
            platform: str, engine: EngineData, capability: int | None) -> bool:
     if ov.checkpoint_methods and ck_method not in ov.checkpoint_methods:
         return False
@@ -128,7 +126,7 @@ def _pylist(names: list[str] | tuple[str, ...]) -> str:
 
 def resolve(
     engine: EngineData,
-    ck: CheckpointQuant | None,
+    ck: "CheckpointQuant | None",
     *,
     capability: int | None = None,
     platform: str = "cuda",
@@ -380,11 +378,11 @@ def resolve(
     return done(method, groups, kv_res)
 
 
-def _is_block(g: QuantGroup | None, ck: CheckpointQuant) -> bool:
+def _is_block(g: "QuantGroup | None", ck: "CheckpointQuant") -> bool:
     return (g is not None and g.weights is not None and g.weights.strategy == "block") or bool(ck.weight_block_size)
 
 
-def _marlin_group(method: Method, g: QuantGroup | None, ck: CheckpointQuant, capability: int) -> bool:
+def _marlin_group(method: Method, g: "QuantGroup | None", ck: "CheckpointQuant", capability: int) -> bool:
     """Whether the method's kernel list lands on Marlin for group ``g`` on ``capability`` (the
     humming-preferred capabilities are the caller's): 16-bit-activation groups where
     ``weight_only_a16_except`` is set, on every other capability; else below ``weight_only_below``
@@ -396,7 +394,7 @@ def _marlin_group(method: Method, g: QuantGroup | None, ck: CheckpointQuant, cap
     return below is not None and capability < below
 
 
-def _weight_only(ctx: Collector, engine: EngineData, method: Method, resolved: str, ck: CheckpointQuant,
+def _weight_only(ctx: Collector, engine: EngineData, method: Method, resolved: str, ck: "CheckpointQuant",
                  capability: int) -> None:
     """The method's weight-only fallback: the engine's warning where its kernel list lands on Marlin
     (the code path that logs it), a note where a kernel that logs nothing runs the weights weight-only
@@ -429,7 +427,7 @@ def _weight_only(ctx: Collector, engine: EngineData, method: Method, resolved: s
     ctx.add(method.weight_only_message or "weight_only_fallback", "warning", text, subject=resolved)
 
 
-def _row_message(engine: EngineData, row: Dispatch, g: QuantGroup, ck: CheckpointQuant,
+def _row_message(engine: EngineData, row: Dispatch, g: "QuantGroup", ck: "CheckpointQuant",
                  capability: int | None) -> str | None:
     """The message a dispatch row's own scheme logs for group ``g``: unconditional, or only where its
     kernel list lands on the Marlin kernel that logs it (``message_below`` / ``message_block_below``,
@@ -445,7 +443,7 @@ def _row_message(engine: EngineData, row: Dispatch, g: QuantGroup, ck: Checkpoin
     return row.message if below is None or capability < below else None
 
 
-def _check_ct(ctx: Collector, engine: EngineData, ck: CheckpointQuant, capability: int | None,
+def _check_ct(ctx: Collector, engine: EngineData, ck: "CheckpointQuant", capability: int | None,
               platform: str = "cuda") -> list[GroupDispatch]:
     ct = engine.compressed_tensors
     assert ct is not None
@@ -553,7 +551,7 @@ def _sparse_24(sp: dict[str, Any] | None) -> bool:
     return str(sp.get("sparsity_structure")) == "2:4" and sp.get("format") in ("dense", "sparse-24-bitmask")
 
 
-def _cutlass_24_layer(g: QuantGroup) -> bool:
+def _cutlass_24_layer(g: "QuantGroup") -> bool:
     """The quantization half: unquantized, or 8-bit weights per tensor|channel with 8-bit activations per
     tensor|token (weight-only falls through to the scheme dispatch)."""
     w, a = g.weights, g.input_activations
@@ -562,18 +560,18 @@ def _cutlass_24_layer(g: QuantGroup) -> bool:
     return w.num_bits == a.num_bits == 8 and w.strategy in ("tensor", "channel") and a.strategy in ("tensor", "token")
 
 
-def _experts_only(g: QuantGroup) -> bool:
+def _experts_only(g: "QuantGroup") -> bool:
     """The group's targets name only MoE experts (a FusedMoE class, or patterns on ``experts``)."""
     return bool(g.targets) and all(t == "FusedMoE" or "experts" in t.lower() for t in g.targets)
 
 
-def _mxfp4_weights(g: QuantGroup) -> bool:
+def _mxfp4_weights(g: "QuantGroup") -> bool:
     w = g.weights
     return w is not None and w.type == "float" and w.num_bits == 4 and w.strategy == "group" and w.group_size == 32 \
         and w.symmetric
 
 
-def _check_gates(ctx: Collector, engine: EngineData, ck: CheckpointQuant, method: Method,
+def _check_gates(ctx: Collector, engine: EngineData, ck: "CheckpointQuant", method: Method,
                  capability: int | None) -> list[GroupDispatch]:
     out = []
     for g in ck.groups:

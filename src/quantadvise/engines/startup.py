@@ -15,8 +15,6 @@ functions here replay the engines' own arithmetic on them:
 - both refuse a context length above the one the model's config.json allows (:func:`derived_max_len`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date

@@ -25,8 +25,6 @@ environment variables it declares.
 Pure: the tables are values (``catalog.flag_vocabulary`` reads them).
 """
 
-from __future__ import annotations
-
 import bisect
 from datetime import date
 from functools import cached_property

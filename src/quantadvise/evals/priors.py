@@ -14,8 +14,6 @@ The decision tree uses them as a filter before ranking (a rule can remove a cand
 caution, never pick one) and the expected drop as evidence when two candidates tie on speed. Pure.
 """
 
-from __future__ import annotations
-
 from datetime import date
 from typing import Literal
 
@@ -77,7 +75,7 @@ class AccuracyRule(BaseModel):
     as_of: date
 
     @model_validator(mode="after")
-    def _shape(self) -> AccuracyRule:
+    def _shape(self) -> "AccuracyRule":
         lo, hi = self.expected_drop_pct
         if not 0 <= lo <= hi:
             raise ValueError(f"expected_drop_pct must be [low, high] with 0 <= low <= high, got [{lo}, {hi}]")

@@ -20,8 +20,6 @@ consumes. docs/accuracy.md gives the formulas with a worked example.
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,7 +109,7 @@ class TaskAccuracy(Out):
         """Accuracy lost to quantization (positive = worse), as a fraction; exact ratio of counts."""
         return (self.lost - self.gained) / self.n
 
-    def evaluate(self, thresholds: AccuracyThresholds) -> list[AccuracyCheck]:
+    def evaluate(self, thresholds: "AccuracyThresholds") -> "list[AccuracyCheck]":
         """One row per threshold that is set: pass, fail, or skipped (no log-probs for KL)."""
         rows: list[AccuracyCheck] = []
         t = thresholds
@@ -172,7 +170,7 @@ class AccuracyThresholds(Out):
     def empty(self) -> bool:
         return all(v is None for v in self.model_dump().values())
 
-    def overlay(self, other: AccuracyThresholds | None) -> AccuracyThresholds:
+    def overlay(self, other: "AccuracyThresholds | None") -> "AccuracyThresholds":
         """``other``'s set fields replace this one's (per-task limits over the defaults)."""
         if other is None:
             return self
@@ -222,7 +220,7 @@ class AccuracyReport(Result):
 
     def with_checks(
         self, thresholds: AccuracyThresholds | None, per_task: Mapping[str, AccuracyThresholds] | None = None
-    ) -> AccuracyReport:
+    ) -> "AccuracyReport":
         """This report with ``checks`` filled in (and the thresholds recorded)."""
         checks = self.evaluate(thresholds, per_task)
         return self.model_copy(update={

@@ -8,8 +8,6 @@ This module is the schema and its validation (pure); ``files.py`` finds and read
 :func:`starter_config` writes the commented starter that ``quantadvise check --init`` saves.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field

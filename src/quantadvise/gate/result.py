@@ -1,8 +1,6 @@
 """What ``check`` returns: findings, per-deployment reports (memory fit, speed check), rule
 statuses, accuracy evidence, and the result's exit code."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

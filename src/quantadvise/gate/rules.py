@@ -19,8 +19,6 @@ edits that move lines. Adding a rule: a row here, a function in its family's mod
 ``target.py``, a section in docs/ci.md.
 """
 
-from __future__ import annotations
-
 import hashlib
 from typing import Literal
 

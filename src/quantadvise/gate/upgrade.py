@@ -13,8 +13,6 @@ at the line the target's refusal names (the flag to fix) and saying what the tar
 Pure: the caller runs the pipeline.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterable
 

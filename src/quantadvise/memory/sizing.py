@@ -11,8 +11,6 @@ Arithmetic (docs/methodology.md works it through):
 Pure: no I/O.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 

@@ -9,8 +9,6 @@ GptOss); the numbers all come from the config.
 Pure: takes dicts, returns frozen objects; no I/O.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar

@@ -23,8 +23,6 @@ A system without measured curves (node facts only) prices an all-reduce on its l
 measurement of the deployment. Pure: rows come in as data (``catalog`` reads the file).
 """
 
-from __future__ import annotations
-
 import math
 from bisect import bisect_left
 from datetime import date

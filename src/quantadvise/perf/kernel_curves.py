@@ -27,8 +27,6 @@ sum of measured pieces, see ``note``) and its held-out error (:class:`HeldOut`).
 Pure: no I/O.
 """
 
-from __future__ import annotations
-
 import math
 from bisect import bisect_left
 from collections.abc import Mapping
@@ -135,7 +133,7 @@ class KernelCurve(Strict):
     _shapes: dict | None = PrivateAttr(default=None)  # shape_efficiencies per (n, k), on first use
 
     @model_validator(mode="after")
-    def _shape(self) -> KernelCurve:
+    def _shape(self) -> "KernelCurve":
         n = len(self.nk_knots)
         if n < 2 or list(self.nk_knots) != sorted(set(self.nk_knots)):
             raise ValueError("nk_knots must hold at least 2 strictly increasing sizes")
@@ -161,7 +159,7 @@ class KernelCurve(Strict):
     def key(self) -> str:
         return f"{self.engine}/{self.kernel}"
 
-    def model_copy(self, *, update: Mapping[str, object] | None = None, deep: bool = False) -> KernelCurve:
+    def model_copy(self, *, update: Mapping[str, object] | None = None, deep: bool = False) -> "KernelCurve":
         """A copy; with ``update`` the tables built from the fields (``_logs``, ``_shapes``) start afresh (a
         copy with other efficiencies must not read this curve's)."""
         out = super().model_copy(update=update, deep=deep)
@@ -169,7 +167,7 @@ class KernelCurve(Strict):
             out._logs, out._shapes = None, None
         return out
 
-    def as_fused_moe(self) -> KernelCurve:
+    def as_fused_moe(self) -> "KernelCurve":
         """This curve pricing a fused-MoE layer: its M factor is read as fitted, not through
         :func:`monotone_m_factor`. A fused-MoE call's rows are the tokens routed to each expert and the
         experts it touches grow with the tokens, which the fit folds into the factor; the dense-GEMM

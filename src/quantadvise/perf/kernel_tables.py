@@ -32,8 +32,6 @@ being priced is named in the table index, ``data/kernel_tables/<gpu>.yaml``):
 Pure: no I/O (``catalog`` reads the files).
 """
 
-from __future__ import annotations
-
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -136,7 +134,7 @@ class MSeries:
             return ts[i]
         return ts[i - 1] + (ts[i] - ts[i - 1]) * (m - a) / (b - a)
 
-    def map(self, fn: Callable[[float, float], float]) -> MSeries:
+    def map(self, fn: Callable[[float, float], float]) -> "MSeries":
         """The series with ``fn(m, t)`` at every grid point."""
         return MSeries(self.ms, tuple(fn(m, t) for m, t in zip(self.ms, self.ts, strict=True)))
 
@@ -370,13 +368,13 @@ class AttentionTable:
             self._config(key)
         return self._cells
 
-    def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> AttentionGrid | None:
+    def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> "AttentionGrid | None":
         key = (heads, kv_heads, head_dim, kv_dtype)
         if key not in self._grids:
             self._grids[key] = self._grid(key)
         return self._grids[key]
 
-    def _grid(self, key: tuple[int, int, int, str]) -> AttentionGrid | None:
+    def _grid(self, key: tuple[int, int, int, str]) -> "AttentionGrid | None":
         got = self._config(key)
         if not got:
             return None

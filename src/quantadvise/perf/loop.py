@@ -35,8 +35,6 @@ times its feature, so the fit and the prediction are the same arithmetic.
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass, field
 from datetime import date

@@ -46,8 +46,6 @@ layers (docs/calibration.md)::
 Pure: parses dicts, no I/O (``catalog`` reads the files).
 """
 
-from __future__ import annotations
-
 import math
 from bisect import bisect_right
 from datetime import date
@@ -80,7 +78,7 @@ class Curve(Strict):
     value: tuple[float, ...]
 
     @model_validator(mode="after")
-    def _check(self) -> Curve:
+    def _check(self) -> "Curve":
         if not self.batch:
             raise ValueError("a curve needs at least one point")
         if len(self.batch) != len(self.value):
@@ -273,7 +271,7 @@ class Provenance(Strict):
     seconds: float = Field(default=0.0, ge=0)
 
     @model_validator(mode="after")
-    def _label(self) -> Provenance:
+    def _label(self) -> "Provenance":
         if self.simulated != (self.backend == "simulated"):
             raise ValueError("simulated must be true exactly when backend is 'simulated'")
         return self
@@ -316,7 +314,7 @@ class Measurement(Strict):
     spread: tuple[float, ...] = ()  # (p90 - p10) / median of the timing samples, per batch
 
     @model_validator(mode="after")
-    def _check(self) -> Measurement:
+    def _check(self) -> "Measurement":
         if not self.batch:
             raise ValueError("a measurement needs at least one batch")
         if len(self.time_s) != len(self.batch) or (self.spread and len(self.spread) != len(self.batch)):
@@ -373,7 +371,7 @@ class GpuKnobs(Knobs):
         return {**data, "kernels": out}
 
     @model_validator(mode="after")
-    def _keys(self) -> GpuKnobs:
+    def _keys(self) -> "GpuKnobs":
         pairs = [(k, c.key) for k, c in self.kernels.items()] + [(k, q.key) for k, q in self.quant_kernels.items()]
         for key, want in pairs:
             if key != want:
@@ -399,7 +397,7 @@ class PerfProfile(Strict):
         return v
 
     @model_validator(mode="after")
-    def _unique(self) -> PerfProfile:
+    def _unique(self) -> "PerfProfile":
         seen: set[str] = set()
         for entry in self.gpus:
             key = norm_name(entry.gpu)

@@ -31,8 +31,6 @@ concurrency. With ``--users N`` (a closed loop: N sequences in flight, think tim
 ``ceil(N / slots)`` replicas, each at ``ceil(N / replicas)`` sequences. Pure.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -123,7 +121,7 @@ def _rates(tokens_per_s: Callable[[int], float], slots: int, unit: int, output: 
     return out
 
 
-def at_load(price: Callable[[int], ServePoint], top: ServePoint, *, rate: float | None, users: int | None,
+def at_load(price: "Callable[[int], ServePoint]", top: "ServePoint", *, rate: float | None, users: int | None,
             output: int, ttft_s: float | None = None, e2e_s: float | None = None, unit: int = 1,
             max_wait_share: float = defaults.LOAD_WAIT_SHARE) -> AtLoad | None:
     """Replicas for ``rate`` requests/s (or ``users`` in flight) of ``output`` tokens each, a replica priced
@@ -142,7 +140,7 @@ def at_load(price: Callable[[int], ServePoint], top: ServePoint, *, rate: float 
                       wait_share=0.0, wait_s=0.0)
     seen: dict[int, ServePoint] = {slots: top}
 
-    def priced(c: int) -> ServePoint:
+    def priced(c: int) -> "ServePoint":
         if c not in seen:
             seen[c] = price(c)
         return seen[c]

@@ -5,8 +5,6 @@ notes and warnings a reader needs (docs/roofline.md).
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 from itertools import combinations
 

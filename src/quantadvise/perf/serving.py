@@ -33,8 +33,6 @@ figures every command prints for a serving point — so ``recommend``, ``rooflin
 Pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,7 +112,7 @@ class SpecInfo(Out):
     model: str = SPEC_MODEL
 
     @classmethod
-    def of(cls, s: Speculation) -> SpecInfo:
+    def of(cls, s: Speculation) -> "SpecInfo":
         return cls(tokens=s.tokens, acceptance=s.acceptance, tokens_per_step=s.tokens_per_step,
                    per_token_acceptance=s.per_token_acceptance())
 
@@ -143,7 +141,7 @@ class ServePoint:
     decode_tokens_per_s: float  # concurrency x tokens per step / step
     prefill_share: float | None  # share of GPU time in prefill (None: no prompt)
     bound: str  # memory | compute | communication: the decode step's (StepCost.bound)
-    loop: LoopSummary | None = None  # the engine's serving loop (None: kernels alone)
+    loop: "LoopSummary | None" = None  # the engine's serving loop (None: kernels alone)
 
     @property
     def tokens_per_s_per_user(self) -> float:
@@ -151,7 +149,7 @@ class ServePoint:
 
 
 def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None = None,
-          loop: EngineLoop | None = None) -> ServePoint:
+          loop: "EngineLoop | None" = None) -> ServePoint:
     """``sm`` serving ``batch`` concurrent requests of ``lengths`` (the module docstring has the model);
     with ``loop``, as the engine's serving loop runs them (:func:`serve_loop`)."""
     if loop is not None:
@@ -190,7 +188,7 @@ def serve(sm: StepModel, lengths: Lengths, batch: int, spec: Speculation | None 
                       prefill_share=share, bound=cost.bound)
 
 
-def serve_loop(sm: StepModel, lengths: Lengths, batch: int, loop: EngineLoop,
+def serve_loop(sm: StepModel, lengths: Lengths, batch: int, loop: "EngineLoop",
                spec: Speculation | None = None) -> ServePoint:
     """``batch`` closed-loop requests as the engine's serving loop runs them (:mod:`.loop`): continuous
     batching delivers R x O output tokens per cycle (R the requests in flight), ITL is the cycle over the
@@ -413,7 +411,7 @@ class ParetoOut(Out):
 def pareto_sweep(models: Sequence[tuple[str, StepModel]], contexts: Sequence[int], batches: Sequence[int], *,
                  prompt: int, output: int, gpus: int, fits: Callable[[str, int, int], bool],
                  price: float | None = None, slo: Slo | None = None, spec: Speculation | None = None,
-                 loop: EngineLoop | None = None) -> ParetoOut:
+                 loop: "EngineLoop | None" = None) -> ParetoOut:
     """Each scheme's serving points at every context and batch (``fits(scheme, batch, ctx)`` says whether
     weights + KV fit), frontiers marked, the recommended point picked (:func:`pick`)."""
     points: list[ParetoPoint] = []

@@ -29,8 +29,6 @@ kernels' alone.
 Pure: no I/O.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +71,7 @@ def mix(u_decode: float, u_prefill: float | None, prefill_share: float | None) -
     return (1 - rho) * u_decode + rho * (u_prefill if u_prefill is not None else u_decode)
 
 
-def step_bands(sm: StepModel, bands: Mapping[str, float], concurrency: int, decode_ctx: int, prompt: int | None,
+def step_bands(sm: "StepModel", bands: Mapping[str, float], concurrency: int, decode_ctx: int, prompt: int | None,
                prefill_share: float | None) -> tuple[float, float | None, float]:
     """(decode step, prefill, delivered tokens/s) relative half-widths of ``sm`` at ``concurrency`` sequences of
     ``decode_ctx`` tokens (prefill: one ``prompt``): each part of the step weighted by its basis's band."""

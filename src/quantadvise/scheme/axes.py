@@ -13,8 +13,6 @@ meaning is the same.) Per-group is ``(1, g)``, a block is ``(r, c)``.
 Everything here is pure: no I/O, no printing.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any
@@ -74,7 +72,7 @@ class GroupShape(_Frozen):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> GroupShape:
+    def _check(self) -> "GroupShape":
         for name, v in (("row", self.row), ("col", self.col)):
             if v == 0 or v < -1:
                 raise ValueError(f"group shape {name} must be -1 (whole extent) or >= 1, got {v}")
@@ -126,7 +124,7 @@ class GroupShape(_Frozen):
         c = cols if self.col == -1 else self.col
         return math.ceil(rows / r) * math.ceil(cols / c)
 
-    def with_col(self, col: int) -> GroupShape:
+    def with_col(self, col: int) -> "GroupShape":
         return GroupShape(row=self.row if col != -1 else 1, col=col)
 
 
@@ -187,7 +185,7 @@ class TensorQuant(_Frozen):
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> TensorQuant:
+    def _check(self) -> "TensorQuant":
         fmt = get_format(self.format)
         if fmt.kind == "scale":
             raise ValueError(f"{fmt.id} is a scale-only format; it cannot hold tensor values")
@@ -263,7 +261,7 @@ class TensorQuant(_Frozen):
         parts.append("symmetric" if self.symmetric else f"asymmetric ({self.zero_format} zero-point)")
         return ", ".join(parts)
 
-    def axes(self, role: str = "weight") -> TensorAxes:
+    def axes(self, role: str = "weight") -> "TensorAxes":
         """The axes of this tensor role, flat (what reports show)."""
         return TensorAxes(
             dtype=self.format,
@@ -351,7 +349,7 @@ class Scheme(_Frozen):
     description: str = ""
 
     @model_validator(mode="after")
-    def _validate(self) -> Scheme:
+    def _validate(self) -> "Scheme":
         w, a = self.weight, self.activation
         if w is not None and w.scale is not None and w.scale.dynamic:
             raise ValueError(
@@ -443,7 +441,7 @@ class Scheme(_Frozen):
         assert self.weight is not None
         return self.weight.math != self.math_format
 
-    def with_weight_group(self, group: int) -> Scheme:
+    def with_weight_group(self, group: int) -> "Scheme":
         """This scheme with the weight group size overridden (-1 = per-channel)."""
         if not self.quantizes_weights or self.weight is None or self.weight.scale is None:
             raise SchemeError(f"scheme '{self.id}' has no weight scale to regroup", field="group")
@@ -458,13 +456,13 @@ class Scheme(_Frozen):
         new_id = self.id if self.id.endswith(f"-g{suffix}") else f"{self.id}-g{suffix}"
         return _copy_scheme(self, id=new_id, weight=w.model_copy(update={"scale": new_scale}))
 
-    def with_policy(self, **changes: Any) -> Scheme:
+    def with_policy(self, **changes: Any) -> "Scheme":
         return _copy_scheme(self, policy=self.policy.model_copy(update=changes))
 
-    def with_kv(self, kv: TensorQuant | None) -> Scheme:
+    def with_kv(self, kv: TensorQuant | None) -> "Scheme":
         return _copy_scheme(self, kv_cache=kv)
 
-    def axes(self) -> SchemeAxes:
+    def axes(self) -> "SchemeAxes":
         return SchemeAxes(
             weights=self.weight.axes("weight") if self.weight else None,
             activations=self.activation.axes("activation") if self.activation else None,

@@ -3,8 +3,6 @@ pack-quantized, bitsandbytes, MLX): the tensors one quantized linear layer store
 shapes written as small expressions over N, K, G and b. Sizing uses it to count what a checkpoint
 really holds (packed int32 words, scales, zero-points, g_idx). Pure."""
 
-from __future__ import annotations
-
 import math
 import re
 from datetime import date
