@@ -256,3 +256,41 @@ def test_an_isolated_spike_is_a_collection_glitch_and_a_shared_one_is_the_kernel
     t = catalog.kernel_tables("a100-80gb").get("trtllm/int8-wo")
     s = t.series(2560, 2048)
     assert s.at(32) == pytest.approx((23.55 + (22.53 - 23.55) * (32 - 16) / (48 - 16)) * 1e-6, rel=1e-3)
+
+
+def test_a_spike_at_the_grids_first_point_is_a_glitch_when_alone():
+    # the first M has one neighbour, the next larger call: over 3x it is a glitch unless a neighbouring shape
+    # spikes there too (the shipped L40S trtllm/int8-wo 7168 x 3584 at M = 1: 205.8 us, 37.89 us at M = 2)
+    from quantadvise.calibration.aic_tables import _gemm_groups, drop_glitches
+
+    text = ("# t\nn,k,1,2,4,8\n"
+            "1024,2048,50,10,11,12\n"   # 50 > 3 x 10 at the first M, alone among its shape groups: blank
+            "2048,4096,90,20,21,22\n"   # spikes at M = 1 ...
+            "4096,4096,95,30,31,33\n")  # ... with its neighbour of the same K: kept in both
+    rows = [ln for ln in drop_glitches(text, 2, _gemm_groups).splitlines() if not ln.startswith("#")]
+    assert rows[1:] == ["1024,2048,,10,11,12", "2048,4096,90,20,21,22", "4096,4096,95,30,31,33"]
+    t = catalog.kernel_tables("l40s").get("trtllm/int8-wo")
+    assert t.cell(7168, 3584)[0] is None  # blank, read as the row's smallest M with a value
+    assert t.series(7168, 3584).at(1) == pytest.approx(37.89e-6, rel=1e-3)
+
+
+def test_a_held_out_shape_is_priced_both_ways_a_shape_misses_the_table():
+    # along="n": the left-out cell from its K's cells in N; along="k": its K row left out, from its N's cells at
+    # the neighbouring Ks — what a model's shape off the grid in N (gate/up) or in K (down) reads
+    from quantadvise.perf.kernel_tables import GemmTable, TableMeta
+
+    meta = TableMeta(id="t/x", file="x", engine="vllm", engine_version="0", kernel="x", kernel_source="x", math="bf16",
+                     weight_bytes=2, package="p", package_version="0", license="l", table="x", device="d", rows=0,
+                     source="s", as_of="2026-12-06")
+    us = 1e-6
+    t = GemmTable(meta, (1.0, 2.0), cells={
+        (1024, 1024): (10 * us, 12 * us), (2048, 1024): (30 * us, 32 * us),
+        (1024, 2048): (14 * us, 16 * us), (2048, 2048): (99 * us, 99 * us), (4096, 2048): (40 * us, 44 * us),
+        (1024, 3072): (18 * us, 20 * us), (2048, 3072): (50 * us, 52 * us)})
+    # N way at K = 2048: halfway between N = 1024 and 4096 in N is 1/3 of the way: 14 + (40 - 14) / 3 = 22.67
+    n_way = t.series(2048, 2048, exclude=(2048, 2048), along="n")
+    assert n_way.at(1) == pytest.approx((14 + (40 - 14) / 3) * us)
+    # K way at N = 2048: the mean of K = 1024 and K = 3072 (30 and 50): 40; at M = 2, (32 + 52) / 2 = 42
+    k_way = t.series(2048, 2048, exclude=(2048, 2048), along="k")
+    assert (k_way.at(1), k_way.at(2)) == (pytest.approx(40 * us), pytest.approx(42 * us))
+    assert t.series(2048, 2048).at(1) == pytest.approx(99 * us)  # not held out: the cell itself

@@ -6,9 +6,10 @@ importer records the result in ``data/kernel_tables/<gpu>.yaml`` under ``checks`
 - **rows**: each table's lookup against its own rows (the exact cell: 0 up to the four significant
   digits stored);
 - **leave-one-shape-out** (``loso``): for each decode-step shape set of :data:`~.heldout.HELD_OUT_SETS`
-  the table has, each of its shapes priced from the table with that shape's cell left out (the
-  neighbouring cells in N, then K), at every M of the table; the error of the step (the sum of the
-  set's GEMMs) and of each call;
+  the table has, each of its shapes priced from the table with that shape's cell left out, both ways a
+  model's shape misses the table — its N off the grid (the neighbouring cells in N at its K) and its K
+  off the grid (its K row left out: its N's cells at the neighbouring Ks) — at every M of the table; the
+  error of the step (the sum of the set's GEMMs) and of each call, both ways pooled;
 - **substitutes**: where the true kernel *is* measured, how a stand-in of each kind fares against it —
   ``same-math`` (another library's table of the same math: TRT-LLM's cuBLASLt fp8 for vLLM's CUTLASS fp8
   and SGLang's fp8 scaled_mm, each with its quantization handled as the step model handles it),
@@ -32,7 +33,7 @@ Pure: no I/O.
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ..hardware import GPU
 from ..perf.kernel_tables import GemmTable, MSeries, composed, minus
@@ -155,16 +156,30 @@ def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int],
     return steps, calls
 
 
+def _held_out(t: GemmTable, along: Literal["n", "k"]) -> Callable[[int, int], MSeries]:
+    """A shape priced from ``t`` with its own cell left out, as a shape off the grid in ``along`` is."""
+    return lambda n, k: t.series(n, k, exclude=(n, k), along=along)
+
+
 def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     """A table's own-row reproduction and its leave-one-shape-out errors (the summaries, and every held-out
     step error)."""
     own = [abs(s.at(m) / v - 1) for (n, k), row in t.cells.items() for s in (t.series(n, k),)
            for m, v in zip(t.ms, row, strict=True) if v is not None and m <= MAX_M]
+    steps: list[float] = []
+    calls: list[float] = []
     where: list[str] = []
-    steps, calls = step_errors(lambda n, k: t.series(n, k, exclude=(n, k)), t.row, set(t.cells), where)
+    ways: tuple[tuple[Literal["n", "k"], str], ...] = (("n", "N"), ("k", "K"))
+    for along, missing in ways:  # a model's shape misses the table by its N or by its K
+        here: list[str] = []
+        s, c = step_errors(_held_out(t, along), t.row, set(t.cells), here)
+        steps += s
+        calls += c
+        where += [f"{w} ({missing} held out)" for w in here]
     worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
     return ({"rows": stats(own, "the lookup at the table's own rows"),
-             "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours"),
+             "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours in N "
+                                   "at its K, and in K at its N"),
              "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst}, steps)
 
 

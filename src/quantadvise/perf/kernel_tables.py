@@ -210,13 +210,16 @@ class GemmTable:
         got = self.cell(n, k)
         return None if got is None else own_points(self.ms, got)
 
-    def series(self, n: float, k: float, exclude: tuple[int, int] | None = None) -> MSeries:
+    def series(self, n: float, k: float, exclude: tuple[int, int] | None = None,
+               along: Literal["n", "k"] = "n") -> MSeries:
         """Seconds per call of an ``n x k`` weight along the M grid: the cell itself, else the
-        neighbouring cells interpolated in N, then in K (``exclude``: a cell to leave out, for
-        leave-one-shape-out validation)."""
+        neighbouring cells interpolated in N, then in K. ``exclude``: a cell to leave out, for
+        leave-one-shape-out validation, priced the way a shape missing from the table is: ``along="n"``
+        as a shape whose N is off the table's grid (its K's other cells, interpolated in N), ``along="k"``
+        as one whose K is off the grid (its K row left out: its N's cells at the neighbouring Ks)."""
         ks = self._ks
-        if exclude is not None and self._by_k.get(exclude[1]) == [exclude[0]]:  # the left-out cell is its K's only one
-            ks = [k_ for k_ in ks if k_ != exclude[1]]
+        if exclude is not None and (along == "k" or self._by_k.get(exclude[1]) == [exclude[0]]):
+            ks = [k_ for k_ in ks if k_ != exclude[1]]  # the K row left out (or the left-out cell was its only one)
         k0, k1, u = _bracket(ks, k)
         if k1 == k0:
             if k > ks[-1] and len(ks) > 1:
@@ -316,20 +319,6 @@ def minus(s: MSeries, q: Callable[[float], float]) -> MSeries:
     """``s`` less a quantization kernel's time ``q(M)`` the engine does not run (fused away), never
     below half of the measured call."""
     return s.map(lambda m, t: max(t - q(m), 0.5 * t))
-
-
-def leave_one_out(table: GemmTable, cells: list[tuple[int, int]], ms: list[float] | None = None
-                  ) -> dict[tuple[int, int], list[tuple[float, float, float]]]:
-    """Leave-one-shape-out: for each of ``cells`` (in the table), the (M, predicted, measured) of every
-    row, predicted from the table with that cell left out."""
-    out: dict[tuple[int, int], list[tuple[float, float, float]]] = {}
-    for n, k in cells:
-        own = table.row(n, k)
-        if own is None:
-            continue
-        pred = table.series(n, k, exclude=(n, k))
-        out[(n, k)] = [(m, pred.at(m), t) for m, t in zip(own.ms, own.ts, strict=True) if ms is None or m in ms]
-    return out
 
 
 class AttentionTable:
