@@ -322,3 +322,62 @@ def test_nemotron_h_on_blackwell_runs_flashinfer_trtllm_for_modelopt_and_bf16():
     assert resolve_moe_kernel(t, scheme("fp8-tensor"), 100, architecture=arch).kernel.id == "flashinfer-trtllm-fp8-moe"
     assert resolve_moe_kernel(t, scheme("nvfp4"), 100, architecture=arch).kernel.id == "flashinfer-trtllm-nvfp4-moe"
     assert resolve_moe_kernel(t, scheme("nvfp4"), 90, architecture=arch) is None  # SM90: not these rows
+
+
+SGLANG_SM100_RELEASES = ("0.5.20", "0.5.21", "0.5.22", "0.5.23")
+
+
+def _sglang_moe(version: str, sid: str, arch: str, capability: int = 100) -> str | None:
+    from quantadvise.engines.kernels import resolve_moe_kernel, resolve_route
+
+    t = catalog.kernel_table("sglang", version)
+    assert t is not None and t.version == version
+    got = (resolve_route(t, "bf16", capability, moe=True, architecture=arch) if sid == "bf16"
+           else resolve_moe_kernel(t, scheme(sid), capability, architecture=arch))
+    return got.kernel.id if got is not None else None
+
+
+@pytest.mark.parametrize("version", SGLANG_SM100_RELEASES)
+def test_gemma4_modelopt_nvfp4_on_blackwell_runs_flashinfer_trtllm(version):
+    # SGLang 0.5.21-0.5.23 model_overrides/gemma4.py:17-22, :45-48 (0.5.20: :20-24, :39-42): on SM100 with
+    # --moe-runner-backend auto, a modelopt_fp4 Gemma 4 sets flashinfer_trtllm; any other checkpoint keeps auto
+    for arch in ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"):
+        assert _sglang_moe(version, "nvfp4", arch) == "flashinfer-trtllm-nvfp4-moe"
+        assert _sglang_moe(version, "bf16", arch) is None
+        assert _sglang_moe(version, "fp8-block", arch) is None
+        assert _sglang_moe(version, "nvfp4", arch, 90) is None  # SM90: not these rows
+    # DiffusionGemmaForBlockDiffusion joins the override's list in 0.5.21
+    assert (_sglang_moe(version, "nvfp4", "DiffusionGemmaForBlockDiffusion") is None) == (version == "0.5.20")
+
+
+@pytest.mark.parametrize("version", SGLANG_SM100_RELEASES)
+def test_mimo_v2_fp8_on_blackwell_runs_flashinfer_trtllm(version):
+    # SGLang 0.5.23 model_overrides/mimo_v2.py:19, :33-44 (0.5.20: :20, :30-35): on SM100 with --moe-runner-backend
+    # auto, a quant_method fp8 MiMo-V2 sets flashinfer_trtllm (0.5.22 on: only without an all-to-all, and a mixed
+    # checkpoint's MXFP4 experts take flashinfer_mxfp4, not on file); block scales run the block kernel
+    arch = "MiMoV2FlashForCausalLM"
+    assert _sglang_moe(version, "fp8-block", arch) == "flashinfer-trtllm-fp8-block-moe"
+    assert _sglang_moe(version, "fp8-tensor", "MiMoV2ForCausalLM") == "flashinfer-trtllm-fp8-moe"
+    assert _sglang_moe(version, "bf16", arch) is None
+    assert _sglang_moe(version, "nvfp4", arch) is None
+    assert _sglang_moe(version, "fp8-block", arch, 90) == "triton-fp8-block-moe"  # SM90: the generic auto row
+
+
+@pytest.mark.parametrize("version", SGLANG_SM100_RELEASES)
+def test_cohere2_moe_on_blackwell_runs_flashinfer_trtllm_for_bf16_and_nvfp4(version):
+    # SGLang 0.5.23 model_overrides/cohere2_moe.py:28-31, :34-45 (0.5.20: :31-34, :37-48): on SM100 with
+    # --moe-runner-backend auto, an unquantized or nvfp4-pack-quantized Cohere2 MoE sets flashinfer_trtllm; any other
+    # quantized checkpoint keeps auto
+    for arch in ("Cohere2MoeForCausalLM", "Cohere2VisionForConditionalGeneration"):
+        assert _sglang_moe(version, "bf16", arch) == "flashinfer-trtllm-moe"
+        assert _sglang_moe(version, "nvfp4", arch) == "flashinfer-trtllm-nvfp4-moe"
+        assert _sglang_moe(version, "fp8-block", arch) is None
+        assert _sglang_moe(version, "bf16", arch, 90) == "triton-moe"  # SM90: the generic auto row
+
+
+def test_beam_modelopt_nvfp4_on_blackwell_runs_flashinfer_trtllm_from_0_5_23():
+    # SGLang 0.5.23 model_overrides/beam.py:20, :33-44: a ModelOpt NVFP4 Beam on SM100 with --moe-runner-backend auto
+    # and no all-to-all sets flashinfer_trtllm; beam.py is new in 0.5.23 (0.5.22 keeps auto: no SM100 row)
+    assert _sglang_moe("0.5.23", "nvfp4", "BeamForCausalLM") == "flashinfer-trtllm-nvfp4-moe"
+    assert _sglang_moe("0.5.23", "bf16", "BeamForCausalLM") is None
+    assert _sglang_moe("0.5.22", "nvfp4", "BeamForCausalLM") is None
