@@ -310,13 +310,14 @@ def test_without_vllm_every_kernel_is_torchs_and_the_profile_says_so(monkeypatch
 
 
 def test_an_engine_release_without_a_kernel_table_is_not_guessed(monkeypatch, gpu_timing):
-    # data/kernels holds vllm-0.33.0 only: which kernel 0.34.0 runs is not a known fact
+    # data/kernels has no table for vllm 0.35.0 (the newest, 0.34.0, stands in elsewhere): which kernel 0.35.0
+    # runs is not a known fact
     fake_torch(monkeypatch, capability=90)
-    fake_vllm(monkeypatch, version="0.34.0")
+    fake_vllm(monkeypatch, version="0.35.0")
     _, res, _ = _run("h100", ("fp8-dynamic",))
     s = res.schemes[0]
     assert s.torch_kernel and s.kernel_id == "torch-scaled-mm-fp8-rowwise"
-    assert s.fallback.startswith("quantadvise has no data/kernels table for vLLM 0.34.0 (data/kernels has vLLM 0.33.0)")
+    assert s.fallback.startswith("quantadvise has no data/kernels table for vLLM 0.35.0 (data/kernels has vLLM 0.34.0)")
 
 
 def test_a_kernel_calibrate_cannot_time_is_named(monkeypatch, gpu_timing):
