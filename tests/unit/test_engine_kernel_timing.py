@@ -124,7 +124,18 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, *, version: str = "0.33.0", drop:
     ops.machete_prepack_B = op("machete_prepack_B", lambda w, **k: T(*w.shape))
     ops.machete_mm = op("machete_mm")
     ops.gptq_marlin_repack = op("gptq_marlin_repack", lambda w, **k: T(*w.shape))
-    ops.marlin_gemm = op("marlin_gemm")
+    # marlin_gemm with its real parameters: vllm 0.34.0 dropped a_scales (its _custom_ops.py:1167-1183)
+    def marlin_033(a: Any, c: Any, b_q_weight: Any, b_bias: Any, b_scales: Any, a_scales: Any, global_scale: Any,
+                   b_zeros: Any, workspace: Any, b_q_type: Any, size_m: int, size_n: int, size_k: int,
+                   use_atomic_add: bool = False, use_fp32_reduce: bool = False, is_zp_float: bool = False) -> Any:
+        return _rec("vllm", "marlin_gemm")
+
+    def marlin_034(a: Any, c: Any, b_q_weight: Any, b_bias: Any, b_scales: Any, global_scale: Any, b_zeros: Any,
+                   workspace: Any, b_q_type: Any, size_m: int, size_n: int, size_k: int, use_atomic_add: bool = False,
+                   use_fp32_reduce: bool = False, is_zp_float: bool = False) -> Any:
+        return _rec("vllm", "marlin_gemm")
+
+    ops.marlin_gemm = marlin_033 if version == "0.33.0" else marlin_034
     for name in drop:
         delattr(ops, name)
     st = types.ModuleType("vllm.scalar_type")
@@ -239,9 +250,11 @@ def _fp8_gemm_calls(ops: list[str]) -> int:
     return sum(1 for i, op in enumerate(ops) if op == "cutlass_scaled_mm" and (i == 0 or ops[i - 1] != "scaled_int8_quant"))
 
 
-def test_on_ampere_w4a16_times_marlin(monkeypatch, gpu_timing):
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_on_ampere_w4a16_times_marlin(monkeypatch, gpu_timing, version):
+    # each release's own kernel table and its own marlin_gemm signature (0.34.0's has no a_scales)
     fake_torch(monkeypatch, capability=80)
-    fake_vllm(monkeypatch)
+    fake_vllm(monkeypatch, version=version)
     _, res, _ = _run("a100-80gb", ("bf16", "w8a8-int8", "w4a16"))
     # Machete needs SM90 exactly (machete.py:33-34); Marlin is next on SM75+ (mixed_precision/marlin.py:32-33)
     assert {s.scheme: s.kernel_id for s in res.schemes} == {
