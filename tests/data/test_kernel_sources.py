@@ -119,13 +119,26 @@ def test_quotes_match_the_wheel(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_each_table_is_read_from_its_own_release_wheel(release):
     # the file name, the table's engine and version, and the wheel it was read from name one release, the same
-    # wheel (sha256) data/engines/<release>.yaml was extracted from
+    # wheel (sha256) data/engines/<release>.yaml was extracted from; or, where the engine file was read from the
+    # release's sdist (vLLM 0.34.0), that sdist, whose Python sources are the wheel's: checked, with
+    # ENGINE_WHEELS_DIR holding the wheel, by finding every line the engine file quotes in the table's wheel
     doc, _ = load(release)
     engine, version = release.split("-", 1)
     assert (doc["engine"], str(doc["version"])) == (engine, version)
     assert f"-{version}-" in doc["source"]["artifact"] and str(doc["source"]["version"]) == version
     engine_doc = yaml.safe_load((REPO / "data" / "engines" / f"{release}.yaml").read_text())
-    assert doc["source"]["sha256"] == engine_doc["source"]["sha256"]
+    if doc["source"]["sha256"] == engine_doc["source"]["sha256"]:
+        return
+    assert engine_doc["source"]["artifact"] == f"{doc['source']['package']}-{version}.tar.gz", \
+        "the table and the engine file were read from different releases' artifacts"
+    assert doc["source"]["artifact"].endswith(".whl")
+    quotes = json.loads((REPO / "tests" / "fixtures" / "engine_quotes" / f"{release}.json").read_text())
+    assert quotes["sha256"] == engine_doc["source"]["sha256"]
+    wheel = wheel_or_skip(doc["source"]["artifact"])
+    with zipfile.ZipFile(wheel) as z:
+        for key, text in quotes["lines"].items():
+            path, _, ln = key.rpartition(":")
+            assert line_in(z, path, ln) == text, key
 
 
 def test_kernel_table_answers_each_release_with_its_own_table():
@@ -137,7 +150,7 @@ def test_kernel_table_answers_each_release_with_its_own_table():
     # a release with no table of its own gets the newest not newer than it, else the oldest; the table says
     # which release it is (callers compare .version: the upgrade gate and inspect never use a stand-in, and a
     # speed figure names the table that priced it)
-    assert catalog.kernel_table("vllm", "0.34.0").version == "0.33.0"
+    assert catalog.kernel_table("vllm", "0.35.0").version == "0.34.0"
     assert catalog.kernel_table("vllm", "0.29.0").version == "0.30.0"
     assert catalog.kernel_table("sglang", "0.5.19").version == "0.5.20"
 

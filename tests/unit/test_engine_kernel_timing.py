@@ -124,7 +124,18 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, *, version: str = "0.33.0", drop:
     ops.machete_prepack_B = op("machete_prepack_B", lambda w, **k: T(*w.shape))
     ops.machete_mm = op("machete_mm")
     ops.gptq_marlin_repack = op("gptq_marlin_repack", lambda w, **k: T(*w.shape))
-    ops.marlin_gemm = op("marlin_gemm")
+    # marlin_gemm with its real parameters: vllm 0.34.0 dropped a_scales (its _custom_ops.py:1167-1183)
+    def marlin_033(a: Any, c: Any, b_q_weight: Any, b_bias: Any, b_scales: Any, a_scales: Any, global_scale: Any,
+                   b_zeros: Any, workspace: Any, b_q_type: Any, size_m: int, size_n: int, size_k: int,
+                   use_atomic_add: bool = False, use_fp32_reduce: bool = False, is_zp_float: bool = False) -> Any:
+        return _rec("vllm", "marlin_gemm")
+
+    def marlin_034(a: Any, c: Any, b_q_weight: Any, b_bias: Any, b_scales: Any, global_scale: Any, b_zeros: Any,
+                   workspace: Any, b_q_type: Any, size_m: int, size_n: int, size_k: int, use_atomic_add: bool = False,
+                   use_fp32_reduce: bool = False, is_zp_float: bool = False) -> Any:
+        return _rec("vllm", "marlin_gemm")
+
+    ops.marlin_gemm = marlin_033 if version == "0.33.0" else marlin_034
     for name in drop:
         delattr(ops, name)
     st = types.ModuleType("vllm.scalar_type")
@@ -239,9 +250,11 @@ def _fp8_gemm_calls(ops: list[str]) -> int:
     return sum(1 for i, op in enumerate(ops) if op == "cutlass_scaled_mm" and (i == 0 or ops[i - 1] != "scaled_int8_quant"))
 
 
-def test_on_ampere_w4a16_times_marlin(monkeypatch, gpu_timing):
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_on_ampere_w4a16_times_marlin(monkeypatch, gpu_timing, version):
+    # each release's own kernel table and its own marlin_gemm signature (0.34.0's has no a_scales)
     fake_torch(monkeypatch, capability=80)
-    fake_vllm(monkeypatch)
+    fake_vllm(monkeypatch, version=version)
     _, res, _ = _run("a100-80gb", ("bf16", "w8a8-int8", "w4a16"))
     # Machete needs SM90 exactly (machete.py:33-34); Marlin is next on SM75+ (mixed_precision/marlin.py:32-33)
     assert {s.scheme: s.kernel_id for s in res.schemes} == {
@@ -310,13 +323,14 @@ def test_without_vllm_every_kernel_is_torchs_and_the_profile_says_so(monkeypatch
 
 
 def test_an_engine_release_without_a_kernel_table_is_not_guessed(monkeypatch, gpu_timing):
-    # data/kernels holds vllm-0.33.0 only: which kernel 0.34.0 runs is not a known fact
+    # data/kernels has no table for vllm 0.35.0 (the newest, 0.34.0, stands in elsewhere): which kernel 0.35.0
+    # runs is not a known fact
     fake_torch(monkeypatch, capability=90)
-    fake_vllm(monkeypatch, version="0.34.0")
+    fake_vllm(monkeypatch, version="0.35.0")
     _, res, _ = _run("h100", ("fp8-dynamic",))
     s = res.schemes[0]
     assert s.torch_kernel and s.kernel_id == "torch-scaled-mm-fp8-rowwise"
-    assert s.fallback.startswith("quantadvise has no data/kernels table for vLLM 0.34.0 (data/kernels has vLLM 0.33.0)")
+    assert s.fallback.startswith("quantadvise has no data/kernels table for vLLM 0.35.0 (data/kernels has vLLM 0.34.0)")
 
 
 def test_a_kernel_calibrate_cannot_time_is_named(monkeypatch, gpu_timing):

@@ -185,20 +185,20 @@ def _points(gpu: str, engine: str, schemes: str, batches: str = "1,64,512", **kw
 def test_w8a8_flavours_on_vllm(gpu: str) -> None:
     r, t, s = _points(gpu, "vllm", "fp8-tensor,fp8-dynamic,w8a8-int8")
     # vLLM runs both fp8 flavours on CUTLASS scaled_mm with the activation quantization fused
-    # (data/kernels/vllm-0.33.0.yaml): one kernel, one prediction
+    # (data/kernels/vllm-0.34.0.yaml, the default release's own table): one kernel, one prediction
     assert s["fp8-tensor"].kernel == s["fp8-dynamic"].kernel == "cutlass-fp8"
     # the only difference left is the weight scales: fp8-dynamic stores one bf16 scale per output row,
     # 2 B per 4,096-element row (+0.05% of the weight bytes), fp8-tensor one fp32 scale per matrix
     assert t[("fp8-dynamic", 64)] / t[("fp8-tensor", 64)] - 1 == pytest.approx(0.0, abs=5e-4)
     assert t[("fp8-dynamic", 64)] > t[("fp8-tensor", 64)]
-    # int8 runs CutlassInt8 and quantizes its activations in a separate kernel (cutlass.py:122-142). Issue 25:
+    # int8 runs CutlassInt8 and quantizes its activations in a separate kernel (cutlass.py:117-137). Issue 25:
     # no int8 table of vLLM's kernel is published; TRT-LLM's SmoothQuant int8 GEMM on the same GPU (same math,
     # its activation quantization not in the time) prices the GEMM, and the per-token quantization kernel is
     # added once per quantized GEMM call — never the fp8 curve standing in
     assert s["w8a8-int8"].kernel == "cutlass-int8"
     assert (s["w8a8-int8"].curve, s["w8a8-int8"].curve_basis) == ("trtllm/int8-sq", "same-math")
     for x in s.values():
-        assert x.kernel_label and "vLLM 0.33.0, sm90" in x.kernel_label
+        assert x.kernel_label and "vLLM 0.34.0, sm90" in x.kernel_label
 
 
 @pytest.mark.parametrize("gpu", ("h100-sxm", "h200"))
@@ -250,7 +250,7 @@ def test_recommend_uses_the_measured_profile_and_says_so() -> None:
     assert any(a.startswith("speed:") and "h200-measured" in a and "measured table of its kernel for" in a
                for a in rec.assumptions)
     assert rec.performance.speed_model in ("measured", "same-math", "composed")  # the winner's basis (issue 25)
-    assert rec.performance.kernel and "vLLM 0.33.0, sm90" in rec.performance.kernel
+    assert rec.performance.kernel and "vLLM 0.34.0, sm90" in rec.performance.kernel
     roof = next(t for t in rec.trace if t.node == "roofline")
     assert all(line for line in roof.numbers["kernel"].values())
     assert any(" via " in x for x in roof.reasons)

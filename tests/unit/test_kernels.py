@@ -167,7 +167,7 @@ def test_label_names_kernel_engine_and_capability(vllm: KernelTable) -> None:
 
 
 def test_kernel_table_for_an_unlisted_release_is_the_newest_not_newer() -> None:
-    assert catalog.kernel_table("vllm", "9.9.9").version == "0.33.0"
+    assert catalog.kernel_table("vllm", "9.9.9").version == "0.34.0"
 
 
 def test_every_route_row_names_a_known_kernel_and_a_source() -> None:

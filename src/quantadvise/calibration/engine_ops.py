@@ -9,7 +9,9 @@ from the build, or an op that raises) the scheme falls back to torch's own kerne
 kept: the result and the profile say plainly which kernels were torch's.
 
 The op calls follow the vLLM 0.33.0 wheel (vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl, the
-release data/kernels and data/engines were read from); file:line below are inside it.
+release data/kernels and data/engines were read from); file:line below are inside it. vLLM 0.34.0's wheel
+has the same signatures for these ops but one: its marlin_gemm has no ``a_scales`` (Marlin dropped 8-bit
+activations; vllm/_custom_ops.py:1167-1183 there), so the Marlin call passes it only where the op takes it.
 
 Pure until a builder runs: vllm and torch are imported lazily, inside functions.
 """
@@ -17,6 +19,7 @@ Pure until a builder runs: vllm and torch are imported lazily, inside functions.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -260,9 +263,13 @@ def make_op(engine: Engine, torch: Any, kernel: Kernel, n: int, k: int, dev: Any
         workspace = torch.zeros(sm_count * 4, dtype=torch.int, device=dev)  # MARLIN_MAX_BLOCKS_PER_SM = 4 (:35)
         no_zp = torch.empty(0, dtype=torch.int, device=dev)  # marlin_make_empty (marlin_utils.py:508-511)
 
+        # a_scales (None: 16-bit activations) sits between b_scales and global_scale up to 0.33.0
+        # (_custom_ops.py:1217-1234); 0.34.0 removed the parameter
+        a_scales = (None,) if "a_scales" in inspect.signature(ops.marlin_gemm).parameters else ()
+
         def marlin_linear(x: Any) -> Any:  # marlin_utils.py:794-810 (same arguments, through _custom_ops.py:1217-1252)
-            return ops.marlin_gemm(x, None, b_q, None, scales, None, None, no_zp, workspace, wtype, x.shape[0], n, k,
-                                   use_atomic_add=False, use_fp32_reduce=True, is_zp_float=False)
+            return ops.marlin_gemm(x, None, b_q, None, scales, *a_scales, None, no_zp, workspace, wtype, x.shape[0], n,
+                                   k, use_atomic_add=False, use_fp32_reduce=True, is_zp_float=False)
 
         return marlin_linear
     raise ValueError(f"no recipe for {kernel.engine}/{kernel.kernel_id}")
