@@ -176,3 +176,24 @@ def test_every_route_row_names_a_known_kernel_and_a_source() -> None:
         assert t.source.sha256 == catalog.get_engine(engine, version).source.sha256  # the same wheel
         for r in t.routes:
             assert ".py:" in r.source
+
+
+def test_deepgemm_label_names_the_release_whole_condition() -> None:
+    # vLLM 0.34.0 runs DeepGEMM only where deep_gemm imports *and* an nvcc of CUDA 12.9+ is found for its JIT
+    # (vllm/utils/deep_gemm.py:150-177 and :118-135 of the 0.34.0 wheel; 0.33.0 has no nvcc check): else
+    # it warns 'DeepGEMM kernels are disabled' and runs CUTLASS block FP8
+    new = resolve_kernel(catalog.kernel_table("vllm", "0.34.0"), scheme("fp8-block"), 90)
+    old = resolve_kernel(catalog.kernel_table("vllm", "0.33.0"), scheme("fp8-block"), 90)
+    assert new is not None and old is not None
+    assert new.short == ("DeepGemmFp8BlockScaledMMKernel when deep_gemm imports and an nvcc of CUDA 12.9+ is found, "
+                         "else CutlassFp8BlockScaledMMKernel")
+    assert old.short == "DeepGemmFp8BlockScaledMMKernel when deep_gemm imports, else CutlassFp8BlockScaledMMKernel"
+
+
+def test_a_condition_without_a_fallback_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from quantadvise.engines.kernels import KernelInfo
+
+    with pytest.raises(ValidationError, match="available_when needs requires and otherwise"):
+        KernelInfo(id="x", name="X", math="fp8", source="s", available_when="nvcc is found")

@@ -54,11 +54,16 @@ class KernelInfo(Strict):
     # (vLLM's Marlin weight-only kernels); the engine data's Marlin warnings follow the same selection
     warns: str | None = None
     otherwise: str | None = None  # the kernel id the release runs instead when ``requires`` is not importable
+    # the release's whole condition for running it, as a phrase, where more than the package importing
+    # ("deep_gemm imports and an nvcc of CUDA 12.9+ is found": vLLM 0.34.0's DeepGEMM)
+    available_when: str | None = None
 
     @model_validator(mode="after")
     def _quant(self) -> "KernelInfo":
         if (self.activation_quant == "unfused") != (self.quant_kernel is not None):
             raise ValueError(f"kernel {self.id}: quant_kernel is set exactly when activation_quant is 'unfused'")
+        if self.available_when is not None and not (self.requires and self.otherwise):
+            raise ValueError(f"kernel {self.id}: available_when needs requires and otherwise (what runs instead)")
         return self
 
 
@@ -151,7 +156,8 @@ class KernelChoice(Strict):
         """The kernel's short name, with its condition when it needs an optional package."""
         name = self.kernel.name.split(" (")[0]
         if self.kernel.requires and self.otherwise:
-            return f"{name} when {self.kernel.requires.split(' (')[0]} imports, else {self.otherwise}"
+            when = self.kernel.available_when or f"{self.kernel.requires.split(' (')[0]} imports"
+            return f"{name} when {when}, else {self.otherwise}"
         return name
 
     @property
