@@ -91,3 +91,17 @@ def test_modules_with_pydantic_models_keep_annotations_evaluated():
                and any(a.name == "annotations" for a in n.names) for n in tree.body):
             stringy.append(name)
     assert not stringy, f"string annotations in modules with pydantic models: {stringy}"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("args", [["--version"], ["list", "schemes"], ["size", "meta-llama/Llama-3-8B", "--bits", "4"]])
+def test_a_full_disk_under_the_output_is_one_error_line_exit_2(args):
+    # `> /dev/full`: every write fails with ENOSPC — at the first write (--version wrote outside the error
+    # mapping: a traceback) or at the final flush (a short report stays buffered: it ended 0, the report lost)
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "quantadvise", *args], stdout=full, stderr=subprocess.PIPE,
+                             timeout=120, env=ENV)
+    err = res.stderr.decode().strip().splitlines()
+    assert res.returncode == 2, err
+    assert err == ["Error: cannot write the output: No space left on device (free space there, or write it "
+                   "elsewhere)"]

@@ -115,8 +115,9 @@ def _os_error_line(exc: OSError, args: Sequence[str]) -> str:
                 opt = args[i - 1] + " "
             elif a.startswith("--") and "=" in a and a.split("=", 1)[1] == path:
                 opt = a.split("=", 1)[0] + " "
-    where = f"{opt}{shown(path)}: " if path is not None else ""
-    return f"Error: {where}{reason} (name a path this system can open)"
+    if path is None:  # no file named: what failed is writing the output (a full disk under `> report.json`)
+        return f"Error: cannot write the output: {reason} (free space there, or write it elsewhere)"
+    return f"Error: {opt}{shown(path)}: {reason} (name a path this system can open)"
 
 # command name -> (module under quantadvise.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -299,7 +300,12 @@ def run() -> NoReturn:
             if stream is sys.stdout:
                 _quiet_stdout()
                 status = status or 1
-        except (OSError, ValueError, AttributeError):
+        except OSError as exc:  # the output could not be written (a full disk): as inside the command
+            if stream is sys.stdout:
+                _quiet_stdout()
+                say_error(_os_error_line(exc, []))
+                status = status or 2
+        except (ValueError, AttributeError):  # a stream closed or replaced by the caller
             pass
     os._exit(status)
 
@@ -325,22 +331,22 @@ def _run(argv: Sequence[str] | None) -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     _closed_outputs()
     _plain_outputs()
-    if _version_requested(args):
-        from .. import __version__
-
-        sys.stdout.write(f"quantadvise {__version__}\n")
-        raise SystemExit(0)
-    if not args:
-        args = ["--help"]  # bare `quantadvise`: the help, exit 0
-    elif args[0] in LIST_SHORTCUTS:
-        args = ["list", *args]  # `quantadvise gpus` is `quantadvise list gpus`
-    # shell completion asks about every command; a normal run registers only the one it runs
-    completing = COMPLETE_VAR in os.environ
-    if completing and (why := _completion_request_fault(os.environ)):
-        say_error(f"Error: {why} (the script `quantadvise --install-completion` installs sets it)\n")
-        raise SystemExit(2)
     hidden: dict[str, str] = {}
     try:
+        if _version_requested(args):
+            from .. import __version__
+
+            sys.stdout.write(f"quantadvise {__version__}\n")
+            raise SystemExit(0)
+        if not args:
+            args = ["--help"]  # bare `quantadvise`: the help, exit 0
+        elif args[0] in LIST_SHORTCUTS:
+            args = ["list", *args]  # `quantadvise gpus` is `quantadvise list gpus`
+        # shell completion asks about every command; a normal run registers only the one it runs
+        completing = COMPLETE_VAR in os.environ
+        if completing and (why := _completion_request_fault(os.environ)):
+            say_error(f"Error: {why} (the script `quantadvise --install-completion` installs sets it)\n")
+            raise SystemExit(2)
         group = _command(None if completing or args[0] not in COMMANDS else args[0])
         if not completing:
             hidden = _env_format(group, args)
