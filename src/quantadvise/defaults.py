@@ -26,9 +26,11 @@ ACCURACY_TOLERANCE = 1.0  # max accuracy drop the user accepts, %-points
 # own (data/engine_startup.yaml memory_fraction_default, derived by gate.startup.default_fraction: vLLM's
 # --gpu-memory-utilization default, SGLang's mem_fraction_static heuristic), unless the user gives one.
 # This is only the keyword default of the pure sizing helpers (sizing.memory_budget, perf.roofline) for a
-# library caller that names none: vLLM 0.33.0's default, Field(default=0.92) at vllm/config/cache.py:215,
-# held equal to the newest bundled vLLM row by tests/data/test_engine_startup.py.
-MEMORY_UTILIZATION = 0.92
+# library caller that names none: vLLM 0.34.0's default, 1.0 with its extensible KV cache
+# (resolved_gpu_memory_utilization, vllm/config/cache.py:494-501; 0.33.0's was 0.92), held equal to the newest
+# bundled vLLM row by tests/data/test_engine_startup.py. The 1 GiB that release keeps free after warmup is taken
+# where a release is named (engines.startup.usable_fraction), not here.
+MEMORY_UTILIZATION = 1.0
 # per-GPU runtime reserve outside vLLM's weights + KV: CUDA context, activation peak, CUDA graphs (SGLang's
 # fraction already leaves these out: gate.startup.default_reserve_gb)
 RESERVE_GB = 2.0

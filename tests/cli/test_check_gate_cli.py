@@ -73,32 +73,47 @@ def test_a_declared_workload_that_queues_is_a_warning_with_the_numbers(cli, tmp_
 
 
 def test_a_refused_start_fails_with_the_engines_message_and_numbers(cli, tmp_path, monkeypatch):
-    """vLLM on an L4, no --max-model-len: the model's 131,072 tokens need 16 GiB of KV, and
-    floor(24,152,899,584 x 0.92) - 2 GiB - 16,060,522,496 = 4,012,661,473 B (3.74 GiB) is left."""
+    """vLLM 0.34.0 on an L4, no --max-model-len: the model's 131,072 tokens need 16 GiB of KV. Its default
+    --gpu-memory-utilization is 1.0 (the extensible KV cache), so the capacity reserved before warmup is
+    24,152,899,584 - 2 GiB - 16,060,522,496 = 5,944,893,440 B (5.54 GiB): too small already, and that check
+    refuses, in its words (vllm/v1/core/kv_cache_planning.py:113-132, the hint of :64-96). After warmup the
+    cache would get 1 GiB less (the margin, vllm/v1/worker/extensible_kv_cache.py:64-65): 4,871,151,616 B."""
     monkeypatch.chdir(make_repo(tmp_path, {"serve.sh": "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 8\n"}))
     r = cli("check", "serve.sh", "--gpu", "l4", "--format", "json")
     assert r.code == 1
+    f = next(x for x in r.json()["findings"] if x["rule_id"] == "QA302")
+    assert f["engine_message"] == (
+        "To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, which "
+        "is larger than the available KV cache memory (5.54 GiB). Based on the available memory, the estimated "
+        "maximum model length is 45355. The extensible KV cache already takes all device memory left after the "
+        "model and its activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with "
+        "more memory. Decreasing `max_model_len` also reduces what is needed. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")  # 5,944,893,440 // 131,072
+    # what to set passes both checks: floor(4,871,151,616 / 131,072); at 1.0 there is no larger share to ask for
+    assert "the longest that fits is 37,163 tokens (set --max-model-len 37163) (" in f["message"]
+    assert r.json()["targets"][0]["performance"] is None  # no speed verdict for an engine that does not start
+    # vLLM 0.33.0 (default 0.92, one check): floor(24,152,899,584 x 0.92) - 2 GiB - 16,060,522,496 = 4,012,661,473 B
+    r = cli("check", "serve.sh", "--gpu", "l4", "--engine-version", "0.33.0", "--format", "json")
     f = next(x for x in r.json()["findings"] if x["rule_id"] == "QA302")
     assert f["engine_message"].startswith("To serve at least one request with the model's max seq len (131072), "
                                           "(16.0 GiB KV cache is needed, which is larger than the available KV cache "
                                           "memory (3.74 GiB).")
     assert "the longest that fits is 30,614 tokens" in f["message"]  # floor(4,012,661,473 / 131,072)
-    assert r.json()["targets"][0]["performance"] is None  # no speed verdict for an engine that does not start
 
 
 def test_no_workload_prices_the_engines_own_batch(cli, tmp_path, monkeypatch):
-    """No --max-num-seqs on an H100: vLLM 0.33.0's default is 1024 (>= 70 GiB, not an A100:
-    vllm/engine/arg_utils.py:2984-2996). 1024 sequences of `recommend`'s 2,048-token context (256 MiB
-    each, 256 GiB in all) do not fit the 56.32 GiB cache, so the batch priced is what it holds."""
+    """No --max-num-seqs on an H100: vLLM 0.34.0's default is 1024 (>= 70 GiB, not an A100:
+    vllm/engine/arg_utils.py:3010-3043). 1024 sequences of `recommend`'s 2,048-token context (256 MiB
+    each, 256 GiB in all) do not fit the 61.69 GiB cache, so the batch priced is what it holds."""
     monkeypatch.chdir(make_repo(tmp_path, {"serve.sh": "vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192\n"}))
     r = cli("check", "serve.sh", "--gpu", "h100", "--format", "json")
     t = r.json()["targets"][0]
-    # floor(85,520,809,984 x 0.92) = 78,679,145,185 - 2 GiB - 16,060,522,496 = 60,471,139,041 B of KV;
-    # one 2,048-token sequence = 268,435,456 B -> 225 sequences
-    assert t["memory"]["kv_cache_bytes_per_gpu"] == 60_471_139_041
-    assert (t["concurrency"], t["ctx"]) == (225, 2048)
-    assert any("--max-num-seqs: 1,024, vLLM 0.33.0's default" in a for a in t["assumptions"])
-    assert any(a.startswith("concurrency: 225, the engine's batch when saturated") for a in t["assumptions"])
+    # the default 1.0 less the 1 GiB vLLM 0.34.0 keeps free after warmup: 85,520,809,984 - 1 GiB = 84,447,068,160
+    # - 2 GiB - 16,060,522,496 = 66,239,062,016 B of KV; one 2,048-token sequence = 268,435,456 B -> 246 sequences
+    assert t["memory"]["kv_cache_bytes_per_gpu"] == 66_239_062_016
+    assert (t["concurrency"], t["ctx"]) == (246, 2048)
+    assert any("--max-num-seqs: 1,024, vLLM 0.34.0's default" in a for a in t["assumptions"])
+    assert any(a.startswith("concurrency: 246, the engine's batch when saturated") for a in t["assumptions"])
 
 
 def test_an_unresolvable_model_keeps_the_engine_level_rules(cli, tmp_path, monkeypatch):

@@ -55,10 +55,10 @@ def test_vllm_max_model_len_above_the_models_is_refused_with_no_speed_verdict(cl
     before it sizes anything: the server never starts, so "starts: 1 sequence of 16,384 tokens" and
     "2.12x slower than w4a16" described a server that does not exist.
 
-    The memory alone would start: KV per GPU = floor(24,152,899,584 x 0.92) - 2 GiB - 16,060,522,496
-    = 22,220,667,617 - 2,147,483,648 - 16,060,522,496 = 4,012,661,473 B, and one 16,384-token sequence
-    needs 16,384 x 131,072 = 2,147,483,648 B: floor(4,012,661,473 / 2,147,483,648) = 1 fits (no QA302).
-    QA306 is the only refusal."""
+    The memory alone would start: KV per GPU (vLLM 0.34.0: its default 1.0 less the 1 GiB it keeps free after
+    warmup, vllm/v1/worker/extensible_kv_cache.py:64-65) = 24,152,899,584 - 1 GiB - 2 GiB - 16,060,522,496
+    = 4,871,151,616 B, and one 16,384-token sequence needs 16,384 x 131,072 = 2,147,483,648 B:
+    floor(4,871,151,616 / 2,147,483,648) = 2 fit (no QA302). QA306 is the only refusal."""
     root = make_repo(tmp_path, {"a.sh": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 16384\n"})
     monkeypatch.chdir(root)
     r, doc = _json(cli, ".", "--gpu", "l4")
@@ -69,9 +69,9 @@ def test_vllm_max_model_len_above_the_models_is_refused_with_no_speed_verdict(cl
                                           "max_model_len (max_position_embeddings=8192")
     t = doc["targets"][0]
     m = t["memory"]
-    kv = int(L4 * 0.92) - 2 * GIB - WEIGHTS_8B
-    assert m["kv_cache_bytes_per_gpu"] == kv == 4_012_661_473
-    assert m["sequences_at_max_model_len"] == kv // (16_384 * KV_PER_TOKEN) == 1  # memory alone: it would fit
+    kv = L4 - GIB - 2 * GIB - WEIGHTS_8B
+    assert m["kv_cache_bytes_per_gpu"] == kv == 4_871_151_616
+    assert m["sequences_at_max_model_len"] == kv // (16_384 * KV_PER_TOKEN) == 2  # memory alone: it would fit
     assert (m["starts"], m["refused_by"]) == (False, ["QA306"])
     assert m["refusal"] == f["engine_message"]
     assert t["performance"] is None and t["concurrency"] is None  # no workload declared, nothing priced
@@ -127,7 +127,7 @@ def test_an_engine_level_refusal_suppresses_the_declared_workload_and_speed(cli,
 
 
 def test_a_memory_refusal_with_a_declared_workload_is_not_priced(cli, tmp_path, monkeypatch):
-    """QA302 on an L4 (the model's 131,072 tokens need 16 GiB of KV; 3.74 GiB is left) with a declared
+    """QA302 on an L4 (the model's 131,072 tokens need 16 GiB of KV; 4.54 GiB is left) with a declared
     concurrency: the declared batch used to be priced anyway (QA201/QA202 on a server that does not
     start)."""
     monkeypatch.chdir(make_repo(tmp_path, {"serve.sh": "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 8\n",
@@ -138,9 +138,9 @@ def test_a_memory_refusal_with_a_declared_workload_is_not_priced(cli, tmp_path, 
     status = _status(doc)
     assert status["QA201"] == ("skipped", "vLLM refuses to start (QA302 max-model-len-exceeds-kv-cache)")
     assert status["QA202"] == ("skipped", "vLLM refuses to start (QA302 max-model-len-exceeds-kv-cache)")
-    # the KV refusal keeps its own numbers in the summary: 16,384 MiB needed, 30,614 tokens fit
-    # (4,012,661,473 // 131,072 = 30,614)
-    assert "refuses to start: one sequence of 131,072 tokens needs 16.00 GiB per GPU; 30,614 fit" in \
+    # the KV refusal keeps its own numbers in the summary: 16,384 MiB needed, 37,163 tokens fit
+    # (vLLM 0.34.0: (24,152,899,584 - 1 GiB - 2 GiB - 16,060,522,496) // 131,072 = 4,871,151,616 // 131,072 = 37,163)
+    assert "refuses to start: one sequence of 131,072 tokens needs 16.00 GiB per GPU; 37,163 fit" in \
         cli("check", "--wide").stdout
 
 

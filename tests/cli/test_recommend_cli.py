@@ -29,7 +29,9 @@ def test_readme_command_works_with_no_other_argument(cli, monkeypatch):
     assert "vllm serve" in full
     # it says what it assumed
     assert "meta-llama/Meta-Llama-3-8B (the bundled default" in full
-    assert "H100" in full and "vLLM 0.33.0" in full
+    assert "H100" in full and "vLLM 0.34.0" in full
+    # the default release's own start-up facts (data/engine_startup.yaml vllm-0.34.0), not 0.33.0's stand-in
+    assert "vLLM 0.34.0's default --gpu-memory-utilization 1," in " ".join(full.split()) and "0.33.0" not in full
 
 
 def test_json_contract(cli):

@@ -36,11 +36,39 @@ def checked(cli, tmp_path, monkeypatch, command: str) -> dict:
 
 
 def test_vllm_recommend_and_check_hold_the_same_kv_cache(cli, tmp_path, monkeypatch):
-    """vLLM 0.33.0's default --gpu-memory-utilization is 0.92 (vllm/config/cache.py:215):
+    """vLLM 0.34.0's default --gpu-memory-utilization is 1.0 with its extensible KV cache
+    (vllm/config/cache.py:494-501), which keeps 1 GiB of the GPU free after warmup
+    (vllm/v1/worker/extensible_kv_cache.py:64-65, 613-618: min(requested - used, free - margin)):
+    usable = 85,520,809,984 - 1,073,741,824 = 84,447,068,160 B (a share of 0.98744...); less the 2 GiB reserve =
+    82,299,584,512 B; less the weights = 66,239,062,016 B of KV = floor(66,239,062,016 / 131,072) = 505,363 tokens;
+    floor(66,239,062,016 / 251,658,240) = floor(263.21) = 263 sequences of 1,920 tokens."""
+    r = cli("recommend", *BF16, "--format", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    n = fit(doc)
+    share = 84_447_068_160 / 85_520_809_984
+    assert (n["memory_utilization"], n["usable_bytes"], n["budget_bytes"]) == (share, 84_447_068_160, 82_299_584_512)
+    assert doc["workload"]["memory_utilization"] == share and doc["workload"]["reserve_gb"] == 2
+    assert (doc["scheme"]["id"], doc["kv"]["max_concurrency"]) == ("bf16", 263)
+    assert 82_299_584_512 - W8B == 66_239_062_016 and 66_239_062_016 // PER_SEQ == 263
+    line = next(a for a in doc["assumptions"] if a.startswith("memory:"))
+    assert line.startswith("memory: 98.74% of each GPU (vLLM 0.34.0's default --gpu-memory-utilization 1, "
+                           "vllm/config/cache.py:494-501, less the 1 GiB vLLM 0.34.0 keeps free after warmup, "
+                           "vllm/v1/worker/extensible_kv_cache.py:64-65; --memory-utilization)")
+    command = doc["engine_args"]["vllm"]
+    assert "--gpu-memory-utilization" not in command  # vLLM then starts with its own 1.0
+    m = checked(cli, tmp_path, monkeypatch, command)
+    assert m["memory_utilization"] == 1.0  # the flag's value; the margin comes off it
+    assert (m["kv_cache_bytes_per_gpu"], m["kv_capacity_tokens"], m["max_concurrency"]) == (66_239_062_016, 505_363,
+                                                                                             263)
+
+
+def test_vllm_033_recommend_and_check_hold_the_same_kv_cache(cli, tmp_path, monkeypatch):
+    """vLLM 0.33.0's default --gpu-memory-utilization is 0.92 (vllm/config/cache.py:215), no margin:
     usable = floor(0.92 x 85,520,809,984) = 78,679,145,185 B; less the 2 GiB reserve = 76,531,661,537 B;
     less the weights = 60,471,139,041 B of KV = floor(60,471,139,041 / 131,072) = 461,358 tokens;
     floor(60,471,139,041 / 251,658,240) = floor(240.29) = 240 sequences of 1,920 tokens."""
-    r = cli("recommend", *BF16, "--format", "json")
+    r = cli("recommend", *BF16, "--engine-version", "0.33.0", "--format", "json")
     assert r.code == 0, r.stderr
     doc = r.json()
     n = fit(doc)
@@ -53,7 +81,8 @@ def test_vllm_recommend_and_check_hold_the_same_kv_cache(cli, tmp_path, monkeypa
                            "vllm/config/cache.py:215")
     command = doc["engine_args"]["vllm"]
     assert "--gpu-memory-utilization" not in command  # vLLM then starts with its own 0.92
-    m = checked(cli, tmp_path, monkeypatch, command)
+    monkeypatch.chdir(make_repo(tmp_path, {"serve.sh": command + "\n", "quantadvise.yaml": DECLARED}))
+    m = cli("check", "--engine-version", "0.33.0", "--format", "json").json()["targets"][0]["memory"]
     assert m["memory_utilization"] == 0.92
     assert (m["kv_cache_bytes_per_gpu"], m["kv_capacity_tokens"], m["max_concurrency"]) == (60_471_139_041, 461_358,
                                                                                              240)
@@ -118,9 +147,12 @@ def test_the_python_api_sizes_as_the_cli_does(cli, engine):
 
 
 def test_size_uses_the_newest_vllms_default_and_says_so(cli):
-    """`size` names no engine: 0.92, vLLM 0.33.0's default; the same 60,471,139,041 B left for KV as above."""
+    """`size` names no engine: vLLM 0.34.0's default 1.0 less the 1 GiB it keeps free; the same 66,239,062,016 B
+    left for KV as above."""
     r = cli("size", "meta-llama/Meta-Llama-3-8B", "--gpu", "h100", "--ctx", "2048", "--format", "json")
     doc = r.json()
-    assert doc["fit"]["memory_utilization"] == 0.92 and doc["fit"]["free_for_kv_bytes"] == 60_471_139_041
-    assert any("vLLM 0.33.0's default --gpu-memory-utilization" in n for n in doc["notes"])
-    assert qa.size("meta-llama/Meta-Llama-3-8B", gpu="h100", ctx=2048).fit.free_for_kv_bytes == 60_471_139_041
+    assert doc["fit"]["memory_utilization"] == 84_447_068_160 / 85_520_809_984
+    assert doc["fit"]["free_for_kv_bytes"] == 66_239_062_016
+    assert any("vLLM 0.34.0's default --gpu-memory-utilization 1, vllm/config/cache.py:494-501, less the 1 GiB "
+               "vLLM 0.34.0 keeps free after warmup" in n for n in doc["notes"])
+    assert qa.size("meta-llama/Meta-Llama-3-8B", gpu="h100", ctx=2048).fit.free_for_kv_bytes == 66_239_062_016

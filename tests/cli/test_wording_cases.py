@@ -14,9 +14,9 @@ import pytest
 from quantadvise.wording import every, more_or_fewer, plural
 
 GIB = 1024**3
-# H100 SXM row: 85,520,809,984 B; vLLM 0.33.0's default fraction 0.92 -> floor(0.92 x 85,520,809,984)
-# = 78,679,145,185 B usable, less the 2 GiB runtime reserve = 76,531,661,537 B budget per GPU.
-H100_BUDGET = 78_679_145_185 - 2 * GIB
+# H100 SXM row: 85,520,809,984 B; vLLM 0.34.0's default fraction 1.0 less the 1 GiB its extensible KV cache keeps
+# free after warmup -> 84,447,068,160 B usable, less the 2 GiB runtime reserve = 82,299,584,512 B budget per GPU.
+H100_BUDGET = 85_520_809_984 - GIB - 2 * GIB
 # Llama-3-8B: 2 (K, V) x 8 KV heads x 128 head dim x 32 layers x 2 B = 131,072 B of bf16 KV per token.
 L8B_KV_TOKEN = 2 * 8 * 128 * 32 * 2
 # Llama-3.1-70B: per layer q 8192^2 + k, v 2 x 8192 x 1024 + o 8192^2 + MLP 3 x 8192 x 28,672
@@ -71,37 +71,38 @@ def test_size_ctx_one_is_one_token(cli):
     out = _out(cli, "size", "meta-llama/Llama-3-8B", "--ctx", "1", "--gpu", "h100")
     # 1 x 131,072 B = 0.000131 GB -> "0.00 GB"
     assert "1 sequence x 1 token = 0.00 GB" in out
-    # room: the budget less bf16 weights 16,060,522,496 B = 60,471,139,041 B; / 131,072 B per token
-    # = 461,358 tokens (remainder 23,265 B), and as many sequences of one token
+    # room: the budget less bf16 weights 16,060,522,496 B = 66,239,062,016 B; / 131,072 B per token
+    # = 505,363 tokens (remainder 122,880 B), and as many sequences of one token
     free = H100_BUDGET - 16_060_522_496
-    assert free == 60_471_139_041 and free // L8B_KV_TOKEN == 461_358
-    assert "left for KV 60.47 GB = 461,358 tokens -> fits; at most 461,358 sequences of 1 token" in out
+    assert free == 66_239_062_016 and free // L8B_KV_TOKEN == 505_363
+    assert "left for KV 66.24 GB = 505,363 tokens -> fits; at most 505,363 sequences of 1 token" in out
     assert not re.search(r"\b1 tokens\b", out)
 
 
 def test_kv_node_counts_sequences_without_parentheses(cli):
-    """Defect 3: the KV node's "N sequence(s) fit" is plural(): 263 sequences, and 1 sequence fits."""
+    """Defect 3: the KV node's "N sequence(s) fit" is plural(): 285 sequences, and 1 sequence fits."""
     out = _out(cli, "recommend", "--batch", "1")
     # next to w4a16 (the fewest weight bytes): 32 layers x (4096^2 x 2 + 4096 x 1024 x 2 + 3 x 4096 x 14,336)
     # = 6,979,321,856 int4 weights in groups of 128, 64 B + a 2 B bf16 scale per group = 3,598,712,832 B;
     # + bf16 embeddings and lm_head 2 x 128,256 x 4096 x 2 B = 2,101,346,304 B; + norms (32 x 2 + 1) x 4096
-    # x 2 B = 532,480 B -> 5,700,591,616 B. (76,531,661,537 - 5,700,591,616) // (2,048 x 131,072) = 263.
+    # x 2 B = 532,480 B -> 5,700,591,616 B. (82,299,584,512 - 5,700,591,616) // (2,048 x 131,072) = 285.
     w4a16 = 6_979_321_856 // 128 * 66 + 2 * 128_256 * 4096 * 2 + (32 * 2 + 1) * 4096 * 2
-    assert (H100_BUDGET - w4a16) // (2_048 * L8B_KV_TOKEN) == 263
-    assert "and 263 sequences fit (>= batch 1)" in _line(out, "e. KV cache")
+    assert (H100_BUDGET - w4a16) // (2_048 * L8B_KV_TOKEN) == 285
+    assert "and 285 sequences fit (>= batch 1)" in _line(out, "e. KV cache")
     assert "(s)" not in out
 
 
 def test_kv_node_one_sequence_fits(cli):
-    """Defect 3, singular: Llama-3.1-70B on one L40S at 8,192 tokens holds one bf16 sequence next to w4a16."""
-    out = _out(cli, "recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "l40s", "--batch", "1", "--ctx", "8192")
-    # L40S row 48,305,799,168 B: floor(0.92 x it) - 2 GiB = 42,293,851,586 B. w4a16: 68,451,041,280 linear
-    # weights / 128 x 66 B = 35,295,068,160 B + bf16 embeddings, lm_head and norms 4,205,330,432 B
-    # = 39,500,398,592 B. Room 2,793,452,994 B; one sequence is 8,192 x 327,680 = 2,684,354,560 B -> 1.
-    budget = int(0.92 * 48_305_799_168) - 2 * GIB
+    """Defect 3, singular: Llama-3.1-70B on one L40S at 16,384 tokens holds one bf16 sequence next to w4a16."""
+    out = _out(cli, "recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "l40s", "--batch", "1", "--ctx", "16384")
+    # L40S row 48,305,799,168 B, less vLLM 0.34.0's 1 GiB margin and the 2 GiB reserve = 45,084,573,696 B. w4a16:
+    # 68,451,041,280 linear weights / 128 x 66 B = 35,295,068,160 B + bf16 embeddings, lm_head and norms
+    # 4,205,330,432 B = 39,500,398,592 B. Room 5,584,175,104 B; one sequence is 16,384 x 327,680 = 5,368,709,120 B
+    # -> 1 (at 8,192 tokens, 2).
+    budget = 48_305_799_168 - GIB - 2 * GIB
     w4a16 = L70B_LINEAR // 128 * 66 + L70B_OTHER * 2
-    assert (budget, w4a16) == (42_293_851_586, 39_500_398_592)
-    assert (budget - w4a16) // (8_192 * L70B_KV_TOKEN_BF16) == 1
+    assert (budget, w4a16) == (45_084_573_696, 39_500_398_592)
+    assert (budget - w4a16) // (16_384 * L70B_KV_TOKEN_BF16) == 1
     assert "and 1 sequence fits (>= batch 1)" in _line(out, "e. KV cache")
 
 
@@ -118,12 +119,12 @@ def test_slowdown_is_a_share(cli):
 def test_weights_that_do_not_fit_read_as_a_shortfall(cli, ctx):
     """Defect 5: bf16 Llama-3.1-70B on one H100: no negative "left for KV", the shortfall instead."""
     out = _out(cli, "size", "meta-llama/Llama-3.1-70B", "--gpu", "h100", *(["--ctx", ctx] if ctx else []))
-    # bf16 weights 70,553,706,496 x 2 B = 141,107,412,992 B against the 76,531,661,537 B budget:
-    # 64,575,751,455 B short -> 64.58 GB
+    # bf16 weights 70,553,706,496 x 2 B = 141,107,412,992 B against the 82,299,584,512 B budget:
+    # 58,807,828,480 B short -> 58.81 GB
     assert L70B_PARAMS == 70_553_706_496
-    assert round((L70B_PARAMS * 2 - H100_BUDGET) / 1e9, 2) == 64.58
-    assert "exceeding the usable memory less the runtime reserve by 64.58 GB; nothing left for KV" in out
-    assert "-64.58" not in out and not re.search(r"left for KV -\d", out)
+    assert round((L70B_PARAMS * 2 - H100_BUDGET) / 1e9, 2) == 58.81
+    assert "exceeding the usable memory less the runtime reserve by 58.81 GB; nothing left for KV" in out
+    assert "-58.81" not in out and not re.search(r"left for KV -\d", out)
     if ctx:
         assert "DOES NOT FIT; not one sequence of 2,048 tokens fits" in out
     else:
@@ -136,14 +137,14 @@ def test_fit_bound_is_in_bits_per_param(cli):
                "--ctx", "8192")
     # continuous batching holds prompt 8,192 - 256 + output 256 / 2 = 8,064 tokens per sequence; kv-fp8 is
     # 2 x 8 x 128 x 80 x 1 B = 163,840 B per token: 64 x 8,064 x 163,840 = 84,557,168,640 B. Two GPUs'
-    # budget 2 x 76,531,661,537 = 153,063,323,074 B leaves 68,506,154,434 B for the weights:
-    # x 8 bits / 70,553,706,496 params = 7.77 -> 7.8 bits/param. (bf16 KV, 169.1 GB, exceeds the budget.)
+    # budget 2 x 82,299,584,512 = 164,599,169,024 B leaves 80,042,000,384 B for the weights:
+    # x 8 bits / 70,553,706,496 params = 9.08 -> 9.1 bits/param. (bf16 KV, 169.1 GB, exceeds the budget.)
     room = 2 * H100_BUDGET - 64 * 8_064 * 2 * 8 * 128 * 80
-    assert f"{room * 8 / L70B_PARAMS:.1f}" == "7.8"
+    assert f"{room * 8 / L70B_PARAMS:.1f}" == "9.1"
     assert 64 * 8_064 * L70B_KV_TOKEN_BF16 > 2 * H100_BUDGET
     fit = _line(out, "b. fit")
     assert "64 x 8,064 tokens" in fit
-    assert "to hold the whole batch, weights must average <= 7.8 bits/param with kv-fp8" in fit
+    assert "to hold the whole batch, weights must average <= 9.1 bits/param with kv-fp8" in fit
 
 
 def test_counts_of_one_are_singular(cli):

@@ -45,7 +45,7 @@ def test_batch_1_is_4bit_weight_only():
     # what the default resolved to is stated
     assert any("meta-llama/Meta-Llama-3-8B" in a for a in r.assumptions)
     assert any("H100" in a for a in r.assumptions)
-    assert any("vLLM 0.33.0" in a for a in r.assumptions)
+    assert any("vLLM 0.34.0" in a for a in r.assumptions)
 
 
 def test_batch_1_veto_removes_3bit_before_any_speed_figure():

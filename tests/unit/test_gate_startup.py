@@ -10,6 +10,8 @@ Fixed inputs, each from its own source:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from quantadvise import catalog
@@ -165,6 +167,128 @@ def test_kv_heads_are_replicated_when_tensor_parallel_exceeds_them():
     assert kv_share_per_gpu(kv_heads=8, mla=False, tp=16, pp=1) == pytest.approx(1 / 8)  # not 1/16
     assert kv_share_per_gpu(kv_heads=1, mla=True, tp=8, pp=1) == 1
     assert kv_share_per_gpu(kv_heads=8, mla=False, tp=2, pp=2) == pytest.approx(4 / 8 / 2)
+
+
+# --- vLLM 0.34.0: the extensible KV cache -----------------------------------------------------------
+# Its default --gpu-memory-utilization is 1.0 (vllm/config/cache.py:494-501); the cache is checked against the capacity
+# reserved before warmup (requested - weights - the activation peak and non-torch memory, vllm/v1/worker/
+# gpu_worker.py:776-780) and again against the size measured after it, which keeps max(1 GiB, 0.75 x the peak) of
+# the device free on CUDA (vllm/v1/worker/extensible_kv_cache.py:64-65, 613-618): the share is
+# min(fraction x memory, memory - 1 GiB). Refusals carry _more_kv_cache_memory_hint (kv_cache_planning.py:64-96).
+
+
+@pytest.fixture(scope="module")
+def vllm34():
+    return catalog.engine_startup("vllm", "0.34.0")
+
+
+def test_vllm_034_default_takes_the_gpu_less_its_margin(vllm34):
+    m = startup_memory(inputs(vllm34, fraction=1.0))
+    # 85,520,809,984 - 1 GiB = 84,447,068,160; - 2 GiB reserve - 16,060,522,496 weights = 66,239,062,016 B
+    assert m.budget_bytes == 82_299_584_512 and m.kv_cache_bytes_per_gpu == 66_239_062_016
+    assert m.memory_utilization == 1.0 and m.starts
+    # a fraction that leaves the margin free already is not reduced (the same 0.9 arithmetic as 0.33.0's)
+    assert startup_memory(inputs(vllm34, fraction=0.9)).kv_cache_bytes_per_gpu == 58_760_722_841
+    # 0.995 would be floor(0.995 x 85,520,809,984) = 85,093,205,934 B: capped at 84,447,068,160
+    assert startup_memory(inputs(vllm34, fraction=0.995)).budget_bytes == 84_447_068_160 - 2 * GiB
+    # on AMD GPUs the margin is 3 GiB (the same line: 3 if current_platform.is_rocm())
+    m = startup_memory(replace(inputs(vllm34, fraction=1.0), vendor="amd"))
+    assert m.kv_cache_bytes_per_gpu == H100 - 3 * GiB - 2 * GiB - W8B
+    text = " ".join(f.message for f in judge(startup_memory(inputs(vllm34, fraction=1.0, mml=600_000)), vllm34).items)
+    assert "x 79.65 GiB, at most 79.65 GiB - 1.0 GiB vLLM keeps free after warmup (vllm 0.34.0 vllm/v1/worker/" in text
+    # 0.995 x 79.65 GiB is capped the same way: 79.65 - 1.0
+    text = " ".join(f.message for f in judge(startup_memory(inputs(vllm34, fraction=0.995, mml=600_000)), vllm34).items)
+    assert "--gpu-memory-utilization 0.995 (line 5) x 79.65 GiB, at most 79.65 GiB - 1.0 GiB vLLM keeps free" in text
+
+
+def test_vllm_034_refuses_before_warmup_in_its_words(vllm34):
+    """Llama-3.1-8B's 131,072 tokens on an L4 at the default 1.0: the capacity reserved before warmup is
+    24,152,899,584 - 2 GiB - 16,060,522,496 = 5,944,893,440 B (5.54 GiB) < 16 GiB: refused there, with the
+    hint for a share of 1.0 before warmup; what fits both checks is floor(4,871,151,616 / 131,072) = 37,163."""
+    m = startup_memory(inputs(vllm34, memory=L4, fraction=1.0, mml=131_072))
+    assert not m.starts and m.kv_cache_bytes_per_gpu == 4_871_151_616 and m.max_model_len_that_fits == 37_163
+    assert m.refusal == (
+        "To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, which "
+        "is larger than the available KV cache memory (5.54 GiB). Based on the available memory, the estimated "
+        "maximum model length is 45355. The extensible KV cache already takes all device memory left after the "
+        "model and its activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with "
+        "more memory. Decreasing `max_model_len` also reduces what is needed. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+    f = judge(m, vllm34).items[0]
+    assert f.rule_id == "QA302" and "(set --max-model-len 37163) (vllm 0.34.0 vllm/v1/core/kv_cache_planning.py:" \
+        in f.message  # no "raise --gpu-memory-utilization": it is 1.0 already
+    # a share below 1.0 is named in the hint: 0.9 -> floor(0.9 x 24,152,899,584) = 21,737,609,625 - 2 GiB - weights
+    # = 3,529,603,481 B (3.29 GiB), 26,928 tokens; no margin binds, so the two checks agree and the first refuses
+    m = startup_memory(inputs(vllm34, memory=L4, fraction=0.9, mml=131_072))
+    assert "memory (3.29 GiB). Based on the available memory, the estimated maximum model length is 26928. The KV " \
+           "cache gets what is left after the model and its activations within `gpu_memory_utilization`=0.9; " \
+           "increase it (with the extensible KV cache it defaults to 1.0) or decrease `max_model_len` or " \
+           "`max_num_seqs`. Decreasing" in m.refusal
+    assert "raise --gpu-memory-utilization" in judge(m, vllm34).items[0].message
+
+
+def test_vllm_034_refuses_after_warmup_in_its_words(vllm34):
+    """510,000 tokens x 131,072 B = 66,846,720,000 B: within the 67,312,803,840 B reserved before warmup on an
+    H100 at 1.0, above the 66,239,062,016 B (61.69 GiB) measured after it: the second check refuses
+    (kv_cache_planning.py:1849-1860), with the after-warmup hint; 505,363 tokens fit."""
+    m = startup_memory(inputs(vllm34, fraction=1.0, mml=510_000))
+    assert not m.starts and m.max_model_len_that_fits == 505_363
+    assert "(62.26 GiB KV cache is needed, which is larger than the available KV cache memory (61.69 GiB). Based " \
+           "on the available memory, the estimated maximum model length is 505363. The extensible KV cache already " \
+           "takes all device memory left after the model, its activations, CUDA graphs and warmup; decrease " \
+           "`max_model_len` or `max_num_seqs`, or the model needs a device with more memory. CUDA graphs take " \
+           "less with fewer or smaller capture sizes in the compilation config. Decreasing" in m.refusal
+
+
+def test_vllm_034_weights_that_leave_no_kv_cache(vllm34):
+    # at 0.2 the reserved capacity is already negative: the before-warmup hint, naming the share
+    m = startup_memory(inputs(vllm34, fraction=0.2))
+    assert m.refusal == ("No available memory for the cache blocks. The KV cache gets what is left after the model "
+                         "and its activations within `gpu_memory_utilization`=0.2; increase it (with the extensible "
+                         "KV cache it defaults to 1.0) or decrease `max_model_len` or `max_num_seqs`. See "
+                         "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+    assert "larger --gpu-memory-utilization" in judge(m, vllm34).items[0].message
+    # weights of H100 - 2.5 GiB at 1.0: 0.5 GiB reserved before warmup, -0.5 GiB after it (the margin)
+    m = startup_memory(inputs(vllm34, fraction=1.0, weights=H100 - 2 * GiB - GiB // 2))
+    assert not m.starts and m.refusal == (
+        "No available memory for the cache blocks. The extensible KV cache already takes all device memory left "
+        "after the model, its activations, CUDA graphs and warmup; decrease `max_model_len` or `max_num_seqs`, or "
+        "the model needs a device with more memory. CUDA graphs take less with fewer or smaller capture sizes in "
+        "the compilation config. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+        "details.")
+    assert "larger --gpu-memory-utilization" not in judge(m, vllm34).items[0].message
+    # weights larger than the GPU: torch's OutOfMemoryError while loading, no vLLM message on file
+    m = startup_memory(inputs(vllm34, memory=L4, weights=141_107_412_992, fraction=1.0))
+    assert m.refusal is None and not m.starts
+    assert "vllm/v1/worker/gpu/model_runner.py:410-419" in judge(m, vllm34).items[0].message
+
+
+def test_vllm_034_auto_fit_fits_twice_and_says_the_last_word(vllm34):
+    # L4 at 1.0: fitted to 45,355 tokens before warmup, to 37,163 after it (>= 8,192: an info line)
+    m = startup_memory(inputs(vllm34, memory=L4, fraction=1.0, mml=131_072, auto_fit=True))
+    assert m.starts and m.max_model_len == 37_163
+    assert m.max_model_len_source == ("--max-model-len auto reduced max_model_len from 45355 to 37163 (4.54 GiB GPU "
+                                      "left for the KV cache after CUDA graph capture and warmup).")
+    # under 8,192 tokens (AUTO_FIT_SHORT_MAX_MODEL_LEN) the warning, with its hint for a share of 1.0: weights of
+    # H100 - 3.5 GiB leave 1.5 GiB before warmup (12,288 tokens) and 0.5 GiB after it (4,096)
+    m = startup_memory(inputs(vllm34, fraction=1.0, mml=131_072, auto_fit=True, weights=H100 - 3 * GiB - GiB // 2))
+    assert m.max_model_len == 4096 and m.max_model_len_source == (
+        "--max-model-len auto reduced max_model_len from 12288 to 4096 (0.5 GiB GPU left for the KV cache after "
+        "CUDA graph capture and warmup). Requests longer than 4096 tokens will be rejected. Use more GPUs or set "
+        "--max-model-len explicitly.")
+    # at 0.9 no margin binds: the length fitted before warmup is kept
+    m = startup_memory(inputs(vllm34, memory=L4, fraction=0.9, mml=131_072, auto_fit=True))
+    assert m.max_model_len == 26_928 and m.max_model_len_source == (
+        "Auto-fit max_model_len: using max_model_len=26928, which fits in the KV cache memory left after CUDA graph "
+        "capture and warmup (3.29 GiB GPU).")
+    # not one token after warmup: the after-warmup hint
+    m = startup_memory(inputs(vllm34, fraction=1.0, mml=131_072, auto_fit=True, weights=H100 - 2 * GiB - GiB // 2))
+    assert m.refusal == ("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single "
+                         "token. CUDA graph capture and warmup left no memory for the KV cache. Increase "
+                         "`gpu_memory_utilization`, reduce the memory CUDA graphs take (fewer or smaller capture "
+                         "sizes in the compilation config), or use more GPUs.")
+    f = judge(m, vllm34).items[0]  # the weights leave no KV cache (QA301), in the auto-fit's words
+    assert f.rule_id == "QA301" and f.engine_message == m.refusal
 
 
 # --- the model's own limit (QA306) --------------------------------------------------------------------

@@ -117,19 +117,20 @@ def test_kv_cache_per_token_head_scales_counted():
 
 def test_fit_on_gpu():
     # H100 SXM row: 81,559 MiB = 85,520,809,984 B. `size` names no engine: usable = the newest bundled vLLM's
-    # (0.33.0) default --gpu-memory-utilization, 0.92 (vllm/config/cache.py:215): floor(0.92 x 85,520,809,984)
-    # = 78,679,145,185 B; less the 2 GiB reserve (2,147,483,648) and bf16 weights (16,060,522,496) =
-    # 60,471,139,041 B for KV: / 131,072 B per token = 461,358 tokens (remainder 23,265 B); / (131,072 x
-    # 8,192 = 1,073,741,824 B per sequence) = 56 sequences.
+    # (0.34.0) default --gpu-memory-utilization, 1.0 with its extensible KV cache (vllm/config/cache.py:494-501),
+    # less the 1 GiB it keeps free after warmup (vllm/v1/worker/extensible_kv_cache.py:64-65): 85,520,809,984 -
+    # 1,073,741,824 = 84,447,068,160 B; less the 2 GiB reserve (2,147,483,648) and bf16 weights (16,060,522,496) =
+    # 66,239,062,016 B for KV: / 131,072 B per token = 505,363 tokens (remainder 122,880 B); / (131,072 x
+    # 8,192 = 1,073,741,824 B per sequence) = 61 sequences.
     gpu = catalog.get_gpu("h100")
     assert gpu.memory_bytes == 85_520_809_984
     r = api.size("meta-llama/Llama-3-8B", gpu="h100", ctx=8192, batch=1)
-    assert r.fit.memory_utilization == 0.92 and r.fit.usable_bytes == 78_679_145_185
-    assert r.fit.free_for_kv_bytes == 60_471_139_041 == 78_679_145_185 - BF16 - 2 * 1024**3
-    assert r.fit.kv_token_capacity == 461_358
-    assert r.fit.max_sequences_at_ctx == 56
+    assert r.fit.memory_utilization == 84_447_068_160 / 85_520_809_984 and r.fit.usable_bytes == 84_447_068_160
+    assert r.fit.free_for_kv_bytes == 66_239_062_016 == 84_447_068_160 - BF16 - 2 * 1024**3
+    assert r.fit.kv_token_capacity == 505_363
+    assert r.fit.max_sequences_at_ctx == 61
     assert r.fit.fits
-    assert any("vLLM 0.33.0's default --gpu-memory-utilization" in n for n in r.notes)
+    assert any("vLLM 0.34.0's default --gpu-memory-utilization 1" in n for n in r.notes)
     # a given fraction is used as given, with no note
     r = api.size("meta-llama/Llama-3-8B", gpu="h100", ctx=8192, batch=1, memory_utilization=0.9)
     assert r.fit.usable_bytes == 76_968_728_985  # floor(0.9 x 85,520,809,984)

@@ -57,7 +57,7 @@ def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
     (:func:`quantadvise.engines.startup.default_fraction`: vLLM's --gpu-memory-utilization default, SGLang's
     mem_fraction_static heuristic for this GPU, TP, model and the --max-running-requests the plan writes)."""
     from ..engines.flags import ENGINES
-    from ..engines.startup import default_fraction, default_reserve_gb
+    from ..engines.startup import default_fraction, default_reserve_gb, margin_phrase, usable_fraction
 
     w, engine = ctx.workload, ctx.engine.engine
     if w.memory_utilization is not None:
@@ -70,7 +70,14 @@ def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
         sglang = {"max_running_requests": w.batch} if ctx.startup.fraction_tiers else {}
         d = default_fraction(ctx.startup, ctx.gpu.memory_bytes, tp=gpus, mla=ctx.arch.is_mla,
                              model_path=ctx.model_id or w.model, **sglang)
-        frac, frac_from = d.fraction, f"{d.brief}; --memory-utilization"
+        frac, frac_from = d.fraction, d.brief
+    if ctx.startup is not None and (usable := usable_fraction(ctx.startup, frac, ctx.gpu.memory_bytes,
+                                                              ctx.gpu.vendor)) < frac:
+        # vLLM 0.34.0's extensible KV cache keeps a margin of each GPU free after warmup, whatever the flag says
+        frac_from = f"{frac_from}, {margin_phrase(ctx.startup, ctx.gpu.vendor)}"
+        frac = usable
+    if w.memory_utilization is None:
+        frac_from += "; --memory-utilization"
     if w.reserve_gb is not None:
         reserve, reserve_from = w.reserve_gb, "--reserve-gb"
     else:

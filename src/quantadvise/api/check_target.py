@@ -419,7 +419,7 @@ def _startup(arch: Any, scheme: Scheme | None, scheme_id: str, ck: Any, rep: Any
         sequence_bytes=lambda n: sequence_bytes(arch, kv_t, n), kv_heads=arch.num_kv_heads, mla=arch.is_mla,
         max_model_len=w.max_model_len, max_model_len_source=w.max_model_len_source or "", auto_fit=w.auto_fit,
         max_num_seqs=w.max_num_seqs, max_num_seqs_flag=w.flag("max_num_seqs"),
-        max_num_seqs_source=w.max_num_seqs_source, declared=load))
+        max_num_seqs_source=w.max_num_seqs_source, declared=load, vendor=g.vendor))
     return mem, seq_total
 
 

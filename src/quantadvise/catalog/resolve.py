@@ -171,13 +171,16 @@ def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine
     sizes memory without an engine command (``size --gpu``, ``roofline``): the engine release's own
     default, derived as ``check`` and ``recommend`` derive it (``gate.startup.default_fraction``) —
     the newest bundled vLLM's when no engine is named."""
-    from ..engines.startup import default_fraction, default_reserve_gb
+    from ..engines.startup import default_fraction, default_reserve_gb, margin_phrase, usable_fraction
 
     eng = catalog.get_engine(engine or defaults.ENGINE, version)
-    d = default_fraction(catalog.engine_startup(eng.engine, eng.version), g.memory_bytes, tp=gpus,
-                         mla=bool(arch is not None and arch.is_mla), model_path=arch.architecture if arch else "")
+    facts = catalog.engine_startup(eng.engine, eng.version)
+    d = default_fraction(facts, g.memory_bytes, tp=gpus, mla=bool(arch is not None and arch.is_mla),
+                         model_path=arch.architecture if arch else "")
     reserve_gb, _ = default_reserve_gb(eng.engine)
-    return d.fraction, int(reserve_gb * defaults.GiB), d.brief
+    usable = usable_fraction(facts, d.fraction, g.memory_bytes, g.vendor)
+    why = d.brief if usable == d.fraction else f"{d.brief}, {margin_phrase(facts, g.vendor)}"
+    return usable, int(reserve_gb * defaults.GiB), why
 
 
 def shipped_scheme(arch: ModelArch, src: Any | None, cfg: dict[str, Any]) -> Native | None:

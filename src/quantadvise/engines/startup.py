@@ -68,6 +68,10 @@ class StartupFacts(Strict):
     max_len_unscaled_rope_types: tuple[str, ...] = ()  # RoPE types whose factor is not applied again
     max_len_unscaled_if_rope_has: tuple[str, ...] = ()  # ... nor when the scaling names one of these keys
     max_len_fallback: int = 2048
+    # vLLM's extensible KV cache (0.34.0 on): sized after warmup, it keeps this much of each GPU free (GiB, by GPU
+    # vendor: the floor of measure_kv_cache_bytes' margin), and --max-model-len auto warns below this many tokens
+    kv_margin_gib: dict[str, float] = {}
+    auto_fit_short_below: int | None = None
     # SGLang
     fraction_tiers: tuple[SglangTier, ...] = ()
     reserve_base_mib: float = 0
@@ -116,6 +120,27 @@ class StartupFacts(Strict):
         """The release subtracts a runtime reserve (activation peak, CUDA graphs) from its memory share
         before the KV cache (vLLM); SGLang's ``mem_fraction_static`` already leaves it out."""
         return default_reserve_gb(self.engine)[0] > 0
+
+    @property
+    def sizes_kv_after_warmup(self) -> bool:
+        """The release sizes its KV cache again from the memory measured after warmup and CUDA graph capture
+        (vLLM 0.34.0's extensible KV cache), checking the reserved capacity before it."""
+        return bool(self.kv_margin_gib)
+
+    def kv_margin_bytes(self, vendor: str) -> int:
+        """Bytes of each GPU the release keeps free after warmup however large its share (0: none)."""
+        return int(self.kv_margin_gib.get(vendor.lower(), 0) * GiB)
+
+    def kv_hint(self, fraction: float, *, after_warmup: bool) -> str:
+        """What vLLM's KV cache refusals tell the user to do (``_more_kv_cache_memory_hint``: by whether
+        ``fraction`` is below 1.0 and whether the cache was sized after warmup); empty where the release's
+        messages carry no such part."""
+        if "kv_hint_all_memory" not in self.messages:
+            return ""
+        graphs = " " + self.message("kv_hint_graphs_after_warmup") if after_warmup else ""
+        used_by = self.message("kv_hint_used_by_after_warmup" if after_warmup else "kv_hint_used_by")
+        which = "kv_hint_within_share" if fraction < 1.0 else "kv_hint_all_memory"
+        return " ".join(self.messages[which].format(used_by=used_by, utilization=fraction, graphs_hint=graphs).split())
 
     def cite(self, fact: str) -> str:
         """``<engine> <version> <file:line>`` for a fact."""
@@ -363,9 +388,31 @@ def default_fraction(facts: StartupFacts, gpu_memory_bytes: int, *, tp: int, pp:
         from ..errors import DataError
 
         raise DataError(f"data/engine_startup.yaml: {facts.id} has no memory_fraction_default")
-    line = facts.lines.get("memory_fraction_default", "")
+    line = facts.lines.get("memory_fraction_default", "").split(" (")[0]
+    # the value is said where the share is not it (a release that keeps a margin free: usable_fraction)
+    value = f" {facts.memory_fraction_default:g}" if facts.sizes_kv_after_warmup else ""
     return DefaultFraction(facts.memory_fraction_default, f"vLLM {facts.version}'s default ({line})",
-                           f"vLLM {facts.version}'s default --gpu-memory-utilization" + (f", {line}" if line else ""))
+                           f"vLLM {facts.version}'s default --gpu-memory-utilization{value}" + (f", {line}" if line else ""))
+
+
+def usable_fraction(facts: StartupFacts, fraction: float, gpu_memory_bytes: int, vendor: str) -> float:
+    """The share of each GPU the release's KV cache sizing reaches at ``fraction``: the fraction itself, but where
+    the release keeps a margin free after warmup (vLLM 0.34.0's extensible KV cache: ``min(requested - used, free
+    - margin)``, ``kv_margin``) no more than the GPU's memory less that margin (the default 1.0 included)."""
+    margin = facts.kv_margin_bytes(vendor)
+    if margin <= 0 or gpu_memory_bytes <= margin:
+        return fraction
+    return min(fraction, (gpu_memory_bytes - margin) / gpu_memory_bytes)
+
+
+def margin_phrase(facts: StartupFacts, vendor: str) -> str:
+    """``less the 1 GiB vLLM 0.34.0 keeps free after warmup, <file:line>``: why :func:`usable_fraction` is below
+    the flag (empty where the release keeps no margin)."""
+    margin = facts.kv_margin_bytes(vendor)
+    if margin <= 0:
+        return ""
+    return (f"less the {margin / GiB:g} GiB vLLM {facts.version} keeps free after warmup, "
+            f"{facts.lines.get('kv_margin', '').split(' (')[0]}")
 
 
 def default_reserve_gb(engine: str) -> tuple[float, str]:

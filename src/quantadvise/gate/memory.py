@@ -23,7 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..engines.flags import engine_label
-from ..engines.startup import DerivedMaxLen, StartupFacts, gib, longest_that_fits, sglang_max_running
+from ..engines.startup import (
+    DerivedMaxLen,
+    StartupFacts,
+    gib,
+    longest_that_fits,
+    sglang_max_running,
+    usable_fraction,
+)
 from ..memory.kvcache import kv_share_per_gpu
 from ..memory.sizing import memory_budget
 from ..wording import plural
@@ -69,6 +76,7 @@ class MemoryInputs:
     max_num_seqs_flag: str = "--max-num-seqs"
     max_num_seqs_source: str | None = None
     declared: Declared | None = None
+    vendor: str = "nvidia"  # the GPU's: the margin vLLM's extensible KV cache keeps free depends on it
 
 
 def startup_memory(m: MemoryInputs) -> MemoryFit:
@@ -76,13 +84,19 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
     f, gpus = m.facts, max(m.tp * m.pp, 1)
     # SGLang derives its fraction from the GPU's memory less what its flags reserve (a large chunked prefill or
     # CUDA-graph batch on a small GPU): at or below 0 the engine has nothing for weights and KV, and fails to start
-    b = memory_budget(m.gpu_memory_bytes, gpus=gpus, memory_utilization=m.fraction if m.fraction > 0 else 1.0,
-                      reserve_bytes=m.reserve_bytes_per_gpu)
+    # vLLM 0.34.0's extensible KV cache keeps a margin of the GPU free after warmup (usable_fraction)
+    usable = usable_fraction(f, m.fraction, m.gpu_memory_bytes, m.vendor) if m.fraction > 0 else 1.0
+    b = memory_budget(m.gpu_memory_bytes, gpus=gpus, memory_utilization=usable, reserve_bytes=m.reserve_bytes_per_gpu)
     if m.fraction <= 0:
         b = replace(b, usable_bytes=0)
     share = kv_share_per_gpu(kv_heads=m.kv_heads, mla=m.mla, tp=m.tp, pp=m.pp)
     weights_gpu = m.weights_bytes / gpus
     kv_gpu = b.budget_bytes / gpus - weights_gpu
+    # a release that sizes its KV cache again after warmup first checks the capacity it reserves before it, with no
+    # margin taken (vLLM 0.34.0: the same checks, each saying which stage refused); otherwise the one size
+    kv_before = kv_gpu
+    if f.sizes_kv_after_warmup and m.fraction > 0:
+        kv_before += math.floor(m.gpu_memory_bytes * m.fraction) - math.floor(m.gpu_memory_bytes * usable)
 
     def seq_gpu(n: int) -> float:
         return m.sequence_bytes(n) * share
@@ -93,21 +107,31 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
     refusal = None
     fits_len = None
     need_gpu = math.ceil(seq_gpu(mml)) if mml > 0 else 0
-    if kv_gpu <= 0:
-        refusal = _no_kv_message(f, m, weights_gpu, kv_gpu)
+    # vLLM fits an auto length before it checks the cache (kv_cache_planning.py: _auto_fit_max_model_len, then
+    # _check_enough_kv_cache_memory): with no KV memory at all it says it cannot fit even one token
+    auto_fits_first = m.auto_fit and f.refuses_context_beyond_kv and weights_gpu <= m.gpu_memory_bytes
+    if kv_gpu <= 0 and not auto_fits_first:
+        refusal = _no_kv_message(f, m, weights_gpu, after_warmup=kv_before > 0)
     elif f.refuses_context_beyond_kv:
         if m.auto_fit:
-            fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)
-            if fits_len == 0:
-                refusal = f.message("auto_fit_none")
+            first = longest_that_fits(seq_gpu, kv_before, mml)  # fitted to the capacity reserved before warmup
+            fits_len = longest_that_fits(seq_gpu, kv_gpu, first)  # ... and again to the size measured after it
+            if first == 0:
+                refusal = f.message("auto_fit_none", hint=f.kv_hint(m.fraction, after_warmup=False))
+            elif fits_len == 0:
+                refusal = f.message("auto_fit_none", hint=f.message("auto_fit_none_after_warmup_hint"))
             elif fits_len < mml:
-                mml_from = f.message("auto_fit_reduced", derived=mml, fits=fits_len, available_gib=gib(kv_gpu))
+                mml_from = _auto_fit_words(f, m.fraction, mml, first, fits_len, kv_gpu)
                 mml, need_gpu = fits_len, math.ceil(seq_gpu(fits_len))
         elif need_gpu > kv_gpu:
-            fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)
-            estimate = f.message("max_len_estimate", fits=fits_len) if fits_len > 0 else ""
+            fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)  # what to set: it passes both checks
+            before = need_gpu > kv_before  # the check on the reserved capacity refuses first
+            room = kv_before if before else kv_gpu
+            said_fits = longest_that_fits(seq_gpu, room, mml)
+            estimate = f.message("max_len_estimate", fits=said_fits) + " " if said_fits > 0 else ""
             refusal = f.message("max_len_exceeds_kv", max_model_len=mml, needed_gib=gib(need_gpu),
-                                available_gib=gib(kv_gpu), estimate=estimate)
+                                available_gib=gib(room), estimate=estimate,
+                                hint=f.kv_hint(m.fraction, after_warmup=not before))
     elif need_gpu > kv_gpu:
         fits_len = longest_that_fits(seq_gpu, kv_gpu, mml)  # SGLang starts; requests are cut at the pool
     at_mml = math.floor(kv_gpu / seq_gpu(mml)) if kv_gpu > 0 and mml > 0 and seq_gpu(mml) > 0 else 0
@@ -148,17 +172,37 @@ def startup_memory(m: MemoryInputs) -> MemoryFit:
     })
 
 
-def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, kv_gpu: float) -> str | None:
+def _no_kv_message(f: StartupFacts, m: MemoryInputs, weights_gpu: float, *, after_warmup: bool) -> str | None:
     """What the engine prints when the weights leave no KV cache. Weights larger than the GPU fail while
     loading (a CUDA out-of-memory error: vLLM's own words where on file, else none quoted), before the
-    engine plans a KV cache."""
+    engine plans a KV cache. ``after_warmup``: the capacity reserved before warmup held, the size measured
+    after it does not (vLLM 0.34.0's hint says so)."""
     if weights_gpu > m.gpu_memory_bytes:
         return f.message("weights_exceed_gpu") if "weights_exceed_gpu" in f.messages else None
     if "weights_leave_no_kv" in f.messages:
         minimum = weights_gpu / m.gpu_memory_bytes  # 1 - available/pre, with available = pre - weights
         return f.message("weights_leave_no_kv", fraction=f"{m.fraction:g}", suggested=f"{math.ceil(minimum * 1000) / 1000:.3f}",
                          minimum=f"{minimum:.4f}")
-    return f.message("no_kv_memory")
+    return f.message("no_kv_memory", hint=f.kv_hint(m.fraction, after_warmup=after_warmup))
+
+
+def _auto_fit_words(f: StartupFacts, fraction: float, derived: int, first: int, fits: int, kv_gpu: float) -> str:
+    """What vLLM logs when --max-model-len auto shortens the length: once, where it sizes the KV cache once;
+    where it fits the length again after warmup (0.34.0), its last word: the first fit kept, or shortened again
+    (with a warning and a hint below ``auto_fit_short_below`` tokens)."""
+    if not f.sizes_kv_after_warmup:
+        return f.message("auto_fit_reduced", derived=derived, fits=fits, available_gib=gib(kv_gpu))
+    if fits == first:
+        return f.message("auto_fit_kept", fits=fits, available_gib=gib(kv_gpu))
+    short = f.auto_fit_short_below is not None and fits < f.auto_fit_short_below
+    hint = f.message("auto_fit_short_hint_within_share" if fraction < 1.0 else "auto_fit_short_hint_all_memory")
+    return f.message("auto_fit_reduced_short" if short else "auto_fit_reduced", derived=first, fits=fits,
+                     available_gib=gib(kv_gpu), hint=hint)
+
+
+def _fixed_words(template: str) -> str:
+    """A message's words before its first value: what every filling of it starts with."""
+    return " ".join(template.split("{")[0].split())
 
 
 def _gib(n: float) -> str:
@@ -187,6 +231,11 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
     gpus = max(m.gpus, 1)
     fraction = (f"{m.memory_utilization_flag} {m.memory_utilization:g} ({_short(m.memory_utilization_from)}) x "
                 f"{_gib(m.memory_bytes / gpus)}")
+    usable_gpu = (m.budget_bytes + m.reserve_bytes) / gpus
+    if facts.sizes_kv_after_warmup and 0 < usable_gpu < math.floor(m.memory_bytes / gpus * m.memory_utilization):
+        # the share capped by the margin vLLM 0.34.0 keeps free after warmup: min(fraction x memory, memory - margin)
+        fraction += (f", at most {_gib(m.memory_bytes / gpus)} - {_gib(m.memory_bytes / gpus - usable_gpu)} vLLM keeps "
+                     f"free after warmup ({facts.cite('kv_margin')})")
     if derived is not None and max_model_len_given is not None and max_model_len_given > derived.value \
             and (derived.model_max_length is None or max_model_len_given > derived.model_max_length):
         file, line = site.at("max_model_len", "model")
@@ -211,7 +260,8 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
     if not m.weights_fit:
         file, line = site.at("gpu_memory_utilization", "tensor_parallel_size", "model")
         weights_gpu = m.weights_bytes / gpus
-        fix = f"use more GPUs (tensor parallel), a smaller scheme or a larger {m.memory_utilization_flag}"
+        fix = (f"use more GPUs (tensor parallel), a smaller scheme or a larger {m.memory_utilization_flag}"
+               if m.memory_utilization < 1 else "use more GPUs (tensor parallel) or a smaller scheme")
         oom = weights_gpu > m.memory_bytes / gpus
         if oom:
             fix = "use more GPUs (tensor parallel) or a smaller scheme"
@@ -242,7 +292,8 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
         if not m.starts:
             file, line = site.at("max_model_len", "model")
             fits = m.max_model_len_that_fits or 0
-            if "auto_fit_none" in facts.messages and m.refusal == facts.message("auto_fit_none"):
+            if "auto_fit_none" in facts.messages and m.refusal is not None and \
+                    m.refusal.startswith(_fixed_words(facts.messages["auto_fit_none"])):
                 out.add("QA302", f"--max-model-len {m.max_model_len_source or 'auto'}: not one token of {m.kv_dtype} KV "
                         f"cache fits in the {_gib(m.kv_cache_bytes_per_gpu)} per GPU left: vLLM refuses to start "
                         f"({facts.cite('auto_fit')})", subject=f"{site.key}|max-model-len", file=file, line=line,
@@ -250,8 +301,9 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
                 return
             out.add("QA302", f"one sequence of max-model-len {m.max_model_len:,} tokens ({m.max_model_len_source}) needs "
                     f"{_gib(m.max_model_len_kv_bytes or 0)} of {m.kv_dtype} KV cache per GPU, but {kv_line}: vLLM "
-                    f"refuses to start; the longest that fits is {fits:,} tokens (set --max-model-len {fits}, or "
-                    f"raise --gpu-memory-utilization) ({facts.cite('max_len_exceeds_kv')})",
+                    f"refuses to start; the longest that fits is {fits:,} tokens (set --max-model-len {fits}"
+                    + (", or raise --gpu-memory-utilization" if m.memory_utilization < 1 else "")
+                    + f") ({facts.cite('max_len_exceeds_kv')})",
                     subject=f"{site.key}|max-model-len", file=file, line=line, target=site.label,
                     engine_message=m.refusal)
             for rid in ("QA303", "QA304"):

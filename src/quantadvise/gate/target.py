@@ -221,7 +221,7 @@ class DeployedWorkload:
 # Engine flags the start-up arithmetic does not model: named in the assumptions when present.
 UNMODELLED = {
     "vllm": ("--kv-cache-memory-bytes", "--kv-cache-memory", "--cpu-offload-gb", "--num-gpu-blocks-override",
-             "--speculative-config"),
+             "--speculative-config", "--no-enable-extensible-kv-cache"),
     "sglang": ("--dp-size", "--disaggregation-mode", "--speculative-algorithm",
                "--enable-memory-saver", "--max-total-tokens", "--enable-hierarchical-cache"),
 }

@@ -4,6 +4,7 @@ result's own dump (``report.to_json``)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -85,8 +86,11 @@ def _memory_lines(m: MemoryFit) -> list[str]:
     n = max(m.gpus, 1)
     engine = engine_label(m.engine)
     reserve = f" - {_gib(m.reserve_bytes / n)} runtime reserve" if m.reserve_bytes else ""
+    # the part of the share a release keeps free after warmup (vLLM 0.34.0's extensible KV cache margin)
+    kept = math.floor(m.memory_bytes / n * m.memory_utilization) - (m.budget_bytes + m.reserve_bytes) / n
+    margin = f" - {_gib(kept)} kept free after warmup" if kept >= 1 else ""
     head = (f"memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
-            f"{_gib(m.memory_bytes / n)} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
+            f"{_gib(m.memory_bytes / n)}{margin} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
     if m.kv_cache_bytes_per_gpu <= 0:
         return [head + "no KV cache: refuses to start"]
     cache = f"{_gib(m.kv_cache_bytes_per_gpu)} KV cache"

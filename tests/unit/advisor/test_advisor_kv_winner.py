@@ -6,8 +6,9 @@ shipped checkpoint held only part of it with bf16 and would hold all of it with 
 The arithmetic, from openai/gpt-oss-120b's config.json: 36 layers alternating sliding_attention
 (window 128 tokens) and full_attention, 8 KV heads x head_dim 64. A token costs 8 x 64 x 2 (K, V)
 x 2 B = 2,048 B per layer in bf16 (1,024 B in fp8); a sliding layer holds at most 128 tokens.
-The budget is vLLM 0.33.0's default 92% of the H100's 85,520,809,984 B less the 2 GiB reserve:
-76,531,661,537 B; the shipped checkpoint's weights are 65,248,815,744 B
+The budget is 92% of the H100's 85,520,809,984 B (vLLM 0.33.0's default share, where the audit drew these
+ranges; given here as --memory-utilization 0.92, since vLLM 0.34.0's own default takes the whole GPU less 1 GiB)
+less the 2 GiB reserve: 76,531,661,537 B; the shipped checkpoint's weights are 65,248,815,744 B
 (test_advisor_native.py), leaving 11,282,845,793 B for KV.
 """
 
@@ -18,6 +19,7 @@ import pytest
 import quantadvise as api
 
 ROOM = 76_531_661_537 - 65_248_815_744  # 11,282,845,793 B of KV next to the shipped weights
+SHARE = 0.92  # floor(0.92 x 85,520,809,984) - 2 GiB = 76,531,661,537 B
 
 
 def per_sequence(tokens: int, bytes_per_value: int) -> int:
@@ -39,14 +41,14 @@ def test_gpt_oss_winner_gets_the_kv_cache_that_holds_the_batch(ctx, first, last)
     fp8_holds = ROOM // per_sequence(tokens, 1)
     assert bf16_holds == first - 1 and fp8_holds >= last
     for batch in range(first, last + 1):
-        r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=batch, ctx=ctx)
+        r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=batch, ctx=ctx, memory_utilization=SHARE)
         assert r.scheme.id == "native-mxfp4", batch
         # a bf16 cache would hold bf16_holds < batch of them: the quantized cache holds all
         assert r.kv.dtype == "kv-fp8" and r.performance.concurrency == batch, (batch, r.kv.dtype)
         assert r.kv.max_concurrency == fp8_holds
         assert r.performance.gpus_for_batch == 1 and not any("--gpus" in w for w in r.warnings)
     # one below the range the shipped checkpoint holds the whole batch with bf16: nothing asks for fp8
-    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=first - 1, ctx=ctx)
+    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=first - 1, ctx=ctx, memory_utilization=SHARE)
     assert r.kv.dtype == "kv-bf16" and r.performance.concurrency == first - 1 == bf16_holds
 
 
@@ -56,7 +58,8 @@ def test_the_decision_looks_past_the_lightest_candidate():
     # (76,531,661,537 - 50.9e9) / 150,994,944 = 169 sequences next to it and KV is under 25% of its step:
     # neither old condition fires. But the shipped checkpoint ranks first (the re-quantizations carry a
     # caution) and holds 74 of 80 with bf16: node e takes kv-fp8 for it, and says so.
-    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=80, ctx=4096, accuracy_tolerance=4)
+    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=80, ctx=4096, accuracy_tolerance=4,
+                      memory_utilization=SHARE)
     kv = node(r, "kv")
     assert kv.numbers["reference"] == "w3a16-g64" and kv.numbers["max_concurrency_bf16"] >= 80
     assert kv.numbers["kv_share_of_step_bytes"] < kv.numbers["threshold"]
@@ -70,6 +73,6 @@ def test_the_decision_keeps_bf16_when_the_winner_holds_the_batch():
     # batch 16 x 4,096: every deployable candidate holds the batch with bf16 (the heaviest, nvfp4's
     # 68.8 GB, leaves 7.7 GB: 7.7e9 / 150,994,944 = 50 sequences) and KV is a small share of the bytes a
     # step moves: bf16 stays, and no ranking with a bf16 cache is needed to say so
-    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=16, ctx=4096)
+    r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=16, ctx=4096, memory_utilization=SHARE)
     kv = node(r, "kv")
     assert r.kv.dtype == "kv-bf16" and "first_with_bf16" not in kv.numbers

@@ -29,12 +29,13 @@ def alt(rec, scheme):
 def test_70b_on_one_h100_at_64x8k_ranks_what_holds_the_batch():
     # Llama-3.1-70B: 80 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte (fp8) = 163,840 B per token;
     # a sequence averages 7,936 + 256/2 = 8,064 tokens -> 1,321,205,760 B. The budget is vLLM 0.33.0's
-    # default share of the H100's 85,520,809,984 B less 2 GiB: floor(85,520,809,984 x 0.92) = 78,679,145,185
+    # default share, given (the figures below are drawn at it; at 0.34.0's own, the GPU less 1 GiB, fp8-dynamic holds 7)
+    # of the H100's 85,520,809,984 B less 2 GiB: floor(85,520,809,984 x 0.92) = 78,679,145,185
     # - 2,147,483,648 = 76,531,661,537 B; 4-bit weights (39,500,407,552 B) leave 37,031,253,985 B
     # -> floor(28.03) = 28 sequences; fp8-dynamic's 72,669,806,592 B leave 3,861,854,945 B -> floor(2.92)
     # = 2 sequences. The old tree ranked fp8-dynamic first on its speed at a batch of 64 it cannot hold
     # ("fastest candidate that fits", fits: false).
-    r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192)
+    r = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=64, ctx=8192, memory_utilization=0.92)
     fit = node(r, "fit").numbers
     per_seq = 80 * 8 * 128 * 2 * 1 * (7936 + 128)
     assert per_seq == 1_321_205_760
@@ -185,13 +186,14 @@ def test_a_local_awq_checkpoint_runner_up_is_the_best_remaining(tmp_path):
     folder = tmp_path / "Llama-3.1-70B-Instruct-AWQ-INT4"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(doc["config"]))
-    r = api.recommend(model=str(folder), gpu="h100", batch=8, ctx=4096)
+    r = api.recommend(model=str(folder), gpu="h100", batch=8, ctx=4096, memory_utilization=0.92)
     assert r.scheme.id == "native-awq"
     _faster_rows_say_why(r)
     ranked = [a for a in r.alternatives if a.status in RANKED]
     held = {a.scheme: a.concurrency for a in ranked}
     # node e keeps a bf16 cache here; a sequence holds 3,840 + 256/2 = 3,968 tokens x (80 layers x 8 KV
-    # heads x 128 x 2 x 2 B) = 1,300,234,240 B. fp8-block's weights leave (76,531,661,537 B budget -
+    # heads x 128 x 2 x 2 B) = 1,300,234,240 B. At vLLM 0.33.0's default share, given (0.92: at 0.34.0's default
+    # fp8-block would hold 7 of the 8), fp8-block's weights leave (76,531,661,537 B budget -
     # its weights) / 1,300,234,240 = 2.9 -> 2 sequences; the 4-bit candidates' ~40 GB leave room for 28.
     assert r.kv.dtype == "kv-bf16"
     per_seq = 80 * 8 * 128 * 2 * 2 * (3840 + 128)

@@ -14,7 +14,9 @@ import pytest
 
 import quantadvise as api
 
-LLAMA70 = dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=8)
+# the audit's case at its memory share, vLLM 0.33.0's default 0.92 (given): at vLLM 0.34.0's default share fp8-block
+# holds the 8 sequences too, and the node weighs w4a16 against it rather than against w4a8-fp8
+LLAMA70 = dict(model="meta-llama/Llama-3.1-70B", gpu="h100", batch=8, memory_utilization=0.92)
 
 
 def _roof(rec):
