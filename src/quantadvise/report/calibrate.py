@@ -199,8 +199,9 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
         t.add(c.gpu, c.table, f"{c.engine} {c.engine_version}", f"{c.rows.median:.1%}", str(c.steps.n),
               f"{c.steps.median:.1%}", f"{c.steps.p68:.1%}", f"{c.steps.max:.1%}", "yes" if c.within else "NO", c.worst)
     lines = [*wrap("published tables read by lookup (data/kernel_tables/): each table at its own rows, and "
-                   "leave-one-shape-out — every shape of a decode step's shape set priced from its neighbours "
-                   "with its own cell left out, at every M (a fused-MoE table: every per-GPU expert size "
+                   "leave-one-shape-out — every shape of a decode step's shape set priced with its own cell left "
+                   "out, both ways a model's shape misses a table (from its neighbours in N at its K, and in K at "
+                   "its N), at every M (a fused-MoE table: every per-GPU expert size "
                    "from its neighbours, one MoE layer's call at every token count); bars: step median <= 5%, "
                    "max <= 20%", width, subsequent="  "), t.render(width)]
     if r.substitutes:
