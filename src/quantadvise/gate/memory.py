@@ -231,8 +231,8 @@ def memory_findings(out: Findings, site: Site, m: MemoryFit, *, min_headroom: fl
     gpus = max(m.gpus, 1)
     fraction = (f"{m.memory_utilization_flag} {m.memory_utilization:g} ({_short(m.memory_utilization_from)}) x "
                 f"{_gib(m.memory_bytes / gpus)}")
-    usable_gpu = (m.budget_bytes + m.reserve_bytes) / gpus
-    if facts.sizes_kv_after_warmup and 0 < usable_gpu < math.floor(m.memory_bytes / gpus * m.memory_utilization):
+    usable_gpu = m.usable_bytes_per_gpu
+    if facts.sizes_kv_after_warmup and usable_gpu > 0 and m.kept_free_bytes_per_gpu > 0:
         # the share capped by the margin vLLM 0.34.0 keeps free after warmup: min(fraction x memory, memory - margin)
         fraction += (f", at most {_gib(m.memory_bytes / gpus)} - {_gib(m.memory_bytes / gpus - usable_gpu)} vLLM keeps "
                      f"free after warmup ({facts.cite('kv_margin')})")

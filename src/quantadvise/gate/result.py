@@ -1,6 +1,7 @@
 """What ``check`` returns: findings, per-deployment reports (memory fit, speed check), rule
 statuses, accuracy evidence, and the result's exit code."""
 
+import math
 from typing import Any, Literal
 
 from pydantic import Field
@@ -81,6 +82,17 @@ class MemoryFit(OmitNone):
     @property
     def weights_fit(self) -> bool:
         return self.kv_cache_bytes > 0
+
+    @property
+    def usable_bytes_per_gpu(self) -> float:
+        """What weights, KV cache and the runtime reserve share on each GPU (the budget plus the reserve)."""
+        return (self.budget_bytes + self.reserve_bytes) / max(self.gpus, 1)
+
+    @property
+    def kept_free_bytes_per_gpu(self) -> float:
+        """The part of each GPU's share (fraction x memory) the release keeps free after warmup, outside the
+        usable bytes: vLLM 0.34.0's extensible KV cache margin (0 where the share is usable whole)."""
+        return math.floor(self.memory_bytes / max(self.gpus, 1) * self.memory_utilization) - self.usable_bytes_per_gpu
 
     @property
     def fits(self) -> bool:

@@ -4,7 +4,6 @@ result's own dump (``report.to_json``)."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -86,8 +85,7 @@ def _memory_lines(m: MemoryFit) -> list[str]:
     n = max(m.gpus, 1)
     engine = engine_label(m.engine)
     reserve = f" - {_gib(m.reserve_bytes / n)} runtime reserve" if m.reserve_bytes else ""
-    # the part of the share a release keeps free after warmup (vLLM 0.34.0's extensible KV cache margin)
-    kept = math.floor(m.memory_bytes / n * m.memory_utilization) - (m.budget_bytes + m.reserve_bytes) / n
+    kept = m.kept_free_bytes_per_gpu  # vLLM 0.34.0's extensible KV cache margin
     margin = f" - {_gib(kept)} kept free after warmup" if kept >= 1 else ""
     head = (f"memory ({engine} start-up, per GPU): {m.memory_utilization_flag} {m.memory_utilization:g} x "
             f"{_gib(m.memory_bytes / n)}{margin} - {_gib(m.weights_bytes / n)} weights{reserve} = ")
