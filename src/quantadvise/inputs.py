@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from annotated_types import Interval
 
 from . import defaults
 from .errors import InputError, UnknownNameError
+from .results import record
 
 
 def _num(x: float) -> str:
@@ -25,7 +25,7 @@ def _num(x: float) -> str:
     return f"{x:.12f}".rstrip("0") if abs(x) < 0.001 else f"{x:g}"  # 0.000001, not 1e-06
 
 
-@dataclass(frozen=True)
+@record
 class Limit:
     """The range a number must fall in; ``integer`` numbers must be whole."""
 

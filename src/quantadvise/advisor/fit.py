@@ -15,7 +15,6 @@ e. kv  — one KV cache dtype for the workload, decided after the engine and acc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .. import defaults
@@ -24,6 +23,7 @@ from ..memory.kvcache import held_sequence_bytes, kv_copies, max_sequences, repl
 from ..memory.sizing import memory_budget
 from ..model.inventory import inventory_of
 from ..perf.step import check_tensor_parallel
+from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, plural
 from .options import BF16_KV, Context, Option
@@ -33,7 +33,7 @@ from .verdict import engine_verdict
 UNBOUNDED = 1_000_000_000  # a model with no per-token KV cache (linear attention): memory never caps the batch
 
 
-@dataclass(frozen=True)
+@record
 class EngineMemory:
     """The engine's share of each GPU and the runtime reserve outside it, on one GPU count."""
 

@@ -26,6 +26,7 @@ from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.step import StepModel
+from ..results import record
 from ..scheme.axes import DeployHints, Scheme, TensorQuant
 from ..workload import Workload
 from .result import EngineVerdict
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 BF16_KV = "kv-bf16"
 
 
-@dataclass(frozen=True)
+@record
 class KvOption:
     """A KV cache dtype the tree may choose: its quantization (None: the model's 16-bit) and the
     engines' flags for it."""
@@ -54,7 +55,7 @@ class KvOption:
     hints: DeployHints
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     """A scheme to weigh, with how it deploys and the efficiency curves that price it; ``checkpoint``
     is set for the shipped checkpoint served as is (the native candidate)."""

@@ -14,11 +14,12 @@ nothing of it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..errors import InputError, NoSchemeError
+from ..results import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,7 +36,7 @@ def pool_question(w: Workload) -> bool:
     return "," in w.gpu or w.max_gpus is not None or w.node is not None or w.layouts
 
 
-@dataclass(frozen=True)
+@record
 class PoolSpec:
     gpus: tuple[tuple[GPU, int | None], ...]  # GPU type, GPUs per node (None: the comm table's)
     max_gpus: int

@@ -33,6 +33,7 @@ from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
 from ..files import not_regular, read_text, special
 from ..inputs import finite
+from ..results import record
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
 PREFERRED_METRICS = ("acc", "exact_match", "acc_norm", "pass@1", "pass_at_1", "em", "correct")
@@ -154,7 +155,7 @@ def _pick_metric(obj: dict[str, Any], metric: str | None, file: str, line: int, 
     )
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Choice:
     """Which lm-eval filter and metric to read: a preference for every task (``filter``, ``metric``),
     per-task choices that must exist (``tasks``: task -> (filter, metric)), and how the user makes the

@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..results import record
 from .budget import MAX_DEPTH, MAX_WORDS, Budget, current
 
 
-@dataclass(frozen=True)
+@record
 class Word:
     text: str
     line: int

@@ -5,14 +5,15 @@ run on (:class:`Kernel`), what a backend reports about its device and its timing
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from ..results import record
 
 if TYPE_CHECKING:
     from ..perf.profiles import LinearShape
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Kernel:
     """How the torch backend runs one scheme's linear layers (the simulated backend mirrors it)."""
 
@@ -32,7 +33,7 @@ class Kernel:
         return f"{self.engine}/{self.kernel_id}" if self.engine else self.kernel_id
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class DeviceInfo:
     gpu_name: str  # as the driver reports it
     driver_version: str | None
@@ -43,7 +44,7 @@ class DeviceInfo:
     memory_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Timing:
     seconds: float  # median
     spread: float  # (p90 - p10) / median over the samples

@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..engines.flags import engine_label
+from ..results import record
 
 if TYPE_CHECKING:
     from ..engines.kernels import KernelTable
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Engine:
     """An importable serving engine: its name, release and custom-op module."""
 
@@ -73,7 +73,7 @@ def detect() -> tuple[Engine | None, str]:
     return None, "; ".join(reasons)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Recipe:
     """How calibrate calls one engine kernel in place of one torch kind."""
 

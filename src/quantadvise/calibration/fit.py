@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import InputError
 from ..hardware import GPU
@@ -17,6 +17,7 @@ from ..model.arch import ModelArch
 from ..perf.efficiency import Efficiency, resolve
 from ..perf.profiles import IDEAL, Curve, LinearFit
 from ..perf.step import StepModel
+from ..results import record
 from ..scheme.axes import Scheme
 
 SIG_DIGITS = 5  # measured numbers are rounded to this many significant digits (timing noise is ~1%)
@@ -27,7 +28,7 @@ _ETA_C = (1e-4, 4.0)
 _TILES = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class FitParams:
     """The smooth fit alone (before the correction curve): efficiencies, blend, M tile, error."""
 

@@ -16,15 +16,16 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from ..results import record
 
 NK_KNOTS = (512, 1024, 2048, 4096, 8192, 16384, 65536)
 M_KNOTS = (1, 16, 64, 128, 256, 512, 1024, 4096, 16384)
 SMOOTHNESS = 0.05  # weight of a log-efficiency step between neighbouring knots, against log-time residuals
 
 
-@dataclass(frozen=True)
+@record
 class Calls:
     """Measured calls of one kernel: rows M, weight N x K, seconds, and seconds of any measured
     extra work inside each call that the curve must not absorb (e.g. an eager activation-quant kernel
@@ -37,7 +38,7 @@ class Calls:
     extra_s: Any | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FitResult:
     overhead_s: float
     blend: float

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..perf.loop import TERMS, Cycle, LoopTerms
+from ..results import record
 
 FLOOR = 0.02  # IRLS: errors below 2% weigh as 2% (a perfectly fitted point must not take all the weight)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Sample:
     """One measured point as the fit sees it."""
 

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from .. import catalog
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
 from ..files import json_loads, not_regular, special
 from ..inputs import finite
+from ..results import record
 
 if TYPE_CHECKING:  # the --hub query only: `size` does not import the published-checkpoint types
     from ..checkpoint.published import ConfigStatus, Published
@@ -39,7 +39,7 @@ MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rare
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-@dataclass(frozen=True)
+@record
 class FoundConfig:
     """Where a model's config.json was found (the report's :class:`~quantadvise.model.arch.ModelSource`
     is built from it): its id, how (bundled, local, cache, hub), the file, and the folder beside it."""

@@ -12,9 +12,9 @@ Re-quantizations must beat it by more than a tie (DESIGN.md §3b). Pure: values 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..results import record
 from ..scheme.axes import DeployHints, LayerPolicy, Scheme
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ NATIVE_PREFIX = "native-"
 _DECODER = ("attention", "mla", "mlp", "experts", "shared_experts", "router")
 
 
-@dataclass(frozen=True)
+@record
 class Native:
     """A shipped checkpoint as a candidate: its parsed quantization, the scheme the tree prices, the
     preset with the same axes (when one exists), the quantization_config as written, and notes."""

@@ -24,13 +24,13 @@ from ..errors import ConfigError
 from ..memory.sizing import BASELINE_BYTES_PER_PARAM, ComponentSize, linear_bytes
 from ..model.arch import COMPONENTS, ModelArch, ParamGroup
 from ..model.inventory import inventory_of
-from ..results import Out
+from ..results import Out, record
 from ..scheme.axes import Scheme
 from ..scheme.layout import Layout
 from .quant import CheckpointQuant, QuantGroup
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Module:
     """One weight tensor of the checkpoint: its module path, class name and inventory group, and
     ``aliases``: other spellings a config may use for the same module (Nemotron-H's safetensors say
@@ -378,7 +378,7 @@ def _choose(m: Module, ck: CheckpointQuant, ignore: Matcher,
     return chosen
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Placed:
     """:func:`assign` counted: ``pairs`` holds (the first module, its config group, how many modules) per
     inventory group and config group (every module of an inventory group has its shape and component),

@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from ..results import record
 
 Engine = Literal["vllm", "sglang"]
 FlagType = Literal["str", "int", "float", "json"]
 
 
-@dataclass(frozen=True)
+@record
 class Flag:
     field: str  # the EngineInvocation field it sets
     names: tuple[str, ...]  # every spelling the engine accepts; names[0] is the one written
@@ -33,7 +34,7 @@ class Flag:
         return self.names[0]
 
 
-@dataclass(frozen=True)
+@record
 class EngineFlags:
     engine: Engine
     label: str  # how the engine writes its own name (its release files' display_name)
@@ -330,7 +331,7 @@ def engine_command(engine: str, model: str, options: OptionSet | None = None, ex
 # --- parallel layouts (written by the layout search and `quantadvise deploy`) ----------------------------
 
 
-@dataclass(frozen=True)
+@record
 class ParallelFlags:
     """How a release is told one replica's layout, in its canonical spellings (every one is checked against
     the release's option list before it is written: ``layout_args``' caller passes the vocabulary). vLLM
@@ -446,7 +447,7 @@ def layout_args(engine: str, *, tp: int, pp: int = 1, dp: int = 1, ep: bool = Fa
     return args
 
 
-@dataclass(frozen=True)
+@record
 class LayoutRead:
     """A server's parallel layout as its command gives it (what ``check`` sizes memory and GPUs by)."""
 

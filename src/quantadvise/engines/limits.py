@@ -17,13 +17,14 @@ only); it can only lower vLLM's limit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..results import record
 from .startup import StartupFacts, derived_max_len
 
 
-@dataclass(frozen=True)
+@record
 class ContextLimit:
     """The longest sequence ``engine`` serves for a model, and why."""
 

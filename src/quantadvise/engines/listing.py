@@ -7,13 +7,12 @@ changed, the verdicts that changed on a set of probe checkpoints and GPUs, :func
 the GEMM kernels that changed where both releases have a kernel table, :func:`kernel_changes`).
 """
 
-from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from ..results import OmitNone, Out, Result
+from ..results import OmitNone, Out, Result, record
 from .data import EngineData, KvCacheDtype, Method, Override, PackageSource, Shorthand
 from .kernels import KernelTable, checkpoint_kernels
 from .resolution import EngineResolution, resolve
@@ -285,7 +284,7 @@ def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Probe:
     """A checkpoint (None: unquantized) and the flags a deployment passes, judged by both releases."""
 

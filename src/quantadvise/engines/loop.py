@@ -16,11 +16,10 @@ resolves them for one GPU and tensor-parallel degree into :class:`LoopFacts`, wh
 """
 
 import bisect
-from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from ..results import Strict
+from ..results import Strict, record
 from .startup import StartupFacts, vllm_batch_tier
 
 MiB = 1024**2
@@ -54,7 +53,7 @@ class LoopTable(Strict):
     releases: tuple[LoopRelease, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class LoopFacts:
     """One engine release's serving loop on one GPU and tensor-parallel degree."""
 

@@ -16,13 +16,12 @@ functions here replay the engines' own arithmetic on them:
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
 from .. import defaults
 from ..inputs import finite
-from ..results import Strict
+from ..results import Strict, record
 from ..wording import plural
 
 MiB = 1024**2
@@ -180,7 +179,7 @@ def gib(n: float) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class DerivedMaxLen:
     value: int
     key: str | None  # the config.json key it came from (None: no key, the engine's fallback)
@@ -297,7 +296,7 @@ def vllm_max_num_seqs(facts: StartupFacts, gpu_memory_bytes: int, gpu_names: Seq
     return n, f"vLLM {facts.version}'s default ({why}; {facts.lines.get('batch_defaults', '')})"
 
 
-@dataclass(frozen=True)
+@record
 class SglangFraction:
     fraction: float
     reserved_mib: float
@@ -360,7 +359,7 @@ def sglang_fraction(facts: StartupFacts, gpu_memory_bytes: int, *, tp: int, pp: 
     return SglangFraction(fraction, reserved, chunk, bs, buckets, why)
 
 
-@dataclass(frozen=True)
+@record
 class DefaultFraction:
     """The memory fraction an engine release takes when no flag sets it."""
 

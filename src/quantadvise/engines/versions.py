@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..errors import InputError
+from ..results import record
 
 # image tags (and --engine-version words) for a build newer than any release: vllm/vllm-openai:nightly,
 # vllm/vllm-openai:nightly-<commit>, lmsysorg/sglang:dev, rocm/vllm-dev:nightly_main_20250901, rocm/vllm-dev:main
@@ -51,7 +51,7 @@ def closest_release(versions: Iterable[str], wanted: str) -> str:
     return older[-1] if older else pool[0]
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseChoice:
     """The release on file a requested one is judged as: ``version`` is on file, ``asked`` as requested
     (an image tag's release, a pinned package, ``nightly``); ``exact`` when they are the same release."""

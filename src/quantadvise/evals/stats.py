@@ -22,7 +22,7 @@ Pure: no I/O, no printing.
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from statistics import NormalDist
 from typing import Literal
 
@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field
 
 from ..errors import InputError
 from ..inputs import LIMITS
-from ..results import Out, Result
+from ..results import Out, Result, record
 from ..wording import plural
 
 CI_METHOD = "newcombe-hybrid-score"
@@ -41,7 +41,7 @@ _EPS = 1e-12  # a threshold compared with a ratio of counts: 1/100 must not fail
 # --- inputs (built by evidence.py; plain dataclasses: an eval has tens of thousands of items) ----
 
 
-@dataclass(frozen=True)
+@record
 class Sample:
     """One evaluated item: its id, whether the answer was right, and optional log-probs."""
 
@@ -52,7 +52,7 @@ class Sample:
     doc_hash: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class TaskSamples:
     """All items of one task from one file."""
 

@@ -10,7 +10,7 @@ This module is the schema and its validation (pure); ``files.py`` finds and read
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,6 +28,7 @@ from pydantic import (
 from .. import defaults
 from ..engines.flags import Engine
 from ..errors import ConfigError
+from ..results import record
 from ..workload import WorkloadSpec
 
 
@@ -238,7 +239,7 @@ def validate(data: Any, file: str, lines: Mapping[str, int] | None = None) -> De
 # -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class LoadedConfig:
     config: DeploymentConfig
     file: str | None = None  # None: no file (flags only)

@@ -4,8 +4,9 @@ applies severity overrides and records which rules ran (:class:`Findings`), and 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..results import record
 from ..wording import plural
 from .result import GateFinding, RuleStatus
 from .rules import REFUSES_START, RULE_BY_ID, RULES, SEVERITY_RANK, Severity, fingerprint
@@ -20,7 +21,7 @@ _DECLARED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Site:
     """Where a target's findings point: the engine command's flag lines, else the declaration's."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..engines.flags import engine_label
 from ..engines.startup import (
@@ -33,13 +33,14 @@ from ..engines.startup import (
 )
 from ..memory.kvcache import kv_share_per_gpu
 from ..memory.sizing import memory_budget
+from ..results import record
 from ..wording import plural
 from .findings import Findings, Site
 from .result import MemoryFit
 from .rules import RULE_BY_ID
 
 
-@dataclass(frozen=True)
+@record
 class Declared:
     """A declared workload: sequences at once, tokens each holds in the KV cache, why that many."""
 
@@ -48,7 +49,7 @@ class Declared:
     basis: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class MemoryInputs:
     """Everything the engine's start-up arithmetic reads for one deployment."""
 

@@ -25,6 +25,7 @@ from .. import defaults
 from ..engines.flags import ENGINES, engine_label, read_layout
 from ..engines.startup import DerivedMaxLen, StartupFacts, default_fraction, default_reserve_gb, vllm_max_num_seqs
 from ..engines.versions import version_key
+from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from .accuracy import evidence_required
 from .config import DeploymentConfig
@@ -112,7 +113,7 @@ def site_for(inv: EngineInvocation | None, file: str | None, config_file: str | 
     return site, "config" if config_file else "flags"
 
 
-@dataclass(frozen=True)
+@record
 class EngineChoice:
     name: str
     version: str

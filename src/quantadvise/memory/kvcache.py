@@ -20,9 +20,9 @@ and dividing by one copy's bytes overstates capacity by that factor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..model.arch import ModelArch
+from ..results import record
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
 from ..wording import plural
@@ -30,7 +30,7 @@ from ..wording import plural
 BF16_BITS = 16
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class KVGeometry:
     tensors: int  # 2 for K and V, 1 for an MLA latent
     heads: int  # KV heads (1 for MLA)

@@ -12,7 +12,6 @@ Pure: no I/O.
 """
 
 import math
-from dataclasses import dataclass
 
 from .. import defaults
 from ..errors import InputError
@@ -20,7 +19,7 @@ from ..hardware import GPU
 from ..model.arch import COMPONENTS, Inventory, ModelArch, ModelSource, ModelSummary, ParamGroup
 from ..model.inventory import inventory_of
 from ..results import Out as _Out
-from ..results import Result
+from ..results import Result, record
 from ..scheme.axes import Scheme, SchemeAxes, TensorQuant
 from .kvcache import (
     bytes_per_token,
@@ -36,7 +35,7 @@ BASELINE_BYTES_PER_PARAM = defaults.BASELINE_BYTES_PER_PARAM
 GiB = defaults.GiB
 
 
-@dataclass(frozen=True)
+@record
 class MemoryBudget:
     """What weights and KV cache may occupy on ``gpus`` GPUs: the one budget ``size``, ``recommend``
     and ``check`` all use. Per GPU the engine takes ``floor(memory x utilization x (1 - headroom))``

@@ -9,11 +9,11 @@ GptOss); the numbers all come from the config.
 Pure: takes dicts, returns frozen objects; no I/O.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ..results import OmitNone
+from ..results import OmitNone, record
 
 # Components shown in the size table, in display order.
 COMPONENTS = (
@@ -57,7 +57,7 @@ class ModelSummary(ModelSource):
     model_type: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ParamGroup:
     """``count`` identical tensors of ``shape``. Linear weights are ``(N, K)`` = (out, in)."""
 
@@ -86,7 +86,7 @@ class ParamGroup:
         return self.shape[1] if len(self.shape) > 1 else 1
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class AttentionLayers:
     full: int
     sliding: int
@@ -94,7 +94,7 @@ class AttentionLayers:
     window: int | None
 
 
-@dataclass(frozen=True)
+@record
 class ModelArch:
     """The parts of a config.json that decide parameter shapes, KV geometry and MoE routing."""
 
@@ -207,7 +207,7 @@ class ModelArch:
 
 
 
-@dataclass(frozen=True)
+@record
 class Inventory:
     arch: ModelArch
     groups: tuple[ParamGroup, ...]

@@ -14,11 +14,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..memory.kvcache import KVGeometry, geometry
 from ..model.arch import ModelArch
+from ..results import record
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
 from .kernel_tables import AttentionGrid
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .efficiency import Efficiency
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class AttentionCost:
     """How one model's decode attention is priced on one GPU: the table's grid for its head
     configuration (None: roofline with the floor), the floor per layer call, and the layers."""

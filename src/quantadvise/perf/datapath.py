@@ -7,15 +7,14 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import SchemeError
 from ..hardware import GPU
+from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from ..scheme.formats import get_format
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Datapath:
     math: str  # the datapath the scheme's quantized GEMMs use on this GPU
     execution: str  # "native" | "weight-only" (a W+A scheme run with 16-bit activations)

@@ -6,11 +6,12 @@ Pure: the profiles (``profiles.py``) are values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from ..engines.kernels import KernelChoice, KernelTable, resolve_kernel, resolve_moe_kernel, resolve_route
 from ..errors import norm_name
+from ..results import record
 from ..scheme.axes import Scheme
 from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
@@ -33,7 +34,7 @@ MODELS = ("ideal", "default-efficiency", "calibrated-ceilings", "calibrated", "m
   for it (:class:`KernelPricing`; data/kernels/*.yaml, data/profiles/<gpu>.yaml)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class KernelContext:
     """What decides the kernel of a scheme's linear layers: the engine release's kernel table, the
     GPU's compute capability, the scheme, and the ``--quantization`` method the engine is started with."""
@@ -45,7 +46,7 @@ class KernelContext:
     engine_version: str | None = None  # the release deployed, when its kernel table is another release's
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class KernelPricing:
     """The kernels one scheme's linear layers run (per layer shape: :meth:`choose`) and the measured
     curves on this GPU (``curves`` / ``quants`` keyed ``<engine>/<kernel>``)."""
@@ -266,7 +267,7 @@ def moe_stand_in(c: KernelContext, curves: dict[str, KernelCurve], quantized: bo
                         capability=c.capability, source=why, moe=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Efficiency:
     """Resolved settings for one (GPU, scheme): constants or curves over batch."""
 

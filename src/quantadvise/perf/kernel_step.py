@@ -11,10 +11,10 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..hardware import GPU
+from ..results import record
 from .kernel_curves import KernelCurve, QuantCurve, blend
 from .kernel_tables import MSeries
 from .ops import expected_experts
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .profiles import LinearFit
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class KernelOp:
     """How one linear operator is priced by a measured kernel curve: ``calls`` GEMM calls per step of
     the fused shape ``n x k`` (q/k/v and gate/up run as one GEMM, as engines fuse them), of which this

@@ -34,13 +34,12 @@ Pure: no I/O (``catalog`` reads the files).
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
 from pydantic import Field
 
-from ..results import Strict
+from ..results import Strict, record
 
 TableBasis = Literal["measured", "same-math", "composed"]
 
@@ -111,7 +110,7 @@ class TableIndex(Strict):
         return next((t for t in (*self.tables, *self.quant, *self.attention, *self.moe) if t.id == table_id), None)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class MSeries:
     """One shape's seconds per call along the table's M grid (:meth:`at` reads it)."""
 
@@ -380,7 +379,7 @@ class AttentionTable:
         return AttentionGrid(tuple(r[0] for r in rows), tuple(r[1] for r in rows))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class AttentionGrid:
     """One head configuration's decode attention: seconds per layer at (batch, KV length), linear in each
     between grid points (attention is a fixed launch cost plus work proportional to batch x KV length),

@@ -18,9 +18,9 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
+from ..results import record
 from .kernel_tables import AttentionTable, GemmTable, MSeries, TableIndex, bytes_adjusted, composed, minus
 from .moe_tables import MoeChoice, MoeTable
 
@@ -43,7 +43,7 @@ class TableSet(Protocol):
     def moe(self, table_id: str) -> MoeTable | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TableChoice:
     """The table that prices one kernel of one engine on one GPU, and how."""
 

@@ -36,14 +36,14 @@ Pure: no I/O, no printing.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import date
 from typing import Literal
 
 from pydantic import Field
 
 from ..engines.loop import LoopFacts
-from ..results import Strict
+from ..results import Strict, record
 from .step import StepModel
 
 TERMS = ("layer_s", "pass_s", "seq_s", "eager_layer_s", "prefill_scale", "decode_scale", "allreduce_s",
@@ -104,7 +104,7 @@ class LoopTerms(Strict):
         return f"{self.id} ({tag}fitted to {what}{err}{unc})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class EngineLoop:
     """The loop a prediction runs: the release's facts on this GPU and the terms that price it."""
 
@@ -117,7 +117,7 @@ class EngineLoop:
         return f"{self.facts.label()}; terms {t}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Cycle:
     """One turnover of the running set (every figure per replica)."""
 

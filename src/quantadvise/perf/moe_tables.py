@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..results import record
 from .kernel_tables import MSeries, TableMeta, _extend, _values, filled, own_points
 from .ops import expected_experts
 
@@ -221,7 +221,7 @@ def leave_one_out(table: MoeTable) -> dict[tuple[GroupKey, int], list[tuple[floa
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class MoeChoice:
     """The fused-MoE tables that may price one engine's routed experts on one GPU, in order (the engine's
     own timing of the kernel first, then the other engine's), and how: ``measured`` (the kernel's own

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..results import record
 
 # Linear layers every GPU of a tensor-parallel group holds whole (never split): MLA's low-rank A projections and
 # the MoE router. vLLM 0.8.5.post1 builds q_a_proj, kv_a_proj_with_mqa and the gate as ReplicatedLinear
@@ -22,7 +22,7 @@ def expected_experts(num_experts: int, k: int, tokens: float) -> float:
     return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class LinearOp:
     """``count`` identical matrices of one inventory group, per GPU."""
 

@@ -40,14 +40,15 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..model.arch import ModelArch
+from ..results import record
 from .comm import Comm
 from .step import ACT_BYTES, StepCost, StepModel
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Parallel:
     """How one replica spreads over GPUs."""
 

@@ -35,11 +35,10 @@ Pure: no I/O, no printing.
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
 
-from ..results import Out
+from ..results import Out, record
 from .step import StepModel
 from .uncertainty import FigureBand
 
@@ -67,7 +66,7 @@ class Price(Out):
         return f"${self.usd_per_gpu_hour:,.2f}/GPU-hour ({self.kind}: {self.offer or self.source}{when})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Speculation:
     """K tokens drafted per decode step, a mean fraction A of them accepted."""
 
@@ -117,7 +116,7 @@ class SpecInfo(Out):
                    per_token_acceptance=s.per_token_acceptance())
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Lengths:
     """Each request's lengths and how requests are served."""
 
@@ -127,7 +126,7 @@ class Lengths:
     mode: str  # "continuous" | "sync"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ServePoint:
     """One concurrency of one scheme, every figure per replica (its ``gpus`` in tensor parallel)."""
 
@@ -251,7 +250,7 @@ def usd_per_mtok(usd_per_gpu_hour: float | None, gpus: int, tokens_per_s: float)
 BUDGETS = ("itl", "ttft", "e2e")  # the order a report names a broken budget in
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Slo:
     """Latency budgets in seconds (None: no budget)."""
 
@@ -279,7 +278,7 @@ class Slo:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Search:
     """The largest concurrency in ``[1, hi]`` that meets the budgets, and what stopped it there."""
 

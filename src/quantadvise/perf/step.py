@@ -36,7 +36,6 @@ tensor cores a scheme runs on is :mod:`.datapath`. Pure: no I/O, no printing.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from ..errors import DataError, InputError
 from ..hardware import GPU
@@ -44,6 +43,7 @@ from ..memory.kvcache import bytes_per_token_layer, cached_tokens, geometry, kv_
 from ..memory.sizing import check_groups, linear_bytes, quantized_groups
 from ..model.arch import ModelArch
 from ..model.inventory import inventory_of
+from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from .attention import AttentionCost, attention_cost, kv_len
 from .datapath import Datapath, datapath
@@ -59,7 +59,7 @@ SCOPES = ("full", "decoder")
 SEARCH_MAX_BATCH = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class StepCost:
     """One step on one GPU of the tensor-parallel group (bytes and FLOPs per GPU)."""
 

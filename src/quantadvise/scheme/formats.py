@@ -7,12 +7,11 @@ hardware table keys its dense peaks by these names (bf16, fp16, fp8, int8, int4,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import UnknownNameError
+from ..results import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class NumberFormat:
     id: str
     bits: int

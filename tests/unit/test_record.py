@@ -1,0 +1,67 @@
+"""``results.record`` behaves as ``dataclass(frozen=True)`` does (it exists only to be cheaper to define)."""
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import dataclass, field
+
+import pytest
+
+from quantadvise.results import record
+
+
+def _pair(slots: bool) -> tuple[type, type]:
+    def body() -> dict[str, object]:
+        return {"__annotations__": {"a": int, "b": str, "c": tuple, "memo": dict},
+                "b": "x", "c": (), "memo": field(default_factory=dict, compare=False, repr=False),
+                "__module__": __name__, "__doc__": "doc", "__qualname__": "Rec"}
+
+    ours = record(slots=slots)(type("Rec", (), body()))
+    stdlib = dataclass(frozen=True, slots=slots)(type("Rec", (), body()))
+    return ours, stdlib
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_record_matches_a_frozen_dataclass(slots: bool) -> None:
+    ours, stdlib = _pair(slots)
+    for cls in (ours, stdlib):
+        x, y = cls(1), cls(1, memo={"k": 1})
+        # the same text, equality (memo is compare=False), hash and ordering of the fields
+        assert repr(x) == "Rec(a=1, b='x', c=())"
+        assert x == y and hash(x) == hash(y) == hash((1, "x", ()))
+        assert x != cls(2) and (x == (1, "x", ())) is False
+        assert [f.name for f in dataclasses.fields(cls)] == ["a", "b", "c", "memo"]
+        assert cls.__match_args__ == ("a", "b", "c", "memo")
+        assert dataclasses.replace(x, b="y") == cls(1, "y")
+        assert dataclasses.asdict(y) == {"a": 1, "b": "x", "c": (), "memo": {"k": 1}}
+        assert cls(1).memo is not cls(1).memo  # a fresh default per instance
+        assert copy.deepcopy(y) == y and copy.copy(y).memo is y.memo
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            x.a = 3  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del x.b  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            cls()  # a: no default
+        p = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert (p.init, p.repr, p.eq, p.frozen) == (True, True, True, True)
+    assert (ours.__slots__ if slots else None) == (stdlib.__slots__ if slots else None)
+
+
+def test_a_slotted_record_pickles() -> None:
+    ours, _ = _pair(True)
+    globals()["Rec"] = ours  # pickle finds the class by module and name
+    try:
+        x = ours(4, "z", (1,))
+        assert pickle.loads(pickle.dumps(x)) == x
+    finally:
+        del globals()["Rec"]
+
+
+def test_record_refuses_what_it_does_not_implement() -> None:
+    with pytest.raises(TypeError, match="__post_init__"):
+        @record
+        class P:
+            a: int
+
+            def __post_init__(self) -> None:
+                pass
