@@ -170,3 +170,51 @@ def test_new_release_records_the_publication_date_from_the_index(tmp_path):
     after = path.read_text()
     assert after.replace('    "0.35.0": 2026-12-19\n', "") == before
     assert after.index('"0.34.0"') < after.index('"0.35.0"')
+
+
+def _point(pid: str, scheme: str, concurrency: int = 8, aic: float | None = None):
+    from quantadvise.calibration.e2e import E2EPoint
+
+    return E2EPoint(id=pid, source="S9", group="S9", locator=pid, engine="vllm", model=f"Llama {scheme}",
+                    config="meta-llama/Meta-Llama-3-8B", scheme=scheme, gpu="h100-sxm", tp=1, prompt=1024, output=1024,
+                    concurrency=concurrency, output_tok_s=1.0, aic="ok" if aic else "not_run", aic_output_tok_s=aic,
+                    as_of=date(2026, 1, 1))
+
+
+def _err(pid: str, measured: float, predicted: float, aic: float | None = None):
+    from quantadvise.calibration.e2e import PointError
+
+    return PointError(id=pid, group="S9", band="8-32", engine="vllm", gpu="h100-sxm", model="m", heldout=False,
+                      measured=measured, predicted=predicted, error=predicted / measured - 1,
+                      aic_error=None if aic is None else aic / measured - 1)
+
+
+def test_a_speedup_pairs_the_runs_that_differ_only_in_their_scheme():
+    from quantadvise.calibration.e2e import speedup_pairs
+
+    points = [(_point("a", "fp8-dynamic", aic=1100.0), _err("a", 1200.0, 1300.0, aic=1100.0)),
+              (_point("b", "bf16", aic=900.0), _err("b", 1000.0, 1000.0, aic=900.0)),
+              (_point("c", "w4a16", concurrency=16), _err("c", 1500.0, 1400.0))]  # another concurrency: no pair
+    (pair,) = speedup_pairs(points)
+    assert pair.ids == ("b", "a") and pair.schemes == ("bf16", "fp8-dynamic")  # the baseline first by name
+    # measured 1200 / 1000 = 1.2, predicted 1300 / 1000 = 1.3: 1.3 / 1.2 - 1 = +8.33%
+    assert pair.measured == pytest.approx(1.2) and pair.predicted == pytest.approx(1.3)
+    assert pair.error == pytest.approx(1.3 / 1.2 - 1)
+    # aiconfigurator: 1100 / 900 = 1.2222 against 1.2 measured: +1.85%
+    assert pair.aic_error == pytest.approx((1100 / 900) / 1.2 - 1)
+
+
+def test_predicted_speedups_between_schemes_match_the_published_pairs(report):
+    # every pair recomputed from the per-point figures; the median |error| of the speed-up no worse than
+    # the end-to-end bar and than aiconfigurator's on the pairs it expresses
+    by_id = {p.id: p for p in report.points}
+    sm = report.speedup_summary
+    assert sm is not None and sm.pairs == len(report.speedups) >= 50
+    errs = []
+    for x in report.speedups:
+        a, b = by_id[x.ids[0]], by_id[x.ids[1]]
+        assert a.band == b.band and a.gpu == b.gpu and x.schemes[0] < x.schemes[1]
+        errs.append(abs((b.predicted / a.predicted) / (b.measured / a.measured) - 1))
+    assert sm.median_abs_error == pytest.approx(statistics.median(errs), abs=5e-5)  # stats() rounds to 4 places
+    assert sm.median_abs_error <= BAR
+    assert sm.aic_pairs and sm.median_abs_error_on_aic_pairs <= sm.aic_median_abs_error

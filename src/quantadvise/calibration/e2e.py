@@ -4,6 +4,9 @@ fit saw and on the sources it never saw, beside aiconfigurator 0.12.0 on the sam
 
 The bar (issue 26): the median |error| of absolute output tokens/s at most :data:`BAR` in every band
 (1-4, 8-32, 64-256) over all points, and no worse than aiconfigurator's on the points both express.
+Besides (issue 25), the speed-ups: every two points that differ only in their scheme (the same source,
+GPU, engine release, model, layout, lengths, concurrency and mode) compare the measured ratio of their
+tokens/s with the predicted one — what a recommendation between schemes rests on.
 
 Pure: no I/O, no printing.
 """
@@ -107,6 +110,37 @@ class PointError(Out):
     bound: str = ""  # the cause with the largest share of the cycle
 
 
+class SpeedupError(Out):
+    """Two published points that differ only in their scheme: ``other``'s output tokens/s over ``baseline``'s,
+    measured and predicted."""
+
+    ids: tuple[str, str]  # (baseline, other)
+    schemes: tuple[str, str]
+    group: str
+    band: str
+    engine: str
+    gpu: str
+    model: str
+    heldout: bool
+    measured: float
+    predicted: float
+    error: float  # predicted / measured - 1: > 0 predicts the other scheme's gain too large
+    aic_error: float | None = None
+
+
+class SpeedupSummary(Out):
+    pairs: int
+    median_abs_error: float | None
+    p90_abs_error: float | None
+    max_abs_error: float | None
+    median_error: float | None
+    heldout_pairs: int
+    heldout_median_abs_error: float | None
+    aic_pairs: int  # of these, the ones aiconfigurator expressed both points of
+    median_abs_error_on_aic_pairs: float | None
+    aic_median_abs_error: float | None
+
+
 class E2EReport(Result):
     """``validate --e2e``: the serving-loop model on the published end-to-end points."""
 
@@ -122,6 +156,8 @@ class E2EReport(Result):
     verdict: list[str]  # per gated band: ours vs the bar and vs aiconfigurator
     # per term set with a band (perf.uncertainty): how many of its held-out points the band holds
     coverage: list[str] = []
+    speedups: list[SpeedupError] = []
+    speedup_summary: SpeedupSummary | None = None
 
     def exit_code(self) -> int:
         return 0 if self.passed else 1
@@ -140,6 +176,54 @@ def _band_rows(errs: Sequence[PointError], name: str) -> list[BandError]:
             median_abs_error_on_aic_points=median([abs(e.error) for e in both]) if both else None,
             aic_median_abs_error=median([abs(e.aic_error or 0.0) for e in both]) if both else None))
     return out
+
+
+# what two points may differ in and still be the same run but for the scheme: who ran it, what it was
+# called, what it measured, and the aiconfigurator columns
+_NOT_THE_RUN = frozenset({"id", "locator", "model", "scheme", "scheme_note", "output_tok_s", "kind", "ttft_ms",
+                          "tpot_ms", "aic", "aic_output_tok_s", "aic_command", "as_of", "skip"})
+
+
+def speedup_pairs(points: Sequence[tuple[E2EPoint, PointError]]) -> list[SpeedupError]:
+    """Every two priced points that differ only in their scheme, the scheme first in name order the
+    baseline (a run with three schemes gives three pairs)."""
+    runs: dict[tuple[object, ...], list[tuple[E2EPoint, PointError]]] = {}
+    for p, e in points:
+        if p.scheme is None:
+            continue
+        key = tuple((k, v) for k, v in p.model_dump().items() if k not in _NOT_THE_RUN)
+        runs.setdefault(key, []).append((p, e))
+    out = []
+    for members in runs.values():
+        members.sort(key=lambda m: (m[0].scheme or "", m[0].id))
+        for i, (pa, ea) in enumerate(members):
+            for pb, eb in members[i + 1:]:
+                if pa.scheme == pb.scheme:
+                    continue
+                measured, predicted = eb.measured / ea.measured, eb.predicted / ea.predicted
+                aic = None
+                if ea.aic_error is not None and eb.aic_error is not None:
+                    aic = ((1.0 + eb.aic_error) / (1.0 + ea.aic_error)) - 1.0  # aic's ratio over the measured one
+                out.append(SpeedupError(
+                    ids=(pa.id, pb.id), schemes=(pa.scheme or "", pb.scheme or ""), group=pa.group, band=ea.band,
+                    engine=pa.engine, gpu=pa.gpu, model=pa.config or pa.model, heldout=ea.heldout,
+                    measured=measured, predicted=predicted, error=predicted / measured - 1.0, aic_error=aic))
+    return out
+
+
+def speedup_summary(pairs: Sequence[SpeedupError]) -> SpeedupSummary:
+    from .lookup_checks import stats
+
+    abs_err = stats([abs(x.error) for x in pairs])
+    held = [abs(x.error) for x in pairs if x.heldout]
+    both = [x for x in pairs if x.aic_error is not None]
+    return SpeedupSummary(
+        pairs=len(pairs), median_abs_error=abs_err["median"] if pairs else None,
+        p90_abs_error=abs_err["p90"] if pairs else None, max_abs_error=abs_err["max"] if pairs else None,
+        median_error=median([x.error for x in pairs]) if pairs else None,
+        heldout_pairs=len(held), heldout_median_abs_error=median(held) if held else None,
+        aic_pairs=len(both), median_abs_error_on_aic_pairs=median([abs(x.error) for x in both]) if both else None,
+        aic_median_abs_error=median([abs(x.aic_error or 0.0) for x in both]) if both else None)
 
 
 def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table: E2ETable, *, terms: list[str],
@@ -178,7 +262,8 @@ def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table
             held_by.setdefault(t.id, (t.uncertainty, []))[1].append(abs(e.error))
     coverage = [f"{tid} ±{u:.1%}: {sum(x <= u for x in xs) / len(xs):.0%} of its {len(xs)} held-out points inside"
                 for tid, (u, xs) in held_by.items()]
+    pairs = speedup_pairs([(p, e) for (p, _, _), e in zip(samples, errs, strict=True)])
     return E2EReport(points_file=points_file, terms=terms, bar=bar, heldout_groups=sorted(held), bands=bands,
                      points=errs, skipped=dict(sorted(skipped.items(), key=lambda kv: -kv[1])),
                      sources=[f"{s.id}: {s.title} ({s.url})" for s in table.sources], passed=ok, verdict=verdict,
-                     coverage=coverage)
+                     coverage=coverage, speedups=pairs, speedup_summary=speedup_summary(pairs) if pairs else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from statistics import median
 from typing import TYPE_CHECKING
 
 from .text import Table, wrap
@@ -92,10 +93,35 @@ def e2e_table(r: E2EReport, width: int | None = None) -> str:
     lines += [t.render(width), ""]
     _para(lines, [f"terms: {t}" for t in r.terms], width)
     _para(lines, [f"band: {c}" for c in r.coverage], width)
+    lines += _speedup_lines(r, width)
     _para(lines, [f"not priced: {n} point{'s' if n != 1 else ''}: {why}" for why, n in r.skipped.items()], width)
     _para(lines, [f"{'PASS' if r.passed else 'FAIL'}: " + "; ".join(r.verdict)
                   + ("" if r.passed else " (exit 1)")], width)
     return "\n".join(lines)
+
+
+def _speedup_lines(r: E2EReport, width: int | None) -> list[str]:
+    """The speed-ups: pairs of points that differ only in their scheme, per GPU / engine / model / schemes."""
+    sm = r.speedup_summary
+    if sm is None:
+        return []
+    lines: list[str] = []
+    aic = (f"; aiconfigurator on the {sm.aic_pairs} pairs it expresses {_abs(sm.aic_median_abs_error)} "
+           f"(ours there {_abs(sm.median_abs_error_on_aic_pairs)})" if sm.aic_pairs else "")
+    held = f"; held out {_abs(sm.heldout_median_abs_error)} over {sm.heldout_pairs}" if sm.heldout_pairs else ""
+    _para(lines, [f"speed-ups: {sm.pairs} pairs of points that differ only in their scheme (same source, GPU, "
+                  f"release, model, layout, lengths and concurrency): the predicted ratio of their output tokens/s "
+                  f"against the measured one, median |error| {_abs(sm.median_abs_error)}, 90th percentile "
+                  f"{_abs(sm.p90_abs_error)}, worst {_abs(sm.max_abs_error)}, signed {_pct(sm.median_error)}{held}{aic}"],
+          width)
+    groups: dict[tuple[str, str, str, str], list[float]] = {}
+    for x in r.speedups:
+        groups.setdefault((x.gpu, x.engine, x.model, f"{x.schemes[1]} / {x.schemes[0]}"), []).append(x.error)
+    t = Table(["GPU", "engine", "model", "speed-up of", "pairs", "median |err|", "signed"], align="llllrrr")
+    for (gpu, engine, model, schemes), errs in sorted(groups.items()):
+        t.add(gpu, engine, model, schemes, str(len(errs)), _abs(median([abs(e) for e in errs])),
+              _pct(median(errs)))
+    return [*lines, t.render(width), ""]
 
 
 def site_table(r: SiteCalibration, width: int | None = None) -> str:
