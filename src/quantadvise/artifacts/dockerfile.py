@@ -33,6 +33,8 @@ from .shell import EnvValue, Unknown, Word, expand_word, split_shell
 
 @dataclass
 class _Instr:
+    """One Dockerfile instruction: its keyword, its arguments and the lines they came from."""
+
     keyword: str
     text: str  # the arguments, physical lines joined with "\n" (continuation backslashes kept)
     line_map: list[int]
@@ -82,6 +84,8 @@ def _dockerfile_instructions(text: str, file: str) -> list[_Instr]:
 
 @dataclass
 class _Stage:
+    """One build stage: its base image, name, and the ARG / ENV / ENTRYPOINT / CMD it sets."""
+
     image: str
     name: str | None = None
     args: dict[str, EnvValue] = field(default_factory=dict)
