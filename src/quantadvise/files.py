@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, InputError
+from .inputs import MAX_NESTING, json_depth
 
 # A YAML document whose aliases expand past this many nodes is an alias bomb, not a config (a
 # deployment manifest or quantadvise.yaml has hundreds; the largest Helm values files thousands).
 MAX_YAML_NODES = 200_000
-# Deeper than this a YAML or JSON document describes no model, workload or deployment.
-MAX_NESTING = 100
 
 
 # A user's file larger than this is no config, profile, workload or evidence file quantadvise reads (lm-eval's
@@ -181,19 +180,6 @@ def yaml_errors(where: str) -> Iterator[None]:
         raise ConfigError(f"{where}: invalid YAML value: {str(exc).split(';')[0][:120]}") from None
 
 
-def json_depth(doc: Any) -> int:
-    """How deeply a parsed JSON document nests (iteratively)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        node, d = stack.pop()
-        if isinstance(node, dict):
-            deepest = max(deepest, d)
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
-            deepest = max(deepest, d)
-            stack.extend((v, d + 1) for v in node)
-    return deepest
 
 
 def exists(path: str | Path) -> bool:

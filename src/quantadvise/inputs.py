@@ -420,3 +420,24 @@ def engine_spec(spec: str | None, version: str | None = None, field: str = "engi
         raise InputError(f"{flag(field)} {spec} and --engine-version {version} name two releases; give one",
                          field=field)
     return name, release or version
+
+
+# Deeper than this a YAML or JSON document describes no model, workload, deployment or benchmark run. Every
+# reader checks it after parsing, so a document is refused alike on every Python (3.11's json.loads stops
+# near 1,000 levels with a RecursionError; 3.12+ parses 5,000 and more).
+MAX_NESTING = 100
+
+
+def json_depth(doc: Any) -> int:
+    """How deeply a parsed JSON document nests (iteratively)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in node)
+    return deepest

@@ -339,3 +339,32 @@ def test_a_subnormal_budget_rate_or_price(cli, tmp_path, flag, field, value):
         runs.append(["deploy", "--target", "helm", "-o", str(tmp_path / "d"), flag, value])
     for args in runs:
         _one_error(cli(*args), field, ">= 0.")
+
+
+# 150 levels: every Python's json.loads parses it (3.11 stops near 1,000, 3.12+ far deeper), so only the
+# readers' own bound (quantadvise.inputs.MAX_NESTING = 100) refuses it — the same answer on every Python
+DEEP = "[" * 150 + "]" * 150
+
+
+def test_a_bench_file_nested_past_the_bound_is_refused_on_every_python(cli, tmp_path):
+    body = json.dumps({k: v for k, v in SERVE.items() if k != "latencies"})
+    (tmp_path / "run.json").write_text(body[:-1] + f', "latencies": {DEEP}}}')
+    _one_error(cli("validate", "--bench", "run.json", "--gpu", "h100", "--model", "llama-3-8b"), "run.json",
+               "nested too deeply (more than 100 levels)")
+
+
+def test_an_evidence_line_nested_past_the_bound_is_refused_on_every_python():
+    from quantadvise.artifacts.evidence import parse_jsonl
+    from quantadvise.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="line 2: JSON nested more than 100 levels deep"):
+        parse_jsonl('{"doc_id": 0, "acc": 1}\n{"doc_id": 1, "acc": 0, "x": ' + DEEP + "}\n", "s.jsonl")
+
+
+def test_a_model_override_nested_past_the_bound_is_not_read():
+    from quantadvise.engines.flags import MODEL_OVERRIDE_FLAGS, model_overrides
+
+    engine, flags = next((e, f) for e, f in MODEL_OVERRIDE_FLAGS.items() if f)
+    inner = "[" * 99 + "]" * 99  # with the object around it, 100 levels: at the bound, read
+    assert model_overrides(engine, {flags[0]: '{"a": ' + inner + "}"}) == {"a": json.loads(inner)}
+    assert model_overrides(engine, {flags[0]: '{"a": ' + DEEP + "}"}) is None

@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
 from ..files import not_regular, read_text, special
-from ..inputs import finite
+from ..inputs import MAX_NESTING, finite, json_depth
 from ..results import record
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
@@ -66,6 +66,8 @@ def _records(text: str, file: str) -> Iterable[tuple[int, dict[str, Any]]]:
             raise ConfigError(f"{file}: line {lineno}: invalid JSON value: {str(exc).split(';')[0]}") from None
         except RecursionError:
             raise ConfigError(f"{file}: line {lineno}: JSON nested too deeply") from None
+        if json_depth(obj) > MAX_NESTING:  # 3.12+ parse far deeper than 3.11's ~1,000 levels: the same bound on each
+            raise ConfigError(f"{file}: line {lineno}: JSON nested more than {MAX_NESTING} levels deep")
         if not isinstance(obj, dict):
             raise ConfigError(f"{file}: line {lineno}: expected a JSON object per line, got {type(obj).__name__}")
         yield lineno, obj

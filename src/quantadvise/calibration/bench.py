@@ -36,7 +36,7 @@ from pydantic import ValidationError, field_validator
 
 from ..engines.flags import ENGINES
 from ..errors import ConfigError
-from ..inputs import LIMITS, MAX_NUMBER_CHARS, finite, shown
+from ..inputs import LIMITS, MAX_NESTING, MAX_NUMBER_CHARS, finite, json_depth, shown
 from ..results import Out
 
 FORMATS = ("vllm-serve", "vllm-latency", "vllm-throughput", "sglang-serving", "genai-perf", "guidellm")
@@ -129,13 +129,17 @@ def _docs(name: str, text: str) -> list[tuple[str, Any]]:
 
 def _json(text: str) -> Any:
     """json.loads (``Infinity`` kept: SGLang writes an unbounded request rate so; each number is read by
-    :func:`_num` / :func:`_int`, finite or refused)."""
-    return json.loads(text)
+    :func:`_num` / :func:`_int`, finite or refused); nesting past :data:`~quantadvise.inputs.MAX_NESTING` is
+    a RecursionError, as Python 3.11's parser raises near 1,000 levels (3.12+ parse far deeper)."""
+    doc = json.loads(text)
+    if json_depth(doc) > MAX_NESTING:
+        raise RecursionError(f"nested more than {MAX_NESTING} levels deep")
+    return doc
 
 
 def _not_json(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
-        return "JSON nested too deeply; not a benchmark result"
+        return f"JSON nested too deeply (more than {MAX_NESTING} levels); not a benchmark result"
     return f"invalid JSON value: {str(exc).split(';')[0][:120]}"
 
 

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from ..inputs import MAX_NESTING, json_depth
 from ..results import record
 
 Engine = Literal["vllm", "sglang"]
@@ -185,7 +186,7 @@ def model_overrides(engine: str, other: dict[str, Any]) -> dict[str, Any] | None
             value = json.loads(raw)
         except (ValueError, RecursionError):  # not JSON, a 5,000-digit integer, nested past the recursion limit
             return None
-        return value if isinstance(value, dict) else None
+        return value if isinstance(value, dict) and json_depth(value) <= MAX_NESTING else None
     return None
 _BY_FIELD = {e: {f.field: f for f in t.flags} for e, t in ENGINES.items()}
 
