@@ -111,17 +111,13 @@ class PointError(Out):
 
 
 class SpeedupError(Out):
-    """Two published points that differ only in their scheme: ``other``'s output tokens/s over ``baseline``'s,
+    """Two published points that differ only in their scheme (``ids``: their rows in ``points``, where
+    the GPU, engine, model, band and hold-out are): ``other``'s output tokens/s over ``baseline``'s,
     measured and predicted."""
 
     ids: tuple[str, str]  # (baseline, other)
     schemes: tuple[str, str]
-    group: str
-    band: str
-    engine: str
-    gpu: str
-    model: str
-    heldout: bool
+    model: str  # the configuration both price (their rows name the published checkpoints)
     measured: float
     predicted: float
     error: float  # predicted / measured - 1: > 0 predicts the other scheme's gain too large
@@ -205,17 +201,18 @@ def speedup_pairs(points: Sequence[tuple[E2EPoint, PointError]]) -> list[Speedup
                 if ea.aic_error is not None and eb.aic_error is not None:
                     aic = ((1.0 + eb.aic_error) / (1.0 + ea.aic_error)) - 1.0  # aic's ratio over the measured one
                 out.append(SpeedupError(
-                    ids=(pa.id, pb.id), schemes=(pa.scheme or "", pb.scheme or ""), group=pa.group, band=ea.band,
-                    engine=pa.engine, gpu=pa.gpu, model=pa.config or pa.model, heldout=ea.heldout,
-                    measured=measured, predicted=predicted, error=predicted / measured - 1.0, aic_error=aic))
+                    ids=(pa.id, pb.id), schemes=(pa.scheme or "", pb.scheme or ""), model=pa.config or pa.model,
+                    measured=measured,
+                    predicted=predicted, error=predicted / measured - 1.0, aic_error=aic))
     return out
 
 
-def speedup_summary(pairs: Sequence[SpeedupError]) -> SpeedupSummary:
+def speedup_summary(pairs: Sequence[SpeedupError], heldout: set[str]) -> SpeedupSummary:
+    """The pairs' errors; ``heldout``: the ids of the points the loop terms' fit never saw."""
     from .lookup_checks import stats
 
     abs_err = stats([abs(x.error) for x in pairs])
-    held = [abs(x.error) for x in pairs if x.heldout]
+    held = [abs(x.error) for x in pairs if x.ids[0] in heldout]
     both = [x for x in pairs if x.aic_error is not None]
     return SpeedupSummary(
         pairs=len(pairs), median_abs_error=abs_err["median"] if pairs else None,
@@ -266,4 +263,5 @@ def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table
     return E2EReport(points_file=points_file, terms=terms, bar=bar, heldout_groups=sorted(held), bands=bands,
                      points=errs, skipped=dict(sorted(skipped.items(), key=lambda kv: -kv[1])),
                      sources=[f"{s.id}: {s.title} ({s.url})" for s in table.sources], passed=ok, verdict=verdict,
-                     coverage=coverage, speedups=pairs, speedup_summary=speedup_summary(pairs) if pairs else None)
+                     coverage=coverage, speedups=pairs,
+                     speedup_summary=speedup_summary(pairs, {e.id for e in errs if e.heldout}) if pairs else None)

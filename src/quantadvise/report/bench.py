@@ -114,9 +114,11 @@ def _speedup_lines(r: E2EReport, width: int | None) -> list[str]:
                   f"against the measured one, median |error| {_abs(sm.median_abs_error)}, 90th percentile "
                   f"{_abs(sm.p90_abs_error)}, worst {_abs(sm.max_abs_error)}, signed {_pct(sm.median_error)}{held}{aic}"],
           width)
+    point = {p.id: p for p in r.points}
     groups: dict[tuple[str, str, str, str], list[float]] = {}
     for x in r.speedups:
-        groups.setdefault((x.gpu, x.engine, x.model, f"{x.schemes[1]} / {x.schemes[0]}"), []).append(x.error)
+        p = point[x.ids[0]]
+        groups.setdefault((p.gpu, p.engine, x.model, f"{x.schemes[1]} / {x.schemes[0]}"), []).append(x.error)
     t = Table(["GPU", "engine", "model", "speed-up of", "pairs", "median |err|", "signed"], align="llllrrr")
     for (gpu, engine, model, schemes), errs in sorted(groups.items()):
         t.add(gpu, engine, model, schemes, str(len(errs)), _abs(median([abs(e) for e in errs])),
