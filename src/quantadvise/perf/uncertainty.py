@@ -93,12 +93,13 @@ def own_relative(parts: Mapping[str, float], bands: Mapping[str, float], as_basi
 
 
 def time_interval(x: float, rel: float) -> Interval:
-    return Interval(low=x * (1 - rel), high=x * (1 + rel))
+    # model_construct: two floats this module computed (the ranking builds ~100 intervals a walk)
+    return Interval.model_construct(low=float(x * (1 - rel)), high=float(x * (1 + rel)))
 
 
 def rate_interval(x: float, rel: float) -> Interval:
     """A rate (tokens/s) whose time has relative half-width ``rel``."""
-    return Interval(low=x / (1 + rel), high=x / (1 - rel) if rel < 1 else float("inf"))
+    return Interval.model_construct(low=float(x / (1 + rel)), high=float(x / (1 - rel)) if rel < 1 else float("inf"))
 
 
 def overlap(a: float, ua: float, b: float, ub: float) -> bool:
