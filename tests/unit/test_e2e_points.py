@@ -172,11 +172,12 @@ def test_new_release_records_the_publication_date_from_the_index(tmp_path):
     assert after.index('"0.34.0"') < after.index('"0.35.0"')
 
 
-def _point(pid: str, scheme: str, concurrency: int = 8, aic: float | None = None):
+def _point(pid: str, scheme: str, concurrency: int = 8, aic: float | None = None, kv: str | None = None):
     from quantadvise.calibration.e2e import E2EPoint
 
     return E2EPoint(id=pid, source="S9", group="S9", locator=pid, engine="vllm", model=f"Llama {scheme}",
-                    config="meta-llama/Meta-Llama-3-8B", scheme=scheme, gpu="h100-sxm", tp=1, prompt=1024, output=1024,
+                    config="meta-llama/Meta-Llama-3-8B", scheme=scheme, kv_dtype=kv, gpu="h100-sxm", tp=1,
+                    prompt=1024, output=1024,
                     concurrency=concurrency, output_tok_s=1.0, aic="ok" if aic else "not_run", aic_output_tok_s=aic,
                     as_of=date(2026, 1, 1))
 
@@ -202,6 +203,16 @@ def test_a_speedup_pairs_the_runs_that_differ_only_in_their_scheme():
     assert pair.error == pytest.approx(1.3 / 1.2 - 1)
     # aiconfigurator: 1100 / 900 = 1.2222 against 1.2 measured: +1.85%
     assert pair.aic_error == pytest.approx((1100 / 900) / 1.2 - 1)
+
+
+def test_a_speedup_pairs_a_kv_cache_dtype_too():
+    from quantadvise.calibration.e2e import speedup_pairs
+
+    # the same run with an fp8 KV cache: 1150 / 1000 = 1.15 measured, 1300 / 1000 = 1.3 predicted: +13.0%
+    (pair,) = speedup_pairs([(_point("a", "bf16"), _err("a", 1000.0, 1000.0)),
+                             (_point("b", "bf16", kv="kv-fp8"), _err("b", 1150.0, 1300.0))])
+    assert pair.ids == ("a", "b") and pair.schemes == ("bf16", "bf16 + kv-fp8")
+    assert pair.error == pytest.approx(1.3 / 1.15 - 1)
 
 
 def test_predicted_speedups_between_schemes_match_the_published_pairs(report):

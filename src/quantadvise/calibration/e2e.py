@@ -4,9 +4,10 @@ fit saw and on the sources it never saw, beside aiconfigurator 0.12.0 on the sam
 
 The bar (issue 26): the median |error| of absolute output tokens/s at most :data:`BAR` in every band
 (1-4, 8-32, 64-256) over all points, and no worse than aiconfigurator's on the points both express.
-Besides (issue 25), the speed-ups: every two points that differ only in their scheme (the same source,
-GPU, engine release, model, layout, lengths, concurrency and mode) compare the measured ratio of their
-tokens/s with the predicted one — what a recommendation between schemes rests on.
+Besides (issue 25), the speed-ups: every two points that differ only in their quantization — the scheme,
+the KV cache dtype or both (the same source, GPU, engine release, model, layout, lengths, concurrency and
+mode) — compare the measured ratio of their tokens/s with the predicted one: what a recommendation between
+them rests on.
 
 Pure: no I/O, no printing.
 """
@@ -111,7 +112,8 @@ class PointError(Out):
 
 
 class SpeedupError(Out):
-    """Two published points that differ only in their scheme (``ids``: their rows in ``points``, where
+    """Two published points that differ only in their quantization (``schemes``: each one's scheme, with its
+    KV cache dtype where one was set; ``ids``: their rows in ``points``, where
     the GPU, engine, model, band and hold-out are): ``other``'s output tokens/s over ``baseline``'s,
     measured and predicted."""
 
@@ -174,15 +176,20 @@ def _band_rows(errs: Sequence[PointError], name: str) -> list[BandError]:
     return out
 
 
-# what two points may differ in and still be the same run but for the scheme: who ran it, what it was
-# called, what it measured, and the aiconfigurator columns
-_NOT_THE_RUN = frozenset({"id", "locator", "model", "scheme", "scheme_note", "output_tok_s", "kind", "ttft_ms",
-                          "tpot_ms", "aic", "aic_output_tok_s", "aic_command", "as_of", "skip"})
+# what two points may differ in and still be the same run but for the quantization: who ran it, what it was
+# called, what it measured, the aiconfigurator columns — and the choice itself (scheme, KV cache dtype)
+_NOT_THE_RUN = frozenset({"id", "locator", "model", "scheme", "scheme_note", "kv_dtype", "output_tok_s", "kind",
+                          "ttft_ms", "tpot_ms", "aic", "aic_output_tok_s", "aic_command", "as_of", "skip"})
+
+
+def choice(p: E2EPoint) -> str:
+    """A point's quantization choice as a pair names it: its scheme, with its KV cache dtype where one was set."""
+    return f"{p.scheme} + {p.kv_dtype}" if p.kv_dtype else p.scheme or ""
 
 
 def speedup_pairs(points: Sequence[tuple[E2EPoint, PointError]]) -> list[SpeedupError]:
-    """Every two priced points that differ only in their scheme, the scheme first in name order the
-    baseline (a run with three schemes gives three pairs)."""
+    """Every two priced points that differ only in their quantization (the scheme, the KV cache dtype or both),
+    the choice first in name order the baseline (a run with three choices gives three pairs)."""
     runs: dict[tuple[object, ...], list[tuple[E2EPoint, PointError]]] = {}
     for p, e in points:
         if p.scheme is None:
@@ -191,19 +198,18 @@ def speedup_pairs(points: Sequence[tuple[E2EPoint, PointError]]) -> list[Speedup
         runs.setdefault(key, []).append((p, e))
     out = []
     for members in runs.values():
-        members.sort(key=lambda m: (m[0].scheme or "", m[0].id))
+        members.sort(key=lambda m: (choice(m[0]), m[0].id))
         for i, (pa, ea) in enumerate(members):
             for pb, eb in members[i + 1:]:
-                if pa.scheme == pb.scheme:
+                if choice(pa) == choice(pb):
                     continue
                 measured, predicted = eb.measured / ea.measured, eb.predicted / ea.predicted
                 aic = None
                 if ea.aic_error is not None and eb.aic_error is not None:
                     aic = ((1.0 + eb.aic_error) / (1.0 + ea.aic_error)) - 1.0  # aic's ratio over the measured one
                 out.append(SpeedupError(
-                    ids=(pa.id, pb.id), schemes=(pa.scheme or "", pb.scheme or ""), model=pa.config or pa.model,
-                    measured=measured,
-                    predicted=predicted, error=predicted / measured - 1.0, aic_error=aic))
+                    ids=(pa.id, pb.id), schemes=(choice(pa), choice(pb)), model=pa.config or pa.model,
+                    measured=measured, predicted=predicted, error=predicted / measured - 1.0, aic_error=aic))
     return out
 
 

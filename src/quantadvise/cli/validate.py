@@ -89,8 +89,8 @@ def validate_cmd(
 
     With --bench, the runs of benchmark result files against the serving-loop model (exit 1 when a
     run's output tokens/s misses by more than --max-error); with --e2e, the model on the bundled
-    published end-to-end points, and the speed-up between two schemes where a source ran both
-    (docs/calibration.md §9). A partial or malformed file is one Error line (exit 2).
+    published end-to-end points, and the speed-up between two quantization choices (scheme or KV
+    cache dtype) where a source ran both (docs/calibration.md §9). A partial or malformed file is one Error line (exit 2).
 
     Example: quantadvise validate h100
 

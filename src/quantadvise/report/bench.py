@@ -101,7 +101,7 @@ def e2e_table(r: E2EReport, width: int | None = None) -> str:
 
 
 def _speedup_lines(r: E2EReport, width: int | None) -> list[str]:
-    """The speed-ups: pairs of points that differ only in their scheme, per GPU / engine / model / schemes."""
+    """The speed-ups: pairs of points that differ only in their quantization, per GPU / engine / model / choices."""
     sm = r.speedup_summary
     if sm is None:
         return []
@@ -109,8 +109,9 @@ def _speedup_lines(r: E2EReport, width: int | None) -> list[str]:
     aic = (f"; aiconfigurator on the {sm.aic_pairs} pairs it expresses {_abs(sm.aic_median_abs_error)} "
            f"(ours there {_abs(sm.median_abs_error_on_aic_pairs)})" if sm.aic_pairs else "")
     held = f"; held out {_abs(sm.heldout_median_abs_error)} over {sm.heldout_pairs}" if sm.heldout_pairs else ""
-    _para(lines, [f"speed-ups: {sm.pairs} pairs of points that differ only in their scheme (same source, GPU, "
-                  f"release, model, layout, lengths and concurrency): the predicted ratio of their output tokens/s "
+    _para(lines, [f"speed-ups: {sm.pairs} pairs of points that differ only in their quantization, the scheme or "
+                  f"the KV cache dtype (same source, GPU, release, model, layout, lengths and concurrency): the "
+                  f"predicted ratio of their output tokens/s "
                   f"against the measured one, median |error| {_abs(sm.median_abs_error)}, 90th percentile "
                   f"{_abs(sm.p90_abs_error)}, worst {_abs(sm.max_abs_error)}, signed {_pct(sm.median_error)}{held}{aic}"],
           width)
