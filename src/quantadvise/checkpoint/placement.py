@@ -256,13 +256,18 @@ class Matcher:
         return any(self._name_matches(name) for name in (m.name, *m.aliases))
 
     def _name_matches(self, name: str) -> bool:
-        if self.exact:
-            parts = name.split(".")
+        exact = self.exact
+        if exact:
             # the module itself, a parent (a name covers the modules under it), or a suffix without
-            # the leading "model." (vLLM and compressed-tensors accept lm_head, mlp.gate ...)
-            for i in range(1, len(parts) + 1):
-                if ".".join(parts[:i]) in self.exact or ".".join(parts[i - 1:]) in self.exact:
+            # the leading "model." (vLLM and compressed-tensors accept lm_head, mlp.gate ...): the name cut
+            # at each dot, both ways (slices, not joins: a DeepSeek-V3 places 45,872 names)
+            if name in exact:
+                return True
+            dot = name.find(".")
+            while dot != -1:
+                if name[:dot] in exact or name[dot + 1:] in exact:
                     return True
+                dot = name.find(".", dot + 1)
         if self.regex is not None and self.regex.match(name):
             return True
         return any(s in name for s in self.subs)
