@@ -72,9 +72,9 @@ def record(cls: type[Any] | None = None, /, *, slots: bool = False) -> Any:
     ``dataclasses.fields`` / ``replace`` / ``asdict`` — made in ~0.2 ms instead of ~0.6: only
     ``__init__`` is compiled, the other five are closures over the field names (CPython 3.11's
     ``dataclass`` compiles six sources a frozen class, which a command defining fifty classes pays at
-    every start). Fields honour ``default``,
-    ``default_factory``, ``repr=False`` and ``compare=False``; no ``InitVar``, ``__post_init__``,
-    ``kw_only`` or dataclass bases (a class that needs them uses ``dataclass``)."""
+    every start). Fields honour ``default``, ``default_factory``, ``repr=False`` and ``compare=False``;
+    no ``InitVar``, ``init=False``, ``hash=``, ``kw_only``, ``__post_init__`` or dataclass bases (a class
+    that needs them uses ``dataclass``)."""
 
     def wrap(c: type[Any]) -> type[Any]:
         undocumented = not c.__dict__.get("__doc__")
@@ -95,9 +95,10 @@ def _record_methods(c: type[Any], slots: bool) -> None:
     """Give ``c`` its methods (see :func:`record`): ``__init__`` compiled (its signature is the
     fields'), the rest closures over the field names."""
     fields = dataclasses.fields(c)
-    if any(f.kw_only is True for f in fields) or any(
+    if any(f.kw_only is True or not f.init or f.hash is not None for f in fields) or any(
             dataclasses.is_dataclass(b) for b in c.__mro__[1:]) or hasattr(c, "__post_init__"):
-        raise TypeError(f"{c.__qualname__}: record has no kw_only, __post_init__ or dataclass bases")
+        raise TypeError(f"{c.__qualname__}: record has no kw_only, init=False or hash= fields, __post_init__ "
+                        "or dataclass bases")
     env: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _HAS_FACTORY}
     params, body = [], []
     for f in fields:

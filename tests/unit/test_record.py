@@ -65,3 +65,7 @@ def test_record_refuses_what_it_does_not_implement() -> None:
 
             def __post_init__(self) -> None:
                 pass
+    with pytest.raises(TypeError, match="init=False"):
+        @record
+        class Q:
+            a: int = field(default=0, init=False)
