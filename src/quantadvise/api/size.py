@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..catalog.resolve import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
-from ..hardware import GPU
 from ..memory.sizing import SizeReport, size_model
 from ..model.arch import ModelArch
 from ..scheme.axes import Scheme, TensorQuant
 from ..scheme.regroup import regrouped_description
+
+if TYPE_CHECKING:
+    from ..hardware import GPU
 
 
 def size(

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from .. import catalog, defaults
 from ..errors import InputError, norm_name
 from ..files import is_file
-from ..hardware import GPU
 from ..model.arch import ModelArch, ModelSource
 from ..model.parse import parse_config
 from ..scheme.axes import Scheme, TensorQuant, custom_weight_scheme
@@ -18,6 +17,7 @@ from ..scheme.axes import Scheme, TensorQuant, custom_weight_scheme
 if TYPE_CHECKING:
     from ..checkpoint.native import Native
     from ..engines.data import EngineData
+    from ..hardware import GPU
 
 
 def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, ModelSource]:
@@ -91,7 +91,9 @@ def resolve_kv(kv_dtype: str | TensorQuant | None) -> tuple[TensorQuant | None, 
 
 
 def get_gpu(gpu: str | GPU) -> GPU:
-    return gpu if isinstance(gpu, GPU) else catalog.get_gpu(gpu)
+    # a name is looked up; anything else is a GPU already (hardware is not imported for this: `size` without
+    # --gpu never needs it)
+    return catalog.get_gpu(gpu) if isinstance(gpu, str) else gpu
 
 
 def get_engine(engine: str = defaults.ENGINE, version: str | None = None) -> EngineData:

@@ -12,14 +12,17 @@ Pure: no I/O.
 """
 
 import math
+from typing import TYPE_CHECKING
 
 from .. import defaults
 from ..errors import InputError
-from ..hardware import GPU
 from ..model.arch import COMPONENTS, Inventory, ModelArch, ModelSource, ModelSummary, ParamGroup
 from ..model.inventory import inventory_of
 from ..results import Out as _Out
 from ..results import Result, record
+
+if TYPE_CHECKING:  # quoted where used: `size` without --gpu never loads the GPU table's types
+    from ..hardware import GPU
 from ..scheme.axes import Scheme, SchemeAxes, TensorQuant
 from .kvcache import (
     bytes_per_token,
@@ -195,7 +198,7 @@ def size_model(
     kv_name: str | None = None,
     ctx: int | None = None,
     batch: int = 1,
-    gpu: GPU | None = None,
+    gpu: "GPU | None" = None,
     gpus: int = 1,
     memory_utilization: float = defaults.MEMORY_UTILIZATION,
     reserve_bytes: int = defaults.RESERVE_BYTES,
@@ -320,7 +323,7 @@ def kv_size(arch: ModelArch, kv: TensorQuant | None, name: str, ctx: int, batch:
 
 def fit_report(
     arch: ModelArch,
-    gpu: GPU,
+    gpu: "GPU",
     gpus: int,
     weights_bytes: int,
     kv: TensorQuant | None,
