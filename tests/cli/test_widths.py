@@ -50,6 +50,7 @@ CASES: dict[str, tuple[list[str], tuple[int, ...], bool]] = {
     # the shipped profile's kernel curves: its verdict (exit 0 or 1) is the data's, not the layout's
     "validate-shipped": (["validate", "h100-sxm"], (0, 1), True),
     "validate-calibrated": (["validate", str(SIMULATED_PROFILE)], (0,), True),
+    "validate-e2e": (["validate", "--e2e"], (0,), True),
     "calibrate": (["calibrate", "--backend", "simulated", "--gpu", "h200", "--batches", "1..256", "--out",
                    "profiles/h200.yaml", "--no-progress"], (0,), True),
     "list-models": (["list", "models"], (0,), True),

@@ -81,10 +81,11 @@ def bench_table(r: BenchValidation, width: int | None = None) -> str:
 def e2e_table(r: E2EReport, width: int | None = None) -> str:
     lines: list[str] = []
     _para(lines, [f"validate --e2e: the serving-loop model on {len(r.points)} published end-to-end points "
-                  f"({r.points_file}); held out (never fitted): {', '.join(r.heldout_groups)}"], width)
+                  f"({r.points_file}); held out (never fitted): {', '.join(r.heldout_groups)}; aic: aiconfigurator "
+                  "on the points it expresses (aic n), ours on the same points beside it"], width)
     lines.append("")
-    t = Table(["points", "band", "n", "median |err|", "signed", "aiconfigurator n", "ours there", "aiconfigurator"],
-              align="llrrrrrr")
+    t = Table(["points", "band", "n", "median |err|", "signed", "aic n", "ours there", "aic"], align="llrrrrrr",
+              drop=("signed",))
     for b in r.bands:
         if not b.points:
             continue
@@ -119,12 +120,23 @@ def _speedup_lines(r: E2EReport, width: int | None) -> list[str]:
     groups: dict[tuple[str, str, str, str], list[float]] = {}
     for x in r.speedups:
         p = point[x.ids[0]]
-        groups.setdefault((p.gpu, p.engine, x.model, f"{x.schemes[1]} / {x.schemes[0]}"), []).append(x.error)
-    t = Table(["GPU", "engine", "model", "speed-up of", "pairs", "median |err|", "signed"], align="llllrrr")
+        groups.setdefault((p.gpu, p.engine, x.model.rsplit("/", 1)[-1], _pair_label(*x.schemes)), []).append(x.error)
+    t = Table(["GPU", "engine", "model", "speed-up of", "pairs", "median |err|", "signed"], align="llllrrr",
+              flex=("speed-up of", "model"), flex_min={"speed-up of": 12, "model": 10}, drop=("signed", "engine"))
     for (gpu, engine, model, schemes), errs in sorted(groups.items()):
         t.add(gpu, engine, model, schemes, str(len(errs)), _abs(median([abs(e) for e in errs])),
               _pct(median(errs)))
     return [*lines, t.render(width), ""]
+
+
+def _pair_label(baseline: str, other: str) -> str:
+    """``nvfp4 / fp8-tensor``; a pair that differs in the KV cache only, ``kv-fp8 / bf16 KV`` (``calibration.e2e.choice``
+    writes a choice as ``scheme + kv dtype``)."""
+    sa, _, ka = baseline.partition(" + ")
+    sb, _, kb = other.partition(" + ")
+    if sa == sb:
+        return f"{kb or 'bf16 KV'} / {ka or 'bf16 KV'}"
+    return f"{other} / {baseline}"
 
 
 def site_table(r: SiteCalibration, width: int | None = None) -> str:
