@@ -51,6 +51,9 @@ CASES: dict[str, tuple[list[str], tuple[int, ...], bool]] = {
     "validate-shipped": (["validate", "h100-sxm"], (0, 1), True),
     "validate-calibrated": (["validate", str(SIMULATED_PROFILE)], (0,), True),
     "validate-e2e": (["validate", "--e2e"], (0,), True),
+    "validate-census": (["validate", "--census"], (0,), True),
+    "validate-bench": (["validate", "--bench", str(FIXTURES / "bench" / "vllm_bench_serve_0.33.0.json"), "--gpu", "h100"],
+                       (0,), True),
     "calibrate": (["calibrate", "--backend", "simulated", "--gpu", "h200", "--batches", "1..256", "--out",
                    "profiles/h200.yaml", "--no-progress"], (0,), True),
     "list-models": (["list", "models"], (0,), True),
@@ -203,3 +206,16 @@ def test_import_table_fits_and_wide_keeps_every_column():
     narrow = next(line for line in import_table(r, 80).splitlines() if "step med" in line)
     assert narrow.split()[0] == "curve"  # at 80 columns the GPU column drops first
     assert "quantadvise validate profiles/h100-sxm-measured.yaml" in import_table(r, 80)
+
+
+def test_the_bench_plan_fits_the_width_but_for_a_word_longer_than_a_line(cli, monkeypatch):
+    # `recommend --bench-plan` printed its paragraphs unwrapped (one 206-column line at 80 columns): only a
+    # shell word longer than a line (SGLang's comma-joined --tag) may pass the width, alone after its indent
+    monkeypatch.setenv("COLUMNS", "80")
+    r = cli("recommend", "--batch", "64", "--ctx", "2048", "--bench-plan")
+    assert r.code == 0, r.stderr
+    long = [line for line in r.stdout.splitlines() if len(line) > 80]
+    for line in long:
+        words = line.split()
+        assert len(words) <= 2 and len(words[-1]) > 80 - 12, line  # e.g. `--tag model=...,engine_version=...`
+    assert any(line.startswith("recommended: ") and len(line) <= 80 for line in r.stdout.splitlines())

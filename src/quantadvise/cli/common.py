@@ -214,7 +214,7 @@ def emit_report(kind: str, fmt: str | Enum, result: object, *, wide: bool = Fals
     for w in getattr(result, "warnings", ()) or ():
         warn(w, wide=wide)
     name = fmt.value if isinstance(fmt, Enum) else fmt
-    if name in ("table", "explain"):
+    if name in ("table", "explain", "bench_plan"):  # the text layouts (markdown and the machine formats are not wrapped)
         options.setdefault("width", terminal_width(wide))
     emit(render(kind, name, result, **options))
 

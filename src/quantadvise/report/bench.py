@@ -31,8 +31,11 @@ def _para(lines: list[str], texts: list[str], width: int | None) -> None:
 
 
 def _points_table(points: list[BenchPoint], width: int | None) -> list[str]:
+    # a "meas/pred" column holds the measured figure, then the predicted one
     t = Table(["file", "run", "workload", "tok/s meas", "tok/s pred", "err", "TTFT ms meas/pred", "TPOT ms meas/pred",
-               "E2E s meas/pred", "bound"], align="lrlrrrrrrl", drop=["bound", "E2E s meas/pred", "run"])
+               "E2E s meas/pred", "bound"], align="lrlrrrrrrl",
+              drop=["bound", "E2E s meas/pred", "run", "TPOT ms meas/pred", "file", "TTFT ms meas/pred"],
+              flex=["file"], flex_min={"file": 12})  # the file is named again under the table; the workload whole
     for p in points:
         w = p.workload
         work = (f"{w['model'].split('/')[-1]} {w['scheme']} {w['gpu']} TP{w['tp']} c{w['concurrency']} "

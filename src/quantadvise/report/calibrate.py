@@ -220,7 +220,8 @@ def census_table(r: CensusResult, width: int | None = None) -> str:
     engines = {e.split()[0]: e for e in r.engines}
     out: list[str] = []
     for gid in r.gpus:
-        t = Table(["scheme", *(engines[e] for e in engines)], align="l" + "l" * len(engines))
+        cols = [engines[e] for e in engines]
+        t = Table(["scheme", *cols], align="l" + "l" * len(engines), flex=cols, flex_min={c: 20 for c in cols})
         for sid in r.schemes:
             cells = []
             for e in engines:
