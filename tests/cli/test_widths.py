@@ -52,6 +52,8 @@ CASES: dict[str, tuple[list[str], tuple[int, ...], bool]] = {
     "validate-calibrated": (["validate", str(SIMULATED_PROFILE)], (0,), True),
     "validate-e2e": (["validate", "--e2e"], (0,), True),
     "validate-census": (["validate", "--census"], (0,), True),
+    "calibrate-from-bench": (["calibrate", "--from-bench", str(FIXTURES / "bench" / "vllm_bench_serve_0.33.0.json"),
+                              "--gpu", "h100", "--out", "site.yaml"], (0,), True),
     "validate-bench": (["validate", "--bench", str(FIXTURES / "bench" / "vllm_bench_serve_0.33.0.json"), "--gpu", "h100"],
                        (0,), True),
     "calibrate": (["calibrate", "--backend", "simulated", "--gpu", "h200", "--batches", "1..256", "--out",

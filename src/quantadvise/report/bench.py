@@ -148,12 +148,12 @@ def site_table(r: SiteCalibration, width: int | None = None) -> str:
                   f"{len(r.profile.serving)} GPU/engine release{'s' if len(r.profile.serving) != 1 else ''}"], width)
     lines.append("")
     t = Table(["GPU", "engine", "runs", *("layer us", "pass us", "seq us", "prefill +", "decode +"), "held-out |err|"],
-              align="llrrrrrrr")
+              align="llrrrrrrr", drop=("decode +", "seq us"))  # the profile file has every term
     for s in r.profile.serving:
         t.add(s.gpu or "-", f"{s.engine} {s.version}", str(s.points), f"{s.layer_s * 1e6:.2f}", f"{s.pass_s * 1e6:.1f}",
               f"{s.seq_s * 1e6:.2f}", f"{s.prefill_scale:+.0%}", f"{s.decode_scale:+.0%}", _abs(s.heldout_median_error))
     lines += [t.render(width), ""]
-    f = Table(["file", "role", "runs", "median |err|"], align="llrr")
+    f = Table(["file", "role", "runs", "median |err|"], align="llrr", flex=("file",), flex_min={"file": 16})
     for sf in r.files:
         f.add(sf.file, sf.role, str(sf.points), _abs(sf.median_abs_error))
     lines += [f.render(width), ""]
