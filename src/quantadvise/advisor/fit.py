@@ -57,25 +57,25 @@ def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
     (:func:`quantadvise.engines.startup.default_fraction`: vLLM's --gpu-memory-utilization default, SGLang's
     mem_fraction_static heuristic for this GPU, TP, model and the --max-running-requests the plan writes)."""
     from ..engines.flags import ENGINES
-    from ..engines.startup import default_fraction, default_reserve_gb, margin_phrase, usable_fraction
+    from ..engines.startup import default_reserve_gb, share_of_gpu
 
     w, engine = ctx.workload, ctx.engine.engine
-    if w.memory_utilization is not None:
+    given: float | None = w.memory_utilization
+    frac_from = ""
+    if given is not None:
         flag = ENGINES[engine].for_field("gpu_memory_utilization").name
-        frac, frac_from = w.memory_utilization, f"given; the engine commands carry it: {flag} {w.memory_utilization:g}"
-    else:
-        if ctx.startup is None:
+        frac_from = f"given; the engine commands carry it: {flag} {given:g}"
+    if ctx.startup is None:
+        if given is None:
             raise ValueError("no engine start-up facts to derive the memory fraction from")
-        # the running cap the fraction heuristic reads, where the release has one (SGLang's tiers)
+        frac = given
+    else:
+        # the running cap the fraction heuristic reads, where the release has one (SGLang's tiers); vLLM 0.34.0's
+        # extensible KV cache keeps a margin of each GPU free after warmup, whatever the flag says
         sglang = {"max_running_requests": w.batch} if ctx.startup.fraction_tiers else {}
-        d = default_fraction(ctx.startup, ctx.gpu.memory_bytes, tp=gpus, mla=ctx.arch.is_mla,
-                             model_path=ctx.model_id or w.model, **sglang)
-        frac, frac_from = d.fraction, d.brief
-    if ctx.startup is not None and (usable := usable_fraction(ctx.startup, frac, ctx.gpu.memory_bytes,
-                                                              ctx.gpu.vendor)) < frac:
-        # vLLM 0.34.0's extensible KV cache keeps a margin of each GPU free after warmup, whatever the flag says
-        frac_from = f"{frac_from}, {margin_phrase(ctx.startup, ctx.gpu.vendor)}"
-        frac = usable
+        frac, frac_from = share_of_gpu(ctx.startup, ctx.gpu.memory_bytes, ctx.gpu.vendor, tp=gpus,
+                                       mla=ctx.arch.is_mla, model_path=ctx.model_id or w.model, fraction=given,
+                                       fraction_from=frac_from, **sglang)
     if w.memory_utilization is None:
         frac_from += "; --memory-utilization"
     if w.reserve_gb is not None:

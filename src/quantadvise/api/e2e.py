@@ -63,7 +63,7 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
     routed experts sharded over the TP group (SGLang ``--ep-size``, vLLM ``--enable-expert-parallel``), priced
     as a layout (:class:`~quantadvise.perf.parallel.LayoutStep`) with the GPU's measured communication."""
     from ..catalog.resolve import get_gpu, load_profiles, resolve_kv, resolve_scheme
-    from ..engines.startup import default_fraction, default_reserve_gb, usable_fraction
+    from ..engines.startup import default_reserve_gb, share_of_gpu
     from ..memory.sizing import memory_budget, size_model
     from ..perf.datapath import datapath
     from ..perf.step import StepModel
@@ -86,8 +86,7 @@ def setup(cache: dict[Any, Setup], *, config: str, scheme: Any, gpu: str, tp: in
     room = None
     if kv_limit:
         startup = catalog.engine_startup(engine, rel)
-        frac = usable_fraction(startup, default_fraction(startup, g.memory_bytes, tp=tp, mla=arch.is_mla,
-                                                         model_path=config).fraction, g.memory_bytes, g.vendor)
+        frac, _ = share_of_gpu(startup, g.memory_bytes, g.vendor, tp=tp, mla=arch.is_mla, model_path=config)
         reserve = int(default_reserve_gb(engine)[0] * 1024**3)
         budget = memory_budget(g.memory_bytes, gpus=tp, memory_utilization=frac, reserve_bytes=reserve).budget_bytes
         room = float(budget - size_model(arch, s).total_bytes)

@@ -171,17 +171,15 @@ def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine
                  version: str | None = None) -> tuple[float, int, str]:
     """(memory fraction, runtime reserve bytes per GPU, where the fraction comes from) for a command that
     sizes memory without an engine command (``size --gpu``, ``roofline``): the engine release's own
-    default, derived as ``check`` and ``recommend`` derive it (``gate.startup.default_fraction``) —
+    default, derived as ``check`` and ``recommend`` derive it (``engines.startup.share_of_gpu``) —
     the newest bundled vLLM's when no engine is named."""
-    from ..engines.startup import default_fraction, default_reserve_gb, margin_phrase, usable_fraction
+    from ..engines.startup import default_reserve_gb, share_of_gpu
 
     eng = catalog.get_engine(engine or defaults.ENGINE, version)
     facts = catalog.engine_startup(eng.engine, eng.version)
-    d = default_fraction(facts, g.memory_bytes, tp=gpus, mla=bool(arch is not None and arch.is_mla),
-                         model_path=arch.architecture if arch else "")
+    usable, why = share_of_gpu(facts, g.memory_bytes, g.vendor, tp=gpus, mla=bool(arch is not None and arch.is_mla),
+                               model_path=arch.architecture if arch else "")
     reserve_gb, _ = default_reserve_gb(eng.engine)
-    usable = usable_fraction(facts, d.fraction, g.memory_bytes, g.vendor)
-    why = d.brief if usable == d.fraction else f"{d.brief}, {margin_phrase(facts, g.vendor)}"
     return usable, int(reserve_gb * defaults.GiB), why
 
 

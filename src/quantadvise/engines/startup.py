@@ -414,6 +414,22 @@ def margin_phrase(facts: StartupFacts, vendor: str) -> str:
             f"{facts.lines.get('kv_margin', '').split(' (')[0]}")
 
 
+def share_of_gpu(facts: StartupFacts, gpu_memory_bytes: int, vendor: str, *, tp: int, mla: bool, model_path: str,
+                 fraction: float | None = None, fraction_from: str = "", **sglang: Any) -> tuple[float, str]:
+    """(the share of each GPU the release's KV cache sizing reaches, where it comes from): ``fraction`` (a flag
+    the user gave, said by ``fraction_from``) or the release's default (:func:`default_fraction`), capped by the
+    margin it keeps free after warmup (:func:`usable_fraction`, :func:`margin_phrase` added to the words). The
+    one derivation ``recommend`` (``advisor.fit.engine_memory``), ``size --gpu`` / ``roofline``
+    (``catalog.resolve.engine_share``) and ``validate --e2e`` share."""
+    if fraction is None:
+        d = default_fraction(facts, gpu_memory_bytes, tp=tp, mla=mla, model_path=model_path, **sglang)
+        fraction, fraction_from = d.fraction, d.brief
+    usable = usable_fraction(facts, fraction, gpu_memory_bytes, vendor)
+    if usable < fraction:
+        return usable, f"{fraction_from}, {margin_phrase(facts, vendor)}"
+    return fraction, fraction_from
+
+
 def default_reserve_gb(engine: str) -> tuple[float, str]:
     """(GiB per GPU, why) the engine uses outside its weights and KV cache when no reserve is given:
     vLLM subtracts its activation peak, non-torch memory and CUDA graphs from its share
