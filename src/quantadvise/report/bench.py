@@ -31,11 +31,10 @@ def _para(lines: list[str], texts: list[str], width: int | None) -> None:
 
 
 def _points_table(points: list[BenchPoint], width: int | None) -> list[str]:
-    # a "meas/pred" column holds the measured figure, then the predicted one
-    t = Table(["file", "run", "workload", "tok/s meas", "tok/s pred", "err", "TTFT ms meas/pred", "TPOT ms meas/pred",
-               "E2E s meas/pred", "bound"], align="lrlrrrrrrl",
-              drop=["bound", "E2E s meas/pred", "run", "TPOT ms meas/pred", "file", "TTFT ms meas/pred"],
-              flex=["file"], flex_min={"file": 12})  # the file is named again under the table; the workload whole
+    # the workload whole; the file (named again under the table) and the latencies give way at a narrow width
+    t = Table(["file", "run", "workload", "tok/s", "pred", "err", "TTFT ms m/p", "TPOT ms m/p", "E2E s m/p", "bound"],
+              align="lrlrrrrrrl", drop=["bound", "E2E s m/p", "run", "file", "TPOT ms m/p", "TTFT ms m/p"],
+              flex=["file"], flex_min={"file": 12})
     for p in points:
         w = p.workload
         work = (f"{w['model'].split('/')[-1]} {w['scheme']} {w['gpu']} TP{w['tp']} c{w['concurrency']} "
@@ -44,7 +43,8 @@ def _points_table(points: list[BenchPoint], width: int | None) -> list[str]:
         t.add(p.file, str(p.index + 1), work, f"{p.measured.output_tok_s:,.0f}", f"{p.predicted.output_tok_s or 0:,.0f}",
               _pct(p.error.output_tok_s), f"{_ms(p.measured.ttft_s)}/{_ms(p.predicted.ttft_s)}",
               f"{_ms(p.measured.tpot_s)}/{_ms(p.predicted.tpot_s)}", e2e, p.bound)
-    return [t.render(width)]
+    return [t.render(width), *wrap("tok/s: the run's output tokens/s; pred: the prediction; m/p: measured / predicted",
+                                   width, subsequent="  ")]
 
 
 def _recovered(points: list[BenchPoint], width: int | None) -> list[str]:
