@@ -76,7 +76,7 @@ def engine_memory(ctx: Context, gpus: int) -> EngineMemory:
         frac, frac_from = share_of_gpu(ctx.startup, ctx.gpu.memory_bytes, ctx.gpu.vendor, tp=gpus,
                                        mla=ctx.arch.is_mla, model_path=ctx.model_id or w.model, fraction=given,
                                        fraction_from=frac_from, **sglang)
-    if w.memory_utilization is None:
+    if given is None:
         frac_from += "; --memory-utilization"
     if w.reserve_gb is not None:
         reserve, reserve_from = w.reserve_gb, "--reserve-gb"

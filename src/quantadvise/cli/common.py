@@ -209,12 +209,12 @@ def color_enabled() -> bool:
 def emit_report(kind: str, fmt: str | Enum, result: object, *, wide: bool = False, **options: object) -> None:
     """Warnings to stderr, then the rendered report alone on stdout (human output fitted to the
     terminal width)."""
-    from ..report import render
+    from ..report import TEXT_LAYOUTS, render
 
     for w in getattr(result, "warnings", ()) or ():
         warn(w, wide=wide)
     name = fmt.value if isinstance(fmt, Enum) else fmt
-    if name in ("table", "explain", "bench_plan"):  # the text layouts (markdown and the machine formats are not wrapped)
+    if name in TEXT_LAYOUTS:
         options.setdefault("width", terminal_width(wide))
     emit(render(kind, name, result, **options))
 

@@ -68,7 +68,10 @@ def to_json(result: Any) -> str:
     return json_text(result.model_dump(mode="json"), indent=2)
 
 
-HUMAN = ("table", "explain", "markdown", "github")  # formats a person reads on a terminal
+# the text layouts, fitted to the terminal's width (``recommend --explain`` / ``--bench-plan`` are layouts of the
+# table format); with markdown and github, what a person reads (its user text made printable)
+TEXT_LAYOUTS = ("table", "explain", "bench_plan")
+HUMAN = (*TEXT_LAYOUTS, "markdown", "github")
 
 
 def render(kind: str, fmt: str, result: Any, **options: Any) -> str:
