@@ -65,14 +65,13 @@ def unique_files(files: list[str | Path]) -> tuple[list[str | Path], list[str]]:
 
 def _scheme(run: BenchRun, config: str) -> tuple[Any, str]:
     """(the scheme that prices the run — a preset id, or the checkpoint as shipped —, where it came from)."""
-    from ..catalog.hub import resolve_model
-    from ..catalog.resolve import shipped_scheme
+    from ..catalog.resolve import find_config, shipped_scheme
     from ..model.parse import parse_config
 
     if run.scheme:
         return run.scheme, run.recovered.get("scheme", "the file")
     doc = catalog.validation_config(config)
-    src, cfg = (None, doc) if doc is not None else resolve_model(config)
+    src, cfg = (None, doc) if doc is not None else find_config(config)
     native = shipped_scheme(parse_config(cfg, config), src, cfg)
     if native is not None:
         return native.scheme, f"not recorded: the checkpoint as shipped ({native.scheme.id}; give --scheme)"

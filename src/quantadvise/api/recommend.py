@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..catalog.resolve import (
+    find_config,
     get_gpu,
     load_model,
     load_profiles,
@@ -155,11 +156,10 @@ class _Inputs:
 
 def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
     from ..advisor.options import BF16_KV, KvOption
-    from ..catalog.hub import resolve_model
     from ..engines.limits import context_limit
     from ..model.parse import parse_config
 
-    src, cfg = resolve_model(w.model)
+    src, cfg = find_config(w.model)
     arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
     g = get_gpu(w.gpu)
     engine = catalog.get_engine(w.engine, w.engine_version)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import engine_share, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
+from ..catalog.resolve import engine_share, find_config, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
 from ..memory.sizing import SizeReport, size_model
 from ..model.arch import ModelArch
 from ..scheme.axes import Scheme, TensorQuant
@@ -151,9 +151,7 @@ def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
     if isinstance(model, dict):
         return None, model
     if isinstance(model, str):
-        from ..catalog.hub import resolve_model
-
-        return resolve_model(model)
+        return find_config(model)
     return None
 
 

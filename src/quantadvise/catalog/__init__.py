@@ -26,7 +26,7 @@ _NAMES: dict[str, str] = {
     "uncertainty_bands": "lookup_tables",
     "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
-    "ModelRow": "models", "bundled_config": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
+    "FoundConfig": "models", "ModelRow": "models", "bundled_config": "models", "bundled_source": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
     "find_bundled_model": "models", "get_gpu": "models", "gpu_ids": "models", "gpu_names": "models",
     "PriceRow": "pricing", "gpu_price": "pricing", "price_ids": "pricing",
     "accuracy_rules": "profiles", "default_perf_profile": "profiles", "load_perf_profile": "profiles",
@@ -61,10 +61,12 @@ if TYPE_CHECKING:
     from .loader import data_dir, data_yaml, load_yaml_file
     from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
     from .models import (
+        FoundConfig,
         ModelRow,
         bundled_config,
         bundled_model_ids,
         bundled_model_names,
+        bundled_source,
         find_bundled_model,
         get_gpu,
         gpu_ids,
@@ -107,7 +109,7 @@ if TYPE_CHECKING:
     from .validate import validate_all
 
 __all__ = [
-    "KvPreset", "ModelRow", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
+    "FoundConfig", "KvPreset", "ModelRow", "bundled_source", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
     "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "kernel_table_checks", "kernel_table_gpus", "kernel_tables",

@@ -29,7 +29,7 @@ from .. import catalog
 from ..errors import ConfigError, InputError, SourceUnavailableError, UnknownNameError
 from ..files import json_loads, not_regular, special
 from ..inputs import finite
-from ..results import record
+from .models import FoundConfig
 
 if TYPE_CHECKING:  # the --hub query only: `size` does not import the published-checkpoint types
     from ..checkpoint.published import ConfigStatus, Published
@@ -38,18 +38,6 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config.json is kilobytes; refuse to par
 MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rarely passes 1 KiB
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
-
-@record
-class FoundConfig:
-    """Where a model's config.json was found (the report's :class:`~quantadvise.model.arch.ModelSource`
-    is built from it): its id, how (bundled, local, cache, hub), the file, and the folder beside it."""
-
-    id: str
-    kind: str  # bundled | local | cache | hub
-    location: str
-    published_params: int | None = None
-    params_source: str | None = None
-    directory: str | None = None  # folder holding config.json (for sidecar files), when there is one
 
 
 def read_json_file(path: Path) -> Any:
@@ -102,13 +90,9 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> tuple[FoundConfig, di
         raise InputError(f"model name {name[:40]!r}{'...' if len(name) > 40 else ''} ({len(name):,} characters) is not "
                          "a Hub id or a path", hint="pass a Hub id such as meta-llama/Llama-3.1-8B or a path",
                          field="model")
-    row = catalog.find_bundled_model(name)
-    if row is not None:
-        cfg = catalog.bundled_config(row)
-        return (
-            FoundConfig(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source),
-            cfg,
-        )
+    bundled = catalog.bundled_source(name)
+    if bundled is not None:
+        return bundled
     path = _path(name)
     what = special(path) if path is not None else None
     if path is not None and what is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationError, model_validator
 
 from ..errors import AmbiguousNameError, DataError, UnknownNameError, format_validation_error
+from ..results import record
 from . import loader
 from .loader import Index, Row
 
@@ -47,6 +48,29 @@ def find_bundled_model(name: str) -> ModelRow | None:
         return ModelRow.model_validate(raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/models.yaml model '{raw['id']}'")) from None
+
+
+@record
+class FoundConfig:
+    """Where a model's config.json was found (the report's :class:`~quantadvise.model.arch.ModelSource`
+    is built from it): its id, how (bundled, local, cache, hub), the file, and the folder beside it."""
+
+    id: str
+    kind: str  # bundled | local | cache | hub
+    location: str
+    published_params: int | None = None
+    params_source: str | None = None
+    directory: str | None = None  # folder holding config.json (for sidecar files), when there is one
+
+
+def bundled_source(name: str) -> tuple[FoundConfig, dict[str, Any]] | None:
+    """(where, config.json dict) of a bundled model by id or alias; None when ``name`` is not one (the
+    first place ``catalog.hub.resolve_model`` looks, here so a bundled name needs no Hub module)."""
+    row = find_bundled_model(name.strip())
+    if row is None:
+        return None
+    return FoundConfig(row.id, "bundled", f"data/{row.config}", row.published_params, row.params_source), \
+        bundled_config(row)
 
 
 def bundled_model_names() -> list[str]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..checkpoint.native import Native
     from ..engines.data import EngineData
     from ..hardware import GPU
+    from .models import FoundConfig
 
 
 def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tuple[ModelArch, ModelSource]:
@@ -27,11 +28,20 @@ def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tupl
         return model, ModelSource(id=model.architecture, source="object")
     if isinstance(model, dict):
         return parse_config(model, "config"), ModelSource(id=str(model.get("_name_or_path", "config")), source="dict")
-    from .hub import resolve_model
-
-    src, cfg = resolve_model(model)
+    src, cfg = find_config(model)
     arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
     return arch, ModelSource(id=src.id, source=src.kind, location=src.location, published_params=src.published_params)
+
+
+def find_config(name: str) -> tuple[FoundConfig, dict[str, Any]]:
+    """(where, config.json dict) of a model by name: ``catalog.hub.resolve_model``'s search, with a
+    bundled name answered without importing the Hub module (start-up of ``size`` and ``recommend``)."""
+    found = catalog.bundled_source(name)
+    if found is not None:
+        return found
+    from .hub import resolve_model
+
+    return resolve_model(name)
 
 
 def resolve_scheme(

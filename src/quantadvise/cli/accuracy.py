@@ -1,7 +1,5 @@
 """``quantadvise accuracy``: per-sample accuracy evidence for a quantized model."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """``quantadvise calibrate``: measure the GPU and write an efficiency profile (docs/calibration.md)."""
 
-from __future__ import annotations
-
 import shlex
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """``quantadvise check``: the CI gate for a deployment repository."""
 
-from __future__ import annotations
-
 from enum import Enum
 from pathlib import Path
 from typing import Annotated

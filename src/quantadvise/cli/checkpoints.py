@@ -1,7 +1,5 @@
 """``quantadvise checkpoints``: the published quantized variants of a model and each engine's verdict."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """``quantadvise deploy``: the recommended layout as manifests for a stack that already scales."""
 
-from __future__ import annotations
-
 from enum import Enum
 from pathlib import Path
 from typing import Annotated

@@ -1,7 +1,5 @@
 """``quantadvise engines``: the engines' quantization registries, version by version."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

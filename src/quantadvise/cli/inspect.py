@@ -1,7 +1,5 @@
 """``quantadvise inspect``: a checkpoint's quantization, its size on disk, and each engine's verdict."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """``quantadvise list``: what is bundled — models, GPUs, schemes, KV presets, engine releases."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """``quantadvise recommend``: a workload walks the decision tree to a scheme."""
 
-from __future__ import annotations
-
 from enum import Enum
 from pathlib import Path
 from typing import Annotated

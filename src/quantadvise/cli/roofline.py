@@ -1,7 +1,5 @@
 """``quantadvise roofline``: decode step time, tokens/s and bound per scheme x batch x context."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

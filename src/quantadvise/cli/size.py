@@ -1,7 +1,5 @@
 """``quantadvise size``: whole-model memory under a scheme."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

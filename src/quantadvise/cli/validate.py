@@ -1,8 +1,6 @@
 """``quantadvise validate``: how well each performance model predicts a calibrated profile, the user's
 benchmark files (``--bench``), or the published end-to-end points (``--e2e``)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -8,7 +8,7 @@ each engine release does with it). Pure: the caller supplies the parsed files an
 
 from typing import Any, ClassVar
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
@@ -77,7 +77,7 @@ class GroupRow(Out):
     accumulation: str | None = None
     preset: str | None = None
     ct_preset: str | None = None
-    labels: list[str] = Field(default_factory=list)
+    labels: list[str] = []
     modules: int | None = None  # linear modules the group quantizes in this model (None: no architecture)
     params: int | None = None
     bytes: int | None = None
@@ -98,9 +98,9 @@ class InspectReport(Result):
     size: DiskSize | None
     gpu: GpuTarget | None
     engines: list[EngineResolution]
-    kernels: list[GroupKernel] = Field(default_factory=list)  # with --gpu: the GEMM kernel per engine and group
-    notes: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    kernels: list[GroupKernel] = []  # with --gpu: the GEMM kernel per engine and group
+    notes: list[str] = []
+    warnings: list[str] = []
 
 
 def _actorder(a: QArgs | None) -> str:
@@ -280,7 +280,7 @@ class PublishedEntry(Out):
     downloads: int | None = None
     likes: int | None = None
     popularity_seen: str | None = None
-    inferred_from: list[str] = Field(default_factory=list)
+    inferred_from: list[str] = []
     source: str
     as_of: str
 
@@ -292,5 +292,5 @@ class CheckpointsReport(Result):
     gpu: GpuTarget
     engines: list[str]
     checkpoints: list[PublishedEntry]
-    notes: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = []
+    warnings: list[str] = []

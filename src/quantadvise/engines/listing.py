@@ -54,7 +54,7 @@ class EngineListing(Result):
     override_order: list[str]
     optimized_allow_list: list[str] | None
     notes: list[str]
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = []
     # every engine's releases on file, oldest first (label -> versions): the releases a command can name
     releases: dict[str, list[str]] = Field(default_factory=dict)
 
@@ -70,7 +70,7 @@ class MethodDetail(Result):
     platforms: dict[str, bool]
     shorthand: Shorthand | None = None
     elsewhere: dict[str, Method | None] = Field(default_factory=dict)  # the same name in other engines
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = []
 
 
 class DiffRow(Out):
@@ -88,8 +88,8 @@ class FactChange(Out):
     field: str
     before: str
     after: str
-    added: list[str] = Field(default_factory=list)  # for a list: the items only the newer release has
-    removed: list[str] = Field(default_factory=list)
+    added: list[str] = []  # for a list: the items only the newer release has
+    removed: list[str] = []
 
 
 def _change(section: str, subject: str, field: str, va: Any, vb: Any) -> FactChange:
@@ -110,8 +110,8 @@ class VerdictChange(Out):
     gpu: str
     before: str
     after: str
-    added: list[str] = Field(default_factory=list)  # "[kind] engine message" the newer release prints
-    removed: list[str] = Field(default_factory=list)
+    added: list[str] = []  # "[kind] engine message" the newer release prints
+    removed: list[str] = []
 
 
 class EngineDiff(Result):
@@ -126,14 +126,14 @@ class EngineDiff(Result):
     kv_both: list[str]
     not_optimized: dict[str, list[str]]  # per engine: real CLI names outside its optimized list
     # two releases of one engine: every fact that changed, and the verdicts that changed on the probes
-    changed: list[FactChange] = Field(default_factory=list)
-    verdicts: list[VerdictChange] = Field(default_factory=list)
+    changed: list[FactChange] = []
+    verdicts: list[VerdictChange] = []
     probes_compared: int = 0  # probe x GPU pairs judged by both releases
     options: OptionDiff | None = None  # two releases of one engine with both option lists on file (data/flags/)
     # per release label: the kernel table its kernel changes (``changed`` rows of section "kernels") were read
     # from, None where the release has no table of its own (then no kernel is compared)
     kernel_tables: dict[str, str | None] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = []
 
 
 def counts(e: EngineData) -> RegistryCounts:

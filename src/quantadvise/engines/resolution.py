@@ -51,11 +51,11 @@ class EngineResolution(Out):
     method_kind: str | None = None
     min_capability: int | None = None
     optimized: bool | None = None
-    steps: list[str] = Field(default_factory=list)
-    groups: list[GroupDispatch] = Field(default_factory=list)
+    steps: list[str] = []
+    groups: list[GroupDispatch] = []
     kv_cache_dtype: str = "auto"
     kv_cache_dtype_resolved: str | None = None
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[Finding] = []
     # the GEMM kernel this release runs for each config group on the GPU (engines/kernels, filled by
     # inspect); None: not looked up, or no kernel table on file for this release. Not in the JSON
     # (``InspectReport.kernels`` carries it); ``check --upgrade-to`` compares it (QA112).

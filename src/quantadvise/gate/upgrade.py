@@ -16,8 +16,6 @@ Pure: the caller runs the pipeline.
 import re
 from collections.abc import Iterable
 
-from pydantic import Field
-
 from ..results import Out
 from .findings import Findings
 from .result import GateFinding, TargetReport
@@ -57,11 +55,11 @@ class UpgradeChange(Out):
     engine: str
     from_version: str
     to_version: str
-    changes: list[UpgradeDelta] = Field(default_factory=list)
-    added: list[str] = Field(default_factory=list)  # "QA106 [warning] <the engine's words>" only the target prints
-    removed: list[str] = Field(default_factory=list)
+    changes: list[UpgradeDelta] = []
+    added: list[str] = []  # "QA106 [warning] <the engine's words>" only the target prints
+    removed: list[str] = []
     # the deployment starts on its release and the target refuses to start it: why, at the lines to fix
-    refusals: list[UpgradeRefusal] = Field(default_factory=list)
+    refusals: list[UpgradeRefusal] = []
 
     @property
     def stops_starting(self) -> bool:
