@@ -29,3 +29,21 @@ def test_an_unknown_name_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         catalog.nope  # noqa: B018
+
+
+def test_a_bundled_model_needs_no_hub_module():
+    # `size` and `recommend` of a bundled model resolve it from data/ alone: catalog/hub.py (the Hub and
+    # HF-cache search) is not imported, nor the regular-expression tokenizer pydantic would compile to read
+    # inspect.signature(list) for a `default_factory=list` field (1.5 ms of start-up, issue 30)
+    code = ("import sys, io, contextlib\n"
+            "from quantadvise.cli.app import main\n"
+            "for argv in (['size', 'meta-llama/Llama-3-8B', '--bits', '4', '--ctx', '4096'],\n"
+            "             ['recommend', '--batch', '64', '--ctx', '2048']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        try: main(argv)\n"
+            "        except SystemExit: pass\n"
+            "import tokenize\n"
+            "print('quantadvise.catalog.hub' in sys.modules, tokenize._compile.cache_info().currsize)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}).stdout
+    assert out.split() == ["False", "0"]

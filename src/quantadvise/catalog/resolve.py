@@ -193,16 +193,18 @@ def engine_share(g: GPU, gpus: int = 1, *, arch: ModelArch | None = None, engine
     return usable, int(reserve_gb * defaults.GiB), why
 
 
-def shipped_scheme(arch: ModelArch, src: Any | None, cfg: dict[str, Any]) -> Native | None:
+def shipped_scheme(arch: ModelArch, src: FoundConfig | None, cfg: dict[str, Any]) -> Native | None:
     """The checkpoint as shipped (its quantization_config, or ModelOpt's hf_quant_config.json beside
     it when ``src`` is a folder or Hub entry), when it quantizes weights: what ``recommend`` weighs as the
     native candidate and ``size`` sizes by default."""
     from ..checkpoint.native import native_scheme
     from ..checkpoint.parse import SIDECARS, find_quantization_config, parse_checkpoint
     from ..checkpoint.presets import with_presets
-    from .hub import read_sidecar
+    side: dict[str, Any] = {}
+    if src is not None and src.directory is not None:  # a folder to look in (not a bundled config)
+        from .hub import read_sidecar
 
-    side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None} if src is not None else {}
+        side = {n: d for n in SIDECARS if (d := read_sidecar(src, n)) is not None}
     ck = parse_checkpoint(cfg, side)
     if ck is None or not ck.is_quantized:
         return None
