@@ -12,13 +12,13 @@ from ..results import record
 # image tags (and --engine-version words) for a build newer than any release: vllm/vllm-openai:nightly,
 # vllm/vllm-openai:nightly-<commit>, lmsysorg/sglang:dev, rocm/vllm-dev:nightly_main_20250901, rocm/vllm-dev:main
 NIGHTLY = "nightly"
-_NIGHTLY_TAG = re.compile(r"(?:nightly|dev|main)(?:[-_.].*)?", re.IGNORECASE)
+_NIGHTLY_TAG = r"(?i:nightly|dev|main)(?:[-_.].*)?"  # patterns compiled on first use (re's cache)
 # a release at the start of a tag (v0.21.0, 0.5.7-cu129, v0.4.6.post5-cu124, v0.5.3rc0-rocm700-mi30x-20250925,
 # v0.10.1.1), or after "vllm" inside one (AMD's rocm/vllm: rocm6.4.1_vllm_0.10.1_20250909,
 # rocm6.3.1_instinct_vllm0.7.3_20250311, rocm6.4_mi300_ubuntu22.04_py3.11_vllm_0.10.x)
 _RELEASE = r"(\d+\.\d+(?:\.\d+)*(?:\.?post\d+|rc\d+|\.?dev\d+|a\d+|b\d+)?)"
-_TAG_START = re.compile(r"v?" + _RELEASE + r"(?![\w.])|v?" + _RELEASE + r"[-_+]")
-_TAG_VLLM = re.compile(r"(?:^|[_-])vllm[_-]?v?" + _RELEASE)
+_TAG_START = r"v?" + _RELEASE + r"(?![\w.])|v?" + _RELEASE + r"[-_+]"
+_TAG_VLLM = r"(?:^|[_-])vllm[_-]?v?" + _RELEASE
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -84,7 +84,7 @@ def choose_release(label: str, versions: list[str], asked: str | None) -> Releas
         return ReleaseChoice(label, newest, newest, True)
     if text in versions:
         return ReleaseChoice(label, text, text, True)
-    if text.lower() == NIGHTLY or _NIGHTLY_TAG.fullmatch(text):
+    if text.lower() == NIGHTLY or re.fullmatch(_NIGHTLY_TAG, text):
         return ReleaseChoice(label, newest, NIGHTLY, False)
     if not re.match(r"\d+\.\d+", text):
         raise InputError(f"'{asked}' is not a {label} release (a version such as {newest}, or nightly)",
@@ -98,13 +98,13 @@ def release_in_tag(tag: str) -> str | None:
     ``rocm6.4.1_vllm_0.10.1_20250909`` -> 0.10.1), ``nightly`` for a nightly / dev build's tag, None for a
     tag that names no release (``latest``, ``gptoss``)."""
     t = tag.strip()
-    m = _TAG_START.match(t)
+    m = re.match(_TAG_START, t)
     if m:
         return m.group(1) or m.group(2)
-    m = _TAG_VLLM.search(t)
+    m = re.search(_TAG_VLLM, t)
     if m:
         return m.group(1)
-    if _NIGHTLY_TAG.fullmatch(t):
+    if re.fullmatch(_NIGHTLY_TAG, t):
         return NIGHTLY
     return None
 

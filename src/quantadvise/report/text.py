@@ -7,7 +7,6 @@ no limit, ``--wide``), so golden files are stable; units always shown.
 from __future__ import annotations
 
 import re
-import shlex
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -26,7 +25,7 @@ __all__ = ["ELLIPSIS", "MIN_FLEX", "Table", "bytes_h", "clip", "count_h", "csv_c
 # A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...);
 # OWASP's CSV-injection advice: such a text cell gets a leading apostrophe, which shows it as text.
 CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_CSV_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
+_CSV_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"  # compiled on first use (re's cache)
 
 
 def csv_cell(value: object) -> object:
@@ -35,7 +34,7 @@ def csv_cell(value: object) -> object:
     number, prefixed with ``'`` so a spreadsheet shows it instead of running it."""
     if not isinstance(value, str):
         return value
-    if value.startswith(CSV_FORMULA_START) and not _CSV_NUMBER.fullmatch(value):
+    if value.startswith(CSV_FORMULA_START) and not re.fullmatch(_CSV_NUMBER, value):
         value = "'" + value
     return printable(value)
 
@@ -99,13 +98,13 @@ def wrap(text: str, width: int | None, indent: str = "", subsequent: str | None 
         return [first]
     rest = indent if subsequent is None else subsequent
     room = width - max(len(indent), len(rest))
-    url = any(len(w) > room and _URL.search(w) for w in text.split())
+    url = any(len(w) > room and re.search(_URL, w, re.I) for w in text.split())
     return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=rest,
                          break_on_hyphens=False, break_long_words=not url) or [indent]
 
 
 # a word that is a web address: a scheme, or a host name with a dot followed by a path
-_URL = re.compile(r"^\(?(?:[a-z]+://|[\w-]+(?:\.[\w-]+)+/)", re.I)
+_URL = r"^\(?(?:[a-z]+://|[\w-]+(?:\.[\w-]+)+/)"  # compiled on first use: only a word too long for the line asks
 
 
 def wrap_command(argv: str, width: int | None, indent: str = "") -> list[str]:
@@ -114,6 +113,8 @@ def wrap_command(argv: str, width: int | None, indent: str = "") -> list[str]:
     first = indent + argv
     if width is None or len(first) <= width:
         return [first]
+    import shlex
+
     try:
         words = shlex.split(argv)
     except ValueError:

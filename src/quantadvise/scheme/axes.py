@@ -28,8 +28,8 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-_GROUP_RE = re.compile(r"^(?:g|group[:=]?)\s*(\d+)$")
-_BLOCK_RE = re.compile(r"^(?:block[:=]?)?\s*(\d+)\s*[x×]\s*(\d+)$")
+_GROUP_RE = r"^(?:g|group[:=]?)\s*(\d+)$"  # patterns compiled on first use (re's cache): most shapes are named
+_BLOCK_RE = r"^(?:block[:=]?)?\s*(\d+)\s*[x×]\s*(\d+)$"
 _NAMED_SHAPES = {
     "per-tensor": (-1, -1),
     "tensor": (-1, -1),
@@ -59,9 +59,9 @@ class GroupShape(_Frozen):
             if text in _NAMED_SHAPES:
                 r, c = _NAMED_SHAPES[text]
                 return {"row": r, "col": c}
-            if m := _GROUP_RE.match(text):
+            if m := re.match(_GROUP_RE, text):
                 return {"row": 1, "col": int(m.group(1))}
-            if m := _BLOCK_RE.match(text):
+            if m := re.match(_BLOCK_RE, text):
                 return {"row": int(m.group(1)), "col": int(m.group(2))}
             raise ValueError(
                 f"unknown group shape '{value}' (use per-tensor, per-channel, per-token, g128, "
