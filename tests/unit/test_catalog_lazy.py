@@ -47,3 +47,22 @@ def test_a_bundled_model_needs_no_hub_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}).stdout
     assert out.split() == ["False", "0"]
+
+
+def test_size_and_roofline_read_a_bundled_config_once(monkeypatch):
+    # the architecture, the checkpoint as shipped and the context limit come from one read of config.json
+    # (size with --ctx read it three times: load_model, the shipped-scheme check, the context warning)
+    import quantadvise as qa
+    from quantadvise import catalog
+    from quantadvise.catalog import models
+
+    reads: list[str] = []
+    real = models.bundled_config
+    counted = lambda row: reads.append(row.id) or real(row)  # noqa: E731
+    monkeypatch.setattr(models, "bundled_config", counted)
+    monkeypatch.setattr(catalog, "bundled_config", counted, raising=False)  # the package's lazily bound name
+    qa.size("meta-llama/Llama-3-8B", bits=4, ctx=4096)
+    assert reads == ["meta-llama/Meta-Llama-3-8B"]
+    reads.clear()
+    qa.roofline("meta-llama/Llama-3-8B", "bf16", batches="1", ctx="4096")
+    assert reads == ["meta-llama/Meta-Llama-3-8B"]

@@ -9,7 +9,6 @@ from .. import catalog, defaults
 from ..catalog.resolve import (
     engine_share,
     get_gpu,
-    load_model,
     load_profiles,
     load_site_terms,
     release_warning,
@@ -87,7 +86,7 @@ def roofline(
     from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
     from ..perf.roofline import roofline as run
     from ..perf.serving import Slo, Speculation
-    from .size import context_warnings
+    from .size import context_warnings, model_and_config
     from .speed import efficiency, price_for
 
     # every input checked before any work, by the checks (and messages) recommend, size and check use
@@ -107,7 +106,7 @@ def roofline(
         batches = defaults.PARETO_BATCHES if pareto else defaults.ROOFLINE_BATCHES
     batch_list, contexts = parse_batches(batches), parse_contexts(ctx)
     lengths(min(contexts), prompt, output, decode=True)  # a decode step at --ctx reads the prompt's KV
-    arch, info = load_model(model)
+    arch, info, found = model_and_config(model)  # also the config the context limit reads
     g = get_gpu(gpu)
     use_default_list = schemes is None
     if schemes is None:
@@ -144,7 +143,7 @@ def roofline(
     kv, kv_name = resolve_kv(kv_dtype)
     # what "fits" means: the engine's own share of each GPU (the named release's, else the newest vLLM's)
     share, reserve, _ = engine_share(g, gpus, arch=arch, engine=engine, version=engine_version)
-    too_long = context_warnings(model, info.id, [c for c in contexts if c])  # engines refuse them at startup
+    too_long = context_warnings(found, info.id, [c for c in contexts if c])  # engines refuse them at startup
     result = run(
         arch,
         resolved,

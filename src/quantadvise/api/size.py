@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
-from ..catalog.resolve import engine_share, find_config, get_gpu, load_model, resolve_kv, resolve_scheme, shipped_scheme
+from ..catalog.resolve import (
+    engine_share,
+    find_config,
+    from_config,
+    get_gpu,
+    load_model,
+    resolve_kv,
+    resolve_scheme,
+    shipped_scheme,
+)
 from ..memory.sizing import SizeReport, size_model
 from ..model.arch import ModelArch
 from ..scheme.axes import Scheme, TensorQuant
@@ -54,11 +63,10 @@ def size(
     memory_utilization = check("memory_utilization", memory_utilization)
     # bytes as GiB, the flag's unit; an integer too large for a float is out of range as it is
     check("reserve_gb", reserve_bytes / defaults.GiB if abs(reserve_bytes) < 2**1000 else reserve_bytes)
-    arch, info = load_model(model)
+    arch, info, found = model_and_config(model)  # also the checkpoint as shipped, the context limit
     shipped = native = None
     asked = not (scheme is None and bits is None and group is None and symmetric is None and lm_head is None
                  and embedding is None)
-    found = model_config(model)
     if found is not None and (not asked or "quantization_config" in found[1]):
         native = shipped_scheme(arch, *found)
         shipped = None if asked else native  # no scheme asked for: the checkpoint as it is stored
@@ -81,7 +89,7 @@ def size(
                              ctx=ctx, batch=batch, kv_dtype=kv_dtype, include_mtp=include_mtp,
                              mtp_layers=arch.num_mtp_layers)
     if ctx:
-        warnings += context_warnings(model, info.id, [ctx])
+        warnings += context_warnings(found, info.id, [ctx])
     note = None
     shipped_note = (f"sized as shipped: {s.id} (the checkpoint's quantization_config; --scheme bf16 for the 16-bit "
                     "model)") if shipped is not None else None
@@ -155,15 +163,20 @@ def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
     return None
 
 
-def context_warnings(model: object, model_id: str, contexts: list[int]) -> list[str]:
-    """A warning when a context is longer than the engines serve for this model: they refuse such a
-    ``--max-model-len`` / ``--context-length`` at startup (the limit each derives, ``advisor.limits``)."""
+def model_and_config(model: str | dict[str, Any] | ModelArch) -> tuple[ModelArch, Any, tuple[Any, dict[str, Any]] | None]:
+    """``load_model``'s (architecture, where it came from) and :func:`model_config`, the config read once."""
+    found = model_config(model)
+    arch, info = from_config(*found) if found is not None and found[0] is not None else load_model(model)
+    return arch, info, found
+
+
+def context_warnings(found: tuple[Any, dict[str, Any]] | None, model_id: str, contexts: list[int]) -> list[str]:
+    """A warning when a context is longer than the engines serve for this model (``found``: its
+    :func:`model_config`): they refuse such a ``--max-model-len`` / ``--context-length`` at startup (the
+    limit each derives, ``advisor.limits``)."""
     from ..engines.limits import ContextLimit, context_limit
 
-    if not contexts:
-        return []
-    found = model_config(model)
-    if found is None:
+    if not contexts or found is None:
         return []
     cfg = found[1]
     flags = {"vllm": "--max-model-len", "sglang": "--context-length"}

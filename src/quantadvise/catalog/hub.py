@@ -39,7 +39,6 @@ MAX_NAME_CHARS = 1024  # a Hub id is at most 96 + 1 + 96 characters; a path rare
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-
 def read_json_file(path: Path) -> Any:
     what = special(path)
     if what is not None:

@@ -28,7 +28,11 @@ def load_model(model: str | dict[str, Any] | ModelArch = defaults.MODEL) -> tupl
         return model, ModelSource(id=model.architecture, source="object")
     if isinstance(model, dict):
         return parse_config(model, "config"), ModelSource(id=str(model.get("_name_or_path", "config")), source="dict")
-    src, cfg = find_config(model)
+    return from_config(*find_config(model))
+
+
+def from_config(src: FoundConfig, cfg: dict[str, Any]) -> tuple[ModelArch, ModelSource]:
+    """A found config.json parsed, with where it came from (``load_model`` of a name)."""
     arch = parse_config(cfg, src.location if src.kind != "bundled" else src.id)
     return arch, ModelSource(id=src.id, source=src.kind, location=src.location, published_params=src.published_params)
 
