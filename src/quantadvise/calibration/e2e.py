@@ -217,7 +217,7 @@ def speedup_summary(pairs: Sequence[SpeedupError], heldout: set[str]) -> Speedup
     """The pairs' errors; ``heldout``: the ids of the points the loop terms' fit never saw."""
     from .lookup_checks import stats
 
-    abs_err = stats([abs(x.error) for x in pairs])
+    abs_err = stats([abs(x.error) for x in pairs], digits=None)  # unrounded, as every other figure of the report
     held = [abs(x.error) for x in pairs if x.ids[0] in heldout]
     both = [x for x in pairs if x.aic_error is not None]
     return SpeedupSummary(

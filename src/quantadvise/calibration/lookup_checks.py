@@ -114,19 +114,22 @@ class CensusResult(Result):
         return 0 if self.passed else 1
 
 
-def stats(errs: list[float], method: str = "") -> dict[str, Any]:
-    """n, median, 68th and 90th percentile and max of ``errs``."""
+def stats(errs: list[float], method: str = "", *, digits: int | None = 4) -> dict[str, Any]:
+    """n, median, 68th and 90th percentile and max of ``errs``, to ``digits`` decimals (None: as computed,
+    for a report whose other figures are not rounded either)."""
     s = sorted(errs)
     if not s:
         return {"n": 0, "median": 0.0, "p68": 0.0, "p90": 0.0, "max": 0.0, "method": method}
     h = len(s) // 2
-    med = s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])
+
+    def r(x: float) -> float:
+        return x if digits is None else round(x, digits)
 
     def q(f: float) -> float:
-        return round(s[min(len(s) - 1, math.ceil(f * len(s)) - 1)], 4)
+        return r(s[min(len(s) - 1, math.ceil(f * len(s)) - 1)])
 
-    return {"n": len(s), "median": round(med, 4), "p68": q(0.68), "p90": q(0.9), "max": round(s[-1], 4),
-            "method": method}
+    return {"n": len(s), "median": r(s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])), "p68": q(0.68), "p90": q(0.9),
+            "max": r(s[-1]), "method": method}
 
 
 def step_errors(pred: Callable[[int, int], MSeries], truth: Callable[[int, int], MSeries | None],
