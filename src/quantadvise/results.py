@@ -61,37 +61,39 @@ _HAS_FACTORY = object()  # a parameter left out whose field has a default_factor
 @overload
 def record(cls: type[_T], /) -> type[_T]: ...
 @overload
-def record(*, slots: bool = ...) -> Callable[[type[_T]], type[_T]]: ...
+def record(*, slots: bool = ..., frozen: bool = ...) -> Callable[[type[_T]], type[_T]]: ...
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def record(cls: type[Any] | None = None, /, *, slots: bool = False) -> Any:
-    """A frozen dataclass, made in one step: ``@record`` is ``@dataclass(frozen=True)`` and
-    ``@record(slots=True)`` ``@dataclass(frozen=True, slots=True)`` — the same ``__init__``,
-    ``__repr__``, ``__eq__``, ``__hash__`` and frozen ``__setattr__`` / ``__delattr__``, the same
-    ``dataclasses.fields`` / ``replace`` / ``asdict`` — made in ~0.2 ms instead of ~0.6: only
-    ``__init__`` is compiled, the other five are closures over the field names (CPython 3.11's
-    ``dataclass`` compiles six sources a frozen class, which a command defining fifty classes pays at
-    every start). Fields honour ``default``, ``default_factory``, ``repr=False`` and ``compare=False``;
-    no ``InitVar``, ``init=False``, ``hash=``, ``kw_only``, ``__post_init__`` or dataclass bases (a class
-    that needs them uses ``dataclass``)."""
+def record(cls: type[Any] | None = None, /, *, slots: bool = False, frozen: bool = True) -> Any:
+    """A dataclass, made in one step: ``@record`` is ``@dataclass(frozen=True)``, ``@record(slots=True)``
+    ``@dataclass(frozen=True, slots=True)`` and ``@record(frozen=False)`` a plain ``@dataclass`` — the
+    same ``__init__``, ``__repr__``, ``__eq__`` and, frozen, ``__hash__`` and the frozen ``__setattr__`` /
+    ``__delattr__`` (not frozen: unhashable, as ``dataclass`` makes it), the same ``dataclasses.fields`` /
+    ``replace`` / ``asdict`` — made in ~0.2 ms instead of ~0.6: only ``__init__`` is compiled, the other
+    methods are closures over the field names (CPython 3.11's ``dataclass`` compiles six sources a frozen
+    class and three a plain one, which a command defining fifty classes pays at every start). Fields
+    honour ``default``, ``default_factory``, ``repr=False`` and ``compare=False``; no ``InitVar``,
+    ``init=False``, ``hash=``, ``kw_only``, ``__post_init__`` or dataclass bases (a class that needs them
+    uses ``dataclass``)."""
 
     def wrap(c: type[Any]) -> type[Any]:
         undocumented = not c.__dict__.get("__doc__")
         if undocumented:  # else dataclass writes one from inspect.signature: the tokenizer's regex, 5 ms at first use
             c.__doc__ = c.__name__
         c = dataclasses.dataclass(init=False, repr=False, eq=False, slots=slots)(c)
-        _record_methods(c, slots)
+        _record_methods(c, slots, frozen)
         if undocumented:
             c.__doc__ = f"{c.__name__}({', '.join(f.name for f in dataclasses.fields(c))})"
         params = c.__dataclass_params__
-        params.init = params.repr = params.eq = params.frozen = True  # what the class now is
+        params.init = params.repr = params.eq = True  # what the class now is
+        params.frozen = frozen
         return c
 
     return wrap if cls is None else wrap(cls)
 
 
-def _record_methods(c: type[Any], slots: bool) -> None:
+def _record_methods(c: type[Any], slots: bool, frozen: bool = True) -> None:
     """Give ``c`` its methods (see :func:`record`): ``__init__`` compiled (its signature is the
     fields'), the rest closures over the field names."""
     fields = dataclasses.fields(c)
@@ -113,17 +115,20 @@ def _record_methods(c: type[Any], slots: bool) -> None:
         else:
             params.append(f.name)
             value = f.name
-        body.append(f" __set(self, {f.name!r}, {value})")
+        body.append(f" __set(self, {f.name!r}, {value})" if frozen else f" self.{f.name} = {value}")
     made: dict[str, Any] = {}
     src = "\n".join([f"def __init__(self, {', '.join(params)}):", *(body or [" pass"])])
     exec(compile(src, f"<record {c.__qualname__}>", "exec"), env, made)  # noqa: S102 - our own generated source
     methods = _record_closures(c, tuple(f.name for f in fields), tuple(f.name for f in fields if f.repr),
                                tuple(f.name for f in fields if f.compare))
+    if not frozen:  # a plain dataclass: mutable, and so unhashable (eq without frozen sets __hash__ to None)
+        methods = {k: v for k, v in methods.items() if k in ("__repr__", "__eq__")}
+        c.__hash__ = None  # type: ignore[assignment]
     methods["__init__"] = made["__init__"]
     for name, fn in methods.items():
         fn.__qualname__ = f"{c.__qualname__}.{name}"
         setattr(c, name, fn)
-    if slots:  # copy / pickle of a frozen slotted instance (dataclass adds the same pair)
+    if slots and frozen:  # copy / pickle of a frozen slotted instance (dataclass adds the same pair)
         setattr(c, "__getstate__", _record_getstate)  # noqa: B010 - a method the class is given
         setattr(c, "__setstate__", _record_setstate)  # noqa: B010
 

@@ -1,4 +1,5 @@
-"""``results.record`` behaves as ``dataclass(frozen=True)`` does (it exists only to be cheaper to define)."""
+"""``results.record`` behaves as ``dataclass(frozen=True)`` does, and ``record(frozen=False)`` as a plain
+``dataclass`` (it exists only to be cheaper to define)."""
 
 import copy
 import dataclasses
@@ -45,6 +46,42 @@ def test_record_matches_a_frozen_dataclass(slots: bool) -> None:
         p = cls.__dataclass_params__  # type: ignore[attr-defined]
         assert (p.init, p.repr, p.eq, p.frozen) == (True, True, True, True)
     assert (ours.__slots__ if slots else None) == (stdlib.__slots__ if slots else None)
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_a_mutable_record_matches_a_plain_dataclass(slots: bool) -> None:
+    def body() -> dict[str, object]:
+        return {"__annotations__": {"a": int, "b": str, "memo": dict},
+                "b": "x", "memo": field(default_factory=dict, compare=False, repr=False),
+                "__module__": __name__, "__doc__": "doc", "__qualname__": "Mut"}
+
+    ours = record(slots=slots, frozen=False)(type("Mut", (), body()))
+    stdlib = dataclass(slots=slots)(type("Mut", (), body()))
+    after_del = []
+    for cls in (ours, stdlib):
+        x, y = cls(1), cls(1, memo={"k": 1})
+        assert repr(x) == "Mut(a=1, b='x')" and x == y and x != cls(2)
+        assert cls.__hash__ is None  # eq without frozen: unhashable, as dataclass makes it
+        with pytest.raises(TypeError):
+            hash(x)
+        x.a, x.b = 3, "z"  # mutable
+        assert x == cls(3, "z") and dataclasses.astuple(x) == (3, "z", {})
+        del x.b  # the class's default shows through, as a plain dataclass's does (none when slotted)
+        after_del.append(getattr(x, "b", "<no attribute>"))
+        assert cls(1).memo is not cls(1).memo and copy.deepcopy(y) == y
+        assert dataclasses.replace(y, a=2) == cls(2, memo={"k": 1})
+        p = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert (p.init, p.repr, p.eq, p.frozen) == (True, True, True, False)
+    assert after_del == (["<no attribute>"] * 2 if slots else ["x", "x"])
+    if slots:
+        assert ours.__slots__ == stdlib.__slots__
+        with pytest.raises(AttributeError):
+            ours(1).other = 1  # type: ignore[attr-defined]
+        globals()["Mut"] = ours  # pickle finds the class by module and name
+        try:
+            assert pickle.loads(pickle.dumps(ours(5, "q"))) == ours(5, "q")
+        finally:
+            del globals()["Mut"]
 
 
 def test_a_slotted_record_pickles() -> None:

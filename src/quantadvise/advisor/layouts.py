@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from .. import defaults
@@ -52,12 +52,13 @@ if TYPE_CHECKING:
     from ..perf.loop import EngineLoop
     from ..perf.queueing import AtLoad
     from ..workload import Workload
+from ..results import record
 from .speed import lengths_of, load_point
 
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
-@dataclass
+@record(frozen=False)
 class PoolGpu:
     """One GPU type of the pool, resolved: the tree's context on it, its candidates with the engine and
     accuracy nodes applied, how it communicates, how many GPUs a node holds, and the pool's bound."""
@@ -85,7 +86,7 @@ class PoolGpu:
         return self.memo[key]
 
 
-@dataclass
+@record(frozen=False)
 class Priced:
     """A layout priced (internal): the row's numbers before the load sizes it."""
 
@@ -286,7 +287,7 @@ def search_concurrency(at: Callable[[int], ServePoint], hi: int, slo: Slo, bound
     return Search(ev(lo), slo.broken(ev(up)) or "itl", ev(up))
 
 
-@dataclass
+@record(frozen=False)
 class Pending:
     """A layout that holds its weights and one sequence, priced at the top of its concurrency range (the
     most it may run): every figure it can reach under a latency budget is at most this point's tokens/s,

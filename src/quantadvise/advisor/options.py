@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
@@ -66,7 +66,7 @@ class Candidate:
     checkpoint: CheckpointQuant | None = None
 
 
-@dataclass
+@record(frozen=False)
 class Option:
     """A candidate scheme as the tree sees it (its state as the nodes judge it)."""
 
@@ -128,7 +128,7 @@ class Option:
         return self.model is not None and self.throughput > 0
 
 
-@dataclass
+@record(frozen=False)
 class Context:
     """What every node reads. ``engine`` is the release the workload deploys on; ``other_engine``
     the other engine, for which the plan also writes a command; ``native`` the checkpoint as

@@ -4,10 +4,10 @@ fit of its terms reads (``tools/fit_serving.py``; docs/calibration.md §9)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog
+from ..results import record
 
 if TYPE_CHECKING:
     from datetime import date
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 POINTS_FILE = "data/validation/e2e_points.yaml"
 
 
-@dataclass
+@record(frozen=False)
 class Setup:
     """What prices one deployment: its step model and its serving loop (terms left out)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
@@ -19,6 +19,7 @@ from ..catalog.resolve import (
 from ..engines.flags import kv_cache_flag
 from ..errors import InputError, QuantAdviseError
 from ..model.inventory import inventory_of
+from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from ..scheme.regroup import regrouped, regrouped_deploy
 from ..wording import plural
@@ -124,7 +125,7 @@ def _recommend_pool(w: Workload, data: dict[str, Any], searched: bool, frontier:
                                  "slo": _slo, "spec": _spec})
 
 
-@dataclass
+@record(frozen=False)
 class _Inputs:
     """Everything the tree needs for one workload, resolved once (names, files, engine data)."""
 

@@ -25,9 +25,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..errors import ConfigError
+from ..results import record
 
 MAX_VALUE_CHARS = 65_536  # the longest value one expansion may produce (a real one is a model id, a flag list)
 MAX_DEPTH = 16  # expansions inside expansions: ${A:-${B:-...}}, make variables naming variables, eval
@@ -43,7 +44,7 @@ class TimeUp(ConfigError):
     """Reading one file took longer than :data:`MAX_SECONDS`."""
 
 
-@dataclass
+@record(frozen=False)
 class Budget:
     """One file's allowance (see the module's doc); ``warnings`` says what was left unexpanded or unread,
     once per kind."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..engines.flags import Engine
 from ..engines.invocation import EngineInvocation
 from ..errors import ConfigError
+from ..results import record
 from .budget import current, reading
 from .launch import (
     Asides,
@@ -31,7 +32,7 @@ from .launch import (
 from .shell import EnvValue, Unknown, Word, expand_word, split_shell
 
 
-@dataclass
+@record(frozen=False)
 class _Instr:
     """One Dockerfile instruction: its keyword, its arguments and the lines they came from."""
 
@@ -82,7 +83,7 @@ def _dockerfile_instructions(text: str, file: str) -> list[_Instr]:
     return out
 
 
-@dataclass
+@record(frozen=False)
 class _Stage:
     """One build stage: its base image, name, and the ARG / ENV / ENTRYPOINT / CMD it sets."""
 

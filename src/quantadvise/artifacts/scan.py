@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +29,7 @@ from ..engines.flags import ENGINES
 from ..engines.invocation import DeploymentScan, EngineInvocation
 from ..errors import ConfigError, InputError
 from ..files import exists, not_regular, read_text, special
+from ..results import record
 from ..wording import plural
 from .budget import TimeUp, reading
 from .config_file import config_file_of, config_words, with_config
@@ -351,7 +352,7 @@ def _read_config_file(inv: EngineInvocation, roots: Sequence[str], options: Opti
 MAX_SCAN_LAUNCHES = 64  # engine launches one scan checks (each is judged on its own, ~30 ms; a repository has a few)
 
 
-@dataclass
+@record(frozen=False)
 class _Scan:
     """What one scan has found so far."""
 

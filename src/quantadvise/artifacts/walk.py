@@ -16,9 +16,11 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
+
+from ..results import record
 
 MAX_WALK_FILES = 20_000  # files one scan visits under the folders it is given; then it stops, with a warning
 MAX_WALK_ENTRIES = 200_000  # folder entries (files, folders, links ...) one scan lists
@@ -62,7 +64,7 @@ def is_virtual(path: str) -> bool:
     return path in _virtual_mounts()
 
 
-@dataclass
+@record(frozen=False)
 class Walk:
     """One scan's bounded walk: what it may still visit and read, and what it passed over (``FILE: why``)."""
 

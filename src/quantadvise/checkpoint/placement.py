@@ -17,7 +17,7 @@ import fnmatch
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
 from ..errors import ConfigError
@@ -449,7 +449,7 @@ def _place(arch: ModelArch, ck: CheckpointQuant | None, include_mtp: bool) -> Pl
                   unquantized_modules=sum(runs[k][2] for k in unq))
 
 
-@dataclass(slots=True)
+@record(slots=True, frozen=False)
 class _Tally:
     """Running totals of one component (or of one config group)."""
 

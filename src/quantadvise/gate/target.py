@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
@@ -186,7 +186,7 @@ def choose_model(inv: EngineInvocation | None, declared: str | None, *, declared
     return None, ""
 
 
-@dataclass
+@record(frozen=False)
 class DeployedWorkload:
     """What the deployment runs with, and what it is held to, with the assumptions that filled gaps.
 
@@ -368,7 +368,7 @@ def speed_workload(w: DeployedWorkload, cfg: DeploymentConfig, mem: MemoryFit | 
     return n, ctx, notes
 
 
-@dataclass
+@record(frozen=False)
 class Served:
     """What the engine serves, as the I/O layer resolved it."""
 
@@ -381,7 +381,7 @@ class Served:
     weight_bits: float | None = None  # the checkpoint's own weight bits when it matches no scheme
 
 
-@dataclass
+@record(frozen=False)
 class Declared:
     """What quantadvise.yaml declares, resolved (None: not declared)."""
 
@@ -391,7 +391,7 @@ class Declared:
     kv_as_written: str | None = None
 
 
-@dataclass
+@record(frozen=False)
 class Facts:
     """Everything resolved for one deployment: the judge's whole input."""
 
