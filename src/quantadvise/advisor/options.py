@@ -26,6 +26,7 @@ from ..model.arch import ModelArch
 from ..perf.datapath import datapath
 from ..perf.efficiency import Efficiency
 from ..perf.step import StepModel
+from ..perf.uncertainty import overlap
 from ..results import record
 from ..scheme.axes import DeployHints, Scheme, TensorQuant
 from ..workload import Workload
@@ -211,8 +212,6 @@ def ties(a: Option, b: Option, *, credit: bool = True) -> bool:
     intervals overlap when each is widened by the band of its own layers (:func:`comparison_bands`; less than
     ``defaults.TIE`` apart always tie). ``credit``: the shipped checkpoint counted with its margin (how they
     rank); without it, what each delivers (how a reason words it)."""
-    from ..perf.uncertainty import overlap
-
     x, y = (ranking_throughput(a), ranking_throughput(b)) if credit else (a.throughput, b.throughput)
     if abs(x - y) <= defaults.TIE * max(x, y):
         return True
@@ -235,8 +234,6 @@ def comparison_bands(a: Option, b: Option) -> tuple[float, float]:
 def clearly_slower(o: Option, winner: Option) -> bool:
     """``o`` delivers less than ``winner`` beyond the model's uncertainty and their printed intervals (every
     part of the step) do not overlap either: what ``slower`` means."""
-    from ..perf.uncertainty import overlap
-
     if not beats(winner, o) or o.throughput >= winner.throughput:
         return False
     return not overlap(winner.throughput, winner.u_rate or 0.0, o.throughput, o.u_rate or 0.0)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ..engines.flags import ENGINES, engine_label  # an engine is a name with a flag table; the rest are libraries
 from ..engines.versions import ReleaseChoice, choose_release, nearest_version, version_key
 from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
@@ -42,8 +43,6 @@ def _release_paths() -> dict[str, tuple[str, str]]:
 
 
 def _is_engine(name: str) -> bool:
-    from ..engines.flags import ENGINES  # an engine is a name with a flag table; the rest are libraries
-
     return name in ENGINES
 
 
@@ -100,8 +99,6 @@ def release(engine: str, version: str | None = None) -> ReleaseChoice:
     """The release on file that ``engine`` ``version`` is judged as (``engines.versions.ReleaseChoice``): that
     release; the newest for None / ``latest``; for one not on file (older, newer, a patch or post-release, an
     image tag's, ``nightly``) the closest on file, with the one warning that names both (``.warning``)."""
-    from ..engines.flags import engine_label
-
     name = _engine_name(engine)
     return choose_release(engine_label(name), engine_versions(name), version)
 

@@ -17,6 +17,7 @@ from ..hardware import GPU
 from ..results import record
 from .kernel_curves import KernelCurve, QuantCurve, blend
 from .kernel_tables import MSeries
+from .lookup import op_series, quant_plan
 from .ops import expected_experts
 
 if TYPE_CHECKING:
@@ -141,8 +142,6 @@ def _moe_table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu
 def _table_op(o: LinearOp, choice: KernelChoice, pricing: KernelPricing, gpu: GPU, n_f: float,
               curve: KernelCurve | None) -> KernelOp | None:
     """A dense operator priced by the published table of its kernel (:mod:`.lookup`), or None."""
-    from .lookup import op_series, quant_plan
-
     tc = pricing.table(choice)
     tables = pricing.tables
     kin = choice.kernel
