@@ -16,7 +16,7 @@ from ..catalog.resolve import (
     shipped_scheme,
 )
 from ..memory.sizing import SizeReport, size_model
-from ..model.arch import ModelArch
+from ..model.arch import ModelArch, ModelSource
 from ..scheme.axes import Scheme, TensorQuant
 from ..scheme.regroup import regrouped_description
 
@@ -163,7 +163,9 @@ def model_config(model: object) -> tuple[Any, dict[str, Any]] | None:
     return None
 
 
-def model_and_config(model: str | dict[str, Any] | ModelArch) -> tuple[ModelArch, Any, tuple[Any, dict[str, Any]] | None]:
+def model_and_config(
+    model: str | dict[str, Any] | ModelArch,
+) -> tuple[ModelArch, ModelSource, tuple[Any, dict[str, Any]] | None]:
     """``load_model``'s (architecture, where it came from) and :func:`model_config`, the config read once."""
     found = model_config(model)
     arch, info = from_config(*found) if found is not None and found[0] is not None else load_model(model)
