@@ -239,16 +239,16 @@ def test_moe_output_names_the_fused_moe_curve():
 
 
 def test_an_isolated_spike_is_a_collection_glitch_and_a_shared_one_is_the_kernel():
-    # aic_tables.drop_glitches: a cell over 3x both its neighbours along M while no neighbouring shape (same N or
+    # glitches.drop_glitches: a cell over 3x both its neighbours along M while no neighbouring shape (same N or
     # same K) spikes there is left blank (A100 trtllm/int8-wo 2560 x 2048 at M = 32: 209.9 us between 23.55 and
     # 22.53 in the published table); a spike the neighbouring shapes share (cuBLAS at M = 2) is kept
-    from quantadvise.calibration.aic_tables import _gemm_groups, drop_glitches
+    from quantadvise.calibration.glitches import drop_glitches, gemm_groups
 
     text = ("# t\nn,k,1,2,4,8\n"
             "1024,2048,10,40,11,12\n"   # spikes at M = 2 ...
             "2048,2048,20,80,21,22\n"   # ... and so does its neighbour of the same K: kept in both
             "1024,4096,30,31,200,33\n")  # alone at M = 4 (its neighbour 1024 x 2048 does not spike there): blank
-    got = drop_glitches(text, 2, _gemm_groups)
+    got = drop_glitches(text, 2, gemm_groups)
     rows = [ln for ln in got.splitlines() if not ln.startswith("#")]
     assert rows[1:] == ["1024,2048,10,40,11,12", "2048,2048,20,80,21,22", "1024,4096,30,31,,33"]
     assert "1024/4096 at 4" in got.splitlines()[1]
@@ -261,17 +261,55 @@ def test_an_isolated_spike_is_a_collection_glitch_and_a_shared_one_is_the_kernel
 def test_a_spike_at_the_grids_first_point_is_a_glitch_when_alone():
     # the first M has one neighbour, the next larger call: over 3x it is a glitch unless a neighbouring shape
     # spikes there too (the shipped L40S trtllm/int8-wo 7168 x 3584 at M = 1: 205.8 us, 37.89 us at M = 2)
-    from quantadvise.calibration.aic_tables import _gemm_groups, drop_glitches
+    from quantadvise.calibration.glitches import drop_glitches, gemm_groups
 
+    calm = ["8192,8192,40,40,41,42", "16384,8192,80,80,81,82", "8192,16384,90,90,91,92", "16384,16384,99,99,99,99"]
     text = ("# t\nn,k,1,2,4,8\n"
             "1024,2048,50,10,11,12\n"   # 50 > 3 x 10 at the first M, alone among its shape groups: blank
             "2048,4096,90,20,21,22\n"   # spikes at M = 1 ...
-            "4096,4096,95,30,31,33\n")  # ... with its neighbour of the same K: kept in both
-    rows = [ln for ln in drop_glitches(text, 2, _gemm_groups).splitlines() if not ln.startswith("#")]
-    assert rows[1:] == ["1024,2048,,10,11,12", "2048,4096,90,20,21,22", "4096,4096,95,30,31,33"]
+            "4096,4096,95,30,31,33\n"   # ... with its neighbour of the same K: kept in both
+            + "\n".join(calm) + "\n")  # (the median shape costs the same at M = 1 and 2: no first-point rule)
+    rows = [ln for ln in drop_glitches(text, 2, gemm_groups).splitlines() if not ln.startswith("#")]
+    assert rows[1:] == ["1024,2048,,10,11,12", "2048,4096,90,20,21,22", "4096,4096,95,30,31,33", *calm]
     t = catalog.kernel_tables("l40s").get("trtllm/int8-wo")
     assert t.cell(7168, 3584)[0] is None  # blank, read as the row's smallest M with a value
     assert t.series(7168, 3584).at(1) == pytest.approx(37.89e-6, rel=1e-3)
+
+
+def test_a_first_point_every_shape_pays_once_is_the_collection_not_the_kernel():
+    # glitches.drop_glitches: where the first grid point costs over 1.5x the second in the median shape, the first
+    # point is blank wherever it costs more than the second (less work never costs more); a table whose median
+    # shape does not (here 1.2x) keeps every point
+    from quantadvise.calibration.glitches import drop_glitches, gemm_groups
+
+    text = ("# t\nn,k,1,2,4,8\n"
+            "1024,2048,25,10,11,12\n"   # 2.5x
+            "2048,2048,34,20,21,22\n"   # 1.7x
+            "4096,2048,29,30,31,33\n")  # 0.97x: the first point costs less than the second, kept
+    got = drop_glitches(text, 2, gemm_groups)
+    rows = [ln for ln in got.splitlines() if not ln.startswith("#")]
+    assert rows[1:] == ["1024,2048,,10,11,12", "2048,2048,,20,21,22", "4096,2048,29,30,31,33"]
+    assert "the 2 of 3 shapes" in got and "1.70x in the median shape" in got  # ratios 2.5, 1.7, 0.97
+    calm = "# t\nn,k,1,2,4,8\n1024,2048,12,10,11,12\n2048,2048,24,20,21,22\n4096,2048,29,30,31,33\n"
+    assert drop_glitches(calm, 2, gemm_groups) == calm  # ratios 1.2, 1.2, 0.97: median 1.2
+    # shipped: B200 vLLM CUTLASS fp8 (aiconfigurator-core 0.12.0, vllm 0.24.0) timed 24.6 us at M = 1 and 9.249 us at
+    # M = 2 for 4096 x 4096 — the same CUTLASS configuration serves M = 1 to 16; the lookup reads M = 1 as M = 2
+    t = catalog.kernel_tables("b200").get("vllm/cutlass-fp8")
+    assert t.cell(4096, 4096)[0] is None
+    assert t.series(4096, 4096).at(1) == pytest.approx(9.249e-6, rel=1e-3)
+
+
+def test_b200_fp8_at_batch_one_streams_fewer_bytes_than_bf16():
+    # Llama-3-8B on a B200 under vLLM, batch 1: bf16's linear layers read the published cuBLAS rows (per layer
+    # 10.94 + 9.68 + 40.38 + 23.22 = 84.2 us), fp8-dynamic's the CUTLASS fp8 rows at M = 2 less the static
+    # quantization they time (8.76 + 7.43 + 23.07 + 24.10 = 63.4 us): 0.75x, with the bf16 lm_head in both
+    # (149 us) (63.4 x 32 + 149) / (84.2 x 32 + 149) = 0.77. The M = 1 row that timed a one-time cost, pinned as
+    # the streaming floor of every small batch, priced fp8-dynamic at 1.35x bf16.
+    r = api.roofline(model="meta-llama/Meta-Llama-3-8B", gpu="b200", ctx=1024, batches=[1, 2], schemes=["bf16", "fp8-dynamic"],
+                    engine="vllm")
+    lin = {(p.scheme, p.batch): p.time.linear_s for p in r.points}
+    assert lin[("fp8-dynamic", 1)] / lin[("bf16", 1)] == pytest.approx(0.77, abs=0.02)
+    assert lin[("fp8-dynamic", 1)] <= lin[("fp8-dynamic", 2)]
 
 
 def test_a_held_out_shape_is_priced_both_ways_a_shape_misses_the_table():

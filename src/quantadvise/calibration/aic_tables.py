@@ -29,6 +29,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .glitches import attention_groups, drop_glitches, gemm_groups, moe_groups
+
 PACKAGE = "aiconfigurator-core"
 OLD_PACKAGE = "aiconfigurator"
 LICENSE = "Apache-2.0"
@@ -329,62 +331,6 @@ def moe_csv(rows: Any, header: list[str]) -> tuple[str, int]:
     return "\n".join(lines) + "\n", int(len(g))
 
 
-GLITCH_FACTOR = 3.0  # a cell over this many times both its neighbours along the grid is a spike
-
-
-def drop_glitches(text: str, nkey: int, groups: Callable[[tuple[str, ...]], list[tuple[str, ...]]]) -> str:
-    """``text`` (a table: ``#`` header lines, a column line, rows of ``nkey`` key columns then values) with each
-    isolated spike left blank: a cell over :data:`GLITCH_FACTOR` times both its neighbours along the grid
-    (tokens, M, KV length; the grid's first point: times its one neighbour, the next larger call — less work
-    never costs 3x more) while no other row of its shape groups (``groups`` of a row's key: rows sharing one
-    are neighbouring shapes) spikes at the same point — a collection glitch, not the kernel (a kernel's real
-    step at some M shows in the neighbouring shapes too). A header line lists the cells left blank; the lookup
-    reads them between their neighbours."""
-    lines = text.splitlines()
-    head = [ln for ln in lines if ln.startswith("#")]
-    body = [ln for ln in lines if not ln.startswith("#")]
-    cols = body[0].split(",")
-    rows = [ln.split(",") for ln in body[1:]]
-
-    def spikes(row: list[str]) -> set[int]:
-        pts = [(i, float(x)) for i, x in enumerate(row[nkey:]) if x]
-        got = {pts[j][0] for j in range(1, len(pts) - 1)
-               if pts[j][1] > GLITCH_FACTOR * max(pts[j - 1][1], pts[j + 1][1])}
-        if len(pts) > 1 and pts[0][1] > GLITCH_FACTOR * pts[1][1]:
-            got.add(pts[0][0])  # the grid's first point has one neighbour, a larger call: a call never costs 3x more
-        return got
-
-    spiked = [spikes(r) for r in rows]
-    members: dict[tuple[str, ...], list[int]] = {}
-    for i, r in enumerate(rows):
-        for g in groups(tuple(r[:nkey])):
-            members.setdefault(g, []).append(i)
-    dropped = []
-    for i, found in enumerate(spiked):
-        peers = {j for g in groups(tuple(rows[i][:nkey])) for j in members[g] if j != i}
-        for c in sorted(found):
-            if not any(c in spiked[j] for j in peers):
-                rows[i][nkey + c] = ""
-                dropped.append(f"{'/'.join(rows[i][:nkey])} at {cols[nkey + c]}")
-    if dropped:
-        head.append(f"# left blank as collection glitches (over {GLITCH_FACTOR:g}x both neighbours along the grid, or the next "
-                    f"point at the grid's first, alone "
-                    f"among the neighbouring shapes; read between them): {'; '.join(dropped)}")
-    return "\n".join([*head, body[0], *(",".join(r) for r in rows)]) + "\n"
-
-
-def _gemm_groups(key: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return [("n", key[0]), ("k", key[1])]
-
-
-def _moe_groups(key: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return [(key[0], key[2], key[3])]  # hidden, top-k, experts: the per-GPU sizes of one model family
-
-
-def _attention_groups(key: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return [key[:4]]  # heads, kv heads, head dim, kv dtype: the batches of one configuration
-
-
 def _write_gz(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # mtime 0: the same tables give the same bytes
@@ -428,7 +374,7 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
         text, n = gemm_csv(rows, [f"{spec.id}: {ks} ({spec.dtype}), {spec.engine} {spec.version}, {device}",
                                   f"source: {source}", f"as_of: {as_of.isoformat()}",
                                   "unit: microseconds per call (blank: no row); columns: n, k, then one per M"])
-        _write_gz(folder / _file_of(spec.id), drop_glitches(text, 2, _gemm_groups))
+        _write_gz(folder / _file_of(spec.id), drop_glitches(text, 2, gemm_groups))
         metas.append({"id": spec.id, "file": _file_of(spec.id), "engine": spec.engine, "engine_version": spec.version,
                       "kernel": spec.kernel, "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
                       "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver,
@@ -519,7 +465,7 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
                                      f"source: {source}", f"as_of: {as_of.isoformat()}",
                                      "unit: microseconds per MoE layer (blank: no row); columns: hidden, inter, topk, "
                                      "experts, tp (the tensor-parallel split of inter), then one per token count"])
-            _write_gz(folder / _file_of(tid), drop_glitches(text, 5, _moe_groups))
+            _write_gz(folder / _file_of(tid), drop_glitches(text, 5, moe_groups))
             out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver, "kernel": kid,
                         "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
                         "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
@@ -548,7 +494,7 @@ def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_
         tid = f"{engine}/{kernel}"
         text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
                                     f"as_of: {as_of.isoformat()}", unit])
-        _write_gz(folder / _file_of(tid), drop_glitches(text, 5, _attention_groups))
+        _write_gz(folder / _file_of(tid), drop_glitches(text, 5, attention_groups))
         out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
                     "kernel": kernel, "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
                     "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
