@@ -123,7 +123,10 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
             d = price_layout(pg, p.option, p.par, p.kv_name, kv, lengths=decode_only)
             if d is None:
                 continue
-            dec = _decode_load(pg, d, decode_only, ttft, slo.e2e_s if slo is not None else None)
+            dec = _decode_load(pg, d, decode_only, ttft, slo.e2e_s if slo is not None else None,
+                               slo.itl_s if slo is not None else None)
+            if dec is not None and slo is not None and slo.broken(dec) is not None:
+                continue  # the decode pool misses a budget at the concurrency the load runs
             r_d = dec.replicas if dec is not None else size_for_load(d.point, rate=rate, users=None,
                                                                      output_tokens=out_tokens)
             gpus = r_p * ppar.gpus + r_d * p.par.gpus
@@ -156,7 +159,8 @@ def disaggregated(pool: list[PoolGpu], priced: list[Priced], max_gpus: int) -> l
     return rows
 
 
-def _decode_load(pg: PoolGpu, d: Priced, decode_only: Lengths, ttft: float, e2e_budget: float | None) -> AtLoad | None:
+def _decode_load(pg: PoolGpu, d: Priced, decode_only: Lengths, ttft: float, e2e_budget: float | None,
+                 itl_budget: float | None = None) -> AtLoad | None:
     """The decode pool under the load (perf.queueing, as an aggregated layout): its replicas keep at most
     ``defaults.LOAD_WAIT_SHARE`` of the requests waiting for a decode slot and the E2E budget met; a user's TTFT is
     the prefill pool's plus that wait, the E2E the TTFT plus the decode."""
@@ -166,7 +170,7 @@ def _decode_load(pg: PoolGpu, d: Priced, decode_only: Lengths, ttft: float, e2e_
     loop = pg.loop(par.tp)
     got = at_load(lambda n: serve(d.model, decode_only, n, pg.ctx.spec, loop), top,
                   rate=w.rate, users=None, output=w.output_tokens, unit=par.pp * par.dp if top.concurrency >= par.pp
-                  * par.dp else 1, e2e_s=e2e_budget - ttft if e2e_budget is not None else None)
+                  * par.dp else 1, e2e_s=e2e_budget - ttft if e2e_budget is not None else None, itl_s=itl_budget)
     if got is None:
         return None
     return got.model_copy(update={"ttft_s": ttft + got.wait_s, "e2e_s": ttft + got.e2e_s})

@@ -209,7 +209,7 @@ def load_point(ctx: Context, at: Callable[[int], ServePoint], top: ServePoint, *
     # synchronous batches wait for the next batch, not for a slot: their plan stays the capacity count
     return at_load(at, top, rate=w.rate if mode == "continuous" else None, users=w.users, output=w.output_tokens,
                    unit=unit, ttft_s=slo.ttft_s if slo is not None else None,
-                   e2e_s=slo.e2e_s if slo is not None else None)
+                   e2e_s=slo.e2e_s if slo is not None else None, itl_s=slo.itl_s if slo is not None else None)
 
 
 def frontier(ctx: Context, ranked: list[Option]) -> list[ParetoPoint]:

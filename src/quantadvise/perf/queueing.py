@@ -122,12 +122,14 @@ def _rates(tokens_per_s: Callable[[int], float], slots: int, unit: int, output: 
 
 
 def at_load(price: "Callable[[int], ServePoint]", top: "ServePoint", *, rate: float | None, users: int | None,
-            output: int, ttft_s: float | None = None, e2e_s: float | None = None, unit: int = 1,
-            max_wait_share: float = defaults.LOAD_WAIT_SHARE) -> AtLoad | None:
+            output: int, ttft_s: float | None = None, e2e_s: float | None = None, itl_s: float | None = None,
+            unit: int = 1, max_wait_share: float = defaults.LOAD_WAIT_SHARE) -> AtLoad | None:
     """Replicas for ``rate`` requests/s (or ``users`` in flight) of ``output`` tokens each, a replica priced
     by ``price(concurrency)`` up to ``top`` (its point at the concurrency it runs), and each replica at the
     load; ``unit``: concurrency comes in whole multiples of it (pipeline micro-batches, attention groups).
-    None without a load."""
+    The budgets (``ttft_s``, ``e2e_s``, ``itl_s``) are weighed at the concurrency the load runs, not only at
+    ``top``: a kernel's published time is not monotone in the rows it runs (a tile configuration, a spike in
+    one M column), so fewer sequences in flight can make a step longer. None without a load."""
     slots = top.concurrency
     if rate is None:
         if users is None:
@@ -163,7 +165,8 @@ def at_load(price: "Callable[[int], ServePoint]", top: "ServePoint", *, rate: fl
 
     def good(x: AtLoad | None) -> bool:
         return x is not None and x.wait_share <= max_wait_share and (
-            ttft_s is None or x.ttft_s is None or x.ttft_s <= ttft_s) and (e2e_s is None or x.e2e_s <= e2e_s)
+            ttft_s is None or x.ttft_s is None or x.ttft_s <= ttft_s) and (e2e_s is None or x.e2e_s <= e2e_s) and (
+            itl_s is None or x.itl_s <= itl_s)
 
     # the wait and the latencies fall as replicas are added: step out by doubling, then bisect
     bad, step, last = n0 - 1, 1, at(n0)

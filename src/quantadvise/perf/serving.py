@@ -36,7 +36,7 @@ Pure: no I/O, no printing.
 import math
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..results import Out, record
 from .step import StepModel
@@ -250,6 +250,17 @@ def usd_per_mtok(usd_per_gpu_hour: float | None, gpus: int, tokens_per_s: float)
 BUDGETS = ("itl", "ttft", "e2e")  # the order a report names a broken budget in
 
 
+class Latencies(Protocol):
+    """What a budget is weighed on: a serving point, or one under a load (perf.queueing.AtLoad)."""
+
+    @property
+    def itl_s(self) -> float: ...
+    @property
+    def ttft_s(self) -> float | None: ...
+    @property
+    def e2e_s(self) -> float: ...
+
+
 @record(slots=True)
 class Slo:
     """Latency budgets in seconds (None: no budget)."""
@@ -262,7 +273,7 @@ class Slo:
     def active(self) -> bool:
         return any(v is not None for v in (self.ttft_s, self.itl_s, self.e2e_s))
 
-    def broken(self, p: ServePoint) -> str | None:
+    def broken(self, p: "ServePoint | Latencies") -> str | None:
         """The first budget ``p`` misses ("itl", "ttft", "e2e"), or None when it meets them all."""
         if self.itl_s is not None and p.itl_s > self.itl_s:
             return "itl"
