@@ -88,6 +88,9 @@ def json_loads(text: str, where: str) -> Any:
     :data:`MAX_NESTING` is checked too."""
     import json
 
+    if text.startswith("\ufeff"):  # json.loads: "Unexpected UTF-8 BOM (decode using utf-8-sig)"
+        raise ConfigError(f"{where}: starts with a UTF-8 byte-order mark, which JSON does not allow (Python's JSON "
+                          "reader, and so transformers, vLLM and SGLang, refuse it): save it as UTF-8 without the BOM")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -90,6 +90,9 @@ BITS = Limit(2, 16, integer=True)  # size --bits: 2-8, or 16 (unquantized); the 
 
 # field -> (the command-line flag, the environment variable that sets its default or None)
 FLAGS: dict[str, tuple[str, str | None]] = {
+    # positional arguments an error names as the command line shows them (`engines diff A B`)
+    "engine_argument": ("the engine argument", None),
+    "second_engine": ("the second engine argument", None),
     "model": ("--model", "QUANTADVISE_MODEL"),
     "gpu": ("--gpu", "QUANTADVISE_GPU"),
     "gpus": ("--gpus", "QUANTADVISE_GPUS"),

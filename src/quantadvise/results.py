@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 from typing_extensions import dataclass_transform
 
 # The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,
@@ -47,11 +47,79 @@ class Result(Out):
     schema_version: int = SCHEMA_VERSION
 
 
+class _NotANumber:
+    """What a number field was given that pydantic's lax mode would read as one although it is not written as
+    one — a YAML / JSON boolean (true as 1, false as 0) or text with non-ASCII digits ('١٢' as 12; the
+    command line refuses both): no number validates it, so the field's own error names it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def _not_a_number(v: object) -> bool:
+    return v is True or v is False or (isinstance(v, str) and not v.isascii())
+
+
+_NUMBER_KEYS: dict[type, frozenset[str]] = {}
+
+
+def _takes_number_not_bool(tp: Any) -> bool:
+    import types
+    import typing
+
+    seen: set[Any] = set()
+    todo = [tp]
+    while todo:
+        t = todo.pop()
+        origin = typing.get_origin(t)
+        if origin in (typing.Union, types.UnionType, typing.Annotated):
+            todo.extend(typing.get_args(t)[:1] if origin is typing.Annotated else typing.get_args(t))
+        elif origin is typing.Literal:  # Literal[1] holds True too (True == 1)
+            seen |= {type(a) for a in typing.get_args(t)}
+        else:
+            seen.add(t)
+    return bool(seen & {int, float}) and bool not in seen
+
+
+def plain_numbers(cls: type[BaseModel], data: Any) -> Any:
+    """``data`` with every boolean, and every text with non-ASCII characters, given to a number field (int /
+    float, not bool) replaced by a value no number validates: `ctx: true` is an error naming ``ctx``, not a
+    context of 1 token."""
+    if not isinstance(data, dict):
+        return data
+    keys = _NUMBER_KEYS.get(cls)
+    if keys is None:
+        names: set[str] = set()
+        for name, f in cls.model_fields.items():
+            if _takes_number_not_bool(f.annotation):
+                names |= {name, name.replace("_", "-")}
+                va = f.validation_alias
+                choices = getattr(va, "choices", None)
+                names |= {c for c in (choices or (va,)) if isinstance(c, str)}
+                if f.alias:
+                    names.add(f.alias)
+        keys = _NUMBER_KEYS[cls] = frozenset(names)
+    if not keys or not any(_not_a_number(v) for v in data.values()):
+        return data
+    return {k: _NotANumber(v) if k in keys and _not_a_number(v) else v for k, v in data.items()}
+
+
 class Strict(BaseModel):
     """Validated input: a data row, a config file, a profile. Unknown keys are errors, and so is a
-    number that is not finite (nan, inf: a profile's curve through nan prices nothing)."""
+    number that is not finite (nan, inf: a profile's curve through nan prices nothing) or a boolean
+    given for a number."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_numbers(cls, data: Any) -> Any:
+        return plain_numbers(cls, data)
 
 
 _T = TypeVar("_T")

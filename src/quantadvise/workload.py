@@ -12,6 +12,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from . import defaults
 from .errors import ConfigError, InputError, format_validation_error
 from .inputs import LIMITS, lengths
+from .results import plain_numbers
 
 SYNC_MAX_BATCH = defaults.SYNC_MAX_BATCH
 
@@ -54,6 +55,11 @@ class WorkloadSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True, allow_inf_nan=False,
                               validate_default=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_numbers(cls, data: Any) -> Any:
+        return plain_numbers(cls, data)
 
     # max concurrent sequences
     batch: Annotated[int | None, LIMITS["batch"].interval()] = Field(

@@ -666,3 +666,21 @@ def test_profile_from_the_config_or_the_flag_prices_the_speed_rules(cli, tmp_pat
     assert prof_id not in plain
     flagged = cli("check", "--profile", "profiles/h100.yaml", "--format", "json")  # relative to the working folder
     assert prof_id in flagged.json()["targets"][0]["performance"]["profile"]
+
+
+def test_a_profile_that_cannot_be_read_is_exit_2_not_a_pass(cli, tmp_path, monkeypatch):
+    # `recommend --profile` / `roofline --profile` refuse a missing or broken profile with exit 2; `check` once
+    # turned the same error into a note ("speed not predicted: ...") and passed with the speed rules unchecked
+    root = copy_example(tmp_path, "passing-repo")
+    monkeypatch.chdir(root)
+    r = cli("check", "--profile", "nosuch.yaml")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"Error: cannot read {root / 'nosuch.yaml'}: No such file or directory"]
+    (root / "broken.yaml").write_text("a: [\n", encoding="utf-8")
+    cfg = root / "quantadvise.yaml"
+    edit(cfg, "gpus: 1\n", "gpus: 1\nprofile: broken.yaml\n")
+    r = cli("check")
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "broken.yaml: line 2: invalid YAML" in lines[0]
+    assert cli("check", "--exit-zero").code == 2  # --exit-zero never hides "could not run"

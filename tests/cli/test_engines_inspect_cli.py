@@ -79,6 +79,9 @@ def test_engines_diff(cli):
         (["engines", "list", "--engine", "tgi"], "unknown engine 'tgi'"),
         (["engines", "list", "--engine", "vllm", "--version", "v1x"], "'v1x' is not a vLLM release"),
         (["engines", "show"], "show needs a method name"),
+        # positional arguments are named as such: there is no --name or --second option
+        (["engines", "diff", "vllm@", "sglang"], "the engine argument expects NAME or NAME==VERSION"),
+        (["engines", "diff", "vllm", "sglang@"], "the second engine argument expects NAME or NAME==VERSION"),
     ],
 )
 def test_engines_errors_are_one_line(cli, args, needle):
@@ -238,3 +241,20 @@ def test_inspect_malformed_compressed_tensors_group_is_one_error(cli, tmp_path, 
     lines = r.stderr.strip().splitlines()
     assert r.code == 2 and len(lines) == 1 and lines[0].startswith("Error: ")
     assert f"config_groups.group_0.{field}" in lines[0]
+
+
+@pytest.mark.parametrize("gpu", ["99.9", "sm0", "0.0", "sm999", "2.0", "13.0", "sm_130"])
+def test_inspect_gpu_that_is_no_compute_capability(cli, gpu):
+    # CUDA compute capabilities run from Kepler's 3.0 to Blackwell's 12.x; '99.9' was judged as "sm999
+    # (compute capability 999)" while 'sm999' was an unknown GPU
+    r = cli("inspect", "meta-llama/Llama-3-8B", "--gpu", gpu)
+    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
+    assert r.code == 2 and len(errors) == 1 and f"--gpu {gpu!r}" in errors[0] and "compute capability" in errors[0]
+
+
+@pytest.mark.parametrize(("gpu", "cap"), [("9.0", 90), ("sm90", 90), ("sm_120", 120), ("12.0", 120), ("75", 75),
+                                          ("3.0", 30), ("12.9", 129)])
+def test_inspect_gpu_as_a_compute_capability(gpu, cap):
+    import quantadvise as qa
+
+    assert qa.inspect("meta-llama/Llama-3-8B", gpu=gpu).gpu.capability == cap  # major x 10 + minor

@@ -94,5 +94,15 @@ def test_deploy_without_out_writes_into_deploy_target_not_here(cli, tmp_path, mo
     assert r.code == 0, r.stderr
     assert (tmp_path / "quantadvise.yaml").read_text() == "version: 1\n# the user's own\n"
     assert (tmp_path / "deploy-helm" / "quantadvise.yaml").is_file()
-    here = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm", "-o", ".")
+    # -o . writes here, but a file of the same name with other content is replaced only with --force (as
+    # `check --init`): -o . (or -o '', which is '.') once replaced the user's quantadvise.yaml without a word
+    for out in (".", ""):
+        here = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm", "-o", out)
+        assert here.code == 2 and here.stderr.splitlines() == [
+            "Error: quantadvise.yaml already exists with other content; pass --force to overwrite, or --out another "
+            "folder"]
+        assert (tmp_path / "quantadvise.yaml").read_text() == "version: 1\n# the user's own\n"
+    here = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm", "-o", ".", "--force")
     assert here.code == 0 and "# the user's own" not in (tmp_path / "quantadvise.yaml").read_text()  # asked for
+    again = cli("deploy", "-m", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--target", "helm", "-o", ".")
+    assert again.code == 0, again.stderr  # the same files again: nothing else is replaced

@@ -414,3 +414,17 @@ def test_main_leaves_the_callers_garbage_collector_as_it_found_it(cli):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_config_json_with_a_byte_order_mark(cli, tmp_path):
+    # json.loads refuses a BOM ("Unexpected UTF-8 BOM (decode using utf-8-sig)") and transformers reads
+    # config.json with it, so the engines refuse the checkpoint too: one Error line that says what to do,
+    # not Python's hint
+    cfg = (Path(__file__).resolve().parents[2] / "data/models/meta-llama/Llama-3.1-8B.json").read_text(encoding="utf-8")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("\ufeff" + cfg, encoding="utf-8")
+    for cmd in ("size", "inspect"):
+        r = cli(cmd, str(tmp_path / "m"))
+        errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
+        assert r.code == 2 and len(errors) == 1 and "Traceback" not in r.stderr
+        assert "byte-order mark" in errors[0] and "without the BOM" in errors[0] and "utf-8-sig" not in errors[0]

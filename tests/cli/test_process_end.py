@@ -105,3 +105,15 @@ def test_a_full_disk_under_the_output_is_one_error_line_exit_2(args):
     assert res.returncode == 2, err
     assert err == ["Error: cannot write the output: No space left on device (free space there, or write it "
                    "elsewhere)"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize(("args", "status"), [(["size", "--bits", "99"], 2), (["size", "no/such-model-xyz"], 2),
+                                              (["size", "meta-llama/Llama-3-8B", "--bits", "4"], 0)])
+def test_a_stderr_that_cannot_be_written_keeps_the_exit_status(args, status):
+    # `2> /dev/full`: the Error line cannot be written (ENOSPC); bad input still ends 2, not 1 (the failed
+    # write escaped as an OSError), and a good run 0
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "quantadvise", *args], stdout=subprocess.DEVNULL, stderr=full,
+                             timeout=120, env=ENV)
+    assert res.returncode == status

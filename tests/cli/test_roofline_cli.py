@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -209,6 +210,20 @@ def test_default_list_fits_the_group_to_the_model_and_group_flag(cli):
     assert bad.code == 2 and "--group 64" in bad.stderr
     ok = cli("roofline", "-m", "openai/gpt-oss-20b", "--scheme", "w4a16", "--group", "32", "--batch", "1", "-f", "json")
     assert ok.code == 0 and ok.json()["schemes"][0]["scheme"] == "w4a16-g32"
+
+
+def test_default_list_leaves_out_a_scheme_no_group_fits(cli, tmp_path):
+    # intermediate_size 14,344 = 2^3 x 1,793: no power-of-two group of 16 or more divides the down projection's K,
+    # so the default list keeps bf16 and fp8-dynamic and says why w4a16 is not there (it was exit 2: "group size
+    # 128 does not divide ... K=14344", with no --group given and --help promising the default list fits)
+    cfg = json.loads((REPO / "data/models/meta-llama/Llama-3.1-8B.json").read_text())
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**cfg, "intermediate_size": 14344}))
+    r = cli("roofline", "-m", str(tmp_path / "m"), "--batch", "1", "-f", "json")
+    assert r.code == 0, r.stderr
+    doc = r.json()
+    assert [s["scheme"] for s in doc["schemes"]] == ["bf16", "fp8-dynamic"]
+    assert any(n.startswith("w4a16 left out: no group of 16 or more divides K = 14,344") for n in doc["notes"])
 
 
 def test_golden_table_and_chart_at_100_columns(cli, monkeypatch):

@@ -135,3 +135,21 @@ def test_a_safetensors_index_total_size_no_disk_holds_is_not_compared(cli, tmp_p
     r = cli("inspect", "ck", "--format", "json")
     assert r.code == 0 and "Traceback" not in r.stderr, r.stderr[-800:]
     assert not any("safetensors.index.json says" in w for w in r.json().get("warnings", []))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_integer_values_under_a_tensor_group_scale(cli, tmp_path, bits):
+    # strategy tensor_group: group scales under one per-tensor fp32 scale, the NVFP4 layout (fp8 group scales);
+    # integer values keep 16-bit group scales, which have no second level (TensorQuant's rule), and vLLM matches
+    # tensor_group to its fp4 schemes only. It escaped as a pydantic ValidationError traceback.
+    w = {"num_bits": bits, "type": "int", "strategy": "tensor_group", "group_size": 16, "symmetric": True}
+    qc = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": w}}}
+    _run(cli, tmp_path, _llama(quantization_config=qc), "config_groups.g.weights.strategy", "tensor_group")
+
+
+@pytest.mark.parametrize("value", [4096.5, "nan", True, -1, "8192"])
+def test_a_max_position_embeddings_that_is_no_length(cli, tmp_path, value):
+    # every other integer of config.json is refused when it is not one (model/parse.py _opt_int); this one was
+    # dropped without a word when it was a float, text or a boolean (and -1 refused), so a context limit the
+    # engine reads from it went unchecked
+    _run(cli, tmp_path, _llama(max_position_embeddings=value), "max_position_embeddings")

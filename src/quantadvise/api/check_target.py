@@ -561,12 +561,15 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     from .recommend import recommend
     from .speed import efficiency
 
+    # the user's own profile is read first and outside the pricing: a file that cannot be read or is not a
+    # profile is a configuration error (exit 2, as `recommend --profile` and `roofline --profile` say), never a
+    # note that leaves the speed rules unchecked behind a PASS
+    profiles = load_profiles(False, profile_path, g)
+    site = load_site_terms(profile_path)
     try:
-        profiles = load_profiles(False, profile_path, g)
         eng = {"engine": wdata.get("engine"), "version": wdata.get("engine_version")}
         release = catalog.get_engine(eng["engine"] or defaults.ENGINE, eng["version"])
-        loop = catalog.engine_loop(g, release.engine, release.version, tp=workload.gpus,
-                                   site=load_site_terms(profile_path))
+        loop = catalog.engine_loop(g, release.engine, release.version, tp=workload.gpus, site=site)
         eff = efficiency(profiles, g, scheme, **eng, quantization=quantization)
         dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id, loop=loop)
         bf16 = catalog.get_scheme("bf16")

@@ -26,20 +26,34 @@ def gpu_target(gpu: str | GPU | int | None) -> GpuTarget | None:
     if gpu is None:
         return None
     if isinstance(gpu, int):
-        return GpuTarget(id=f"sm{gpu}", capability=gpu)
+        return GpuTarget(id=f"sm{_capability(gpu, str(gpu))}", capability=gpu)
     if isinstance(gpu, str):
-        m = re.fullmatch(r"\s*(?:sm_?)?(\d{1,2})(?:\.(\d))?\s*", gpu.lower())
-        if m and (m.group(2) is not None or gpu.lower().strip().startswith("sm") or len(m.group(1)) == 2):
+        m = re.fullmatch(r"\s*(?:sm_?)?(\d{1,3})(?:\.(\d))?\s*", gpu.lower(), flags=re.ASCII)
+        if m and (m.group(2) is not None or gpu.lower().strip().startswith("sm") or len(m.group(1)) >= 2):
             cap = int(m.group(1)) * 10 + int(m.group(2)) if m.group(2) is not None else int(m.group(1))
             if cap < 10:
                 cap *= 10
-            return GpuTarget(id=f"sm{cap}", capability=cap)
+            return GpuTarget(id=f"sm{_capability(cap, gpu)}", capability=cap)
     g = get_gpu(gpu)
     platform = g.platform
     # on ROCm the engines compare the capability vLLM derives from the gfx target (gfx942 -> 9.4)
     ecap = g.engine_capability
     shown = g.compute_capability or (f"{ecap // 10}.{ecap % 10} ({g.gfx_target})" if ecap is not None else None)
     return GpuTarget(id=g.id, name=g.name, capability=ecap, platform=platform, compute_capability=shown)
+
+
+# CUDA compute capabilities (major.minor as major x 10 + minor): Kepler's 3.0 to Blackwell's 12.x
+CAPABILITIES = (30, 129)
+
+
+def _capability(cap: int, given: str) -> int:
+    """``cap`` if it is a CUDA compute capability, else one InputError naming what was given."""
+    if not CAPABILITIES[0] <= cap <= CAPABILITIES[1]:
+        from ..errors import InputError
+
+        raise InputError(f"--gpu {given!r}: not a CUDA compute capability (3.0 to 12.x: 8.0, 9.0, sm90, sm_120) "
+                         "nor a GPU on file (quantadvise list gpus)")
+    return cap
 
 
 def inspect(

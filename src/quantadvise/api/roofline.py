@@ -83,7 +83,7 @@ def roofline(
     """
     from ..inputs import check, lengths, names, serving_pairs
     from ..inputs import engine as check_engine
-    from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts
+    from ..perf.inputs import fit_weight_group, parse_batches, parse_contexts, unfit_k
     from ..perf.roofline import roofline as run
     from ..perf.serving import Slo, Speculation
     from .size import context_warnings, model_and_config
@@ -126,8 +126,16 @@ def roofline(
                     and s.weight.scale.group.is_per_group else s for s in resolved]
     elif use_default_list:
         fitted = [fit_weight_group(arch, s) for s in resolved]
-        resolved = [s for s, _ in fitted]
         notes = [f"{n} (--group to choose)" for _, n in fitted if n]
+        # the default list fits the model: a scheme no group of 16 or more fits is left out, and said so
+        resolved = []
+        for s, _ in fitted:
+            bad = unfit_k(arch, s)
+            if bad is None:
+                resolved.append(s)
+            else:
+                notes.append(f"{s.id} left out: no group of 16 or more divides K = {bad:,} (-s {s.id} --group -1 "
+                             "prices it per channel)")
     profiles = load_profiles(ideal, profile, g)
     if not ideal:  # priced with the release's kernels: say once when its table is another release's
         from .speed import kernel_note

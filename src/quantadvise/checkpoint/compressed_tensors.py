@@ -62,6 +62,11 @@ def parse_ct_args(raw: Any, where: str, role: str = "weights") -> QArgs | None:
         raise field_error(f"{where}.block_structure", "strategy 'block' needs block_structure [rows, cols]")
     if strategy in ("group", "tensor_group") and (gsize is None or gsize <= 0):
         raise field_error(f"{where}.group_size", f"strategy '{strategy}' needs a positive group_size")
+    if strategy == "tensor_group" and typ != "float":
+        # group scales under one per-tensor fp32 scale: the NVFP4 layout (fp8 group scales); integer values keep
+        # 16-bit group scales, which have no second level, and vLLM matches tensor_group only to its fp4 schemes
+        raise field_error(f"{where}.strategy", "strategy 'tensor_group' (group scales under one per-tensor scale) is "
+                          "for float values (NVFP4); integer weights use strategy 'group'")
     if strategy == "channel" and gsize not in (None, -1):
         raise field_error(f"{where}.group_size", f"strategy 'channel' takes group_size -1 or none, got {gsize}")
     dyn = raw.get("dynamic", False)

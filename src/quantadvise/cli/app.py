@@ -26,8 +26,12 @@ from ..wording import printable
 
 
 def say(text: str) -> None:
-    """A message to stderr, its user text printable (``cli.common.say``; here without importing it)."""
-    sys.stderr.write(printable(text))
+    """A message to stderr, its user text printable (``cli.common.say``; here without importing it). A stderr
+    that cannot take it (a full disk, closed by the caller) loses the message, never the exit status."""
+    try:
+        sys.stderr.write(printable(text))
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def say_error(line: str) -> None:

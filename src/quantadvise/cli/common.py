@@ -96,8 +96,12 @@ def emit(text: str) -> None:
 
 def say(text: str) -> None:
     """One message line to stderr (an error, ``wrote FILE``, ``read FILE``), the user text in it made
-    :func:`~quantadvise.wording.printable`: an ESC in a file or model name cannot drive the terminal."""
-    sys.stderr.write(printable(text))
+    :func:`~quantadvise.wording.printable`: an ESC in a file or model name cannot drive the terminal. A
+    stderr that cannot take it (a full disk, closed by the caller) loses the message, never the exit status."""
+    try:
+        sys.stderr.write(printable(text))
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 WARNING = "warning: "

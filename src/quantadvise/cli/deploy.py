@@ -53,6 +53,8 @@ def deploy_cmd(
                                                    autocompletion=completion.scheme_list)] = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     workload: Annotated[str | None, typer.Option("--workload", "-w", help="Workload YAML file; flags win.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files of the same name in --out (a "
+                                                         "quantadvise.yaml, a manifest).")] = False,
     wide: WideOpt = False,
     fmt: Annotated[DeployFormat, typer.Option("--format", "-f", help="Output format.", envvar="QUANTADVISE_FORMAT",
                                               case_sensitive=False)] = DeployFormat.table,
@@ -64,6 +66,7 @@ def deploy_cmd(
     """
     from ..api.deploy import deploy
     from ..catalog.resolve import load_workload
+    from ..errors import InputError
     from ..inputs import engine_spec, names
 
     engine, engine_version = engine_spec(engine, engine_version)
@@ -75,10 +78,26 @@ def deploy_cmd(
              "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
              "usd_per_gpu_hour": usd_per_gpu_hour}
     result = deploy(base, target=target.value, **flags)
-    folder = out if out is not None else Path(f"deploy-{target.value}")  # -o . writes here, as asked
+    folder = out if out is not None else Path(f"deploy-{target.value}")  # -o . (or -o '') writes here, as asked
+    taken = sorted(name for name, text in result.files.items() if _differs(folder / name, text))
+    if taken and not force:  # as `check --init`: a user's own quantadvise.yaml or manifest is never lost unasked
+        shown = ", ".join(str(folder / name) for name in taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3
+                                                                         else "")
+        raise InputError(f"{shown} already exist{'s' if len(taken) == 1 else ''} with other content; pass --force "
+                         "to overwrite, or --out another folder", field="out")
     with writing(folder, "--out"):
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in result.files.items():
-            (folder / name).write_text(text)
+            (folder / name).write_text(text, encoding="utf-8")
     emit_report("deploy", fmt, result.model_copy(update={"check": result.check.replace("DIR", str(folder))}),
                 wide=wide)
+
+
+def _differs(path: Path, text: str) -> bool:
+    """Whether writing ``text`` to ``path`` would replace something else (a file the same run wrote is not)."""
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return path.exists() or path.is_symlink()

@@ -57,20 +57,20 @@ def engines_cmd(
     if act == "list":
         if name is not None:  # `engines list sglang`: the engine as an argument, instead of --engine
             typed = getattr(ctx.get_parameter_source("engine"), "name", None) == "COMMANDLINE"  # not a default
-            if typed and _name(name, "name") != _name(engine, "engine"):
+            if typed and _name(name, "engine_argument") != _name(engine, "engine"):
                 raise InputError(f"give the engine once: `engines list {name}` or --engine {engine}, not both",
                                  field="engine")
-            engine = _checked(name, "name")
+            engine = _checked(name, "engine_argument")
         emit_report("engines", fmt, engines_list(_checked(engine, "engine"), version), wide=wide)
     elif act == "show":
         if not name:
             raise InputError("show needs a method name, e.g. `quantadvise engines show awq`", field="name")
         emit_report("engine_method", fmt, engines_show(name, _checked(engine, "engine"), version), wide=wide)
     else:
-        first = _checked(name, "name") if name else _checked(f"{engine}=={version}" if version else engine, "engine")
+        first = _checked(name, "engine_argument") if name else _checked(f"{engine}=={version}" if version else engine, "engine")
         if second is None and other is None:  # the other engine, never the first one again
-            other = next(e for e in sorted(defaults.ENGINES, reverse=True) if e != _name(first, "name"))
-        emit_report("engines_diff", fmt, engines_diff(first, _checked(second, "second") if second
+            other = next(e for e in sorted(defaults.ENGINES, reverse=True) if e != _name(first, "engine_argument"))
+        emit_report("engines_diff", fmt, engines_diff(first, _checked(second, "second_engine") if second
                                                       else _checked(other or "", "other")), wide=wide)
 
 

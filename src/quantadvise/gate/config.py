@@ -28,7 +28,7 @@ from pydantic import (
 from .. import defaults
 from ..engines.flags import Engine
 from ..errors import ConfigError
-from ..results import record
+from ..results import plain_numbers, record
 from ..workload import WorkloadSpec
 
 
@@ -95,7 +95,8 @@ class _Cfg(BaseModel):
     @classmethod
     def _snake(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            return {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+            return plain_numbers(cls, {k.replace("-", "_") if isinstance(k, str) else k: v
+                                               for k, v in data.items()})
         return data
 
 

@@ -323,9 +323,7 @@ def parse_config(cfg: Any, where: str = "config.json") -> ModelArch:
         conv_kernel=_opt_int(cfg, "conv_kernel", default=4, where=where) if blocks else 0,
         num_mtp_layers=_opt_int(cfg, "num_nextn_predict_layers", default=0, where=where),
         torch_dtype=str(dtype),
-        max_position_embeddings=_opt_int(cfg, "max_position_embeddings", where=where) or None
-        if isinstance(cfg.get("max_position_embeddings"), int) and not isinstance(cfg["max_position_embeddings"], bool)
-        else None,
+        max_position_embeddings=_opt_int(cfg, "max_position_embeddings", where=where) or None,
         raw_quantization_config=qc if isinstance(qc, dict) else None,
         warnings=tuple(warnings),
         encoders=encoders,

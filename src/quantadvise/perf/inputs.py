@@ -99,21 +99,29 @@ def _int(text: str, field: str, example: str, limit: Limit | None = None) -> int
         raise bad_value(field, text, integer=True, limit=limit, forms=example) from None
 
 
+def unfit_k(arch: ModelArch, scheme: Scheme) -> int | None:
+    """The smallest quantized K ``scheme``'s per-group weight scale does not divide (None: it divides them all,
+    or the scheme has no per-group weight scale)."""
+    w = scheme.weight
+    if w is None or w.scale is None or not w.scale.group.is_per_group or not scheme.quantizes_weights:
+        return None
+    g = w.scale.group.col
+    bad = [grp.k for grp in quantized_groups(inventory_of(arch), scheme) if grp.k % g]
+    return min(bad) if bad else None
+
+
 def fit_weight_group(arch: ModelArch, scheme: Scheme) -> tuple[Scheme, str | None]:
     """``scheme`` with its per-group weight scale shrunk to the largest power-of-two group (>= 16)
     that divides every quantized layer's K, and a note saying so; unchanged when it already fits.
     Used for the default scheme list (an explicit scheme keeps its group and fails loudly)."""
-    w = scheme.weight
-    if w is None or w.scale is None or not w.scale.group.is_per_group or not scheme.quantizes_weights:
+    bad = unfit_k(arch, scheme)
+    if bad is None or scheme.weight is None or scheme.weight.scale is None:
         return scheme, None
-    g = w.scale.group.col
+    g = scheme.weight.scale.group.col
     ks = {grp.k for grp in quantized_groups(inventory_of(arch), scheme)}
-    if all(k % g == 0 for k in ks):
-        return scheme, None
     cand = g // 2
     while cand >= 16:
         if all(k % cand == 0 for k in ks):
-            bad = min(k for k in ks if k % g)
             return (scheme.with_weight_group(cand),
                     f"{scheme.id} uses group {cand} here: {g} does not divide K = {bad}")
         cand //= 2
