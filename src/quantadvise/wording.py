@@ -58,11 +58,29 @@ _JSON_SURROGATE = r"\\ud[89a-f][0-9a-f]{2}"
 
 def json_text(doc: Any, **kw: Any) -> str:
     """``json.dumps(doc)`` (ASCII: control characters are JSON escapes), with a name that is not UTF-8
-    as its printable ``\\xNN`` form rather than a lone ``\\udcNN`` a strict reader refuses."""
+    as its printable ``\\xNN`` form rather than a lone ``\\udcNN`` a strict reader refuses, and a number that
+    is not finite (an infinite KL) as null: JSON has no Infinity or NaN, and strict readers refuse them."""
     import json
 
-    text = json.dumps(doc, **kw)
+    try:
+        text = json.dumps(doc, allow_nan=False, **kw)
+    except ValueError:
+        doc = _finite_doc(doc)
+        text = json.dumps(doc, **kw)
     return json.dumps(printable_doc(doc, controls=False), **kw) if "\\ud" in text and _pattern(_JSON_SURROGATE).search(text) else text
+
+
+def _finite_doc(doc: Any) -> Any:
+    """``doc`` with every float that is not finite replaced by None."""
+    import math
+
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: _finite_doc(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [_finite_doc(v) for v in doc]
+    return doc
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

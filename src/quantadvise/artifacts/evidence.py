@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..evals.stats import Sample, TaskSamples
 from ..files import not_regular, read_text, special
-from ..inputs import MAX_NESTING, finite, json_depth
+from ..inputs import MAX_NESTING, json_depth, shown
 from ..results import record
 
 # Preferred 0/1 metrics, in order, when --metric is not given.
@@ -84,49 +86,84 @@ def _as_correct(value: Any, file: str, line: int, key: str) -> bool:
     )
 
 
-def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return finite(value)  # an integer past a float's range is no log-likelihood
-    if isinstance(value, float):
-        return value
+_LOGPROB_FIX = "write each log-prob as a finite number; -inf (probability 0) only beside a finite one"
+
+
+class _NotANumber(Exception):
+    """A log-prob value that is no number at all (text, null, a list ...): the caller decides what it means."""
+
+
+def _logprob_value(value: Any, *, text: bool) -> float:
+    """One log-prob as a float, -inf allowed; ``text``: a numeral in a string is read (lm-eval stringifies).
+    Raises ``_NotANumber`` for anything that is no number, ValueError (the reason) for NaN or +inf."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str) or (isinstance(value, str) and not text):
+        raise _NotANumber
     if isinstance(value, str):
         try:
-            return float(value)  # the harness writes "-12.5", and "-inf" for an impossible choice
+            v = float(value)  # the harness writes "-12.5", and "-inf" for an impossible choice
         except ValueError:
-            return None
-    return None
+            raise _NotANumber from None
+    elif isinstance(value, int):
+        if abs(value) > sys.float_info.max:  # compared as an integer: no OverflowError
+            raise ValueError("an integer past a float's range")
+        v = float(value)
+    else:
+        v = value
+    if math.isnan(v):
+        raise ValueError("NaN")
+    if v == math.inf:
+        raise ValueError("+inf (Infinity, or a number past a float's range like 1e400)")
+    return v
 
 
-def _lm_eval_logprobs(obj: dict[str, Any]) -> tuple[float, ...] | None:
-    """Per-choice log-likelihoods from ``filtered_resps`` of a multiple-choice item, else None."""
+def _bad_logprob(file: str, line: int, field: str, what: str) -> ConfigError:
+    return ConfigError(f"{file}: line {line}: field '{field}' {what}", hint=_LOGPROB_FIX, field=field)
+
+
+def _all_minus_inf(values: Iterable[float], file: str, line: int, field: str) -> None:
+    if all(v == -math.inf for v in values):
+        raise _bad_logprob(file, line, field, "is -inf for every choice (probability 0 for all): no distribution")
+
+
+def _lm_eval_logprobs(obj: dict[str, Any], file: str, line: int) -> tuple[float, ...] | None:
+    """Per-choice log-likelihoods from ``filtered_resps`` of a multiple-choice item, else None (a generation
+    task: text there). A numeral that is NaN or +inf, or -inf for every choice, is a ConfigError."""
     resps = obj.get("filtered_resps")
     if not isinstance(resps, list) or len(resps) < 2:
         return None
     out = []
-    for r in resps:
-        if isinstance(r, list) and len(r) == 2 and str(r[1]) in ("True", "False", "true", "false"):
-            v = _as_float(r[0])
-        else:
+    for i, r in enumerate(resps):
+        if not (isinstance(r, list) and len(r) == 2 and str(r[1]) in ("True", "False", "true", "false")):
             return None  # a generation task: text answers, no log-probs
-        if v is None:
+        try:
+            out.append(_logprob_value(r[0], text=True))
+        except _NotANumber:
             return None
-        out.append(v)
+        except ValueError as exc:
+            raise _bad_logprob(file, line, "filtered_resps", f"choice {i}: the log-likelihood {shown(r[0])} is "
+                               f"{exc}") from None
+    _all_minus_inf(out, file, line, "filtered_resps")
     return tuple(out)
 
 
 def _plain_logprobs(value: Any, file: str, line: int) -> tuple[float, ...] | dict[str, float] | None:
     if value is None:
         return None
-    if isinstance(value, list):
-        vals = [_as_float(v) for v in value]
-        if len(vals) >= 2 and all(v is not None for v in vals):
-            return tuple(v for v in vals if v is not None)
-    elif isinstance(value, dict):
-        vals_d = {str(k): _as_float(v) for k, v in value.items()}
-        if len(vals_d) >= 2 and all(v is not None for v in vals_d.values()):
-            return {k: v for k, v in vals_d.items() if v is not None}
+    if isinstance(value, list | dict) and len(value) >= 2:
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        vals: dict[Any, float] = {}
+        for k, v in items:
+            where = f"key {shown(str(k))}" if isinstance(value, dict) else f"item {k}"
+            try:
+                vals[k] = _logprob_value(v, text=False)
+            except _NotANumber:
+                why = f"a string ({shown(v)}), not a JSON number" if isinstance(v, str) else \
+                    f"{json.dumps(v) if isinstance(v, bool) or v is None else type(v).__name__}, not a number"
+                raise _bad_logprob(file, line, "logprobs", f"{where} is {why}") from None
+            except ValueError as exc:
+                raise _bad_logprob(file, line, "logprobs", f"{where} is {exc}") from None
+        _all_minus_inf(vals.values(), file, line, "logprobs")
+        return {str(k): v for k, v in vals.items()} if isinstance(value, dict) else tuple(vals.values())
     raise ConfigError(
         f"{file}: line {line}: field 'logprobs' must be a list of 2+ numbers (per-choice log-likelihoods or a "
         f"log-distribution) or a mapping token -> log-prob"
@@ -255,7 +292,7 @@ def _parse_lm_eval(records: list[tuple[int, dict[str, Any]]], file: str, task: s
         if m not in obj:
             raise ConfigError(f"{file}: line {ln}: metric '{m}' is missing from this sample")
         samples.append(Sample(
-            id=sid, correct=_as_correct(obj[m], file, ln, m), line=ln, logprobs=_lm_eval_logprobs(obj),
+            id=sid, correct=_as_correct(obj[m], file, ln, m), line=ln, logprobs=_lm_eval_logprobs(obj, file, ln),
             doc_hash=obj.get("doc_hash") if isinstance(obj.get("doc_hash"), str) else None,
         ))
     return TaskSamples(task=task, file=file, format="lm-eval", metric=m, filter=chosen, samples=tuple(samples),

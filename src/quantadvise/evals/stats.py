@@ -12,7 +12,9 @@ the quantized model — paired by item id (``evidence.py`` reads them from files
 - **McNemar's exact test** p-value (two-sided, conditional on the discordant pairs);
 - **KL(base || quant)** per item, averaged, when both files carry log-probs: each item's values are
   softmax-normalised (per-choice log-likelihoods of a multiple-choice task become the model's
-  distribution over the choices; a full log-distribution is unchanged by it).
+  distribution over the choices; a full log-distribution is unchanged by it). Any finite values
+  normalise (the log-softmax is shift-invariant; -inf is a probability of 0); NaN, +inf or -inf
+  for every entry cannot, and are an InputError naming the file and line — never a KL of 0.
 
 Thresholds turn a report into pass/fail rows (:meth:`AccuracyReport.evaluate`) — what the CI gate
 consumes. docs/accuracy.md gives the formulas with a worked example.
@@ -21,7 +23,8 @@ Pure: no I/O, no printing.
 """
 
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from statistics import NormalDist
 from typing import Literal
@@ -76,6 +79,9 @@ class KLStats(Out):
     max_nats: float
     max_id: str
     skipped_items: int = 0  # paired items without log-probs on one side
+    # items where the quantized side gives probability 0 (a -inf log-prob) to a choice the baseline does not: their
+    # KL is infinite, and so are the mean and the max (null in JSON, which has no infinity)
+    infinite_items: int = 0
 
 
 class TaskAccuracy(Out):
@@ -300,27 +306,69 @@ def mcnemar_exact_p(lost: int, gained: int) -> float:
     return min(1.0, 2 * tail)
 
 
+_FLOAT_MAX = sys.float_info.max
+
+
+def logprob_problem(values: Iterable[float]) -> str | None:
+    """Why a vector of log-probs cannot be softmax-normalised, or None when it can: a NaN or a +inf entry,
+    or every entry -inf (probability 0 for every choice). Any finite value is fine (the softmax is
+    shift-invariant), and so is -inf beside a finite entry (that choice has probability 0)."""
+    top = -math.inf
+    for i, v in enumerate(values):
+        if math.isnan(v):
+            return f"entry {i} is NaN"
+        if v == math.inf:
+            return f"entry {i} is +inf"
+        top = max(top, v)
+    return "every entry is -inf (probability 0 for every choice)" if top == -math.inf else None
+
+
 def _log_softmax(values: Sequence[float]) -> list[float]:
+    """``values - logsumexp(values)``, stable for any finite entries: shifted by the largest first, so the sum
+    of exponentials lies in [1, n] and never overflows; the largest entry is never added back (that would
+    absorb ``ln n`` when it is near a float's end: [-1e308] * 4 is uniform, ``-ln 4`` each). An entry more
+    than a float's range below the largest keeps the most negative finite value, so -inf in the result
+    means a -inf (probability exactly 0) in ``values``. ValueError for what ``logprob_problem`` refuses."""
+    problem = logprob_problem(values)
+    if problem is not None:
+        raise ValueError(f"log-probs cannot be normalised: {problem}")
     top = max(values)
-    if top == -math.inf:
-        raise ValueError("all log-probs are -inf")
-    lse = top + math.log(sum(math.exp(v - top) for v in values))
-    return [v - lse for v in values]
+    shifted = [v - top if v == -math.inf else max(v - top, -_FLOAT_MAX) for v in values]
+    lse = math.log(math.fsum(math.exp(s) for s in shifted))  # in [0, ln n]: the largest entry gives exp(0) = 1
+    return [s - lse for s in shifted]
 
 
 def kl_divergence(base: Sequence[float], quant: Sequence[float]) -> float:
-    """KL(P || Q) in nats, P and Q the softmax of two aligned vectors of log-probs/log-likelihoods."""
+    """KL(P || Q) in nats, P and Q the softmax of two aligned vectors of log-probs/log-likelihoods.
+
+    A term with ``p_i = 0`` (a -inf on the baseline) is 0; ``q_i = 0`` (a -inf on the quantized side)
+    where ``p_i > 0`` makes KL +inf; a sum past a float's range is +inf. Never NaN, never negative.
+    ValueError for vectors of different lengths or that cannot be normalised (``logprob_problem``)."""
     if len(base) != len(quant):
         raise ValueError("log-prob vectors differ in length")
     lp, lq = _log_softmax(base), _log_softmax(quant)
-    total = 0.0
+    terms: list[float] = []
     for a, b in zip(lp, lq, strict=True):
         if a == -math.inf:
             continue
         if b == -math.inf:
             return math.inf
-        total += math.exp(a) * (a - b)
-    return max(0.0, total)
+        terms.append(math.exp(a) * (a - b))  # a - b <= 0 - (-float max): finite
+    try:
+        total = math.fsum(terms)  # the negative terms are each > -1/e: only the sum of positive ones can overflow
+    except OverflowError:
+        return math.inf
+    return max(0.0, total)  # finite here: rounding may leave -1e-17 for equal distributions
+
+
+def mean(values: Sequence[float]) -> float:
+    """The mean of non-negative values (+inf when one is), finite when their sum passes a float's range:
+    then each is scaled by the largest first (their mean is at most the largest)."""
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # finite values whose exact sum is past a float's end
+        top = max(values)
+        return top * (math.fsum(v / top for v in values) / len(values))
 
 
 def _aligned(base: tuple[float, ...] | Mapping[str, float], quant: tuple[float, ...] | Mapping[str, float],
@@ -380,35 +428,7 @@ def compare_task(base: TaskSamples, quant: TaskSamples, *, confidence: float = 0
     n = len(pairs)
     lo, hi = paired_delta_ci(both, lost, gained, neither, z)
 
-    kls: list[tuple[float, str]] = []
-    skipped = differed = 0
-    for b, q in pairs:
-        if b.logprobs is None or q.logprobs is None:
-            skipped += 1
-            continue
-        aligned = _aligned(b.logprobs, q.logprobs)
-        if aligned is None:
-            raise InputError(
-                f"task '{name}': id {b.id} has log-probs that cannot be compared ({base.file} line {b.line}, "
-                f"{quant.file} line {q.line}): the two must be lists of the same length (2 or more) or "
-                f"mappings sharing 2 or more keys",
-                field="logprobs",
-            )
-        bl, ql, diff = aligned
-        differed += diff
-        kls.append((kl_divergence(bl, ql), b.id))
-    kl = None
-    if kls:
-        worst = max(kls, key=lambda t: t[0])
-        kl = KLStats(items=len(kls), mean_nats=math.fsum(v for v, _ in kls) / len(kls), max_nats=worst[0],
-                     max_id=worst[1], skipped_items=skipped)
-        if skipped:
-            warnings.append(f"task '{name}': KL over {len(kls)} of {n} items; {skipped} lack log-probs on one side")
-        if differed:
-            warnings.append(
-                f"task '{name}': {plural(differed, 'item')} with top-k log-prob mappings of different keys; KL is "
-                f"computed over the shared keys, renormalised (an approximation)"
-            )
+    kl = _kl_stats(name, base, quant, pairs, warnings)
     result = TaskAccuracy(
         task=name, base_file=base.file, quant_file=quant.file, metric=base.metric, filter=base.filter, n=n,
         base_correct=both + lost, quant_correct=both + gained,
@@ -420,6 +440,50 @@ def compare_task(base: TaskSamples, quant: TaskSamples, *, confidence: float = 0
         unmatched_examples=(only_base + only_quant)[:5],
     )
     return result, warnings
+
+
+def _kl_stats(name: str, base: TaskSamples, quant: TaskSamples, pairs: Sequence[tuple[Sample, Sample]],
+              warnings: list[str]) -> KLStats | None:
+    """KL(base || quant) over the paired items with log-probs on both sides (None without any); notes go to
+    ``warnings``. Log-probs that cannot be compared or normalised are an InputError naming both lines."""
+    kls: list[tuple[float, str]] = []
+    skipped = differed = 0
+    for b, q in pairs:
+        if b.logprobs is None or q.logprobs is None:
+            skipped += 1
+            continue
+        where = f"{base.file} line {b.line}, {quant.file} line {q.line}"
+        aligned = _aligned(b.logprobs, q.logprobs)
+        if aligned is None:
+            raise InputError(
+                f"task '{name}': id {b.id} has log-probs that cannot be compared ({where}): the two must be lists "
+                f"of the same length (2 or more) or mappings sharing 2 or more keys",
+                field="logprobs",
+            )
+        bl, ql, diff = aligned
+        for side, values, file, line in (("baseline", bl, base.file, b.line), ("quantized", ql, quant.file, q.line)):
+            problem = logprob_problem(values)
+            if problem is not None:
+                raise InputError(
+                    f"task '{name}': id {b.id}: the {side} log-probs cannot be softmax-normalised ({file} line "
+                    f"{line}, field 'logprobs'{', on the keys both sides share' if diff else ''}): {problem}",
+                    hint="each log-prob must be a finite number; -inf (probability 0) only beside a finite one",
+                    field="logprobs",
+                )
+        differed += diff
+        kls.append((kl_divergence(bl, ql), b.id))
+    if not kls:
+        return None
+    worst = max(kls, key=lambda t: t[0])
+    if skipped:
+        warnings.append(f"task '{name}': KL over {len(kls)} of {len(pairs)} items; {skipped} lack log-probs on one side")
+    if differed:
+        warnings.append(
+            f"task '{name}': {plural(differed, 'item')} with top-k log-prob mappings of different keys; KL is "
+            f"computed over the shared keys, renormalised (an approximation)"
+        )
+    return KLStats(items=len(kls), mean_nats=mean([v for v, _ in kls]), max_nats=worst[0], max_id=worst[1],
+                   skipped_items=skipped, infinite_items=sum(1 for v, _ in kls if math.isinf(v)))
 
 
 def compare(
