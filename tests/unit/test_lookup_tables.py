@@ -302,14 +302,41 @@ def test_a_first_point_every_shape_pays_once_is_the_collection_not_the_kernel():
 def test_b200_fp8_at_batch_one_streams_fewer_bytes_than_bf16():
     # Llama-3-8B on a B200 under vLLM, batch 1: bf16's linear layers read the published cuBLAS rows (per layer
     # 10.94 + 9.68 + 40.38 + 23.22 = 84.2 us), fp8-dynamic's the CUTLASS fp8 rows at M = 2 less the static
-    # quantization they time (8.76 + 7.43 + 23.07 + 24.10 = 63.4 us): 0.75x, with the bf16 lm_head in both
-    # (149 us) (63.4 x 32 + 149) / (84.2 x 32 + 149) = 0.77. The M = 1 row that timed a one-time cost, pinned as
-    # the streaming floor of every small batch, priced fp8-dynamic at 1.35x bf16.
+    # quantization they time (8.76 + 7.43 + 25.00 + 19.06 = 60.25 us; gate/up and down off the grid, read between
+    # their neighbouring cells): with the bf16 lm_head in both (149.4 us) (60.25 x 32 + 149.4) / (84.2 x 32 +
+    # 149.4) = 0.73. The M = 1 row that timed a one-time cost, pinned as the streaming floor of every small
+    # batch, priced fp8-dynamic at 1.35x bf16.
     r = api.roofline(model="meta-llama/Meta-Llama-3-8B", gpu="b200", ctx=1024, batches=[1, 2], schemes=["bf16", "fp8-dynamic"],
                     engine="vllm")
     lin = {(p.scheme, p.batch): p.time.linear_s for p in r.points}
-    assert lin[("fp8-dynamic", 1)] / lin[("bf16", 1)] == pytest.approx(0.77, abs=0.02)
+    assert lin[("fp8-dynamic", 1)] / lin[("bf16", 1)] == pytest.approx(0.73, abs=0.02)
     assert lin[("fp8-dynamic", 1)] <= lin[("fp8-dynamic", 2)]
+
+
+def test_a_shape_between_cells_is_steadied_by_the_next_cells_out():
+    # perf.kernel_tables._between: N = 3072 sits halfway between the cells 2048 and 4096 (u = 0.5); the next cells
+    # out are 1024 and 8192. Times (us) at one M on an affine line t = 10 + N/256, except the cell 4096, which a
+    # library timed with another tile configuration: 60 instead of 26.
+    from quantadvise.perf.kernel_tables import GemmTable, TableMeta
+
+    meta = TableMeta(id="t/y", file="y", engine="vllm", engine_version="0", kernel="y", kernel_source="y", math="bf16",
+                     weight_bytes=2, package="p", package_version="0", license="l", table="y", device="d", rows=0,
+                     source="s", as_of="2026-12-06")
+    us = 1e-6
+    line = {1024: 14.0, 2048: 18.0, 4096: 26.0, 8192: 42.0}
+    t = GemmTable(meta, (1.0,), cells={(n, 4096): (v * us,) for n, v in {**line, 4096: 60.0}.items()})
+    # the four interpolations at 3072: (2048, 4096) 18 + 0.5 x 42 = 39; (1024, 4096) 14 + (2/3) x 46 = 44.67;
+    # (2048, 8192) 18 + (1/6) x 24 = 22; (1024, 8192) 14 + (2/7) x 28 = 22. Median (22 + 39) / 2 = 30.5; the
+    # farthest from it, 44.67, is dropped: consensus (39 + 22 + 22) / 3 = 27.67. The neighbours' 39 differs from
+    # it by 41% (> 5%): the consensus prices it (the line gives 22; the two neighbours alone 39)
+    assert t.series(3072, 4096).at(1) == pytest.approx((39 + 22 + 22) / 3 * us, rel=1e-9)
+    # on the line, every interpolation agrees: the two neighbours' 22 stands
+    flat = GemmTable(meta, (1.0,), cells={(n, 4096): (v * us,) for n, v in line.items()})
+    assert flat.series(3072, 4096).at(1) == pytest.approx(22 * us, rel=1e-9)
+    # within 5% of the consensus the neighbours stand: 4096 at 27 (3.8% off the line) gives 18 + 0.5 x 9 = 22.5;
+    # the others 14 + (2/3) x 13 = 22.67, 22, 22: consensus drops 22.67 -> (22.5 + 22 + 22) / 3 = 22.17, 1.5% off
+    near = GemmTable(meta, (1.0,), cells={(n, 4096): (v * us,) for n, v in {**line, 4096: 27.0}.items()})
+    assert near.series(3072, 4096).at(1) == pytest.approx(22.5 * us, rel=1e-9)
 
 
 def test_a_held_out_shape_is_priced_both_ways_a_shape_misses_the_table():
