@@ -53,10 +53,14 @@ LIMITS: dict[str, Limit] = {
     "prompt": Limit(0, 10_000_000, integer=True),
     "output": Limit(1, 10_000_000, integer=True),
     "gpus": Limit(1, 1024, integer=True),
-    "memory_utilization": Limit(0, 1, low_open=True),
+    # a share of GPU memory and an accuracy tolerance cannot be 0: like the budgets below they have a floor
+    # (1e-320 passed "> 0" and sized "0.00 GB usable"): 1% of the largest GPU on file (MI355X, 309 GB) is
+    # 3.1 GB, less than a 1B-parameter model's bf16 weights beside vLLM's 2 GiB reserve; a thousandth of a
+    # point is below one question of any benchmark on file (MMLU's 14,042: 0.007 points each)
+    "memory_utilization": Limit(0.01, 1),
     "reserve_gb": Limit(0, 4096),
     "headroom": Limit(0, 1, high_open=True),
-    "accuracy_tolerance": Limit(0, 100, low_open=True),
+    "accuracy_tolerance": Limit(0.001, 100),
     # serving targets (issue 15): latency budgets in ms, a load, a price, speculative decoding
     # the lowest budgets, rate and price are far below any deployment's (a microsecond, a request in 11 days, a
     # millionth of a dollar) and far above the floats that underflow to 0 when divided or converted (5e-324)
@@ -190,7 +194,7 @@ def check(field: str, value: Any, limit: Limit | None = None) -> Any:
     limit = limit or LIMITS[field]
     if not within(value, limit):
         raise InputError(f"{flag(field)} must be {limit.describe()}, got {shown(value)}", field=field)
-    return int(value) if limit.integer else float(value)
+    return int(value) if limit.integer else float(value) + 0.0  # -0.0 is 0
 
 
 def within(value: Any, limit: Limit) -> bool:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 from typing_extensions import dataclass_transform
 
 # The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,
@@ -65,10 +65,11 @@ def _not_a_number(v: object) -> bool:
     return v is True or v is False or (isinstance(v, str) and not v.isascii())
 
 
-_NUMBER_KEYS: dict[type, frozenset[str]] = {}
+_NUMBER_KEYS: dict[type, tuple[frozenset[str], dict[str, Any]]] = {}
 
 
-def _takes_number_not_bool(tp: Any) -> bool:
+def _flatten(tp: Any) -> set[Any]:
+    """The types ``tp`` admits: Optional / Union / Annotated unwrapped, ``Literal[1]`` as its values' types."""
     import types
     import typing
 
@@ -83,43 +84,82 @@ def _takes_number_not_bool(tp: Any) -> bool:
             seen |= {type(a) for a in typing.get_args(t)}
         else:
             seen.add(t)
-    return bool(seen & {int, float}) and bool not in seen
+    return seen
 
 
-def plain_numbers(cls: type[BaseModel], data: Any) -> Any:
-    """``data`` with every boolean, and every text with non-ASCII characters, given to a number field (int /
-    float, not bool) replaced by a value no number validates: `ctx: true` is an error naming ``ctx``, not a
-    context of 1 token."""
+def _inner(tp: Any) -> Any:
+    """What ``plain_numbers`` descends into for a field of type ``tp``: a model class, ("seq", inner) for a
+    list / tuple of it, ("map", inner) for a dict of it, else None."""
+    import typing
+
+    for t in _flatten(tp):
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            return t
+        origin, args = typing.get_origin(t), typing.get_args(t)
+        if origin in (list, tuple, set, frozenset) and args and (got := _inner(args[0])) is not None:
+            return ("seq", got)
+        if origin is dict and len(args) == 2 and (got := _inner(args[1])) is not None:
+            return ("map", got)
+    return None
+
+
+def _keys(cls: type[BaseModel]) -> tuple[frozenset[str], dict[str, Any]]:
+    """(the keys of ``cls``'s number fields, every spelling; the keys of its nested models -> what they hold)."""
+    got = _NUMBER_KEYS.get(cls)
+    if got is None:
+        numbers: set[str] = set()
+        nested: dict[str, Any] = {}
+        for name, f in cls.model_fields.items():
+            va = f.validation_alias
+            spellings = {name, name.replace("_", "-"), *(c for c in (getattr(va, "choices", None) or (va,))
+                                                         if isinstance(c, str)), *((f.alias,) if f.alias else ())}
+            kinds = _flatten(f.annotation)
+            if kinds & {int, float} and bool not in kinds:
+                numbers |= spellings
+            inner = _inner(f.annotation)
+            if inner is not None:
+                nested.update(dict.fromkeys(spellings, inner))
+        got = _NUMBER_KEYS[cls] = (frozenset(numbers), nested)
+    return got
+
+
+def plain_numbers(cls: Any, data: Any) -> Any:
+    """A user's document for model ``cls`` (a workload, quantadvise.yaml, a profile, a scheme file) with every
+    boolean, and every text with non-ASCII characters, given to a number field (int / float, not bool) — at
+    any depth of its nested models — replaced by a value no number validates: `ctx: true` is an error naming
+    ``ctx``, not a context of 1 token. Applied where a user's file is read, not to the shipped tables (the test
+    suite validates those)."""
+    if isinstance(cls, tuple):  # ("seq", inner) or ("map", inner)
+        kind, inner = cls
+        if kind == "seq" and isinstance(data, list | tuple):
+            return [plain_numbers(inner, v) for v in data]
+        if kind == "map" and isinstance(data, dict):
+            return {k: plain_numbers(inner, v) for k, v in data.items()}
+        return data
     if not isinstance(data, dict):
         return data
-    keys = _NUMBER_KEYS.get(cls)
-    if keys is None:
-        names: set[str] = set()
-        for name, f in cls.model_fields.items():
-            if _takes_number_not_bool(f.annotation):
-                names |= {name, name.replace("_", "-")}
-                va = f.validation_alias
-                choices = getattr(va, "choices", None)
-                names |= {c for c in (choices or (va,)) if isinstance(c, str)}
-                if f.alias:
-                    names.add(f.alias)
-        keys = _NUMBER_KEYS[cls] = frozenset(names)
-    if not keys or not any(_not_a_number(v) for v in data.values()):
-        return data
-    return {k: _NotANumber(v) if k in keys and _not_a_number(v) else v for k, v in data.items()}
+    numbers, nested = _keys(cls)
+    out = None
+    for k, v in data.items():
+        if k in numbers and _not_a_number(v):
+            new: Any = _NotANumber(v)
+        elif k in nested and isinstance(v, dict | list | tuple):
+            new = plain_numbers(nested[k], v)
+        else:
+            continue
+        if new is not v:
+            if out is None:
+                out = dict(data)
+            out[k] = new
+    return data if out is None else out
 
 
 class Strict(BaseModel):
     """Validated input: a data row, a config file, a profile. Unknown keys are errors, and so is a
-    number that is not finite (nan, inf: a profile's curve through nan prices nothing) or a boolean
-    given for a number."""
+    number that is not finite (nan, inf: a profile's curve through nan prices nothing); a user's file is
+    passed through :func:`plain_numbers` first."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_numbers(cls, data: Any) -> Any:
-        return plain_numbers(cls, data)
 
 
 _T = TypeVar("_T")

@@ -56,11 +56,6 @@ class WorkloadSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True, allow_inf_nan=False,
                               validate_default=True, populate_by_name=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_numbers(cls, data: Any) -> Any:
-        return plain_numbers(cls, data)
-
     # max concurrent sequences
     batch: Annotated[int | None, LIMITS["batch"].interval()] = Field(
         default=None, validation_alias=AliasChoices("batch", "concurrency"))
@@ -212,6 +207,6 @@ class Workload(WorkloadSpec):
 
 def parse_workload(data: dict[str, Any], where: str = "workload") -> Workload:
     try:
-        return Workload.model_validate(data)
+        return Workload.model_validate(plain_numbers(Workload, data))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, where)) from None

@@ -139,7 +139,7 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, ...]], str]] = {
     "memory-utilization": (
         {},
         [("recommend", "--memory-utilization", "0"), ("size", "--memory-utilization", "0")],
-        "--memory-utilization must be a number > 0 and <= 1, got 0.0",
+        "--memory-utilization must be a number >= 0.01 and <= 1, got 0.0",
     ),
 }
 

@@ -180,7 +180,7 @@ def test_schema_rejects_bad_calibration_records(sim):
     for bad, msg in (
         ({**m, "time_s": m["time_s"][:-1]}, "same length"),
         ({**m, "batch": list(reversed(m["batch"]))}, "strictly increasing"),
-        ({**m, "time_s": [0.0] * len(m["time_s"])}, "> 0"),
+        ({**m, "time_s": [0.0] * len(m["time_s"])}, ">= 1e-06"),
         ({**m, "timings": []}, "unknown key"),
     ):
         d = yaml.safe_load(yaml.safe_dump(doc))

@@ -289,8 +289,8 @@ def test_reserve_gb_in_the_config_is_bounded_as_the_flag_is(cli, tmp_path, monke
 @pytest.mark.parametrize(("key", "value", "says"), [
     ("gpus", ".inf", "must be an integer >= 1 and <= 1,024, got inf"),
     ("gpus", "1.0e308", "must be an integer >= 1 and <= 1,024, got 1e+308"),
-    ("gpu_memory_utilization", ".inf", "must be a number > 0 and <= 1, got inf"),
-    ("gpu_memory_utilization", ".nan", "must be a number > 0 and <= 1, got nan"),
+    ("gpu_memory_utilization", ".inf", "must be a number >= 0.01 and <= 1, got inf"),
+    ("gpu_memory_utilization", ".nan", "must be a number >= 0.01 and <= 1, got nan"),
 ])
 def test_other_numbers_in_the_config_are_bounded_too(cli, tmp_path, monkeypatch, key, value, says):
     root = make_repo(tmp_path, {"serve.sh": HEALTHY, "quantadvise.yaml": f"version: 1\ngpu: h100\n{key}: {value}\n"})

@@ -355,7 +355,7 @@ def test_profile_rejects_unknown_keys_and_bad_values():
     base = {"id": "x", "source": "s", "as_of": "2026-11-29"}
     with pytest.raises(ConfigError, match="memory_eficiency"):
         parse_profile({**base, "defaults": {"memory_eficiency": 0.8}}, "p.yaml")
-    with pytest.raises(ConfigError, match=r"must be in \(0, 1\]"):
+    with pytest.raises(ConfigError, match=r"must be >= 0\.01 and <= 1"):
         parse_profile({**base, "defaults": {"memory_efficiency": 1.5}}, "p.yaml")
     with pytest.raises(ConfigError, match="strictly increasing"):
         parse_profile({**base, "defaults": {"memory_efficiency": {"batch": [8, 1], "value": [0.5, 0.6]}}}, "p.yaml")

@@ -46,6 +46,10 @@ WORKLOAD_KEYS = ("model", "engine", "engine_version", "gpu", "tp", "scheme", "kv
 
 MAX_MEASURE = 1e12  # no count (requests, tokens), rate (tokens/s) or time (ms) of one benchmark run is larger
 MIN_RATE = 1e-6  # output tokens/s of a run that finished: at least one token in the ~11 days this allows
+# A measured latency (TTFT, TPOT / ITL, E2E) is 0 (the tool recorded none) or at least a microsecond: no
+# serving benchmark times a first token, a token or a request faster (a token is a forward pass of
+# microseconds to milliseconds), and 1e-320 ms made every relative error an infinity.
+MIN_LATENCY_MS = 0.001
 
 
 def measured_rate(x: float) -> bool:
@@ -163,7 +167,10 @@ def detect(doc: Any) -> str | None:
     return None
 
 
-def _num(d: dict[str, Any], key: str, name: str, where: str, *, required: bool = True) -> float | None:
+def _num(d: dict[str, Any], key: str, name: str, where: str, *, required: bool = True,
+         latency: str | None = None) -> float | None:
+    """``d[key]`` as a finite number in [0, :data:`MAX_MEASURE`]. A ``latency`` (its unit, ``ms`` or ``s``)
+    above 0 must also be at least :data:`MIN_LATENCY_MS` (0 is a latency the tool did not record)."""
     v = d.get(key)
     if v is None:
         if required:
@@ -178,7 +185,22 @@ def _num(d: dict[str, Any], key: str, name: str, where: str, *, required: bool =
     if not 0 <= f <= MAX_MEASURE:
         raise _err(name, where, f"'{key}' is {shown(v)}: a count, rate or time of a run is >= 0 and "
                    f"<= {MAX_MEASURE:.0e}")
-    return f
+    if latency is not None:
+        _a_latency(f, latency, key, name, where)
+    return f + 0.0  # -0.0 is 0
+
+
+def _a_latency(x: float, unit: str, key: str, name: str, where: str) -> None:
+    """Refuse a latency above 0 but under :data:`MIN_LATENCY_MS` (``x`` in ``unit``: ms or s)."""
+    low = MIN_LATENCY_MS if unit == "ms" else MIN_LATENCY_MS * 1e-3
+    if 0 < x < low:
+        raise _err(name, where, f"'{key}' is {shown(x)} {unit}: a measured latency is 0 (not recorded) or at "
+                   f"least {low:g} {unit}, a microsecond (no serving benchmark times a token faster)")
+
+
+def _ms(x: float | None) -> float | None:
+    """A latency in milliseconds as seconds; 0 or none: None (the tool recorded none)."""
+    return (x or 0.0) * 1e-3 or None
 
 
 def _rate(d: dict[str, Any], name: str, where: str) -> float | None:
@@ -255,15 +277,15 @@ def _vllm_serve(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     if run.get("output") is None:
         run["output"] = _num(d, "total_output_tokens", name, where) / done  # type: ignore[operator]
         run["recovered"]["output"] = "total_output_tokens / completed (the mean)"
-    ms = 1e-3
-    run["ttft_s"] = (_num(d, "mean_ttft_ms", name, where, required=False) or 0.0) * ms or None
-    run["tpot_s"] = (_num(d, "mean_tpot_ms", name, where, required=False) or 0.0) * ms or None
-    e2e = _num(d, "mean_e2el_ms", name, where, required=False)
+    run["ttft_s"] = _ms(_num(d, "mean_ttft_ms", name, where, required=False, latency="ms"))
+    run["tpot_s"] = _ms(_num(d, "mean_tpot_ms", name, where, required=False, latency="ms"))
+    e2e = _num(d, "mean_e2el_ms", name, where, required=False, latency="ms")
     lat = d.get("latencies")
     if e2e is not None:
-        run["e2e_s"] = e2e * ms
+        run["e2e_s"] = e2e * 1e-3
     elif isinstance(lat, list) and lat and all(0 <= (finite(x) or -1) <= MAX_MEASURE for x in lat):  # not 10**400
-        run["e2e_s"] = sum(float(x) for x in lat) / len(lat)
+        run["e2e_s"] = sum(float(x) for x in lat) / len(lat) + 0.0
+        _a_latency(run["e2e_s"], "s", "latencies' mean", name, where)
     return run
 
 
@@ -308,15 +330,14 @@ def _sglang(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
         run.setdefault("notes", []).append(
             f"--random-range-ratio {ratio:g}: SGLang draws lengths in [max(L x {ratio:g}, 1), L], so they vary; the "
             "means recovered from the totals are used")
-    ms = 1e-3
-    run["ttft_s"] = (_num(d, "mean_ttft_ms", name, where, required=False) or 0.0) * ms or None
-    run["tpot_s"] = (_num(d, "mean_tpot_ms", name, where, required=False) or 0.0) * ms or None
-    run["e2e_s"] = (_num(d, "mean_e2e_latency_ms", name, where, required=False) or 0.0) * ms or None
+    run["ttft_s"] = _ms(_num(d, "mean_ttft_ms", name, where, required=False, latency="ms"))
+    run["tpot_s"] = _ms(_num(d, "mean_tpot_ms", name, where, required=False, latency="ms"))
+    run["e2e_s"] = _ms(_num(d, "mean_e2e_latency_ms", name, where, required=False, latency="ms"))
     return run
 
 
 def _vllm_latency(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
-    avg = _num(d, "avg_latency", name, where)
+    avg = _num(d, "avg_latency", name, where, latency="s")
     if not avg:
         raise _err(name, where, "'avg_latency' is 0")
     return {"engine": "vllm", "model": d.get("model_id"), "mode": "sync", "e2e_s": avg, "output_tok_s": math.nan,
@@ -337,13 +358,14 @@ def _vllm_throughput(d: dict[str, Any], name: str, where: str) -> dict[str, Any]
                       "tokens_per_second x output / (prompt + output), with the lengths given (--prompt, --output)"]}
 
 
-def _stat(d: dict[str, Any], key: str, name: str, where: str, *, required: bool = True) -> float | None:
+def _stat(d: dict[str, Any], key: str, name: str, where: str, *, required: bool = True,
+          latency: str | None = None) -> float | None:
     v = d.get(key)
     if not isinstance(v, dict):
         if required:
             raise _err(name, where, f"no '{key}' statistics")
         return None
-    return _num(v, "avg", name, f"{where} {key}", required=required)
+    return _num(v, "avg", name, f"{where} {key}", required=required, latency=latency)
 
 
 def _genai_perf(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
@@ -367,21 +389,21 @@ def _genai_perf(d: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     for k, src in (("prompt", "input_sequence_length.avg"), ("output", "output_sequence_length.avg")):
         if run[k] is not None:
             run["recovered"][k] = src
-    ms = 1e-3
-    run["ttft_s"] = (_stat(d, "time_to_first_token", name, where, required=False) or 0.0) * ms or None
-    run["tpot_s"] = (_stat(d, "inter_token_latency", name, where, required=False) or 0.0) * ms or None
-    run["e2e_s"] = (_stat(d, "request_latency", name, where, required=False) or 0.0) * ms or None
+    run["ttft_s"] = _ms(_stat(d, "time_to_first_token", name, where, required=False, latency="ms"))
+    run["tpot_s"] = _ms(_stat(d, "inter_token_latency", name, where, required=False, latency="ms"))
+    run["e2e_s"] = _ms(_stat(d, "request_latency", name, where, required=False, latency="ms"))
     return run
 
 
-def _summary_mean(metrics: dict[str, Any], key: str, name: str, where: str, required: bool = False) -> float | None:
+def _summary_mean(metrics: dict[str, Any], key: str, name: str, where: str, required: bool = False,
+                  latency: str | None = None) -> float | None:
     m = metrics.get(key)
     ok = m.get("successful") if isinstance(m, dict) else None
     if not isinstance(ok, dict):
         if required:
             raise _err(name, where, f"no 'metrics.{key}.successful'")
         return None
-    return _num(ok, "mean", name, f"{where} metrics.{key}.successful", required=required)
+    return _num(ok, "mean", name, f"{where} metrics.{key}.successful", required=required, latency=latency)
 
 
 def _guidellm(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -405,10 +427,9 @@ def _guidellm(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
         for k, src in (("prompt", "metrics.prompt_token_count"), ("output", "metrics.output_token_count")):
             if run[k] is not None:
                 run["recovered"][k] = src + ".successful.mean"
-        ms = 1e-3
-        run["ttft_s"] = (_summary_mean(m, "time_to_first_token_ms", name, where) or 0.0) * ms or None
-        run["tpot_s"] = (_summary_mean(m, "time_per_output_token_ms", name, where) or 0.0) * ms or None
-        run["e2e_s"] = _summary_mean(m, "request_latency", name, where)
+        run["ttft_s"] = _ms(_summary_mean(m, "time_to_first_token_ms", name, where, latency="ms"))
+        run["tpot_s"] = _ms(_summary_mean(m, "time_per_output_token_ms", name, where, latency="ms"))
+        run["e2e_s"] = _summary_mean(m, "request_latency", name, where, latency="s")
         out.append(run)
     if not out:
         raise _err(name, "", "'benchmarks' is empty: no benchmark finished")

@@ -34,6 +34,7 @@ from ..model.inventory import inventory_of
 from ..perf.datapath import datapath
 from ..perf.inputs import parse_batches
 from ..perf.profiles import (
+    MIN_EFFICIENCY,
     Calibration,
     Ceilings,
     Curve,
@@ -396,6 +397,10 @@ def build_profile(
         got = c.gemm_flops_per_s.get(fmt)
         if got is not None and peak:
             comp[key] = min(1.0, significant(got / peak, 4))
+    low = [f"{k} {v:.2%}" for k, v in (("read bandwidth", mem_eff), *comp.items()) if v < MIN_EFFICIENCY]
+    if low:  # the profile would refuse it: say why here
+        raise InputError(f"measured {', '.join(low)} of the {gpu.id} spec sheet: under {MIN_EFFICIENCY:.0%} is a broken "
+                         "measurement or another GPU (check --gpu)", field="gpu")
     if "bf16" in comp:
         comp["fp16"] = comp["bf16"]
     scheme_knobs: dict[str, SchemeKnobs] = {}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import ConfigError, DataError, format_validation_error, norm_name
+from ..results import plain_numbers
 from . import loader
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def load_site_profile(path: Path | str) -> Any:
         raise ConfigError(f"{path}: not a deployment profile (kind: deployment); `quantadvise calibrate --from-bench` "
                           "writes one", field="profile")
     try:
-        return SiteProfile.model_validate(doc)
+        return SiteProfile.model_validate(plain_numbers(SiteProfile, doc))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(path)), field="profile") from None
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ConfigError, DataError, SchemeError, format_validation_error
+from ..results import plain_numbers
 from ..scheme.axes import DeployHints, LayerPolicy, Scheme, TensorQuant
 from ..scheme.layout import Layout
 from . import loader
@@ -146,7 +147,7 @@ def load_scheme_file(path: Path) -> Scheme:
         lay_raw.setdefault("source", path.name)
         lay_raw.setdefault("as_of", date.today())
         try:
-            lay = Layout.model_validate(lay_raw)
+            lay = Layout.model_validate(plain_numbers(Layout, lay_raw))
         except ValidationError as exc:
             raise ConfigError(format_validation_error(exc, f"{path} layout")) from None
         doc["layout"] = None
@@ -157,7 +158,7 @@ def load_scheme_file(path: Path) -> Scheme:
 
 def _validate_user_preset(doc: dict[str, Any], path: Path) -> SchemePreset:
     try:
-        return SchemePreset.model_validate(doc)
+        return SchemePreset.model_validate(plain_numbers(SchemePreset, doc))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(path))) from None
 

@@ -95,8 +95,7 @@ class _Cfg(BaseModel):
     @classmethod
     def _snake(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            return plain_numbers(cls, {k.replace("-", "_") if isinstance(k, str) else k: v
-                                               for k, v in data.items()})
+            return {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
         return data
 
 
@@ -229,7 +228,7 @@ def validate(data: Any, file: str, lines: Mapping[str, int] | None = None) -> De
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: expected a mapping of keys (model, gpu, workload ...), got {type(data).__name__}")
     try:
-        return DeploymentConfig.model_validate(data)
+        return DeploymentConfig.model_validate(plain_numbers(DeploymentConfig, data))
     except ValidationError as exc:
         raise _validation_error(exc, file, lines or {}) from None
 

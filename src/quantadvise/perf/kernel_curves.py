@@ -38,6 +38,10 @@ from pydantic import Field, PrivateAttr, model_validator
 from ..results import Strict
 
 Basis = Literal["measured", "proxy", "composed", "published"]
+# The least efficiency, or M factor, a kernel curve may hold: the importer's fit (calibration/kernel_fit.py)
+# searches efficiencies from 0.005 and M factors from e^-5 = 0.0067, the shipped curves' least are 0.005 and
+# 0.016; 5x below that is no kernel, and 1e-320 made every step time infinite.
+MIN_KERNEL_EFFICIENCY = 0.001
 
 
 class TableSource(Strict):
@@ -116,7 +120,7 @@ class KernelCurve(Strict):
     proxy_of: str | None = None  # "<engine>/<kernel>" whose measurement stands in
     note: str = ""
     math: str  # the datapath peak the compute term is scaled by
-    act_bytes: float = Field(default=2.0, gt=0)  # bytes per activation element the GEMM reads
+    act_bytes: float = Field(default=2.0, ge=0.25, le=8.0)  # bytes per activation element read: 2-bit to 2x fp32
     includes_quant: bool = False
     overhead_s: float = Field(ge=0, le=1.0)  # a second of fixed cost per call: past any kernel's launch
     blend: float = Field(ge=1.0, le=64.0)
@@ -135,20 +139,20 @@ class KernelCurve(Strict):
     @model_validator(mode="after")
     def _shape(self) -> "KernelCurve":
         n = len(self.nk_knots)
-        if n < 2 or list(self.nk_knots) != sorted(set(self.nk_knots)):
-            raise ValueError("nk_knots must hold at least 2 strictly increasing sizes")
+        if n < 2 or list(self.nk_knots) != sorted(set(self.nk_knots)) or self.nk_knots[0] < 1:
+            raise ValueError("nk_knots must hold at least 2 strictly increasing sizes >= 1")
         for name in ("memory_efficiency", "compute_efficiency"):
             tab = getattr(self, name)
             if len(tab) != n or any(len(r) != n for r in tab):
                 raise ValueError(f"{name} must be a {n}x{n} table (one row per N knot, one column per K knot)")
-            if any(not 0 < v <= 4.0 for r in tab for v in r):
-                raise ValueError(f"{name} values must be in (0, 4]")
+            if any(not MIN_KERNEL_EFFICIENCY <= v <= 4.0 for r in tab for v in r):
+                raise ValueError(f"{name} values must be >= {MIN_KERNEL_EFFICIENCY:g} and <= 4")
         if len(self.m_knots) != len(self.m_factor) or len(self.m_knots) < 1:
             raise ValueError("m_knots and m_factor must have the same length (at least 1)")
         if list(self.m_knots) != sorted(set(self.m_knots)) or self.m_knots[0] < 1:
             raise ValueError("m_knots must be strictly increasing and >= 1")
-        if any(v <= 0 for v in self.m_factor):
-            raise ValueError("m_factor values must be > 0")
+        if any(not MIN_KERNEL_EFFICIENCY <= v < math.inf for v in self.m_factor):
+            raise ValueError(f"m_factor values must be >= {MIN_KERNEL_EFFICIENCY:g}")
         if self.basis == "proxy" and not self.proxy_of:
             raise ValueError("a proxy curve names the curve it stands in for (proxy_of)")
         if self.basis == "measured" and self.measured is None:
@@ -254,8 +258,8 @@ class QuantCurve(Strict):
     proxy_of: str | None = None
     note: str = ""
     overhead_s: float = Field(ge=0, le=1.0)  # a second of fixed cost per call: past any kernel's launch
-    bytes_per_element: float = Field(gt=0)
-    efficiency: float = Field(gt=0, le=4.0)
+    bytes_per_element: float = Field(gt=0, le=16.0)  # read + written per element: 3 (bf16 -> fp8) to 5 shipped
+    efficiency: float = Field(ge=MIN_KERNEL_EFFICIENCY, le=4.0)
     heldout: HeldOut | None = None
 
     @property

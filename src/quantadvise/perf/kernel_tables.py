@@ -299,9 +299,15 @@ def _between(xs: list[int], x: float, row: Callable[[int], MSeries]) -> MSeries:
     near = [p + (q - p) * u0 for p, q in zip(lo0.ts, hi0.ts, strict=True)]
     if len(got) == 1:
         return MSeries(lo0.ms, tuple(near))
+    cols = [[p + (q - p) * u for p, q in zip(lo.ts, hi.ts, strict=True)] for lo, hi, u in got]
     ts = []
     for j, t in enumerate(near):
-        vals = sorted(lo.ts[j] + (hi.ts[j] - lo.ts[j]) * u for lo, hi, u in got)
+        vals = [c[j] for c in cols]
+        low = min(vals)
+        if max(vals) - low <= STEADY * low:  # they all agree within the noise: so does the consensus with t
+            ts.append(t)
+            continue
+        vals.sort()
         if len(vals) > 2:
             h = len(vals) // 2
             mid = vals[h] if len(vals) % 2 else 0.5 * (vals[h - 1] + vals[h])

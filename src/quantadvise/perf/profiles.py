@@ -61,14 +61,28 @@ from pydantic import (
 
 from ..errors import ConfigError, format_validation_error, norm_name
 from ..hardware import MATH_FORMATS
-from ..results import Strict
+from ..results import Strict, plain_numbers
 from .kernel_curves import KernelCurve, QuantCurve
 
 # The format version of a profile file (its own ``schema_version`` key), not of a JSON report
 # (``results.SCHEMA_VERSION``): a change that renames or removes a profile key bumps it.
 PROFILE_SCHEMA_VERSION = 1
 MAX_CALL_S = 60.0  # one timed call of a calibration's decode linears: a minute is past any GPU's
+MIN_CALL_S = 1e-6  # and a microsecond is under any: a kernel launch alone takes longer (1e-300 s: errors of 1e297 %)
 MATH_KEYS = MATH_FORMATS
+# The least fraction of a peak a GPU-wide efficiency may claim (memory_efficiency, compute_efficiency,
+# dequant.efficiency, allreduce.efficiency, and each point of their curves). The lowest in the shipped
+# profiles is 0.45 (MI300X fp8 / int8 GEMMs, data/perf_profile.yaml), the lowest a shipped per-kernel
+# curve reaches 0.005: a whole GPU streaming or multiplying at under 1% of its spec sheet is a broken
+# measurement or a typo, and a fraction near 0 divides every time by it (1e-320: an infinite step).
+MIN_EFFICIENCY = 0.01
+# A calibrated scheme's fitted efficiencies (:class:`LinearFit`): calibrate's fit searches the memory
+# term's in [0.01, 4] and the compute term's in [1e-4, 4] (calibration/fit.py), so it never writes less;
+# the correction, measured over fitted time, is bounded both ways alike: a fit 100x off is no fit.
+MIN_FIT_MEMORY_EFFICIENCY = 0.01
+MIN_FIT_COMPUTE_EFFICIENCY = 1e-4
+MIN_CORRECTION, MAX_CORRECTION = 0.01, 100.0
+MAX_DEQUANT_FLOPS = 1000.0  # vector FLOP per stored weight: 500x an unpack-and-scale (2); codebooks cost tens
 
 
 class Curve(Strict):
@@ -118,10 +132,13 @@ Value = Annotated[float | Curve, BeforeValidator(_to_value)]
 
 
 def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | None:
+    """``v`` (a number or each point of a curve) if it is a fraction of a peak in [:data:`MIN_EFFICIENCY`,
+    ``upper``], else one ValueError naming ``what``."""
     vals = [] if v is None else (v.value if isinstance(v, Curve) else (v,))
     for x in vals:
-        if not 0 < x <= upper:
-            raise ValueError(f"{what} must be in (0, {upper:g}], got {x}")
+        if not MIN_EFFICIENCY <= x <= upper:
+            raise ValueError(f"{what} must be >= {MIN_EFFICIENCY:g} and <= {upper:g} (a fraction of the GPU's "
+                             f"peak: under {MIN_EFFICIENCY:.0%} is no credible measurement), got {x!r}")
     return v
 
 
@@ -134,7 +151,7 @@ class DequantCost(Strict):
     amortises this smoothly as max(1, M / m_tile) passes). The time adds to the GEMM's compute time
     (it competes with the tensor cores, not with the memory stream)."""
 
-    flops_per_weight: float = Field(default=2.0, ge=0)
+    flops_per_weight: float = Field(default=2.0, ge=0, le=MAX_DEQUANT_FLOPS)
     m_tile: int = Field(default=64, ge=1)
     efficiency: float = 1.0
 
@@ -214,16 +231,19 @@ class LinearFit(Strict):
     @field_validator("memory_efficiency", "compute_efficiency")
     @classmethod
     def _eff(cls, v: float, info: Any) -> float:
-        if not 0 < v <= 4.0:
-            raise ValueError(f"linear.{info.field_name} must be in (0, 4], got {v}")
+        low = MIN_FIT_MEMORY_EFFICIENCY if info.field_name == "memory_efficiency" else MIN_FIT_COMPUTE_EFFICIENCY
+        if not low <= v <= 4.0:
+            raise ValueError(f"linear.{info.field_name} must be >= {low:g} and <= 4 (calibrate's fit never "
+                             f"writes less), got {v!r}")
         return v
 
     @field_validator("correction")
     @classmethod
     def _corr(cls, v: Value) -> Value:
         for x in v.value if isinstance(v, Curve) else (v,):
-            if not 0 < x <= 100:
-                raise ValueError(f"linear.correction must be in (0, 100], got {x}")
+            if not MIN_CORRECTION <= x <= MAX_CORRECTION:
+                raise ValueError(f"linear.correction must be >= {MIN_CORRECTION:g} and <= {MAX_CORRECTION:g} "
+                                 f"(measured over fitted time: a fit 100x off is no fit), got {x!r}")
         return v
 
     def correction_at(self, m: float) -> float:
@@ -321,8 +341,9 @@ class Measurement(Strict):
             raise ValueError(f"{self.scheme}: batch, time_s (and spread) must have the same length")
         if any(b < 1 for b in self.batch) or any(b2 <= b1 for b1, b2 in zip(self.batch, self.batch[1:], strict=False)):
             raise ValueError(f"{self.scheme}: batches must be >= 1 and strictly increasing")
-        if any(not 0 < t <= MAX_CALL_S for t in self.time_s):
-            raise ValueError(f"{self.scheme}: every time_s must be > 0 and <= {MAX_CALL_S:g} s (one call)")
+        if any(not MIN_CALL_S <= t <= MAX_CALL_S for t in self.time_s):
+            raise ValueError(f"{self.scheme}: every time_s must be >= {MIN_CALL_S:g} and <= {MAX_CALL_S:g} s "
+                             "(one call)")
         return self
 
 
@@ -456,6 +477,6 @@ def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:
     doc.setdefault("source", where)
     doc.setdefault("as_of", date.today())
     try:
-        return PerfProfile.model_validate(doc)
+        return PerfProfile.model_validate(plain_numbers(PerfProfile, doc))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, where)) from None
