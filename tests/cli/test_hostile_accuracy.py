@@ -26,6 +26,7 @@ import pytest
 
 from quantadvise.errors import InputError
 from quantadvise.evals.stats import Sample, TaskSamples, _log_softmax, compare, kl_divergence, mean
+from tests.oneline import one_error
 
 S = 1 + math.exp(-1) + math.exp(-2) + math.exp(-3)
 P = [math.exp(-i) / S for i in range(4)]
@@ -38,13 +39,9 @@ def _write(path, logprobs: str, n: int = 30) -> None:
 
 
 def _one_error(r, *fragments: str) -> str:
-    assert r.code == 2, (r.code, r.stdout[-800:], r.stderr[-2000:])
-    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    line = one_error(r, *fragments)
     assert "PASS" not in r.stdout and "passed" not in r.stdout
-    for f in fragments:
-        assert f in errors[0], errors[0]
-    return errors[0]
+    return line
 
 
 # --- plain JSONL through the CLI ------------------------------------------------------------------------------

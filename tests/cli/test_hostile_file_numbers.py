@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.oneline import one_error
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _one_error(r, *fragments: str) -> str:
-    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
-    assert r.code == 2 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-800:]
-    for f in fragments:
-        assert f in errors[0], errors[0]
-    return errors[0]
 
 
 @pytest.mark.parametrize("key", ["ctx", "batch", "concurrency", "prompt", "rate", "users", "max_gpus",
@@ -29,7 +25,7 @@ def test_a_workload_file_number_that_is_not_written_as_one(cli, tmp_path, key, v
     w = tmp_path / "w.yaml"
     w.write_text(f"{key}: {value}\n", encoding="utf-8")
     # the field is named by its own name (concurrency is batch's alias)
-    _one_error(cli("recommend", "-w", str(w)), f"'{'batch' if key == 'concurrency' else key}'")
+    one_error(cli("recommend", "-w", str(w)), f"'{'batch' if key == 'concurrency' else key}'")
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -52,7 +48,7 @@ def test_a_quantadvise_yaml_number_that_is_not_written_as_one(cli, tmp_path, mon
     assert old + "\n" in text
     cfg.write_text(text.replace(old + "\n", new + "\n"), encoding="utf-8")
     monkeypatch.chdir(root)
-    _one_error(cli("check"), "quantadvise.yaml", key)
+    one_error(cli("check"), "quantadvise.yaml", key)
 
 
 def test_an_accuracy_gate_limit_that_is_a_boolean(cli, tmp_path, monkeypatch):
@@ -62,14 +58,14 @@ def test_an_accuracy_gate_limit_that_is_a_boolean(cli, tmp_path, monkeypatch):
     assert "  max_delta_drop: 2%\n" in text
     cfg.write_text(text.replace("  max_delta_drop: 2%\n", "  max_delta_drop: true\n"), encoding="utf-8")
     monkeypatch.chdir(root)
-    _one_error(cli("check"), "quantadvise.yaml", "max_delta_drop", "number")
+    one_error(cli("check"), "quantadvise.yaml", "max_delta_drop", "number")
 
 
 def test_a_profile_efficiency_that_is_a_boolean(cli, tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("schema_version: 1\nid: x\nsource: x\nas_of: 2026-01-01\ndefaults:\n  memory_efficiency: true\n",
                  encoding="utf-8")
-    _one_error(cli("roofline", "--profile", str(p), "-s", "bf16"), "p.yaml", "memory_efficiency")
+    one_error(cli("roofline", "--profile", str(p), "-s", "bf16"), "p.yaml", "memory_efficiency")
 
 
 def test_numbers_written_as_numbers_still_read():

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.limits import time_limit
+from tests.oneline import one_error
 
 REPO = Path(__file__).resolve().parents[2]
 FORMATS = ["table", "json", "markdown", "github", "sarif", "junit"]
@@ -28,13 +29,6 @@ SERVE = "vllm serve meta-llama/Llama-3.1-8B --max-model-len 999999 --bogus-flag 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and AF_UNIX sockets are POSIX")
 
 
-def _one_error(r, *fragments: str) -> str:
-    assert r.code == 2, (r.code, r.stderr[-2000:])
-    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    for f in fragments:
-        assert f in errors[0], errors[0]
-    return errors[0]
 
 
 @pytest.fixture
@@ -67,7 +61,7 @@ def test_a_special_file_is_refused_in_one_line_and_never_blocks(cli, specials, k
     for args, fragment in cases:
         with time_limit(cpu=10, wall=20, what=" ".join(args)):
             r = cli(*args)
-        _one_error(r, fragment, kind)
+        one_error(r, fragment, kind)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="a Linux /proc")
@@ -78,7 +72,7 @@ def test_a_kernel_file_is_refused(cli, tmp_path):
                  ["recommend", "-w", "/proc/self/status"], ["accuracy", "/proc/self/status", "/proc/self/status"],
                  ["check", "serve.sh", "--gpu", "h100", "--baseline", "/proc/self/status"]):
         with time_limit(cpu=10, wall=20, what=" ".join(args)):
-            _one_error(cli(*args), "virtual file system")
+            one_error(cli(*args), "virtual file system")
 
 
 @posix_only
@@ -87,15 +81,15 @@ def test_a_kernel_file_is_refused(cli, tmp_path):
 def test_writing_to_a_special_file_no_one_reads(cli, specials, kind, flag):
     with time_limit(cpu=20, wall=30, what=flag):
         r = cli("check", "serve.sh", "--gpu", "h100", flag, str(specials[kind]))
-    _one_error(r, flag, "cannot write it")
+    one_error(r, flag, "cannot write it")
 
 
 @posix_only
 def test_a_plot_or_profile_is_never_written_to_a_fifo(cli, tmp_path):
     os.mkfifo(tmp_path / "p.png")
     with time_limit(cpu=10, wall=20):
-        _one_error(cli("recommend", "--plot", "p.png"), "--plot", "FIFO")
-        _one_error(cli("calibrate", "--backend", "simulated", "--gpu", "h100", "--out", "p.png"), "--out", "FIFO")
+        one_error(cli("recommend", "--plot", "p.png"), "--plot", "FIFO")
+        one_error(cli("calibrate", "--backend", "simulated", "--gpu", "h100", "--out", "p.png"), "--out", "FIFO")
 
 
 @posix_only
@@ -207,7 +201,7 @@ def test_a_name_that_is_not_utf8_in_every_format(cli, odd_repo, fmt):
 
 def test_an_escape_in_a_name_never_reaches_the_terminal(cli, tmp_path):
     r = cli("size", "\x1b[2J\x1b[31mllama")
-    _one_error(r, "\\x1b[2J")
+    one_error(r, "\\x1b[2J")
     assert "\x1b" not in r.stderr
     for args in (["recommend", "--gpu", "h1\n00"], ["size", "--scheme", "a\nb"], ["check", "a\nb"],
                  ["recommend", "--batch", "1\n2"]):  # a newline in a value: still one line
@@ -284,9 +278,9 @@ def test_an_oversized_file_is_refused_before_it_is_read(cli, tmp_path):
             fh.truncate(size)
     (tmp_path / "serve.sh").write_text(SERVE)
     with time_limit(cpu=10):
-        _one_error(cli("check", "serve.sh", "--gpu", "h100"), "too large")
-        _one_error(cli("recommend", "-w", "w.yaml"), "too large")
-        _one_error(cli("accuracy", "b.jsonl", "b.jsonl"), "too large")
+        one_error(cli("check", "serve.sh", "--gpu", "h100"), "too large")
+        one_error(cli("recommend", "-w", "w.yaml"), "too large")
+        one_error(cli("accuracy", "b.jsonl", "b.jsonl"), "too large")
 
 
 def test_a_plot_of_a_model_whose_name_is_not_utf8(cli, tmp_path):
@@ -340,7 +334,7 @@ def test_a_symbolic_link_loop_is_one_error_line_or_passed_over(cli, tmp_path):
     # Before: Path.resolve() raised RuntimeError("Symlink loop") from `check LOOP` (a traceback, exit 1).
     os.symlink("b", tmp_path / "a")
     os.symlink("a", tmp_path / "b")
-    _one_error(cli("check", str(tmp_path / "a"), "--gpu", "h100"), "a")
+    one_error(cli("check", str(tmp_path / "a"), "--gpu", "h100"), "a")
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "serve.sh").write_text(SERVE)
@@ -377,7 +371,7 @@ def test_a_closed_stdout_or_stderr_is_written_nowhere(tmp_path, redirect, args, 
      "COMP_CWORD to be a word index, got 'x'"),
     ({"_QUANTADVISE_COMPLETE": "bogus"}, "is not a completion instruction"),
 ])
-def test_a_malformed_completion_request_is_one_error(tmp_path, env, says):
+def test_a_malformed_completion_request_isone_error(tmp_path, env, says):
     # typer's bash completion read os.environ["COMP_WORDS"] and int(COMP_CWORD) unchecked (KeyError,
     # ValueError, exit 1); an unknown instruction printed click's own line and exited 1
     import subprocess

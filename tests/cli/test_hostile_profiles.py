@@ -10,22 +10,14 @@ import re
 import pytest
 
 from quantadvise.catalog.loader import data_dir
-
-
-def _one_error(r, *fragments: str) -> str:
-    assert r.code == 2, (r.code, r.stdout[-300:], r.stderr[-1500:])
-    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-1500:]
-    for f in fragments:
-        assert f in errors[0], errors[0]
-    return errors[0]
+from tests.oneline import one_error
 
 
 def test_a_step_overhead_past_a_second(cli, tmp_path):
     (tmp_path / "p.yaml").write_text("schema_version: 1\nid: x\nsource: x\nas_of: 2026-01-01\n"
                                      "defaults:\n  step_overhead_s: 1.0e+308\n")
     for args in (["recommend", "--profile", "p.yaml"], ["roofline", "--profile", "p.yaml", "--pareto", "-f", "json"]):
-        _one_error(cli(*args), "step_overhead_s")
+        one_error(cli(*args), "step_overhead_s")
 
 
 def test_a_kernel_curve_overhead_past_a_second(cli, tmp_path):
@@ -34,7 +26,7 @@ def test_a_kernel_curve_overhead_past_a_second(cli, tmp_path):
     assert hostile != text
     (tmp_path / "k.yaml").write_text(hostile)
     for args in (["validate", "k.yaml"], ["roofline", "--profile", "k.yaml", "-f", "json"]):
-        _one_error(cli(*args), "overhead_s")
+        one_error(cli(*args), "overhead_s")
 
 
 @pytest.mark.parametrize(("term", "value"), [("layer_s", "1.0e+308"), ("allreduce_token_s", "1.0"),
@@ -53,7 +45,7 @@ def test_a_serving_term_past_any_loop(cli, tmp_path, term, value):
                          count=1, flags=re.M)
     assert hostile != text
     (tmp_path / "site.yaml").write_text(hostile)
-    _one_error(cli("roofline", "--profile", "site.yaml", "--pareto", "-f", "json"), term)
+    one_error(cli("roofline", "--profile", "site.yaml", "--pareto", "-f", "json"), term)
 
 
 def test_a_measured_call_past_a_minute(cli, tmp_path):
@@ -64,4 +56,4 @@ def test_a_measured_call_past_a_minute(cli, tmp_path):
     hostile = re.sub(r"time_s: \[[0-9.e+-]+,", "time_s: [1.0e+308,", text, count=1)
     assert hostile != text
     (tmp_path / "p.yaml").write_text(hostile)
-    _one_error(cli("validate", "p.yaml", "-f", "json"), "time_s")
+    one_error(cli("validate", "p.yaml", "-f", "json"), "time_s")

@@ -21,19 +21,13 @@ import pytest
 
 from quantadvise.catalog.loader import data_dir
 from tests.conftest import FIXTURES
+from tests.oneline import one_error
 
 HEAD = "schema_version: 1\nid: x\nsource: x\nas_of: 2026-01-01\n"
 # PyYAML reads a float only with a dot and a signed exponent: 1.0e-320, not 1e-320
 TINY = ["1.0e-320", "5.0e-324", "1.0e-300"]
 
 
-def _one_error(r, *fragments: str) -> str:
-    assert r.code == 2, (r.code, r.stdout[-300:], r.stderr[-1500:])
-    errors = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-1500:]
-    for f in fragments:
-        assert f in errors[0], errors[0]
-    return errors[0]
 
 
 def _strict_json(text: str):
@@ -66,12 +60,12 @@ def test_an_efficiency_under_one_percent_of_peak(cli, tmp_path, body, field, val
     (tmp_path / "p.yaml").write_text(HEAD + body.format(v=value))
     for args in (["recommend", "--profile", "p.yaml", "--gpus", "2"],
                  ["roofline", "--profile", "p.yaml", "-f", "json", "-s", "bf16,w4a16"]):
-        _one_error(cli(*args), "p.yaml", field, ">= 0.01 and <= 1")
+        one_error(cli(*args), "p.yaml", field, ">= 0.01 and <= 1")
 
 
 def test_an_efficiency_at_the_floor_is_priced(cli, tmp_path):
     (tmp_path / "p.yaml").write_text(HEAD + "defaults:\n  memory_efficiency: 0.0099\n")
-    _one_error(cli("roofline", "--profile", "p.yaml", "-s", "bf16"), "memory_efficiency", "got 0.0099")
+    one_error(cli("roofline", "--profile", "p.yaml", "-s", "bf16"), "memory_efficiency", "got 0.0099")
     (tmp_path / "p.yaml").write_text(HEAD + "defaults:\n  memory_efficiency: 0.01\n")
     r = cli("roofline", "--profile", "p.yaml", "-s", "bf16", "-b", "1", "--ctx", "2048", "--gpu", "mi300x",
             "-f", "json")
@@ -99,7 +93,7 @@ def test_a_calibration_s_fit_or_timing_under_its_floor(cli, tmp_path, find, valu
     assert hostile != text
     (tmp_path / "p.yaml").write_text(hostile)
     for args in (["validate", "p.yaml", "-f", "json"], ["roofline", "--profile", "p.yaml", "-f", "json"]):
-        _one_error(cli(*args), "p.yaml", field)
+        one_error(cli(*args), "p.yaml", field)
 
 
 @pytest.mark.parametrize(("find", "value", "field"), [
@@ -117,13 +111,13 @@ def test_a_kernel_curve_number_no_kernel_has(cli, tmp_path, find, value, field):
     assert hostile != text
     (tmp_path / "k.yaml").write_text(hostile)
     for args in (["validate", "k.yaml"], ["recommend", "--profile", "k.yaml", "-f", "json"]):
-        _one_error(cli(*args), "k.yaml", field)
+        one_error(cli(*args), "k.yaml", field)
 
 
 def test_a_dequantisation_cost_past_any_format(cli, tmp_path):
     # 1e308 FLOP per weight printed a 300-digit step time for every weight-only scheme, with exit 0
     (tmp_path / "p.yaml").write_text(HEAD + "defaults:\n  dequant: {flops_per_weight: 1.0e+308}\n")
-    _one_error(cli("roofline", "--profile", "p.yaml", "-s", "w4a16", "--gpu", "mi300x"), "p.yaml",
+    one_error(cli("roofline", "--profile", "p.yaml", "-s", "w4a16", "--gpu", "mi300x"), "p.yaml",
                "dequant.flops_per_weight", "1000")
 
 
@@ -176,12 +170,12 @@ def test_a_latency_under_a_microsecond_in_a_bench_file(cli, tmp_path, name, path
     workload = ["--model", "llama-3.1-8b", "--concurrency", "4", "--prompt", "1024", "--output", "128"]
     for args in (["validate", "--bench", f, "--gpu", "h100", *workload, "-f", "json"],
                  ["calibrate", "--from-bench", f, "--gpu", "h100", "--out", "o.yaml", "--no-progress", "-f", "json"]):
-        _one_error(cli(*args), f, says, "a microsecond")
+        one_error(cli(*args), f, says, "a microsecond")
 
 
 def test_a_latency_of_a_microsecond_is_read(cli, tmp_path):
     f = _hostile_bench(tmp_path, "vllm_bench_serve_0.33.0.json", "mean_ttft_ms", 0.0009)
-    _one_error(cli("validate", "--bench", f, "--gpu", "h100", "-f", "json"), "'mean_ttft_ms'", "0.001 ms")
+    one_error(cli("validate", "--bench", f, "--gpu", "h100", "-f", "json"), "'mean_ttft_ms'", "0.001 ms")
     f = _hostile_bench(tmp_path, "vllm_bench_serve_0.33.0.json", "mean_ttft_ms", 0.001)
     r = cli("validate", "--bench", f, "--gpu", "h100", "-f", "json")
     assert r.code in (0, 1), r.stderr
@@ -198,19 +192,19 @@ def test_a_latency_of_a_microsecond_is_read(cli, tmp_path):
 def test_a_memory_share_under_one_percent(cli, value):
     # 1e-320 sized "0.00 GB usable (0%)" with exit 0 (size) and "no scheme can serve this workload" (recommend)
     for args in (["size", "llama-3-8b", "--gpu", "h100"], ["recommend"]):
-        line = _one_error(cli(*args, "--memory-utilization", value))
+        line = one_error(cli(*args, "--memory-utilization", value))
         assert line == f"Error: --memory-utilization must be a number >= 0.01 and <= 1, got {float(value)!r}"
 
 
 def test_a_memory_share_under_one_percent_in_a_workload_file(cli, tmp_path):
     (tmp_path / "w.yaml").write_text("model: meta-llama/Llama-3.1-8B\nmemory_utilization: 1.0e-320\n")
-    _one_error(cli("recommend", "-w", "w.yaml"), "memory_utilization", "0.01")
+    one_error(cli("recommend", "-w", "w.yaml"), "memory_utilization", "0.01")
 
 
 @pytest.mark.parametrize("value", ["1e-320", "5e-324", "0.0009"])
 def test_an_accuracy_tolerance_under_a_thousandth_of_a_point(cli, value):
     # 1e-320 was accepted and printed "tolerance 9.99989e-321" (0 itself is refused)
-    _one_error(cli("recommend", "--accuracy-tolerance", value), "--accuracy-tolerance", ">= 0.001 and <= 100")
+    one_error(cli("recommend", "--accuracy-tolerance", value), "--accuracy-tolerance", ">= 0.001 and <= 100")
 
 
 def test_a_negative_zero_reserve_or_headroom_is_zero(cli):

@@ -177,20 +177,19 @@ def _compile(expr: str) -> Code:
     return tuple(out)
 
 
-def _parse_sum(tokens: list[str], i: int, depth: int, out: list[int | str], bad: Bad) -> int:
-    i = _parse_product(tokens, i, depth, out, bad)
-    while i < len(tokens) and tokens[i] in ("+", "-"):
-        op = tokens[i]
-        i = _parse_product(tokens, i + 1, depth, out, bad)
-        out.append(op)
-    return i
+_LEVELS = (("+", "-"), ("*", "/"))  # the grammar's expr and term: the operators of each, loosest first
 
 
-def _parse_product(tokens: list[str], i: int, depth: int, out: list[int | str], bad: Bad) -> int:
-    i = _parse_factor(tokens, i, depth, out, bad)
-    while i < len(tokens) and tokens[i] in ("*", "/"):
+def _parse_sum(tokens: list[str], i: int, depth: int, out: list[int | str], bad: Bad, level: int = 0) -> int:
+    """An ``expr`` (``level`` 0) or a ``term`` (1) from ``tokens[i]`` on, in postfix onto ``out``."""
+    def operand(j: int) -> int:
+        return (_parse_sum(tokens, j, depth, out, bad, level + 1) if level + 1 < len(_LEVELS)
+                else _parse_factor(tokens, j, depth, out, bad))
+
+    i = operand(i)
+    while i < len(tokens) and tokens[i] in _LEVELS[level]:
         op = tokens[i]
-        i = _parse_factor(tokens, i + 1, depth, out, bad)
+        i = operand(i + 1)
         out.append(op)
     return i
 
