@@ -104,6 +104,7 @@ def test_a_calibration_s_fit_or_timing_under_its_floor(cli, tmp_path, find, valu
     (r"(act_bytes:) 1\.0", r"\g<1> 1.0e+308", "act_bytes"),  # an inf memory term: a traceback
     (r"(efficiency:) 1\.236", r"\g<1> 1.0e-320", "efficiency"),  # a quantization kernel's
     (r"(bytes_per_element:) 5\.0", r"\g<1> 1.0e+308", "bytes_per_element"),
+    (r"(bytes_per_element:) 5\.0", r"\g<1> 1.0e-320", "bytes_per_element"),  # validated to a failed fit
 ])
 def test_a_kernel_curve_number_no_kernel_has(cli, tmp_path, find, value, field):
     text = (data_dir() / "profiles" / "h100-sxm.yaml").read_text()

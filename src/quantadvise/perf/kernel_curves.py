@@ -258,7 +258,7 @@ class QuantCurve(Strict):
     proxy_of: str | None = None
     note: str = ""
     overhead_s: float = Field(ge=0, le=1.0)  # a second of fixed cost per call: past any kernel's launch
-    bytes_per_element: float = Field(gt=0, le=16.0)  # read + written per element: 3 (bf16 -> fp8) to 5 shipped
+    bytes_per_element: float = Field(ge=0.25, le=16.0)  # read + written per element: 3 (bf16 -> fp8) to 5 shipped
     efficiency: float = Field(ge=MIN_KERNEL_EFFICIENCY, le=4.0)
     heldout: HeldOut | None = None
 

@@ -137,8 +137,8 @@ def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | N
     vals = [] if v is None else (v.value if isinstance(v, Curve) else (v,))
     for x in vals:
         if not MIN_EFFICIENCY <= x <= upper:
-            raise ValueError(f"{what} must be >= {MIN_EFFICIENCY:g} and <= {upper:g} (a fraction of the GPU's "
-                             f"peak: under {MIN_EFFICIENCY:.0%} is no credible measurement), got {x!r}")
+            raise ValueError(f"{what} must be >= {MIN_EFFICIENCY:g} and <= {upper:g} (a fraction of a peak "
+                             f"bandwidth or FLOP/s: under {MIN_EFFICIENCY:.0%} is no credible measurement), got {x!r}")
     return v
 
 
