@@ -179,3 +179,14 @@ def test_a_layout_built_in_code_is_checked_and_sized_sanely():
     big = Layout.model_validate({**base, "tensors": {"q": ["int32", ["N*K", "N*K"]]}})
     with pytest.raises(SchemeError, match=r"at most 2\^62"):
         big.stored_bytes(2**20, 2**20, None, 4, True)  # (2^40)^2 = 2^80 elements > 2^62
+
+
+@pytest.mark.parametrize("weight", ["{format: nosuch, scale: {format: bf16, group: g128}}",
+                                    "{format: int4, scale: {format: nosuch, group: g128}}"])
+def test_a_scheme_file_with_an_unknown_format_names_the_file(cli, tmp_path, weight):
+    # the format lookup raised its own error from inside validation: "unknown number format 'nosuch'", no file
+    (tmp_path / "s.yaml").write_text(f"weight: {weight}\n", encoding="utf-8")
+    r = cli("size", "--scheme", str(tmp_path / "s.yaml"))
+    line = _one_error(r)
+    assert "unknown number format 'nosuch'" in line, line
+    assert line.startswith(f"Error: {tmp_path / 's.yaml'}: "), line

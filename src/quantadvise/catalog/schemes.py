@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import ConfigError, DataError, SchemeError, format_validation_error
+from ..errors import ConfigError, DataError, QuantAdviseError, SchemeError, format_validation_error
 from ..results import plain_numbers
 from ..scheme.axes import DeployHints, LayerPolicy, Scheme, TensorQuant
 from ..scheme.layout import Layout
@@ -151,9 +151,16 @@ def load_scheme_file(path: Path) -> Scheme:
         except ValidationError as exc:
             raise ConfigError(format_validation_error(exc, f"{path} layout")) from None
         doc["layout"] = None
-        preset = _validate_user_preset(doc, path)
-        return scheme_from_preset(preset).model_copy(update={"layout": lay})
-    return scheme_from_preset(_validate_user_preset(doc, path))
+        return _user_scheme(_validate_user_preset(doc, path), path).model_copy(update={"layout": lay})
+    return _user_scheme(_validate_user_preset(doc, path), path)
+
+
+def _user_scheme(preset: SchemePreset, path: Path) -> Scheme:
+    """The scheme a user's preset describes; an unknown format or an impossible combination names the file."""
+    try:
+        return scheme_from_preset(preset)
+    except QuantAdviseError as exc:
+        raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
 
 
 def _validate_user_preset(doc: dict[str, Any], path: Path) -> SchemePreset:
@@ -161,6 +168,8 @@ def _validate_user_preset(doc: dict[str, Any], path: Path) -> SchemePreset:
         return SchemePreset.model_validate(plain_numbers(SchemePreset, doc))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(path))) from None
+    except QuantAdviseError as exc:  # a name no table holds (a number format), raised while validating
+        raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
 
 
 def scheme_names(name: str) -> tuple[str, ...]:
