@@ -132,9 +132,11 @@ def plain_numbers(cls: Any, data: Any) -> Any:
     if isinstance(cls, tuple):  # ("seq", inner) or ("map", inner)
         kind, inner = cls
         if kind == "seq" and isinstance(data, list | tuple):
-            return [plain_numbers(inner, v) for v in data]
+            items = [plain_numbers(inner, v) for v in data]
+            return data if all(a is b for a, b in zip(items, data, strict=True)) else items
         if kind == "map" and isinstance(data, dict):
-            return {k: plain_numbers(inner, v) for k, v in data.items()}
+            got = {k: plain_numbers(inner, v) for k, v in data.items()}
+            return data if all(got[k] is v for k, v in data.items()) else got
         return data
     if not isinstance(data, dict):
         return data

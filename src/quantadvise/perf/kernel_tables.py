@@ -294,12 +294,12 @@ def _between(xs: list[int], x: float, row: Callable[[int], MSeries]) -> MSeries:
     i = bisect_right(xs, x)  # xs[i - 1] < x < xs[i]
     below = [xs[j] for j in (i - 1, i - 2) if j >= 0]
     above = [xs[j] for j in (i, i + 1) if j < len(xs)]
-    got = [(row(a), row(b), (x - a) / (b - a)) for a in below for b in above]
-    lo0, hi0, u0 = got[0]  # the two neighbours
-    near = [p + (q - p) * u0 for p, q in zip(lo0.ts, hi0.ts, strict=True)]
-    if len(got) == 1:
-        return MSeries(lo0.ms, tuple(near))
-    cols = [[p + (q - p) * u for p, q in zip(lo.ts, hi.ts, strict=True)] for lo, hi, u in got]
+    ms = row(below[0]).ms
+    cols = [[p + (q - p) * u for p, q in zip(row(a).ts, row(b).ts, strict=True)]
+            for a in below for b in above for u in ((x - a) / (b - a),)]
+    near = cols[0]  # the two neighbours' interpolation
+    if len(cols) == 1:
+        return MSeries(ms, tuple(near))
     ts = []
     for j, t in enumerate(near):
         vals = [c[j] for c in cols]
@@ -314,7 +314,7 @@ def _between(xs: list[int], x: float, row: Callable[[int], MSeries]) -> MSeries:
             vals.remove(max(vals, key=lambda v: abs(v - mid)))
         consensus = sum(vals) / len(vals)
         ts.append(consensus if abs(t - consensus) > STEADY * consensus else t)
-    return MSeries(lo0.ms, tuple(ts))
+    return MSeries(ms, tuple(ts))
 
 
 def _extend(below: MSeries, top: MSeries, n0: float, n1: float, n: float) -> MSeries:
