@@ -47,6 +47,52 @@ def test_the_census_is_mostly_measured_or_same_math():
     assert not r.roofline_with_table
 
 
+@pytest.mark.parametrize("gpu", ("a100-80gb", "l40s"))
+def test_w8a16_on_allspark_is_priced_by_the_int8_weight_only_table_in_pinned_vllm_releases(gpu):
+    # vLLM 0.30.0 and older run AllSpark for 8-bit per-channel weights on SM80-SM89 (data/kernels/vllm-0.30.0.yaml:
+    # allspark_utils.py:10-12, 25-65; gone in 0.31.0): int8 weights, 16-bit math, the math of TRT-LLM's published
+    # weight-only int8 GEMM on the same GPU. It was priced by the default-efficiency roofline, which put w8a16
+    # (1 byte per weight) ahead of w4a16 (0.516) at batch 1 on an A100, 5.40 against 5.65 ms a step.
+    r = api.roofline(L8, "w4a16,w8a16", gpu=gpu, batches="1", ctx=0, scope="decoder", engine="vllm",
+                     engine_version="0.30.0")
+    s = _schemes(r)
+    assert (s["w8a16"].curve, s["w8a16"].curve_basis) == ("trtllm/int8-wo", "same-math")
+    t = {p.scheme: p.time.linear_s for p in r.points}
+    # memory-bound at batch 1: the scheme that streams ~1.9x the bytes (1.0 against 0.516 B/weight) takes longer
+    assert t["w8a16"] > 1.2 * t["w4a16"]
+
+
+def test_no_release_on_file_prices_a_scheme_by_the_roofline_where_its_math_is_measured():
+    # the census's rule (no roofline cell while the GPU ships a table of the scheme's math) for every release on
+    # file, not only the newest: a pinned release runs other kernels (AllSpark above), on A100 and L40S (Ampere and
+    # Ada: the kernels Hopper and Blackwell releases share are the census's)
+    from quantadvise import defaults
+    from quantadvise.api.speed import efficiency
+    from quantadvise.catalog.resolve import load_profiles
+    from quantadvise.errors import QuantAdviseError
+    from quantadvise.perf.datapath import datapath
+
+    stuck = []
+    for gid in ("a100-80gb", "l40s"):
+        g = catalog.get_gpu(gid)
+        profiles = load_profiles(gpu=g)
+        maths = {t.math for t in catalog.kernel_tables(gid).index.tables}
+        for engine in defaults.ENGINES:
+            for version in catalog.engine_versions(engine):
+                for sid in catalog.scheme_ids():
+                    scheme = catalog.get_scheme(sid)
+                    if scheme.math_format not in maths:
+                        continue
+                    try:
+                        datapath(scheme, g)
+                        k = efficiency(profiles, g, scheme, engine=engine, version=version).kernels
+                    except QuantAdviseError:  # refused on this GPU / release
+                        continue
+                    if k is None or (k.layer_choice is not None and k.basis == "roofline"):
+                        stuck.append((gid, engine, version, sid))
+    assert not stuck
+
+
 # -- defect 2: on A100 the roofline-priced int8 won, 2.2x bf16 at batch 1 ----------------------------------------
 def test_a100_int8_is_not_faster_than_its_bytes_allow():
     # At batch 1 the decoder linears stream their weights: int8 stores 1 byte per weight (plus one bf16 scale per

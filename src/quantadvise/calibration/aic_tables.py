@@ -158,7 +158,7 @@ _I8WHY = ("8-bit weights with 16-bit activations on the same GPU: TRT-LLM's meas
           "(per-channel; the scheme's scales are added to the streamed bytes)")
 SAME_MATH: tuple[tuple[str, int | None, str, str], ...] = (
     *((k, 4, "trtllm/int4-wo", _I4WHY) for k in ("machete", "marlin", "humming")),
-    *((k, 8, "trtllm/int8-wo", _I8WHY) for k in ("machete", "marlin", "humming")),
+    *((k, 8, "trtllm/int8-wo", _I8WHY) for k in ("machete", "marlin", "humming", "allspark")),
     *((k, None, "trtllm/int4-wo", "4-bit float weights unpacked to 16 bits, 16-bit math: " + _I4WHY)
       for k in ("humming-nvfp4", "marlin-nvfp4", "humming-mxfp4", "marlin-mxfp4", "flashinfer-cutedsl-nvfp4-a16")),
     *((k, None, "trtllm/int8-wo", "fp8 weights unpacked to 16 bits, 16-bit math: " + _I8WHY)
