@@ -46,10 +46,16 @@ SOURCES = {
            "https://github.com/vllm-project/vllm-project.github.io/blob/c3a01c4a5807c8d900ae468897e45263373e534e"),
     "S7": ("Vultr inference cookbook, CUDA Concurrency Tuning (NVIDIA HGX B200 verified)",
            "https://docs.vultr.com/inference-cookbook/cuda/optimization/concurrency-tuning"),
+    "S8": ("Red Hat AI model cards on Hugging Face, 'Inference Performance' single-stream latency tables (vLLM 0.7.2 "
+           "and 0.6.6.post1, GuideLLM; one request at a time, fixed prompt/output tokens); each row's locator names "
+           "its card", "https://huggingface.co/RedHatAI"),
 }
+# sources whose rows were transcribed into the points file directly (not in the collected CSV): kept as they are
+KEPT = ("S8",)
 
 # the hold-out units: a source, or one source file of S2 (its campaigns); decided before any fit
-HELDOUT = ("S1", "S2/qwen3-32b", "S2/inferencex-2026-03-25", "S2/llama-3.1-8b-fp8-vllm", "S6", "S7")
+HELDOUT = ("S1", "S2/qwen3-32b", "S2/inferencex-2026-03-25", "S2/llama-3.1-8b-fp8-vllm", "S6", "S7",
+           "S8/deepseek-r1-distill-llama-70b", "S8/deepseek-r1-distill-qwen-7b", "S8/deepseek-r1-distill-qwen-32b")
 
 GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "a100": "a100-80gb", "mi300x": "mi300x",
         "mi325x": "mi325x", "mi355x": "mi355x"}
@@ -200,13 +206,20 @@ def main() -> None:
             "# that was run, default perf database). `skip` says why quantadvise cannot price a point as published.",
             "# `group` is the hold-out unit (a source, or one source file of S2); `heldout` lists the groups the",
             "# fit never sees.",
+            "# `pairs_only`: priced for the speed-ups between schemes only (S8: single-stream latencies of vLLM's V0",
+            "# engine, whose per-step host time the loop rows do not price), not in the bands; output tokens/s derived as",
+            "# output tokens / the published latency. The loop-terms fit never sees them; tools/fit_stream_factors.py",
+            "# reads the S8 groups not in `heldout`.",
             "schema_version: 1", "as_of: 2026-12-06",
             "heldout: [" + ", ".join(json.dumps(h) for h in HELDOUT) + "]", "sources:"]
     for sid, (title, url) in SOURCES.items():
         head.append(f"  - {{id: {sid}, title: {json.dumps(title)}, url: {json.dumps(url)}}}")
     head.append("points:")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "e2e_points.yaml").write_text("\n".join(head + [row_yaml(r) for r in rows]) + "\n", encoding="utf-8")
+    target = OUT / "e2e_points.yaml"
+    kept = [line for line in target.read_text(encoding="utf-8").splitlines()
+            if any(f'source: "{k}"' in line for k in KEPT)] if target.is_file() else []
+    target.write_text("\n".join(head + [row_yaml(r) for r in rows] + kept) + "\n", encoding="utf-8")
     models = OUT / "models"
     models.mkdir(exist_ok=True)
     for mid, name in VALIDATION_CONFIGS.items():

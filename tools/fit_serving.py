@@ -46,6 +46,7 @@ def main() -> None:
     table = points_table()
     held = set(table.heldout)
     rows, _ = samples(table)
+    rows = [r for r in rows if not r[0].pairs_only]  # speed-up pairs only (S8): never fitted, never banded
     today = date.today()
     groups = {
         "vllm": ([s for p, s, st in rows if p.engine == "vllm" and st.gpu.vendor.lower() == "nvidia"], TERMS,

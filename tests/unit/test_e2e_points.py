@@ -32,10 +32,11 @@ def test_every_band_is_within_ten_percent_and_no_worse_than_aiconfigurator(repor
 def test_the_medians_are_the_points_own(report):
     # recomputed here from the per-point errors: predicted / measured - 1, the median of its absolute value
     for name in GATED:
-        errs = [abs(p.predicted / p.measured - 1) for p in report.points if p.band == name]
+        # the pairs-only points (S8: single-stream runs of vLLM's V0 engine) are in the speed-up pairs, not the bands
+        errs = [abs(p.predicted / p.measured - 1) for p in report.points if p.band == name and not p.pairs_only]
         row = next(b for b in report.bands if b.set == "all" and b.band == name)
         assert row.median_abs_error == pytest.approx(statistics.median(errs), rel=1e-12)
-        held = [abs(p.error) for p in report.points if p.band == name and p.heldout]
+        held = [abs(p.error) for p in report.points if p.band == name and p.heldout and not p.pairs_only]
         hrow = next(b for b in report.bands if b.set == "held-out" and b.band == name)
         assert hrow.median_abs_error == pytest.approx(statistics.median(held), rel=1e-12)
 
@@ -57,7 +58,10 @@ def test_a_third_is_held_out_by_source_not_by_point(report):
 def test_every_point_names_its_source_and_date():
     table = points_table()
     ids = {s.id for s in table.sources}
-    assert len(table.points) == 943
+    # 943 points of S1-S7; S8 adds 515 rows of the Red Hat AI cards (196 priced, pairs only)
+    assert len(table.points) == 943 + 515
+    assert sum(p.source == "S8" and not p.skip for p in table.points) == 196
+    assert all(p.pairs_only for p in table.points if p.source == "S8")
     for p in table.points:
         assert p.source in ids and p.locator and p.as_of
         assert p.group == p.source or p.group.startswith(p.source + "/")
@@ -86,7 +90,8 @@ def test_each_nvidia_loop_band_is_the_68th_percentile_of_its_held_out_errors(rep
     amd = {"mi300x", "mi325x", "mi355x"}
     terms = {t.id: t for t in shipped_terms()}
     for engine in ("vllm", "sglang"):
-        errs = sorted(abs(p.error) for p in report.points if p.heldout and p.engine == engine and p.gpu not in amd)
+        errs = sorted(abs(p.error) for p in report.points
+                      if p.heldout and p.engine == engine and p.gpu not in amd and not p.pairs_only)
         assert len(errs) >= 100
         p68 = errs[int(0.68 * len(errs))]
         assert terms[engine].uncertainty == pytest.approx(p68, abs=5e-4), engine
@@ -230,5 +235,56 @@ def test_predicted_speedups_between_schemes_match_the_published_pairs(report):
     # unrounded, as the bands and the pairs themselves are (one figure, one number in the whole report)
     assert sm.median_abs_error == pytest.approx(statistics.median(errs), rel=1e-12)
     assert sm.max_abs_error == pytest.approx(max(errs), rel=1e-12)
-    assert sm.median_abs_error <= BAR
     assert sm.aic_pairs and sm.median_abs_error_on_aic_pairs <= sm.aic_median_abs_error
+    # the bar holds on the pairs of S1-S7; S8's weight-scheme pairs (Red Hat AI's single-stream cards) miss it
+    # today — Machete's and vLLM's int8 gains priced 44% / 23% too large, their fitted stream factors held back
+    # (docs/calibration.md §9) — and are reported, not gated
+    banded = [e for x, e in zip(report.speedups, errs, strict=True) if not by_id[x.ids[0]].pairs_only]
+    assert len(banded) == 67 and statistics.median(banded) <= BAR
+    s8 = [e for x, e in zip(report.speedups, errs, strict=True) if by_id[x.ids[0]].pairs_only]
+    assert len(s8) == 182 and statistics.median(s8) > BAR
+
+
+def _s8_pairs(report, gpu, schemes):
+    byid = {p.id: p for p in report.points}
+    return [x for x in report.speedups if byid[x.ids[0]].group.startswith("S8/") and byid[x.ids[0]].heldout
+            and byid[x.ids[0]].gpu == gpu and x.schemes == schemes]
+
+
+def test_machete_s_fitted_stream_factor_meets_the_held_out_cards(report):
+    # Red Hat AI's cards, held-out groups (DeepSeek-R1-Distill-Qwen-7B / -32B), one request at a time on vLLM 0.7.2:
+    # e.g. Qwen-7B on H100, 256/1024 tokens, bf16 7.5 s against w4a16 5.4 s (1.39x); the cards' ratios span
+    # 1.29-1.65x. Priced with TRT-LLM's int4 GEMV table for vLLM's Machete, the gain comes out 44% too large
+    # (median; docs/calibration.md §9). tools/fit_stream_factors.py fits Machete's weight stream on the Llama-8B card
+    # alone (1.764) and holds it back (HELD_BACK: it would hand H100 recommendations to NVFP4 weight-only, whose
+    # Marlin kernel has no end-to-end run); applied, the held-out gains fall within 10%.
+    from quantadvise.catalog import lookup_tables
+    from quantadvise.perf.kernel_tables import StreamFactor
+
+    shipped = _s8_pairs(report, "h100-sxm", ("bf16", "w4a16"))
+    assert len(shipped) >= 14
+    assert all(1.25 <= x.measured <= 1.70 for x in shipped)  # the cards' own ratios
+    assert statistics.median(abs(x.error) for x in shipped) > 0.30
+    fitted = StreamFactor(gpu="h100-sxm", kernel="machete", weight_bits=4, factor=1.764, note="fitted on S8 Llama-8B",
+                          fitted_on=("p1002",), source="tools/fit_stream_factors.py", as_of=date(2026, 12, 7))
+    try:
+        lookup_tables.OVERRIDE_STREAM_FACTORS = (fitted,)
+        lookup_tables.stream_factors.cache_clear()
+        lookup_tables.kernel_tables.cache_clear()
+        with_factor = _s8_pairs(validate_e2e(), "h100-sxm", ("bf16", "w4a16"))
+    finally:
+        lookup_tables.OVERRIDE_STREAM_FACTORS = None
+        lookup_tables.stream_factors.cache_clear()
+        lookup_tables.kernel_tables.cache_clear()
+    assert len(with_factor) == len(shipped)
+    assert statistics.median(abs(x.error) for x in with_factor) <= 0.10
+
+
+def test_the_stream_factors_file_is_valid_and_every_row_names_its_runs():
+    from quantadvise.catalog.lookup_tables import stream_factors
+
+    table = points_table()
+    points = {p.id: p for p in table.points}
+    for r in stream_factors():  # none shipped today (tools/fit_stream_factors.py HELD_BACK)
+        assert r.source and r.as_of and r.note and r.fitted_on
+        assert all(points[i].source == "S8" and points[i].group not in table.heldout for i in r.fitted_on)

@@ -66,6 +66,7 @@ class E2EPoint(Strict):
     aic_output_tok_s: float | None = None
     aic_command: str | None = None  # the aiconfigurator command that produced aic_output_tok_s
     skip: str | None = None
+    pairs_only: bool = False  # priced for the speed-ups between schemes only, not in the bands (S8)
     as_of: date
 
 
@@ -109,6 +110,7 @@ class PointError(Out):
     error: float
     aic_error: float | None = None
     bound: str = ""  # the cause with the largest share of the cycle
+    pairs_only: bool = False  # in the speed-up pairs only, not in the bands (its source's absolute times: S8)
 
 
 class SpeedupError(Out):
@@ -243,9 +245,10 @@ def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table
             id=p.id, group=p.group, band=s.band, engine=p.engine, gpu=p.gpu, model=p.model, heldout=p.group in held,
             measured=s.measured, predicted=pred, error=pred / s.measured - 1.0,
             aic_error=(p.aic_output_tok_s / s.measured - 1.0) if p.aic == "ok" and p.aic_output_tok_s else None,
-            bound=bound))
-    bands = (_band_rows(errs, "all") + _band_rows([e for e in errs if not e.heldout], "fitted")
-             + _band_rows([e for e in errs if e.heldout], "held-out"))
+            bound=bound, pairs_only=p.pairs_only))
+    inside = [e for e in errs if not e.pairs_only]
+    bands = (_band_rows(inside, "all") + _band_rows([e for e in inside if not e.heldout], "fitted")
+             + _band_rows([e for e in inside if e.heldout], "held-out"))
     verdict, ok = [], True
     for r in bands:
         if r.set != "all" or r.band not in GATED or r.median_abs_error is None:
@@ -261,7 +264,7 @@ def report(samples: "Sequence[tuple[E2EPoint, Sample, LoopTerms | None]]", table
                        f"({'within' if within else 'past'} {bar:.0%}){aic}" + ("" if beats else " (worse)"))
     held_by: dict[str, tuple[float, list[float]]] = {}
     for (_, _, t), e in zip(samples, errs, strict=True):
-        if e.heldout and t is not None and t.uncertainty:
+        if not e.pairs_only and e.heldout and t is not None and t.uncertainty:
             held_by.setdefault(t.id, (t.uncertainty, []))[1].append(abs(e.error))
     coverage = [f"{tid} ±{u:.1%}: {sum(x <= u for x in xs) / len(xs):.0%} of its {len(xs)} held-out points inside"
                 for tid, (u, xs) in held_by.items()]

@@ -16,7 +16,7 @@ from ..errors import DataError, format_validation_error
 from . import loader
 
 if TYPE_CHECKING:
-    from ..perf.kernel_tables import AttentionTable, GemmTable, TableIndex, TableMeta
+    from ..perf.kernel_tables import AttentionTable, GemmTable, StreamFactor, TableIndex, TableMeta
     from ..perf.moe_tables import MoeTable
 
 
@@ -80,9 +80,38 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
     where = f"data/kernel_tables/{path.name}"
     doc = loader.data_yaml(path, where)
     try:
-        return ShippedTables(TableIndex.model_validate(doc))
+        index = TableIndex.model_validate(doc)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, where)) from None
+    factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id} if APPLY_STREAM_FACTORS else {}
+    if factors:
+        same = tuple(s.model_copy(update={"stream_factor": f.factor, "stream_note": f.note}) if (f := factors.get(
+            (s.kernel, s.weight_bits))) else s for s in index.same_math)
+        index = index.model_copy(update={"same_math": same})
+    return ShippedTables(index)
+
+
+# tools/fit_stream_factors.py fits the factors against the tables without them, then tries its candidates
+APPLY_STREAM_FACTORS = True
+OVERRIDE_STREAM_FACTORS: tuple[StreamFactor, ...] | None = None
+STREAM_FACTORS = "data/kernel_tables/stream_factors.yaml"
+
+
+@cache
+def stream_factors() -> tuple[StreamFactor, ...]:
+    """How much more slowly a kernel priced by a same-math table streams its weights than the table's kernel
+    (data/kernel_tables/stream_factors.yaml: fitted to published end-to-end runs of the kernel itself)."""
+    from ..perf.kernel_tables import StreamFactors
+
+    if OVERRIDE_STREAM_FACTORS is not None:
+        return OVERRIDE_STREAM_FACTORS
+    path = loader.data_dir() / "kernel_tables" / "stream_factors.yaml"
+    if not path.is_file():
+        return ()
+    try:
+        return StreamFactors.model_validate(loader.data_yaml(path, STREAM_FACTORS)).factors
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, STREAM_FACTORS)) from None
 
 
 @cache
@@ -113,7 +142,7 @@ def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
 def kernel_table_gpus() -> tuple[str, ...]:
     """The GPUs with shipped lookup tables."""
     folder = loader.data_dir() / "kernel_tables"
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "bands")) if folder.is_dir() else ()
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors"))) if folder.is_dir() else ()
 
 
 def validate_kernel_tables() -> int:

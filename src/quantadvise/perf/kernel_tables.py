@@ -78,6 +78,30 @@ class SameMath(Strict):
     why: str
     source: str
     as_of: date
+    # the kernel streams its weights this many times slower than the table's kernel at small M (fitted to
+    # published end-to-end runs of the kernel itself: data/kernel_tables/stream_factors.yaml; 1: as fast)
+    stream_factor: float = 1.0
+    stream_note: str = ""
+
+
+class StreamFactor(Strict):
+    """One kernel's weight stream against its same-math table's, on one GPU (a row of
+    data/kernel_tables/stream_factors.yaml, written by tools/fit_stream_factors.py)."""
+
+    gpu: str
+    kernel: str
+    weight_bits: int | None = None
+    factor: float = Field(ge=0.5, le=4.0)
+    note: str  # what it was fitted on, and the fit's own error
+    fitted_on: tuple[str, ...]  # the end-to-end points (data/validation/e2e_points.yaml ids)
+    source: str
+    as_of: date
+
+
+class StreamFactors(Strict):
+    schema_version: Literal[1]
+    as_of: date
+    factors: tuple[StreamFactor, ...]
 
 
 class Composed(Strict):
