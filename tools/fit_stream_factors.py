@@ -49,11 +49,9 @@ NOISE = 0.10
 SOURCE = "S8"
 
 
-def _per_token(p: Any, factors: tuple[StreamFactor, ...]) -> tuple[float, float, Any]:
-    """(predicted seconds per decode step, predicted prefill seconds, the step model's same-math choice)."""
-    lookup_tables.OVERRIDE_STREAM_FACTORS = factors
-    lookup_tables.stream_factors.cache_clear()
-    lookup_tables.kernel_tables.cache_clear()
+def _per_token(p: Any) -> tuple[float, float, Any]:
+    """(predicted seconds per decode step, predicted prefill seconds, the step model's same-math choice), with the
+    stream factors in force (:func:`~quantadvise.catalog.lookup_tables.stream_factors_as`)."""
     st = setup({}, config=p.config, scheme=p.scheme, gpu=p.gpu, tp=p.tp, engine=p.engine, version=p.engine_version,
                kv_dtype=p.kv_dtype, measured=p.as_of)
     full = cycle(st.sm, st.loop, concurrency=1, prompt=p.prompt, output=p.output,
@@ -79,23 +77,23 @@ def main() -> None:
     runs: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
     for p in pts:
         runs[(p.group, p.gpu, p.tp, p.prompt, p.output, p.engine_version)][p.scheme] = p
-    none: tuple[StreamFactor, ...] = ()
     targets: dict[tuple[str, str, int | None], list[tuple[Any, float]]] = defaultdict(list)
-    for members in runs.values():
-        base = members.get("bf16")
-        if base is None:
-            continue
-        step_b, pre_b, _ = _per_token(base, none)
-        x = _measured_step(base, pre_b) - step_b  # what the model leaves out of this run
-        for scheme, p in members.items():
-            if scheme == "bf16":
+    with lookup_tables.stream_factors_as(()):  # the tables as published
+        for members in runs.values():
+            base = members.get("bf16")
+            if base is None:
                 continue
-            _, _, (choice, k) = _per_token(p, none)
-            if choice is None or k.basis != "same-math":
-                continue
-            bits = next((s.weight_bits for s in lookup_tables.kernel_tables(p.gpu).index.same_math
-                         if s.kernel == choice.kernel.id and s.table == k.source_key), None)
-            targets[(p.gpu, choice.kernel.id, bits)].append((p, x))
+            step_b, pre_b, _ = _per_token(base)
+            x = _measured_step(base, pre_b) - step_b  # what the model leaves out of this run
+            for scheme, p in members.items():
+                if scheme == "bf16":
+                    continue
+                _, _, (choice, k) = _per_token(p)
+                if choice is None or k.basis != "same-math":
+                    continue
+                bits = next((s.weight_bits for s in lookup_tables.kernel_tables(p.gpu).index.same_math
+                             if s.kernel == choice.kernel.id and s.table == k.source_key), None)
+                targets[(p.gpu, choice.kernel.id, bits)].append((p, x))
     rows = []
     for (gpu, kernel, bits), items in sorted(targets.items(), key=str):
         def residual(f: float, gpu: str = gpu, kernel: str = kernel, bits: int | None = bits,
@@ -103,9 +101,10 @@ def main() -> None:
             trial = (StreamFactor(gpu=gpu, kernel=kernel, weight_bits=bits, factor=f, note="", fitted_on=(),
                                   source="", as_of=date.today()),)
             out = []
-            for p, x in items:
-                step, pre, _ = _per_token(p, trial)
-                out.append((step + x) / _measured_step(p, pre) - 1.0)
+            with lookup_tables.stream_factors_as(trial):
+                for p, x in items:
+                    step, pre, _ = _per_token(p)
+                    out.append((step + x) / _measured_step(p, pre) - 1.0)
             return median(out)
 
         lo, hi = 0.5, 4.0

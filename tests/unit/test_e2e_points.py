@@ -267,15 +267,8 @@ def test_machete_s_fitted_stream_factor_meets_the_held_out_cards(report):
     assert statistics.median(abs(x.error) for x in shipped) > 0.30
     fitted = StreamFactor(gpu="h100-sxm", kernel="machete", weight_bits=4, factor=1.764, note="fitted on S8 Llama-8B",
                           fitted_on=("p1002",), source="tools/fit_stream_factors.py", as_of=date(2026, 12, 7))
-    try:
-        lookup_tables.OVERRIDE_STREAM_FACTORS = (fitted,)
-        lookup_tables.stream_factors.cache_clear()
-        lookup_tables.kernel_tables.cache_clear()
+    with lookup_tables.stream_factors_as((fitted,)):
         with_factor = _s8_pairs(validate_e2e(), "h100-sxm", ("bf16", "w4a16"))
-    finally:
-        lookup_tables.OVERRIDE_STREAM_FACTORS = None
-        lookup_tables.stream_factors.cache_clear()
-        lookup_tables.kernel_tables.cache_clear()
     assert len(with_factor) == len(shipped)
     assert statistics.median(abs(x.error) for x in with_factor) <= 0.10
 

@@ -14,10 +14,12 @@ CENSUS_SCHEMES = ("bf16", "fp8-dynamic", "fp8-tensor", "fp8-block", "w8a8-int8",
                   "nvfp4", "mxfp4")
 
 
-def census(gpus: list[str] | None = None, schemes: list[str] | None = None) -> CensusResult:
+def census(gpus: list[str] | None = None, schemes: list[str] | None = None, *,
+           every_release: bool = False) -> CensusResult:
     """The basis of every (GPU, engine, scheme) cell's own layers, for the GPUs with published tables (or
-    ``gpus``) under each engine's newest release, and the share priced by the kernel's own table or a
-    same-math one against the bar (``CENSUS_BAR``)."""
+    ``gpus``) under each engine's newest release (``every_release``: under every release on file, which pinned
+    releases run other kernels for), and the share priced by the kernel's own table or a same-math one against
+    the bar (``CENSUS_BAR``)."""
     from ..perf.datapath import datapath
     from .speed import efficiency
 
@@ -28,8 +30,9 @@ def census(gpus: list[str] | None = None, schemes: list[str] | None = None) -> C
     for gid in gids:
         g = catalog.get_gpu(gid)
         profiles = load_profiles(gpu=g)
-        for name in defaults.ENGINES:
-            eng = catalog.get_engine(name)
+        releases = [catalog.get_engine(name, v) for name in defaults.ENGINES
+                    for v in (catalog.engine_versions(name) if every_release else [None])]
+        for eng in releases:
             engines.append(f"{eng.engine} {eng.version}")
             for sid in sids:
                 scheme = catalog.get_scheme(sid)
@@ -54,7 +57,8 @@ def census(gpus: list[str] | None = None, schemes: list[str] | None = None) -> C
             shares[key] = {b: round(sum(r.basis == b for r in sel) / len(sel), 4)
                            for b in sorted({r.basis for r in sel})}
     good = sum(r.basis in ("measured", "same-math") for r in served) / len(served) if served else 0.0
-    stuck = [f"{r.gpu} {r.engine} {r.scheme}" for r in served if r.basis == "roofline" and _math_table(r)]
+    stuck = [f"{r.gpu} {r.engine}{f' {r.engine_version}' if every_release else ''} {r.scheme}" for r in served
+             if r.basis == "roofline" and _math_table(r)]
     return CensusResult(gpus=gids, engines=list(dict.fromkeys(engines)), schemes=sids, rows=rows, shares=shares,
                         measured_or_same_math=round(good, 4), bar=CENSUS_BAR, roofline_with_table=stuck,
                         passed=good >= CENSUS_BAR and not stuck)

@@ -7,6 +7,8 @@ and only those of the kernels its candidates run)."""
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -83,18 +85,32 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
         index = TableIndex.model_validate(doc)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, where)) from None
-    factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id} if APPLY_STREAM_FACTORS else {}
+    factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
     if factors:
-        same = tuple(s.model_copy(update={"stream_factor": f.factor, "stream_note": f.note}) if (f := factors.get(
-            (s.kernel, s.weight_bits))) else s for s in index.same_math)
+        same = tuple(s.model_copy(update={"stream_factor": f.factor}) if (f := factors.get((s.kernel, s.weight_bits)))
+                     else s for s in index.same_math)
         index = index.model_copy(update={"same_math": same})
     return ShippedTables(index)
 
 
-# tools/fit_stream_factors.py fits the factors against the tables without them, then tries its candidates
-APPLY_STREAM_FACTORS = True
-OVERRIDE_STREAM_FACTORS: tuple[StreamFactor, ...] | None = None
+_OVERRIDE: tuple[StreamFactor, ...] | None = None  # set by stream_factors_as
 STREAM_FACTORS = "data/kernel_tables/stream_factors.yaml"
+
+
+@contextmanager
+def stream_factors_as(factors: tuple[StreamFactor, ...]) -> Iterator[None]:
+    """Price with ``factors`` instead of the shipped stream factors while the block runs (the shipped ones after):
+    how tools/fit_stream_factors.py fits them against the tables without them and tries its candidates."""
+    global _OVERRIDE
+    _OVERRIDE = factors
+    stream_factors.cache_clear()
+    kernel_tables.cache_clear()
+    try:
+        yield
+    finally:
+        _OVERRIDE = None
+        stream_factors.cache_clear()
+        kernel_tables.cache_clear()
 
 
 @cache
@@ -103,8 +119,8 @@ def stream_factors() -> tuple[StreamFactor, ...]:
     (data/kernel_tables/stream_factors.yaml: fitted to published end-to-end runs of the kernel itself)."""
     from ..perf.kernel_tables import StreamFactors
 
-    if OVERRIDE_STREAM_FACTORS is not None:
-        return OVERRIDE_STREAM_FACTORS
+    if _OVERRIDE is not None:
+        return _OVERRIDE
     path = loader.data_dir() / "kernel_tables" / "stream_factors.yaml"
     if not path.is_file():
         return ()
@@ -142,7 +158,9 @@ def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
 def kernel_table_gpus() -> tuple[str, ...]:
     """The GPUs with shipped lookup tables."""
     folder = loader.data_dir() / "kernel_tables"
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors"))) if folder.is_dir() else ()
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors")))
 
 
 def validate_kernel_tables() -> int:

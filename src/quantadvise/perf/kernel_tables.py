@@ -81,7 +81,6 @@ class SameMath(Strict):
     # the kernel streams its weights this many times slower than the table's kernel at small M (fitted to
     # published end-to-end runs of the kernel itself: data/kernel_tables/stream_factors.yaml; 1: as fast)
     stream_factor: float = 1.0
-    stream_note: str = ""
 
 
 class StreamFactor(Strict):
