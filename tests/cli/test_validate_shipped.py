@@ -133,3 +133,31 @@ def test_the_help_states_each_modes_default_bar():
     text = " ".join(run_cli("validate", "--help").stdout.split())
     assert f"[default: {defaults.MAX_VALIDATION_ERROR * 100:g} for a calibration and --bench;" in text
     assert f"--e2e: {BAR * 100:g} per band" in text
+
+
+def test_validating_again_reuses_the_lookup_checks_until_the_tables_change(monkeypatch):
+    # The held-out pricing of a GPU's lookup tables (~0.5 s) is done once per (tables, GPU, profile) object: a
+    # second validate of the same profile reuses it, tables built afresh (a cleared cache) are checked again, and
+    # the reused checks are the same figures.
+    from quantadvise.api import calibrate as api_calibrate
+    from quantadvise.api.calibrate import validate
+    from quantadvise.calibration import lookup_checks
+    from quantadvise.catalog.lookup_tables import kernel_tables, stream_factors_as
+
+    calls: list[str] = []
+    real = lookup_checks.gpu_checks
+
+    def counting(tables, gpu, *a, **k):
+        calls.append(gpu.id)
+        return real(tables, gpu, *a, **k)
+
+    monkeypatch.setattr(lookup_checks, "gpu_checks", counting)
+    monkeypatch.setattr(api_calibrate, "_LOOKUP_MEMO", {})
+    first = validate("h200")
+    second = validate("h200")
+    assert calls == ["h200"]
+    assert second.lookup == first.lookup and second.bands == first.bands and second.substitutes == first.substitutes
+    with stream_factors_as([]):  # clears the table caches: new TableSet objects
+        assert kernel_tables("h200") is not None
+        validate("h200")
+    assert calls == ["h200", "h200"]

@@ -78,7 +78,7 @@ numbers = st.one_of(
 )
 
 
-@budget(600)
+@budget(450)
 @given(data=st.data())
 def test_numeric_flags(data):
     command = data.draw(st.sampled_from(sorted(NUMERIC)), label="command")

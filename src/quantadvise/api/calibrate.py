@@ -130,28 +130,50 @@ def validate(
     return _with_lookup(result, [g for g, e in gpus.items() if any(x.gpu == g and x.kernels for x in prof.gpus)])
 
 
+# One GPU's lookup checks (frozen results) per (kernel tables, GPU, default profile): each is an object the
+# catalog caches for the process, so a caller validating again (an API user, the test suite) reuses the ~0.5 s of
+# held-out pricing; new tables (a cleared cache, an override) are new objects and are checked afresh. The entry
+# holds the three objects, so their ids cannot be reused while it lives.
+_LOOKUP_MEMO: dict[tuple[int, int, int], tuple[tuple[Any, Any, Any], tuple[tuple[Any, ...], tuple[Any, ...],
+                                                                          dict[str, Any]]]] = {}
+
+
 def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResult:
     """``result`` with the lookup tables' checks of ``gpu_ids`` (recomputed from the shipped tables)."""
-    from ..calibration.lookup_checks import ErrorStats, SubstituteCheck, gpu_checks, table_check
+    from ..calibration.lookup_checks import ErrorStats, SubstituteCheck, TableCheck, gpu_checks, table_check
 
-    lookup, subs, bands = [], [], {}
+    lookup: list[TableCheck] = []
+    subs: list[SubstituteCheck] = []
+    bands: dict[str, dict[str, ErrorStats]] = {}
     for gid in gpu_ids:
         g = catalog.get_gpu(gid)
         tabs = catalog.kernel_tables(g.id)
         if tabs is None:
             continue
-        checks = gpu_checks(tabs, g, catalog.default_perf_profile())  # every table's checks, computed once
-        for meta in tabs.index.tables:
-            t = tabs.get(meta.id)
-            if t is not None:
-                lookup.append(table_check(g.id, meta.engine_version, t, checks["kernels"].get(meta.id)))
-        for meta in tabs.index.moe:
-            mt = tabs.moe(meta.id)
-            if mt is not None:
-                lookup.append(table_check(g.id, meta.engine_version, mt, checks["kernels"].get(meta.id)))
-        subs += [SubstituteCheck(gpu=g.id, basis=x["basis"], what=x["what"], steps=ErrorStats(**x["steps"]))
-                 for x in checks["substitutes"]]
-        bands[g.id] = {b: ErrorStats(**v) for b, v in checks["bands"].items()}
+        prof = catalog.default_perf_profile()
+        key = (id(tabs), id(g), id(prof))
+        memo = _LOOKUP_MEMO.get(key)
+        if memo is None or any(a is not b for a, b in zip(memo[0], (tabs, g, prof), strict=True)):
+            checks = gpu_checks(tabs, g, prof)  # every table's checks, computed once
+            gl: list[TableCheck] = []
+            for meta in tabs.index.tables:
+                t = tabs.get(meta.id)
+                if t is not None:
+                    gl.append(table_check(g.id, meta.engine_version, t, checks["kernels"].get(meta.id)))
+            for meta in tabs.index.moe:
+                mt = tabs.moe(meta.id)
+                if mt is not None:
+                    gl.append(table_check(g.id, meta.engine_version, mt, checks["kernels"].get(meta.id)))
+            gs = tuple(SubstituteCheck(gpu=g.id, basis=x["basis"], what=x["what"], steps=ErrorStats(**x["steps"]))
+                       for x in checks["substitutes"])
+            gb = {b: ErrorStats(**v) for b, v in checks["bands"].items()}
+            if len(_LOOKUP_MEMO) >= 16:
+                _LOOKUP_MEMO.clear()
+            memo = _LOOKUP_MEMO[key] = ((tabs, g, prof), (tuple(gl), gs, gb))
+        gl_, gs_, gb_ = memo[1]
+        lookup += gl_
+        subs += gs_
+        bands[g.id] = dict(gb_)
     if not lookup:
         return result
     return result.model_copy(update={"lookup": lookup, "substitutes": subs, "bands": bands})
