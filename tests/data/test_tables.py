@@ -24,10 +24,26 @@ TABLES = {
 }
 
 
-def test_every_table_validates():
+def test_every_table_validates(monkeypatch):
+    # validate_all reads every table afresh inside trusted.checking(): every shipped() call is validated by
+    # pydantic and the model built without validation held identical to it (tests/unit/test_trusted.py)
+    from quantadvise.catalog import trusted
+
+    seen: list[tuple[str, bool]] = []
+    real = trusted._checked
+
+    def spy(cls, doc):
+        seen.append((cls.__name__, trusted._CHECKING))
+        return real(cls, doc)
+
+    monkeypatch.setattr(trusted, "_checked", spy)
     counts = catalog.validate_all()
     assert counts["schemes"] >= 15 and counts["kv_presets"] >= 5 and counts["models"] >= 12
     assert counts["gpus"] >= 15
+    assert all(on for _, on in seen) and not trusted._CHECKING
+    assert {"EngineData", "FormatLibrary", "KernelTable", "FlagVocabulary", "TableIndex", "Published", "GPU",
+            "SchemePreset", "KvPreset", "LoopTable", "StartupTable", "AccuracyRule", "PriceRow", "ModelRow",
+            "KvIssue", "Speculator", "StreamFactors"} <= {name for name, _ in seen}
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))

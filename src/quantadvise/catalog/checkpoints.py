@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ..checkpoint.published import Published, Speculator
 from ..errors import DataError, format_validation_error, norm_name
 from . import loader
+from .trusted import shipped
 
 INDEX = "checkpoints.yaml"
 
@@ -27,7 +28,7 @@ def published_rows() -> tuple[Published, ...]:
     seen: set[str] = set()
     for raw in rows:
         try:
-            row = Published.model_validate(raw)
+            row = shipped(Published, raw)
         except ValidationError as exc:
             rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
             raise DataError(format_validation_error(exc, f"data/{INDEX} checkpoint '{rid}'")) from None
@@ -60,7 +61,7 @@ def speculators() -> tuple[Speculator, ...]:
     out = []
     for raw in rows:
         try:
-            out.append(Speculator.model_validate(raw))
+            out.append(shipped(Speculator, raw))
         except ValidationError as exc:
             rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
             raise DataError(format_validation_error(exc, f"data/speculators.yaml row '{rid}'")) from None

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ..errors import DataError, format_validation_error
 from ..perf.comm import CommSystem, PublishedMeasurement
 from . import loader
+from .trusted import shipped
 
 
 @cache
@@ -25,7 +26,7 @@ def comm_system(gpu_id: str) -> CommSystem | None:
     if raw is None:
         return None
     try:
-        return CommSystem.model_validate(raw)
+        return shipped(CommSystem, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/comm.yaml system '{gpu_id}'")) from None
 
@@ -42,7 +43,7 @@ def layout_measurements() -> tuple[PublishedMeasurement, ...]:
     out = []
     for raw in doc.get("measurements", []):
         try:
-            out.append(PublishedMeasurement.model_validate(raw))
+            out.append(shipped(PublishedMeasurement, raw))
         except ValidationError as exc:
             raise DataError(format_validation_error(exc, f"data/layout_validation.yaml '{raw.get('id')}'")) from None
     return tuple(out)

@@ -14,6 +14,7 @@ from ..engines.flags import ENGINES, engine_label  # an engine is a name with a 
 from ..engines.versions import ReleaseChoice, choose_release, nearest_version, version_key
 from ..errors import DataError, UnknownNameError, format_validation_error
 from . import loader
+from .trusted import shipped
 
 if TYPE_CHECKING:
     from datetime import date
@@ -114,7 +115,7 @@ def get_engine(engine: str, version: str | None = None) -> EngineData:
     name = _engine_name(engine)
     raw = _release_doc(f"{name}-{choice.version}")
     try:
-        return EngineData.model_validate(raw)
+        return shipped(EngineData, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/engines/{name}-{choice.version}.yaml")) from None
 
@@ -132,7 +133,7 @@ def format_library(library: str = "compressed-tensors", version: str | None = No
         raise UnknownNameError(f"{library} version", version, versions)
     chosen = _release_doc(f"{library}-{version or versions[-1]}")
     try:
-        return FormatLibrary.model_validate(chosen)
+        return shipped(FormatLibrary, chosen)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/engines/{chosen['id']}.yaml")) from None
 
@@ -190,7 +191,7 @@ def kernel_table(engine: str, version: str) -> Any:
             files[nearest_version(files, version)]
     where = f"data/kernels/{stem}.yaml"
     try:
-        return KernelTable.model_validate(loader.family_table("kernels", stem))
+        return shipped(KernelTable, loader.family_table("kernels", stem))
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}: {exc}") from None
 
@@ -223,7 +224,7 @@ def flag_vocabulary(engine: str, version: str) -> Any:
     where = f"data/flags/{stem}.yaml"
     side = loader.family_table("flags", stem, "parser")
     try:
-        vocab = FlagVocabulary.model_validate({**doc, "launcher": side} if side is not None else doc)
+        vocab = shipped(FlagVocabulary, {**doc, "launcher": side} if side is not None else doc)
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}{' or data/flags/parser/' + stem + '.yaml' if side else ''}: {exc}") from None
     if (vocab.engine, vocab.version) != (engine, version):
@@ -265,7 +266,7 @@ def _startup_table() -> Any:
     from ..engines.startup import StartupTable
 
     try:
-        return StartupTable.model_validate(loader.table("engine_startup.yaml"))
+        return shipped(StartupTable, loader.table("engine_startup.yaml"))
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, "data/engine_startup.yaml")) from None
 
@@ -282,7 +283,7 @@ def kv_issues() -> tuple[KvIssue, ...]:
     out = []
     for raw in rows:
         try:
-            out.append(KvIssue.model_validate(raw))
+            out.append(shipped(KvIssue, raw))
         except ValidationError as exc:
             rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
             raise DataError(format_validation_error(exc, f"data/known_issues.yaml issue '{rid}'")) from None
@@ -306,7 +307,7 @@ def stack_release(stack: str, version: str | None = None) -> Any:
     stem = max(stems, key=lambda s: version_key(s[len(stack) + 1:]))
     where = fam.where(stem, "launchers")
     try:
-        rel = StackRelease.model_validate(loader.family_table("flags", stem, "launchers"))
+        rel = shipped(StackRelease, loader.family_table("flags", stem, "launchers"))
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}: {exc}") from None
     if (rel.stack, rel.version) != (stack, stem[len(stack) + 1:]) or rel.schema_version != STACK_DATA_VERSION:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..errors import DataError, format_validation_error
 from . import loader
+from .trusted import shipped
 
 if TYPE_CHECKING:
     from ..perf.kernel_tables import AttentionTable, GemmTable, StreamFactor, TableIndex, TableMeta
@@ -82,7 +83,7 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
     where = f"data/kernel_tables/{path.name}"
     doc = loader.data_yaml(path, where)
     try:
-        index = TableIndex.model_validate(doc)
+        index = shipped(TableIndex, doc)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, where)) from None
     factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
@@ -125,7 +126,7 @@ def stream_factors() -> tuple[StreamFactor, ...]:
     if not path.is_file():
         return ()
     try:
-        return StreamFactors.model_validate(loader.data_yaml(path, STREAM_FACTORS)).factors
+        return shipped(StreamFactors, loader.data_yaml(path, STREAM_FACTORS)).factors
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, STREAM_FACTORS)) from None
 

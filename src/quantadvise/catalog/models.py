@@ -10,6 +10,7 @@ from ..errors import AmbiguousNameError, DataError, UnknownNameError, format_val
 from ..results import record
 from . import loader
 from .loader import Index, Row
+from .trusted import shipped
 
 if TYPE_CHECKING:
     from ..hardware import GPU
@@ -45,7 +46,7 @@ def find_bundled_model(name: str) -> ModelRow | None:
     if raw is None:
         return None
     try:
-        return ModelRow.model_validate(raw)
+        return shipped(ModelRow, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/models.yaml model '{raw['id']}'")) from None
 
@@ -120,7 +121,7 @@ def get_gpu(name: str) -> "GPU":
     from ..hardware import GPU
 
     try:
-        return GPU.model_validate(raw)
+        return shipped(GPU, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/hardware.yaml GPU '{raw['id']}'")) from None
 

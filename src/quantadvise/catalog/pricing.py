@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError
 from ..errors import DataError, format_validation_error, norm_name
 from . import loader
 from .loader import Index, Row
+from .trusted import shipped
 
 
 class PriceRow(Row):
@@ -33,7 +34,7 @@ def gpu_price(gpu_id: str) -> PriceRow | None:
     if raw is None:
         return None
     try:
-        return PriceRow.model_validate(raw)
+        return shipped(PriceRow, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/pricing.yaml GPU '{raw['id']}'")) from None
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError, DataError, format_validation_error, norm_name
 from ..results import plain_numbers
 from . import loader
+from .trusted import shipped
 
 if TYPE_CHECKING:
     from ..evals.priors import AccuracyRule
@@ -106,7 +107,7 @@ def accuracy_rules() -> tuple[AccuracyRule, ...]:
     out = []
     for raw in doc.get("rules", []):
         try:
-            out.append(AccuracyRule.model_validate(raw))
+            out.append(shipped(AccuracyRule, raw))
         except ValidationError as exc:
             raise DataError(format_validation_error(exc, f"data/accuracy.yaml rule '{raw.get('id')}'")) from None
     return tuple(out)

@@ -13,6 +13,7 @@ from ..scheme.axes import DeployHints, LayerPolicy, Scheme, TensorQuant
 from ..scheme.layout import Layout
 from . import loader
 from .loader import Index, Row
+from .trusted import shipped
 
 
 class SchemePreset(Row):
@@ -55,7 +56,7 @@ def layouts() -> dict[str, Layout]:
     out = {}
     for raw in _schemes_doc().get("layouts", []):
         try:
-            lay = Layout.model_validate(raw)
+            lay = shipped(Layout, raw)
         except ValidationError as exc:
             raise DataError(format_validation_error(exc, "data/schemes.yaml layouts")) from None
         out[lay.id] = lay
@@ -87,7 +88,7 @@ def scheme_from_preset(p: SchemePreset) -> Scheme:
 def scheme_preset(name: str) -> SchemePreset:
     raw = _scheme_index().require(name, hint="`quantadvise list schemes` lists them")
     try:
-        return SchemePreset.model_validate(raw)
+        return shipped(SchemePreset, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/schemes.yaml scheme '{raw['id']}'")) from None
 
@@ -105,7 +106,7 @@ def scheme_ids() -> list[str]:
 def kv_preset(name: str) -> KvPreset:
     raw = _kv_index().require(name, hint="`quantadvise list kv` lists them: " + ", ".join(_kv_index().ids()))
     try:
-        return KvPreset.model_validate(raw)
+        return shipped(KvPreset, raw)
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, f"data/schemes.yaml kv preset '{raw['id']}'")) from None
 

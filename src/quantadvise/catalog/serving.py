@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from ..errors import DataError, format_validation_error
 from . import loader
+from .trusted import shipped
 
 if TYPE_CHECKING:
     from ..engines.loop import LoopRelease
@@ -24,7 +25,7 @@ def _loop_table() -> Any:
     from ..engines.loop import LoopTable
 
     try:
-        return LoopTable.model_validate(loader.table("serving.yaml"))
+        return shipped(LoopTable, loader.table("serving.yaml"))
     except ValidationError as exc:
         raise DataError(format_validation_error(exc, "data/serving.yaml")) from None
 
@@ -44,7 +45,7 @@ def shipped_terms() -> tuple[LoopTerms, ...]:
 
     doc = loader.table("serving_terms.yaml")
     try:
-        return tuple(LoopTerms.model_validate(r) for r in doc.get("terms", ()))
+        return tuple(shipped(LoopTerms, r) for r in doc.get("terms", ()))
     except (ValidationError, AttributeError) as exc:
         raise DataError(f"data/serving_terms.yaml: {exc}") from None
 
@@ -120,6 +121,6 @@ def bench_options(engine: str, version: str) -> Any:
     stem = stems[nearest_version(stems, version)]
     where = loader.family("flags").where(stem, "bench")
     try:
-        return BenchOptions.model_validate(loader.family_table("flags", stem, "bench"))
+        return shipped(BenchOptions, loader.family_table("flags", stem, "bench"))
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}: {exc}") from None

@@ -1,0 +1,104 @@
+"""catalog/trusted.py: a shipped document built without validation is the model validation builds, or is validated."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from typing import Literal
+
+import pytest
+from pydantic import field_validator
+
+from quantadvise.catalog import trusted
+from quantadvise.errors import DataError
+from quantadvise.results import Strict
+
+
+class Colour(str, enum.Enum):
+    red = "red"
+    blue = "blue"
+
+
+class Inner(Strict):
+    n: int
+    w: float = 1.0
+
+
+class Row(Strict):
+    id: str
+    bits: int | tuple[int, ...] | None = None
+    share: float
+    when: datetime.date
+    colour: Colour = Colour.red
+    inner: Inner | Literal["none"] = "none"
+    rows: tuple[Inner, ...] = ()
+    named: dict[str, Inner] = {}
+    pair: tuple[float, float] = (0.0, 0.0)
+    either: int | float = 0
+
+
+class Normalised(Strict):
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _lower(cls, v: str) -> str:
+        return v.lower()
+
+
+DOC = {"id": "a", "bits": [4, 8], "share": 1, "when": "2026-12-07", "colour": "blue", "inner": {"n": 2},
+       "rows": [{"n": 1, "w": 2}], "named": {"x": {"n": 3, "w": 0.5}}, "pair": [1, 2.5], "either": 3}
+
+
+def test_the_built_row_is_the_validated_row():
+    # every conversion validation makes: a list as a tuple, an int given to a float field as 1.0, the ISO date of
+    # the compiled form as a date, the enum's value as the member, nested models, an int that int | float keeps
+    built, valid = trusted._build(Row, DOC), Row.model_validate(DOC)
+    assert trusted._identical(built, valid) and built.model_dump_json() == valid.model_dump_json()
+    assert built.model_fields_set == valid.model_fields_set == set(DOC)
+    assert built.bits == (4, 8) and type(built.share) is float and built.when == datetime.date(2026, 12, 7)
+    assert built.colour is Colour.blue and built.rows[0].w == 2.0 and type(built.rows[0].w) is float
+    assert type(built.either) is int and built.pair == (1.0, 2.5)
+    with trusted.checking():  # the check passes on it
+        assert trusted.shipped(Row, DOC) == valid
+
+
+@pytest.mark.parametrize("change", [{"extra": 1}, {"share": True}, {"bits": "4"}, {"when": "tomorrow"},
+                                    {"colour": "green"}, {"inner": "all"}, {"named": {"x": [1]}}])
+def test_what_the_plan_cannot_build_exactly_is_validated(change):
+    # an unknown key, a boolean for a number, text for bits, a bad date, an unknown enum value or literal, a list
+    # for a model: each is left to pydantic, which takes it or refuses it as it always did
+    from pydantic import ValidationError
+
+    doc = {**DOC, **change}
+    with pytest.raises(trusted._Fallback):
+        trusted._build(Row, doc)
+    try:
+        valid = Row.model_validate(doc)
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            trusted.shipped(Row, doc)
+    else:
+        assert trusted._identical(trusted.shipped(Row, doc), valid)
+
+
+def test_a_model_whose_validators_transform_is_validated():
+    got = trusted.shipped(Normalised, {"name": "MiXed"})
+    assert got.name == "mixed" and trusted._plan(Normalised) is None
+
+
+def test_checking_catches_a_conversion_the_plan_gets_wrong(monkeypatch):
+    # the plan with its float conversion removed keeps the int: equal by == (1 == 1.0), not by JSON -> DataError
+    class Bare(Strict):
+        x: float
+
+    monkeypatch.setitem(trusted._SCALARS, float, trusted._any)
+    monkeypatch.setattr(trusted, "_PLANS", {})
+    assert type(trusted.shipped(Bare, {"x": 1}).x) is int  # outside checking: built as planned
+    with trusted.checking(), pytest.raises(DataError, match="Bare built without validation differs"):
+        trusted.shipped(Bare, {"x": 1})
+
+
+def test_identical_tells_types_apart():
+    assert not trusted._identical(1, 1.0) and not trusted._identical((1,), [1]) and not trusted._identical(Colour.red, "red")
+    assert trusted._identical(float("nan"), float("nan")) and trusted._identical({"a": (1.0,)}, {"a": (1.0,)})
