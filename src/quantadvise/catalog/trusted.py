@@ -79,7 +79,7 @@ _PLANS: dict[type, tuple[dict[str, tuple[str, _Conv]], tuple[tuple[str, Any], ..
 
 def _identical(a: Any, b: Any) -> bool:
     """The same value of the same types all the way down (``1 == 1.0`` and ``Enum.x == "x"`` are not enough):
-    models of one class with the same fields set, tuples / lists / dicts / sets item by item."""
+    models of one class with the same fields set, tuples / lists / dicts item by item."""
     if type(a) is not type(b):
         return False
     if isinstance(a, BaseModel):
@@ -129,7 +129,7 @@ def _plan(cls: type[BaseModel]) -> tuple[dict[str, tuple[str, _Conv]], tuple[tup
 
 # model settings under which validation changes a value (enum values stored as values, stripped text ...)
 _TRANSFORMING_CONFIG = ("use_enum_values", "str_strip_whitespace", "str_to_lower", "str_to_upper",
-                        "coerce_numbers_to_str", "revalidate_instances", "val_json_bytes", "regex_engine")
+                        "coerce_numbers_to_str")
 
 
 def _transforms(meta: Any) -> bool:
