@@ -153,7 +153,7 @@ def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResu
         prof = catalog.default_perf_profile()
         key = (id(tabs), id(g), id(prof))
         memo = _LOOKUP_MEMO.get(key)
-        if memo is None or any(a is not b for a, b in zip(memo[0], (tabs, g, prof), strict=True)):
+        if memo is None:  # the entry keeps its three objects alive: their ids name no other object
             checks = gpu_checks(tabs, g, prof)  # every table's checks, computed once
             gl: list[TableCheck] = []
             for meta in tabs.index.tables:

@@ -38,7 +38,7 @@ def validate_serving() -> dict[str, int]:
 def validate_all() -> dict[str, int]:
     """Validate every row of every table; returns row counts per table. The catalog's caches are emptied
     first, so every table is read again, validated by pydantic, and each model a command builds
-    without validation (``trusted.shipped``) held equal to the validated one (what it leaves in the caches is
+    without validation (``trusted.shipped``) held identical to the validated one (what it leaves in the caches is
     the validated models)."""
     _clear_caches()
     with checking():
