@@ -15,6 +15,20 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 
 
+CHECKED_DIRS = ("cli", "golden")  # every command, every option: where result pieces are made the most ways
+
+
+@pytest.fixture(autouse=True)
+def _checked_pieces(request, monkeypatch):
+    """In the CLI and golden tests every result piece the fast path makes (results/light.py) is also validated
+    by pydantic and held identical to it: the conversions the fast path skips are proven absent there (the
+    check costs the advisor scans a quarter of their time, so the unit tests run the fast path alone)."""
+    if Path(request.node.path).parent.name in CHECKED_DIRS:
+        from quantadvise.results import light
+
+        monkeypatch.setattr(light, "CHECKING", True)
+
+
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch, tmp_path):
     """Tests never touch the network, the user's HF cache or their quantadvise config."""

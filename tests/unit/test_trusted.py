@@ -54,7 +54,7 @@ def test_the_built_row_is_the_validated_row():
     # every conversion validation makes: a list as a tuple, an int given to a float field as 1.0, the ISO date of
     # the compiled form as a date, the enum's value as the member, nested models, an int that int | float keeps
     built, valid = trusted._build(Row, DOC), Row.model_validate(DOC)
-    assert trusted._identical(built, valid) and built.model_dump_json() == valid.model_dump_json()
+    assert trusted.identical(built, valid) and built.model_dump_json() == valid.model_dump_json()
     assert built.model_fields_set == valid.model_fields_set == set(DOC)
     assert built.bits == (4, 8) and type(built.share) is float and built.when == datetime.date(2026, 12, 7)
     assert built.colour is Colour.blue and built.rows[0].w == 2.0 and type(built.rows[0].w) is float
@@ -79,7 +79,7 @@ def test_what_the_plan_cannot_build_exactly_is_validated(change):
         with pytest.raises(ValidationError):
             trusted.shipped(Row, doc)
     else:
-        assert trusted._identical(trusted.shipped(Row, doc), valid)
+        assert trusted.identical(trusted.shipped(Row, doc), valid)
 
 
 def test_a_model_whose_validators_transform_is_validated():
@@ -92,7 +92,9 @@ def test_checking_catches_a_conversion_the_plan_gets_wrong(monkeypatch):
     class Bare(Strict):
         x: float
 
-    monkeypatch.setitem(trusted._SCALARS, float, trusted._any)
+    from quantadvise.results import convert
+
+    monkeypatch.setitem(convert._SCALARS, float, convert._any)
     monkeypatch.setattr(trusted, "_PLANS", {})
     assert type(trusted.shipped(Bare, {"x": 1}).x) is int  # outside checking: built as planned
     with trusted.checking(), pytest.raises(DataError, match="Bare built without validation differs"):
@@ -100,5 +102,5 @@ def test_checking_catches_a_conversion_the_plan_gets_wrong(monkeypatch):
 
 
 def test_identical_tells_types_apart():
-    assert not trusted._identical(1, 1.0) and not trusted._identical((1,), [1]) and not trusted._identical(Colour.red, "red")
-    assert trusted._identical(float("nan"), float("nan")) and trusted._identical({"a": (1.0,)}, {"a": (1.0,)})
+    assert not trusted.identical(1, 1.0) and not trusted.identical((1,), [1]) and not trusted.identical(Colour.red, "red")
+    assert trusted.identical(float("nan"), float("nan")) and trusted.identical({"a": (1.0,)}, {"a": (1.0,)})

@@ -24,7 +24,7 @@ accuracy tiers of the tree still apply. Pure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..wording import plural
@@ -49,7 +49,7 @@ def layouts(rec: Recommendation, tp: int, *, rate: float | None, users: int | No
             continue
         n = a.at_load.replicas if a.at_load is not None else capacity_replicas(
             rate=rate, users=users, output=output_tokens, tokens_per_s=a.tokens_per_s, concurrency=a.concurrency)
-        at_load: dict[str, object] = {"at_load": a.at_load}
+        at_load: dict[str, Any] = {"at_load": a.at_load}
         if load is not None:
             at_load |= {"utilization": load / (n * a.tokens_per_s),
                         "usd_per_mtok_at_load": usd_per_mtok(usd_per_gpu_hour, n * tp, load)}

@@ -9,7 +9,7 @@ and no renderer reads them; everything a renderer shows is a typed field.
 
 from typing import Any, ClassVar
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from ..perf.loop import LoopSummary
 from ..perf.queueing import AtLoad
@@ -326,6 +326,7 @@ class BenchPlan(Out):
 
 
 class Recommendation(Result):
+    omit_if_none: ClassVar[tuple[str, ...]] = ("layouts",)
     workload: ServedWorkload
     assumptions: list[str]
     scheme: SchemeChoice
@@ -344,13 +345,6 @@ class Recommendation(Result):
     notes: list[str] = []
     warnings: list[str] = []
     layouts: LayoutSearch | None = None  # with a pool (--max-gpus, --node, several --gpu, --layouts); absent without
-
-    @model_serializer(mode="wrap")
-    def _omit_layouts(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("layouts") is None:
-            data.pop("layouts", None)
-        return data
 
     @property
     def scheme_id(self) -> str:

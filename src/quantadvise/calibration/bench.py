@@ -37,7 +37,7 @@ from pydantic import ValidationError, field_validator
 from ..engines.flags import ENGINES
 from ..errors import ConfigError
 from ..inputs import LIMITS, MAX_NESTING, MAX_NUMBER_CHARS, finite, json_depth, shown
-from ..results import Out
+from ..results import Validated
 
 FORMATS = ("vllm-serve", "vllm-latency", "vllm-throughput", "sglang-serving", "genai-perf", "guidellm")
 WORKLOAD_KEYS = ("model", "engine", "engine_version", "gpu", "tp", "scheme", "kv_cache_dtype", "concurrency",
@@ -61,7 +61,7 @@ class BenchFileError(ConfigError):
     """A benchmark file that is not a supported format, or is cut short."""
 
 
-class BenchRun(Out):
+class BenchRun(Validated):
     """One measured run of a benchmark file: the workload recovered from it and what it measured."""
 
     file: str

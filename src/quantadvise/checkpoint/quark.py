@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, cast
 
 from .args import field_error, get_field, get_group_size, get_str_list, short
 from .compressed_tensors import kv_tensor_quant
@@ -55,7 +55,7 @@ def _quark_args(raw: Any, where: str, role: str) -> QArgs | None:
         dyn = False
     if strategy == "token" and not dyn:
         strategy = "channel"
-    return QArgs(num_bits=bits, type=typ, strategy=strategy, group_size=g, symmetric=sym, dynamic=dyn,
+    return QArgs(num_bits=bits, type=cast(Literal["int", "float"], typ), strategy=strategy, group_size=g, symmetric=sym, dynamic=dyn,
                  scale_dtype=scale, element=elem)
 
 

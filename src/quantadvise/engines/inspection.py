@@ -8,8 +8,6 @@ each engine release does with it). Pure: the caller supplies the parsed files an
 
 from typing import Any, ClassVar
 
-from pydantic import SerializerFunctionWrapHandler, model_serializer
-
 from ..checkpoint.placement import DiskSize, disk_size
 from ..checkpoint.presets import with_presets
 from ..checkpoint.published import PublishedAccuracy
@@ -55,13 +53,11 @@ class GpuTarget(Out):
     platform: str = "cuda"
     compute_capability: str | None = None
 
-    @model_serializer(mode="wrap")
-    def _leave_out_for_bare_capability(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
+    def _dumped(self, data: dict[str, Any]) -> dict[str, Any]:
         if self.name is None:
-            out.pop("name", None)
-            out.pop("compute_capability", None)
-        return out
+            data.pop("name", None)
+            data.pop("compute_capability", None)
+        return data
 
 
 class GroupRow(Out):

@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field
 
 from ..errors import InputError
 from ..inputs import LIMITS
-from ..results import Out, Result, record
+from ..results import Out, Result, Validated, record
 from ..wording import plural
 
 CI_METHOD = "newcombe-hybrid-score"
@@ -163,7 +163,7 @@ class TaskAccuracy(Out):
         return rows
 
 
-class AccuracyThresholds(Out):
+class AccuracyThresholds(Validated):
     """Limits per task; ``None`` = not checked. Fractions, not percent: 0.01 = 1 percentage point."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

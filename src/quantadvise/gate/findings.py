@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import field
+from typing import Literal, cast
 
 from ..results import record
 from ..wording import plural
@@ -81,7 +82,7 @@ class Findings:
         policy is a note); a severity set under ``rules:`` wins over both."""
         rule = RULE_BY_ID[rule_id]
         self.ran.add(rule_id)
-        sev = self.overrides.get(rule_id, severity or rule.severity)
+        sev = cast("Severity | Literal['off']", self.overrides.get(rule_id, severity or rule.severity))
         if sev == "off":
             return
         if rule_id in REFUSES_START:  # counted even when the same finding was reported for another target
@@ -105,12 +106,13 @@ class Findings:
             base[f.rule_id] = base.get(f.rule_id, 0) + 1
         out = []
         for r in RULES:
-            sev = self.overrides.get(r.id, r.severity)
+            sev = cast("Severity | Literal['off']", self.overrides.get(r.id, r.severity))
             if sev == "off":
                 out.append(RuleStatus(rule_id=r.id, rule=r.name, severity=r.severity, status="off",
                                       reason="turned off in quantadvise.yaml (rules:)"))
                 continue
             n, b = active.get(r.id, 0), base.get(r.id, 0)
+            status: Literal["fail", "pass", "skipped"]
             if n:
                 status, reason = "fail", ""
             elif r.id in self.ran or b:

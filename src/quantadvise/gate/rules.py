@@ -25,6 +25,7 @@ from typing import Literal
 from ..results import Out
 
 Severity = Literal["error", "warning", "note"]
+Family = Literal["engine", "performance", "memory", "accuracy", "drift"]
 FailOn = Literal["error", "warning"]
 SEVERITY_RANK: dict[str, int] = {"note": 0, "warning": 1, "error": 2}
 DOCS_PAGE = "docs/ci.md"
@@ -39,7 +40,7 @@ FINGERPRINT_KEY = "quantadvise/v1"
 class Rule(Out):
     id: str
     name: str
-    family: Literal["engine", "performance", "memory", "accuracy", "drift"]
+    family: Family
     severity: Severity
     title: str
     rationale: str
@@ -54,7 +55,7 @@ class Rule(Out):
         return f"{DOCS_PAGE}#{self.anchor}"
 
 
-def _r(id: str, name: str, family: str, severity: str, title: str, rationale: str) -> Rule:
+def _r(id: str, name: str, family: Family, severity: Severity, title: str, rationale: str) -> Rule:
     return Rule(id=id, name=name, family=family, severity=severity, title=title,
                 rationale=" ".join(rationale.split()))
 

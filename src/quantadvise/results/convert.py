@@ -1,0 +1,177 @@
+"""What pydantic's lax mode makes of a value, for the values it keeps or converts without judgement.
+
+One converter per annotation, shared by the two places that build models without validating them: a result
+piece made from values the computation holds (``results/light.py``) and a shipped table's document
+(``catalog/trusted.py``). A converter returns the value pydantic would store — an int given to a float field as a
+float, a list given to a tuple field as a tuple, a value given to an enum field as its member, text given to a
+date or path field as one — or raises :class:`Fallback` for anything else (a value of another type, a union
+two members could take, a validator in the annotation), and the caller validates instead: the result is never
+a guess.
+"""
+
+import datetime
+import enum
+import types
+import typing
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import Any
+
+Conv = Callable[[Any], Any]
+
+
+class Fallback(Exception):
+    """The converter cannot reproduce pydantic's result for this value exactly: validate it instead."""
+
+
+def fail(*_: Any) -> Any:
+    raise Fallback
+
+
+def _exact(kind: type) -> Conv:
+    def conv(v: Any) -> Any:
+        if type(v) is not kind:
+            raise Fallback
+        return v
+    return conv
+
+
+def _float(v: Any) -> Any:
+    t = type(v)
+    if t is float:
+        return v
+    if t is int:
+        return float(v)
+    raise Fallback
+
+
+def _date(v: Any) -> Any:
+    if type(v) is datetime.date:
+        return v
+    if isinstance(v, str):
+        try:
+            return datetime.date.fromisoformat(v)
+        except ValueError:
+            raise Fallback from None
+    raise Fallback
+
+
+def _any(v: Any) -> Any:
+    return v
+
+
+_HASHABLE = {str, int, float, bool, bytes, type(None)}  # the kinds of value a Literal holds
+_SCALARS: dict[Any, Conv] = {str: _exact(str), int: _exact(int), bool: _exact(bool), float: _float,
+                             datetime.date: _date, Any: _any, object: _any}
+
+
+def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool]) -> Conv:  # noqa: C901
+    """The converter of annotation ``tp``. ``model(cls)`` converts for a model class (a pydantic model or a result
+    piece); ``metadata(m)`` says whether an ``Annotated`` item forces validation (a validator always does; a
+    constraint does where the value was not validated before). Raises :class:`Fallback` for an annotation it
+    does not know."""
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        if any(metadata(m) for m in args[1:]):
+            raise Fallback
+        return converter(args[0], model, metadata)
+    if isinstance(tp, type) and hasattr(tp, "model_dump"):
+        return model(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        def to_enum(v: Any) -> Any:
+            if isinstance(v, tp):
+                return v
+            try:
+                return tp(v)
+            except ValueError:
+                raise Fallback from None
+        return to_enum
+    if origin is typing.Literal:
+        allowed = {(type(a), a) for a in args}
+
+        def literal(v: Any) -> Any:
+            if type(v) not in _HASHABLE or (type(v), v) not in allowed:
+                raise Fallback
+            return v
+        return literal
+    if origin in (typing.Union, types.UnionType):
+        return _union(args, model, metadata)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = converter(args[0], model, metadata)
+            return lambda v: tuple([item(x) for x in v]) if type(v) in (list, tuple) else fail()
+        if args == ((),) or not args:
+            return lambda v: tuple(v) if type(v) in (list, tuple) and not (args and v) else fail()
+        items = [converter(a, model, metadata) for a in args]
+
+        def fixed(v: Any) -> Any:
+            if type(v) not in (list, tuple) or len(v) != len(items):
+                raise Fallback
+            return tuple([c(x) for c, x in zip(items, v, strict=True)])
+        return fixed
+    if origin in (list, set, frozenset):
+        item = converter(args[0], model, metadata) if args else _any
+        kind = origin
+        return lambda v: kind([item(x) for x in v]) if type(v) in (list, tuple, set, frozenset) else fail()
+    if origin is dict:
+        key = converter(args[0], model, metadata) if args else _any
+        val = converter(args[1], model, metadata) if len(args) == 2 else _any
+
+        def mapping(v: Any) -> Any:
+            if type(v) is not dict:
+                raise Fallback
+            return {key(k): val(x) for k, x in v.items()}
+        return mapping
+    if tp is type(None) or tp is None:
+        return lambda v: None if v is None else fail()
+    if isinstance(tp, type) and issubclass(tp, PurePath):
+        return lambda v: v if type(v) is tp else (tp(v) if isinstance(v, str) else fail())
+    if isinstance(tp, type) and tp not in (list, tuple, dict, set, frozenset, type) and origin is None:
+        return lambda v: v if isinstance(v, tp) else fail()  # another class: its instances pass as they are
+    raise Fallback
+
+
+def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Callable[[Any], bool]) -> Conv:
+    """A union, its member chosen as pydantic's smart mode chooses it for the value's own type: None for a nullable
+    union; an instance of a class member as it is, a dict for its one model member; a list / tuple for its one
+    tuple / list member; a scalar its exact type's member (``int | float`` keeps an int; ``float | str`` takes an
+    int as a float). A value two members could take, or none exactly, is validated."""
+    members = [a for a in args if a is not type(None)]
+    nullable = len(members) < len(args)
+    if len(members) == 1:
+        inner = converter(members[0], model, metadata)
+        return (lambda v: None if v is None else inner(v)) if nullable else inner
+    classes = [m for m in members if isinstance(m, type) and hasattr(m, "model_dump")]
+    seqs = [m for m in members if typing.get_origin(m) in (tuple, list)]
+    scalars = {m for m in members if m in (str, int, float, bool)}
+    literals = {(type(a), a) for m in members if typing.get_origin(m) is typing.Literal for a in typing.get_args(m)}
+    known = len(classes) + len(seqs) + len(scalars) + sum(typing.get_origin(m) is typing.Literal for m in members)
+    if known != len(members) or len(seqs) > 1:
+        raise Fallback
+    one_model = model(classes[0]) if len(classes) == 1 else None
+    seq = converter(seqs[0], model, metadata) if seqs else None
+    floats = float in scalars and int not in scalars
+
+    def pick(v: Any) -> Any:
+        if v is None:
+            if nullable:
+                return None
+            raise Fallback
+        t = type(v)
+        if t in scalars or (t in _HASHABLE and (t, v) in literals):
+            return v
+        if t is int and floats:
+            return float(v)
+        if t is dict:
+            if one_model is None:
+                raise Fallback
+            return one_model(v)
+        if seq is not None and t in (list, tuple):
+            return seq(v)
+        for c in classes:
+            if isinstance(v, c):
+                return v
+        raise Fallback
+    return pick

@@ -1,0 +1,483 @@
+"""``Out``: a piece of a result, made without pydantic's class machinery.
+
+A command defines fifty-odd result classes before it prints a line; as pydantic models each cost ~0.45 ms to
+define and ~0.5 ms more to build its validator at first use (a cold ``recommend`` paid ~40 ms for pieces it
+builds from values it already holds). An :class:`Out` class is a plain class with pydantic's surface: keyword
+``__init__`` that converts what pydantic's lax mode converts for the values our code passes (an int given to a
+float field, a list to a tuple field, a value to its enum, a dict to a nested piece), frozen, ``==`` and hash
+by value, ``model_dump`` (``mode="json"`` is exactly what pydantic writes: enums as values, tuples and sets as
+lists, dict keys as text, dates as ISO text, nested pydantic models through their own ``model_dump``),
+``model_copy``, ``model_construct``, ``model_fields_set`` and ``repr``. Anything the conversion does not know
+— a missing field, a value of another type — is validated by a pydantic model of the same fields (the class's
+*shadow*, made on first need), so pydantic's errors and conversions still decide every case the fast path
+does not; the same shadow answers ``model_validate`` / ``model_fields`` and lets a pydantic model hold a piece.
+
+A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow. A class
+with validators, serializers or its own ``model_config`` is refused at definition: it derives from ``Strict``
+(a user's file) or ``Validated`` instead. ``omit_if_none`` names keys left out of the dump when None; ``_dumped`` may edit a dump.
+"""
+
+import copy
+import dataclasses
+import datetime
+import enum
+import sys
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import PurePath
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+from typing_extensions import dataclass_transform
+
+from .convert import Conv as _Conv
+from .convert import Fallback as _Fallback
+from .convert import converter, fail
+
+_MISSING: Any = object()
+
+
+class _Field:
+    """One field: its annotation as written, default / factory, alias, and whether the dump leaves it out."""
+
+    __slots__ = ("alias", "annotation", "checked", "default", "exclude", "factory", "info", "name", "shown")
+
+    def __init__(self, name: str, annotation: Any, value: Any, owner: str):
+        self.name, self.annotation, self.info = name, annotation, None
+        self.default, self.factory, self.alias, self.exclude, self.shown = _MISSING, None, None, False, True
+        self.checked = False  # constraints, aliases: every value of the field is validated by the shadow
+        if isinstance(value, FieldInfo):
+            self.checked = bool(value.metadata or value.validation_alias or value.serialization_alias
+                                or value.discriminator)
+            self.info = value
+            if value.default is not PydanticUndefined:
+                self.default = value.default
+            self.factory = value.default_factory
+            self.alias, self.exclude, self.shown = value.alias, bool(value.exclude), value.repr
+        elif value is not _MISSING:
+            self.default = value
+
+    def fill(self) -> Any:
+        """The value of a field left out (pydantic copies a mutable default; a factory makes a new one)."""
+        if self.factory is not None:
+            return typing.cast(Callable[[], Any], self.factory)()
+        d = self.default
+        return d if type(d) in _IMMUTABLE else copy.deepcopy(d)
+
+
+_IMMUTABLE = {type(None), str, int, float, bool, tuple, frozenset, bytes, complex}
+
+
+def _is_classvar(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(Field, FieldInfo))
+class Out:
+    """A piece of a result (see the module): frozen, dumped as pydantic dumps it, defined in microseconds."""
+
+    __slots__ = ("__dict__", "__pydantic_fields_set__")
+    __light_fields__: ClassVar[dict[str, _Field]] = {}
+    omit_if_none: ClassVar[tuple[str, ...]] = ()  # keys left out of the dump when None (not written as null)
+    model_config: ClassVar[dict[str, Any]] = {"frozen": True}
+    model_fields: ClassVar[dict[str, FieldInfo]]  # the shadow's (below): pydantic's FieldInfo per field
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        ns = cls.__dict__
+        for bad in ("model_config", "__pydantic_decorators__"):
+            if bad in ns:
+                raise TypeError(f"{cls.__qualname__}: an Out class has no {bad} (input derives from Strict)")
+        if any(type(v).__name__ == "PydanticDescriptorProxy" for v in ns.values()):
+            raise TypeError(f"{cls.__qualname__}: an Out class has no validators or serializers (override "
+                            "_dumped to edit its dump; input that needs validators derives from Strict)")
+        fields: dict[str, _Field] = {}
+        for base in reversed(cls.__mro__[1:]):
+            fields.update(base.__dict__.get("__light_fields__", {}))
+        for name, annotation in ns.get("__annotations__", {}).items():
+            if _is_classvar(annotation):
+                continue
+            if name.startswith("_"):
+                raise TypeError(f"{cls.__qualname__}.{name}: an Out class has no private fields")
+            value = ns.get(name, _MISSING)
+            fields[name] = _Field(name, annotation, value, cls.__qualname__)
+            if isinstance(value, FieldInfo):
+                delattr(cls, name)
+        cls.__light_fields__ = fields
+        cls.__light_plan__ = None  # type: ignore[attr-defined]
+        cls.__light_shadow__ = None  # type: ignore[attr-defined]
+
+    # --- making one ------------------------------------------------------------------------------------
+    def __init__(self, /, **data: Any):
+        plan = type(self).__dict__["__light_plan__"] or _plan(type(self))
+        values: dict[str, Any] = {}
+        given: set[str] = set()
+        try:
+            for name, key, conv, f in plan:
+                if key in data:
+                    values[name] = conv(data[key])
+                    given.add(name)
+                elif f.default is _MISSING and f.factory is None:
+                    raise _Fallback
+                else:
+                    values[name] = f.fill()
+        except _Fallback:
+            done = type(self).model_validate(data)
+            values, given = done.__dict__, _given(done)
+        else:
+            if CHECKING:
+                _check(type(self), data, values, given)
+        object.__setattr__(self, "__dict__", values)
+        object.__setattr__(self, "__pydantic_fields_set__", given)
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+        """A piece from values taken as they are (pydantic's ``model_construct``)."""
+        m = cls.__new__(cls)
+        fields = cls.__light_fields__
+        d = {n: values[n] if n in values else f.fill() for n, f in fields.items()}
+        object.__setattr__(m, "__dict__", d)
+        object.__setattr__(m, "__pydantic_fields_set__",
+                           set(_fields_set) if _fields_set is not None else {n for n in values if n in fields})
+        return m
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self:
+        """``obj`` validated by the class's shadow pydantic model: pydantic's conversions and errors."""
+        if isinstance(obj, cls):
+            return obj
+        shadow = _shadow(cls)
+        return _from_shadow(cls, shadow.model_validate(obj))
+
+    # --- reading one -----------------------------------------------------------------------------------
+    @property
+    def model_fields_set(self) -> set[str]:
+        return _given(self)
+
+    def model_dump(self, *, mode: str = "python", include: Any = None, exclude: Any = None, by_alias: bool = False,
+                   exclude_unset: bool = False, exclude_defaults: bool = False, exclude_none: bool = False,
+                   **_ignored: Any) -> dict[str, Any]:
+        """The fields as pydantic's ``model_dump`` writes them (``mode="json"``: what ``--format json`` prints)."""
+        opts = _Opts(mode == "json", by_alias, exclude_unset, exclude_defaults, exclude_none)
+        return self._dump(opts, _names(include), _names(exclude))
+
+    def model_dump_json(self, *, indent: int | None = None, **kwargs: Any) -> str:
+        import json
+
+        return json.dumps(_finite(self.model_dump(mode="json", **kwargs)), indent=indent, ensure_ascii=False,
+                          separators=None if indent is not None else (",", ":"))
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update``'s values as given (not converted: pydantic's ``model_copy``)."""
+        m = type(self).__new__(type(self))
+        d = copy.deepcopy(self.__dict__) if deep else dict(self.__dict__)
+        fs = set(_given(self))
+        if update:
+            d.update(update)
+            fs.update(k for k in update if k in type(self).__light_fields__)
+        object.__setattr__(m, "__dict__", d)
+        object.__setattr__(m, "__pydantic_fields_set__", fs)
+        return m
+
+    def _dump(self, o: "_Opts", include: set[str] | None, exclude: set[str] | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        d = self.__dict__
+        for name, f in type(self).__light_fields__.items():
+            if f.exclude or (include is not None and name not in include) or (exclude is not None and name in exclude):
+                continue
+            v = d[name]
+            if (o.unset and name not in _given(self)) or (o.none and v is None):
+                continue
+            if o.defaults and (f.factory is not None or f.default is not _MISSING) and _same(v, f.fill()):
+                continue
+            out[f.alias if o.by_alias and f.alias else name] = _dump(v, o)
+        return self._dumped(out)
+
+    def _dumped(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The dump, edited: ``omit_if_none``'s keys left out when None. A class may override it."""
+        for key in self.omit_if_none:
+            if key in data and data[key] is None:
+                del data[key]
+        return data
+
+    # --- what pydantic's models also answer ------------------------------------------------------------
+    @classmethod
+    def _fields(cls) -> dict[str, FieldInfo]:
+        return _shadow(cls).model_fields
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Out):
+            return type(other) is type(self) and other.__dict__ == self.__dict__
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
+    def __repr__(self) -> str:
+        fields = type(self).__light_fields__
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown)
+        return f"{type(self).__name__}({inner})"
+
+    def __str__(self) -> str:
+        fields = type(self).__light_fields__
+        return " ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        yield from self.__dict__.items()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise _frozen(type(self), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise _frozen(type(self), name, None)
+
+    def __copy__(self) -> Self:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        m = type(self).__new__(type(self))
+        object.__setattr__(m, "__dict__", copy.deepcopy(self.__dict__, memo))
+        object.__setattr__(m, "__pydantic_fields_set__", set(_given(self)))
+        return m
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"__dict__": self.__dict__, "__pydantic_fields_set__": _given(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        object.__setattr__(self, "__dict__", state["__dict__"])
+        object.__setattr__(self, "__pydantic_fields_set__", state["__pydantic_fields_set__"])
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A pydantic model (or the shadow of another piece) holding this piece: an instance passes as it is,
+        anything else is validated by the shadow; the dump is :meth:`model_dump`'s."""
+        from pydantic_core import core_schema as cs
+
+        def to_piece(value: Any) -> Any:
+            return _from_shadow(cls, value)
+
+        def dumped(value: Any, info: Any) -> Any:
+            return value.model_dump(mode=info.mode, by_alias=bool(info.by_alias), exclude_unset=info.exclude_unset,
+                                    exclude_defaults=info.exclude_defaults, exclude_none=info.exclude_none)
+
+        validated = cs.chain_schema([handler(_shadow(cls)), cs.no_info_plain_validator_function(to_piece)])
+        return cs.union_schema([cs.is_instance_schema(cls), validated], custom_error_type=None,
+                               serialization=cs.plain_serializer_function_ser_schema(dumped, info_arg=True))
+
+
+class _FieldsOf:
+    """``Cls.model_fields``: the shadow's fields (pydantic's ``FieldInfo``s), made on first use."""
+
+    def __get__(self, obj: Any, owner: type[Out]) -> dict[str, FieldInfo]:
+        return owner._fields()
+
+
+Out.model_fields = _FieldsOf()  # type: ignore[assignment]
+
+
+class OmitNone(Out):
+    """A piece whose optional keys are absent from the JSON, not null, when unset (e.g. a deploy
+    hint an engine does not have). ``omit_if_none`` names them."""
+
+
+# Inside the test suite (tests/conftest.py): every piece made by the fast path is also validated by its shadow
+# and must be identical to it, types included — the conversion the fast path skips is then proven absent.
+CHECKING = False
+
+
+def _check(cls: type[Out], data: dict[str, Any], values: dict[str, Any], given: set[str]) -> None:
+    valid = _shadow(cls).model_validate(data)
+    if given != valid.model_fields_set or not identical(values, dict(valid.__dict__)):
+        raise AssertionError(f"{cls.__qualname__} made without validation differs from the validated one: "
+                             f"{values!r} != {dict(valid.__dict__)!r}")
+
+
+def identical(a: Any, b: Any) -> bool:
+    """The same value of the same types all the way down (``1 == 1.0`` and ``Enum.x == "x"`` are not enough):
+    pieces / models of one class with the same fields set, tuples / lists / dicts item by item."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Out | BaseModel):
+        return (a.model_fields_set == b.model_fields_set and a.__dict__.keys() == b.__dict__.keys()
+                and all(identical(v, b.__dict__[k]) for k, v in a.__dict__.items())
+                and getattr(a, "__pydantic_private__", None) == getattr(b, "__pydantic_private__", None))
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(identical(v, b[k]) for k, v in a.items())
+    return bool(a == b) or (a != a and b != b)  # nan is nan
+
+
+def _given(m: Any) -> set[str]:
+    """The fields set when ``m`` was made (pydantic's ``model_fields_set``)."""
+    fields_set: set[str] = m.__pydantic_fields_set__
+    return fields_set
+
+
+def _frozen(cls: type, name: str, value: Any) -> Exception:
+    from pydantic_core import ValidationError
+
+    return ValidationError.from_exception_data(cls.__name__, [
+        {"type": "frozen_instance", "loc": (name,), "input": value}])
+
+
+def _names(spec: Any) -> set[str] | None:
+    if spec is None or isinstance(spec, set | frozenset):
+        return set(spec) if spec is not None else None
+    if isinstance(spec, dict) and all(v is True for v in spec.values()):
+        return set(spec)
+    raise TypeError("Out.model_dump takes include / exclude as a set of field names")
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - a value whose == raises is not its default
+        return False
+
+
+def _finite(v: Any) -> Any:
+    """pydantic's JSON writes a non-finite float as null (``ser_json_inf_nan="null"``)."""
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Opts:
+    json: bool
+    by_alias: bool
+    unset: bool
+    defaults: bool
+    none: bool
+
+
+def _dump(v: Any, o: _Opts) -> Any:  # noqa: C901 - one branch per kind of value
+    """A value as pydantic's serializer writes it in python or JSON mode."""
+    t = type(v)
+    if t is str or t is int or t is float or t is bool or v is None:
+        return v
+    if isinstance(v, Out):
+        return v._dump(o, None, None)
+    if isinstance(v, BaseModel):
+        return v.model_dump(mode="json" if o.json else "python", by_alias=o.by_alias, exclude_unset=o.unset,
+                            exclude_defaults=o.defaults, exclude_none=o.none)
+    if isinstance(v, enum.Enum):
+        return _dump(v.value, o) if o.json else v
+    if isinstance(v, list | tuple):
+        items = [_dump(x, o) for x in v]
+        return items if o.json or t is list else (tuple(items) if t is tuple else t(*items))
+    if isinstance(v, set | frozenset):
+        items = [_dump(x, o) for x in v]
+        return items if o.json else t(items)
+    if isinstance(v, dict):
+        if o.json:
+            return {_key(k): _dump(x, o) for k, x in v.items()}
+        return {k: _dump(x, o) for k, x in v.items()}
+    if o.json and isinstance(v, datetime.date | datetime.time):
+        return v.isoformat()
+    if o.json and isinstance(v, PurePath):
+        return str(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _dump(getattr(v, f.name), o) for f in dataclasses.fields(v)}
+    if o.json and isinstance(v, str | int | float):  # a subclass (an IntEnum is an Enum above)
+        return t.__mro__[-2](v) if t.__mro__[-2] in (str, int, float) else v
+    return v
+
+
+def _key(k: Any) -> str:
+    """A dict key in pydantic's JSON: text as it is, an enum by its value, a number as its text."""
+    if isinstance(k, enum.Enum):
+        k = k.value
+    if isinstance(k, str):
+        return str(k)
+    if isinstance(k, bool):
+        return "true" if k else "false"
+    if k is None:
+        return "None"
+    return str(k)
+
+
+# --- the fast path: a converter per field --------------------------------------------------------------
+
+def _plan(cls: type[Out]) -> tuple[tuple[str, str, _Conv, _Field], ...]:
+    """(field name, the key ``__init__`` takes, converter, field) per field, made on first use."""
+    hints = _hints(cls)
+    plan = tuple((name, f.alias or name, fail if f.checked else _field_converter(hints[name]), f)
+                 for name, f in cls.__light_fields__.items())
+    cls.__light_plan__ = plan  # type: ignore[attr-defined]
+    return plan
+
+
+def _hints(cls: type[Out]) -> dict[str, Any]:
+    """Each field's annotation, a forward reference (``"LoopSummary | None"``) resolved where its class was
+    written (its module's names, then the package's lazily imported ones the shadow would need)."""
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__.get("__annotations__", {})
+        if not own or "__light_fields__" not in klass.__dict__:
+            continue
+        names = {**vars(sys.modules[klass.__module__]), klass.__name__: klass}
+        for name, ann in own.items():
+            if name in cls.__light_fields__:
+                out[name] = eval(ann, names) if isinstance(ann, str) else ann  # noqa: S307 - our own annotation
+    return out
+
+
+def _field_converter(tp: Any) -> _Conv:
+    try:
+        return converter(tp, _model, _any_metadata)
+    except _Fallback:  # an annotation the fast path does not know: every value of it is validated
+        return fail
+
+
+def _shadow(cls: type[Out]) -> type[BaseModel]:
+    """A pydantic model with ``cls``'s fields (nested pieces validate through their own shadows)."""
+    shadow: type[BaseModel] | None = cls.__dict__.get("__light_shadow__")
+    if shadow is None:
+        from pydantic import ConfigDict
+
+        hints = _hints(cls)
+        ns: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                              "__annotations__": dict(hints),
+                              "model_config": ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)}
+        for name, f in cls.__light_fields__.items():
+            if f.info is not None:
+                ns[name] = f.info
+            elif f.default is not _MISSING:
+                ns[name] = f.default
+        shadow = typing.cast(type[BaseModel], type(cls.__name__, (BaseModel,), ns))
+        cls.__light_shadow__ = shadow  # type: ignore[attr-defined]
+    return shadow
+
+
+def _from_shadow(cls: type[Out], valid: Any) -> Any:
+    if isinstance(valid, cls):
+        return valid
+    m = cls.__new__(cls)
+    object.__setattr__(m, "__dict__", dict(valid.__dict__))
+    object.__setattr__(m, "__pydantic_fields_set__", set(valid.model_fields_set))
+    return m
+
+
+def _model(tp: type) -> _Conv:
+    """A nested piece or pydantic model: an instance as it is; a dict builds a piece (a model validates)."""
+    def conv(v: Any) -> Any:
+        if isinstance(v, tp):
+            return v
+        if type(v) is dict and issubclass(tp, Out) and all(type(k) is str for k in v):
+            return tp(**v)
+        raise _Fallback
+    return conv
+
+
+def _any_metadata(meta: Any) -> bool:  # noqa: ARG001 - every Annotated item (a constraint too) is validated
+    return True
