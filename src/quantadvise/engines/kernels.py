@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..results import Strict
+from ..results import Out, Strict
 from ..scheme.axes import Scheme
 from ..scheme.formats import get_format
 from .flags import engine_label
@@ -138,7 +138,7 @@ class KernelTable(Strict):
                f"{self.version}"
 
 
-class KernelChoice(Strict):
+class KernelChoice(Out):
     """The kernel one linear layer runs: what, why (the row's source) and where."""
 
     kernel: KernelInfo

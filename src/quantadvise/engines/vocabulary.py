@@ -30,8 +30,6 @@ from datetime import date
 from functools import cached_property
 from typing import Literal
 
-from pydantic import ConfigDict
-
 from ..results import Out, Strict
 from .flags import engine_label
 from .kernels import WheelSource
@@ -105,10 +103,9 @@ class OptionRow(Strict):
     launcher: str | None = None
 
 
-class Lookup(Strict):
+class Lookup(Out):
     """What the parser does with one spelling."""
 
-    model_config = ConfigDict(frozen=True)
     verdict: Literal["known", "abbreviation", "ambiguous", "unknown", "misread"]
     option: str | None = None  # the option string it is read as (known, abbreviation, misread)
     matches: tuple[str, ...] = ()  # ambiguous: every option it could be; unknown: the closest spellings
@@ -166,7 +163,7 @@ class FlagVocabulary(Strict):
                     for a, b in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
                         if name.startswith(a):
                             out.setdefault(b + name[len(a):], row)
-        help_row = OptionRow(names=("-h", "--help"), kind="flag", source="argparse (add_help)")
+        help_row = OptionRow.model_construct(names=("-h", "--help"), kind="flag", source="argparse (add_help)")
         out.setdefault("-h", help_row)
         out.setdefault("--help", help_row)
         return out

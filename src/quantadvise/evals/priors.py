@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ..results import Out
 from ..scheme.axes import Scheme, TensorQuant
 from ..scheme.formats import get_format
 
@@ -133,8 +134,7 @@ def action_of(expected_drop_pct: tuple[float, float], tolerance: float) -> Actio
     return "info"
 
 
-class Verdict(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+class Verdict(Out):
     rule: str
     action: Action
     message: str

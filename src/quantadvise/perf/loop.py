@@ -43,7 +43,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..engines.loop import LoopFacts
-from ..results import Strict, record
+from ..results import Out, Strict, record
 from .step import StepModel
 
 TERMS = ("layer_s", "pass_s", "seq_s", "eager_layer_s", "prefill_scale", "decode_scale", "allreduce_s",
@@ -240,7 +240,7 @@ def prefill_s(sm: StepModel, loop: EngineLoop, batch: int, prompt: int) -> float
     return pre * (1.0 + t.prefill_scale) + over
 
 
-class LoopSummary(Strict):
+class LoopSummary(Out):
     """What the serving loop did to one serving point, for a report: the loop, the running set, and
     each cause's share of a cycle (``bound``: the largest)."""
 

@@ -5,7 +5,7 @@ surface without its class machinery) whose ``model_dump(mode="json")`` is exactl
 prints, stamped with :data:`SCHEMA_VERSION`. Nested pieces derive from :class:`Out` too; a piece read from a
 user's file whose fields validate derives from :class:`Validated`. Data rows and user files validated on
 the way in derive from :class:`Strict` (unknown keys rejected). Values the computation passes around (not
-validated, not printed as JSON) are :func:`record` classes (``results/record.py``).
+validated, not printed as JSON) are :func:`record` classes (``results/records.py``).
 """
 
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .light import OmitNone, Out
-from .record import record
+from .records import record
 
 __all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "Validated", "plain_numbers", "record"]
 

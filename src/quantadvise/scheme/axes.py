@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from ..errors import SchemeError
+from ..results import Out
 from .formats import UNQUANTIZED, get_format
 from .layout import Layout
 
@@ -277,14 +278,14 @@ class TensorQuant(_Frozen):
         )
 
 
-class Scale2Axes(_Frozen):
+class Scale2Axes(Out):
     """The second-level scale (NVFP4's per-tensor fp32 over fp8 group scales)."""
 
     dtype: str
     group_shape: list[int]
 
 
-class TensorAxes(_Frozen):
+class TensorAxes(Out):
     """One tensor role's six axes, flat: what ``recommend``, ``size`` and ``inspect`` report."""
 
     dtype: str
@@ -475,7 +476,7 @@ class Scheme(_Frozen):
         )
 
 
-class SchemeAxes(_Frozen):
+class SchemeAxes(Out):
     """A whole scheme's axes per role, plus accumulation, math datapath and layer policy."""
 
     weights: TensorAxes | None = None
