@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic._internal import _model_construction
 
-from quantadvise.results import SCHEMA_VERSION, OmitNone, Out, Result, convert, light
+from quantadvise.results import SCHEMA_VERSION, OmitNone, Out, Result, Strict, convert, light
 
 
 class Colour(str, enum.Enum):
@@ -212,8 +212,8 @@ def test_a_piece_is_made_without_pydantic_building_a_class(monkeypatch):
     assert made == ["Fresh"]
 
 
-def test_a_piece_with_a_validator_or_its_own_config_is_refused_at_definition():
-    with pytest.raises(TypeError, match="no validators"):
+def test_a_piece_with_a_field_validator_or_its_own_config_is_refused_at_definition():
+    with pytest.raises(TypeError, match="checks only"):
         class WithValidator(Out):
             a: int
 
@@ -247,3 +247,86 @@ def test_checking_catches_a_conversion_the_fast_path_gets_wrong(monkeypatch):
     monkeypatch.setattr(light, "CHECKING", True)
     with pytest.raises(AssertionError, match="Loose made without validation differs"):
         Loose(x=1)
+
+
+class Row(Strict):
+    lo: float
+    hi: float
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Row":
+        if self.lo > self.hi:
+            raise ValueError("lo above hi")
+        return self
+
+
+class RowTwin(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    lo: float
+    hi: float
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RowTwin":
+        if self.lo > self.hi:
+            raise ValueError("lo above hi")
+        return self
+
+
+@pytest.mark.parametrize("bad", [dict(lo=2, hi=1), dict(lo=1, hi=2, extra=3), dict(lo=float("nan"), hi=1),
+                                 dict(lo=1, hi=float("inf"))])
+def test_a_strict_row_refuses_what_pydantic_refuses_with_its_error(bad):
+    # an after-validator's check (run on the made row), an unknown key (extra="forbid"), nan and inf
+    # (allow_inf_nan=False): the same errors at the same places as the pydantic twin's
+    with pytest.raises(ValidationError) as got:
+        Row(**bad)
+    with pytest.raises(ValidationError) as want:
+        RowTwin(**bad)
+    strip = lambda e: [(x["loc"], x["msg"], x["type"]) for x in e.errors()]  # noqa: E731
+    assert strip(got.value) == strip(want.value)
+
+
+def test_a_strict_row_that_passes_is_made_without_pydantic(monkeypatch):
+    made: list[str] = []
+    original = _model_construction.ModelMetaclass.__new__
+    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
+                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+
+    class Fresh(Strict):
+        lo: float
+
+        @model_validator(mode="after")
+        def _positive(self) -> "Fresh":
+            if self.lo < 0:
+                raise ValueError("negative")
+            return self
+
+    assert Fresh(lo=1).lo == 1.0 and made == []
+    with pytest.raises(ValidationError, match="Value error, negative"):
+        Fresh(lo=-1)
+    assert made == ["Fresh"]  # the refusal's error came from the shadow model
+
+
+def test_defaults_made_without_validation_are_the_validated_ones():
+    # class defaults made by model_construct (their validators would only check given values) equal the
+    # validated defaults, types and fields set included
+    from quantadvise.catalog.schemes import SchemePreset
+    from quantadvise.perf.profiles import Knobs, PerfProfile
+    from quantadvise.scheme.axes import DeployHints, LayerPolicy, Scheme
+
+    pairs = [(PerfProfile.model_fields["defaults"].default, Knobs()),
+             (Scheme.model_fields["policy"].default, LayerPolicy()),
+             (SchemePreset.model_fields["policy"].default, LayerPolicy()),
+             (SchemePreset.model_fields["deploy"].default, DeployHints())]
+    for made, validated in pairs:
+        assert light.identical(made, validated), type(validated).__name__
+
+
+def test_the_ideal_profile_is_made_on_first_use():
+    import quantadvise.perf.profiles as profiles
+
+    ideal = profiles.IDEAL
+    assert ideal is profiles.IDEAL and ideal.ideal and ideal.defaults.memory_efficiency == 1.0
+    with pytest.raises(AttributeError):
+        profiles.NOT_A_PROFILE  # noqa: B018 - the module's __getattr__ answers only IDEAL

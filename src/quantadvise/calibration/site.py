@@ -119,7 +119,7 @@ def site_terms(samples: Sequence[Sample], *, base: LoopTerms | None, key: dict[s
     # the fixed terms' cost moves into the base of each sample, so the fit frees only ``free``
     shifted = [replace(s, cycle=replace(s.cycle, base_s=s.cycle.base_s + sum(
         fixed[t] * f for t, f in zip(TERMS, s.cycle.features, strict=True) if t in fixed))) for s in samples]
-    values = {**fixed, **fit_values(shifted, free)}
+    values: dict[str, Any] = {**fixed, **fit_values(shifted, free)}
     return LoopTerms(id=ident, **key, **values, points=n, fitted_on=tuple(files), source=source, as_of=today,
                      note=f"fitted to {n} run{'s' if n != 1 else ''} of {len(files)} file{'s' if len(files) != 1 else ''}; "
                           f"free terms {', '.join(free)}; the others kept at "

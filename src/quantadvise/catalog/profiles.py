@@ -22,12 +22,9 @@ if TYPE_CHECKING:
 @cache
 def default_perf_profile() -> PerfProfile:
     """The shipped efficiency profile, data/perf_profile.yaml."""
-    from ..perf.profiles import parse_profile
+    from ..perf.profiles import PerfProfile
 
-    try:
-        return parse_profile(loader.table("perf_profile.yaml"), "data/perf_profile.yaml")
-    except ConfigError as exc:
-        raise DataError(str(exc)) from None
+    return shipped(PerfProfile, loader.table("perf_profile.yaml"))
 
 
 def deployment_doc(path: Path | str) -> dict[str, Any] | None:

@@ -133,13 +133,14 @@ def load_profiles(ideal: bool = False, profile: str | Path | Any | None = None, 
     default, then the measured kernel profile shipped for ``gpu`` (data/profiles/<gpu>.yaml), then a
     user profile (file or PerfProfile), each layered over the one before."""
     from ..errors import UnknownNameError
-    from ..perf.profiles import IDEAL, PerfProfile
+    from ..perf import profiles as perf_profiles
+    from ..perf.profiles import PerfProfile
     from .profiles import deployment_doc
 
     if ideal and profile is not None:
         raise InputError("give --ideal (the spec sheet) or --profile FILE, not both", field="profile")
     if ideal:
-        return [IDEAL]
+        return [perf_profiles.IDEAL]  # made on first use
     profiles = [catalog.default_perf_profile()]
     measured = catalog.measured_profile(gpu.id) if gpu is not None else None
     if measured is not None:

@@ -22,15 +22,15 @@ class SchemePreset(Row):
     activation: TensorQuant | None = None
     kv_cache: TensorQuant | None = None
     accumulation: str | None = None
-    policy: LayerPolicy = LayerPolicy()
+    policy: LayerPolicy = LayerPolicy.model_construct()  # LayerPolicy(): its validator checks given values
     layout: str | None = None
-    deploy: DeployHints = DeployHints()
+    deploy: DeployHints = DeployHints.model_construct()  # DeployHints() without building its validator
 
 
 class KvPreset(Row):
     description: str = ""
     kv_cache: TensorQuant
-    deploy: DeployHints = DeployHints()
+    deploy: DeployHints = DeployHints.model_construct()  # DeployHints() without building its validator
 
 
 @cache

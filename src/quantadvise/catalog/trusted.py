@@ -5,27 +5,29 @@ compiles it, so at run time a command can skip pydantic's validation of it: the 
 built on first use (~1 ms a class, 50-60 ms of a cold ``recommend``) and then walks every row. :func:`shipped`
 builds the same objects directly: each field's value converted as its annotation says (a nested model, a tuple
 of them, an enum, a date from the compiled form's ISO text, an int given to a float field as a float), defaults
-filled in, the fields set the keys given. A model whose fields transform their input (a field or ``before``
-validator), a key that is not a field, a value whose type the plan does not know or a union of several models
-falls back to ``model_validate`` for that model, so the result is never a guess; ``after`` model validators are
-checks of the shipped rows and are not run again. ``tests/data/test_tables.py`` builds every shipped table both
+filled in, the fields set the keys given. A model whose fields transform their input (a ``before``, ``wrap`` or
+``plain`` validator), a key that is not a field, a value whose type the plan does not know or a union of several
+models falls back to ``model_validate`` for that model, so the result is never a guess; ``after`` validators,
+of a model or a field, are checks of the shipped rows and are not run again (one that changed a value would
+make the built row differ from the validated one, which ``validate_all`` refuses). ``tests/data/test_tables.py`` builds every shipped table both
 ways and holds them equal (``==`` and the same JSON).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any, TypeVar
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from ..results.convert import Conv as _Conv
 from ..results.convert import Fallback as _Fallback
 from ..results.convert import converter
-from ..results.light import identical
+from ..results.light import Out, field_hints, identical
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel | Out)
 
 
 _CHECKING = False
@@ -39,7 +41,7 @@ def shipped(cls: type[M], doc: Any) -> M:
     try:
         return _build(cls, doc)
     except _Fallback:
-        return cls.model_validate(doc)
+        return cast(M, cls.model_validate(doc))
 
 
 @contextlib.contextmanager
@@ -58,7 +60,7 @@ def checking() -> Iterator[None]:
 def _checked(cls: type[M], doc: Any) -> M:
     from ..errors import DataError
 
-    valid = cls.model_validate(doc)
+    valid = cast(M, cls.model_validate(doc))
     try:
         built = _build(cls, doc)
     except _Fallback:
@@ -69,41 +71,84 @@ def _checked(cls: type[M], doc: Any) -> M:
     return valid
 
 
-_PLANS: dict[type, tuple[dict[str, tuple[str, _Conv]], tuple[tuple[str, Any], ...]] | None] = {}
+_PLANS: dict[type, _Plan | None] = {}
 
 
-def _plan(cls: type[BaseModel]) -> tuple[dict[str, tuple[str, _Conv]], tuple[tuple[str, Any], ...]] | None:
-    """(key -> (field name, converter), (field name, FieldInfo) in declaration order); None: validate."""
+_Fields = tuple[tuple[str, bool, Callable[[dict[str, Any]], Any]], ...]  # (name, required, default maker)
+_Plan = tuple[dict[str, tuple[str, _Conv]], _Fields]
+
+
+def _plan(cls: type[Any]) -> _Plan | None:
+    """(key -> (field name, converter), (field name, required, default) in declaration order); None: validate."""
     if cls in _PLANS:
         return _PLANS[cls]
-    plan: tuple[dict[str, tuple[str, _Conv]], tuple[tuple[str, Any], ...]] | None = None
-    decorators = cls.__pydantic_decorators__
-    transforms = (decorators.field_validators or decorators.root_validators or decorators.validators
-                  or any(d.info.mode != "after" for d in decorators.model_validators.values()))
-    transforms = transforms or any(cls.model_config.get(k) for k in _TRANSFORMING_CONFIG)
-    if not transforms and cls.model_config.get("extra") != "allow" and not cls.__pydantic_root_model__:
-        keys: dict[str, tuple[str, _Conv]] = {}
-        try:
-            for name, f in cls.model_fields.items():
-                if any(_transforms(m) for m in f.metadata) or f.discriminator is not None:
-                    raise _Fallback
-                conv = _converter(f.annotation)
-                spellings = [name]
-                if f.alias:
-                    spellings.append(f.alias)
-                va = f.validation_alias
-                if va is not None:
-                    choices = getattr(va, "choices", None) or (va,)
-                    if not all(isinstance(c, str) for c in choices):
-                        raise _Fallback
-                    spellings += [c for c in choices if isinstance(c, str)]
-                for s in spellings:
-                    keys[s] = (name, conv)
-            plan = (keys, tuple(cls.model_fields.items()))
-        except _Fallback:
-            plan = None
+    plan: _Plan | None = None
+    try:
+        plan = _light_plan(cls) if issubclass(cls, Out) else _model_plan(cls)
+    except _Fallback:
+        plan = None
     _PLANS[cls] = plan
     return plan
+
+
+def _model_plan(cls: type[BaseModel]) -> _Plan | None:
+    decorators = cls.__pydantic_decorators__
+    # a field's "after" validator, like a model's, checks the validated value: the shipped rows passed it (a
+    # validator that changes the value is caught where validate_all holds the built model to the validated one)
+    transforms = (decorators.root_validators or decorators.validators
+                  or any(d.info.mode != "after" for d in decorators.field_validators.values())
+                  or any(d.info.mode != "after" for d in decorators.model_validators.values()))
+    transforms = transforms or any(cls.model_config.get(k) for k in _TRANSFORMING_CONFIG)
+    if transforms or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__:
+        return None
+    keys: dict[str, tuple[str, _Conv]] = {}
+    for name, f in cls.model_fields.items():
+        if any(_transforms(m) for m in f.metadata) or f.discriminator is not None:
+            raise _Fallback
+        conv = _converter(f.annotation)
+        for spelling in _spellings(name, f):
+            keys[spelling] = (name, conv)
+    fields = tuple((name, f.is_required(), functools.partial(_default, f)) for name, f in cls.model_fields.items())
+    return keys, fields
+
+
+def _light_plan(cls: type[Out]) -> _Plan | None:
+    """A row of ``results.Strict`` (or any result piece): its fields as ``results/light.py`` records them; its
+    after-validators are checks of the shipped rows, as a pydantic model's are."""
+    hints = field_hints(cls)
+    keys: dict[str, tuple[str, _Conv]] = {}
+    fields = []
+    for name, f in cls.__light_fields__.items():
+        info = f.info
+        if info is not None and (any(_transforms(m) for m in info.metadata) or info.discriminator is not None):
+            raise _Fallback
+        conv = _converter(hints[name])
+        for spelling in _spellings(name, info) if info is not None else (name,):
+            keys[spelling] = (name, conv)
+        fields.append((name, f.required, _light_default(f)))
+    return keys, tuple(fields)
+
+
+def _spellings(name: str, f: Any) -> list[str]:
+    """The keys a field is read from: its name, alias and validation aliases (a path alias: validate)."""
+    spellings = [name]
+    if f.alias:
+        spellings.append(f.alias)
+    va = f.validation_alias
+    if va is not None:
+        choices = getattr(va, "choices", None) or (va,)
+        if not all(isinstance(c, str) for c in choices):
+            raise _Fallback
+        spellings += [c for c in choices if isinstance(c, str)]
+    return spellings
+
+
+def _default(f: Any, values: dict[str, Any]) -> Any:
+    return f.get_default(call_default_factory=True, validated_data=values)
+
+
+def _light_default(f: Any) -> Callable[[dict[str, Any]], Any]:
+    return lambda values: f.fill()
 
 
 # model settings under which validation changes a value (enum values stored as values, stripped text ...)
@@ -120,7 +165,7 @@ def _transforms(meta: Any) -> bool:
 def _build(cls: type[M], doc: Any) -> M:
     plan = _plan(cls)
     if plan is None:
-        return cls.model_validate(doc)
+        return cast(M, cls.model_validate(doc))
     if isinstance(doc, cls):
         return doc
     if not isinstance(doc, dict):
@@ -133,28 +178,26 @@ def _build(cls: type[M], doc: Any) -> M:
             raise _Fallback
         given[hit[0]] = hit[1](v)
     values: dict[str, Any] = {}
-    for name, f in fields:
+    for name, required, default in fields:
         if name in given:
             values[name] = given[name]
-        elif f.is_required():
+        elif required:
             raise _Fallback
         else:
-            values[name] = f.get_default(call_default_factory=True, validated_data=values)
+            values[name] = default(values)
     m = cls.__new__(cls)
     object.__setattr__(m, "__dict__", values)
     object.__setattr__(m, "__pydantic_fields_set__", set(given))
-    object.__setattr__(m, "__pydantic_extra__", None)
-    object.__setattr__(m, "__pydantic_private__", None)
-    if cls.__pydantic_post_init__:
-        m.model_post_init(None)
+    if isinstance(m, BaseModel):
+        object.__setattr__(m, "__pydantic_extra__", None)
+        object.__setattr__(m, "__pydantic_private__", None)
+        if getattr(cls, "__pydantic_post_init__", None):
+            m.model_post_init(None)
     return m
 
 
 def _model(tp: type) -> _Conv:
-    """A nested model: built from its document (an instance passes as it is)."""
-    if not issubclass(tp, BaseModel):  # a result piece (results/light.py) validates itself
-        piece: Any = tp
-        return lambda v: v if isinstance(v, tp) else piece.model_validate(v)
+    """A nested model or row: built from its document (an instance passes as it is)."""
     return lambda v: v if isinstance(v, tp) else _build(tp, v)
 
 

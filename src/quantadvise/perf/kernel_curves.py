@@ -35,7 +35,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from ..results import Strict
+from ..results import StrictModel
 
 Basis = Literal["measured", "proxy", "composed", "published"]
 # The least efficiency, or M factor, a kernel curve may hold: the importer's fit (calibration/kernel_fit.py)
@@ -44,7 +44,7 @@ Basis = Literal["measured", "proxy", "composed", "published"]
 MIN_KERNEL_EFFICIENCY = 0.001
 
 
-class TableSource(Strict):
+class TableSource(StrictModel):
     """The published measured table a curve was fitted to."""
 
     package: str  # e.g. aiconfigurator-core
@@ -60,7 +60,7 @@ class TableSource(Strict):
     as_of: date
 
 
-class HeldOut(Strict):
+class HeldOut(StrictModel):
     """Error on measurements the fit never saw (predicted / measured - 1)."""
 
     gemm_points: int = Field(ge=0)
@@ -110,7 +110,7 @@ def blend(a: float, b: float, p: float) -> float:
     return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
 
 
-class KernelCurve(Strict):
+class KernelCurve(StrictModel):
     """One kernel's measured cost curve on one GPU (module docstring)."""
 
     kernel: str  # the kernel id (data/kernels/*.yaml)
@@ -248,7 +248,7 @@ class KernelCurve(Strict):
         return m if t <= 1 else math.ceil(m / t - 1e-9) * t
 
 
-class QuantCurve(Strict):
+class QuantCurve(StrictModel):
     """A separate activation-quantization kernel: ``overhead + M*K*bytes_per_element / (eff*BW)``."""
 
     kernel: str  # per-token-quant | static-quant | fp4-quant

@@ -61,7 +61,7 @@ from pydantic import (
 
 from ..errors import ConfigError, format_validation_error, norm_name
 from ..hardware import MATH_FORMATS
-from ..results import Strict, plain_numbers
+from ..results import StrictModel, plain_numbers
 from .kernel_curves import KernelCurve, QuantCurve
 
 # The format version of a profile file (its own ``schema_version`` key), not of a JSON report
@@ -85,7 +85,7 @@ MIN_CORRECTION, MAX_CORRECTION = 0.01, 100.0
 MAX_DEQUANT_FLOPS = 1000.0  # vector FLOP per stored weight: 500x an unpack-and-scale (2); codebooks cost tens
 
 
-class Curve(Strict):
+class Curve(StrictModel):
     """A quantity that varies with batch: points ``(batch[i], value[i])``, batch strictly rising."""
 
     batch: tuple[float, ...]
@@ -142,7 +142,7 @@ def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | N
     return v
 
 
-class DequantCost(Strict):
+class DequantCost(StrictModel):
     """Work a weight-only kernel spends turning stored weights into the math format.
 
     Every stored weight costs ``flops_per_weight`` FLOP on the GPU's vector (CUDA-core / SIMD)
@@ -162,7 +162,7 @@ class DequantCost(Strict):
         return v
 
 
-class AllReduceCost(Strict):
+class AllReduceCost(StrictModel):
     """Tensor-parallel collectives: a fixed ``latency_s`` per collective plus the ring volume over
     ``efficiency`` x the interconnect's per-direction bandwidth."""
 
@@ -176,7 +176,7 @@ class AllReduceCost(Strict):
         return v
 
 
-class Knobs(Strict):
+class Knobs(StrictModel):
     """One layer of settings; any key left out falls through to the layer below."""
 
     memory_efficiency: Value | None = None
@@ -200,7 +200,7 @@ class Knobs(Strict):
         return v
 
 
-class LinearFit(Strict):
+class LinearFit(StrictModel):
     """A scheme's measured linear layers on one GPU, as ``calibrate`` fits them.
 
     Each linear operator of the scheme then takes
@@ -273,7 +273,7 @@ class SchemeKnobs(Knobs):
     linear: LinearFit | None = None
 
 
-class Provenance(Strict):
+class Provenance(StrictModel):
     """Where a calibration was measured: the GPU as its driver names it, the software stack, when."""
 
     tool: str
@@ -297,7 +297,7 @@ class Provenance(Strict):
         return self
 
 
-class Ceilings(Strict):
+class Ceilings(StrictModel):
     """What the GPU really reaches: read bandwidth of a large buffer, and dense GEMM throughput per
     math format on one large GEMM (keys: bf16, fp8 per-tensor, fp8-rowwise, int8)."""
 
@@ -315,7 +315,7 @@ class Ceilings(Strict):
         return v
 
 
-class LinearShape(Strict):
+class LinearShape(StrictModel):
     """``count`` GEMMs of a weight (N, K) per decode step (engines fuse q/k/v and gate/up)."""
 
     name: str
@@ -324,7 +324,7 @@ class LinearShape(Strict):
     count: int = Field(ge=1)
 
 
-class Measurement(Strict):
+class Measurement(StrictModel):
     """One scheme's decode-step linear layers (every shape x count), median seconds per batch."""
 
     scheme: str
@@ -347,7 +347,7 @@ class Measurement(Strict):
         return self
 
 
-class Calibration(Strict):
+class Calibration(StrictModel):
     """The raw record of a ``calibrate`` run on one GPU (``validate`` recomputes everything from it)."""
 
     provenance: Provenance
@@ -400,14 +400,14 @@ class GpuKnobs(Knobs):
         return self
 
 
-class PerfProfile(Strict):
+class PerfProfile(StrictModel):
     schema_version: int = PROFILE_SCHEMA_VERSION
     id: str
     description: str = ""
     source: str
     as_of: date
     ideal: bool = False
-    defaults: Knobs = Knobs()
+    defaults: Knobs = Knobs.model_construct()  # Knobs(): its validators check given values, not defaults
     gpus: tuple[GpuKnobs, ...] = ()
 
     @field_validator("schema_version")
@@ -451,19 +451,29 @@ class PerfProfile(Strict):
         return self.model_dump(mode="json", exclude_defaults=False)
 
 
-IDEAL = PerfProfile(
-    id="ideal",
-    description="spec-sheet roofline: peak bandwidth and peak FLOP/s, no dequantisation cost, no latency",
-    source="the GPU rows of data/hardware.yaml",
-    as_of=date(2026, 11, 29),
-    ideal=True,
-    defaults=Knobs(
-        memory_efficiency=1.0,
-        compute_efficiency={},
-        allreduce=AllReduceCost(latency_s=0.0, efficiency=1.0),
-        step_overhead_s=0.0,
-    ),
-)
+def _ideal() -> PerfProfile:
+    return PerfProfile(
+        id="ideal",
+        description="spec-sheet roofline: peak bandwidth and peak FLOP/s, no dequantisation cost, no latency",
+        source="the GPU rows of data/hardware.yaml",
+        as_of=date(2026, 11, 29),
+        ideal=True,
+        defaults=Knobs(
+            memory_efficiency=1.0,
+            compute_efficiency={},
+            allreduce=AllReduceCost(latency_s=0.0, efficiency=1.0),
+            step_overhead_s=0.0,
+        ),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``IDEAL``, the spec-sheet profile, validated on first use (building PerfProfile's validator at import cost
+    every command ~5 ms; only ``--ideal`` and calibration read it)."""
+    if name == "IDEAL":
+        globals()["IDEAL"] = ideal = _ideal()
+        return ideal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 from .light import OmitNone, Out
 from .records import record
 
-__all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "Validated", "plain_numbers", "record"]
+__all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "StrictModel", "Validated", "plain_numbers",
+           "record"]
 
 # The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,
 # calibrate, validate). A change that renames or removes a field bumps it, with a CHANGELOG entry.
@@ -81,7 +82,7 @@ def _inner(tp: Any) -> Any:
     import typing
 
     for t in _flatten(tp):
-        if isinstance(t, type) and issubclass(t, BaseModel):
+        if isinstance(t, type) and issubclass(t, BaseModel | Out):
             return t
         origin, args = typing.get_origin(t), typing.get_args(t)
         if origin in (list, tuple, set, frozenset) and args and (got := _inner(args[0])) is not None:
@@ -91,7 +92,7 @@ def _inner(tp: Any) -> Any:
     return None
 
 
-def _keys(cls: type[BaseModel]) -> tuple[frozenset[str], dict[str, Any]]:
+def _keys(cls: Any) -> tuple[frozenset[str], dict[str, Any]]:
     """(the keys of ``cls``'s number fields, every spelling; the keys of its nested models -> what they hold)."""
     got = _NUMBER_KEYS.get(cls)
     if got is None:
@@ -144,9 +145,19 @@ def plain_numbers(cls: Any, data: Any) -> Any:
     return data if out is None else out
 
 
-class Strict(BaseModel):
+class Strict(Out):
     """Validated input: a data row, a config file, a profile. Unknown keys are errors, and so is a
     number that is not finite (nan, inf: a profile's curve through nan prices nothing); a user's file is
-    passed through :func:`plain_numbers` first."""
+    passed through :func:`plain_numbers` first. A row class costs what an :class:`Out` costs to define
+    (``results/light.py``): ``model_validate`` runs a pydantic shadow of it, made on first use, and a shipped
+    table is built without validation (``catalog/trusted.py``). A row class with validators or its own
+    settings derives from :class:`StrictModel`."""
+
+    __light_config__ = {"extra": "forbid", "allow_inf_nan": False}
+
+
+class StrictModel(BaseModel):
+    """:class:`Strict` as a pydantic model: for a row or a file whose fields carry validators (a profile's
+    curves, an engine release's checks), private attributes or settings of their own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)

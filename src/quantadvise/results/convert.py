@@ -11,6 +11,7 @@ a guess.
 
 import datetime
 import enum
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -45,6 +46,13 @@ def _float(v: Any) -> Any:
     raise Fallback
 
 
+def _finite_float(v: Any) -> Any:
+    got = _float(v)
+    if not math.isfinite(got):
+        raise Fallback
+    return got
+
+
 def _date(v: Any) -> Any:
     if type(v) is datetime.date:
         return v
@@ -65,18 +73,22 @@ _SCALARS: dict[Any, Conv] = {str: _exact(str), int: _exact(int), bool: _exact(bo
                              datetime.date: _date, Any: _any, object: _any}
 
 
-def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool]) -> Conv:  # noqa: C901
+def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool], *,  # noqa: C901
+              finite: bool = False) -> Conv:
     """The converter of annotation ``tp``. ``model(cls)`` converts for a model class (a pydantic model or a result
     piece); ``metadata(m)`` says whether an ``Annotated`` item forces validation (a validator always does; a
-    constraint does where the value was not validated before). Raises :class:`Fallback` for an annotation it
+    constraint does where the value was not validated before); ``finite``: a float that is not finite is
+    validated (pydantic's ``allow_inf_nan=False`` refuses it). Raises :class:`Fallback` for an annotation it
     does not know."""
+    if finite and tp is float:
+        return _finite_float
     if tp in _SCALARS:
         return _SCALARS[tp]
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
         if any(metadata(m) for m in args[1:]):
             raise Fallback
-        return converter(args[0], model, metadata)
+        return converter(args[0], model, metadata, finite=finite)
     if isinstance(tp, type) and hasattr(tp, "model_dump"):
         return model(tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -97,14 +109,14 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
             return v
         return literal
     if origin in (typing.Union, types.UnionType):
-        return _union(args, model, metadata)
+        return _union(args, model, metadata, finite)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            item = converter(args[0], model, metadata)
+            item = converter(args[0], model, metadata, finite=finite)
             return lambda v: tuple([item(x) for x in v]) if type(v) in (list, tuple) else fail()
         if args == ((),) or not args:
             return lambda v: tuple(v) if type(v) in (list, tuple) and not (args and v) else fail()
-        items = [converter(a, model, metadata) for a in args]
+        items = [converter(a, model, metadata, finite=finite) for a in args]
 
         def fixed(v: Any) -> Any:
             if type(v) not in (list, tuple) or len(v) != len(items):
@@ -112,12 +124,12 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
             return tuple([c(x) for c, x in zip(items, v, strict=True)])
         return fixed
     if origin in (list, set, frozenset):
-        item = converter(args[0], model, metadata) if args else _any
+        item = converter(args[0], model, metadata, finite=finite) if args else _any
         kind = origin
         return lambda v: kind([item(x) for x in v]) if type(v) in (list, tuple, set, frozenset) else fail()
     if origin is dict:
-        key = converter(args[0], model, metadata) if args else _any
-        val = converter(args[1], model, metadata) if len(args) == 2 else _any
+        key = converter(args[0], model, metadata, finite=finite) if args else _any
+        val = converter(args[1], model, metadata, finite=finite) if len(args) == 2 else _any
 
         def mapping(v: Any) -> Any:
             if type(v) is not dict:
@@ -133,7 +145,8 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
     raise Fallback
 
 
-def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Callable[[Any], bool]) -> Conv:
+def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Callable[[Any], bool],
+           finite: bool) -> Conv:
     """A union, its member chosen as pydantic's smart mode chooses it for the value's own type: None for a nullable
     union; an instance of a class member as it is, a dict for its one model member; a list / tuple for its one
     tuple / list member; a scalar its exact type's member (``int | float`` keeps an int; ``float | str`` takes an
@@ -141,7 +154,7 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
     members = [a for a in args if a is not type(None)]
     nullable = len(members) < len(args)
     if len(members) == 1:
-        inner = converter(members[0], model, metadata)
+        inner = converter(members[0], model, metadata, finite=finite)
         return (lambda v: None if v is None else inner(v)) if nullable else inner
     classes = [m for m in members if isinstance(m, type) and hasattr(m, "model_dump")]
     seqs = [m for m in members if typing.get_origin(m) in (tuple, list)]
@@ -151,7 +164,7 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
     if known != len(members) or len(seqs) > 1:
         raise Fallback
     one_model = model(classes[0]) if len(classes) == 1 else None
-    seq = converter(seqs[0], model, metadata) if seqs else None
+    seq = converter(seqs[0], model, metadata, finite=finite) if seqs else None
     floats = float in scalars and int not in scalars
 
     def pick(v: Any) -> Any:
@@ -160,6 +173,8 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
                 return None
             raise Fallback
         t = type(v)
+        if t is float and finite and not math.isfinite(v):
+            raise Fallback
         if t in scalars or (t in _HASHABLE and (t, v) in literals):
             return v
         if t is int and floats:

@@ -12,16 +12,21 @@ lists, dict keys as text, dates as ISO text, nested pydantic models through thei
 *shadow*, made on first need), so pydantic's errors and conversions still decide every case the fast path
 does not; the same shadow answers ``model_validate`` / ``model_fields`` and lets a pydantic model hold a piece.
 
-A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow. A class
-with validators, serializers or its own ``model_config`` is refused at definition: it derives from ``Strict``
-(a user's file) or ``Validated`` instead. ``omit_if_none`` names keys left out of the dump when None; ``_dumped`` may edit a dump.
+A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow. A
+``model_validator(mode="after")`` check runs on the piece as pydantic runs it on the model (a ValueError sends
+the input to the shadow for pydantic's error). A class with field validators, serializers, private attributes
+or its own ``model_config`` is refused at definition: it derives from a pydantic base (``StrictModel``,
+``Validated``) instead. ``results.Strict`` is the same class with
+pydantic's ``extra="forbid"`` and ``allow_inf_nan=False`` (``__light_config__``): a data row or a user's file. ``omit_if_none`` names keys left out of the dump when None; ``_dumped`` may edit a dump.
 """
 
 import copy
 import dataclasses
 import datetime
 import enum
+import functools
 import sys
+import types
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import PurePath
@@ -59,6 +64,10 @@ class _Field:
         elif value is not _MISSING:
             self.default = value
 
+    @property
+    def required(self) -> bool:
+        return self.default is _MISSING and self.factory is None
+
     def fill(self) -> Any:
         """The value of a field left out (pydantic copies a mutable default; a factory makes a new one)."""
         if self.factory is not None:
@@ -82,6 +91,9 @@ class Out:
 
     __slots__ = ("__dict__", "__pydantic_fields_set__")
     __light_fields__: ClassVar[dict[str, _Field]] = {}
+    # pydantic settings of the family, for the shadow and the fast path: {"extra": "forbid"} refuses an unknown
+    # key, {"allow_inf_nan": False} a float that is not finite (results.Strict sets both)
+    __light_config__: ClassVar[dict[str, Any]] = {}
     omit_if_none: ClassVar[tuple[str, ...]] = ()  # keys left out of the dump when None (not written as null)
     model_config: ClassVar[dict[str, Any]] = {"frozen": True}
     model_fields: ClassVar[dict[str, FieldInfo]]  # the shadow's (below): pydantic's FieldInfo per field
@@ -92,9 +104,19 @@ class Out:
         for bad in ("model_config", "__pydantic_decorators__"):
             if bad in ns:
                 raise TypeError(f"{cls.__qualname__}: an Out class has no {bad} (input derives from Strict)")
-        if any(type(v).__name__ == "PydanticDescriptorProxy" for v in ns.values()):
-            raise TypeError(f"{cls.__qualname__}: an Out class has no validators or serializers (override "
-                            "_dumped to edit its dump; input that needs validators derives from Strict)")
+        checks: dict[str, Any] = {}
+        for base in reversed(cls.__mro__[1:]):
+            checks.update(base.__dict__.get("__light_checks__", {}))
+        for name, v in ns.items():
+            if type(v).__name__ != "PydanticDescriptorProxy":
+                continue
+            info = v.decorator_info
+            if type(info).__name__ != "ModelValidatorDecoratorInfo" or info.mode != "after":
+                raise TypeError(f"{cls.__qualname__}.{name}: an Out class takes model_validator(mode='after') "
+                                "checks only (override _dumped to edit its dump; a row whose fields need "
+                                "validators derives from StrictModel)")
+            checks[name] = v
+        cls.__light_checks__ = checks  # type: ignore[attr-defined]
         fields: dict[str, _Field] = {}
         for base in reversed(cls.__mro__[1:]):
             fields.update(base.__dict__.get("__light_fields__", {}))
@@ -108,6 +130,7 @@ class Out:
             if isinstance(value, FieldInfo):
                 delattr(cls, name)
         cls.__light_fields__ = fields
+        cls.model_config = {"frozen": True, **cls.__light_config__}
         cls.__light_plan__ = None  # type: ignore[attr-defined]
         cls.__light_shadow__ = None  # type: ignore[attr-defined]
 
@@ -125,6 +148,17 @@ class Out:
                     raise _Fallback
                 else:
                     values[name] = f.fill()
+            if len(given) != len(data) and type(self).__light_config__.get("extra") == "forbid":
+                raise _Fallback  # an unknown key: pydantic's error names it
+            checks = type(self).__light_checks__  # type: ignore[attr-defined]
+            if checks:
+                object.__setattr__(self, "__dict__", values)
+                object.__setattr__(self, "__pydantic_fields_set__", given)
+                try:
+                    for name in checks:  # model_validator(mode="after"): pydantic runs them on the made model
+                        getattr(self, name)()
+                except (ValueError, AssertionError):
+                    raise _Fallback from None  # pydantic's error, from the shadow
         except _Fallback:
             done = type(self).model_validate(data)
             values, given = done.__dict__, _given(done)
@@ -257,16 +291,16 @@ class Out:
         anything else is validated by the shadow; the dump is :meth:`model_dump`'s."""
         from pydantic_core import core_schema as cs
 
-        def to_piece(value: Any) -> Any:
-            return _from_shadow(cls, value)
+        def to_piece(value: Any, validate: Any) -> Any:
+            return value if isinstance(value, cls) else _from_shadow(cls, validate(value))
 
         def dumped(value: Any, info: Any) -> Any:
             return value.model_dump(mode=info.mode, by_alias=bool(info.by_alias), exclude_unset=info.exclude_unset,
                                     exclude_defaults=info.exclude_defaults, exclude_none=info.exclude_none)
 
-        validated = cs.chain_schema([handler(_shadow(cls)), cs.no_info_plain_validator_function(to_piece)])
-        return cs.union_schema([cs.is_instance_schema(cls), validated], custom_error_type=None,
-                               serialization=cs.plain_serializer_function_ser_schema(dumped, info_arg=True))
+        return cs.no_info_wrap_validator_function(  # the shadow's errors, at the field's own place
+            to_piece, handler(_shadow(cls)),
+            serialization=cs.plain_serializer_function_ser_schema(dumped, info_arg=True))
 
 
 class _FieldsOf:
@@ -410,14 +444,15 @@ def _key(k: Any) -> str:
 
 def _plan(cls: type[Out]) -> tuple[tuple[str, str, _Conv, _Field], ...]:
     """(field name, the key ``__init__`` takes, converter, field) per field, made on first use."""
-    hints = _hints(cls)
-    plan = tuple((name, f.alias or name, fail if f.checked else _field_converter(hints[name]), f)
+    hints = field_hints(cls)
+    finite = cls.__light_config__.get("allow_inf_nan") is False
+    plan = tuple((name, f.alias or name, fail if f.checked else _field_converter(hints[name], finite), f)
                  for name, f in cls.__light_fields__.items())
     cls.__light_plan__ = plan  # type: ignore[attr-defined]
     return plan
 
 
-def _hints(cls: type[Out]) -> dict[str, Any]:
+def field_hints(cls: type[Out]) -> dict[str, Any]:
     """Each field's annotation, a forward reference (``"LoopSummary | None"``) resolved where its class was
     written (its module's names, then the package's lazily imported ones the shadow would need)."""
     out: dict[str, Any] = {}
@@ -432,9 +467,9 @@ def _hints(cls: type[Out]) -> dict[str, Any]:
     return out
 
 
-def _field_converter(tp: Any) -> _Conv:
+def _field_converter(tp: Any, finite: bool) -> _Conv:
     try:
-        return converter(tp, _model, _any_metadata)
+        return converter(tp, _model, _any_metadata, finite=finite)
     except _Fallback:  # an annotation the fast path does not know: every value of it is validated
         return fail
 
@@ -445,10 +480,16 @@ def _shadow(cls: type[Out]) -> type[BaseModel]:
     if shadow is None:
         from pydantic import ConfigDict
 
-        hints = _hints(cls)
+        hints = field_hints(cls)
         ns: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                               "__annotations__": dict(hints),
-                              "model_config": ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)}
+                              "model_config": typing.cast(ConfigDict, {"frozen": True, "arbitrary_types_allowed": True,
+                                                                       "defer_build": True, **cls.__light_config__})}
+        for klass in reversed(cls.__mro__):  # the methods its after-validators may call
+            if "__light_fields__" in klass.__dict__ and klass.__module__ not in _BASES:
+                ns.update({k: v for k, v in klass.__dict__.items() if not k.startswith("__")
+                           and k not in cls.__light_fields__ and isinstance(v, _METHODS)})
+        ns.update(cls.__light_checks__)  # type: ignore[attr-defined]  # its after-validators run on the shadow
         for name, f in cls.__light_fields__.items():
             if f.info is not None:
                 ns[name] = f.info
@@ -457,6 +498,10 @@ def _shadow(cls: type[Out]) -> type[BaseModel]:
         shadow = typing.cast(type[BaseModel], type(cls.__name__, (BaseModel,), ns))
         cls.__light_shadow__ = shadow  # type: ignore[attr-defined]
     return shadow
+
+
+_BASES = ("quantadvise.results", "quantadvise.results.light")  # Out, OmitNone, Result, Strict: pydantic's own
+_METHODS = (types.FunctionType, property, classmethod, staticmethod, functools.cached_property)
 
 
 def _from_shadow(cls: type[Out], valid: Any) -> Any:

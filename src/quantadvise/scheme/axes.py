@@ -345,7 +345,7 @@ class Scheme(_Frozen):
     activation: TensorQuant | None = None
     kv_cache: TensorQuant | None = None
     accumulation: str | None = None
-    policy: LayerPolicy = LayerPolicy()
+    policy: LayerPolicy = LayerPolicy.model_construct()  # LayerPolicy(): its validator checks given values
     layout: Layout | None = None
     description: str = ""
 
