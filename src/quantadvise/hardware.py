@@ -5,15 +5,17 @@ Pure domain type; ``registry`` loads the rows.
 
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from .results import Out
 
 MATH_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6")
 
 
-class PeakFlops(BaseModel):
+class PeakFlops(Out):
     """Dense (no 2:4 sparsity) tensor-core peak per math format, FLOP/s; null = no such datapath."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    __light_config__ = {"extra": "forbid"}
     fp32: float | None = None
     tf32: float | None = None
     bf16: float | None = None
@@ -25,15 +27,15 @@ class PeakFlops(BaseModel):
     fp6: float | None = None
 
 
-class Interconnect(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class Interconnect(Out):
+    __light_config__ = {"extra": "forbid"}
     kind: str
     bandwidth_bytes_per_s: float = Field(gt=0)  # per GPU, per direction
     note: str = ""
 
 
-class GPU(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class GPU(Out):
+    __light_config__ = {"extra": "forbid"}
     id: str
     name: str
     # the name the driver reports (nvidia-smi, torch.cuda.get_device_name()), which the engines print in

@@ -8,9 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import DataError, UnknownNameError, norm_name
+from ..results import Out
 
 
 def data_dir() -> Path:
@@ -145,10 +144,10 @@ def table(name: str) -> Any:
     return data_yaml(data_dir() / name, f"data/{name}")
 
 
-class Row(BaseModel):
+class Row(Out):
     """Base of every data row: a stable id, aliases, and where the facts come from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    __light_config__ = {"extra": "forbid"}
     id: str
     aliases: tuple[str, ...] = ()
     source: str

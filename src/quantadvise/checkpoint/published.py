@@ -12,9 +12,10 @@ evaluation into an accuracy drop in points, the unit of ``--accuracy-tolerance``
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import ConfigError
+from ..results import Out
 
 if TYPE_CHECKING:
     from ..model.arch import ModelArch
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 ConfigStatus = Literal["full", "partial", "inferred", "not_read", "gguf"]
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class _Row(Out):
+    __light_config__ = {"extra": "forbid"}
 
 
 class OtherRecovery(_Row):
