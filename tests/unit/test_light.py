@@ -330,3 +330,11 @@ def test_the_ideal_profile_is_made_on_first_use():
     assert ideal is profiles.IDEAL and ideal.ideal and ideal.defaults.memory_efficiency == 1.0
     with pytest.raises(AttributeError):
         profiles.NOT_A_PROFILE  # noqa: B018 - the module's __getattr__ answers only IDEAL
+
+
+def test_json_round_trip_and_schema_are_pydantics():
+    report = Report(hint=Hint(flag="f", note="n"))
+    assert Report.model_validate_json(report.model_dump_json()) == report
+    assert report.model_dump_json() == '{"schema_version":%d,"hint":{"flag":"f","note":"n"}}' % SCHEMA_VERSION
+    schema, want = Inner.model_json_schema(), InnerTwin.model_json_schema()
+    assert schema["properties"] == want["properties"] and schema["required"] == want["required"] == ["name"]

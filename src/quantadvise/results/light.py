@@ -187,6 +187,16 @@ class Out:
         shadow = _shadow(cls)
         return _from_shadow(cls, shadow.model_validate(obj))
 
+    @classmethod
+    def model_validate_json(cls, text: str | bytes) -> Self:
+        """JSON text validated by the class's shadow pydantic model."""
+        return _from_shadow(cls, _shadow(cls).model_validate_json(text))
+
+    @classmethod
+    def model_json_schema(cls, **kwargs: Any) -> dict[str, Any]:
+        """The JSON schema of the class's fields, as pydantic writes it for a model of them."""
+        return _shadow(cls).model_json_schema(**kwargs)
+
     # --- reading one -----------------------------------------------------------------------------------
     @property
     def model_fields_set(self) -> set[str]:
