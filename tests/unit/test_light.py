@@ -335,6 +335,13 @@ def test_the_ideal_profile_is_made_on_first_use():
 def test_json_round_trip_and_schema_are_pydantics():
     report = Report(hint=Hint(flag="f", note="n"))
     assert Report.model_validate_json(report.model_dump_json()) == report
-    assert report.model_dump_json() == '{"schema_version":%d,"hint":{"flag":"f","note":"n"}}' % SCHEMA_VERSION
+    assert report.model_dump_json() == f'{{"schema_version":{SCHEMA_VERSION},"hint":{{"flag":"f","note":"n"}}}}'
     schema, want = Inner.model_json_schema(), InnerTwin.model_json_schema()
     assert schema["properties"] == want["properties"] and schema["required"] == want["required"] == ["name"]
+
+
+def test_the_group_shape_constants_are_the_validated_ones():
+    from quantadvise.scheme.axes import PER_CHANNEL, PER_TENSOR, GroupShape
+
+    assert light.identical(PER_TENSOR, GroupShape(row=-1, col=-1))
+    assert light.identical(PER_CHANNEL, GroupShape(row=1, col=-1))

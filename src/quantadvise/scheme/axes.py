@@ -129,8 +129,10 @@ class GroupShape(_Frozen):
         return GroupShape(row=self.row if col != -1 else 1, col=col)
 
 
-PER_TENSOR = GroupShape(row=-1, col=-1)
-PER_CHANNEL = GroupShape(row=1, col=-1)
+# made without validation (its validators pass these two; building GroupShape's validator at import cost every
+# command ~2-3 ms); tests/unit/test_light.py holds them identical to the validated ones
+PER_TENSOR = GroupShape.model_construct(row=-1, col=-1)
+PER_CHANNEL = GroupShape.model_construct(row=1, col=-1)
 PER_TOKEN = PER_CHANNEL
 
 
