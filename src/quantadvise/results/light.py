@@ -103,7 +103,8 @@ class Out:
         ns = cls.__dict__
         for bad in ("model_config", "__pydantic_decorators__"):
             if bad in ns:
-                raise TypeError(f"{cls.__qualname__}: an Out class has no {bad} (input derives from Strict)")
+                raise TypeError(f"{cls.__qualname__}: an Out class has no {bad} (a class that needs its own "
+                                "settings derives from StrictModel or Validated)")
         checks: dict[str, Any] = {}
         for base in reversed(cls.__mro__[1:]):
             checks.update(base.__dict__.get("__light_checks__", {}))
@@ -144,8 +145,8 @@ class Out:
                 if key in data:
                     values[name] = conv(data[key])
                     given.add(name)
-                elif f.default is _MISSING and f.factory is None:
-                    raise _Fallback
+                elif f.required:
+                    raise _Fallback  # pydantic's "Field required"
                 else:
                     values[name] = f.fill()
             if len(given) != len(data) and type(self).__light_config__.get("extra") == "forbid":
