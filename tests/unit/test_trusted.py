@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime
 import enum
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import field_validator
+from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
 
 from quantadvise.catalog import trusted
 from quantadvise.errors import DataError
@@ -64,6 +64,34 @@ class Normalised(StrictModel):
         return v.lower()
 
 
+def _lower(v: Any) -> Any:
+    return v.lower() if isinstance(v, str) else v
+
+
+class Annotated_(StrictModel):
+    name: Annotated[str, BeforeValidator(_lower)]
+
+
+class Expanded(StrictModel):
+    names: tuple[str, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("names"), str):
+            return {**data, "names": data["names"].split(",")}
+        return data
+
+
+class WithInfo(StrictModel):
+    name: str
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _lower(cls, v: str, info: ValidationInfo) -> str:
+        return f"{v.lower()}:{info.field_name}"
+
+
 class Lowered(StrictModel):  # an "after" validator is taken as a check of the shipped rows: this one is not
     name: str
 
@@ -111,9 +139,22 @@ def test_what_the_plan_cannot_build_exactly_is_validated(change, Row):
         assert trusted.identical(trusted.shipped(Row, doc), valid)
 
 
-def test_a_model_whose_validators_transform_is_validated():
-    got = trusted.shipped(Normalised, {"name": "MiXed"})
-    assert got.name == "mixed" and trusted._plan(Normalised) is None
+def test_before_validators_of_the_value_run_as_pydantic_runs_them():
+    # a field's before-validator, a BeforeValidator in the annotation and a model's before-validator are plain
+    # functions of the value: the plan runs them, then converts; the built model is the validated one
+    for cls, doc in ((Normalised, {"name": "MiXed"}), (Annotated_, {"name": "MiXed"}),
+                     (Expanded, {"names": "a,b"})):
+        with trusted.checking():
+            valid = trusted.shipped(cls, doc)
+        assert trusted._plan(cls) is not None
+        assert trusted.identical(trusted._build(cls, doc), valid), cls.__name__
+    assert trusted._build(Normalised, {"name": "MiXed"}).name == "mixed"
+    assert trusted._build(Expanded, {"names": "a,b"}).names == ("a", "b")
+
+
+def test_a_validator_that_takes_pydantics_info_is_left_to_pydantic():
+    got = trusted.shipped(WithInfo, {"name": "MiXed"})
+    assert got.name == "mixed:name" and trusted._plan(WithInfo) is None
 
 
 def test_checking_catches_an_after_validator_that_changes_the_value():

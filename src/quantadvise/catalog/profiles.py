@@ -69,13 +69,20 @@ def load_perf_profile(path: Path) -> PerfProfile:
 @cache
 def measured_profile(gpu_id: str) -> PerfProfile | None:
     """The measured kernel profile shipped for a bundled GPU (data/profiles/<gpu id>.yaml), or None."""
-    from ..perf.profiles import parse_profile
-
     path = loader.data_dir() / "profiles" / f"{gpu_id}.yaml"
     if not path.is_file():
         return None
+    where = f"data/profiles/{path.name}"
+    return shipped_profile(loader.data_yaml(path, where), where)
+
+
+def shipped_profile(doc: Any, where: str) -> PerfProfile:
+    """A shipped profile's document built without validating it again (``catalog.validate_all`` validates every
+    one and holds the built profile to the validated one)."""
+    from ..perf.profiles import PerfProfile, profile_document
+
     try:
-        return parse_profile(loader.data_yaml(path, f"data/profiles/{path.name}"), f"data/profiles/{path.name}")
+        return shipped(PerfProfile, profile_document(doc, where))
     except ConfigError as exc:
         raise DataError(str(exc)) from None
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import typing
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from ..results.convert import Conv as _Conv
 from ..results.convert import Fallback as _Fallback
@@ -75,7 +76,7 @@ _PLANS: dict[type, _Plan | None] = {}
 
 
 _Fields = tuple[tuple[str, bool, Callable[[dict[str, Any]], Any]], ...]  # (name, required, default maker)
-_Plan = tuple[dict[str, tuple[str, _Conv]], _Fields]
+_Plan = tuple[dict[str, tuple[str, _Conv]], _Fields, Callable[[Any], Any] | None]  # ..., the model's before-validator
 
 
 def _plan(cls: type[Any]) -> _Plan | None:
@@ -92,24 +93,64 @@ def _plan(cls: type[Any]) -> _Plan | None:
 
 
 def _model_plan(cls: type[BaseModel]) -> _Plan | None:
+    """A pydantic model's plan. Validators run as pydantic runs them where they are plain functions of the value:
+    a ``before`` model validator on the document, a field's ``before`` validator (in the decorator or a
+    ``BeforeValidator`` in the annotation) on its value, then the conversion; ``after`` validators, of a model or
+    a field, check the validated value: the shipped rows passed them (one that changed the value is caught
+    where validate_all holds the built model to the validated one). ``wrap`` / ``plain`` validators, one taking
+    pydantic's info argument, or settings that transform, validate."""
     decorators = cls.__pydantic_decorators__
-    # a field's "after" validator, like a model's, checks the validated value: the shipped rows passed it (a
-    # validator that changes the value is caught where validate_all holds the built model to the validated one)
-    transforms = (decorators.root_validators or decorators.validators
-                  or any(d.info.mode != "after" for d in decorators.field_validators.values())
-                  or any(d.info.mode != "after" for d in decorators.model_validators.values()))
-    transforms = transforms or any(cls.model_config.get(k) for k in _TRANSFORMING_CONFIG)
-    if transforms or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__:
+    modes = [d.info.mode for d in decorators.field_validators.values()]
+    modes += [d.info.mode for d in decorators.model_validators.values()]
+    befores = [d.func for d in decorators.model_validators.values() if d.info.mode == "before"]
+    if (decorators.root_validators or decorators.validators or any(m not in ("before", "after") for m in modes)
+            or len(befores) > 1 or not all(_one_argument(f) for f in befores)
+            or any(cls.model_config.get(k) for k in _TRANSFORMING_CONFIG)
+            or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__):
         return None
+    field_before: dict[str, list[Callable[[Any], Any]]] = {}
+    for d in decorators.field_validators.values():
+        if d.info.mode == "before":
+            if not _one_argument(d.func):
+                return None
+            for name in d.info.fields:
+                field_before.setdefault(name, []).append(d.func)
     keys: dict[str, tuple[str, _Conv]] = {}
     for name, f in cls.model_fields.items():
-        if any(_transforms(m) for m in f.metadata) or f.discriminator is not None:
+        pre = [*field_before.get(name, ()), *(b for b in map(_before, f.metadata) if b is not None)]
+        if (any(_transforms(m) and _before(m) is None for m in f.metadata) or f.discriminator is not None
+                or len(pre) > 1):
             raise _Fallback
         conv = _converter(f.annotation)
+        if pre:
+            conv = _then(pre[0], conv)
         for spelling in _spellings(name, f):
             keys[spelling] = (name, conv)
     fields = tuple((name, f.is_required(), functools.partial(_default, f)) for name, f in cls.model_fields.items())
-    return keys, fields
+    return keys, fields, befores[0] if befores else None
+
+
+def _one_argument(func: Callable[..., Any]) -> bool:
+    """A validator of the value alone (pydantic also calls some with an info argument: those validate)."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(func).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return False
+    return len(params) == 1
+
+
+def _then(first: Callable[[Any], Any], conv: _Conv) -> _Conv:
+    return lambda v: conv(first(v))
+
+
+def _before(meta: Any) -> Callable[[Any], Any] | None:
+    """An annotation's ``BeforeValidator`` of the value alone: run before the conversion, as pydantic runs it."""
+    if isinstance(meta, BeforeValidator) and _one_argument(meta.func):
+        return typing.cast(Callable[[Any], Any], meta.func)
+    return None
 
 
 def _light_plan(cls: type[Out]) -> _Plan | None:
@@ -126,7 +167,7 @@ def _light_plan(cls: type[Out]) -> _Plan | None:
         for spelling in _spellings(name, info) if info is not None else (name,):
             keys[spelling] = (name, conv)
         fields.append((name, f.required, _light_default(f)))
-    return keys, tuple(fields)
+    return keys, tuple(fields), None
 
 
 def _spellings(name: str, f: Any) -> list[str]:
@@ -168,9 +209,11 @@ def _build(cls: type[M], doc: Any) -> M:
         return cast(M, cls.model_validate(doc))
     if isinstance(doc, cls):
         return doc
+    keys, fields, before = plan
+    if before is not None:  # pydantic runs it on the input, before reading it as the model's fields
+        doc = before(doc)
     if not isinstance(doc, dict):
         raise _Fallback
-    keys, fields = plan
     given: dict[str, Any] = {}
     for k, v in doc.items():
         hit = keys.get(k)
@@ -197,11 +240,23 @@ def _build(cls: type[M], doc: Any) -> M:
 
 
 def _model(tp: type) -> _Conv:
-    """A nested model or row: built from its document (an instance passes as it is)."""
-    return lambda v: v if isinstance(v, tp) else _build(tp, v)
+    """A nested model or row: built from its document (an instance passes as it is); a document the plan
+    cannot build is validated on its own, as pydantic validates a nested model, and the row around it is
+    still built directly."""
+    def conv(v: Any) -> Any:
+        if isinstance(v, tp):
+            return v
+        try:
+            return _build(tp, v)
+        except _Fallback:
+            try:
+                return typing.cast(Any, tp).model_validate(v)
+            except ValidationError:  # refused: the whole document is validated, for pydantic's error at its place
+                raise _Fallback from None
+    return conv
 
 
 def _converter(tp: Any) -> _Conv:
     """A field's converter: a constraint in the annotation was checked when the table was validated, a
     validator transforms, so only the latter validates again."""
-    return converter(tp, _model, _transforms)
+    return converter(tp, _model, _transforms, before=_before)

@@ -476,8 +476,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:
-    """Validate a profile document; a bad key or value is one ConfigError line naming the field."""
+def profile_document(doc: Any, where: str = "profile") -> dict[str, Any]:
+    """A profile file's document with what it may leave out filled in (its id from the file name, its source,
+    today's date); ConfigError when it is not a mapping or claims to be the spec sheet."""
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: expected a mapping with schema_version, id, source, as_of, defaults, gpus")
     doc = dict(doc)
@@ -486,6 +487,12 @@ def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:
     doc.setdefault("id", where.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     doc.setdefault("source", where)
     doc.setdefault("as_of", date.today())
+    return doc
+
+
+def parse_profile(doc: Any, where: str = "profile") -> PerfProfile:
+    """Validate a profile document; a bad key or value is one ConfigError line naming the field."""
+    doc = profile_document(doc, where)
     try:
         return PerfProfile.model_validate(plain_numbers(PerfProfile, doc))
     except ValidationError as exc:

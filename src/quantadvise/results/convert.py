@@ -74,21 +74,27 @@ _SCALARS: dict[Any, Conv] = {str: _exact(str), int: _exact(int), bool: _exact(bo
 
 
 def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool], *,  # noqa: C901
-              finite: bool = False) -> Conv:
+              finite: bool = False, before: Callable[[Any], Callable[[Any], Any] | None] | None = None) -> Conv:
     """The converter of annotation ``tp``. ``model(cls)`` converts for a model class (a pydantic model or a result
     piece); ``metadata(m)`` says whether an ``Annotated`` item forces validation (a validator always does; a
     constraint does where the value was not validated before); ``finite``: a float that is not finite is
-    validated (pydantic's ``allow_inf_nan=False`` refuses it). Raises :class:`Fallback` for an annotation it
-    does not know."""
+    validated (pydantic's ``allow_inf_nan=False`` refuses it); ``before(m)``: the function of an ``Annotated`` item
+    to run on the value before its conversion, as pydantic runs a ``BeforeValidator`` (None: not one). Raises
+    :class:`Fallback` for an annotation it does not know."""
     if finite and tp is float:
         return _finite_float
     if tp in _SCALARS:
         return _SCALARS[tp]
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        if any(metadata(m) for m in args[1:]):
+        pre = [f for f in (before(m) if before else None for m in args[1:]) if f is not None]
+        if len(pre) > 1 or any(metadata(m) for m in args[1:] if not (before and before(m))):
             raise Fallback
-        return converter(args[0], model, metadata, finite=finite)
+        inner = converter(args[0], model, metadata, finite=finite, before=before)
+        if pre:
+            first = pre[0]
+            return lambda v: inner(first(v))
+        return inner
     if isinstance(tp, type) and hasattr(tp, "model_dump"):
         return model(tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -109,14 +115,14 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
             return v
         return literal
     if origin in (typing.Union, types.UnionType):
-        return _union(args, model, metadata, finite)
+        return _union(args, model, metadata, finite, before)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            item = converter(args[0], model, metadata, finite=finite)
+            item = converter(args[0], model, metadata, finite=finite, before=before)
             return lambda v: tuple([item(x) for x in v]) if type(v) in (list, tuple) else fail()
         if args == ((),) or not args:
             return lambda v: tuple(v) if type(v) in (list, tuple) and not (args and v) else fail()
-        items = [converter(a, model, metadata, finite=finite) for a in args]
+        items = [converter(a, model, metadata, finite=finite, before=before) for a in args]
 
         def fixed(v: Any) -> Any:
             if type(v) not in (list, tuple) or len(v) != len(items):
@@ -124,12 +130,12 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
             return tuple([c(x) for c, x in zip(items, v, strict=True)])
         return fixed
     if origin in (list, set, frozenset):
-        item = converter(args[0], model, metadata, finite=finite) if args else _any
+        item = converter(args[0], model, metadata, finite=finite, before=before) if args else _any
         kind = origin
         return lambda v: kind([item(x) for x in v]) if type(v) in (list, tuple, set, frozenset) else fail()
     if origin is dict:
-        key = converter(args[0], model, metadata, finite=finite) if args else _any
-        val = converter(args[1], model, metadata, finite=finite) if len(args) == 2 else _any
+        key = converter(args[0], model, metadata, finite=finite, before=before) if args else _any
+        val = converter(args[1], model, metadata, finite=finite, before=before) if len(args) == 2 else _any
 
         def mapping(v: Any) -> Any:
             if type(v) is not dict:
@@ -146,7 +152,7 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
 
 
 def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Callable[[Any], bool],
-           finite: bool) -> Conv:
+           finite: bool, before: Callable[[Any], Callable[[Any], Any] | None] | None = None) -> Conv:
     """A union, its member chosen as pydantic's smart mode chooses it for the value's own type: None for a nullable
     union; an instance of a class member as it is, a dict for its one model member; a list / tuple for its one
     tuple / list member; a scalar its exact type's member (``int | float`` keeps an int; ``float | str`` takes an
@@ -154,7 +160,7 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
     members = [a for a in args if a is not type(None)]
     nullable = len(members) < len(args)
     if len(members) == 1:
-        inner = converter(members[0], model, metadata, finite=finite)
+        inner = converter(members[0], model, metadata, finite=finite, before=before)
         return (lambda v: None if v is None else inner(v)) if nullable else inner
     classes = [m for m in members if isinstance(m, type) and hasattr(m, "model_dump")]
     seqs = [m for m in members if typing.get_origin(m) in (tuple, list)]
@@ -164,7 +170,7 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
     if known != len(members) or len(seqs) > 1:
         raise Fallback
     one_model = model(classes[0]) if len(classes) == 1 else None
-    seq = converter(seqs[0], model, metadata, finite=finite) if seqs else None
+    seq = converter(seqs[0], model, metadata, finite=finite, before=before) if seqs else None
     floats = float in scalars and int not in scalars
 
     def pick(v: Any) -> Any:
