@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic._internal import _model_construction
 
 from quantadvise.results import SCHEMA_VERSION, OmitNone, Out, Result, Strict, convert, light
@@ -212,14 +212,14 @@ def test_a_piece_is_made_without_pydantic_building_a_class(monkeypatch):
     assert made == ["Fresh"]
 
 
-def test_a_piece_with_a_field_validator_or_its_own_config_is_refused_at_definition():
-    with pytest.raises(TypeError, match="checks only"):
+def test_a_piece_with_an_info_validator_or_its_own_config_is_refused_at_definition():
+    with pytest.raises(TypeError, match="of the value alone"):
         class WithValidator(Out):
             a: int
 
             @field_validator("a")
             @classmethod
-            def _a(cls, v: int) -> int:
+            def _a(cls, v: int, info: ValidationInfo) -> int:  # pydantic's info: left to pydantic
                 return v
     with pytest.raises(TypeError, match="model_config"):
         class WithConfig(Out):
@@ -345,3 +345,41 @@ def test_the_group_shape_constants_are_the_validated_ones():
 
     assert light.identical(PER_TENSOR, GroupShape(row=-1, col=-1))
     assert light.identical(PER_CHANNEL, GroupShape(row=1, col=-1))
+
+
+def _shape_fields(ns: dict[str, Any]) -> dict[str, Any]:
+    """The body of a class whose validators transform: a before model validator (text -> fields), a field's
+    before validator (text -> lower case) and after validator (a list -> a sorted tuple), an after check."""
+    def parse(cls: Any, data: Any) -> Any:
+        return {"name": data.split(":")[0], "tags": data.split(":")[1].split(",")} if isinstance(data, str) else data
+
+    def lower(cls: Any, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
+
+    def ordered(cls: Any, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(v))
+
+    def nonempty(self: Any) -> Any:
+        if not self.name:
+            raise ValueError("a name is needed")
+        return self
+
+    return {**ns, "__annotations__": {"name": str, "tags": tuple[str, ...]}, "tags": (),
+            "_parse": model_validator(mode="before")(classmethod(parse)),
+            "_lower": field_validator("name", mode="before")(classmethod(lower)),
+            "_ordered": field_validator("tags")(classmethod(ordered)),
+            "_nonempty": model_validator(mode="after")(nonempty)}
+
+
+Shaped = type("Shaped", (Strict,), _shape_fields({"__module__": __name__}))
+ShapedTwin = type("ShapedTwin", (BaseModel,), _shape_fields({
+    "__module__": __name__, "model_config": ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)}))
+
+
+@pytest.mark.parametrize("given", [dict(name="AbC", tags=["b", "a"]), dict(name="x")])
+def test_validators_of_the_value_run_as_pydantic_runs_them(given):
+    made, want = Shaped(**given), ShapedTwin(**given)
+    assert light.identical(dict(made), dict(want)) and made.model_fields_set == want.model_fields_set
+    assert light.identical(dict(Shaped.model_validate("Q:z,y")), dict(ShapedTwin.model_validate("Q:z,y")))
+    with pytest.raises(ValidationError, match="a name is needed"):
+        Shaped(name="")

@@ -25,7 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from ..results.convert import Conv as _Conv
 from ..results.convert import Fallback as _Fallback
-from ..results.convert import converter
+from ..results.convert import converter, one_argument
 from ..results.light import Out, field_hints, identical
 
 M = TypeVar("M", bound=BaseModel | Out)
@@ -104,14 +104,14 @@ def _model_plan(cls: type[BaseModel]) -> _Plan | None:
     modes += [d.info.mode for d in decorators.model_validators.values()]
     befores = [d.func for d in decorators.model_validators.values() if d.info.mode == "before"]
     if (decorators.root_validators or decorators.validators or any(m not in ("before", "after") for m in modes)
-            or len(befores) > 1 or not all(_one_argument(f) for f in befores)
+            or len(befores) > 1 or not all(one_argument(f) for f in befores)
             or any(cls.model_config.get(k) for k in _TRANSFORMING_CONFIG)
             or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__):
         return None
     field_before: dict[str, list[Callable[[Any], Any]]] = {}
     for d in decorators.field_validators.values():
         if d.info.mode == "before":
-            if not _one_argument(d.func):
+            if not one_argument(d.func):
                 return None
             for name in d.info.fields:
                 field_before.setdefault(name, []).append(d.func)
@@ -130,44 +130,37 @@ def _model_plan(cls: type[BaseModel]) -> _Plan | None:
     return keys, fields, befores[0] if befores else None
 
 
-def _one_argument(func: Callable[..., Any]) -> bool:
-    """A validator of the value alone (pydantic also calls some with an info argument: those validate)."""
-    import inspect
-
-    try:
-        params = [p for p in inspect.signature(func).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
-        return False
-    return len(params) == 1
-
-
 def _then(first: Callable[[Any], Any], conv: _Conv) -> _Conv:
     return lambda v: conv(first(v))
 
 
 def _before(meta: Any) -> Callable[[Any], Any] | None:
     """An annotation's ``BeforeValidator`` of the value alone: run before the conversion, as pydantic runs it."""
-    if isinstance(meta, BeforeValidator) and _one_argument(meta.func):
+    if isinstance(meta, BeforeValidator) and one_argument(meta.func):
         return typing.cast(Callable[[Any], Any], meta.func)
     return None
 
 
 def _light_plan(cls: type[Out]) -> _Plan | None:
-    """A row of ``results.Strict`` (or any result piece): its fields as ``results/light.py`` records them; its
-    after-validators are checks of the shipped rows, as a pydantic model's are."""
+    """A row of ``results.Strict`` (or any result piece): its fields as ``results/light.py`` records them, its
+    ``before`` validators run as for a pydantic model, its ``after`` validators checks of the shipped rows."""
     hints = field_hints(cls)
     keys: dict[str, tuple[str, _Conv]] = {}
     fields = []
+    validators: Any = cls
     for name, f in cls.__light_fields__.items():
         info = f.info
         if info is not None and (any(_transforms(m) for m in info.metadata) or info.discriminator is not None):
             raise _Fallback
         conv = _converter(hints[name])
+        before = validators.__light_field_validators__.get(name, (None, None))[0]
+        if before is not None:
+            conv = _then(getattr(cls, before), conv)
         for spelling in _spellings(name, info) if info is not None else (name,):
             keys[spelling] = (name, conv)
         fields.append((name, f.required, _light_default(f)))
-    return keys, tuple(fields), None
+    model_before = validators.__light_before__
+    return keys, tuple(fields), getattr(cls, model_before) if model_before is not None else None
 
 
 def _spellings(name: str, f: Any) -> list[str]:

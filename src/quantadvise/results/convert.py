@@ -25,6 +25,18 @@ class Fallback(Exception):
     """The converter cannot reproduce pydantic's result for this value exactly: validate it instead."""
 
 
+def one_argument(func: Callable[..., Any]) -> bool:
+    """A validator of the value alone (pydantic also calls some with an info argument: those it runs itself)."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(func).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return False
+    return len(params) == 1
+
+
 def fail(*_: Any) -> Any:
     raise Fallback
 

@@ -39,7 +39,7 @@ from typing_extensions import dataclass_transform
 
 from .convert import Conv as _Conv
 from .convert import Fallback as _Fallback
-from .convert import converter, fail
+from .convert import converter, fail, one_argument
 
 _MISSING: Any = object()
 
@@ -105,19 +105,42 @@ class Out:
             if bad in ns:
                 raise TypeError(f"{cls.__qualname__}: an Out class has no {bad} (a class that needs its own "
                                 "settings derives from StrictModel or Validated)")
-        checks: dict[str, Any] = {}
+        validators: dict[str, Any] = {}
         for base in reversed(cls.__mro__[1:]):
-            checks.update(base.__dict__.get("__light_checks__", {}))
+            validators.update(base.__dict__.get("__light_validators__", {}))
         for name, v in ns.items():
             if type(v).__name__ != "PydanticDescriptorProxy":
                 continue
+            kind, mode = type(v.decorator_info).__name__, v.decorator_info.mode
+            if (kind not in ("ModelValidatorDecoratorInfo", "FieldValidatorDecoratorInfo")
+                    or mode not in ("before", "after") or not one_argument(getattr(cls, name))):
+                raise TypeError(f"{cls.__qualname__}.{name}: an Out class takes before / after validators of the "
+                                "value alone (override _dumped to edit its dump; a class whose validators wrap, "
+                                "serialize or read pydantic's info derives from StrictModel)")
+            validators[name] = v
+        cls.__light_validators__ = validators  # type: ignore[attr-defined]  # the shadow gets them all
+        model_before: str | None = None
+        checks: list[str] = []
+        field_before: dict[str, list[str]] = {}
+        field_after: dict[str, list[str]] = {}
+        for name, v in validators.items():
             info = v.decorator_info
-            if type(info).__name__ != "ModelValidatorDecoratorInfo" or info.mode != "after":
-                raise TypeError(f"{cls.__qualname__}.{name}: an Out class takes model_validator(mode='after') "
-                                "checks only (override _dumped to edit its dump; a row whose fields need "
-                                "validators derives from StrictModel)")
-            checks[name] = v
-        cls.__light_checks__ = checks  # type: ignore[attr-defined]
+            if type(info).__name__ == "ModelValidatorDecoratorInfo":
+                if info.mode == "after":
+                    checks.append(name)
+                elif model_before is not None:
+                    raise TypeError(f"{cls.__qualname__}: an Out class takes one model_validator(mode='before')")
+                else:
+                    model_before = name
+            else:
+                for field in info.fields:
+                    (field_before if info.mode == "before" else field_after).setdefault(field, []).append(name)
+        if any(len(v) > 1 for v in (*field_before.values(), *field_after.values())):
+            raise TypeError(f"{cls.__qualname__}: an Out class takes one before and one after validator a field")
+        cls.__light_checks__ = tuple(checks)  # type: ignore[attr-defined]
+        cls.__light_before__ = model_before  # type: ignore[attr-defined]
+        cls.__light_field_validators__ = {  # type: ignore[attr-defined]
+            f: (field_before.get(f, [None])[0], field_after.get(f, [None])[0]) for f in {*field_before, *field_after}}
         fields: dict[str, _Field] = {}
         for base in reversed(cls.__mro__[1:]):
             fields.update(base.__dict__.get("__light_fields__", {}))
@@ -137,10 +160,19 @@ class Out:
 
     # --- making one ------------------------------------------------------------------------------------
     def __init__(self, /, **data: Any):
-        plan = type(self).__dict__["__light_plan__"] or _plan(type(self))
+        cls = type(self)
+        plan = cls.__dict__["__light_plan__"] or _plan(cls)
         values: dict[str, Any] = {}
         given: set[str] = set()
+        raw = data
         try:
+            if cls.__light_before__ is not None:  # type: ignore[attr-defined]
+                try:  # pydantic runs it on the input, then reads the fields
+                    data = getattr(cls, cls.__light_before__)(data)  # type: ignore[attr-defined]
+                except (ValueError, AssertionError):
+                    raise _Fallback from None
+                if type(data) is not dict or not all(type(k) is str for k in data):
+                    raise _Fallback
             for name, key, conv, f in plan:
                 if key in data:
                     values[name] = conv(data[key])
@@ -161,11 +193,11 @@ class Out:
                 except (ValueError, AssertionError):
                     raise _Fallback from None  # pydantic's error, from the shadow
         except _Fallback:
-            done = type(self).model_validate(data)
+            done = type(self).model_validate(raw)
             values, given = done.__dict__, _given(done)
         else:
             if CHECKING:
-                _check(type(self), data, values, given)
+                _check(type(self), raw, values, given)
         object.__setattr__(self, "__dict__", values)
         object.__setattr__(self, "__pydantic_fields_set__", given)
 
@@ -457,7 +489,7 @@ def _plan(cls: type[Out]) -> tuple[tuple[str, str, _Conv, _Field], ...]:
     """(field name, the key ``__init__`` takes, converter, field) per field, made on first use."""
     hints = field_hints(cls)
     finite = cls.__light_config__.get("allow_inf_nan") is False
-    plan = tuple((name, f.alias or name, fail if f.checked else _field_converter(hints[name], finite), f)
+    plan = tuple((name, f.alias or name, fail if f.checked else _validated(cls, name, _field_converter(hints[name], finite)), f)
                  for name, f in cls.__light_fields__.items())
     cls.__light_plan__ = plan  # type: ignore[attr-defined]
     return plan
@@ -476,6 +508,25 @@ def field_hints(cls: type[Out]) -> dict[str, Any]:
             if name in cls.__light_fields__:
                 out[name] = eval(ann, names) if isinstance(ann, str) else ann  # noqa: S307 - our own annotation
     return out
+
+
+def _validated(cls: type[Out], name: str, conv: _Conv) -> _Conv:
+    """The field's converter between its ``before`` and ``after`` validators, as pydantic runs them (a refusal:
+    the shadow's error)."""
+    before, after = cls.__light_field_validators__.get(name, (None, None))  # type: ignore[attr-defined]
+    if before is None and after is None:
+        return conv
+    first, last = (getattr(cls, before) if before else None), (getattr(cls, after) if after else None)
+
+    def run(v: Any) -> Any:
+        try:
+            if first is not None:
+                v = first(v)
+            v = conv(v)
+            return last(v) if last is not None else v
+        except (ValueError, AssertionError):
+            raise _Fallback from None
+    return run
 
 
 def _field_converter(tp: Any, finite: bool) -> _Conv:
@@ -500,7 +551,7 @@ def _shadow(cls: type[Out]) -> type[BaseModel]:
             if "__light_fields__" in klass.__dict__ and klass.__module__ not in _BASES:
                 ns.update({k: v for k, v in klass.__dict__.items() if not k.startswith("__")
                            and k not in cls.__light_fields__ and isinstance(v, _METHODS)})
-        ns.update(cls.__light_checks__)  # type: ignore[attr-defined]  # its after-validators run on the shadow
+        ns.update(cls.__light_validators__)  # type: ignore[attr-defined]  # its validators run on the shadow
         for name, f in cls.__light_fields__.items():
             if f.info is not None:
                 ns[name] = f.info

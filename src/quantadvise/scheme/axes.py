@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from ..errors import SchemeError
 from ..results import Out
@@ -25,8 +25,11 @@ from .formats import UNQUANTIZED, get_format
 from .layout import Layout
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+class _Frozen(Out):
+    """The scheme's pieces: frozen, unknown keys refused (``results/light.py``: no pydantic class until one is
+    validated from a user's input)."""
+
+    __light_config__ = {"extra": "forbid"}
 
 
 _GROUP_RE = r"^(?:g|group[:=]?)\s*(\d+)$"  # patterns compiled on first use (re's cache): most shapes are named
