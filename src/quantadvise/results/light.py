@@ -193,7 +193,7 @@ class Out:
                 except (ValueError, AssertionError):
                     raise _Fallback from None  # pydantic's error, from the shadow
         except _Fallback:
-            done = type(self).model_validate(raw)
+            done = _from_shadow(cls, _shadow(cls).model_validate(raw))
             values, given = done.__dict__, _given(done)
         else:
             if CHECKING:
@@ -217,8 +217,9 @@ class Out:
         """``obj`` validated by the class's shadow pydantic model: pydantic's conversions and errors."""
         if isinstance(obj, cls):
             return obj
-        shadow = _shadow(cls)
-        return _from_shadow(cls, shadow.model_validate(obj))
+        if type(obj) is dict and all(type(k) is str for k in obj):
+            return cls(**obj)  # the fast path, which hands the shadow what it cannot take (pydantic: the same)
+        return _from_shadow(cls, _shadow(cls).model_validate(obj))
 
     @classmethod
     def model_validate_json(cls, text: str | bytes) -> Self:
