@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+from pydantic_core import PydanticUndefined, ValidationError
 from typing_extensions import dataclass_transform
 
 from .convert import Conv as _Conv
@@ -160,11 +160,15 @@ class Out:
 
     # --- making one ------------------------------------------------------------------------------------
     def __init__(self, /, **data: Any):
+        self._init(data)
+
+    def _init(self, raw: Any) -> None:
+        """Make the piece from ``raw`` (keyword arguments, or what ``model_validate`` was given)."""
         cls = type(self)
         plan = cls.__dict__["__light_plan__"] or _plan(cls)
         values: dict[str, Any] = {}
         given: set[str] = set()
-        raw = data
+        data = raw
         try:
             if cls.__light_before__ is not None:  # type: ignore[attr-defined]
                 try:  # pydantic runs it on the input, then reads the fields
@@ -217,8 +221,10 @@ class Out:
         """``obj`` validated by the class's shadow pydantic model: pydantic's conversions and errors."""
         if isinstance(obj, cls):
             return obj
-        if type(obj) is dict and all(type(k) is str for k in obj):
-            return cls(**obj)  # the fast path, which hands the shadow what it cannot take (pydantic: the same)
+        if (type(obj) is dict and all(type(k) is str for k in obj)) or cls.__light_before__ is not None:  # type: ignore[attr-defined]
+            m = cls.__new__(cls)  # the fast path, which hands the shadow what it cannot take (pydantic: the same)
+            m._init(obj)
+            return m
         return _from_shadow(cls, _shadow(cls).model_validate(obj))
 
     @classmethod
@@ -397,8 +403,6 @@ def _given(m: Any) -> set[str]:
 
 
 def _frozen(cls: type, name: str, value: Any) -> Exception:
-    from pydantic_core import ValidationError
-
     return ValidationError.from_exception_data(cls.__name__, [
         {"type": "frozen_instance", "loc": (name,), "input": value}])
 
@@ -581,8 +585,12 @@ def _model(tp: type) -> _Conv:
     def conv(v: Any) -> Any:
         if isinstance(v, tp):
             return v
-        if type(v) is dict and issubclass(tp, Out) and all(type(k) is str for k in v):
-            return tp(**v)
+        if issubclass(tp, Out) and ((type(v) is dict and all(type(k) is str for k in v))
+                                    or tp.__light_before__ is not None):  # type: ignore[attr-defined]
+            try:  # its before-validator reads the value (GroupShape: "g128", [1, 128])
+                return tp.model_validate(v)
+            except ValidationError:  # refused: the whole input goes to the shadow, for the error at its place
+                raise _Fallback from None
         raise _Fallback
     return conv
 
