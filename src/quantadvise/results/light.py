@@ -12,12 +12,15 @@ lists, dict keys as text, dates as ISO text, nested pydantic models through thei
 *shadow*, made on first need), so pydantic's errors and conversions still decide every case the fast path
 does not; the same shadow answers ``model_validate`` / ``model_fields`` and lets a pydantic model hold a piece.
 
-A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow. A
-``model_validator(mode="after")`` check runs on the piece as pydantic runs it on the model (a ValueError sends
-the input to the shadow for pydantic's error). A class with field validators, serializers, private attributes
-or its own ``model_config`` is refused at definition: it derives from a pydantic base (``StrictModel``,
-``Validated``) instead. ``results.Strict`` is the same class with
-pydantic's ``extra="forbid"`` and ``allow_inf_nan=False`` (``__light_config__``): a data row or a user's file. ``omit_if_none`` names keys left out of the dump when None; ``_dumped`` may edit a dump.
+A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow.
+Validators that are functions of the value alone run as pydantic runs them: a ``model_validator(mode="before")``
+on the input, a field's ``before`` and ``after`` validators around its conversion, ``model_validator(mode=
+"after")`` checks on the made piece (a ValueError sends the input to the shadow, for pydantic's error). A class
+whose validators wrap, serialize or take pydantic's info argument, or with private attributes or its own
+``model_config``, is refused at definition: it derives from a pydantic base (``StrictModel``, ``Validated``).
+``results.Strict`` is this class with pydantic's ``extra="forbid"`` and ``allow_inf_nan=False``
+(``__light_config__``): a data row or a user's file. ``omit_if_none`` names keys left out of the dump when
+None; ``_dumped`` may edit a dump.
 """
 
 import copy
@@ -276,7 +279,7 @@ class Out:
             v = d[name]
             if (o.unset and name not in _given(self)) or (o.none and v is None):
                 continue
-            if o.defaults and (f.factory is not None or f.default is not _MISSING) and _same(v, f.fill()):
+            if o.defaults and (f.factory is not None or f.default is not _MISSING) and bool(v == f.fill()):
                 continue
             out[f.alias if o.by_alias and f.alias else name] = _dump(v, o)
         return self._dumped(out)
@@ -302,13 +305,14 @@ class Out:
         return hash((type(self), *self.__dict__.values()))
 
     def __repr__(self) -> str:
-        fields = type(self).__light_fields__
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown)
-        return f"{type(self).__name__}({inner})"
+        return f"{type(self).__name__}({', '.join(self._shown())})"
 
     def __str__(self) -> str:
+        return " ".join(self._shown())
+
+    def _shown(self) -> list[str]:
         fields = type(self).__light_fields__
-        return " ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown)
+        return [f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown]
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         yield from self.__dict__.items()
@@ -413,13 +417,6 @@ def _names(spec: Any) -> set[str] | None:
     if isinstance(spec, dict) and all(v is True for v in spec.values()):
         return set(spec)
     raise TypeError("Out.model_dump takes include / exclude as a set of field names")
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - a value whose == raises is not its default
-        return False
 
 
 def _finite(v: Any) -> Any:
