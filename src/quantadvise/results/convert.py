@@ -25,6 +25,13 @@ class Fallback(Exception):
     """The converter cannot reproduce pydantic's result for this value exactly: validate it instead."""
 
 
+def is_classvar(annotation: Any) -> bool:
+    """``ClassVar`` / ``ClassVar[...]``, or a string that starts so (``dataclass``'s own test): not a field."""
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
+
+
 def one_argument(func: Callable[..., Any]) -> bool:
     """A validator of the value alone (pydantic also calls some with an info argument: those it runs itself)."""
     import inspect

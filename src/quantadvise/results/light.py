@@ -42,7 +42,7 @@ from typing_extensions import dataclass_transform
 
 from .convert import Conv as _Conv
 from .convert import Fallback as _Fallback
-from .convert import converter, fail, one_argument
+from .convert import converter, fail, is_classvar, one_argument
 
 _MISSING: Any = object()
 
@@ -80,12 +80,6 @@ class _Field:
 
 
 _IMMUTABLE = {type(None), str, int, float, bool, tuple, frozenset, bytes, complex}
-
-
-def _is_classvar(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(Field, FieldInfo))
@@ -148,7 +142,7 @@ class Out:
         for base in reversed(cls.__mro__[1:]):
             fields.update(base.__dict__.get("__light_fields__", {}))
         for name, annotation in ns.get("__annotations__", {}).items():
-            if _is_classvar(annotation):
+            if is_classvar(annotation):
                 continue
             if name.startswith("_"):
                 raise TypeError(f"{cls.__qualname__}.{name}: an Out class has no private fields")
@@ -188,9 +182,9 @@ class Out:
                     raise _Fallback  # pydantic's "Field required"
                 else:
                     values[name] = f.fill()
-            if len(given) != len(data) and type(self).__light_config__.get("extra") == "forbid":
+            if len(given) != len(data) and cls.__light_config__.get("extra") == "forbid":
                 raise _Fallback  # an unknown key: pydantic's error names it
-            checks = type(self).__light_checks__  # type: ignore[attr-defined]
+            checks = cls.__light_checks__  # type: ignore[attr-defined]
             if checks:
                 object.__setattr__(self, "__dict__", values)
                 object.__setattr__(self, "__pydantic_fields_set__", given)
@@ -204,7 +198,7 @@ class Out:
             values, given = done.__dict__, _given(done)
         else:
             if CHECKING:
-                _check(type(self), raw, values, given)
+                _check(cls, raw, values, given)
         object.__setattr__(self, "__dict__", values)
         object.__setattr__(self, "__pydantic_fields_set__", given)
 
@@ -221,11 +215,12 @@ class Out:
 
     @classmethod
     def model_validate(cls, obj: Any) -> Self:
-        """``obj`` validated by the class's shadow pydantic model: pydantic's conversions and errors."""
+        """``obj`` as pydantic validates it: a dict (or anything the class's before-validator reads) by the fast
+        path, which hands the shadow what it cannot take; anything else by the shadow."""
         if isinstance(obj, cls):
             return obj
-        if (type(obj) is dict and all(type(k) is str for k in obj)) or cls.__light_before__ is not None:  # type: ignore[attr-defined]
-            m = cls.__new__(cls)  # the fast path, which hands the shadow what it cannot take (pydantic: the same)
+        if _fast(cls, obj):
+            m = cls.__new__(cls)
             m._init(obj)
             return m
         return _from_shadow(cls, _shadow(cls).model_validate(obj))
@@ -582,14 +577,18 @@ def _model(tp: type) -> _Conv:
     def conv(v: Any) -> Any:
         if isinstance(v, tp):
             return v
-        if issubclass(tp, Out) and ((type(v) is dict and all(type(k) is str for k in v))
-                                    or tp.__light_before__ is not None):  # type: ignore[attr-defined]
+        if issubclass(tp, Out) and _fast(tp, v):
             try:  # its before-validator reads the value (GroupShape: "g128", [1, 128])
                 return tp.model_validate(v)
             except ValidationError:  # refused: the whole input goes to the shadow, for the error at its place
                 raise _Fallback from None
         raise _Fallback
     return conv
+
+
+def _fast(cls: type[Out], v: Any) -> bool:
+    """Whether the fast path reads ``v`` for ``cls``: a dict of text keys, or any value its before-validator reads."""
+    return (type(v) is dict and all(type(k) is str for k in v)) or cls.__light_before__ is not None  # type: ignore[attr-defined]
 
 
 def _any_metadata(meta: Any) -> bool:  # noqa: ARG001 - every Annotated item (a constraint too) is validated

@@ -2,11 +2,12 @@
 
 import copy
 import dataclasses
-import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from typing_extensions import dataclass_transform
+
+from .convert import is_classvar
 
 _T = TypeVar("_T")
 _HAS_FACTORY = object()  # a parameter left out whose field has a default_factory
@@ -54,13 +55,6 @@ def _params(frozen: bool) -> Any:
 _PARAMS = {True: _params(True), False: _params(False)}
 
 
-def _is_classvar(annotation: Any) -> bool:
-    """``dataclass``'s test: ``ClassVar`` / ``ClassVar[...]``, or a string that starts so."""
-    if isinstance(annotation, str):
-        return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
-
-
 def _as_dataclass(c: type[Any], slots: bool, frozen: bool) -> type[Any]:
     """``c`` with the fields ``dataclass`` would give it (``dataclasses.fields`` / ``replace`` / ``asdict`` /
     ``is_dataclass`` read them), its ``__dataclass_params__`` and ``__match_args__``, and with ``slots`` the
@@ -68,7 +62,7 @@ def _as_dataclass(c: type[Any], slots: bool, frozen: bool) -> type[Any]:
     a class: a cold ``recommend`` defines about a hundred). The methods are :func:`_record_methods`'."""
     fields: dict[str, dataclasses.Field[Any]] = {}
     for name, annotation in c.__dict__.get("__annotations__", {}).items():
-        if _is_classvar(annotation):
+        if is_classvar(annotation):
             continue
         if isinstance(annotation, dataclasses.InitVar) or annotation is dataclasses.InitVar:
             raise TypeError(f"{c.__qualname__}: record has no InitVar fields")
