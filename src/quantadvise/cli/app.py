@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 
 from ..errors import QuantAdviseError
 from ..wording import printable
+from .plugins import skip_plugin_loader
 
 
 def say(text: str) -> None:
@@ -333,6 +334,7 @@ def _run(argv: Sequence[str] | None) -> None:
     # installed distribution's metadata on first model build; a one-shot CLI process does not need
     # them. Set PYDANTIC_DISABLE_PLUGINS yourself to override.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_plugin_loader()
     _closed_outputs()
     _plain_outputs()
     hidden: dict[str, str] = {}
