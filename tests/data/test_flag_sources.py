@@ -144,3 +144,38 @@ def test_the_flag_table_writes_only_options_the_release_registers(release: str) 
         for spelled, hit in zip(flag.names, hits, strict=True):
             assert hit.verdict == "known" or (hit.verdict == "abbreviation" and hit.option in flag.names), \
                 (release, spelled, hit)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_option_names_recommend_reads_are_the_vocabularys(release: str) -> None:
+    """``catalog.option_names`` (what ``recommend`` spells its commands from, read without making the rows) holds
+    exactly the option strings of the release's vocabulary (``FlagVocabulary.registered``: names, ``--no-X`` of
+    a negatable option, enable/disable inverses, -h / --help), and every flag of the table is written the same
+    from either."""
+    from quantadvise import catalog
+    from quantadvise.engines.flags import ENGINES, MissingOption, engine_command
+
+    engine, _, version = release.partition("-")
+    vocab, names = catalog.flag_vocabulary(engine, version), catalog.option_names(engine, version)
+    assert names.version == version and names.registered == set(vocab.registered)
+    # the rows, counted from the YAML: every registered string comes from a row or is argparse's -h / --help
+    doc, _ = load(release)
+    from_rows = {n for row in doc["options"] if row.get("launcher") is None for n in row["names"]}
+    assert from_rows <= names.registered and {"-h", "--help"} <= names.registered
+    for flag in ENGINES[engine].flags:
+        if flag.field == "model":
+            continue
+        value = {"speculative_config": {"method": "ngram"}}.get(flag.field, 2)
+        lines = []
+        for options in (vocab, names):
+            try:
+                lines.append(engine_command(engine, "m", options, **{flag.field: value}))
+            except MissingOption as exc:
+                lines.append(f"missing: {exc}")
+        assert lines[0] == lines[1], (release, flag.field)
+
+
+def test_option_names_of_a_release_not_on_file_is_none() -> None:
+    from quantadvise import catalog
+
+    assert catalog.option_names("vllm", "0.0.1") is None and catalog.option_list("vllm", "0.0.1", True) is None

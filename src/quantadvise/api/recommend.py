@@ -184,7 +184,7 @@ def _resolve(w: Workload, explicit: set[str]) -> _Inputs:
                    published=_published(w.model, src.id if src.kind == "bundled" else None),
                    draft=_draft(w.model, src.id) if src.kind == "bundled" and w.spec_tokens else None,
                    site=site_terms(w.profile),
-                   options={e.engine: catalog.option_list(e.engine, e.version, True)
+                   options={e.engine: catalog.option_names(e.engine, e.version)
                             for e in (engine, *([other] if other else []))})
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 _NAMES: dict[str, str] = {
     "engine_names": "engines", "engine_startup": "engines", "engine_versions": "engines",
     "flag_vocabulary": "engines", "format_library": "engines", "get_engine": "engines", "kernel_table": "engines",
-    "kv_issues": "engines", "option_list": "engines", "validate_engines": "engines",
+    "kv_issues": "engines", "option_list": "engines", "option_names": "engines", "validate_engines": "engines",
     "kernel_caveat": "engines", "release": "engines", "release_dates": "engines", "stack_release": "engines",
     "kernel_table_checks": "lookup_tables", "kernel_table_gpus": "lookup_tables", "kernel_tables": "lookup_tables",
     "uncertainty_bands": "lookup_tables",
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         kernel_table,
         kv_issues,
         option_list,
+        option_names,
         release,
         release_dates,
         stack_release,
@@ -111,7 +112,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FoundConfig", "KvPreset", "ModelRow", "bundled_source", "comm_ids", "comm_system", "layout_measurements", "PriceRow", "SchemePreset", "gpu_price", "price_ids", "accuracy_rules", "bundled_config", "bundled_model_ids",
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
-    "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
+    "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "option_names", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
     "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "kernel_table_checks", "kernel_table_gpus", "kernel_tables",
     "uncertainty_bands", "release", "release_dates", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts",
     "load_perf_profile",

@@ -236,6 +236,30 @@ def flag_vocabulary(engine: str, version: str) -> Any:
 
 
 @cache
+def option_names(engine: str, version: str) -> Any:
+    """What a command writer needs of ``engine`` ``version``'s option list (``engines.vocabulary.OptionNames``:
+    every option string its parser registers, as :func:`flag_vocabulary`'s ``registered``), read from
+    data/flags/<engine>-<version>.yaml without making its rows (~430 a release; ``recommend`` spells a few flags
+    of two engines' commands); None when that exact release is not on file (or, as :func:`option_list`, its
+    file cannot be read). The suite holds it to the
+    vocabulary of every release on file (tests/data/test_tables.py)."""
+    from ..engines.vocabulary import OptionNames, registered_names
+
+    stem = f"{engine}-{version}"
+    doc = loader.family_table("flags", stem)
+    if doc is None:
+        return None
+    try:
+        if (doc["engine"], doc["version"]) != (engine, version):
+            return None
+        rows = ((tuple(r["names"]), r["kind"], r.get("launcher")) for r in doc["options"])
+        names = registered_names(rows, bool(doc["parser"].get("enable_disable", False)))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # as option_list: a list it cannot read spells the commands as the flag table does
+    return OptionNames(version, frozenset(names))
+
+
+@cache
 def option_list(engine: str, version: str | None, exact: bool = False) -> Any:
     """The option list of ``engine`` ``version`` (None: the newest release on file, the one the gate
     assumes); a release not on file is None when ``exact``, else the closest release's on file (the one

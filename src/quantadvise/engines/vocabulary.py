@@ -26,11 +26,12 @@ Pure: the tables are values (``catalog.flag_vocabulary`` reads them).
 """
 
 import bisect
+from collections.abc import Iterable, Sequence
 from datetime import date
 from functools import cached_property
 from typing import Literal
 
-from ..results import Out, Strict
+from ..results import Out, Strict, record
 from .flags import engine_label
 from .kernels import WheelSource
 
@@ -128,6 +129,43 @@ class Lookup(Out):
 _UNKNOWN = Lookup(verdict="unknown")  # an unknown spelling without suggestions: one object for every one
 
 
+HELP = ("-h", "--help")  # argparse's own option strings (add_help): registered after every row's
+
+
+def registered_names(rows: Iterable[tuple[Sequence[str], str, str | None]], enable_disable: bool) -> dict[str, int]:
+    """Every option string a parser registers -> the index of its row, from each row's ``(names, kind,
+    launcher)`` in file order: a row's names, a negatable option's ``--no-X`` and, where the parser pairs them
+    (``enable_disable``), ``--enable-X`` / ``--disable-X`` inverses; the first row to register a string keeps
+    it; a row the launcher reads (``launcher`` set) registers nothing; argparse's own ``-h`` / ``--help`` last,
+    as -1 (no row)."""
+    out: dict[str, int] = {}
+    for i, (names, kind, launcher) in enumerate(rows):
+        if launcher is not None:
+            continue
+        for name in names:
+            out.setdefault(name, i)
+            if kind != "negatable" or not name.startswith("--"):
+                continue
+            out.setdefault("--no-" + name[2:], i)
+            if enable_disable:
+                for a, b in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+                    if name.startswith(a):
+                        out.setdefault(b + name[len(a):], i)
+    for name in HELP:
+        out.setdefault(name, -1)
+    return out
+
+
+@record(slots=True)
+class OptionNames:
+    """What a command writer reads of a release's option list (``engines.flags.OptionSet``): the release and
+    every option string its parser registers (:meth:`FlagVocabulary.registered`'s keys), read without making
+    the list's rows (``catalog.option_names``)."""
+
+    version: str
+    registered: frozenset[str]
+
+
 class FlagVocabulary(Strict):
     """One engine release's server options (``data/flags/<engine>-<version>.yaml``)."""
 
@@ -150,19 +188,10 @@ class FlagVocabulary(Strict):
     def registered(self) -> dict[str, OptionRow]:
         """Every option string the parser registers -> its row (``--no-X`` and the enable/disable
         inverses included, as argparse registers them), plus argparse's own ``-h`` / ``--help``."""
-        out: dict[str, OptionRow] = {}
-        for row in self.options:
-            if row.launcher is not None:
-                continue
-            for name in row.names:
-                out.setdefault(name, row)
-                if row.kind != "negatable" or not name.startswith("--"):
-                    continue
-                out.setdefault("--no-" + name[2:], row)
-                if self.parser.enable_disable:
-                    for a, b in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
-                        if name.startswith(a):
-                            out.setdefault(b + name[len(a):], row)
+        rows = self.options
+        out: dict[str, OptionRow] = {
+            name: rows[i] for name, i in registered_names(((r.names, r.kind, r.launcher) for r in rows),
+                                                          self.parser.enable_disable).items() if i >= 0}
         help_row = OptionRow.model_construct(names=("-h", "--help"), kind="flag", source="argparse (add_help)")
         out.setdefault("-h", help_row)
         out.setdefault("--help", help_row)
