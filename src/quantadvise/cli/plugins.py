@@ -38,7 +38,7 @@ class _NoPlugins(types.ModuleType):
     @staticmethod
     def get_plugins() -> Iterable[Any]:
         if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in OFF:  # turned on since: pydantic's own decides
-            return _real().get_plugins()  # type: ignore[no-any-return]
+            return _real().get_plugins()
         return ()
 
     def __getattr__(self, name: str) -> Any:
