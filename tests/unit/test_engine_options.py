@@ -87,6 +87,25 @@ def test_lookup_agrees_with_argparse(spelled: str) -> None:
         assert dest in real.removeprefix("known:").split(",") or v.option.startswith("--no-"), (spelled, real)
 
 
+@pytest.mark.parametrize("spelled", ["--max-model-len", "--max-num", "--max", "--nonsense", "-O3", "-tp", "--no-trust"])
+def test_a_remembered_lookup_is_the_lookup(spelled: str) -> None:
+    # without suggestions a spelling's answer is remembered (a reader asks twice of each option): the same answer
+    # a fresh vocabulary gives, and only for that spelling; with suggestions it is worked out each time
+    from quantadvise.catalog import flag_vocabulary
+    from quantadvise.engines import vocabulary
+
+    v = vocab()
+    first, again = v.lookup(spelled, suggest=False), v.lookup(spelled, suggest=False)
+    fresh = FlagVocabulary.model_validate(v.model_dump())._read(spelled, False)
+    assert first is again and first == fresh
+    if first.verdict == "unknown":
+        assert v.lookup(spelled) is not first  # with suggestions: worked out afresh, not the remembered answer
+    big = flag_vocabulary("vllm", v.version)
+    for i in range(vocabulary._MEMO_SIZE + 10):  # bounded: past the size it starts afresh
+        big.lookup(f"--q{i}", suggest=False)
+    assert len(big._memo) <= vocabulary._MEMO_SIZE
+
+
 def test_verdicts_and_engine_messages() -> None:
     v = vocab()
     # a typo argparse cannot read: its own message, as vLLM prints it before exiting with status 2

@@ -347,6 +347,15 @@ def test_the_group_shape_constants_are_the_validated_ones():
     assert light.identical(PER_CHANNEL, GroupShape(row=1, col=-1))
 
 
+def test_the_ideal_allreduce_is_the_validated_one():
+    from quantadvise.perf.efficiency import IDEAL_ALLREDUCE
+    from quantadvise.perf.profiles import AllReduceCost
+
+    valid = AllReduceCost(latency_s=0.0, efficiency=1.0)  # validated: in range (latency >= 0, efficiency <= 1)
+    assert IDEAL_ALLREDUCE == valid and IDEAL_ALLREDUCE.model_fields_set == valid.model_fields_set
+    assert type(IDEAL_ALLREDUCE.latency_s) is float and type(IDEAL_ALLREDUCE.efficiency) is float
+
+
 def _shape_fields(ns: dict[str, Any]) -> dict[str, Any]:
     """The body of a class whose validators transform: a before model validator (text -> fields), a field's
     before validator (text -> lower case) and after validator (a list -> a sorted tuple), an after check."""

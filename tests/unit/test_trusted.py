@@ -7,7 +7,7 @@ import enum
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, StrictInt, ValidationInfo, field_validator, model_validator
 
 from quantadvise.catalog import trusted
 from quantadvise.errors import DataError
@@ -180,3 +180,27 @@ def test_checking_catches_a_conversion_the_plan_gets_wrong(monkeypatch):
 def test_identical_tells_types_apart():
     assert not trusted.identical(1, 1.0) and not trusted.identical((1,), [1]) and not trusted.identical(Colour.red, "red")
     assert trusted.identical(float("nan"), float("nan")) and trusted.identical({"a": (1.0,)}, {"a": (1.0,)})
+
+
+class Extents(StrictModel):  # a layout's dims: an expression or a literal extent (StrictInt: not a bool, not text)
+    dims: tuple[str | StrictInt, ...]
+
+
+@pytest.mark.parametrize("dims", [["N", 128, "K/2"], [7], ["G"]])
+def test_a_strict_int_in_a_union_is_built_for_its_exact_type(dims):
+    # str | StrictInt: pydantic's smart union takes a str as the str and an int as the StrictInt, so the plan
+    # builds it (data/layouts.yaml's tensors are such dims)
+    assert trusted._plan(Extents) is not None
+    built, valid = trusted._build(Extents, {"dims": dims}), Extents.model_validate({"dims": dims})
+    assert trusted.identical(built, valid) and built.dims == tuple(dims)
+
+
+@pytest.mark.parametrize("dims", [[True], [1.0], [None]])
+def test_what_strict_int_or_str_refuses_is_left_to_pydantic(dims):
+    # a bool (strict int refuses it, str does too), a float, None: not built; pydantic refuses them as it always did
+    from pydantic import ValidationError
+
+    with pytest.raises(trusted._Fallback):
+        trusted._build(Extents, {"dims": dims})
+    with pytest.raises(ValidationError):
+        trusted.shipped(Extents, {"dims": dims})

@@ -126,6 +126,7 @@ class Lookup(Out):
         return None
 
 
+_MEMO_SIZE = 65_536  # spellings a vocabulary remembers (a file of more distinct options starts it afresh)
 _UNKNOWN = Lookup(verdict="unknown")  # an unknown spelling without suggestions: one object for every one
 
 
@@ -223,6 +224,23 @@ class FlagVocabulary(Strict):
             for own in self.options:
                 if own.launcher == launcher and spelled in own.names:
                     return Lookup(verdict="known", option=spelled, source=own.source)
+        elif not suggest:  # a reader asks twice of each option (is it a table flag's prefix? does it take a value?)
+            memo = self._memo
+            got = memo.get(spelled)
+            if got is None:
+                if len(memo) >= _MEMO_SIZE:
+                    memo.clear()
+                got = memo[spelled] = self._read(spelled, False)
+            return got
+        return self._read(spelled, suggest)
+
+    @cached_property
+    def _memo(self) -> dict[str, Lookup]:
+        """:meth:`lookup`'s answers without suggestions, per spelling (:data:`_MEMO_SIZE` at most)."""
+        return {}
+
+    def _read(self, spelled: str, suggest: bool) -> Lookup:
+        """:meth:`lookup` for the module's own entry point."""
         rewritten = self._rewritten(spelled, suggest)
         if rewritten is not None:
             return rewritten

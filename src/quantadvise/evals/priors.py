@@ -17,7 +17,7 @@ caution, never pick one) and the expected drop as evidence when two candidates t
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from ..results import Out
 from ..scheme.axes import Scheme, TensorQuant
@@ -26,10 +26,14 @@ from ..scheme.formats import get_format
 Action = Literal["veto", "caution", "info"]
 
 
-class TensorMatch(BaseModel):
-    """Which quantized tensors a rule describes (every field set must hold; bit bounds inclusive)."""
+class _Row(Out):
+    """A row of data/accuracy.yaml: unknown keys refused (a light class: ``results/light.py``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    __light_config__ = {"extra": "forbid"}
+
+
+class TensorMatch(_Row):
+    """Which quantized tensors a rule describes (every field set must hold; bit bounds inclusive)."""
 
     bits_min: int | None = None
     bits_max: int | None = None
@@ -53,10 +57,8 @@ class TensorMatch(BaseModel):
         return True
 
 
-class AccuracyRule(BaseModel):
+class AccuracyRule(_Row):
     """One published finding about a family of schemes (a row of data/accuracy.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str
     description: str

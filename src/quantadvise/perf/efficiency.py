@@ -333,6 +333,11 @@ def _fallback(compute: dict[str, Value], batch: float) -> float:
     return min(vals)
 
 
+# a free collective (no latency, the link's full bandwidth): where no profile sets one. Our own values, in range
+# (latency_s >= 0, efficiency in [0.01, 1]): made without building AllReduceCost's validator at every start
+IDEAL_ALLREDUCE = AllReduceCost.model_construct(latency_s=0.0, efficiency=1.0)
+
+
 def resolve(
     profiles: list[PerfProfile] | tuple[PerfProfile, ...],
     gpu_names: tuple[str, ...],
@@ -355,7 +360,7 @@ def resolve(
     mem: Value = 1.0
     comp: dict[str, Value] = {}
     dequant: DequantCost | None = None
-    allreduce = AllReduceCost(latency_s=0.0, efficiency=1.0)
+    allreduce = IDEAL_ALLREDUCE
     overhead = 0.0
     linear: LinearFit | None = None
     linear_src: str | None = None

@@ -170,13 +170,26 @@ def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], 
     raise Fallback
 
 
+def _strict_scalar(tp: Any) -> Any:
+    """``StrictInt`` and its kin (``Annotated[int, Strict()]``) as their scalar: a union member matched by the value's
+    exact type, which is what strict mode accepts (an int, not a bool or a numeric text); any other annotation as
+    it is."""
+    if typing.get_origin(tp) is typing.Annotated:
+        base, *meta = typing.get_args(tp)
+        if base in (str, int, float, bool) and meta and all(
+                type(m).__name__ == "Strict" and type(m).__module__ == "pydantic.types" and m.strict is True
+                for m in meta):
+            return base
+    return tp
+
+
 def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Callable[[Any], bool],
            finite: bool, before: Callable[[Any], Callable[[Any], Any] | None] | None = None) -> Conv:
     """A union, its member chosen as pydantic's smart mode chooses it for the value's own type: None for a nullable
     union; an instance of a class member as it is, a dict for its one model member; a list / tuple for its one
     tuple / list member; a scalar its exact type's member (``int | float`` keeps an int; ``float | str`` takes an
     int as a float). A value two members could take, or none exactly, is validated."""
-    members = [a for a in args if a is not type(None)]
+    members = [_strict_scalar(a) for a in args if a is not type(None)]
     nullable = len(members) < len(args)
     if len(members) == 1:
         inner = converter(members[0], model, metadata, finite=finite, before=before)

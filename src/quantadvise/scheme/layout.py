@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import date
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from ..errors import SchemeError, UnknownNameError
 from .formats import get_format
@@ -47,6 +47,15 @@ ALLOWED = (f"allowed: names {', '.join(SHAPE_NAMES)}, integers 1 to 2^40, + - * 
 Dim = str | StrictInt  # an expression, or a literal extent (not a bool, not a float)
 
 
+def _checked(v: dict[str, tuple[str, tuple[Dim, ...]]], required: bool) -> dict[str, tuple[str, tuple[Dim, ...]]]:
+    """A layout's tensors if they parse (:func:`check_tensors`), else the ValueError pydantic reports."""
+    try:
+        check_tensors(v, required=required)
+    except SchemeError as exc:
+        raise ValueError(exc.message) from None
+    return v
+
+
 class Layout(BaseModel):
     """A checkpoint's on-disk tensor layout for one quantized linear layer.
 
@@ -65,14 +74,15 @@ class Layout(BaseModel):
     source: str
     as_of: date
 
-    @field_validator("tensors", "asymmetric_only")
+    @field_validator("tensors")
     @classmethod
-    def _shapes(cls, v: dict[str, tuple[str, tuple[Dim, ...]]], info: ValidationInfo) -> dict[str, tuple[str, tuple[Dim, ...]]]:
-        try:
-            check_tensors(v, required=info.field_name == "tensors")
-        except SchemeError as exc:
-            raise ValueError(exc.message) from None
-        return v
+    def _tensors(cls, v: dict[str, tuple[str, tuple[Dim, ...]]]) -> dict[str, tuple[str, tuple[Dim, ...]]]:
+        return _checked(v, required=True)
+
+    @field_validator("asymmetric_only")
+    @classmethod
+    def _asymmetric_only(cls, v: dict[str, tuple[str, tuple[Dim, ...]]]) -> dict[str, tuple[str, tuple[Dim, ...]]]:
+        return _checked(v, required=False)
 
     def stored_bytes(self, n: int, k: int, group: int | None, bits: int, symmetric: bool) -> int:
         if group is not None and group < 1:
