@@ -131,8 +131,17 @@ class _Shell:
     def run(self) -> list[list[Word]]:
         s, n = self.s, len(self.s)
         tick = self.budget.tick
+        plain = _PLAIN.match
         while self.i < n:
             tick()
+            m = plain(s, self.i)
+            if m is not None:  # a run of ordinary characters (the hot path): as the last branch below takes it
+                self._start()
+                run = m.group(0)
+                self._parts.append(run)
+                self.i = m.end()
+                tick(len(run))
+                continue
             c = s[self.i]
             if c == "\\":
                 if self.i + 1 < n and s[self.i + 1] == "\n":
