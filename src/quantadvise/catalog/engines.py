@@ -241,8 +241,8 @@ def option_names(engine: str, version: str) -> Any:
     every option string its parser registers, as :func:`flag_vocabulary`'s ``registered``), read from
     data/flags/<engine>-<version>.yaml without making its rows (~430 a release; ``recommend`` spells a few flags
     of two engines' commands); None when that exact release is not on file (or, as :func:`option_list`, its
-    file cannot be read). The suite holds it to the
-    vocabulary of every release on file (tests/data/test_tables.py)."""
+    file cannot be read). The suite holds it to the vocabulary of every release on file
+    (tests/data/test_flag_sources.py)."""
     from ..engines.vocabulary import OptionNames, registered_names
 
     stem = f"{engine}-{version}"

@@ -193,9 +193,9 @@ class FlagVocabulary(Strict):
         out: dict[str, OptionRow] = {
             name: rows[i] for name, i in registered_names(((r.names, r.kind, r.launcher) for r in rows),
                                                           self.parser.enable_disable).items() if i >= 0}
-        help_row = OptionRow.model_construct(names=("-h", "--help"), kind="flag", source="argparse (add_help)")
-        out.setdefault("-h", help_row)
-        out.setdefault("--help", help_row)
+        help_row = OptionRow.model_construct(names=HELP, kind="flag", source="argparse (add_help)")
+        for name in HELP:
+            out.setdefault(name, help_row)
         return out
 
     @cached_property
