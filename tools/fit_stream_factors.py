@@ -38,9 +38,6 @@ from quantadvise.perf.loop import cycle
 OUT = Path(__file__).resolve().parents[1] / "data" / "kernel_tables" / "stream_factors.yaml"
 # fitted but not shipped, and why (docs/calibration.md §9)
 HELD_BACK = {
-    ("a100-80gb", "cutlass-int8"): "its 1.40 moves Llama-3.1-70B on one A100 between w8a8-int8 and nvfp4 and back "
-    "between batch 10 and 20 (tests/unit/advisor/test_advisor_scan.py): near-equal schemes the tree does not yet "
-    "call a tie there",
     ("h100-sxm", "machete"): "its 1.76 hands H100 recommendations (batch 1; Llama-3.1-70B under a 20 ms ITL) to NVFP4 "
     "weight-only, which runs Marlin on Hopper, priced by the same int4 table with no end-to-end run of its own: "
     "one of two Hopper int4 kernels would be slowed on evidence the other lacks",

@@ -236,13 +236,14 @@ def test_predicted_speedups_between_schemes_match_the_published_pairs(report):
     assert sm.median_abs_error == pytest.approx(statistics.median(errs), rel=1e-12)
     assert sm.max_abs_error == pytest.approx(max(errs), rel=1e-12)
     assert sm.aic_pairs and sm.median_abs_error_on_aic_pairs <= sm.aic_median_abs_error
-    # the bar holds on the pairs of S1-S7; S8's weight-scheme pairs (Red Hat AI's single-stream cards) miss it
-    # today — Machete's and vLLM's int8 gains priced 44% / 23% too large, their fitted stream factors held back
-    # (docs/calibration.md §9) — and are reported, not gated
+    # the bar holds on the pairs of S1-S7; S8's weight-scheme pairs (Red Hat AI's single-stream cards) are
+    # reported, not gated, and meet it in the median since vLLM's CUTLASS int8 on A100 carries its fitted stream
+    # factor (13.9% before: that gain and Machete's, whose factor is held back, priced 23% / 44% too large;
+    # docs/calibration.md §9)
     banded = [e for x, e in zip(report.speedups, errs, strict=True) if not by_id[x.ids[0]].pairs_only]
     assert len(banded) == 67 and statistics.median(banded) <= BAR
     s8 = [e for x, e in zip(report.speedups, errs, strict=True) if by_id[x.ids[0]].pairs_only]
-    assert len(s8) == 182 and statistics.median(s8) > BAR
+    assert len(s8) == 182 and statistics.median(s8) <= BAR
 
 
 def _s8_pairs(report, gpu, schemes):
@@ -273,11 +274,32 @@ def test_machete_s_fitted_stream_factor_meets_the_held_out_cards(report):
     assert statistics.median(abs(x.error) for x in with_factor) <= 0.10
 
 
+def test_vllm_int8_s_stream_factor_is_shipped_and_meets_the_held_out_cards(report):
+    # Red Hat AI's cards, held-out groups, one request at a time on vLLM 0.7.2 / 0.6.6.post1 on A100: w8a8-int8
+    # against bf16. vLLM runs CUTLASS int8 there, priced with TRT-LLM's SmoothQuant int8 table (a batched-GEMV
+    # kernel at one sequence); tools/fit_stream_factors.py fits its weight stream on the Llama-8B card alone
+    # (7 runs: predicted per-token time 18% short at factor 1) and ships it. Without it the held-out gains come out
+    # ~23% too large in the median (docs/calibration.md §9); with it within the 10% bar.
+    from quantadvise.catalog import lookup_tables
+
+    (row,) = [r for r in lookup_tables.stream_factors() if (r.gpu, r.kernel) == ("a100-80gb", "cutlass-int8")]
+    table = points_table()
+    points = {p.id: p for p in table.points}
+    assert 1.3 <= row.factor <= 1.5 and all(points[i].group not in table.heldout for i in row.fitted_on)
+    shipped = _s8_pairs(report, "a100-80gb", ("bf16", "w8a8-int8"))
+    assert len(shipped) >= 14
+    assert all(1.0 <= x.measured <= 2.0 for x in shipped)  # the cards' own ratios: a gain, never 2x
+    assert statistics.median(abs(x.error) for x in shipped) <= 0.10
+    with lookup_tables.stream_factors_as(()):
+        without = _s8_pairs(validate_e2e(), "a100-80gb", ("bf16", "w8a8-int8"))
+    assert len(without) == len(shipped) and statistics.median(abs(x.error) for x in without) > 0.15
+
+
 def test_the_stream_factors_file_is_valid_and_every_row_names_its_runs():
     from quantadvise.catalog.lookup_tables import stream_factors
 
     table = points_table()
     points = {p.id: p for p in table.points}
-    for r in stream_factors():  # none shipped today (tools/fit_stream_factors.py HELD_BACK)
+    for r in stream_factors():  # vLLM's CUTLASS int8 on A100 (Machete's is held back: tools/fit_stream_factors.py)
         assert r.source and r.as_of and r.note and r.fitted_on
         assert all(points[i].source == "S8" and points[i].group not in table.heldout for i in r.fitted_on)

@@ -79,10 +79,17 @@ def test_no_release_on_file_prices_a_scheme_by_the_roofline_where_its_math_is_me
 def test_a100_int8_is_not_faster_than_its_bytes_allow():
     # At batch 1 the decoder linears stream their weights: int8 stores 1 byte per weight (plus one bf16 scale per
     # row) against bf16's 2, so it cannot be more than 2.0x faster; the old roofline gave 2.2x (0.832 memory
-    # efficiency for int8 against bf16's measured 0.744). NVIDIA's A100 SmoothQuant table gives 1.97x at M = 1.
+    # efficiency for int8 against bf16's measured 0.744). NVIDIA's A100 SmoothQuant table gives 1.97x at M = 1;
+    # vLLM's CUTLASS int8 streams its weights more slowly than that table's GEMV in Red Hat AI's published
+    # single-stream runs (its fitted stream factor, data/kernel_tables/stream_factors.yaml: 1.40), so at M = 1,
+    # where the call streams its weights, the gain is about 1.97 / 1.40 = 1.41x (5% allowed for the per-call
+    # overhead the factor does not scale)
+    from quantadvise.catalog.lookup_tables import stream_factors
+
+    (f,) = [x.factor for x in stream_factors() if (x.gpu, x.kernel) == ("a100-80gb", "cutlass-int8")]
     r = api.roofline(L8, "bf16,w8a8-int8", gpu="a100-80gb", batches="1", ctx=0, scope="decoder")
     t = {p.scheme: p.time.linear_s for p in r.points}
-    assert 1.5 < t["bf16"] / t["w8a8-int8"] < 2.0
+    assert 0.95 * 1.97 / f < t["bf16"] / t["w8a8-int8"] < 2.0
     assert _schemes(r)["w8a8-int8"].curve_basis == "same-math"
 
 

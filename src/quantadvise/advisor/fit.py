@@ -10,7 +10,10 @@ e. kv  — one KV cache dtype for the workload, decided after the engine and acc
    the fewest weight bytes (where KV weighs most and the most sequences fit); and when a heavier
    candidate would rank first with a 16-bit cache while holding only part of the batch with it, the
    quantized cache is taken too — the recommended scheme never holds part of the batch with a bf16
-   cache where the quantized one holds more. Each condition only turns on as the batch grows.
+   cache where the quantized one holds more; and when the candidate that ranks first with the quantized
+   cache holds the batch only with it and outruns the one that ranks first with bf16 beyond their
+   uncertainty, it is taken as well — a bf16 cache never hands the batch to a slower scheme. Each
+   condition only turns on as the batch grows.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ..perf.step import check_tensor_parallel
 from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
 from ..wording import every, plural
-from .options import BF16_KV, Context, Option
+from .options import BF16_KV, Context, Option, beats
 from .result import TraceNode
 from .verdict import engine_verdict
 
@@ -254,29 +257,33 @@ def _kv_accuracy(ctx: Context, kv: TensorQuant | None) -> list[str]:
                   prompt_tokens=w.prompt_tokens) if v.action == "veto"]
 
 
-def _first_with_bf16(ctx: Context, live: list[Option]) -> Option | None:
-    """The deployable candidate that ranks first when every candidate is priced with a bf16 KV cache at
-    the concurrency it holds with it (the speed node's pricing and ranking, statuses untouched)."""
+def _first_with(ctx: Context, live: list[Option], kv_name: str = BF16_KV) -> Option | None:
+    """The deployable candidate that ranks first when every candidate is priced with the KV cache ``kv_name``
+    at the concurrency it holds with it (the speed node's pricing and ranking, statuses untouched): a copy,
+    holding the numbers of that pricing (the node prices every candidate again after its decision)."""
+    from copy import copy
+
     from .options import rank
     from .speed import price
 
     w = ctx.workload
     kept = ctx.kv_name
-    ctx.kv_name = BF16_KV
+    ctx.kv_name = kv_name
+    kvt = ctx.kv_options[kv_name].kv
     priced = []
     try:
         for o in live:
             if o.model is None:
                 continue
-            o.kv_name = BF16_KV
-            o.max_concurrency = capacity(ctx, o.weights_bytes, None)
+            o.kv_name = kv_name
+            o.max_concurrency = capacity(ctx, o.weights_bytes, kvt)
             o.concurrency = min(w.batch, o.max_concurrency)
             if o.concurrency >= 1 and price(ctx, o) is None and o.priced:
                 priced.append(o)
     finally:
         ctx.kv_name = kept
     ranked = rank(priced)
-    return ranked[0] if ranked else None
+    return copy(ranked[0]) if ranked else None
 
 
 def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
@@ -327,7 +334,7 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
         # cache holds more (the lightest candidate holding the batch says nothing about a heavier winner)
         lead = None
         if not want and any(capacity(ctx, o.weights_bytes, None) < w.batch for o in live if o.model is not None):
-            lead = _first_with_bf16(ctx, live)
+            lead = _first_with(ctx, live)
         if lead is not None:
             lead_q = capacity(ctx, lead.weights_bytes, qkv)
             numbers.update(first_with_bf16=lead.id, first_with_bf16_concurrency=lead.concurrency,
@@ -338,6 +345,18 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                             f"{min(lead_q, w.batch) if lead_q < 10**8 else w.batch}")
                 short.append(f"a bf16 KV cache holds {lead.concurrency} of {w.batch} sequences next to {lead.id}, "
                              "which ranks first with it")
+            else:  # a faster candidate the bf16 cache leaves short of the batch: it ranks first with the quantized one
+                ahead = _first_with(ctx, live, qname)
+                if ahead is not None and ahead.id != lead.id and capacity(ctx, ahead.weights_bytes, None) < w.batch \
+                        and beats(ahead, lead):
+                    numbers.update(first_with_quantized=ahead.id,
+                                   first_with_quantized_tokens_per_s=round(ahead.throughput, 1),
+                                   first_with_bf16_tokens_per_s=round(lead.throughput, 1))
+                    want.append(f"{ahead.id} ranks first with {qname} ({ahead.throughput:,.0f} tokens/s, all "
+                                f"{ahead.concurrency} sequences) and holds only "
+                                f"{capacity(ctx, ahead.weights_bytes, None)} of the {w.batch} with a bf16 cache, where "
+                                f"{lead.id}, first with it, delivers {lead.throughput:,.0f} (beyond their uncertainty)")
+                    short.append(f"{ahead.id} holds the batch only with {qname} and outruns {lead.id}")
         refused: list[str] = []
         if want:
             v = engine_verdict(ctx, ctx.engine, None, qname)

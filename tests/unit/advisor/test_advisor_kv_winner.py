@@ -76,3 +76,25 @@ def test_the_decision_keeps_bf16_when_the_winner_holds_the_batch():
     r = api.recommend(model="openai/gpt-oss-120b", gpu="h100", batch=16, ctx=4096, memory_utilization=SHARE)
     kv = node(r, "kv")
     assert r.kv.dtype == "kv-bf16" and "first_with_bf16" not in kv.numbers
+
+
+def test_a_faster_candidate_the_bf16_cache_leaves_short_takes_the_quantized_cache():
+    # Llama-3.1-70B on one A100 80GB, ctx 2,048 (1,920 KV tokens a sequence): 80 layers x 8 KV heads x 128 x 2 (K, V)
+    # x 2 B = 327,680 B a token in bf16, 629,145,600 B a sequence (314,572,800 in fp8). w8a8-int8's 72.7 GB of
+    # weights leave room for 15 bf16 sequences (31 fp8): at batch 16 a bf16 cache ranks nvfp4 first (42.7 GB: it
+    # holds all 16), tied with int8 at the 15 it holds. With kv-fp8 int8 holds all 16 and outruns nvfp4 beyond their
+    # uncertainty: the node takes kv-fp8 rather than hand the batch to the slower scheme (before, the
+    # recommendation went int8 -> nvfp4 at 16 and back to int8 at 20, where KV passes 25% of the step's bytes).
+    per_seq = 80 * 8 * 128 * 2 * 2 * 1920
+    at15 = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="a100-80gb", batch=15, ctx=2048)
+    at16 = api.recommend(model="meta-llama/Llama-3.1-70B", gpu="a100-80gb", batch=16, ctx=2048)
+    kv15, kv16 = node(at15, "kv"), node(at16, "kv")
+    assert kv15.numbers["kv_bytes_per_sequence_bf16"] == per_seq == 629_145_600
+    assert at15.scheme.id == "w8a8-int8" and at15.kv.dtype == "kv-bf16" and at15.kv.max_concurrency == 15
+    assert "first_with_quantized" not in kv15.numbers  # int8 ranks first with bf16 and holds the batch
+    assert kv16.numbers["first_with_bf16"] == "nvfp4" and kv16.numbers["first_with_quantized"] == "w8a8-int8"
+    assert kv16.numbers["first_with_quantized_tokens_per_s"] > kv16.numbers["first_with_bf16_tokens_per_s"]
+    assert kv16.numbers["kv_share_of_step_bytes"] < kv16.numbers["threshold"]  # not the byte share: the ranking
+    assert at16.scheme.id == "w8a8-int8" and at16.kv.dtype == "kv-fp8" and at16.performance.concurrency == 16
+    assert 2 * 15 <= at16.kv.max_concurrency < 2 * 16  # room for 15 (not 16) bf16 sequences holds 30-31 fp8 ones
+    assert "outruns nvfp4" in kv16.decision
