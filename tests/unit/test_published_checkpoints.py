@@ -38,6 +38,20 @@ def test_every_row_names_a_bundled_model_a_preset_a_source_and_a_day():
             assert r.inferred_from or r.scheme is None, r.id
 
 
+def test_a_models_rows_are_the_index_rows_of_that_model():
+    # published_for makes only the asked model's rows: the same rows, in index order, as the whole index filtered
+    from quantadvise.catalog.checkpoints import published_for
+    from quantadvise.errors import norm_name
+
+    rows = published_rows()
+    models = {r.model for r in rows}
+    assert len(models) >= 5
+    for m in sorted(models) + ["no/such-model"]:
+        want = tuple(r for r in rows if norm_name(r.model) == norm_name(m))
+        assert published_for(m) == want, m
+    assert published_for("no/such-model") == ()
+
+
 def test_a_config_read_whole_parses_to_its_scheme():
     # the scheme recorded for a row whose quantization_config was read whole has the same six axes as the
     # config itself, read by the parser inspect uses, or the row's scheme_note says it is only the closest

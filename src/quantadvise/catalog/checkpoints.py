@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cache
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -17,21 +18,30 @@ from .trusted import shipped
 INDEX = "checkpoints.yaml"
 
 
-@cache
-def published_rows() -> tuple[Published, ...]:
-    """Every row of the bundled index, validated (unknown keys are errors)."""
+def _documents() -> list[Any]:
+    """The index's row documents, as read."""
     doc = loader.table(INDEX)
     rows = doc.get("checkpoints") if isinstance(doc, dict) else None
     if not isinstance(rows, list):
         raise DataError(f"data/{INDEX}: expected a 'checkpoints' list")
+    return rows
+
+
+def _row(raw: Any) -> Published:
+    try:
+        return shipped(Published, raw)
+    except ValidationError as exc:
+        rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+        raise DataError(format_validation_error(exc, f"data/{INDEX} checkpoint '{rid}'")) from None
+
+
+@cache
+def published_rows() -> tuple[Published, ...]:
+    """Every row of the bundled index, validated (unknown keys are errors)."""
     out: list[Published] = []
     seen: set[str] = set()
-    for raw in rows:
-        try:
-            row = shipped(Published, raw)
-        except ValidationError as exc:
-            rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
-            raise DataError(format_validation_error(exc, f"data/{INDEX} checkpoint '{rid}'")) from None
+    for raw in _documents():
+        row = _row(raw)
         if norm_name(row.id) in seen:
             raise DataError(f"data/{INDEX}: checkpoint '{row.id}' is listed twice")
         seen.add(norm_name(row.id))
@@ -39,10 +49,15 @@ def published_rows() -> tuple[Published, ...]:
     return tuple(out)
 
 
+@cache
 def published_for(model_id: str) -> tuple[Published, ...]:
-    """The bundled index's rows for a bundled model (by its data/models.yaml id)."""
+    """The bundled index's rows for a bundled model (by its data/models.yaml id): only those rows are made (a
+    ``recommend`` asks of one model; the index holds ~100 rows). A row whose ``model`` is not text is made to
+    report it."""
     key = norm_name(model_id)
-    return tuple(r for r in published_rows() if norm_name(r.model) == key)
+    return tuple(_row(raw) for raw in _documents()
+                 if not isinstance(raw, dict) or not isinstance(raw.get("model"), str)
+                 or norm_name(raw["model"]) == key)
 
 
 def index_as_of() -> date | None:
