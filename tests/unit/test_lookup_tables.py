@@ -394,3 +394,26 @@ def test_a_held_out_shape_is_priced_both_ways_a_shape_misses_the_table():
     k_way = t.series(2048, 2048, exclude=(2048, 2048), along="k")
     assert (k_way.at(1), k_way.at(2)) == (pytest.approx(40 * us), pytest.approx(42 * us))
     assert t.series(2048, 2048).at(1) == pytest.approx(99 * us)  # not held out: the cell itself
+
+
+def test_an_attention_table_text_is_read_row_by_row_and_a_bad_row_is_an_error():
+    # heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths>: two configurations, the first with two batches; times in
+    # microseconds (a blank is a point the table lacks). The launch floor is the median over configurations of
+    # the smallest batch's first time: (5, 7) -> the upper median, 7 us
+    from quantadvise.perf.kernel_tables import TableMeta, parse_attention
+
+    meta = TableMeta(id="t/a", file="a", engine="vllm", engine_version="0", kernel="attention-decode",
+                     kernel_source="a", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
+                     table="a", device="d", rows=0, source="s", as_of="2026-12-07")
+    text = ("# a comment, 1,2,3,4,5,6\nheads,kv_heads,head_dim,kv_dtype,batch,1024,2048\n"
+            "32,8,128,bf16,1,5,9\n32,8,128,bf16,4,6,\n8,8,64,fp8,2,7,11\n")
+    t = parse_attention(meta, text)
+    assert t.kvs == (1024.0, 2048.0) and t.floor_s == pytest.approx(7e-6)
+    cells = t.cells
+    big = cells[(32, 8, 128, "bf16")]
+    assert set(cells) == {(32, 8, 128, "bf16"), (8, 8, 64, "fp8")} and set(big) == {1, 4}
+    assert big[4][0] == pytest.approx(6e-6) and big[4][1] is None
+    assert cells[(32, 8, 128, "bf16")][1] == pytest.approx((5e-6, 9e-6))
+    assert cells[(8, 8, 64, "fp8")][2] == pytest.approx((7e-6, 11e-6))
+    with pytest.raises(ValueError, match="not a row"):
+        parse_attention(meta, text + "32,8,x,bf16,1,5,9\n")  # a head dim that is not an integer
