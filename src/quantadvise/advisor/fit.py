@@ -352,10 +352,11 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                     numbers.update(first_with_quantized=ahead.id,
                                    first_with_quantized_tokens_per_s=round(ahead.throughput, 1),
                                    first_with_bf16_tokens_per_s=round(lead.throughput, 1))
-                    want.append(f"{ahead.id} ranks first with {qname} ({ahead.throughput:,.0f} tokens/s, all "
-                                f"{ahead.concurrency} sequences) and holds only "
-                                f"{capacity(ctx, ahead.weights_bytes, None)} of the {w.batch} with a bf16 cache, where "
-                                f"{lead.id}, first with it, delivers {lead.throughput:,.0f} (beyond their uncertainty)")
+                    held = "all" if ahead.concurrency >= w.batch else f"{ahead.concurrency} of the"
+                    want.append(f"{ahead.id} ranks first with {qname} ({ahead.throughput:,.0f} tokens/s, {held} "
+                                f"{w.batch} sequences) and holds only {capacity(ctx, ahead.weights_bytes, None)} of "
+                                f"them with a bf16 cache, where {lead.id}, first with it, delivers "
+                                f"{lead.throughput:,.0f} (beyond their uncertainty)")
                     short.append(f"{ahead.id} holds the batch only with {qname} and outruns {lead.id}")
         refused: list[str] = []
         if want:
