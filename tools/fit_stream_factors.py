@@ -39,8 +39,9 @@ OUT = Path(__file__).resolve().parents[1] / "data" / "kernel_tables" / "stream_f
 # fitted but not shipped, and why (docs/calibration.md §9)
 HELD_BACK = {
     ("h100-sxm", "machete"): "its 1.76 hands H100 recommendations (batch 1; Llama-3.1-70B under a 20 ms ITL) to NVFP4 "
-    "weight-only, which runs Marlin on Hopper, priced by the same int4 table with no end-to-end run of its own: "
-    "one of two Hopper int4 kernels would be slowed on evidence the other lacks",
+    "weight-only, which runs Humming on Hopper in vLLM 0.34.0 (Marlin before), priced by the same int4 table with no "
+    "end-to-end run of its own: one of the Hopper 4-bit kernels that table prices would be slowed on evidence the "
+    "others lack",
 }
 NOISE = 0.10
 SOURCE = "S8"

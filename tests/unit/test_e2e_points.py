@@ -258,7 +258,8 @@ def test_machete_s_fitted_stream_factor_meets_the_held_out_cards(report):
     # 1.29-1.65x. Priced with TRT-LLM's int4 GEMV table for vLLM's Machete, the gain comes out 44% too large
     # (median; docs/calibration.md §9). tools/fit_stream_factors.py fits Machete's weight stream on the Llama-8B card
     # alone (1.764) and holds it back (HELD_BACK: it would hand H100 recommendations to NVFP4 weight-only, whose
-    # Marlin kernel has no end-to-end run); applied, the held-out gains fall within 10%.
+    # Hopper kernel — Humming in vLLM 0.34.0, Marlin before — has no end-to-end run); applied, the held-out gains
+    # fall within 10%.
     from quantadvise.catalog import lookup_tables
     from quantadvise.perf.kernel_tables import StreamFactor
 
