@@ -126,6 +126,18 @@ def test_a_value_the_fast_path_cannot_take_is_validated_with_pydantics_error(bad
     assert [e["loc"] for e in got.value.errors()] == [e["loc"] for e in want.value.errors()] == [(field,)]
 
 
+@pytest.mark.parametrize("bad", [dict(rate=10**400), dict(ratio=10**400)])
+def test_an_int_past_the_largest_float_is_pydantics_error(bad):
+    # float(10**400) overflows: the fast path hands it to the shadow, whose error is pydantic's (not an OverflowError)
+    field = next(iter(bad))
+    with pytest.raises(ValidationError) as got:
+        Piece(**{**GIVEN, **bad})
+    with pytest.raises(ValidationError) as want:
+        PieceTwin(**{**GIVEN, **bad})
+    assert [(e["loc"], e["type"]) for e in got.value.errors()] == [(e["loc"], e["type"]) for e in want.value.errors()]
+    assert [e["loc"] for e in got.value.errors()] == [(field,)]
+
+
 def test_a_missing_field_is_pydantics_error():
     with pytest.raises(ValidationError, match="count\n  Field required"):
         Piece(rate=1.0)

@@ -35,7 +35,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from ..results import StrictModel
+from ..results import Strict, StrictModel
 
 Basis = Literal["measured", "proxy", "composed", "published"]
 # The least efficiency, or M factor, a kernel curve may hold: the importer's fit (calibration/kernel_fit.py)
@@ -44,7 +44,7 @@ Basis = Literal["measured", "proxy", "composed", "published"]
 MIN_KERNEL_EFFICIENCY = 0.001
 
 
-class TableSource(StrictModel):
+class TableSource(Strict):
     """The published measured table a curve was fitted to."""
 
     package: str  # e.g. aiconfigurator-core
@@ -60,7 +60,7 @@ class TableSource(StrictModel):
     as_of: date
 
 
-class HeldOut(StrictModel):
+class HeldOut(Strict):
     """Error on measurements the fit never saw (predicted / measured - 1)."""
 
     gemm_points: int = Field(ge=0)
@@ -248,7 +248,7 @@ class KernelCurve(StrictModel):
         return m if t <= 1 else math.ceil(m / t - 1e-9) * t
 
 
-class QuantCurve(StrictModel):
+class QuantCurve(Strict):
     """A separate activation-quantization kernel: ``overhead + M*K*bytes_per_element / (eff*BW)``."""
 
     kernel: str  # per-token-quant | static-quant | fp4-quant

@@ -61,7 +61,7 @@ from pydantic import (
 
 from ..errors import ConfigError, format_validation_error, norm_name
 from ..hardware import MATH_FORMATS
-from ..results import StrictModel, plain_numbers
+from ..results import Strict, plain_numbers
 from .kernel_curves import KernelCurve, QuantCurve
 
 # The format version of a profile file (its own ``schema_version`` key), not of a JSON report
@@ -85,7 +85,7 @@ MIN_CORRECTION, MAX_CORRECTION = 0.01, 100.0
 MAX_DEQUANT_FLOPS = 1000.0  # vector FLOP per stored weight: 500x an unpack-and-scale (2); codebooks cost tens
 
 
-class Curve(StrictModel):
+class Curve(Strict):
     """A quantity that varies with batch: points ``(batch[i], value[i])``, batch strictly rising."""
 
     batch: tuple[float, ...]
@@ -142,7 +142,7 @@ def _check_fraction(v: Value | None, what: str, upper: float = 1.0) -> Value | N
     return v
 
 
-class DequantCost(StrictModel):
+class DequantCost(Strict):
     """Work a weight-only kernel spends turning stored weights into the math format.
 
     Every stored weight costs ``flops_per_weight`` FLOP on the GPU's vector (CUDA-core / SIMD)
@@ -162,7 +162,7 @@ class DequantCost(StrictModel):
         return v
 
 
-class AllReduceCost(StrictModel):
+class AllReduceCost(Strict):
     """Tensor-parallel collectives: a fixed ``latency_s`` per collective plus the ring volume over
     ``efficiency`` x the interconnect's per-direction bandwidth."""
 
@@ -176,7 +176,7 @@ class AllReduceCost(StrictModel):
         return v
 
 
-class Knobs(StrictModel):
+class Knobs(Strict):
     """One layer of settings; any key left out falls through to the layer below."""
 
     memory_efficiency: Value | None = None
@@ -200,7 +200,14 @@ class Knobs(StrictModel):
         return v
 
 
-class LinearFit(StrictModel):
+def _fitted(v: float, name: str, low: float) -> float:
+    """A fitted efficiency ``v`` of :class:`LinearFit` if within what calibrate's fit searches, else the ValueError."""
+    if not low <= v <= 4.0:
+        raise ValueError(f"linear.{name} must be >= {low:g} and <= 4 (calibrate's fit never writes less), got {v!r}")
+    return v
+
+
+class LinearFit(Strict):
     """A scheme's measured linear layers on one GPU, as ``calibrate`` fits them.
 
     Each linear operator of the scheme then takes
@@ -228,14 +235,15 @@ class LinearFit(StrictModel):
     m_tile: float = Field(default=1.0, ge=1.0)
     correction: Value = 1.0
 
-    @field_validator("memory_efficiency", "compute_efficiency")
+    @field_validator("memory_efficiency")
     @classmethod
-    def _eff(cls, v: float, info: Any) -> float:
-        low = MIN_FIT_MEMORY_EFFICIENCY if info.field_name == "memory_efficiency" else MIN_FIT_COMPUTE_EFFICIENCY
-        if not low <= v <= 4.0:
-            raise ValueError(f"linear.{info.field_name} must be >= {low:g} and <= 4 (calibrate's fit never "
-                             f"writes less), got {v!r}")
-        return v
+    def _mem(cls, v: float) -> float:
+        return _fitted(v, "memory_efficiency", MIN_FIT_MEMORY_EFFICIENCY)
+
+    @field_validator("compute_efficiency")
+    @classmethod
+    def _comp(cls, v: float) -> float:
+        return _fitted(v, "compute_efficiency", MIN_FIT_COMPUTE_EFFICIENCY)
 
     @field_validator("correction")
     @classmethod
@@ -273,7 +281,7 @@ class SchemeKnobs(Knobs):
     linear: LinearFit | None = None
 
 
-class Provenance(StrictModel):
+class Provenance(Strict):
     """Where a calibration was measured: the GPU as its driver names it, the software stack, when."""
 
     tool: str
@@ -297,7 +305,7 @@ class Provenance(StrictModel):
         return self
 
 
-class Ceilings(StrictModel):
+class Ceilings(Strict):
     """What the GPU really reaches: read bandwidth of a large buffer, and dense GEMM throughput per
     math format on one large GEMM (keys: bf16, fp8 per-tensor, fp8-rowwise, int8)."""
 
@@ -315,7 +323,7 @@ class Ceilings(StrictModel):
         return v
 
 
-class LinearShape(StrictModel):
+class LinearShape(Strict):
     """``count`` GEMMs of a weight (N, K) per decode step (engines fuse q/k/v and gate/up)."""
 
     name: str
@@ -324,7 +332,7 @@ class LinearShape(StrictModel):
     count: int = Field(ge=1)
 
 
-class Measurement(StrictModel):
+class Measurement(Strict):
     """One scheme's decode-step linear layers (every shape x count), median seconds per batch."""
 
     scheme: str
@@ -347,7 +355,7 @@ class Measurement(StrictModel):
         return self
 
 
-class Calibration(StrictModel):
+class Calibration(Strict):
     """The raw record of a ``calibrate`` run on one GPU (``validate`` recomputes everything from it)."""
 
     provenance: Provenance
@@ -400,7 +408,7 @@ class GpuKnobs(Knobs):
         return self
 
 
-class PerfProfile(StrictModel):
+class PerfProfile(Strict):
     schema_version: int = PROFILE_SCHEMA_VERSION
     id: str
     description: str = ""

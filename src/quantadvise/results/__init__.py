@@ -157,7 +157,8 @@ class Strict(Out):
 
 
 class StrictModel(BaseModel):
-    """:class:`Strict` as a pydantic model: for a row or a file whose fields carry validators (a profile's
-    curves, an engine release's checks), private attributes or settings of their own."""
+    """:class:`Strict` as a pydantic model: for a row or a file whose fields carry validators a light class does
+    not run (wrap / plain validators, pydantic's ``info``), private attributes (a kernel curve's caches) or
+    settings of their own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)

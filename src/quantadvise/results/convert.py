@@ -61,7 +61,10 @@ def _float(v: Any) -> Any:
     if t is float:
         return v
     if t is int:
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an int past the largest float (10**400): pydantic's error says so
+            raise Fallback from None
     raise Fallback
 
 
@@ -216,7 +219,7 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
         if t in scalars or (t in _HASHABLE and (t, v) in literals):
             return v
         if t is int and floats:
-            return float(v)
+            return _float(v)
         if t is dict:
             if one_model is None:
                 raise Fallback
