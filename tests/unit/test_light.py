@@ -116,7 +116,9 @@ def test_a_dict_for_a_nested_piece_builds_it():
     assert Piece(count=1, rate=1.0, inner={"name": "i"}).inner == Inner(name="i")
 
 
-@pytest.mark.parametrize("bad", [dict(count="3x"), dict(rate="fast"), dict(kind="c"), dict(colour="green")])
+# 10**400: an int past the largest float (float() overflows: the shadow says so, not an OverflowError)
+@pytest.mark.parametrize("bad", [dict(count="3x"), dict(rate="fast"), dict(kind="c"), dict(colour="green"),
+                                 dict(rate=10**400), dict(ratio=10**400)])
 def test_a_value_the_fast_path_cannot_take_is_validated_with_pydantics_error(bad):
     field = next(iter(bad))
     with pytest.raises(ValidationError) as got:
@@ -124,18 +126,7 @@ def test_a_value_the_fast_path_cannot_take_is_validated_with_pydantics_error(bad
     with pytest.raises(ValidationError) as want:
         PieceTwin(**{**GIVEN, **bad})
     assert [e["loc"] for e in got.value.errors()] == [e["loc"] for e in want.value.errors()] == [(field,)]
-
-
-@pytest.mark.parametrize("bad", [dict(rate=10**400), dict(ratio=10**400)])
-def test_an_int_past_the_largest_float_is_pydantics_error(bad):
-    # float(10**400) overflows: the fast path hands it to the shadow, whose error is pydantic's (not an OverflowError)
-    field = next(iter(bad))
-    with pytest.raises(ValidationError) as got:
-        Piece(**{**GIVEN, **bad})
-    with pytest.raises(ValidationError) as want:
-        PieceTwin(**{**GIVEN, **bad})
-    assert [(e["loc"], e["type"]) for e in got.value.errors()] == [(e["loc"], e["type"]) for e in want.value.errors()]
-    assert [e["loc"] for e in got.value.errors()] == [(field,)]
+    assert [e["type"] for e in got.value.errors()] == [e["type"] for e in want.value.errors()]
 
 
 def test_a_missing_field_is_pydantics_error():
