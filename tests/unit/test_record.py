@@ -106,3 +106,29 @@ def test_record_refuses_what_it_does_not_implement() -> None:
         @record
         class Q:
             a: int = field(default=0, init=False)
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_the_first_init_binds_as_the_compiled_one_and_hands_it_over(slots: bool, monkeypatch) -> None:
+    # a record's __init__ binds arguments itself until the class has been built COMPILE_AFTER times (cold commands
+    # compile nothing), then the compiled one takes its place; both bind as dataclass's __init__ does, and every
+    # call the first one cannot bind gets Python's own TypeError from the compiled one
+    from quantadvise.results import records
+
+    monkeypatch.setattr(records, "COMPILE_AFTER", 5)
+    ours, stdlib = _pair(slots)
+    first = ours.__init__
+    calls = [((1,), {}), ((1, "y"), {}), ((1,), {"c": (2,)}), ((), {"a": 3, "memo": {"k": 2}}), ((1, "y", (3,), {}), {})]
+    for args, kwargs in calls:
+        assert dataclasses.astuple(ours(*args, **kwargs)) == dataclasses.astuple(stdlib(*args, **kwargs))
+    bad = [((), {}), ((1, "y", (), {}, 5), {}), ((1,), {"a": 2}), ((1,), {"zz": 0})]
+    for args, kwargs in bad:
+        with pytest.raises(TypeError) as got:
+            ours(*args, **kwargs)
+        with pytest.raises(TypeError) as want:
+            stdlib(*args, **kwargs)
+        # the same complaint (the compiled __init__ and dataclass's name the same argument)
+        assert str(got.value).split("() ", 1)[1] == str(want.value).split("() ", 1)[1]
+    assert ours.__init__ is not first  # built more than 5 times: the compiled one now
+    assert dataclasses.astuple(ours(1, "z")) == dataclasses.astuple(stdlib(1, "z")) == (1, "z", (), {})
+    assert ours(1).memo is not ours(1).memo  # a fresh factory value per instance, after the hand-over too

@@ -2,6 +2,7 @@
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -25,10 +26,11 @@ def record(cls: type[Any] | None = None, /, *, slots: bool = False, frozen: bool
     ``@dataclass(frozen=True, slots=True)`` and ``@record(frozen=False)`` a plain ``@dataclass`` — the
     same ``__init__``, ``__repr__``, ``__eq__`` and, frozen, ``__hash__`` and the frozen ``__setattr__`` /
     ``__delattr__`` (not frozen: unhashable, as ``dataclass`` makes it), the same ``dataclasses.fields`` /
-    ``replace`` / ``asdict`` — made in ~0.15 ms instead of ~0.6: only ``__init__`` is compiled, the other
-    methods are closures over the field names, and the fields are set up without ``dataclass``'s pass over
-    the class (CPython 3.11's ``dataclass`` compiles six sources a frozen class and three a plain one, which
-    a command defining fifty classes pays at every start). Fields
+    ``replace`` / ``asdict`` — made in ~0.05 ms instead of ~0.6: nothing is compiled until the class is built
+    often (its first ``__init__`` binds the fields' signature itself; the compiled one takes over after
+    :data:`COMPILE_AFTER` instances), the other methods are closures over the field names, and the fields are set
+    up without ``dataclass``'s pass over the class (CPython 3.11's ``dataclass`` compiles six sources a frozen
+    class and three a plain one, which a command defining fifty classes pays at every start). Fields
     honour ``default``, ``default_factory``, ``repr=False`` and ``compare=False``; no ``InitVar``,
     ``init=False``, ``hash=``, ``kw_only``, ``__post_init__`` or dataclass bases (a class that needs them
     uses ``dataclass``)."""
@@ -97,13 +99,82 @@ def _as_dataclass(c: type[Any], slots: bool, frozen: bool) -> type[Any]:
 
 
 def _record_methods(c: type[Any], slots: bool, frozen: bool = True) -> None:
-    """Give ``c`` its methods (see :func:`record`): ``__init__`` compiled (its signature is the
-    fields'), the rest closures over the field names."""
+    """Give ``c`` its methods (see :func:`record`): ``__init__`` binding the fields' signature (compiled once the
+    class is built often: :func:`_first_init`), the rest closures over the field names."""
     fields = dataclasses.fields(c)
     if any(f.kw_only is True or not f.init or f.hash is not None for f in fields) or any(
             dataclasses.is_dataclass(b) for b in c.__mro__[1:]) or hasattr(c, "__post_init__"):
         raise TypeError(f"{c.__qualname__}: record has no kw_only, init=False or hash= fields, __post_init__ "
                         "or dataclass bases")
+    exact = functools.cache(lambda: _compiled_init(c, fields, frozen))
+    methods = _record_closures(c, tuple(f.name for f in fields), tuple(f.name for f in fields if f.repr),
+                               tuple(f.name for f in fields if f.compare))
+    if not frozen:  # a plain dataclass: mutable, and so unhashable (eq without frozen sets __hash__ to None)
+        methods = {k: v for k, v in methods.items() if k in ("__repr__", "__eq__")}
+        c.__hash__ = None  # type: ignore[assignment]
+    methods["__init__"] = _first_init(c, fields, frozen, exact)
+    for name, fn in methods.items():
+        fn.__qualname__ = f"{c.__qualname__}.{name}"
+        setattr(c, name, fn)
+    if slots and frozen:  # copy / pickle of a frozen slotted instance (dataclass adds the same pair)
+        setattr(c, "__getstate__", _record_getstate)  # noqa: B010 - a method the class is given
+        setattr(c, "__setstate__", _record_setstate)  # noqa: B010
+
+
+# Constructions of a record class its first ``__init__`` serves before the compiled one takes its place. Compiling
+# an ``__init__`` costs ~0.2 ms a class in a cold process (~10 ms of a ``recommend``, which defines fifty and builds
+# ~1,400 instances, most classes a few times); a loop that builds one class thousands of times gets the compiled
+# one after this many.
+COMPILE_AFTER = 256
+_UNSET: Any = object()
+
+
+def _first_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen: bool,
+                exact: Callable[[], Callable[..., None]]) -> Callable[..., None]:
+    """The ``__init__`` a record starts with: the compiled one's binding (positional, then keywords, then each
+    field's default or factory) without compiling it; anything it does not bind (an unknown keyword, a field given
+    twice or missing, too many arguments) is handed to the compiled one, which raises Python's own TypeError.
+    After :data:`COMPILE_AFTER` constructions the class gets the compiled one."""
+    names = tuple(f.name for f in fields)
+    n = len(names)
+    index = {name: i for i, name in enumerate(names)}
+    fill: list[tuple[Any, Any]] = [(f.default, f.default_factory if f.default_factory is not dataclasses.MISSING
+                                    else None) for f in fields]
+    set_ = object.__setattr__ if frozen else setattr
+    made = [0]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made[0] += 1
+        if made[0] > COMPILE_AFTER and c.__dict__.get("__init__") is __init__:
+            c.__init__ = exact()
+        given = len(args)
+        if given > n:
+            return exact()(self, *args, **kwargs)
+        values = [*args, *(_UNSET,) * (n - given)]
+        for key, value in kwargs.items():
+            i = index.get(key, -1)
+            if i < given:  # unknown, or given positionally too
+                return exact()(self, *args, **kwargs)
+            values[i] = value
+        for i in range(given, n):
+            if values[i] is _UNSET:
+                default, factory = fill[i]
+                if default is not dataclasses.MISSING:
+                    values[i] = default
+                elif factory is not None:
+                    values[i] = factory()
+                else:  # a required field left out
+                    return exact()(self, *args, **kwargs)
+        for name, value in zip(names, values, strict=True):
+            set_(self, name, value)
+        return None
+
+    __init__.__name__ = "__init__"
+    return __init__
+
+
+def _compiled_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Callable[..., None]:
+    """``c``'s ``__init__`` as ``dataclass`` writes it: compiled, its signature the fields'."""
     env: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _HAS_FACTORY}
     params, body = [], []
     for f in fields:
@@ -122,18 +193,9 @@ def _record_methods(c: type[Any], slots: bool, frozen: bool = True) -> None:
     made: dict[str, Any] = {}
     src = "\n".join([f"def __init__(self, {', '.join(params)}):", *(body or [" pass"])])
     exec(compile(src, f"<record {c.__qualname__}>", "exec"), env, made)  # noqa: S102 - our own generated source
-    methods = _record_closures(c, tuple(f.name for f in fields), tuple(f.name for f in fields if f.repr),
-                               tuple(f.name for f in fields if f.compare))
-    if not frozen:  # a plain dataclass: mutable, and so unhashable (eq without frozen sets __hash__ to None)
-        methods = {k: v for k, v in methods.items() if k in ("__repr__", "__eq__")}
-        c.__hash__ = None  # type: ignore[assignment]
-    methods["__init__"] = made["__init__"]
-    for name, fn in methods.items():
-        fn.__qualname__ = f"{c.__qualname__}.{name}"
-        setattr(c, name, fn)
-    if slots and frozen:  # copy / pickle of a frozen slotted instance (dataclass adds the same pair)
-        setattr(c, "__getstate__", _record_getstate)  # noqa: B010 - a method the class is given
-        setattr(c, "__setstate__", _record_setstate)  # noqa: B010
+    init: Callable[..., None] = made["__init__"]
+    init.__qualname__ = f"{c.__qualname__}.__init__"
+    return init
 
 
 def _record_closures(c: type[Any], names: tuple[str, ...], shown: tuple[str, ...],
