@@ -71,7 +71,7 @@ def test_startup_runs_a_baseline_in_the_same_rounds(capsys):
 @pytest.mark.slow
 def test_device_calibrate_script_dry_run(tmp_path):
     """The device script on the simulated backend (its documented dry run), with a small budget."""
-    env = {**os.environ, "OUT": str(tmp_path), "BACKEND": "simulated", "GPU": "h200", "CAL_SECONDS": "3",
+    env = {**os.environ, "OUT": str(tmp_path), "BACKEND": "simulated", "GPU": "h200", "CAL_SECONDS": "1",
            "PYTHON": sys.executable}
     res = subprocess.run(["bash", str(BENCH / "device_calibrate.sh")], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
