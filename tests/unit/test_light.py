@@ -395,3 +395,25 @@ def test_validators_of_the_value_run_as_pydantic_runs_them(given):
     assert light.identical(dict(Shaped.model_validate("Q:z,y")), dict(ShapedTwin.model_validate("Q:z,y")))
     with pytest.raises(ValidationError, match="a name is needed"):
         Shaped(name="")
+
+
+def test_a_cached_property_is_not_a_field():
+    # functools.cached_property keeps its value in the instance's __dict__ (a flag vocabulary's `registered`, its
+    # lookups): equality, hashing, iteration, dumps and copies see the fields only, as pydantic's do
+    import functools
+
+    class Cached(Out):
+        name: str
+
+        @functools.cached_property
+        def table(self) -> dict[str, int]:
+            return {self.name: 1}
+
+    a, b = Cached(name="x"), Cached(name="x")
+    h = hash(a)
+    assert a.table == {"x": 1} and "table" in a.__dict__  # cached on the instance
+    assert a == b and b == a and hash(a) == hash(b) == h
+    assert dict(a) == {"name": "x"} and a.model_dump() == {"name": "x"}
+    other = a.model_copy(update={"name": "y"})
+    assert other.table == {"y": 1}  # a copy with other values computes its own, not the original's
+    assert copy.deepcopy(a) == a and "table" not in copy.deepcopy(a).__dict__

@@ -256,7 +256,7 @@ class Out:
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update``'s values as given (not converted: pydantic's ``model_copy``)."""
         m = type(self).__new__(type(self))
-        d = copy.deepcopy(self.__dict__) if deep else dict(self.__dict__)
+        d = copy.deepcopy(_values(self)) if deep else dict(_values(self))
         fs = set(_given(self))
         if update:
             d.update(update)
@@ -293,11 +293,11 @@ class Out:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Out):
-            return type(other) is type(self) and other.__dict__ == self.__dict__
+            return type(other) is type(self) and _values(other) == _values(self)
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((type(self), *self.__dict__.values()))
+        return hash((type(self), *_values(self).values()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(self._shown())})"
@@ -310,7 +310,7 @@ class Out:
         return [f"{k}={v!r}" for k, v in self.__dict__.items() if k not in fields or fields[k].shown]
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
-        yield from self.__dict__.items()
+        yield from _values(self).items()
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise _frozen(type(self), name, value)
@@ -323,12 +323,12 @@ class Out:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         m = type(self).__new__(type(self))
-        object.__setattr__(m, "__dict__", copy.deepcopy(self.__dict__, memo))
+        object.__setattr__(m, "__dict__", copy.deepcopy(_values(self), memo))
         object.__setattr__(m, "__pydantic_fields_set__", set(_given(self)))
         return m
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"__dict__": self.__dict__, "__pydantic_fields_set__": _given(self)}
+        return {"__dict__": _values(self), "__pydantic_fields_set__": _given(self)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         object.__setattr__(self, "__dict__", state["__dict__"])
@@ -395,10 +395,15 @@ def identical(a: Any, b: Any) -> bool:
     return bool(a == b) or (a != a and b != b)  # nan is nan
 
 
+def _values(m: Any) -> dict[str, Any]:
+    """Its field values: ``__dict__`` less a ``cached_property``'s (as pydantic's ``==`` / copies leave them out)."""
+    d, fields = m.__dict__, type(m).__light_fields__
+    return d if len(d) == len(fields) else {n: d[n] for n in fields}
+
+
 def _given(m: Any) -> set[str]:
     """The fields set when ``m`` was made (pydantic's ``model_fields_set``)."""
-    fields_set: set[str] = m.__pydantic_fields_set__
-    return fields_set
+    return typing.cast(set[str], m.__pydantic_fields_set__)
 
 
 def _frozen(cls: type, name: str, value: Any) -> Exception:
