@@ -347,14 +347,14 @@ def node_kv(ctx: Context, live: list[Option]) -> TraceNode:
                              "which ranks first with it")
             else:  # a faster candidate the bf16 cache leaves short of the batch: it ranks first with the quantized one
                 ahead = _first_with(ctx, live, qname)
-                if ahead is not None and ahead.id != lead.id and capacity(ctx, ahead.weights_bytes, None) < w.batch \
-                        and beats(ahead, lead):
+                ahead_bf16 = capacity(ctx, ahead.weights_bytes, None) if ahead is not None else w.batch
+                if ahead is not None and ahead.id != lead.id and ahead_bf16 < w.batch and beats(ahead, lead):
                     numbers.update(first_with_quantized=ahead.id,
                                    first_with_quantized_tokens_per_s=round(ahead.throughput, 1),
                                    first_with_bf16_tokens_per_s=round(lead.throughput, 1))
                     held = "all" if ahead.concurrency >= w.batch else f"{ahead.concurrency} of the"
                     want.append(f"{ahead.id} ranks first with {qname} ({ahead.throughput:,.0f} tokens/s, {held} "
-                                f"{w.batch} sequences) and holds only {capacity(ctx, ahead.weights_bytes, None)} of "
+                                f"{w.batch} sequences) and holds only {ahead_bf16} of "
                                 f"them with a bf16 cache, where {lead.id}, first with it, delivers "
                                 f"{lead.throughput:,.0f} (beyond their uncertainty)")
                     short.append(f"{ahead.id} holds the batch only with {qname} and outruns {lead.id}")
