@@ -1,10 +1,12 @@
 """Wheel build hook: the shipped data, compiled (quantadvise/catalog/tables.py). Every YAML table outside the
 release families ships with its compiled JSON form beside it (``<table>.yaml.json``); each release family
 (``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one zip of compiled members,
-``quantadvise/data/<family>.zip``, and none of its YAML. Other files (model configs, READMEs) ship as they are."""
+``quantadvise/data/<family>.zip``, and none of its YAML. The gzipped kernel tables ship inflated
+(``tables.inflated_name``: ``<table>.csv``; the wheel's zip deflates them). Other files (model configs, READMEs) ship as they are."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import shutil
 import tempfile
@@ -43,6 +45,13 @@ class CompileTables(BuildHookInterface):
             rel = src.relative_to(data).as_posix()
             if rel.split("/", 1)[0] in tables.BUNDLES:
                 continue  # in its family's zip
+            inflated = tables.inflated_name(rel)
+            if inflated is not None:  # a gzipped kernel table ships inflated (the wheel deflates it again)
+                target = out / inflated
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(gzip.decompress(src.read_bytes()))
+                include[str(target)] = f"quantadvise/data/{inflated}"
+                continue
             include[str(src)] = f"quantadvise/data/{rel}"
             if src.suffix == ".yaml":
                 target = out / (rel + tables.SUFFIX)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -104,6 +105,14 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         expected = sorted(tables.member_name(p.relative_to(REPO / "data" / family).as_posix())
                           for p in (REPO / "data" / family).rglob("*.yaml"))
         assert members == expected
+    # the gzipped kernel tables ship inflated (tables.inflated_name), each the text its .csv.gz holds, none gzipped
+    gz = sorted((REPO / "data" / "kernel_tables").rglob("*.csv.gz"))
+    assert len(gz) >= 30
+    assert not [n for n in names if n.startswith("quantadvise/data/kernel_tables/") and n.endswith(".gz")]
+    for src in gz:
+        rel = src.relative_to(REPO / "data").as_posix()
+        with zipfile.ZipFile(whl) as z:
+            assert z.read("quantadvise/data/" + rel[:-len(".gz")]) == gzip.decompress(src.read_bytes()), rel
     # Imported from the unpacked wheel (as an installed package would be), it finds its own data.
     code = (
         "import quantadvise.catalog as r, quantadvise as a;"
@@ -112,6 +121,7 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         "print(r.get_engine('vllm', '0.21.0').version, r.option_list('vllm', '0.21.0', True).launcher.version,"
         " len(r.engine_versions('sglang')));"
         "print(r.bench_options('vllm', '0.21.0').version);"
+        "t = r.kernel_tables('h100-sxm'); print(len(t.get(t.index.tables[0].id).ms));"
         "import sys; print('yaml' in sys.modules)"
     )
     res = subprocess.run(
@@ -119,12 +129,17 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         env={"PYTHONPATH": str(tmp_path / "site"), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
     assert res.returncode == 0, res.stderr
-    data_path, total, release, sidecar, sglang, bench, parsed_yaml = res.stdout.split()
+    data_path, total, release, sidecar, sglang, bench, columns, parsed_yaml = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
     assert (release, sidecar) == ("0.21.0", "0.21.0")  # read from data/engines.zip and data/flags.zip
     assert bench == "0.21.0"  # vllm bench serve's options, data/flags/bench/vllm-0.21.0.yaml inside data/flags.zip
     assert int(sglang) == len(list((REPO / "data" / "engines").glob("sglang-*.yaml")))
+    # a kernel table read from its inflated form: its header's M columns (the first table of data/kernel_tables/h100-sxm.yaml)
+    index = yaml.safe_load((REPO / "data" / "kernel_tables" / "h100-sxm.yaml").read_text())
+    first = REPO / "data" / "kernel_tables" / "h100-sxm" / index["tables"][0]["file"]
+    header = next(ln for ln in gzip.decompress(first.read_bytes()).decode().splitlines() if not ln.startswith("#"))
+    assert int(columns) == len(header.split(",")) - 2  # n,k then one column per M
     assert parsed_yaml == "False"  # the tables came from their compiled form: no YAML parsed
 
 

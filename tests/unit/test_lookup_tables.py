@@ -415,5 +415,10 @@ def test_an_attention_table_text_is_read_row_by_row_and_a_bad_row_is_an_error():
     assert big[4][0] == pytest.approx(6e-6) and big[4][1] is None
     assert cells[(32, 8, 128, "bf16")][1] == pytest.approx((5e-6, 9e-6))
     assert cells[(8, 8, 64, "fp8")][2] == pytest.approx((7e-6, 11e-6))
-    with pytest.raises(ValueError, match="not a row"):
+    with pytest.raises(ValueError, match="not a configuration heads,kv_heads,head_dim,kv_dtype: 32,8,x,bf16"):
         parse_attention(meta, text + "32,8,x,bf16,1,5,9\n")  # a head dim that is not an integer
+    with pytest.raises(ValueError, match="not a configuration"):
+        parse_attention(meta, text + "32,8,128,,1,5,9\n")  # no KV dtype
+    for bad in ("32,8,128,bf16,x,5,9", "32,8,128,bf16,1.5,5,9", "32,8,128,bf16", "32,8,128,bf16,-1,5,9"):
+        with pytest.raises(ValueError, match="not a row"):  # a batch that is not a whole number, or no times
+            parse_attention(meta, text + bad + "\n")

@@ -28,7 +28,6 @@ from ..memory.kvcache import held_sequence_bytes, kv_copies, sequence_bytes
 from ..perf.serving import SpecInfo, usd_per_mtok
 from ..scheme.axes import SchemeAxes, TensorAxes
 from ..wording import every, more_or_fewer, plural
-from .bench_plan import bench_plan
 from .fit import engine_memory, gpus_needed, node_fit, node_kv
 from .native import node_native
 from .options import Context, Option, clearly_slower, family, ranked_after_native, tie_reason, ties
@@ -37,6 +36,7 @@ from .published import attach, prefer_published
 from .result import (
     RANKED,
     Alternative,
+    BenchPlan,
     KvChoice,
     Performance,
     Recommendation,
@@ -214,9 +214,18 @@ def recommend(ctx: Context, options: list[Option], assumptions: list[str]) -> Re
         target=_target(ctx),
         speculation=SpecInfo.of(ctx.spec) if ctx.spec is not None else None,
         frontier=frontier(ctx, ranked) if ctx.frontier else [],
-        bench_plan=bench_plan(ctx, ranked, ctx.bench_options) if ctx.bench_options is not None else None,
+        bench_plan=_bench_plan(ctx, ranked),
         warnings=warnings,
     )
+
+
+def _bench_plan(ctx: Context, ranked: list[Option]) -> BenchPlan | None:
+    """The benchmark commands (--bench-plan only: imported then)."""
+    if ctx.bench_options is None:
+        return None
+    from .bench_plan import bench_plan
+
+    return bench_plan(ctx, ranked, ctx.bench_options)
 
 
 def _uncertainty(o: Option, cost: float | None) -> Uncertainty | None:

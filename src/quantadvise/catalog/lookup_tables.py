@@ -6,6 +6,7 @@ and only those of the kernels its candidates run)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from ..errors import DataError, format_validation_error
 from . import loader
+from .tables import inflated_name
 from .trusted import shipped
 
 if TYPE_CHECKING:
@@ -64,9 +66,14 @@ class ShippedTables:
         return self._moe[table_id]
 
     def _text(self, meta: TableMeta) -> str:
-        path = loader.data_dir() / "kernel_tables" / self._index.gpu / meta.file
+        folder = loader.data_dir() / "kernel_tables" / self._index.gpu
+        path = folder / meta.file
         where = f"data/kernel_tables/{self._index.gpu}/{meta.file}"
+        inflated = inflated_name(meta.file)
         try:
+            if inflated is not None:  # a wheel ships the table inflated (catalog/tables.py)
+                with contextlib.suppress(FileNotFoundError):
+                    return (folder / inflated).read_bytes().decode("utf-8")
             return gzip.decompress(path.read_bytes()).decode("utf-8")
         except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
             raise DataError(f"{where} is missing or unreadable ({exc})") from None

@@ -14,6 +14,11 @@ inside the family (``vllm-0.21.0.json``, ``parser/vllm-0.21.0.json``). A lookup 
 inflates only the member asked for, so a command still reads only the release it judges. The wheel carries no
 YAML of a bundled family (nothing to shadow); a checkout reads the YAML folders and has no bundle.
 
+The published kernel tables (``data/kernel_tables/<gpu>/*.csv.gz``, 2.9 MB gzipped, 7.6 MB of text) ship
+inflated (:func:`inflated_name`: ``<table>.csv``): a ``recommend`` reads about nine of them, and inflating them
+cost ~5 ms of its run. The wheel deflates its members anyway, so the download is the same size; a checkout reads
+the ``.csv.gz`` files (``catalog.lookup_tables`` reads the inflated form first where there is one).
+
 Standalone on purpose (stdlib and PyYAML only): the build hook imports it before the package's
 dependencies exist.
 """
@@ -67,6 +72,15 @@ def load_compiled(yaml_bytes: bytes, compiled: bytes) -> tuple[bool, Any]:
     if doc.get("sha256") != hashlib.sha256(yaml_bytes).hexdigest():
         return False, None
     return True, doc.get("data")
+
+
+GZIP_SUFFIX = ".gz"  # data/kernel_tables/<gpu>/<table>.csv.gz -> <table>.csv in a wheel
+
+
+def inflated_name(rel: str) -> str | None:
+    """A gzipped shipped file's name in a wheel, where it ships inflated (``h100/vllm-cutlass-fp8.csv.gz`` ->
+    ``h100/vllm-cutlass-fp8.csv``); None for a file that ships as it is."""
+    return rel.removesuffix(GZIP_SUFFIX) if rel.endswith(".csv" + GZIP_SUFFIX) else None
 
 
 def member_name(rel_yaml: str) -> str:

@@ -13,7 +13,6 @@ from ..advisor.result import Recommendation, Uncertainty
 from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
 from ..wording import every, ms, plural, usd
-from .layouts import layout_lines
 from .text import Table, deployment_pm, gb, plus_minus, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
@@ -280,7 +279,10 @@ def full(r: Recommendation, width: int | None = None, tree: str | None = None) -
     if perf.kernel:
         lines += wrap(f"Kernel: {perf.kernel}", width, subsequent="  ")
     lines += _load_table(r, width)
-    lines += layout_lines(r.layouts, width)
+    if r.layouts is not None and r.layouts.rows:  # a layout search (pool flags): its table, imported only then
+        from .layouts import layout_lines
+
+        lines += layout_lines(r.layouts, width)
     lines += ["", *wrap("Alternatives (speed at the concurrency each runs, with its KV cache; ITL the mean a user "
                         "sees" + ("; TTFT under load" if w.serving_mode == "continuous" else "") + _between_note(r)
                         + "):", width)]
