@@ -65,21 +65,21 @@ def json_text(doc: Any, **kw: Any) -> str:
     try:
         text = json.dumps(doc, allow_nan=False, **kw)
     except ValueError:
-        doc = _finite_doc(doc)
+        doc = finite_doc(doc)
         text = json.dumps(doc, **kw)
     return json.dumps(printable_doc(doc, controls=False), **kw) if "\\ud" in text and _pattern(_JSON_SURROGATE).search(text) else text
 
 
-def _finite_doc(doc: Any) -> Any:
+def finite_doc(doc: Any) -> Any:
     """``doc`` with every float that is not finite replaced by None."""
     import math
 
     if isinstance(doc, float):
         return doc if math.isfinite(doc) else None
     if isinstance(doc, dict):
-        return {k: _finite_doc(v) for k, v in doc.items()}
+        return {k: finite_doc(v) for k, v in doc.items()}
     if isinstance(doc, list | tuple):
-        return [_finite_doc(v) for v in doc]
+        return [finite_doc(v) for v in doc]
     return doc
 
 

@@ -7,12 +7,12 @@ rejected with the field named. Pure: validation only.
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 
 from . import defaults
 from .errors import ConfigError, InputError, format_validation_error
 from .inputs import LIMITS, lengths
-from .results import plain_numbers
+from .results import Out, plain_numbers
 
 SYNC_MAX_BATCH = defaults.SYNC_MAX_BATCH
 
@@ -47,14 +47,17 @@ def _choice(v: Any, aliases: dict[str, str], allowed: tuple[str, ...]) -> Any:
     return name
 
 
-class WorkloadSpec(BaseModel):
+class WorkloadSpec(Out):
     """The load itself: how many sequences at once, how long they are, how they are served, what
     for. The one schema for these keys: ``recommend``'s workload (flags or ``--workload FILE``)
     extends it, and ``check`` reads it as the ``workload:`` section of quantadvise.yaml, where an
-    unset key (None) means "not declared". ``concurrency`` is accepted for ``batch``."""
+    unset key (None) means "not declared". ``concurrency`` is accepted for ``batch``. A light piece
+    (results.light): pydantic's settings below, its errors from the class's pydantic shadow; a command builds
+    no validator for it (a pydantic model of these 34 fields cost a cold ``recommend`` ~4 ms to define and
+    build)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, use_enum_values=True, allow_inf_nan=False,
-                              validate_default=True, populate_by_name=True)
+    __light_config__ = {"extra": "forbid", "allow_inf_nan": False, "use_enum_values": True,  # noqa: RUF012
+                        "validate_default": True, "populate_by_name": True}
 
     # max concurrent sequences
     batch: Annotated[int | None, LIMITS["batch"].interval()] = Field(

@@ -230,13 +230,22 @@ def test_a_piece_with_an_info_validator_or_its_own_config_is_refused_at_definiti
             a: int
 
 
-def test_a_constrained_field_is_always_validated():
+def test_a_numeric_limit_is_checked_without_pydantic_and_a_value_past_it_gets_pydantics_error(monkeypatch):
+    made: list[str] = []
+    original = _model_construction.ModelMetaclass.__new__
+    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
+                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+
     class Bounded(Out):
         n: int = Field(ge=1)
+        pattern: str = Field(default="", pattern="^a")  # not a numeric limit: every value validated
 
-    assert Bounded(n=2).n == 2
+    assert Bounded(n=2).n == 2 and made == []  # no shadow for a value within its limit (pattern's default unread)
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         Bounded(n=0)
+    assert made == ["Bounded"]
+    with pytest.raises(ValidationError, match="should match pattern"):
+        Bounded(n=2, pattern="b")
 
 
 def test_checking_catches_a_conversion_the_fast_path_gets_wrong(monkeypatch):

@@ -21,6 +21,7 @@ from ..errors import InputError, QuantAdviseError
 from ..model.inventory import inventory_of
 from ..results import record
 from ..scheme.axes import Scheme, TensorQuant
+from ..scheme.regroup import regrouped, regrouped_deploy
 from ..wording import plural
 
 if TYPE_CHECKING:
@@ -475,13 +476,10 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
             continue
         seen.add(preset.id)
         scheme, regroup_note = fit_weight_group(arch, catalog.scheme_from_preset(preset))
-        deploy = preset.deploy
-        if regroup_note:  # the rare case: a group the model's shapes do not divide
-            from ..scheme.regroup import regrouped, regrouped_deploy
-
+        if regroup_note:
             notes.append(regroup_note)
             scheme = scheme.model_copy(update={"description": regrouped(scheme.description, scheme)})
-            deploy = regrouped_deploy(preset.deploy, scheme)
+        deploy = regrouped_deploy(preset.deploy, scheme) if regroup_note else preset.deploy
         if native is not None:  # a re-quantization keeps 16-bit what the shipped checkpoint keeps 16-bit
             scheme = requantization(scheme, native)
         eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)

@@ -183,13 +183,12 @@ def _choice(field: str, value: str | None) -> str | None:
 def _known_keys(doc: dict, path: str | None) -> None:
     """A workload file's keys: an unknown one is one error naming the file and the closest key."""
     from ..errors import ConfigError, UnknownNameError
+    from ..results import field_keys
     from ..workload import Workload
 
     known: list[str] = []
-    for name, f in Workload.model_fields.items():
-        known.append(name)
-        choices = getattr(f.validation_alias, "choices", None)
-        known += [c for c in (choices or ()) if isinstance(c, str)]
+    for name, (_, keys) in field_keys(Workload).items():
+        known += [name, *(k for k in keys if k != name)]
     for key in doc:
         if str(key).replace("-", "_") not in known:
             err = UnknownNameError("key", str(key), known)

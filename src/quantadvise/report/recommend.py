@@ -65,7 +65,7 @@ def _lengths(r: Recommendation) -> str:
     from ..workload import Workload
 
     sw = r.workload
-    w = Workload.model_validate({k: v for k, v in sw.model_dump().items() if k in Workload.model_fields})
+    w = Workload.model_validate({k: v for k, v in sw.model_dump().items() if k in Workload.__light_fields__})
     held = w.kv_tokens_per_sequence
     parts = f"{w.prompt_tokens:,} prompt + {w.output_tokens:,} output" if w.prompt_tokens else \
         f"no prompt, {w.output_tokens:,} output"

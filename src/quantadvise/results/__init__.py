@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .light import OmitNone, Out
+from .light import OmitNone, Out, field_hints
 from .records import record
 
 __all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "StrictModel", "Validated", "plain_numbers",
@@ -92,20 +92,34 @@ def _inner(tp: Any) -> Any:
     return None
 
 
+def field_keys(cls: Any) -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """Each field of model or piece ``cls``: its annotation and the keys a document gives it by (its alias,
+    its validation alias's names) besides its name. A piece (results.light) answers from its own fields, without
+    building its pydantic shadow."""
+    if isinstance(cls, type) and issubclass(cls, Out):
+        hints = field_hints(cls)
+        return {name: (hints[name], f.choices or ((f.alias,) if f.alias else ()))
+                for name, f in cls.__light_fields__.items()}
+    out = {}
+    for name, f in cls.model_fields.items():
+        va = f.validation_alias
+        choices = tuple(c for c in (getattr(va, "choices", None) or (va,)) if isinstance(c, str))
+        out[name] = (f.annotation, (*choices, *((f.alias,) if f.alias else ())))
+    return out
+
+
 def _keys(cls: Any) -> tuple[frozenset[str], dict[str, Any]]:
     """(the keys of ``cls``'s number fields, every spelling; the keys of its nested models -> what they hold)."""
     got = _NUMBER_KEYS.get(cls)
     if got is None:
         numbers: set[str] = set()
         nested: dict[str, Any] = {}
-        for name, f in cls.model_fields.items():
-            va = f.validation_alias
-            spellings = {name, name.replace("_", "-"), *(c for c in (getattr(va, "choices", None) or (va,))
-                                                         if isinstance(c, str)), *((f.alias,) if f.alias else ())}
-            kinds = _flatten(f.annotation)
+        for name, (annotation, keys) in field_keys(cls).items():
+            spellings = {name, name.replace("_", "-"), *keys}
+            kinds = _flatten(annotation)
             if kinds & {int, float} and bool not in kinds:
                 numbers |= spellings
-            inner = _inner(f.annotation)
+            inner = _inner(annotation)
             if inner is not None:
                 nested.update(dict.fromkeys(spellings, inner))
         got = _NUMBER_KEYS[cls] = (frozenset(numbers), nested)

@@ -12,7 +12,9 @@ lists, dict keys as text, dates as ISO text, nested pydantic models through thei
 *shadow*, made on first need), so pydantic's errors and conversions still decide every case the fast path
 does not; the same shadow answers ``model_validate`` / ``model_fields`` and lets a pydantic model hold a piece.
 
-A field with constraints (``Field(ge=0)``, ``Annotated[int, ...]``) is always validated by the shadow.
+Numeric limits (``Field(ge=0)``, ``Annotated[int, Interval(...)]``) are checked after the conversion, validation
+aliases of names (``AliasChoices``) read, ``use_enum_values`` / ``validate_default`` / ``populate_by_name``
+(``__light_config__``) honoured; a field with any other constraint is always validated by the shadow.
 Validators that are functions of the value alone run as pydantic runs them: a ``model_validator(mode="before")``
 on the input, a field's ``before`` and ``after`` validators around its conversion, ``model_validator(mode=
 "after")`` checks on the made piece (a ValueError sends the input to the shadow, for pydantic's error). A class
@@ -24,15 +26,13 @@ None; ``_dumped`` may edit a dump.
 """
 
 import copy
-import dataclasses
-import datetime
 import enum
 import functools
+import operator
 import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from pathlib import PurePath
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
@@ -40,9 +40,11 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, ValidationError
 from typing_extensions import dataclass_transform
 
+from ..wording import finite_doc
 from .convert import Conv as _Conv
 from .convert import Fallback as _Fallback
 from .convert import converter, fail, is_classvar, one_argument
+from .dump import Opts, dump_value
 
 _MISSING: Any = object()
 
@@ -50,15 +52,19 @@ _MISSING: Any = object()
 class _Field:
     """One field: its annotation as written, default / factory, alias, and whether the dump leaves it out."""
 
-    __slots__ = ("alias", "annotation", "checked", "default", "exclude", "factory", "info", "name", "shown")
+    __slots__ = ("alias", "annotation", "checked", "choices", "default", "exclude", "factory", "info", "name", "shown")
 
     def __init__(self, name: str, annotation: Any, value: Any, owner: str):
         self.name, self.annotation, self.info = name, annotation, None
         self.default, self.factory, self.alias, self.exclude, self.shown = _MISSING, None, None, False, True
-        self.checked = False  # constraints, aliases: every value of the field is validated by the shadow
+        self.checked = False  # an alias path, a discriminator ...: every value of the field is validated by the shadow
+        self.choices: tuple[str, ...] = ()  # the keys of a validation alias (AliasChoices of names)
         if isinstance(value, FieldInfo):
-            self.checked = bool(value.metadata or value.validation_alias or value.serialization_alias
-                                or value.discriminator)
+            va = value.validation_alias
+            self.choices = (va,) if isinstance(va, str) else tuple(getattr(va, "choices", None) or ())
+            odd_alias = va is not None and not (self.choices and all(isinstance(c, str) for c in self.choices))
+            self.checked = bool(odd_alias or value.serialization_alias or value.discriminator
+                                or any(bounds(m) is None for m in value.metadata))
             self.info = value
             if value.default is not PydanticUndefined:
                 self.default = value.default
@@ -174,14 +180,17 @@ class Out:
                     raise _Fallback from None
                 if type(data) is not dict or not all(type(k) is str for k in data):
                     raise _Fallback
+            defaults = cls.__light_config__.get("validate_default")
             for name, key, conv, f in plan:
+                if type(key) is tuple:  # alias choices: the first given
+                    key = next((k for k in key if k in data), key[0])
                 if key in data:
                     values[name] = conv(data[key])
                     given.add(name)
                 elif f.required:
                     raise _Fallback  # pydantic's "Field required"
                 else:
-                    values[name] = f.fill()
+                    values[name] = conv(f.fill()) if defaults else f.fill()
             if len(given) != len(data) and cls.__light_config__.get("extra") == "forbid":
                 raise _Fallback  # an unknown key: pydantic's error names it
             checks = cls.__light_checks__  # type: ignore[attr-defined]
@@ -244,13 +253,13 @@ class Out:
                    exclude_unset: bool = False, exclude_defaults: bool = False, exclude_none: bool = False,
                    **_ignored: Any) -> dict[str, Any]:
         """The fields as pydantic's ``model_dump`` writes them (``mode="json"``: what ``--format json`` prints)."""
-        opts = _Opts(mode == "json", by_alias, exclude_unset, exclude_defaults, exclude_none)
+        opts = Opts(mode == "json", by_alias, exclude_unset, exclude_defaults, exclude_none)
         return self._dump(opts, _names(include), _names(exclude))
 
     def model_dump_json(self, *, indent: int | None = None, **kwargs: Any) -> str:
         import json
 
-        return json.dumps(_finite(self.model_dump(mode="json", **kwargs)), indent=indent, ensure_ascii=False,
+        return json.dumps(finite_doc(self.model_dump(mode="json", **kwargs)), indent=indent, ensure_ascii=False,
                           separators=None if indent is not None else (",", ":"))
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
@@ -265,7 +274,7 @@ class Out:
         object.__setattr__(m, "__pydantic_fields_set__", fs)
         return m
 
-    def _dump(self, o: "_Opts", include: set[str] | None, exclude: set[str] | None) -> dict[str, Any]:
+    def _dump(self, o: Opts, include: set[str] | None, exclude: set[str] | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         d = self.__dict__
         for name, f in type(self).__light_fields__.items():
@@ -276,7 +285,7 @@ class Out:
                 continue
             if o.defaults and (f.factory is not None or f.default is not _MISSING) and bool(v == f.fill()):
                 continue
-            out[f.alias if o.by_alias and f.alias else name] = _dump(v, o)
+            out[f.alias if o.by_alias and f.alias else name] = dump_value(v, o)
         return self._dumped(out)
 
     def _dumped(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -419,82 +428,23 @@ def _names(spec: Any) -> set[str] | None:
     raise TypeError("Out.model_dump takes include / exclude as a set of field names")
 
 
-def _finite(v: Any) -> Any:
-    """pydantic's JSON writes a non-finite float as null (``ser_json_inf_nan="null"``)."""
-    if isinstance(v, float):
-        return v if v == v and v not in (float("inf"), float("-inf")) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v
-
-
-class _Opts:
-    """The options of one ``model_dump`` (a plain class: a dataclass costs every command ~0.5 ms to define)."""
-
-    __slots__ = ("by_alias", "defaults", "json", "none", "unset")
-
-    def __init__(self, json: bool, by_alias: bool, unset: bool, defaults: bool, none: bool):
-        self.json, self.by_alias, self.unset, self.defaults, self.none = json, by_alias, unset, defaults, none
-
-
-def _dump(v: Any, o: _Opts) -> Any:  # noqa: C901 - one branch per kind of value
-    """A value as pydantic's serializer writes it in python or JSON mode."""
-    t = type(v)
-    if t is str or t is int or t is float or t is bool or v is None:
-        return v
-    if isinstance(v, Out):
-        return v._dump(o, None, None)
-    if isinstance(v, BaseModel):
-        return v.model_dump(mode="json" if o.json else "python", by_alias=o.by_alias, exclude_unset=o.unset,
-                            exclude_defaults=o.defaults, exclude_none=o.none)
-    if isinstance(v, enum.Enum):
-        return _dump(v.value, o) if o.json else v
-    if isinstance(v, list | tuple):
-        items = [_dump(x, o) for x in v]
-        return items if o.json or t is list else (tuple(items) if t is tuple else t(*items))
-    if isinstance(v, set | frozenset):
-        items = [_dump(x, o) for x in v]
-        return items if o.json else t(items)
-    if isinstance(v, dict):
-        if o.json:
-            return {_key(k): _dump(x, o) for k, x in v.items()}
-        return {k: _dump(x, o) for k, x in v.items()}
-    if o.json and isinstance(v, datetime.date | datetime.time):
-        return v.isoformat()
-    if o.json and isinstance(v, PurePath):
-        return str(v)
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: _dump(getattr(v, f.name), o) for f in dataclasses.fields(v)}
-    if o.json and isinstance(v, str | int | float):  # a subclass (an IntEnum is an Enum above)
-        return t.__mro__[-2](v) if t.__mro__[-2] in (str, int, float) else v
-    return v
-
-
-def _key(k: Any) -> str:
-    """A dict key in pydantic's JSON: text as it is, an enum by its value, a number as its text."""
-    if isinstance(k, enum.Enum):
-        k = k.value
-    if isinstance(k, str):
-        return str(k)
-    if isinstance(k, bool):
-        return "true" if k else "false"
-    if k is None:
-        return "None"
-    return str(k)
-
-
 # --- the fast path: a converter per field --------------------------------------------------------------
 
-def _plan(cls: type[Out]) -> tuple[tuple[str, str, _Conv, _Field], ...]:
-    """(field name, the key ``__init__`` takes, converter, field) per field, made on first use."""
+def _plan(cls: type[Out]) -> tuple[tuple[str, str | tuple[str, ...], _Conv, _Field], ...]:
+    """(field name, the key ``__init__`` takes (or the keys, the first given read), converter, field) per field,
+    made on first use."""
     hints = field_hints(cls)
-    finite = cls.__light_config__.get("allow_inf_nan") is False
-    plan = tuple((name, f.alias or name, fail if f.checked else _validated(cls, name, _field_converter(hints[name], finite)), f)
-                 for name, f in cls.__light_fields__.items())
-    cls.__light_plan__ = plan  # type: ignore[attr-defined]
-    return plan
+    config = cls.__light_config__
+    plan = []
+    for name, f in cls.__light_fields__.items():
+        keys = f.choices if f.choices else (f.alias,) if f.alias else (name,)  # a validation alias replaces the alias
+        if config.get("populate_by_name") and name not in keys:
+            keys += (name,)
+        meta = f.info.metadata if f.info is not None else ()
+        conv = fail if f.checked else _field_converter(hints[name], config, [b for m in meta for b in bounds(m) or ()])
+        plan.append((name, keys[0] if len(keys) == 1 else keys, _validated(cls, name, conv), f))
+    made = cls.__light_plan__ = tuple(plan)  # type: ignore[attr-defined]
+    return made
 
 
 def field_hints(cls: type[Out]) -> dict[str, Any]:
@@ -531,11 +481,54 @@ def _validated(cls: type[Out], name: str, conv: _Conv) -> _Conv:
     return run
 
 
-def _field_converter(tp: Any, finite: bool) -> _Conv:
+def _field_converter(tp: Any, config: dict[str, Any], limits: list[tuple[str, Any]]) -> _Conv:
+    """A field's conversion: its annotation's (numeric limits in its ``Annotated`` checked after it), values of
+    enums under ``use_enum_values``; what the fast path does not know: every value of it is validated."""
+    if typing.get_origin(tp) is typing.Annotated:
+        inner, *meta = typing.get_args(tp)
+        found = [bounds(m) for m in meta]
+        if all(b is not None for b in found):
+            tp, limits = inner, [*limits, *(b for got in found for b in got or ())]
+    enums = config.get("use_enum_values")
+    if enums and _enum_inside(tp, top=True):
+        return fail  # an enum in a container: its values are the shadow's to write
     try:
-        return converter(tp, _model, _any_metadata, finite=finite)
-    except _Fallback:  # an annotation the fast path does not know: every value of it is validated
+        conv = converter(tp, _model, _any_metadata, finite=config.get("allow_inf_nan") is False)
+    except _Fallback:
         return fail
+    if not limits and not enums:
+        return conv
+
+    def run(v: Any) -> Any:
+        x = conv(v)
+        if x is not None:
+            for op, bound in limits:
+                if not _LIMITS[op](x, bound):
+                    raise _Fallback  # pydantic's error names the limit
+        return x.value if enums and isinstance(x, enum.Enum) else x
+    return run
+
+
+_LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
+
+
+def bounds(meta: Any) -> list[tuple[str, Any]] | None:
+    """A numeric limit of ``Annotated`` / ``Field`` (annotated_types' Interval, Gt, Ge, Lt, Le) as (operator,
+    bound) pairs; None for any other metadata."""
+    if type(meta).__module__ != "annotated_types" or type(meta).__name__ not in ("Interval", "Gt", "Ge", "Lt", "Le"):
+        return None
+    return [(op, b) for op in _LIMITS if (b := getattr(meta, op, None)) is not None]
+
+
+def _enum_inside(tp: Any, top: bool) -> bool:
+    """Whether an enum sits inside a container of ``tp`` (one at the top or in a top union is read as its value)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        args = typing.get_args(tp)
+        return any(_enum_inside(a, top) for a in (args[:1] if origin is typing.Annotated else args))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return not top
+    return any(_enum_inside(a, False) for a in typing.get_args(tp))
 
 
 def _shadow(cls: type[Out]) -> type[BaseModel]:
