@@ -1,7 +1,7 @@
 """Wheel build hook: the shipped data, compiled (quantadvise/catalog/tables.py). Every YAML table outside the
 release families ships with its compiled JSON form beside it (``<table>.yaml.json``); each release family
-(``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one zip of compiled members,
-``quantadvise/data/<family>.zip``, and none of its YAML. The gzipped kernel tables ship inflated
+(``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one folder of compiled members,
+``quantadvise/data/<family>-compiled/``, and none of its YAML. The gzipped kernel tables ship inflated
 (``tables.inflated_name``: ``<table>.csv``; the wheel's zip deflates them). Other files (model configs, READMEs) ship as they are."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class CompileTables(BuildHookInterface):
     def _compile(tables: Any, data: Path, out: Path, include: dict[str, str]) -> None:
         for family in tables.BUNDLES:
             target = out / (family + tables.BUNDLE_SUFFIX)
-            tables.write_bundle(data / family, target)
-            include[str(target)] = f"quantadvise/data/{family}{tables.BUNDLE_SUFFIX}"
+            for member in tables.write_bundle(data / family, target):
+                include[str(target / member)] = f"quantadvise/data/{family}{tables.BUNDLE_SUFFIX}/{member}"
         for src in sorted(p for p in data.rglob("*") if p.is_file()):
             rel = src.relative_to(data).as_posix()
             if rel.split("/", 1)[0] in tables.BUNDLES:

@@ -92,16 +92,16 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     for required in ("quantadvise/data/schemes.yaml", "quantadvise/data/hardware.yaml", "quantadvise/data/models.yaml",
                      "quantadvise/data/models/meta-llama/Meta-Llama-3-8B.json"):
         assert required in names
-    # every YAML table ships with its compiled JSON form (hatch_build.py); the release families only as one zip
-    # each, one compiled member per table of the repository's data/<family>/
+    # every YAML table ships with its compiled JSON form (hatch_build.py); the release families only as one
+    # compiled folder each, one member per table of the repository's data/<family>/
     yamls = sorted(n for n in names if n.startswith("quantadvise/data/") and n.endswith(".yaml"))
     assert len(yamls) >= 8 and all(n + ".json" in names for n in yamls), [n for n in yamls if n + ".json" not in names]
     from quantadvise.catalog import tables
 
     for family in tables.BUNDLES:
         assert not [n for n in names if n.startswith(f"quantadvise/data/{family}/")]
-        with zipfile.ZipFile(tmp_path / "site" / "quantadvise" / "data" / f"{family}.zip") as bundle:
-            members = sorted(bundle.namelist())
+        prefix = f"quantadvise/data/{family}{tables.BUNDLE_SUFFIX}/"
+        members = sorted(n.removeprefix(prefix) for n in names if n.startswith(prefix))
         expected = sorted(tables.member_name(p.relative_to(REPO / "data" / family).as_posix())
                           for p in (REPO / "data" / family).rglob("*.yaml"))
         assert members == expected
@@ -132,8 +132,8 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     data_path, total, release, sidecar, sglang, bench, columns, parsed_yaml = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
-    assert (release, sidecar) == ("0.21.0", "0.21.0")  # read from data/engines.zip and data/flags.zip
-    assert bench == "0.21.0"  # vllm bench serve's options, data/flags/bench/vllm-0.21.0.yaml inside data/flags.zip
+    assert (release, sidecar) == ("0.21.0", "0.21.0")  # read from data/engines-compiled/ and data/flags-compiled/
+    assert bench == "0.21.0"  # vllm bench serve's options, data/flags/bench/vllm-0.21.0.yaml in data/flags-compiled/
     assert int(sglang) == len(list((REPO / "data" / "engines").glob("sglang-*.yaml")))
     # a kernel table read from its inflated form: its header's M columns (the first table of data/kernel_tables/h100-sxm.yaml)
     index = yaml.safe_load((REPO / "data" / "kernel_tables" / "h100-sxm.yaml").read_text())
@@ -191,8 +191,9 @@ def test_every_shipped_table_compiles_to_the_same_document():
 
 
 def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
-    # the wheel's data/<family>.zip (tables.write_bundle) and the checkout's data/<family>/ give the same documents
-    # (dates as ISO strings in the compiled form, which pydantic reads back); a member is read only when asked for
+    # the wheel's data/<family>-compiled/ (tables.write_bundle) and the checkout's data/<family>/ give the same
+    # documents (dates as ISO strings in the compiled form, which pydantic reads back); a member is read only when
+    # asked for, and a name that is not a table's path inside the family finds none
     from quantadvise.catalog import loader, tables
 
     root = tmp_path / "data"
@@ -200,7 +201,7 @@ def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
     (src / "carried").mkdir(parents=True)
     (src / "vllm-1.0.0.yaml").write_text("engine: vllm\nas_of: 2026-01-02\nrows: [1, 2]\n")
     (src / "carried" / "vllm-0.9.0.yaml").write_text("carried_from: vllm-1.0.0\n")
-    assert tables.write_bundle(src, root / "kernels.zip") == 2
+    assert tables.write_bundle(src, root / "kernels-compiled") == ["carried/vllm-0.9.0.json", "vllm-1.0.0.json"]
     monkeypatch.setattr(loader, "data_dir", lambda: root)
     folder = loader.Family("kernels")
     from_yaml = (folder.stems(), folder.stems("carried"), folder.read("vllm-1.0.0"))
@@ -212,3 +213,7 @@ def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
     assert from_yaml[2]["rows"] == [1, 2] and str(from_yaml[2]["as_of"]) == "2026-01-02"
     assert bundle.read("vllm-1.0.0") == {"engine": "vllm", "as_of": "2026-01-02", "rows": [1, 2]}
     assert bundle.read("carried/none") is None and bundle.read("vllm-0.9.0", "carried") == {"carried_from": "vllm-1.0.0"}
+    assert bundle.read("carried/vllm-0.9.0") == bundle.read("vllm-0.9.0", "carried")  # as the YAML folder reads it
+    (root / "secret.json").write_text('{"format": "quantadvise-table/1", "data": 1}')
+    for outside in ("../secret", "/secret", "carried/../../secret", "", "."):
+        assert bundle.read(outside) is None, outside

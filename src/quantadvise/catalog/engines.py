@@ -32,7 +32,7 @@ _RELEASE = re.compile(r"(?P<name>.+?)-(?P<version>\d[\w.+]*)")
 @cache
 def _release_paths() -> dict[str, tuple[str, str]]:
     """Every release on file by id (``vllm-0.33.0``): (name, version), from the table names alone (the
-    files of data/engines/ in a checkout, the members of data/engines.zip in a wheel) — a release is parsed
+    files of data/engines/ in a checkout, the members of data/engines-compiled/ in a wheel) — a release is parsed
     only when it is asked for."""
     out: dict[str, tuple[str, str]] = {}
     for stem in loader.family("engines").stems():

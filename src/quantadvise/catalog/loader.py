@@ -1,8 +1,9 @@
 """Finding and reading the shipped tables: ``data_dir`` (the package's ``data/`` in a wheel, the
 repository's in a checkout), a table parsed once per process (its compiled JSON form when it matches
 the YAML, else the YAML with the safe loader), a release family (:class:`Family`: a folder of YAML in a
-checkout, one zip in a wheel), user YAML files, and the row and name index every table section uses."""
+checkout, one compiled folder in a wheel), user YAML files, and the row and name index every table section uses."""
 
+import os
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -74,55 +75,58 @@ def data_yaml(path: Path, where: str) -> Any:
 
 class Family:
     """A release family, ``data/<name>/`` (engines, flags, kernels; see ``tables.BUNDLES``): the folder of YAML
-    tables in a checkout, else its bundle ``data/<name>.zip`` in a wheel. Listing reads names only; a table is
-    parsed (or its member inflated) only when asked for, once per process (:func:`family_table`)."""
+    tables in a checkout, else its compiled folder ``data/<name>-compiled/`` in a wheel (catalog/tables.py).
+    Listing reads names only; a table is parsed (or its member read) only when asked for, once per process
+    (:func:`family_table`)."""
 
     def __init__(self, name: str) -> None:
-        import zipfile
-
         from .tables import BUNDLE_SUFFIX
 
         root = data_dir()
         self.name = name
         self.folder = root / name
-        self._zip: zipfile.ZipFile | None = None
-        self._members: set[str] = set()
+        self.compiled: Path | None = None
         if self.folder.is_dir():
             return
-        bundle = root / (name + BUNDLE_SUFFIX)
-        try:
-            self._zip = zipfile.ZipFile(bundle)
-        except (OSError, zipfile.BadZipFile):
-            raise DataError(f"data/{name} is missing from the installation (reinstall the package)") from None
-        self._members = set(self._zip.namelist())
+        self.compiled = root / (name + BUNDLE_SUFFIX)
+        if not self.compiled.is_dir():
+            raise DataError(f"data/{name} is missing from the installation (reinstall the package)")
 
     def where(self, stem: str, sub: str = "") -> str:
         return f"data/{self.name}/{sub + '/' if sub else ''}{stem}.yaml"
 
     def stems(self, sub: str = "") -> list[str]:
         """The table names (file stems: ``vllm-0.21.0``) directly in ``sub`` ('' or a subfolder), sorted."""
-        if self._zip is None:
+        if self.compiled is None:
             folder = self.folder / sub if sub else self.folder
             return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-        prefix = f"{sub}/" if sub else ""
-        return sorted(m[len(prefix):-5] for m in self._members
-                      if m.startswith(prefix) and m.endswith(".json") and "/" not in m[len(prefix):])
+        try:
+            names = os.listdir(self.compiled / sub if sub else self.compiled)
+        except OSError:
+            return []
+        return sorted(n[:-5] for n in names if n.endswith(".json"))
 
     def read(self, stem: str, sub: str = "") -> Any:
         """One table's document; None when the family has no such table."""
-        from .tables import member_name, read_member
+        from .tables import BUNDLE_SUFFIX, member_name, read_member
 
         rel = f"{sub}/{stem}.yaml" if sub else f"{stem}.yaml"
-        if self._zip is None:
+        if self.compiled is None:
             path = self.folder / rel
             return data_yaml(path, self.where(stem, sub)) if path.is_file() else None
         member = member_name(rel)
-        if member not in self._members:
+        if any(part in ("", ".", "..") for part in member.split("/")) or "\\" in member:
+            return None  # not a table's path inside the family (as a zip had no such member)
+        try:
+            raw = (self.compiled / member).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        ok, doc = read_member(self._zip.read(member))
+        except OSError as exc:
+            raise DataError(f"{self.where(stem, sub)}: its compiled form is unreadable ({exc})") from None
+        ok, doc = read_member(raw)
         if not ok:
-            raise DataError(f"{self.where(stem, sub)}: its compiled form in data/{self.name}.zip is corrupt "
-                            "(reinstall the package)")
+            raise DataError(f"{self.where(stem, sub)}: its compiled form in data/{self.name}{BUNDLE_SUFFIX}/ is "
+                            "corrupt (reinstall the package)")
         return doc
 
 

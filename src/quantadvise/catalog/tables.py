@@ -8,11 +8,12 @@ table is never shadowed by a stale compiled copy; a missing or mismatched one fa
 Nothing here evaluates anything: JSON and YAML's safe loader build only plain data (str, number, list, dict, date).
 
 The release families (``data/engines/``, ``data/flags/`` with ``parser/``, ``data/kernels/`` with
-``carried/``: about 190 files, 7 MB of YAML and as much again compiled) are shipped as one zip per family
-(:data:`BUNDLES`, ``data/<family>.zip``): one deflated member per table, its compiled JSON, named by its path
-inside the family (``vllm-0.21.0.json``, ``parser/vllm-0.21.0.json``). A lookup opens the zip's directory and
-inflates only the member asked for, so a command still reads only the release it judges. The wheel carries no
-YAML of a bundled family (nothing to shadow); a checkout reads the YAML folders and has no bundle.
+``carried/``: about 310 files, 7 MB of YAML and as much again compiled) ship compiled only: one folder per family
+(:data:`BUNDLES`, ``data/<family>-compiled/``) holding each table's compiled JSON, named by its path inside the
+family (``vllm-0.21.0.json``, ``parser/vllm-0.21.0.json``). A lookup lists a folder and reads only the member asked
+for, so a command reads only the release it judges (a zip per family, as shipped before, cost a command ~4 ms to
+read its directory and inflate its members: ``zipfile`` reads the directory in Python). The wheel carries no YAML
+of a bundled family (nothing to shadow); a checkout reads the YAML folders and has no compiled folder.
 
 The published kernel tables (``data/kernel_tables/<gpu>/*.csv.gz``, 2.9 MB gzipped, 7.6 MB of text) ship
 inflated (:func:`inflated_name`: ``<table>.csv``): a ``recommend`` reads about nine of them, and inflating them
@@ -28,15 +29,13 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 SUFFIX = ".json"  # data/hardware.yaml -> data/hardware.yaml.json
 FORMAT = "quantadvise-table/1"
-BUNDLES = ("engines", "flags", "kernels")  # data/<family>/**/*.yaml -> data/<family>.zip in a wheel
-BUNDLE_SUFFIX = ".zip"
-_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's timestamp: the same data builds the same bytes
+BUNDLES = ("engines", "flags", "kernels")  # data/<family>/**/*.yaml -> data/<family>-compiled/**/*.json in a wheel
+BUNDLE_SUFFIX = "-compiled"
 
 
 def _default(value: Any) -> Any:
@@ -88,17 +87,17 @@ def member_name(rel_yaml: str) -> str:
     return rel_yaml.removesuffix(".yaml") + ".json"
 
 
-def write_bundle(folder: Path, out: Path) -> int:
-    """Compile every YAML table under ``folder`` into the zip ``out`` (sorted, deflated, fixed timestamps);
-    returns the number of members."""
-    tables = sorted(folder.rglob("*.yaml"))
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for src in tables:
-            info = zipfile.ZipInfo(member_name(src.relative_to(folder).as_posix()), date_time=_EPOCH)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            z.writestr(info, compile_yaml(src.read_bytes()), compresslevel=9)
-    return len(tables)
+def write_bundle(folder: Path, out: Path) -> list[str]:
+    """Compile every YAML table under ``folder`` into the folder ``out`` (one member file per table, at its path
+    inside the family); returns the members written, sorted."""
+    members = []
+    for src in sorted(folder.rglob("*.yaml")):
+        member = member_name(src.relative_to(folder).as_posix())
+        target = out / member
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(compile_yaml(src.read_bytes()))
+        members.append(member)
+    return members
 
 
 def read_member(raw: bytes) -> tuple[bool, Any]:

@@ -148,6 +148,10 @@ def _first_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen
         if made[0] > COMPILE_AFTER and c.__dict__.get("__init__") is __init__:
             c.__init__ = exact()
         given = len(args)
+        if given == n and not kwargs:  # every field, in order (two thirds of a recommend's instances)
+            for name, value in zip(names, args):  # noqa: B905 - the same length
+                set_(self, name, value)
+            return None
         if given > n:
             return exact()(self, *args, **kwargs)
         values = [*args, *(_UNSET,) * (n - given)]
