@@ -155,3 +155,45 @@ def test_a_workload_from_flags_builds_no_pydantic_class(monkeypatch):
     with pytest.raises(ConfigError, match="batch.*greater than or equal to 1"):
         parse_workload({"batch": 0})
     assert made == ["Workload"]
+
+
+def _f0() -> None: ...
+def _f1(v): ...  # noqa: ANN001, ANN202
+def _f2(v, info): ...  # noqa: ANN001, ANN202
+def _f2d(v, info=None): ...  # noqa: ANN001, ANN202
+def _fpos(v, /): ...  # noqa: ANN001, ANN202
+def _fstar(v, *rest, key): ...  # noqa: ANN001, ANN002, ANN202
+def _fall(v=1): ...  # noqa: ANN001, ANN202
+
+
+class _Holder:
+    def method(self, v): ...  # noqa: ANN001, ANN201
+
+    @classmethod
+    def cls_method(cls, v, info): ...  # noqa: ANN001, ANN206
+
+    @staticmethod
+    def static(v): ...  # noqa: ANN001, ANN205
+
+
+def test_one_argument_counts_as_inspect_signature_does():
+    # a validator of the value alone: one positional parameter without a default, a bound method's first left out
+    # (the count inspect.signature gives, which one_argument reads from the code of a plain function or method)
+    import functools
+    import inspect
+
+    from quantadvise.results.convert import one_argument
+
+    def by_signature(fn: Any) -> bool:
+        ps = inspect.signature(fn).parameters.values()
+        return len([p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]) == 1
+
+    @functools.wraps(_f2)
+    def wrapper(v):  # noqa: ANN001, ANN202 - signature() follows __wrapped__ to _f2's two parameters
+        return v
+
+    cases = [_f0, _f1, _f2, _f2d, _fpos, _fstar, _fall, _Holder().method, _Holder.method, _Holder.cls_method,
+             _Holder.static, functools.partial(_f2, 1), wrapper, lambda v: v, print]
+    want = [False, True, False, True, True, True, False, True, False, False, True, True, False, True, False]
+    assert [by_signature(c) if c is not print else False for c in cases] == want
+    assert [one_argument(c) for c in cases] == want

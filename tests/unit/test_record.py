@@ -132,3 +132,14 @@ def test_the_first_init_binds_as_the_compiled_one_and_hands_it_over(slots: bool,
     assert ours.__init__ is not first  # built more than 5 times: the compiled one now
     assert dataclasses.astuple(ours(1, "z")) == dataclasses.astuple(stdlib(1, "z")) == (1, "z", (), {})
     assert ours(1).memo is not ours(1).memo  # a fresh factory value per instance, after the hand-over too
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_the_dataclass_params_are_the_ones_dataclass_gives(frozen: bool) -> None:
+    # records._params builds __dataclass_params__ directly; it must hold what dataclass() itself writes
+    from quantadvise.results import records
+
+    made, want = records._params(frozen), records._made_params(frozen)
+    assert type(made) is type(want)
+    assert [getattr(made, s) for s in type(want).__slots__] == [getattr(want, s) for s in type(want).__slots__]
+    assert repr(made) == repr(want)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from ..errors import InputError
 from ..results import record
@@ -21,6 +22,7 @@ _TAG_START = r"v?" + _RELEASE + r"(?![\w.])|v?" + _RELEASE + r"[-_+]"
 _TAG_VLLM = r"(?:^|[_-])vllm[_-]?v?" + _RELEASE
 
 
+@lru_cache(maxsize=4096)  # a command sorts the ~60 releases on file a few times
 def version_key(version: str) -> tuple[int, ...]:
     """``"0.33.0"`` -> ``(0, 33, 0)``: the first three numbers (``v0.30.0``, ``0.5.23rc1`` alike)."""
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])

@@ -29,11 +29,18 @@ def is_classvar(annotation: Any) -> bool:
     """``ClassVar`` / ``ClassVar[...]``, or a string that starts so (``dataclass``'s own test): not a field."""
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
+    # ClassVar[X] is a typing alias whose origin is ClassVar (what typing.get_origin reads, without its checks)
+    return annotation is typing.ClassVar or getattr(annotation, "__origin__", None) is typing.ClassVar
 
 
 def one_argument(func: Callable[..., Any]) -> bool:
-    """A validator of the value alone (pydantic also calls some with an info argument: those it runs itself)."""
+    """A validator of the value alone (pydantic also calls some with an info argument: those it runs itself): one
+    positional parameter without a default, as ``inspect.signature`` counts them (a bound method less its first).
+    A plain function or method is counted from its code (``inspect.signature`` costs ~20 us: a cold command checks
+    some seventy validators); anything else (a wrapper, a partial, a callable object) by ``inspect.signature``."""
+    f, bound = (func.__func__, 1) if isinstance(func, types.MethodType) else (func, 0)
+    if type(f) is types.FunctionType and not hasattr(f, "__wrapped__") and not hasattr(f, "__signature__"):
+        return f.__code__.co_argcount - len(f.__defaults__ or ()) - bound == 1
     import inspect
 
     try:

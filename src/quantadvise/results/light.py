@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
+from pydantic._internal._decorators import PydanticDescriptorProxy
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, ValidationError
 from typing_extensions import dataclass_transform
@@ -112,9 +113,9 @@ class Out:
         for base in reversed(cls.__mro__[1:]):
             validators.update(base.__dict__.get("__light_validators__", {}))
         for name, v in ns.items():
-            if type(v).__name__ != "PydanticDescriptorProxy":
+            if type(v) is not PydanticDescriptorProxy:
                 continue
-            kind, mode = type(v.decorator_info).__name__, v.decorator_info.mode
+            kind, mode = type(v.decorator_info).__name__, getattr(v.decorator_info, "mode", None)
             if (kind not in ("ModelValidatorDecoratorInfo", "FieldValidatorDecoratorInfo")
                     or mode not in ("before", "after") or not one_argument(getattr(cls, name))):
                 raise TypeError(f"{cls.__qualname__}.{name}: an Out class takes before / after validators of the "

@@ -49,7 +49,18 @@ def record(cls: type[Any] | None = None, /, *, slots: bool = False, frozen: bool
 
 
 def _params(frozen: bool) -> Any:
-    """The ``__dataclass_params__`` ``dataclass`` gives a class (init, repr, eq; frozen or not)."""
+    """The ``__dataclass_params__`` ``dataclass`` gives a class (init, repr, eq; frozen or not): made directly
+    where the interpreter's ``_DataclassParams`` takes CPython 3.11's six settings (making a class for it cost
+    ~0.3 ms each at every start), else from a class ``dataclass`` makes (``tests/unit/test_record.py`` holds the
+    two equal)."""
+    try:
+        return dataclasses._DataclassParams(  # type: ignore[attr-defined]
+            init=True, repr=True, eq=True, order=False, unsafe_hash=False, frozen=frozen)
+    except (AttributeError, TypeError):
+        return _made_params(frozen)
+
+
+def _made_params(frozen: bool) -> Any:
     made: Any = dataclasses.dataclass(frozen=frozen)(type("_Params", (), {"__doc__": "-"}))
     return made.__dataclass_params__
 
