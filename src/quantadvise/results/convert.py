@@ -102,8 +102,30 @@ _SCALARS: dict[Any, Conv] = {str: _exact(str), int: _exact(int), bool: _exact(bo
                              datetime.date: _date, Any: _any, object: _any}
 
 
-def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool], *,  # noqa: C901
+# converters made, by (annotation, model, metadata, finite, before): a command builds ~1,000 for ~300 annotations
+# (``str``, ``tuple[str, ...]`` ... in every row class); a converter is a function of the value alone, so one
+# serves every field of the same annotation
+_MADE: dict[tuple[Any, ...], Conv] = {}
+
+
+def converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool], *,
               finite: bool = False, before: Callable[[Any], Callable[[Any], Any] | None] | None = None) -> Conv:
+    """The converter of annotation ``tp`` (:func:`_converter`), made once per annotation and settings (a scalar's
+    is read from ``_SCALARS`` each time)."""
+    if tp in _SCALARS and not (finite and tp is float):
+        return _SCALARS[tp]
+    try:
+        key = (tp, model, metadata, finite, before)
+        made = _MADE.get(key)
+    except TypeError:  # an annotation that cannot be a key (unhashable metadata)
+        return _converter(tp, model, metadata, finite=finite, before=before)
+    if made is None:
+        made = _MADE[key] = _converter(tp, model, metadata, finite=finite, before=before)
+    return made
+
+
+def _converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any], bool], *,  # noqa: C901
+               finite: bool = False, before: Callable[[Any], Callable[[Any], Any] | None] | None = None) -> Conv:
     """The converter of annotation ``tp``. ``model(cls)`` converts for a model class (a pydantic model or a result
     piece); ``metadata(m)`` says whether an ``Annotated`` item forces validation (a validator always does; a
     constraint does where the value was not validated before); ``finite``: a float that is not finite is
