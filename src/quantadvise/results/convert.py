@@ -12,6 +12,7 @@ a guess.
 import datetime
 import enum
 import math
+import operator
 import types
 import typing
 from collections.abc import Callable
@@ -260,3 +261,25 @@ def _union(args: tuple[Any, ...], model: Callable[[type], Conv], metadata: Calla
                 return v
         raise Fallback
     return pick
+
+
+LIMIT_OPS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
+
+
+def bounds(meta: Any) -> list[tuple[str, Any]] | None:
+    """A numeric limit of ``Annotated`` / ``Field`` (annotated_types' Interval, Gt, Ge, Lt, Le) as (operator,
+    bound) pairs; None for any other metadata."""
+    if type(meta).__module__ != "annotated_types" or type(meta).__name__ not in ("Interval", "Gt", "Ge", "Lt", "Le"):
+        return None
+    return [(op, b) for op in LIMIT_OPS if (b := getattr(meta, op, None)) is not None]
+
+
+def enum_inside(tp: Any, top: bool) -> bool:
+    """Whether an enum sits inside a container of ``tp`` (one at the top or in a top union is read as its value)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        args = typing.get_args(tp)
+        return any(enum_inside(a, top) for a in (args[:1] if origin is typing.Annotated else args))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return not top
+    return any(enum_inside(a, False) for a in typing.get_args(tp))

@@ -28,7 +28,6 @@ None; ``_dumped`` may edit a dump.
 import copy
 import enum
 import functools
-import operator
 import sys
 import types
 import typing
@@ -42,9 +41,9 @@ from pydantic_core import PydanticUndefined, ValidationError
 from typing_extensions import dataclass_transform
 
 from ..wording import finite_doc
+from .convert import LIMIT_OPS, bounds, converter, enum_inside, fail, is_classvar, one_argument
 from .convert import Conv as _Conv
 from .convert import Fallback as _Fallback
-from .convert import converter, fail, is_classvar, one_argument
 from .dump import Opts, dump_value
 
 _MISSING: Any = object()
@@ -456,11 +455,26 @@ def field_hints(cls: type[Out]) -> dict[str, Any]:
         own = klass.__dict__.get("__annotations__", {})
         if not own or "__light_fields__" not in klass.__dict__:
             continue
-        names = {**vars(sys.modules[klass.__module__]), klass.__name__: klass}
+        module, own_name = vars(sys.modules[klass.__module__]), {klass.__name__: klass}
         for name, ann in own.items():
             if name in cls.__light_fields__:
-                out[name] = eval(ann, names) if isinstance(ann, str) else ann  # noqa: S307 - our own annotation
+                out[name] = _hint(ann, module, own_name) if isinstance(ann, str) else ann
     return out
+
+
+_HINTS: dict[tuple[str, str], Any] = {}  # (module, annotation) -> what it names there: ``str``, ``float | None`` ...
+
+
+def _hint(ann: str, module: dict[str, Any], own: dict[str, type]) -> Any:
+    """An annotation written as text, read in its class's module (the class itself by its name); one naming no
+    class of its own read once per module (a command reads ~600 annotations, most of them alike)."""
+    if next(iter(own)) in ann:
+        return eval(ann, module, own)  # noqa: S307 - our own annotation
+    key = (module["__name__"], ann)
+    got = _HINTS.get(key, _MISSING)
+    if got is _MISSING:
+        got = _HINTS[key] = eval(ann, module)  # noqa: S307 - our own annotation
+    return got
 
 
 def _validated(cls: type[Out], name: str, conv: _Conv) -> _Conv:
@@ -491,7 +505,7 @@ def _field_converter(tp: Any, config: dict[str, Any], limits: list[tuple[str, An
         if all(b is not None for b in found):
             tp, limits = inner, [*limits, *(b for got in found for b in got or ())]
     enums = config.get("use_enum_values")
-    if enums and _enum_inside(tp, top=True):
+    if enums and enum_inside(tp, top=True):
         return fail  # an enum in a container: its values are the shadow's to write
     try:
         conv = converter(tp, _model, _any_metadata, finite=config.get("allow_inf_nan") is False)
@@ -504,32 +518,10 @@ def _field_converter(tp: Any, config: dict[str, Any], limits: list[tuple[str, An
         x = conv(v)
         if x is not None:
             for op, bound in limits:
-                if not _LIMITS[op](x, bound):
+                if not LIMIT_OPS[op](x, bound):
                     raise _Fallback  # pydantic's error names the limit
         return x.value if enums and isinstance(x, enum.Enum) else x
     return run
-
-
-_LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
-
-
-def bounds(meta: Any) -> list[tuple[str, Any]] | None:
-    """A numeric limit of ``Annotated`` / ``Field`` (annotated_types' Interval, Gt, Ge, Lt, Le) as (operator,
-    bound) pairs; None for any other metadata."""
-    if type(meta).__module__ != "annotated_types" or type(meta).__name__ not in ("Interval", "Gt", "Ge", "Lt", "Le"):
-        return None
-    return [(op, b) for op in _LIMITS if (b := getattr(meta, op, None)) is not None]
-
-
-def _enum_inside(tp: Any, top: bool) -> bool:
-    """Whether an enum sits inside a container of ``tp`` (one at the top or in a top union is read as its value)."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType, typing.Annotated):
-        args = typing.get_args(tp)
-        return any(_enum_inside(a, top) for a in (args[:1] if origin is typing.Annotated else args))
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return not top
-    return any(_enum_inside(a, False) for a in typing.get_args(tp))
 
 
 def _shadow(cls: type[Out]) -> type[BaseModel]:
