@@ -7,7 +7,6 @@ and only those of the kernels its candidates run)."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -74,6 +73,11 @@ class ShippedTables:
             if inflated is not None:  # a wheel ships the table inflated (catalog/tables.py)
                 with contextlib.suppress(FileNotFoundError):
                     return (folder / inflated).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"{where} is missing or unreadable ({exc})") from None
+        import gzip  # a checkout's tables: gzipped
+
+        try:
             return gzip.decompress(path.read_bytes()).decode("utf-8")
         except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
             raise DataError(f"{where} is missing or unreadable ({exc})") from None
