@@ -10,10 +10,12 @@ teardown, ``cli/app.py`` ``run``). typer (>= 0.26) builds a pydantic adapter per
 any CLI with these options pays before doing any work; the rest of our wall time is our own imports and
 work. The import floor (``import typer, pydantic, rich, yaml``) is shown for reference.
 
-Every case runs as a fresh process, round-robin (one run of each in turn, so a slow spell of the
-machine hits every case alike). Reported per case: the median wall time and the median CPU time
-(user + sys of the child: less sensitive to other load on the machine than wall time), and each
-command's ratio to its own floor. Targets (issue 30): ``recommend`` <= 1.5x and ``size`` <= 1.15x of
+Every case runs as a fresh process, round-robin (one run of each in turn, the order reversed every other round,
+so a slow spell of the machine hits every case alike). Reported per case: the median wall time and the median
+CPU time (user + sys of the child: less sensitive to other load on the machine than wall time), and each
+command's ratio to its own floor: of the medians, and paired (the median over rounds of the command's wall time
+over its floor's in the same round — on a shared host whose speed drifts by 30% between minutes, the steadier
+figure). Targets (issue 30): ``recommend`` <= 1.5x and ``size`` <= 1.15x of
 their floors, from a wheel install (``pip install .``: the wheel carries the compiled data tables).
 ``--check`` exits 1 when a target is missed. ``--baseline "OTHER/bin/quantadvise"`` runs another
 install's commands (the previous wheel in its own venv) in the same rounds, against the same floors: a
@@ -168,16 +170,19 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
         for cmd in cases.values():  # warm the file cache once
             run_once(cmd, env)
-        for _ in range(args.runs):
-            for label, cmd in cases.items():
-                times[label].append(run_once(cmd, env))
+        for i in range(args.runs):  # one run of each a round, the order reversed every other round
+            for label in (list(cases) if i % 2 == 0 else list(reversed(cases))):
+                times[label].append(run_once(cases[label], env))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     def med(label: str, i: int) -> float:
         return statistics.median(t[i] for t in times[label])
 
-    print(f"{'':60s} {'wall':>8s} {'cpu':>8s}   ratio to its floor (wall, cpu)")
+    def paired(label: str, floor: str) -> float:  # the median of each round's ratio: a slow spell hits both
+        return statistics.median(a[0] / b[0] for a, b in zip(times[label], times[floor], strict=True))
+
+    print(f"{'':60s} {'wall':>8s} {'cpu':>8s}   ratio to its floor (wall, cpu; paired wall)")
     missed = []
     for label in cases:
         line = f"{label:60s} {med(label, 0) * 1e3:6.1f}ms {med(label, 1) * 1e3:6.1f}ms"
@@ -186,11 +191,12 @@ def main(argv: list[str] | None = None) -> int:
             floor = floors[short]
             rw, rc = med(label, 0) / med(floor, 0), med(label, 1) / med(floor, 1)
             target = chosen[short][2]
-            line += f"   {rw:4.2f}x {rc:4.2f}x (target <= {target:g}x)"
+            line += f"   {rw:4.2f}x {rc:4.2f}x; {paired(label, floor):4.2f}x (target <= {target:g}x)"
             if rc > target and label.startswith("quantadvise "):
                 missed.append(short)
         print(line)
-    print(f"({args.runs} runs each, round-robin; medians)")
+    print(f"({args.runs} runs each, round-robin, every other round reversed; medians, and the median of each "
+          "round's ratio to the floor run in it)")
     if args.check and missed:
         print("missed: " + ", ".join(missed))
         return 1
