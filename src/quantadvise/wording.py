@@ -16,7 +16,7 @@ _SURROGATE = "[\ud800-\udfff]"
 
 
 @cache
-def _pattern(source: str) -> re.Pattern[str]:
+def pattern(source: str) -> re.Pattern[str]:
     """A pattern compiled on first need (the controls' one costs ~0.8 ms: a command's start-up)."""
     return re.compile(source)
 
@@ -35,8 +35,8 @@ def printable(text: str, *, controls: bool = True) -> str:
     The one escape of every output: human reports, warnings and errors, JSON, SARIF, JUnit, CSV."""
     if text.replace("\n", "").replace("\t", "").isprintable():
         return text  # every character one str.isprintable shows (all those escaped are not): nothing to escape
-    pattern = _pattern(_UNPRINTABLE if controls else _SURROGATE)
-    return pattern.sub(_escape, text) if pattern.search(text) else text
+    found = pattern(_UNPRINTABLE if controls else _SURROGATE)
+    return found.sub(_escape, text) if found.search(text) else text
 
 
 def printable_doc(doc: Any, *, controls: bool = True) -> Any:
@@ -67,7 +67,7 @@ def json_text(doc: Any, **kw: Any) -> str:
     except ValueError:
         doc = finite_doc(doc)
         text = json.dumps(doc, **kw)
-    return json.dumps(printable_doc(doc, controls=False), **kw) if "\\ud" in text and _pattern(_JSON_SURROGATE).search(text) else text
+    return json.dumps(printable_doc(doc, controls=False), **kw) if "\\ud" in text and pattern(_JSON_SURROGATE).search(text) else text
 
 
 def finite_doc(doc: Any) -> Any:

@@ -38,12 +38,12 @@ def test_printable_matches_the_rule_on_mixed_text() -> None:
 
 
 def test_clean_text_needs_no_pattern() -> None:
-    wording._pattern.cache_clear()
+    wording.pattern.cache_clear()
     report = "component     params  bits/param\n\u2500\u2500\u2500  7.50B \u00b1 9%\tok \u2014 done\n"
     assert printable(report) is report
     assert json_text({"model": "meta-llama/Llama-3-8B", "note": "\u00b1"}) == \
         '{"model": "meta-llama/Llama-3-8B", "note": "\\u00b1"}'
-    assert wording._pattern.cache_info().currsize == 0  # nothing compiled for either
+    assert wording.pattern.cache_info().currsize == 0  # nothing compiled for either
 
 
 def test_surrogate_in_json_is_escaped_as_its_byte() -> None:

@@ -13,13 +13,13 @@ nothing of it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, defaults
 from ..errors import InputError, NoSchemeError
 from ..results import record
+from ..wording import pattern
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,7 +42,7 @@ class PoolSpec:
     max_gpus: int
 
 
-_NODE = re.compile(r"^\s*(\d+)\s*[x*X]\s*([^,]+?)\s*$")
+_NODE = r"^\s*(\d+)\s*[x*X]\s*([^,]+?)\s*$"  # compiled on first need (wording.pattern)
 
 
 def parse_pool(w: Workload, explicit: set[str]) -> PoolSpec:
@@ -54,7 +54,7 @@ def parse_pool(w: Workload, explicit: set[str]) -> PoolSpec:
     pairs: list[tuple[GPU, int | None]] = []
     if w.node:
         for part in names("node", w.node, "8xh100,8xb200") or ():  # each once, at most 64
-            m = _NODE.match(part)
+            m = pattern(_NODE).match(part)
             if m is None:
                 raise InputError(f"--node {shown(part)} is not GPUsxGPU (8xh100)", hint="write --node 8xh100 or "
                                  "--node 8xh100,8xb200", field="node")

@@ -6,16 +6,15 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-import re
-
 from ..errors import InputError
 from ..inputs import DECODE_CTX, LIMITS, MAX_LIST_VALUES, Limit, check, parse, shown
 from ..memory.sizing import quantized_groups
 from ..model.arch import ModelArch
 from ..model.inventory import inventory_of
 from ..scheme.axes import Scheme
+from ..wording import pattern
 
-_RANGE = re.compile(r"^(\d+)\s*(?:\.\.|-)\s*(\d+)(?:\s*:\s*(\d+))?$")
+_RANGE = r"^(\d+)\s*(?:\.\.|-)\s*(\d+)(?:\s*:\s*(\d+))?$"  # compiled on first need (wording.pattern)
 
 
 def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "batch") -> tuple[int, ...]:
@@ -33,7 +32,7 @@ def parse_batches(text: str | int | list[int] | tuple[int, ...], field: str = "b
             part = part.strip()
             if not part:
                 continue
-            m = _RANGE.match(part)
+            m = pattern(_RANGE).match(part)
             if m:
                 forms = "1,8,64 or 1..512"  # each bound read by the one input layer: 5,000 digits are an error line
                 lo, hi = (int(parse(field, m.group(k), limit=limit, forms=forms)) for k in (1, 2))

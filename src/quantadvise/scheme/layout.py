@@ -23,9 +23,10 @@ from collections.abc import Callable
 from datetime import date
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from ..errors import SchemeError, UnknownNameError
+from ..results import Strict
 from .formats import get_format
 
 SHAPE_NAMES = {"N": "output channels", "K": "input channels", "G": "scale groups along K, ceil(K/group)",
@@ -56,15 +57,15 @@ def _checked(v: dict[str, tuple[str, tuple[Dim, ...]]], required: bool) -> dict[
     return v
 
 
-class Layout(BaseModel):
+class Layout(Strict):
     """A checkpoint's on-disk tensor layout for one quantized linear layer.
 
     Each tensor is ``name: [dtype, [dim, dim, ...]]`` with dims written over N (output channels),
     K (input channels), G (scale groups along K: ceil(K/g), 1 when per-channel) and b (weight
-    bits), in the grammar of this module's docstring. ``/`` is a ceiling division, as packing rounds up.
+    bits), in the grammar of this module's docstring. ``/`` is a ceiling division, as packing rounds up. A light
+    row (results.Strict: a command builds no pydantic class for it; a user's scheme file is validated by its
+    pydantic shadow where the fast path cannot take a value).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str
     description: str = ""
