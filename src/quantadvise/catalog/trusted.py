@@ -75,7 +75,10 @@ def _checked(cls: type[M], doc: Any) -> M:
 _PLANS: dict[type, _Plan | None] = {}
 
 
-_Fields = tuple[tuple[str, bool, Callable[[dict[str, Any]], Any]], ...]  # (name, required, default maker)
+# (name, required, default maker, the default itself where it is one immutable value, else _MADE)
+_Fields = tuple[tuple[str, bool, Callable[[dict[str, Any]], Any], Any], ...]
+_MADE: Any = object()  # a default made per row (a factory, a mutable value)
+_CONSTANT = (type(None), str, int, float, bool)  # defaults pydantic and a light row hand out as they are
 _Plan = tuple[dict[str, tuple[str, _Conv]], _Fields, Callable[[Any], Any] | None]  # ..., the model's before-validator
 
 
@@ -126,7 +129,9 @@ def _model_plan(cls: type[BaseModel]) -> _Plan | None:
             conv = _then(pre[0], conv)
         for spelling in _spellings(name, f):
             keys[spelling] = (name, conv)
-    fields = tuple((name, f.is_required(), functools.partial(_default, f)) for name, f in cls.model_fields.items())
+    fields = tuple((name, f.is_required(), functools.partial(_default, f),
+                    f.default if f.default_factory is None and type(f.default) in _CONSTANT else _MADE)
+                   for name, f in cls.model_fields.items())
     return keys, fields, befores[0] if befores else None
 
 
@@ -158,7 +163,8 @@ def _light_plan(cls: type[Out]) -> _Plan | None:
             conv = _then(getattr(cls, before), conv)
         for spelling in _spellings(name, info) if info is not None else (name,):
             keys[spelling] = (name, conv)
-        fields.append((name, f.required, _light_default(f)))
+        fields.append((name, f.required, _light_default(f),
+                       f.default if f.factory is None and type(f.default) in _CONSTANT else _MADE))
     model_before = validators.__light_before__
     return keys, tuple(fields), getattr(cls, model_before) if model_before is not None else None
 
@@ -214,13 +220,13 @@ def _build(cls: type[M], doc: Any) -> M:
             raise _Fallback
         given[hit[0]] = hit[1](v)
     values: dict[str, Any] = {}
-    for name, required, default in fields:
+    for name, required, default, constant in fields:
         if name in given:
             values[name] = given[name]
         elif required:
             raise _Fallback
         else:
-            values[name] = default(values)
+            values[name] = default(values) if constant is _MADE else constant
     m = cls.__new__(cls)
     object.__setattr__(m, "__dict__", values)
     object.__setattr__(m, "__pydantic_fields_set__", set(given))
