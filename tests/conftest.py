@@ -69,6 +69,19 @@ def run_cli(*args: str) -> CliResult:
 
 
 @pytest.fixture
+def pydantic_classes(monkeypatch) -> list[str]:
+    """The names of the pydantic model classes made while the test runs (a light piece's fast path makes none;
+    its shadow is one)."""
+    from pydantic._internal import _model_construction
+
+    made: list[str] = []
+    original = _model_construction.ModelMetaclass.__new__
+    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
+                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+    return made
+
+
+@pytest.fixture
 def cli():
     return run_cli
 

@@ -10,7 +10,6 @@ from typing import Any, ClassVar, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic._internal import _model_construction
 
 from quantadvise.results import SCHEMA_VERSION, OmitNone, Out, Result, Strict, convert, light
 
@@ -194,15 +193,8 @@ def test_a_pydantic_model_holds_a_piece():
         Holder(inner={"share": 1})
 
 
-def test_a_piece_is_made_without_pydantic_building_a_class(monkeypatch):
-    made: list[str] = []
-    original = _model_construction.ModelMetaclass.__new__
-
-    def counting(mcs, name, *args, **kwargs):
-        made.append(name)
-        return original(mcs, name, *args, **kwargs)
-
-    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__", counting)
+def test_a_piece_is_made_without_pydantic_building_a_class(pydantic_classes):
+    made = pydantic_classes
 
     class Fresh(Out):
         a: int
@@ -230,11 +222,8 @@ def test_a_piece_with_an_info_validator_or_its_own_config_is_refused_at_definiti
             a: int
 
 
-def test_a_numeric_limit_is_checked_without_pydantic_and_a_value_past_it_gets_pydantics_error(monkeypatch):
-    made: list[str] = []
-    original = _model_construction.ModelMetaclass.__new__
-    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
-                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+def test_a_numeric_limit_is_checked_without_pydantic_and_a_value_past_it_gets_pydantics_error(pydantic_classes):
+    made = pydantic_classes
 
     class Bounded(Out):
         n: int = Field(ge=1)
@@ -299,11 +288,8 @@ def test_a_strict_row_refuses_what_pydantic_refuses_with_its_error(bad):
     assert strip(got.value) == strip(want.value)
 
 
-def test_a_strict_row_that_passes_is_made_without_pydantic(monkeypatch):
-    made: list[str] = []
-    original = _model_construction.ModelMetaclass.__new__
-    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
-                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+def test_a_strict_row_that_passes_is_made_without_pydantic(pydantic_classes):
+    made = pydantic_classes
 
     class Fresh(Strict):
         lo: float

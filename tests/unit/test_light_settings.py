@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import annotated_types
 import pytest
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic._internal import _model_construction
 
 from quantadvise.results import Out, field_keys, light, plain_numbers
 
@@ -103,11 +102,8 @@ def test_a_value_the_settings_refuse_is_pydantics_error(given):
     assert _strip(got.value) == _strip(want.value)
 
 
-def test_an_input_the_fast_path_reads_builds_no_pydantic_class(monkeypatch):
-    made: list[str] = []
-    original = _model_construction.ModelMetaclass.__new__
-    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
-                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+def test_an_input_the_fast_path_reads_builds_no_pydantic_class(pydantic_classes):
+    made = pydantic_classes
 
     class Fresh(Out):
         __light_config__ = SETTINGS  # noqa: RUF012
@@ -138,16 +134,13 @@ def test_an_enum_inside_a_container_under_use_enum_values_is_left_to_pydantic():
     assert all(type(s) is str for s in got.speeds)
 
 
-def test_a_workload_from_flags_builds_no_pydantic_class(monkeypatch):
+def test_a_workload_from_flags_builds_no_pydantic_class(pydantic_classes, monkeypatch):
     # the workload (workload.py) is such a piece: a recommend's flags make it without pydantic; a refused value
     # is pydantic's error naming the field (inputs.LIMITS: batch >= 1)
     from quantadvise.errors import ConfigError
     from quantadvise.workload import Workload, parse_workload
 
-    made: list[str] = []
-    original = _model_construction.ModelMetaclass.__new__
-    monkeypatch.setattr(_model_construction.ModelMetaclass, "__new__",
-                        lambda mcs, name, *a, **k: made.append(name) or original(mcs, name, *a, **k))
+    made = pydantic_classes
     monkeypatch.setattr(Workload, "__light_shadow__", None)  # as in a fresh process
     w = parse_workload({"batch": 64, "ctx": 2048, "mode": "async", "engine": "SGLang"})
     assert (w.batch, w.ctx, w.mode, w.engine, w.task) == (64, 2048, "continuous", "sglang", "general")
