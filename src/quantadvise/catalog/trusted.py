@@ -129,8 +129,7 @@ def _model_plan(cls: type[BaseModel]) -> _Plan | None:
             conv = _then(pre[0], conv)
         for spelling in _spellings(name, f):
             keys[spelling] = (name, conv)
-    fields = tuple((name, f.is_required(), functools.partial(_default, f),
-                    f.default if f.default_factory is None and type(f.default) in _CONSTANT else _MADE)
+    fields = tuple((name, f.is_required(), functools.partial(_default, f), _constant(f.default, f.default_factory))
                    for name, f in cls.model_fields.items())
     return keys, fields, befores[0] if befores else None
 
@@ -163,8 +162,7 @@ def _light_plan(cls: type[Out]) -> _Plan | None:
             conv = _then(getattr(cls, before), conv)
         for spelling in _spellings(name, info) if info is not None else (name,):
             keys[spelling] = (name, conv)
-        fields.append((name, f.required, _light_default(f),
-                       f.default if f.factory is None and type(f.default) in _CONSTANT else _MADE))
+        fields.append((name, f.required, _light_default(f), _constant(f.default, f.factory)))
     model_before = validators.__light_before__
     return keys, tuple(fields), getattr(cls, model_before) if model_before is not None else None
 
@@ -185,6 +183,11 @@ def _spellings(name: str, f: Any) -> list[str]:
 
 def _default(f: Any, values: dict[str, Any]) -> Any:
     return f.get_default(call_default_factory=True, validated_data=values)
+
+
+def _constant(default: Any, factory: Any) -> Any:
+    """A field's default where every row gets that one value (no factory, an immutable scalar), else _MADE."""
+    return default if factory is None and type(default) in _CONSTANT else _MADE
 
 
 def _light_default(f: Any) -> Callable[[dict[str, Any]], Any]:
