@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
                          "weight-only / SmoothQuant tables of the older aiconfigurator wheels")
     ap.add_argument("--wheels", help="folder with aiconfigurator==0.7.0 and 0.10.0 wheels (pip download "
                                      "aiconfigurator==X --no-deps -d DIR)")
+    ap.add_argument("--checks", action="store_true",
+                    help="recompute only the held-out checks and bands from the tables on file (after a change to the "
+                         "lookup); needs no download")
     ap.add_argument("--moe", action="store_true",
                     help="keep the profiles on file and add (or refit) only the fused-MoE curves of perf.aiconfigurator."
                          "MOE_SPECS and their held-out data")
@@ -59,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.refresh_proxies:
         return refresh(out, runs, wanted)
+    if args.checks:
+        return checks_only(ROOT / "data" / "kernel_tables", as_of, wanted)
     root = aic.data_root(args.source)
     version = aic.package_version(root)
     if args.tables:
@@ -94,21 +99,49 @@ def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date
     import yaml
 
     from quantadvise.calibration import aic_tables
-    from quantadvise.calibration.lookup_checks import gpu_checks
 
     (out / "checks").mkdir(parents=True, exist_ok=True)
     for system, gid in aic_tables.iter_systems(wanted):
         doc = aic_tables.export_gpu(root, version, wheels, system, out, as_of)
         (out / f"{gid}.yaml").write_text(INDEX_HEADER + yaml.safe_dump(doc, sort_keys=False, width=120),
                                          encoding="utf-8")
-        catalog.kernel_tables.cache_clear()
-        checks = gpu_checks(catalog.kernel_tables(gid), catalog.get_gpu(gid), catalog.default_perf_profile())
-        head = {"schema_version": 1, "gpu": gid, "source": doc["source"] + "; quantadvise.calibration.lookup_checks",
-                "as_of": as_of}
-        (out / "checks" / f"{gid}.yaml").write_text(CHECKS_HEADER + yaml.safe_dump({**head, **checks}, sort_keys=False,
-                                                                                   width=120), encoding="utf-8")
-        for key, v in checks["bands"].items():
-            print(f"{gid:10s} band {key:12s} median {v['median']:.1%} p68 {v['p68']:.1%} p90 {v['p90']:.1%} (n={v['n']})")
+        write_checks(out, gid, doc["source"], as_of)
+    write_bands(out, as_of)
+    return 0
+
+
+def checks_only(out: Path, as_of: date, wanted: set[str] | None) -> int:
+    """Recompute the held-out checks and the bands from the tables on file (after a change to the lookup)."""
+    import yaml
+
+    for path in sorted(out.glob("*.yaml")):
+        if path.stem in ("bands", "stream_factors") or (wanted is not None and path.stem not in wanted):
+            continue
+        write_checks(out, path.stem, yaml.safe_load(path.read_text(encoding="utf-8"))["source"], as_of)
+    write_bands(out, as_of)
+    return 0
+
+
+def write_checks(out: Path, gid: str, source: str, as_of: date) -> None:
+    """One GPU's held-out checks (checks/<gpu>.yaml), computed from its tables on file."""
+    import yaml
+
+    from quantadvise.calibration.lookup_checks import gpu_checks
+
+    catalog.kernel_tables.cache_clear()
+    checks = gpu_checks(catalog.kernel_tables(gid), catalog.get_gpu(gid), catalog.default_perf_profile())
+    head = {"schema_version": 1, "gpu": gid, "source": source + "; quantadvise.calibration.lookup_checks",
+            "as_of": as_of}
+    (out / "checks" / f"{gid}.yaml").write_text(CHECKS_HEADER + yaml.safe_dump({**head, **checks}, sort_keys=False,
+                                                                               width=120), encoding="utf-8")
+    for key, v in checks["bands"].items():
+        print(f"{gid:10s} band {key:12s} median {v['median']:.1%} p68 {v['p68']:.1%} p90 {v['p90']:.1%} (n={v['n']})")
+
+
+def write_bands(out: Path, as_of: date) -> None:
+    """The bands every prediction reads (bands.yaml), from every GPU's checks on file."""
+    import yaml
+
     bands = {}
     for path in sorted((out / "checks").glob("*.yaml")):
         got = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -117,7 +150,6 @@ def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date
            "quantadvise.calibration.lookup_checks)", "as_of": as_of, "gpus": bands}
     (out / "bands.yaml").write_text(BANDS_HEADER + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
     catalog.uncertainty_bands.cache_clear()
-    return 0
 
 
 INDEX_HEADER = ("# Published per-kernel latency tables of one GPU, read by lookup (quantadvise.perf.kernel_tables;\n"

@@ -217,3 +217,21 @@ def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
     (root / "secret.json").write_text('{"format": "quantadvise-table/1", "data": 1}')
     for outside in ("../secret", "/secret", "carried/../../secret", "", "."):
         assert bundle.read(outside) is None, outside
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "h100-sxm", "h200", "l40s"])
+def test_the_recorded_bands_are_the_held_out_checks_of_the_tables_on_file(gpu):
+    # data/kernel_tables/bands.yaml (what every prediction's ± reads) and checks/<gpu>.yaml are written by
+    # tools/import_aiconfigurator.py (--tables, or --checks after a change to the lookup); a change to the lookup
+    # or a table that is not followed by them would leave every band stale. Recomputed here from the tables as
+    # `quantadvise validate <gpu>` recomputes them.
+    from quantadvise.calibration.lookup_checks import gpu_checks
+
+    root = REPO / "data" / "kernel_tables"
+    recorded = yaml.safe_load((root / "bands.yaml").read_text(encoding="utf-8"))["gpus"][gpu]
+    checks = yaml.safe_load((root / "checks" / f"{gpu}.yaml").read_text(encoding="utf-8"))
+    got = gpu_checks(catalog.kernel_tables(gpu), catalog.get_gpu(gpu), catalog.default_perf_profile())
+    keys = ("n", "median", "p68", "p90", "max")
+    assert {b: {k: v[k] for k in keys} for b, v in got["bands"].items()} == recorded
+    for tid, c in got["kernels"].items():
+        assert {k: c["steps"][k] for k in keys} == {k: checks["kernels"][tid]["steps"][k] for k in keys}, tid

@@ -208,6 +208,20 @@ MOE_TABLE_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "vllm": ("vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_trtllmnvfp4expertsmonolithic",),
         "sglang": ("sglang_flashinfer_trtllm_moe",)}),
 }
+# fused-MoE kernels whose timed release pads each GPU's expert intermediate size (kernel, engine, release ->
+# the multiple, the engine source line): the table's sizes are the padded ones the kernel computes
+MOE_INTER_ALIGN: dict[tuple[str, str, str], tuple[int, str]] = {
+    ("flashinfer-trtllm-mxfp4-moe", "vllm", "0.24.0"): (
+        256, "vllm 0.24.0 vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:647-648 "
+             "(TRTLLM_BACKENDS: intermediate_size = round_up(intermediate_size, 256))"),
+    # the OAI Triton kernel on sm90: vLLM 0.24.0 pads its experts to 64 only (the same file, :663-664), but the kernel
+    # computes the per-GPU size in tiles of 128: the down GEMM's K in block_k 128 (4-bit weights without native MXFP),
+    # the gate/up GEMM's N = 2 x the size in block_n 256 (vLLM swizzles with num_warps=8, mxfp4_utils.py:36)
+    ("triton-mxfp4-moe", "vllm", "0.24.0"): (
+        128, "vllm 0.24.0 vllm/third_party/triton_kernels/matmul_ogs_details/opt_flags_details/opt_flags_nvidia.py:"
+             "35-36 (block_k = 128 for 4-bit weights without native MXFP: the down GEMM's K) and :23-24 (block_n 256: "
+             "the gate/up GEMM's N, twice the size; vLLM swizzles with num_warps=8, quantization/utils/mxfp4_utils.py:36)"),
+}
 # aiconfigurator's own default for the expert load (sdk/models/deepseek.py:170 power_law_alpha 1.01; generic MoE
 # models 1.2, sdk/models/moe.py:128): serving traffic is not routed evenly; the two power laws agree within a few %
 MOE_DISTRIBUTION = "power_law_1.01"
@@ -472,8 +486,14 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
                         "device": str(rows.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
                         f"collect_moe.py ({dtype}, {MOE_DISTRIBUTION})", "rows": n,
                         "note": f"{spec.what}: one call per MoE layer (gate/up and down of the experts the tokens reach), "
-                        f"expert load {MOE_DISTRIBUTION}, no expert parallelism", "source": source, "as_of": as_of})
+                        f"expert load {MOE_DISTRIBUTION}, no expert parallelism",
+                        **_inter_align(kid, engine, ver), "source": source, "as_of": as_of})
     return out
+
+
+def _inter_align(kid: str, engine: str, version: str) -> dict[str, Any]:
+    got = MOE_INTER_ALIGN.get((kid, engine, version))
+    return {} if got is None else {"inter_align": got[0], "inter_align_source": got[1]}
 
 
 def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_of: date, *, op: str, name: str,

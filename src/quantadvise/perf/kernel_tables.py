@@ -65,6 +65,11 @@ class TableMeta(Strict):
     collector: str = ""
     rows: int = Field(ge=0)
     note: str = ""
+    # fused-MoE: the grain in which the timed kernel computes each GPU's expert intermediate size — the multiple
+    # the release pads it to, or the kernel's tile along it (1: as given) — and the engine source lines that say
+    # so (perf/moe_tables.py reads the sizes rounded up to it)
+    inter_align: int = Field(default=1, ge=1)
+    inter_align_source: str = ""
     source: str
     as_of: date
 

@@ -128,23 +128,41 @@ class MoeTable:
         h, inter, k, e, tp = key
         if tp < 1 or inter % tp:
             return None
-        x = inter // tp
-        for y, other in sorted((yy, kk) for yy, kk in self._groups.get((h, k, e), {}).items() if yy > x):
-            row = self.cell(other)
+        x = self.padded(inter // tp)
+        for y, other in sorted(self._coords((h, k, e)).items()):
+            row = self.cell(other) if y > x else None
             if row is not None and any(t is not None for m, t in zip(self.ms, row, strict=True) if m > last):
                 return self._full(other), x / y
         return None
+
+    def padded(self, inter: float) -> float:
+        """A per-GPU intermediate size as the timed release lays the experts out: rounded up to the table's
+        ``inter_align`` (vLLM pads MXFP4 experts for its kernels' tiles), the size the kernel computes."""
+        a = self.meta.inter_align
+        return inter if a <= 1 else -(-inter // a) * a
+
+    def _coords(self, g: GroupKey, exclude: int | None = None) -> dict[float, MoeKey]:
+        """A group's configurations by the size the kernel computes (:meth:`padded`; of two sizes padded alike,
+        the larger: the smaller tp, as of two rows of one per-GPU size), ``exclude`` (a per-GPU size as the
+        table lists it) left out."""
+        out: dict[float, MoeKey] = {}
+        for x, key in sorted(self._groups.get(g, {}).items(), reverse=True):
+            if x != exclude:
+                out.setdefault(self.padded(x), key)
+        return dict(sorted(out.items()))
 
     def series(self, hidden: int, inter: float, top_k: int, experts: int, exclude: int | None = None) -> MSeries | None:
         """Seconds per MoE layer of one GPU's experts (``inter``: its per-GPU intermediate size) along the
         token grid, or None (no configuration of this hidden size, top-k and expert count). ``exclude``: a
         per-GPU intermediate size left out (leave-one-configuration-out validation)."""
-        by_inter = self._groups.get((hidden, top_k, experts))
+        own = self._groups.get((hidden, top_k, experts), {}).get(inter) if inter != exclude else None  # type: ignore[call-overload]
+        if own is not None:
+            return self._full(own)
+        by_inter = self._coords((hidden, top_k, experts), exclude)
         if not by_inter:
             return None
-        xs = sorted(x for x in by_inter if x != exclude)
-        if not xs:
-            return None
+        inter = self.padded(inter)
+        xs = sorted(by_inter)
         if len(xs) == 1 or inter <= xs[0] or inter > xs[-1]:
             return self._edge(by_inter, xs, inter)
         i = bisect_left(xs, inter)
@@ -155,7 +173,7 @@ class MoeTable:
         lo, hi = self._full(by_inter[a]), self._full(by_inter[b])
         return MSeries(self.ms, tuple(x + (y - x) * u for x, y in zip(lo.ts, hi.ts, strict=True)))
 
-    def _edge(self, by_inter: dict[int, MoeKey], xs: list[int], inter: float) -> MSeries:
+    def _edge(self, by_inter: dict[float, MoeKey], xs: list[float], inter: float) -> MSeries:
         if len(xs) == 1:
             one = self._full(by_inter[xs[0]])
             return one if inter == xs[0] else _scaled(one, inter / xs[0])
