@@ -201,14 +201,19 @@ def test_a_table_whose_release_pads_the_experts_is_read_at_the_padded_sizes():
     assert [(m, p) for m, p, _ in got] == [(1.0, pytest.approx(9 * US)), (8.0, pytest.approx(19 * US))]
 
 
-@pytest.mark.parametrize(("gpu", "table", "grain", "cited"), [
+@pytest.mark.parametrize(("gpu", "table", "grain", "cited", "worst_bar"), [
     # vLLM 0.24.0 pads FlashInfer TRT-LLM MXFP4 experts to 256 (fused_moe/oracle/mxfp4.py:647-648)
-    ("b200", "vllm/flashinfer-trtllm-mxfp4-moe", 256, "mxfp4.py:647-648"),
+    ("b200", "vllm/flashinfer-trtllm-mxfp4-moe", 256, "mxfp4.py:647-648", True),
     # its OAI Triton kernel on sm90 computes them in tiles of 128 (triton_kernels opt_flags_nvidia.py:35-36, 23-24)
-    ("h100-sxm", "vllm/triton-mxfp4-moe", 128, "opt_flags_nvidia.py:35-36"),
-    ("h200", "vllm/triton-mxfp4-moe", 128, "opt_flags_nvidia.py:35-36"),
+    ("h100-sxm", "vllm/triton-mxfp4-moe", 128, "opt_flags_nvidia.py:35-36", False),
+    ("h200", "vllm/triton-mxfp4-moe", 128, "opt_flags_nvidia.py:35-36", False),
+    # SGLang 0.5.14 pads every FlashInfer TRT-LLM expert to 128 (fused_moe_triton/layer.py:229-237); read at the sizes
+    # as given these medians were 3.0%, 2.4%, 3.3% and the first two's worst rows 27.6% and 21.0% (over the 20% bar)
+    ("b200", "sglang/flashinfer-trtllm-moe", 128, "layer.py:229-237", True),
+    ("b200", "sglang/flashinfer-trtllm-fp8-block-moe", 128, "layer.py:229-237", True),
+    ("b200", "sglang/flashinfer-trtllm-nvfp4-moe", 128, "layer.py:229-237", False),
 ])
-def test_the_mxfp4_expert_tables_meet_the_held_out_median_read_in_the_kernels_grain(gpu, table, grain, cited):
+def test_padded_expert_tables_meet_the_held_out_bars_read_in_the_kernels_grain(gpu, table, grain, cited, worst_bar):
     # gpt-oss, per-GPU 90 ... 2880: read at the sizes as given, the leave-one-size-out medians were 7.5% (B200),
     # 5.3% (H100), 5.9% (H200) (docs/calibration.md §11, 2026-12-06): 360 per GPU sits a third of the way from 180
     # to 720, but the B200 kernel computes 512, halfway between 256 and 768. The bar of issue 25: median <= 5%
@@ -218,6 +223,8 @@ def test_the_mxfp4_expert_tables_meet_the_held_out_median_read_in_the_kernels_gr
     assert t is not None and t.meta.inter_align == grain and cited in t.meta.inter_align_source
     c, _ = moe_checks(t)
     assert c["rows"]["max"] == 0.0 and c["steps"]["median"] <= 0.05
+    if worst_bar:  # and the worst held-out row within 20% (the B200 MXFP4 table's was 17.2% already)
+        assert c["steps"]["max"] <= 0.20
 
 
 def _experts_on(model: str, sch: str, gpu_id: str, engine: str, version: str, tp: int = 1) -> StepModel:

@@ -208,6 +208,9 @@ MOE_TABLE_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "vllm": ("vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_trtllmnvfp4expertsmonolithic",),
         "sglang": ("sglang_flashinfer_trtllm_moe",)}),
 }
+SGLANG_TRTLLM_PAD = ("sglang 0.5.14 sglang/srt/layers/moe/fused_moe_triton/layer.py:229-237 (the flashinfer_trtllm "
+                     "backend: intermediate_size_per_partition = round_up(intermediate_size_per_partition, 128) where "
+                     "it is not a multiple of 128)")
 # fused-MoE kernels whose timed release pads each GPU's expert intermediate size (kernel, engine, release ->
 # the multiple, the engine source line): the table's sizes are the padded ones the kernel computes
 MOE_INTER_ALIGN: dict[tuple[str, str, str], tuple[int, str]] = {
@@ -221,6 +224,9 @@ MOE_INTER_ALIGN: dict[tuple[str, str, str], tuple[int, str]] = {
         128, "vllm 0.24.0 vllm/third_party/triton_kernels/matmul_ogs_details/opt_flags_details/opt_flags_nvidia.py:"
              "35-36 (block_k = 128 for 4-bit weights without native MXFP: the down GEMM's K) and :23-24 (block_n 256: "
              "the gate/up GEMM's N, twice the size; vLLM swizzles with num_warps=8, quantization/utils/mxfp4_utils.py:36)"),
+    # SGLang pads every FlashInfer TRT-LLM expert (bf16, block fp8, NVFP4) to 128; vLLM 0.24.0 pads only its MXFP4 ones
+    **{(kid, "sglang", "0.5.14"): (128, SGLANG_TRTLLM_PAD) for kid in (
+        "flashinfer-trtllm-moe", "flashinfer-trtllm-fp8-block-moe", "flashinfer-trtllm-nvfp4-moe")},
 }
 # aiconfigurator's own default for the expert load (sdk/models/deepseek.py:170 power_law_alpha 1.01; generic MoE
 # models 1.2, sdk/models/moe.py:128): serving traffic is not routed evenly; the two power laws agree within a few %
