@@ -143,3 +143,23 @@ def test_the_dataclass_params_are_the_ones_dataclass_gives(frozen: bool) -> None
     assert type(made) is type(want)
     assert [getattr(made, s) for s in type(want).__slots__] == [getattr(want, s) for s in type(want).__slots__]
     assert repr(made) == repr(want)
+
+
+def test_by_identity_answers_the_same_objects_once_and_equal_copies_afresh():
+    from quantadvise.results import by_identity
+
+    calls: list[tuple[int, ...]] = []
+
+    @by_identity(size=2)
+    def total(a: tuple[int, ...], b: tuple[int, ...] | None = None) -> int:
+        calls.append(a)
+        return sum(a) + (sum(b) if b else 0)
+
+    x, y = (1, 2), (3,)
+    assert total(x) == 3 and total(x) == 3 and len(calls) == 1  # the same object: asked once
+    assert total(x, y) == 6 and total(x, y) == 6 and len(calls) == 2  # another argument list: its own entry
+    copy = tuple([1, 2])  # equal, another object: never read from x's entry
+    assert copy is not x and total(copy) == 3 and len(calls) == 3
+    assert total(x, b=y) == 6 and total(x, b=y) == 6 and len(calls) == 5  # keywords: not memoized
+    # the copy was the third entry past size 2: the memo started over there, so x is asked again
+    assert total(x) == 3 and len(calls) == 6

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..results import Out
+from ..results import Out, by_identity
 
 if TYPE_CHECKING:
     from ..model.arch import ModelArch
@@ -185,6 +185,7 @@ def assumed_config(p: Published, scheme: "Scheme | None", deploy: "DeployHints |
     return {"quant_method": m}  # gguf, aqlm, fp_quant ...: what the engines say about the name
 
 
+@by_identity()  # the ranking and the deploy plan of every walk ask it of the same shipped row and scheme
 def checkpoint_of(p: Published, scheme: "Scheme | None", deploy: "DeployHints | None",
                   arch: "ModelArch | None" = None) -> "tuple[CheckpointQuant | None, str]":
     """The checkpoint an engine reads for ``p``, and what it rests on: ``read`` (the snapshot, whole),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from ..model.arch import ModelArch
-from ..results import record
+from ..results import by_identity, record
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
 from ..wording import plural
@@ -41,6 +41,7 @@ class KVGeometry:
     linear_layers: int
 
 
+@by_identity()  # a walk asks ~300 times for each of its candidates' one (immutable) model
 def geometry(arch: ModelArch) -> KVGeometry:
     al = arch.attention_layers
     if arch.is_mla:

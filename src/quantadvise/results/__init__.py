@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .light import OmitNone, Out, field_hints
-from .records import record
+from .records import by_identity, record
 
-__all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "StrictModel", "Validated", "plain_numbers",
+__all__ = ["SCHEMA_VERSION", "OmitNone", "Out", "Result", "Strict", "StrictModel", "Validated", "by_identity", "plain_numbers",
            "record"]
 
 # The version of every JSON report (size, roofline, recommend, inspect, engines, check, accuracy,

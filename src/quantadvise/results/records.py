@@ -253,3 +253,36 @@ def _record_getstate(self: Any) -> list[Any]:
 def _record_setstate(self: Any, state: list[Any]) -> None:
     for f, value in zip(dataclasses.fields(self), state, strict=True):
         object.__setattr__(self, f.name, value)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def by_identity(size: int = 256) -> Callable[[_F], _F]:
+    """A pure function of immutable values (records, shipped rows, result pieces) memoized by the identity of its
+    positional arguments: a walk asks the same question of the same objects many times (a scan re-walks one
+    resolved workload). The arguments are held with the answer, so an id is never read for another object;
+    at ``size`` entries the memo starts over; a call with keywords is not memoized."""
+
+    def wrap(fn: _F) -> _F:
+        memo: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or not args:
+                return fn(*args, **kwargs)
+            key = tuple(map(id, args))
+            got = memo.get(key)
+            if got is not None:
+                held = got[0]
+                if held[0] is args[0] and (len(args) == 1 or all(a is b for a, b in zip(held, args, strict=True))):
+                    return got[1]
+            out = fn(*args)
+            if len(memo) >= size:
+                memo.clear()
+            memo[key] = (args, out)
+            return out
+
+        return call  # type: ignore[return-value]
+
+    return wrap
