@@ -129,15 +129,17 @@ class MoeTable:
         if tp < 1 or inter % tp:
             return None
         x = self.padded(inter // tp)
-        for y, other in sorted(self._coords((h, k, e)).items()):
-            row = self.cell(other) if y > x else None
+        for y, other in self._coords((h, k, e)).items():  # ascending
+            if y <= x:
+                continue
+            row = self.cell(other)
             if row is not None and any(t is not None for m, t in zip(self.ms, row, strict=True) if m > last):
                 return self._full(other), x / y
         return None
 
     def padded(self, inter: float) -> float:
-        """A per-GPU intermediate size as the timed release lays the experts out: rounded up to the table's
-        ``inter_align`` (vLLM pads MXFP4 experts for its kernels' tiles), the size the kernel computes."""
+        """A per-GPU intermediate size as the timed kernel computes it: rounded up to the table's ``inter_align``
+        (the multiple the release pads the experts to, or the kernel's tile along them; the index row cites which)."""
         a = self.meta.inter_align
         return inter if a <= 1 else -(-inter // a) * a
 
