@@ -112,12 +112,10 @@ def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date
 
 def checks_only(out: Path, as_of: date, wanted: set[str] | None) -> int:
     """Recompute the held-out checks and the bands from the tables on file (after a change to the lookup)."""
-    import yaml
-
-    for path in sorted(out.glob("*.yaml")):
-        if path.stem in ("bands", "stream_factors") or (wanted is not None and path.stem not in wanted):
-            continue
-        write_checks(out, path.stem, yaml.safe_load(path.read_text(encoding="utf-8"))["source"], as_of)
+    for gid in catalog.kernel_table_gpus():
+        tables = catalog.kernel_tables(gid)
+        if tables is not None and (wanted is None or gid in wanted):
+            write_checks(out, gid, tables.index.source, as_of)
     write_bands(out, as_of)
     return 0
 
