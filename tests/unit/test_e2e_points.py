@@ -97,9 +97,7 @@ def test_each_nvidia_loop_band_is_the_68th_percentile_of_its_held_out_errors(rep
         assert terms[engine].uncertainty == pytest.approx(p68, abs=5e-4), engine
         # the held-out median the terms print (perf.loop, `validate --bench`) is these points' too: re-written by
         # `tools/fit_serving.py --keep-terms` whenever the kernel pricing moves (12.7% stood for vLLM's 13.2%)
-        mid = len(errs) // 2
-        median = errs[mid] if len(errs) % 2 else (errs[mid - 1] + errs[mid]) / 2
-        assert terms[engine].heldout_median_error == pytest.approx(median, abs=5e-4), engine
+        assert terms[engine].heldout_median_error == pytest.approx(statistics.median(errs), abs=5e-4), engine
         # about two held-out points in three lie inside a one-sigma band
         inside = sum(e <= terms[engine].uncertainty for e in errs) / len(errs)
         assert 0.6 <= inside <= 0.75, (engine, inside)
