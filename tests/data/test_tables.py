@@ -235,3 +235,26 @@ def test_the_recorded_bands_are_the_held_out_checks_of_the_tables_on_file(gpu):
     assert {b: {k: v[k] for k in keys} for b, v in got["bands"].items()} == recorded
     for tid, c in got["kernels"].items():
         assert {k: c["steps"][k] for k in keys} == {k: checks["kernels"][tid]["steps"][k] for k in keys}, tid
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "h100-sxm", "h200", "l40s"])
+def test_an_attention_tables_recorded_floor_and_its_configurations_read_alone_are_its_rows(gpu):
+    # the index records each decode attention table's launch floor (floor_us, written by the exporter) so that a
+    # lookup splits only the head configuration it prices out of the text: the floor must be the one every row
+    # gives (the median over configurations of the smallest batch's first time), and each configuration read
+    # alone must be the rows a full read gives it
+    from quantadvise.perf.kernel_tables import parse_attention
+
+    tables = catalog.kernel_tables(gpu)
+    metas = tables.index.attention
+    assert metas and all(m.floor_us is not None for m in metas)
+    for meta in metas:
+        text = tables._text(meta)
+        full = parse_attention(meta.model_copy(update={"floor_us": None}), text)
+        assert meta.floor_us * 1e-6 == pytest.approx(full.floor_s, rel=1e-9), meta.id
+        lazy = parse_attention(meta, text)
+        for key, rows in full.cells.items():
+            assert lazy.grid(*key) == full.grid(*key), (meta.id, key)
+            assert lazy._config(key) == rows, (meta.id, key)
+        assert lazy.grid(7, 7, 7, "bf16") is None  # a configuration the table lacks
+        assert lazy.cells == full.cells

@@ -422,3 +422,50 @@ def test_an_attention_table_text_is_read_row_by_row_and_a_bad_row_is_an_error():
     for bad in ("32,8,128,bf16,x,5,9", "32,8,128,bf16,1.5,5,9", "32,8,128,bf16", "32,8,128,bf16,-1,5,9"):
         with pytest.raises(ValueError, match="not a row"):  # a batch that is not a whole number, or no times
             parse_attention(meta, text + bad + "\n")
+
+
+def test_an_attention_table_with_its_floor_on_file_reads_only_the_configuration_asked_for():
+    # the same two-configuration text as above, its floor on file (7 us): a configuration's rows are split out of
+    # the text when it is first read, another configuration's bad row is not read (it is an error when read), and
+    # a bad row of the configuration read is an error naming it
+    from quantadvise.perf.kernel_tables import TableMeta, parse_attention
+
+    meta = TableMeta(id="t/a", file="a", engine="vllm", engine_version="0", kernel="attention-decode",
+                     kernel_source="a", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
+                     table="a", device="d", rows=0, floor_us=7, source="s", as_of="2026-12-07")
+    text = ("# a comment\nheads,kv_heads,head_dim,kv_dtype,batch,1024,2048\n"
+            "32,8,128,bf16,1,5,9\n32,8,128,bf16,4,6,\n8,8,64,fp8,2,7,11\n")
+    t = parse_attention(meta, text + "8,8,64,fp8,x,1,1\n")
+    assert t.floor_s == pytest.approx(7e-6)
+    g = t.grid(32, 8, 128, "bf16")
+    # batch 1: 5 us at 1,024 and 9 us at 2,048 -> 7 us at 1,536; batch 4 has one point only (a row needs two),
+    # so the grid is batch 1's row alone and batch 4 reads it: 9 us at 2,048
+    assert g is not None and g.batches == (1.0,)
+    assert g.at(1, 1536) == pytest.approx(7e-6) and g.at(4, 2048) == pytest.approx(9e-6)
+    assert t.grid(32, 8, 64, "bf16") is None
+    with pytest.raises(ValueError, match="not a row"):
+        t.grid(8, 8, 64, "fp8")
+
+
+def test_a_gemm_table_text_is_read_cell_by_cell_and_a_line_that_is_not_a_cells_is_an_error():
+    # n,k,<M...> then one line per cell, microseconds (a blank: a point the table lacks); comment lines anywhere.
+    # A cell's times are read when it is asked for; every line must be a cell's, each cell given once.
+    from quantadvise.perf.kernel_tables import TableMeta, parse_gemm
+
+    meta = TableMeta(id="t/g", file="g", engine="vllm", engine_version="0", kernel="cublas-bf16",
+                     kernel_source="g", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
+                     table="g", device="d", rows=0, source="s", as_of="2026-12-07")
+    text = "# head, 1,2,3\nn,k,1,16\n128,256,5,6\n# a note\n512,256,7,\n128,1024,9,12"
+    t = parse_gemm(meta, text)
+    assert t.ms == (1.0, 16.0)
+    assert t.cell(128, 256) == pytest.approx((5e-6, 6e-6)) and t.cell(512, 256)[1] is None
+    assert t.cell(128, 1024) == pytest.approx((9e-6, 12e-6))  # the last line, no newline after it
+    assert t.cell(256, 256) is None and set(t.cells) == {(128, 256), (512, 256), (128, 1024)}
+    # K = 256 holds N = 128 and 512: N = 256 reads a third of the way, 5 + (7 - 5) * (256 - 128) / (512 - 128)
+    # = 5.667 us at M = 1
+    assert t.series(256, 256).at(1) == pytest.approx((5 + 2 / 3) * 1e-6)
+    for bad in ("12a,256,1,2", "64,256", "64"):  # not integers, no times
+        with pytest.raises(ValueError, match="not a cell's line"):
+            parse_gemm(meta, text + "\n" + bad)
+    with pytest.raises(ValueError, match="given twice"):
+        parse_gemm(meta, text + "\n128,256,1,2")

@@ -29,6 +29,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..perf.kernel_tables import TableMeta, parse_attention
 from .glitches import attention_groups, drop_glitches, gemm_groups, moe_groups
 
 PACKAGE = "aiconfigurator-core"
@@ -520,14 +521,24 @@ def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_
         tid = f"{engine}/{kernel}"
         text, n = attention_csv(t, [f"{tid}: {ks}, {engine} {ver}, {t.device.iloc[0]}", f"source: {source}",
                                     f"as_of: {as_of.isoformat()}", unit])
-        _write_gz(folder / _file_of(tid), drop_glitches(text, 5, attention_groups))
-        out.append({"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
-                    "kernel": kernel, "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
-                    "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
-                    "device": str(t.device.iloc[0]), "collector": f"ai-dynamo/aiconfigurator collector/{engine}/"
-                    f"{collector} (generation: one new token per sequence attending isl + step cached tokens)",
-                    "rows": n, "note": note, "source": source, "as_of": as_of})
+        shipped = drop_glitches(text, 5, attention_groups)
+        _write_gz(folder / _file_of(tid), shipped)
+        row: dict[str, Any] = {"id": tid, "file": _file_of(tid), "engine": engine, "engine_version": ver,
+                               "kernel": kernel, "kernel_source": ks, "math": "bf16", "weight_bytes": 2.0,
+                               "package": PACKAGE, "package_version": core_version, "license": LICENSE, "table": rel,
+                               "device": str(t.device.iloc[0]),
+                               "collector": f"ai-dynamo/aiconfigurator collector/{engine}/{collector} (generation: "
+                               "one new token per sequence attending isl + step cached tokens)",
+                               "rows": n, "note": note}
+        meta = TableMeta.model_validate({**row, "source": source, "as_of": as_of})
+        out.append({**row, "floor_us": attention_floor_us(meta, shipped), "source": source, "as_of": as_of})
     return out
+
+
+def attention_floor_us(meta: TableMeta, text: str) -> float:
+    """A decode attention table's launch floor as its index records it (``TableMeta.floor_us``, microseconds):
+    read from every row of its shipped text."""
+    return round(parse_attention(meta, text).measured_floor() * 1e6, 6)
 
 
 def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:

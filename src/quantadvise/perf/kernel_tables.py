@@ -70,6 +70,9 @@ class TableMeta(Strict):
     # so (perf/moe_tables.py reads the sizes rounded up to it)
     inter_align: int = Field(default=1, ge=1)
     inter_align_source: str = ""
+    # decode attention: the table's launch floor (:attr:`AttentionTable.floor_s`, microseconds), written with the
+    # table so that a lookup reads only the head configuration it prices (tests/data/test_tables.py recomputes it)
+    floor_us: float | None = Field(default=None, gt=0)
     source: str
     as_of: date
 
@@ -392,34 +395,91 @@ class AttentionTable:
     """Decode attention of one layer (one call per layer and step) on one GPU, per head configuration
     (heads, KV heads, head dim, KV dtype — one GPU's share under tensor parallelism): seconds over a grid of
     batch x KV length. :meth:`grid` gives one configuration's grid, or None when the table has no row for it
-    (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`)."""
+    (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`). Given its text with
+    the floor on file (``TableMeta.floor_us``: every shipped table), only the configurations read are split
+    out of it; otherwise every row is read at once."""
 
-    __slots__ = ("meta", "kvs", "_cells", "_raw", "floor_s", "_grids")
+    __slots__ = ("meta", "kvs", "_cells", "_raw", "_text", "floor_s", "_grids")
 
     def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
                  cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]] | None = None,
-                 raw: Mapping[tuple[int, int, int, str], Mapping[int, str]] | None = None):
+                 raw: Mapping[tuple[int, int, int, str], Mapping[int, str]] | None = None, text: str = ""):
         self.meta, self.kvs = meta, tuple(float(x) for x in kvs)
         self._cells = {k: dict(v) for k, v in (cells or {}).items()}
         # a configuration given as its text lines (the shipped form) is parsed the first time it is read
         self._raw = {k: dict(v) for k, v in (raw or {}).items() if k not in self._cells}
+        self._text = text  # the rows not yet split into ``_raw`` ("\n" first: each row follows one)
+        self._grids: dict[tuple[int, int, int, str], AttentionGrid | None] = {}  # grid() per configuration, once
+        if text and meta.floor_us is not None:
+            self.floor_s = meta.floor_us * 1e-6
+            return
+        if text:
+            self._split_all()
+        self.floor_s = self.measured_floor()
+
+    def measured_floor(self) -> float:
+        """The launch floor from the rows (seconds): the median over head configurations of one sequence at the
+        shortest KV length (the upper median of an even count); what ``floor_us`` records."""
+        if self._text:
+            self._split_all()
         firsts = [by_b[min(by_b)][0] for by_b in self._cells.values()]
         firsts += [float(first) * 1e-6 if (first := by_b[min(by_b)].split(",", 1)[0]) else None
                    for by_b in self._raw.values()]
         smallest: list[float] = sorted(x for x in firsts if x)
-        # the launch floor: the median over head configurations of one sequence at the shortest KV length
-        self.floor_s = smallest[len(smallest) // 2] if smallest else 0.0
-        self._grids: dict[tuple[int, int, int, str], AttentionGrid | None] = {}  # grid() per configuration, once
+        return smallest[len(smallest) // 2] if smallest else 0.0
+
+    def _split_all(self) -> None:
+        """Every row of the text, split into its configuration's lines (a bad row is an error naming it)."""
+        text, self._text = self._text, ""
+        by_text: dict[tuple[str, ...], dict[int, str]] = {}
+        for ln in text.split("\n"):
+            if not ln:
+                continue
+            parts = ln.split(",", 5)
+            if len(parts) != 6 or not parts[4].isdecimal():
+                raise ValueError(f"{self.meta.id}: not a row of heads,kv_heads,head_dim,kv_dtype,batch,times: "
+                                 f"{ln[:80]!r}")
+            by_text.setdefault(tuple(parts[:4]), {})[int(parts[4])] = parts[5]
+        for (h, kvh, d, dt), by_b in by_text.items():
+            if not (h.isdecimal() and kvh.isdecimal() and d.isdecimal() and dt):
+                raise ValueError(f"{self.meta.id}: not a configuration heads,kv_heads,head_dim,kv_dtype: "
+                                 f"{h},{kvh},{d},{dt}")
+            key = (int(h), int(kvh), int(d), dt)
+            if key not in self._cells:
+                self._raw.setdefault(key, {}).update(by_b)
+
+    def _split(self, key: tuple[int, int, int, str]) -> dict[int, str] | None:
+        """One configuration's rows from the text (its batch -> its times), found by their first four columns."""
+        text = self._text
+        head = "\n{},{},{},{},".format(*key)
+        out: dict[int, str] = {}
+        at = text.find(head)
+        while at >= 0:
+            start = at + len(head)
+            end = text.find("\n", start)
+            batch, sep, times = text[start:end if end >= 0 else len(text)].partition(",")
+            if not (sep and batch.isdecimal()):
+                raise ValueError(f"{self.meta.id}: not a row of heads,kv_heads,head_dim,kv_dtype,batch,times: "
+                                 f"{text[at + 1:at + 81]!r}")
+            out[int(batch)] = times
+            at = text.find(head, start) if end >= 0 else -1
+        return out or None
 
     def _config(self, key: tuple[int, int, int, str]) -> dict[int, tuple[float | None, ...]] | None:
         got = self._cells.get(key)
-        if got is None and key in self._raw:
-            got = self._cells[key] = {b: _values(text.split(",")) for b, text in self._raw.pop(key).items()}
+        if got is None:
+            rows = self._raw.pop(key, None)
+            if rows is None and self._text:
+                rows = self._split(key)
+            if rows is not None:
+                got = self._cells[key] = {b: _values(text.split(",")) for b, text in rows.items()}
         return got
 
     @property
     def cells(self) -> dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]]:
         """Every configuration, parsed (the held-out checks read them all)."""
+        if self._text:
+            self._split_all()
         for key in list(self._raw):
             self._config(key)
         return self._cells
@@ -476,32 +536,36 @@ def _values(parts: list[str]) -> tuple[float | None, ...]:
 
 def parse_gemm(meta: TableMeta, text: str) -> GemmTable:
     """A GEMM (or activation-quantization) table from its text: ``n,k,<M...>`` then one line per cell,
-    microseconds per call."""
+    microseconds per call (each cell's times are read when the cell is). A line that is not a cell's, or a cell
+    given twice, is an error naming it."""
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     ms = tuple(float(x) for x in lines[0].split(",")[2:])
     raw = {}
-    for ln in lines[1:]:
-        n, k, rest = ln.split(",", 2)
-        raw[(int(n), int(k))] = rest
+    try:
+        for ln in lines[1:]:
+            n, k, rest = ln.split(",", 2)
+            raw[(int(n), int(k))] = rest
+    except ValueError:
+        raise ValueError(f"{meta.id}: not a cell's line n,k,times: {ln[:80]!r}") from None
+    if len(raw) != len(lines) - 1:
+        seen: set[tuple[int, int]] = set()
+        for ln in lines[1:]:
+            n, k, _ = ln.split(",", 2)
+            if (int(n), int(k)) in seen:
+                raise ValueError(f"{meta.id}: a cell's line given twice: {ln[:80]!r}")
+            seen.add((int(n), int(k)))
     return GemmTable(meta, ms, raw=raw)
 
 
 def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
-    """A decode attention table from its text: ``heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths...>``. Each
-    row is split once into its configuration's text, its batch and its times (~2,500 rows a table), grouped by
-    configuration, whose numbers are read once (a regular expression over every row cost ~3 ms a table); a row or
-    configuration it does not read is an error naming it."""
-    lines = [ln for ln in text.split("\n") if ln and not ln.startswith("#")]
-    kvs = tuple(float(x) for x in lines[0].split(",")[5:])
-    by_text: dict[tuple[str, ...], dict[int, str]] = {}
-    for ln in lines[1:]:
-        parts = ln.split(",", 5)
-        if len(parts) != 6 or not parts[4].isdecimal():
-            raise ValueError(f"{meta.id}: not a row of heads,kv_heads,head_dim,kv_dtype,batch,times: {ln[:80]!r}")
-        by_text.setdefault(tuple(parts[:4]), {})[int(parts[4])] = parts[5]
-    raw: dict[tuple[int, int, int, str], dict[int, str]] = {}
-    for (h, kvh, d, dt), by_b in by_text.items():
-        if not (h.isdecimal() and kvh.isdecimal() and d.isdecimal() and dt):
-            raise ValueError(f"{meta.id}: not a configuration heads,kv_heads,head_dim,kv_dtype: {h},{kvh},{d},{dt}")
-        raw[(int(h), int(kvh), int(d), dt)] = by_b
-    return AttentionTable(meta, kvs, raw=raw)
+    """A decode attention table from its text: ``heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths...>``. With the
+    table's launch floor on file (``meta.floor_us``) a configuration's rows are split out of the text when it is
+    first read (a shipped table holds ~2,500 rows and a command prices one or two configurations: splitting every
+    row cost ~5 ms of a ``recommend``); without it every row is split at once, grouped by configuration, whose
+    numbers are read once. A row or configuration it reads and cannot is an error naming it."""
+    header, sep, body = text.lstrip("\n").partition("\n")
+    while header.startswith("#") and sep:
+        header, sep, body = body.partition("\n")
+    kvs = tuple(float(x) for x in header.split(",")[5:])
+    rows = "\n" + "\n".join(ln for ln in body.split("\n") if not ln.startswith("#")) if "\n#" in body else "\n" + body
+    return AttentionTable(meta, kvs, text=rows)
