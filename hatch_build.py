@@ -2,7 +2,8 @@
 release families ships with its compiled JSON form beside it (``<table>.yaml.json``); each release family
 (``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one folder of compiled members,
 ``quantadvise/data/<family>-compiled/``, and none of its YAML. The gzipped kernel tables ship inflated
-(``tables.inflated_name``: ``<table>.csv``; the wheel's zip deflates them). Other files (model configs, READMEs) ship as they are."""
+(``tables.inflated_name``: ``<table>.csv``; the wheel's zip deflates them), each GEMM table with its cell index
+(``tables.cells_index``: ``<table>.csv.cells.json``). Other files (model configs, READMEs) ship as they are."""
 
 from __future__ import annotations
 
@@ -49,8 +50,14 @@ class CompileTables(BuildHookInterface):
             if inflated is not None:  # a gzipped kernel table ships inflated (the wheel deflates it again)
                 target = out / inflated
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(gzip.decompress(src.read_bytes()))
+                text = gzip.decompress(src.read_bytes())
+                target.write_bytes(text)
                 include[str(target)] = f"quantadvise/data/{inflated}"
+                index = tables.cells_index(text.decode("utf-8"))
+                if index is not None:  # a GEMM table: where each cell's line starts
+                    cells = out / (inflated + tables.CELLS_SUFFIX)
+                    cells.write_bytes(index)
+                    include[str(cells)] = f"quantadvise/data/{inflated}{tables.CELLS_SUFFIX}"
                 continue
             include[str(src)] = f"quantadvise/data/{rel}"
             if src.suffix == ".yaml":

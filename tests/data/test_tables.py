@@ -122,14 +122,18 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
         " len(r.engine_versions('sglang')));"
         "print(r.bench_options('vllm', '0.21.0').version);"
         "t = r.kernel_tables('h100-sxm'); print(len(t.get(t.index.tables[0].id).ms));"
-        "import sys; print('yaml' in sys.modules)"
+        "import sys; print('yaml' in sys.modules);"
+        # every GEMM table read through its cell index (hatch_build.py) holds the cells its text parses to
+        "from quantadvise.perf.kernel_tables import parse_gemm;"
+        "print(all(t.get(m.id).cells == parse_gemm(m, t._text(m)).cells and t._cells(m, t._text(m)) is not None"
+        " for m in (*t.index.tables, *t.index.quant)))"
     )
     res = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
         env={"PYTHONPATH": str(tmp_path / "site"), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
     assert res.returncode == 0, res.stderr
-    data_path, total, release, sidecar, sglang, bench, columns, parsed_yaml = res.stdout.split()
+    data_path, total, release, sidecar, sglang, bench, columns, parsed_yaml, indexed = res.stdout.split()
     assert data_path.startswith(str(tmp_path / "site"))
     assert int(total) == 5_727_854_592
     assert (release, sidecar) == ("0.21.0", "0.21.0")  # read from data/engines-compiled/ and data/flags-compiled/
@@ -141,6 +145,13 @@ def test_wheel_contains_data_and_finds_it(tmp_path):
     header = next(ln for ln in gzip.decompress(first.read_bytes()).decode().splitlines() if not ln.startswith("#"))
     assert int(columns) == len(header.split(",")) - 2  # n,k then one column per M
     assert parsed_yaml == "False"  # the tables came from their compiled form: no YAML parsed
+    assert indexed == "True"
+    # a cell index beside every GEMM table (header n,k,...), none beside the attention and fused-MoE tables
+    for src in gz:
+        rel = "quantadvise/data/" + src.relative_to(REPO / "data").as_posix()[:-len(".gz")]
+        gemm = gzip.decompress(src.read_bytes()).decode().split("\n")
+        header = next(ln for ln in gemm if not ln.startswith("#"))
+        assert (rel + tables.CELLS_SUFFIX in names) == header.startswith("n,k,"), rel
 
 
 def test_compiled_tables_equal_the_yaml_and_never_shadow_an_edit(tmp_path):
@@ -243,7 +254,7 @@ def test_an_attention_tables_recorded_floor_and_its_configurations_read_alone_ar
     # lookup splits only the head configuration it prices out of the text: the floor must be the one every row
     # gives (the median over configurations of the smallest batch's first time), and each configuration read
     # alone must be the rows a full read gives it
-    from quantadvise.perf.kernel_tables import parse_attention
+    from quantadvise.perf.attention_tables import parse_attention
 
     tables = catalog.kernel_tables(gpu)
     metas = tables.index.attention

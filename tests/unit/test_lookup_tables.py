@@ -400,7 +400,8 @@ def test_an_attention_table_text_is_read_row_by_row_and_a_bad_row_is_an_error():
     # heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths>: two configurations, the first with two batches; times in
     # microseconds (a blank is a point the table lacks). The launch floor is the median over configurations of
     # the smallest batch's first time: (5, 7) -> the upper median, 7 us
-    from quantadvise.perf.kernel_tables import TableMeta, parse_attention
+    from quantadvise.perf.attention_tables import parse_attention
+    from quantadvise.perf.kernel_tables import TableMeta
 
     meta = TableMeta(id="t/a", file="a", engine="vllm", engine_version="0", kernel="attention-decode",
                      kernel_source="a", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
@@ -428,7 +429,8 @@ def test_an_attention_table_with_its_floor_on_file_reads_only_the_configuration_
     # the same two-configuration text as above, its floor on file (7 us): a configuration's rows are split out of
     # the text when it is first read, another configuration's bad row is not read (it is an error when read), and
     # a bad row of the configuration read is an error naming it
-    from quantadvise.perf.kernel_tables import TableMeta, parse_attention
+    from quantadvise.perf.attention_tables import parse_attention
+    from quantadvise.perf.kernel_tables import TableMeta
 
     meta = TableMeta(id="t/a", file="a", engine="vllm", engine_version="0", kernel="attention-decode",
                      kernel_source="a", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
@@ -469,3 +471,30 @@ def test_a_gemm_table_text_is_read_cell_by_cell_and_a_line_that_is_not_a_cells_i
             parse_gemm(meta, text + "\n" + bad)
     with pytest.raises(ValueError, match="given twice"):
         parse_gemm(meta, text + "\n128,256,1,2")
+
+
+def test_a_gemm_tables_cell_index_is_read_only_for_its_own_text_and_a_wrong_offset_is_an_error():
+    # the wheel's cell index (catalog/tables.py cells_index): each cell's N, K and where its line starts, the Ns of
+    # each K; read back only for text of the length it was written for; a cell whose line its offset does not start
+    # is a data error when read
+    from quantadvise.catalog.tables import cells_index, read_cells_index
+    from quantadvise.errors import DataError
+    from quantadvise.perf.kernel_tables import CellIndex, TableMeta, parse_gemm
+
+    meta = TableMeta(id="t/g", file="g", engine="vllm", engine_version="0", kernel="cublas-bf16",
+                     kernel_source="g", math="bf16", weight_bytes=2, package="p", package_version="0", license="l",
+                     table="g", device="d", rows=0, source="s", as_of="2026-12-07")
+    text = "# head\nn,k,1,16\n128,256,5,6\n# a note\n512,256,7,\n128,1024,9,12\n"
+    raw = cells_index(text)
+    # "# head\n" is 7 characters, "n,k,1,16\n" 9: the first cell's line starts at 16, the next (after the 12 of
+    # "128,256,5,6\n" and the 9 of "# a note\n") at 37, the last (after the 11 of "512,256,7,\n") at 48
+    at, by_k = read_cells_index(raw, text)
+    assert at == {(128, 256): 16, (512, 256): 37, (128, 1024): 48} and by_k == {256: [128, 512], 1024: [128]}
+    t = parse_gemm(meta, text, CellIndex(at, by_k))
+    assert t.cells == parse_gemm(meta, text).cells and t.ms == (1.0, 16.0)
+    assert read_cells_index(raw, text + "\n") is None  # another text
+    assert read_cells_index(b"{}", text) is None and read_cells_index(b"not json", text) is None
+    assert cells_index("heads,kv_heads,head_dim,kv_dtype,batch,1\n1,1,64,bf16,1,5\n") is None  # not a GEMM table
+    wrong = parse_gemm(meta, text, CellIndex({**at, (512, 256): 16}, by_k))
+    with pytest.raises(DataError, match="cell index does not match its table at 512 x 256"):
+        wrong.cell(512, 256)

@@ -29,7 +29,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..perf.kernel_tables import TableMeta, parse_attention
+from ..perf.attention_tables import parse_attention
+from ..perf.kernel_tables import TableMeta
 from .glitches import attention_groups, drop_glitches, gemm_groups, moe_groups
 
 PACKAGE = "aiconfigurator-core"

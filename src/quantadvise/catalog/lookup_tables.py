@@ -16,11 +16,12 @@ from pydantic import ValidationError
 
 from ..errors import DataError, format_validation_error
 from . import loader
-from .tables import inflated_name
+from .tables import CELLS_SUFFIX, inflated_name, read_cells_index
 from .trusted import shipped
 
 if TYPE_CHECKING:
-    from ..perf.kernel_tables import AttentionTable, GemmTable, StreamFactor, TableIndex, TableMeta
+    from ..perf.attention_tables import AttentionTable
+    from ..perf.kernel_tables import CellIndex, GemmTable, StreamFactor, TableIndex, TableMeta
     from ..perf.moe_tables import MoeTable
 
 
@@ -43,14 +44,34 @@ class ShippedTables:
             from ..perf.kernel_tables import parse_gemm
 
             meta = next((t for t in (*self._index.tables, *self._index.quant) if t.id == table_id), None)
-            self._gemm[table_id] = None if meta is None else parse_gemm(meta, self._text(meta))
+            if meta is None:
+                self._gemm[table_id] = None
+            else:
+                text = self._text(meta)
+                self._gemm[table_id] = parse_gemm(meta, text, self._cells(meta, text))
         return self._gemm[table_id]
+
+    def _cells(self, meta: TableMeta, text: str) -> CellIndex | None:
+        """A wheel's cell index of a GEMM table (catalog/tables.py), when it was written for ``text``."""
+        inflated = inflated_name(meta.file)
+        if inflated is None:
+            return None
+        try:
+            raw = (loader.data_dir() / "kernel_tables" / self._index.gpu / (inflated + CELLS_SUFFIX)).read_bytes()
+        except OSError:
+            return None  # a checkout: no index
+        got = read_cells_index(raw, text)
+        if got is None:
+            return None
+        from ..perf.kernel_tables import CellIndex
+
+        return CellIndex(*got)
 
     def attention(self, engine: str, kernel: str = "attention-decode") -> AttentionTable | None:
         """The engine's decode attention table (``kernel="mla-decode"``: its MLA one)."""
         key = f"{engine}/{kernel}"
         if key not in self._attn:
-            from ..perf.kernel_tables import parse_attention
+            from ..perf.attention_tables import parse_attention
 
             meta = next((t for t in self._index.attention if t.engine == engine and t.kernel == kernel), None)
             self._attn[key] = None if meta is None else parse_attention(meta, self._text(meta))

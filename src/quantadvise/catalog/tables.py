@@ -18,7 +18,9 @@ of a bundled family (nothing to shadow); a checkout reads the YAML folders and h
 The published kernel tables (``data/kernel_tables/<gpu>/*.csv.gz``, 2.9 MB gzipped, 7.6 MB of text) ship
 inflated (:func:`inflated_name`: ``<table>.csv``): a ``recommend`` reads about nine of them, and inflating them
 cost ~5 ms of its run. The wheel deflates its members anyway, so the download is the same size; a checkout reads
-the ``.csv.gz`` files (``catalog.lookup_tables`` reads the inflated form first where there is one).
+the ``.csv.gz`` files (``catalog.lookup_tables`` reads the inflated form first where there is one). Each GEMM
+table ships with its cell index beside it (:func:`cells_index`: ``<table>.csv.cells.json``), so a lookup reads
+only the cells it prices (splitting every line of the eight a ``recommend`` reads cost ~25 M instructions).
 
 Standalone on purpose (stdlib and PyYAML only): the build hook imports it before the package's
 dependencies exist.
@@ -80,6 +82,61 @@ def inflated_name(rel: str) -> str | None:
     """A gzipped shipped file's name in a wheel, where it ships inflated (``h100/vllm-cutlass-fp8.csv.gz`` ->
     ``h100/vllm-cutlass-fp8.csv``); None for a file that ships as it is."""
     return rel.removesuffix(GZIP_SUFFIX) if rel.endswith(".csv" + GZIP_SUFFIX) else None
+
+
+CELLS_SUFFIX = ".cells.json"  # a wheel's <table>.csv of a GEMM table -> <table>.csv.cells.json beside it
+CELLS_FORMAT = "quantadvise-cells/1"
+
+
+def cells_index(text: str) -> bytes | None:
+    """Where each cell's line starts in a GEMM table's text (``n,k,<M...>`` then one line per cell): the wheel
+    ships it beside the inflated table, so a lookup finds a cell's line without splitting the table's ~400 lines
+    (``perf.kernel_tables.parse_gemm``). None for a table of another form (attention, fused MoE). Offsets count
+    characters of the decoded text; ``chars`` is its length, so an index of other text is never read."""
+    ns: list[int] = []
+    ks: list[int] = []
+    at: list[int] = []
+    pos, header = 0, False
+    for line in text.split("\n"):
+        if line and not line.startswith("#"):
+            if not header:
+                if not line.startswith("n,k,"):
+                    return None
+                header = True
+            else:
+                n_text, k_text, _times = line.split(",", 2)
+                ns.append(int(n_text))
+                ks.append(int(k_text))
+                at.append(pos)
+        pos += len(line) + 1
+    by_k: dict[int, list[int]] = {}
+    for n, k in zip(ns, ks):  # noqa: B905 - the same length
+        by_k.setdefault(k, []).append(n)
+    doc = {"format": CELLS_FORMAT, "chars": len(text), "n": ns, "k": ks, "at": at,
+           "by_k": [[k, sorted(by_k[k])] for k in sorted(by_k)]}
+    return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+
+def read_cells_index(raw: bytes, text: str) -> tuple[dict[tuple[int, int], int], dict[int, list[int]]] | None:
+    """(each cell's line offset, the Ns of each K) from a cell index written for exactly ``text`` (its length);
+    None for anything else (stale, foreign or corrupt: the text is parsed instead). A cell whose line its offset
+    does not start is an error when it is read (``perf.kernel_tables.GemmTable.cell``)."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != CELLS_FORMAT or doc.get("chars") != len(text):
+        return None
+    ns: Any = doc.get("n")
+    ks: Any = doc.get("k")
+    at: Any = doc.get("at")
+    by_k: Any = doc.get("by_k")
+    try:
+        if len(ns) == len(ks) == len(at) == sum(len(ns_) for _k, ns_ in by_k):
+            return dict(zip(zip(ns, ks), at)), dict(by_k)  # noqa: B905 - lengths checked
+    except (TypeError, ValueError):
+        pass
+    return None
 
 
 def member_name(rel_yaml: str) -> str:

@@ -21,7 +21,7 @@ from ..model.arch import ModelArch
 from ..results import record
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
-from .kernel_tables import AttentionGrid
+from .attention_tables import AttentionGrid
 
 if TYPE_CHECKING:
     from .efficiency import Efficiency

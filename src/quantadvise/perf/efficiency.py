@@ -17,7 +17,7 @@ from .kernel_curves import KernelCurve, QuantCurve, lookup
 from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
 
 if TYPE_CHECKING:
-    from .kernel_tables import AttentionTable
+    from .attention_tables import AttentionTable
     from .lookup import TableChoice, TableSet
     from .moe_tables import MoeChoice, MoeTable
 

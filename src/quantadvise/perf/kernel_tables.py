@@ -40,6 +40,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..errors import DataError
 from ..results import Strict, record
 
 TableBasis = Literal["measured", "same-math", "composed"]
@@ -70,7 +71,7 @@ class TableMeta(Strict):
     # so (perf/moe_tables.py reads the sizes rounded up to it)
     inter_align: int = Field(default=1, ge=1)
     inter_align_source: str = ""
-    # decode attention: the table's launch floor (:attr:`AttentionTable.floor_s`, microseconds), written with the
+    # decode attention: the table's launch floor (:attr:`~quantadvise.perf.attention_tables.AttentionTable.floor_s`, microseconds), written with the
     # table so that a lookup reads only the head configuration it prices (tests/data/test_tables.py recomputes it)
     floor_us: float | None = Field(default=None, gt=0)
     source: str
@@ -135,7 +136,7 @@ class TableIndex(Strict):
     same_math: tuple[SameMath, ...] = ()
     composed: tuple[Composed, ...] = ()
     quant: tuple[TableMeta, ...] = ()  # activation-quantization tables (one row per K, n = 1)
-    attention: tuple[TableMeta, ...] = ()  # decode attention, one layer per call (:class:`AttentionTable`)
+    attention: tuple[TableMeta, ...] = ()  # decode attention, one layer per call (:class:`~quantadvise.perf.attention_tables.AttentionTable`)
     moe: tuple[TableMeta, ...] = ()  # fused-MoE kernels, one call per MoE layer (:class:`.moe_tables.MoeTable`)
 
     def find(self, table_id: str) -> TableMeta | None:
@@ -172,14 +173,16 @@ class MSeries:
 
 class GemmTable:
     """One kernel's published table on one GPU: per (N, K) cell, seconds per call at each M of ``ms`` (None
-    where the table has no row). A cell given as its text line (``raw``: the shipped form) is parsed the
-    first time it is read, so a lookup parses only the cells around the shapes it prices."""
+    where the table has no row). A cell given as its text line (``raw``: the shipped form), or as where its
+    line starts in ``text`` (``at``: a wheel's cell index), is parsed the first time it is read, so a lookup
+    parses only the cells around the shapes it prices."""
 
-    __slots__ = ("meta", "ms", "_cells", "_raw", "_by_k", "_ks", "_floor", "_filled", "derived")
+    __slots__ = ("meta", "ms", "_cells", "_raw", "_text", "_at", "_by_k", "_ks", "_floor", "_filled", "derived")
 
     def __init__(self, meta: TableMeta, ms: tuple[float, ...],
                  cells: Mapping[tuple[int, int], tuple[float | None, ...]] | None = None,
-                 raw: Mapping[tuple[int, int], str] | None = None):
+                 raw: Mapping[tuple[int, int], str] | None = None, text: str = "",
+                 at: Mapping[tuple[int, int], int] | None = None, by_k: Mapping[int, list[int]] | None = None):
         if not ms or list(ms) != sorted(set(ms)) or ms[0] <= 0:
             raise ValueError(f"{meta.id}: the M grid must be positive and strictly increasing")
         self.meta, self.ms = meta, tuple(float(m) for m in ms)
@@ -188,9 +191,13 @@ class GemmTable:
             self._check(key, row)
             self._cells[key] = row
         self._raw = {k: v for k, v in (raw or {}).items() if k not in self._cells}
-        by_k: dict[int, list[int]] = {}
-        for n, k in (*self._cells, *self._raw):
-            by_k.setdefault(k, []).append(n)
+        self._text = text
+        self._at = {k: v for k, v in (at or {}).items() if k not in self._cells and k not in self._raw}
+        if by_k is None or self._cells or self._raw:  # ``by_k``: the Ns of each K, as a cell index gives them
+            grid: dict[int, list[int]] = {}
+            for n, k in (*self._cells, *self._raw, *self._at):
+                grid.setdefault(k, []).append(n)
+            by_k = grid
         self._by_k = {k: sorted(ns) for k, ns in by_k.items()}
         self._ks = sorted(self._by_k)
         self._floor: float | None = None
@@ -208,8 +215,19 @@ class GemmTable:
     def cell(self, n: int, k: int) -> tuple[float | None, ...] | None:
         """One cell's seconds along ``ms`` (None: not in the table)."""
         got = self._cells.get((n, k))
-        if got is None and (n, k) in self._raw:
-            got = _values(self._raw.pop((n, k)).split(","))
+        if got is None:
+            if (n, k) in self._raw:
+                got = cell_values(self._raw.pop((n, k)).split(","))
+            elif (n, k) in self._at:
+                start = self._at.pop((n, k))
+                end = self._text.find("\n", start)
+                n_, k_, times = self._text[start:end if end >= 0 else len(self._text)].split(",", 2)
+                if (n_, k_) != (str(n), str(k)):
+                    raise DataError(f"{self.meta.id}: its cell index does not match its table at {n} x {k} "
+                                    "(reinstall the package)")
+                got = cell_values(times.split(","))
+            else:
+                return None
             self._check((n, k), got)
             self._cells[(n, k)] = got
         return got
@@ -217,7 +235,7 @@ class GemmTable:
     @property
     def cells(self) -> dict[tuple[int, int], tuple[float | None, ...]]:
         """Every cell, parsed (the held-out checks read them all)."""
-        for key in list(self._raw):
+        for key in [*self._raw, *self._at]:
             self.cell(*key)
         return self._cells
 
@@ -225,7 +243,7 @@ class GemmTable:
     def floor_s(self) -> float:
         """The launch floor: the smallest shape's call at its smallest M."""
         if self._floor is None:
-            keys = [*self._cells, *self._raw]
+            keys = [*self._cells, *self._raw, *self._at]
             if not keys:
                 return 0.0
             got = self.cell(*min(keys, key=lambda c: (c[0] * c[1], c)))
@@ -391,153 +409,30 @@ def minus(s: MSeries, q: Callable[[float], float]) -> MSeries:
     return s.map(lambda m, t: max(t - q(m), 0.5 * t))
 
 
-class AttentionTable:
-    """Decode attention of one layer (one call per layer and step) on one GPU, per head configuration
-    (heads, KV heads, head dim, KV dtype — one GPU's share under tensor parallelism): seconds over a grid of
-    batch x KV length. :meth:`grid` gives one configuration's grid, or None when the table has no row for it
-    (the step model then keeps the roofline with the table's launch floor, :attr:`floor_s`). Given its text with
-    the floor on file (``TableMeta.floor_us``: every shipped table), only the configurations read are split
-    out of it; otherwise every row is read at once."""
-
-    __slots__ = ("meta", "kvs", "_cells", "_raw", "_text", "floor_s", "_grids")
-
-    def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
-                 cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]] | None = None,
-                 raw: Mapping[tuple[int, int, int, str], Mapping[int, str]] | None = None, text: str = ""):
-        self.meta, self.kvs = meta, tuple(float(x) for x in kvs)
-        self._cells = {k: dict(v) for k, v in (cells or {}).items()}
-        # a configuration given as its text lines (the shipped form) is parsed the first time it is read
-        self._raw = {k: dict(v) for k, v in (raw or {}).items() if k not in self._cells}
-        self._text = text  # the rows not yet split into ``_raw`` ("\n" first: each row follows one)
-        self._grids: dict[tuple[int, int, int, str], AttentionGrid | None] = {}  # grid() per configuration, once
-        if text and meta.floor_us is not None:
-            self.floor_s = meta.floor_us * 1e-6
-            return
-        if text:
-            self._split_all()
-        self.floor_s = self.measured_floor()
-
-    def measured_floor(self) -> float:
-        """The launch floor from the rows (seconds): the median over head configurations of one sequence at the
-        shortest KV length (the upper median of an even count); what ``floor_us`` records."""
-        if self._text:
-            self._split_all()
-        firsts = [by_b[min(by_b)][0] for by_b in self._cells.values()]
-        firsts += [float(first) * 1e-6 if (first := by_b[min(by_b)].split(",", 1)[0]) else None
-                   for by_b in self._raw.values()]
-        smallest: list[float] = sorted(x for x in firsts if x)
-        return smallest[len(smallest) // 2] if smallest else 0.0
-
-    def _split_all(self) -> None:
-        """Every row of the text, split into its configuration's lines (a bad row is an error naming it)."""
-        text, self._text = self._text, ""
-        by_text: dict[tuple[str, ...], dict[int, str]] = {}
-        for ln in text.split("\n"):
-            if not ln:
-                continue
-            parts = ln.split(",", 5)
-            if len(parts) != 6 or not parts[4].isdecimal():
-                raise ValueError(f"{self.meta.id}: not a row of heads,kv_heads,head_dim,kv_dtype,batch,times: "
-                                 f"{ln[:80]!r}")
-            by_text.setdefault(tuple(parts[:4]), {})[int(parts[4])] = parts[5]
-        for (h, kvh, d, dt), by_b in by_text.items():
-            if not (h.isdecimal() and kvh.isdecimal() and d.isdecimal() and dt):
-                raise ValueError(f"{self.meta.id}: not a configuration heads,kv_heads,head_dim,kv_dtype: "
-                                 f"{h},{kvh},{d},{dt}")
-            key = (int(h), int(kvh), int(d), dt)
-            if key not in self._cells:
-                self._raw.setdefault(key, {}).update(by_b)
-
-    def _split(self, key: tuple[int, int, int, str]) -> dict[int, str] | None:
-        """One configuration's rows from the text (its batch -> its times), found by their first four columns."""
-        text = self._text
-        head = "\n{},{},{},{},".format(*key)
-        out: dict[int, str] = {}
-        at = text.find(head)
-        while at >= 0:
-            start = at + len(head)
-            end = text.find("\n", start)
-            batch, sep, times = text[start:end if end >= 0 else len(text)].partition(",")
-            if not (sep and batch.isdecimal()):
-                raise ValueError(f"{self.meta.id}: not a row of heads,kv_heads,head_dim,kv_dtype,batch,times: "
-                                 f"{text[at + 1:at + 81]!r}")
-            out[int(batch)] = times
-            at = text.find(head, start) if end >= 0 else -1
-        return out or None
-
-    def _config(self, key: tuple[int, int, int, str]) -> dict[int, tuple[float | None, ...]] | None:
-        got = self._cells.get(key)
-        if got is None:
-            rows = self._raw.pop(key, None)
-            if rows is None and self._text:
-                rows = self._split(key)
-            if rows is not None:
-                got = self._cells[key] = {b: _values(text.split(",")) for b, text in rows.items()}
-        return got
-
-    @property
-    def cells(self) -> dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]]:
-        """Every configuration, parsed (the held-out checks read them all)."""
-        if self._text:
-            self._split_all()
-        for key in list(self._raw):
-            self._config(key)
-        return self._cells
-
-    def grid(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str) -> "AttentionGrid | None":
-        key = (heads, kv_heads, head_dim, kv_dtype)
-        if key not in self._grids:
-            self._grids[key] = self._grid(key)
-        return self._grids[key]
-
-    def _grid(self, key: tuple[int, int, int, str]) -> "AttentionGrid | None":
-        got = self._config(key)
-        if not got:
-            return None
-        bs = sorted(got)
-        rows = []
-        for b in bs:
-            pts = [(x, t) for x, t in zip(self.kvs, got[b], strict=True) if t is not None]
-            if len(pts) < 2:
-                continue
-            s = MSeries(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
-            rows.append((float(b), MSeries(self.kvs, tuple(s.at(x) for x in self.kvs))))
-        if not rows:
-            return None
-        return AttentionGrid(tuple(r[0] for r in rows), tuple(r[1] for r in rows))
-
-
 @record(slots=True)
-class AttentionGrid:
-    """One head configuration's decode attention: seconds per layer at (batch, KV length), linear in each
-    between grid points (attention is a fixed launch cost plus work proportional to batch x KV length),
-    affine past the largest batch or KV length."""
+class CellIndex:
+    """Where each cell's line starts in a GEMM table's text (``at``), and the Ns of each K (``by_k``, ascending)."""
 
-    batches: tuple[float, ...]
-    rows: tuple[MSeries, ...]  # one per batch, over KV length
-
-    def at(self, batch: float, kv: float) -> float:
-        bs = self.batches
-        if len(bs) == 1 or batch <= bs[0]:
-            return self.rows[0].at(kv)
-        last = len(bs) - 1
-        if batch >= bs[last]:
-            hi, lo = self.rows[last].at(kv), self.rows[last - 1].at(kv)
-            return hi + max(0.0, (hi - lo) / (bs[last] - bs[last - 1])) * (batch - bs[last])
-        i = bisect_left(bs, batch)
-        a, b = self.rows[i - 1].at(kv), self.rows[i].at(kv)
-        return a + (b - a) * (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+    at: dict[tuple[int, int], int]
+    by_k: dict[int, list[int]]
 
 
 # -- the shipped text form (data/kernel_tables/<gpu>/*.csv.gz, decompressed by catalog) -----------------------
-def _values(parts: list[str]) -> tuple[float | None, ...]:
+def cell_values(parts: list[str]) -> tuple[float | None, ...]:
     return tuple(float(x) * 1e-6 if x else None for x in parts)
 
 
-def parse_gemm(meta: TableMeta, text: str) -> GemmTable:
+def parse_gemm(meta: TableMeta, text: str, index: CellIndex | None = None) -> GemmTable:
     """A GEMM (or activation-quantization) table from its text: ``n,k,<M...>`` then one line per cell,
     microseconds per call (each cell's times are read when the cell is). A line that is not a cell's, or a cell
-    given twice, is an error naming it."""
+    given twice, is an error naming it. ``index``: where each cell's line starts (a wheel's cell index,
+    ``catalog.tables.read_cells_index``): only the column line is read now."""
+    if index is not None:
+        header, sep, rest = text.partition("\n")
+        while sep and (not header or header.startswith("#")):
+            header, sep, rest = rest.partition("\n")
+        return GemmTable(meta, tuple(float(x) for x in header.split(",")[2:]), text=text, at=index.at,
+                         by_k=index.by_k)
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     ms = tuple(float(x) for x in lines[0].split(",")[2:])
     raw = {}
@@ -555,17 +450,3 @@ def parse_gemm(meta: TableMeta, text: str) -> GemmTable:
                 raise ValueError(f"{meta.id}: a cell's line given twice: {ln[:80]!r}")
             seen.add((int(n), int(k)))
     return GemmTable(meta, ms, raw=raw)
-
-
-def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
-    """A decode attention table from its text: ``heads,kv_heads,head_dim,kv_dtype,batch,<KV lengths...>``. With the
-    table's launch floor on file (``meta.floor_us``) a configuration's rows are split out of the text when it is
-    first read (a shipped table holds ~2,500 rows and a command prices one or two configurations: splitting every
-    row cost ~5 ms of a ``recommend``); without it every row is split at once, grouped by configuration, whose
-    numbers are read once. A row or configuration it reads and cannot is an error naming it."""
-    header, sep, body = text.lstrip("\n").partition("\n")
-    while header.startswith("#") and sep:
-        header, sep, body = body.partition("\n")
-    kvs = tuple(float(x) for x in header.split(",")[5:])
-    rows = "\n" + "\n".join(ln for ln in body.split("\n") if not ln.startswith("#")) if "\n#" in body else "\n" + body
-    return AttentionTable(meta, kvs, text=rows)

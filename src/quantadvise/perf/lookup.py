@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..results import record
-from .kernel_tables import AttentionTable, GemmTable, MSeries, TableIndex, bytes_adjusted, composed, minus
+from .attention_tables import AttentionTable
+from .kernel_tables import GemmTable, MSeries, TableIndex, bytes_adjusted, composed, minus
 from .moe_tables import MoeChoice, MoeTable
 
 # the quantization inside a table's calls -> the table that prices it (to take it off where the engine fuses it)

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Mapping
 
 from ..results import record
-from .kernel_tables import MSeries, TableMeta, _extend, _values, filled, own_points
+from .kernel_tables import MSeries, TableMeta, _extend, cell_values, filled, own_points
 from .ops import expected_experts
 
 MoeKey = tuple[int, int, int, int, int]  # hidden, inter (whole model), top-k, experts, tp
@@ -88,7 +88,7 @@ class MoeTable:
     def cell(self, key: MoeKey) -> tuple[float | None, ...] | None:
         got = self._cells.get(key)
         if got is None and key in self._raw:
-            got = _values(self._raw.pop(key).split(","))
+            got = cell_values(self._raw.pop(key).split(","))
             self._check(key, got)
             self._cells[key] = got
         return got
