@@ -204,3 +204,25 @@ def test_what_strict_int_or_str_refuses_is_left_to_pydantic(dims):
         trusted._build(Extents, {"dims": dims})
     with pytest.raises(ValidationError):
         trusted.shipped(Extents, {"dims": dims})
+
+
+class Series(Strict):
+    xs: tuple[float, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@pytest.mark.parametrize("doc", [{"xs": [0.5, 2.0], "names": ["a", "b"]},  # every item of the field's exact type
+                                 {"xs": [1, 2.5, 3]},  # ints given to floats: made floats, as validation does
+                                 {"xs": []}])
+def test_a_tuple_of_scalars_is_built_as_validation_builds_it(doc):
+    # a tuple of floats or strings whose items all have that exact type is copied whole (one pass over their types);
+    # any other item takes the item's own conversion
+    built, valid = trusted._build(Series, doc), Series.model_validate(doc)
+    assert trusted.identical(built, valid) and all(type(x) is float for x in built.xs)
+
+
+@pytest.mark.parametrize("doc", [{"xs": [1.0, True]}, {"xs": [1.0, "2"]}, {"names": ["a", 1]}])
+def test_a_tuple_with_an_item_of_another_type_is_left_to_validation(doc):
+    # a boolean or text among floats, a number among strings: the plan does not build it (pydantic decides)
+    with pytest.raises(trusted._Fallback):
+        trusted._build(Series, doc)

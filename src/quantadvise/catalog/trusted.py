@@ -73,6 +73,7 @@ def _checked(cls: type[M], doc: Any) -> M:
 
 
 _PLANS: dict[type, _Plan | None] = {}
+_MODELS: set[type] = set()  # the planned classes that are pydantic models (a built one gets pydantic's slots set)
 
 
 # (name, required, default maker, the default itself where it is one immutable value, else _MADE)
@@ -91,6 +92,8 @@ def _plan(cls: type[Any]) -> _Plan | None:
         plan = _light_plan(cls) if issubclass(cls, Out) else _model_plan(cls)
     except _Fallback:
         plan = None
+    if issubclass(cls, BaseModel):
+        _MODELS.add(cls)
     _PLANS[cls] = plan
     return plan
 
@@ -206,15 +209,17 @@ def _transforms(meta: Any) -> bool:
 
 
 def _build(cls: type[M], doc: Any) -> M:
-    plan = _plan(cls)
+    plan = _PLANS[cls] if cls in _PLANS else _plan(cls)
     if plan is None:
         return cast(M, cls.model_validate(doc))
-    if isinstance(doc, cls):
+    if type(doc) is not dict and isinstance(doc, cls):  # a document is a dict: an instance passes as it is
         return doc
     keys, fields, before = plan
     if before is not None:  # pydantic runs it on the input, before reading it as the model's fields
         doc = before(doc)
-    if not isinstance(doc, dict):
+        if not isinstance(doc, dict):
+            raise _Fallback
+    elif type(doc) is not dict:
         raise _Fallback
     given: dict[str, Any] = {}
     for k, v in doc.items():
@@ -233,11 +238,11 @@ def _build(cls: type[M], doc: Any) -> M:
     m = cls.__new__(cls)
     object.__setattr__(m, "__dict__", values)
     object.__setattr__(m, "__pydantic_fields_set__", set(given))
-    if isinstance(m, BaseModel):
+    if cls in _MODELS:
         object.__setattr__(m, "__pydantic_extra__", None)
         object.__setattr__(m, "__pydantic_private__", None)
         if getattr(cls, "__pydantic_post_init__", None):
-            m.model_post_init(None)
+            cast(BaseModel, m).model_post_init(None)
     return m
 
 

@@ -103,6 +103,10 @@ _SCALARS: dict[Any, Conv] = {str: _exact(str), int: _exact(int), bool: _exact(bo
                              datetime.date: _date, Any: _any, object: _any}
 
 
+# the scalar converters that return a value of these exact types as it is (a tuple of them is copied whole)
+_PASSING: dict[Conv, frozenset[type]] = {_SCALARS[str]: frozenset({str}), _SCALARS[int]: frozenset({int}),
+                                         _SCALARS[bool]: frozenset({bool}), _float: frozenset({float})}
+
 # converters made, by (annotation, model, metadata, finite, before): a command builds ~1,000 for ~300 annotations
 # (``str``, ``tuple[str, ...]`` ... in every row class); a converter is a function of the value alone, so one
 # serves every field of the same annotation
@@ -171,6 +175,10 @@ def _converter(tp: Any, model: Callable[[type], Conv], metadata: Callable[[Any],
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             item = converter(args[0], model, metadata, finite=finite, before=before)
+            kinds = _PASSING.get(item)
+            if kinds is not None:  # items a scalar converter passes as they are: one pass over their types, in C
+                return lambda v: (tuple(v) if kinds.issuperset(map(type, v)) else tuple([item(x) for x in v])) \
+                    if type(v) in (list, tuple) else fail()
             return lambda v: tuple([item(x) for x in v]) if type(v) in (list, tuple) else fail()
         if args == ((),) or not args:
             return lambda v: tuple(v) if type(v) in (list, tuple) and not (args and v) else fail()

