@@ -20,7 +20,7 @@ inflated (:func:`inflated_name`: ``<table>.csv``): a ``recommend`` reads about n
 cost ~5 ms of its run. The wheel deflates its members anyway, so the download is the same size; a checkout reads
 the ``.csv.gz`` files (``catalog.lookup_tables`` reads the inflated form first where there is one). Each GEMM
 table ships with its cell index beside it (:func:`cells_index`: ``<table>.csv.cells.json``), so a lookup reads
-only the cells it prices (splitting every line of the eight a ``recommend`` reads cost ~25 M instructions).
+only the cells it prices (splitting every line of the eight a ``recommend`` reads cost it ~6 M instructions).
 
 Standalone on purpose (stdlib and PyYAML only): the build hook imports it before the package's
 dependencies exist.
