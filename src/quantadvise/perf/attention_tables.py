@@ -5,10 +5,9 @@ one layer's decode attention per head configuration over a grid of batch x KV le
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
 
 from ..results import record
-from .kernel_tables import MSeries, TableMeta, cell_values
+from .kernel_tables import MSeries, TableMeta, cell_values, column_line
 
 
 class AttentionTable:
@@ -21,13 +20,11 @@ class AttentionTable:
 
     __slots__ = ("meta", "kvs", "_cells", "_raw", "_text", "floor_s", "_grids")
 
-    def __init__(self, meta: TableMeta, kvs: tuple[float, ...],
-                 cells: Mapping[tuple[int, int, int, str], Mapping[int, tuple[float | None, ...]]] | None = None,
-                 raw: Mapping[tuple[int, int, int, str], Mapping[int, str]] | None = None, text: str = ""):
+    def __init__(self, meta: TableMeta, kvs: tuple[float, ...], text: str):
         self.meta, self.kvs = meta, tuple(float(x) for x in kvs)
-        self._cells = {k: dict(v) for k, v in (cells or {}).items()}
-        # a configuration given as its text lines (the shipped form) is parsed the first time it is read
-        self._raw = {k: dict(v) for k, v in (raw or {}).items() if k not in self._cells}
+        self._cells: dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]] = {}  # parsed
+        # a configuration split out as its text lines, parsed the first time it is read
+        self._raw: dict[tuple[int, int, int, str], dict[int, str]] = {}
         self._text = text  # the rows not yet split into ``_raw`` ("\n" first: each row follows one)
         self._grids: dict[tuple[int, int, int, str], AttentionGrid | None] = {}  # grid() per configuration, once
         if text and meta.floor_us is not None:
@@ -155,9 +152,7 @@ def parse_attention(meta: TableMeta, text: str) -> AttentionTable:
     first read (a shipped table holds ~2,500 rows and a command prices one or two configurations: splitting every
     row cost ~5 ms of a ``recommend``); without it every row is split at once, grouped by configuration, whose
     numbers are read once. A row or configuration it reads and cannot is an error naming it."""
-    header, sep, body = text.lstrip("\n").partition("\n")
-    while header.startswith("#") and sep:
-        header, sep, body = body.partition("\n")
+    header, body = column_line(text)
     kvs = tuple(float(x) for x in header.split(",")[5:])
     rows = "\n" + "\n".join(ln for ln in body.split("\n") if not ln.startswith("#")) if "\n#" in body else "\n" + body
     return AttentionTable(meta, kvs, text=rows)

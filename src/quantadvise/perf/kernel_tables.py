@@ -422,15 +422,22 @@ def cell_values(parts: list[str]) -> tuple[float | None, ...]:
     return tuple(float(x) * 1e-6 if x else None for x in parts)
 
 
+def column_line(text: str) -> tuple[str, str]:
+    """A shipped table's column line (its first line that is neither blank nor a ``#`` comment) and the text after
+    it."""
+    header, sep, rest = text.partition("\n")
+    while sep and (not header or header.startswith("#")):
+        header, sep, rest = rest.partition("\n")
+    return header, rest
+
+
 def parse_gemm(meta: TableMeta, text: str, index: CellIndex | None = None) -> GemmTable:
     """A GEMM (or activation-quantization) table from its text: ``n,k,<M...>`` then one line per cell,
     microseconds per call (each cell's times are read when the cell is). A line that is not a cell's, or a cell
     given twice, is an error naming it. ``index``: where each cell's line starts (a wheel's cell index,
     ``catalog.tables.read_cells_index``): only the column line is read now."""
     if index is not None:
-        header, sep, rest = text.partition("\n")
-        while sep and (not header or header.startswith("#")):
-            header, sep, rest = rest.partition("\n")
+        header, _rows = column_line(text)
         return GemmTable(meta, tuple(float(x) for x in header.split(",")[2:]), text=text, at=index.at,
                          by_k=index.by_k)
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
