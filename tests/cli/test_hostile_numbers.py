@@ -33,7 +33,7 @@ def numeric_options() -> list[tuple[str, str, str | None]]:
     itself: a number flag added later is covered without touching this test."""
     import typer
 
-    from quantadvise.cli.app import build_app
+    from quantadvise.cli.typer_app import build_app
 
     out = []
     for name, cmd in typer.main.get_command(build_app()).commands.items():

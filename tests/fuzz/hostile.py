@@ -47,7 +47,7 @@ def numeric_options() -> tuple[tuple[str, str, str | None, bool], ...]:
     a number option added later is fuzzed without touching this file."""
     import typer
 
-    from quantadvise.cli.app import build_app
+    from quantadvise.cli.typer_app import build_app
 
     out = []
     for name, cmd in typer.main.get_command(build_app()).commands.items():

@@ -5,7 +5,7 @@ validators): with the interpreter's default threshold (a young-generation pass e
 allocations) the cyclic garbage collector makes ~100 passes over them during ``recommend`` (~20 ms of
 CPU timed inside the process). The CLI raises the threshold so a typical command runs none; a long one
 (``check`` over many files, ``calibrate``) still collects, every 100,000 net allocations. Set here,
-before ``cli/app.py`` imports typer; the library (``import quantadvise``) leaves the collector alone.
+before a command imports typer or pydantic; the library (``import quantadvise``) leaves the collector alone.
 """
 
 import gc

@@ -5,7 +5,8 @@ from typing import Annotated
 
 import typer
 
-from .common import Format, FormatOpt, WideOpt, emit_report
+from .common import Format, emit_report
+from .options import FormatOpt, WideOpt
 
 
 def _points(field: str):

@@ -10,7 +10,8 @@ import typer
 from .. import defaults
 from ..wording import install_forms
 from . import completion
-from .common import Format, FormatOpt, ModelOpt, WideOpt, check_output_path, emit_report, say
+from .common import Format, check_output_path, emit_report, say
+from .options import FormatOpt, ModelOpt, WideOpt
 
 
 def calibrate_cmd(

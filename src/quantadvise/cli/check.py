@@ -8,7 +8,8 @@ import typer
 
 from ..wording import plural
 from . import completion
-from .common import CheckFormat, WideOpt, emit, input_file, say, terminal_width, warn
+from .common import CheckFormat, emit, input_file, say, terminal_width, warn
+from .options import WideOpt
 
 
 class FailOn(str, Enum):

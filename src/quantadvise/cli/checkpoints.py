@@ -5,7 +5,8 @@ from typing import Annotated
 import typer
 
 from . import completion
-from .common import Format, FormatOpt, GpuOpt, WideOpt, emit_report
+from .common import Format, emit_report
+from .options import FormatOpt, GpuOpt, WideOpt
 
 
 def checkpoints_cmd(

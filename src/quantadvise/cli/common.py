@@ -1,17 +1,18 @@
-"""Options shared by several commands, defined once; output helpers (stdout = report only)."""
+"""What every command shares without typer: the output formats, output helpers (stdout = report only), the
+one ``Error:`` line and the checks of file options. The typer declarations of the shared options are in
+``options.py``: a command that parses its options without typer (``fastpath.py``) imports none of it."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, TextIO
-
-import typer
+from typing import Any, TextIO
 
 from ..files import check_output_path
 from ..wording import printable
-from . import completion
 
 
 class Format(str, Enum):
@@ -38,53 +39,6 @@ FORMAT_ENV = "QUANTADVISE_FORMAT"
 # every --format value some command has: QUANTADVISE_FORMAT set to one of them is ignored, with a note,
 # by a command that lacks it (csv for roofline, sarif for check); a value no command has is an error
 ALL_FORMATS = tuple(dict.fromkeys(f.value for e in (Format, TableJsonCsv, CheckFormat) for f in e))
-
-
-FormatOpt = Annotated[
-    Format,
-    typer.Option("--format", "-f", help="Output format; json puts only the report on stdout.",
-                 envvar="QUANTADVISE_FORMAT", case_sensitive=False),
-]
-ModelArg = Annotated[
-    str,
-    typer.Argument(help="Bundled id or alias, local folder / config.json, or a Hub id (cache first).",
-                   envvar="QUANTADVISE_MODEL", show_default=True, autocompletion=completion.models),
-]
-ModelOpt = Annotated[
-    str,
-    typer.Option("--model", "-m", help="Bundled id or alias, local folder / config.json, or a Hub id.",
-                 envvar="QUANTADVISE_MODEL", autocompletion=completion.models),
-]
-GpuOpt = Annotated[
-    str | None,
-    typer.Option("--gpu", help="GPU id or alias (h100, a100-80gb, mi300x ...; `quantadvise list gpus`).",
-                 envvar="QUANTADVISE_GPU", autocompletion=completion.gpus),
-]
-GpusOpt = Annotated[
-    int, typer.Option("--gpus", help="GPUs (tensor parallel).", envvar="QUANTADVISE_GPUS")
-]
-KvOpt = Annotated[
-    str | None,
-    typer.Option("--kv-dtype", help="KV cache dtype preset (kv-fp8, kv-int8-token-head, ... or auto).",
-                 envvar="QUANTADVISE_KV_DTYPE", autocompletion=completion.kv_presets),
-]
-CtxOpt = Annotated[int | None, typer.Option("--ctx", help="Context length per sequence (tokens).")]
-WideOpt = Annotated[bool, typer.Option("--wide", help="Human output at full width (no clipping or dropped columns).")]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
-# serving-target options that recommend and roofline share: one declaration, one env var, one help text
-UsdPerGpuHourOpt = Annotated[
-    float | None, typer.Option("--usd-per-gpu-hour", help="$ per GPU-hour for $/Mtok [default: the GPU's list price "
-                               "in data/pricing.yaml, if any].", envvar="QUANTADVISE_USD_PER_GPU_HOUR")]
-MaxGpusOpt = Annotated[int | None, typer.Option("--max-gpus", help="A pool: the GPUs a layout may use; weighs every "
-                                                "layout (TP / PP / EP / replicas / P/D) and shows the table.")]
-NodeOpt = Annotated[str | None, typer.Option("--node", help="Node shapes of the pool, GPUs x type (8xh100, or "
-                                             "8xh100,8xb200).")]
-LayoutsOpt = Annotated[bool, typer.Option("--layouts", help="Weigh every layout of --gpu (comma-separated types) and "
-                                          "show the layout table.")]
-SpecTokensOpt = Annotated[int | None, typer.Option("--spec-tokens", help="Speculative decoding: tokens drafted per "
-                                                   "step (EAGLE / MTP head); needs --acceptance.")]
-AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens accepted, "
-                                                     "0..1.")]
 
 
 def emit(text: str) -> None:
@@ -133,7 +87,6 @@ def terminal_width(wide: bool = False, stream: TextIO | None = None) -> int | No
     """The columns human output on ``stream`` (default stdout) must fit: ``COLUMNS`` when set, else
     the terminal's width when the stream is a terminal, else 80; None with ``--wide``. Reports on
     stdout and warnings on stderr use this one rule."""
-    import os
     import shutil
 
     if wide:
@@ -196,13 +149,8 @@ def wrote(path: Path, made: Path | None) -> None:
     say(f"wrote {path}" + (f" (created the folder {path.parent})" if made else "") + "\n")
 
 
-
-
-
 def color_enabled() -> bool:
     """Colour follows NO_COLOR / FORCE_COLOR (https://no-color.org), else only on a terminal."""
-    import os
-
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
@@ -223,3 +171,79 @@ def emit_report(kind: str, fmt: str | Enum, result: object, *, wide: bool = Fals
     emit(render(kind, name, result, **options))
 
 
+def say_error(line: str) -> None:
+    """The one ``Error:`` line: a newline inside it (a name given with one) shown as ``\\n``, a word longer
+    than :data:`LONG_WORD` characters (a 5,000-character path quoted by a reader) shortened to its ends."""
+    line = line.rstrip("\n").replace("\n", "\\n")
+    if len(line) > LONG_WORD:
+        import re
+
+        line = re.sub(r"\S{" + str(LONG_WORD + 1) + ",}", _shorten_word, line)
+    say(line + "\n")
+
+
+LONG_WORD = 200
+
+
+def _shorten_word(m: Any) -> str:
+    w = m.group(0)
+    return f"{w[:60]}...{w[-12:]} ({len(w):,} characters)"
+
+
+# the short spellings of the flags an environment variable can set
+_SHORT = {"--model": "-m", "--format": "-f", "--engine": "-e", "--scheme": "-s", "--config": "-c"}
+
+
+def from_env(args: Sequence[str], field: str | None = None, message: str = "") -> str:
+    """`` (from QUANTADVISE_X)`` when the value an error is about came from an environment variable:
+    the variable is set and its flag is not on the command line."""
+    import re
+
+    from ..inputs import FLAGS, KIND_FIELDS
+
+    flags = []
+    if field:
+        key = KIND_FIELDS.get(field.lower(), field.lower())
+        if key in FLAGS:
+            flags.append(FLAGS[key])
+    if "env var:" not in message:  # typer names the variable itself when it read one
+        flags += [fe for m in re.findall(r"'(--[\w-]+)'", message) for fe in FLAGS.values() if fe[0] == m]
+    for flag, env in flags:
+        given = any(a == flag or a.startswith(flag + "=") or a == _SHORT.get(flag) for a in args)
+        if env and env in os.environ and not given:
+            return f" (from the environment variable {env})"
+    return ""
+
+
+# command name -> (module under quantadvise.cli, function, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "recommend": ("recommend", "recommend_cmd", "Walk the decision tree from a workload to a scheme, with the numbers behind every branch."),
+    "deploy": ("deploy", "deploy_cmd", "The recommended layout as manifests for vLLM's Helm chart, llm-d, KServe or Dynamo, with its quantadvise.yaml."),
+    "size": ("size", "size_cmd", "Whole-model memory for a scheme, per component, with KV cache and GPU fit."),
+    "roofline": ("roofline", "roofline_cmd", "Decode step time, tokens/s and bound per scheme as batch and context grow (a model)."),
+    "accuracy": ("accuracy", "accuracy_cmd", "Accuracy evidence: delta with a CI, flips and KL between a baseline and a quantized run."),
+    "engines": ("engines", "engines_cmd", "What vLLM / SGLang accept, version by version: methods, KV dtypes, diff."),
+    "inspect": ("inspect", "inspect_cmd", "A checkpoint's quantization_config as six axes, its size on disk, each engine's verdict."),
+    "checkpoints": ("checkpoints", "checkpoints_cmd", "Published quantized checkpoints of a model: scheme, size, each engine's verdict, accuracy."),
+    "check": ("check", "check_cmd", "CI gate: engine commands + quantadvise.yaml against rules QA1xx-QA5xx; exit 1 on findings."),
+    "calibrate": ("calibrate", "calibrate_cmd", "Measure this GPU (bandwidth, GEMMs, decode linears per scheme) into a --profile."),
+    "validate": ("validate", "validate_cmd", "Predicted vs measured per scheme and batch for a calibrated profile, with each model's error."),
+    "list": ("list", "list_cmd", "What is bundled: models, GPUs, schemes, KV presets, engine releases, with aliases (`quantadvise gpus` = `list gpus`)."),
+}
+
+# how bare `quantadvise` and `--help` group the commands
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Plan", ("recommend", "size", "roofline", "deploy")),
+    ("Check", ("inspect", "checkpoints", "engines", "check", "accuracy")),
+    ("Measure", ("calibrate", "validate")),
+    ("List", ("list",)),
+)
+# `quantadvise gpus` (and models, schemes, kv) is `quantadvise list gpus`: what is bundled, by its own name
+LIST_SHORTCUTS = ("models", "gpus", "schemes", "kv")
+COMPLETE_VAR = "_QUANTADVISE_COMPLETE"  # set by the shell completion scripts typer installs
+
+HELP = (
+    "Which quantization scheme to deploy, what it costs in memory, how fast it runs on your GPU at "
+    "your batch size, whether your engine accepts it — and a CI gate for all of it.\n\n"
+    "Exit codes: 0 ok, 1 gate findings, 2 usage/config/input error."
+)

@@ -8,7 +8,8 @@ import typer
 
 from ..files import writing
 from . import completion
-from .common import MaxGpusOpt, NodeOpt, UsdPerGpuHourOpt, WideOpt, emit_report, input_file
+from .common import emit_report, input_file
+from .options import MaxGpusOpt, NodeOpt, UsdPerGpuHourOpt, WideOpt
 
 
 class Target(str, Enum):

@@ -6,8 +6,9 @@ import typer
 
 from .. import defaults
 from . import completion
-from .common import Format, FormatOpt, WideOpt, emit_report
+from .common import Format, emit_report
 from .completion import ENGINE_ACTIONS
+from .options import FormatOpt, WideOpt
 
 
 def engines_cmd(

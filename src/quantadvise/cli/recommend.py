@@ -1,34 +1,14 @@
 """``quantadvise recommend``: a workload walks the decision tree to a scheme."""
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .. import defaults
-from ..files import writing
-from . import completion
-from .common import (
-    AcceptanceOpt,
-    LayoutsOpt,
-    MaxGpusOpt,
-    NodeOpt,
-    SpecTokensOpt,
-    UsdPerGpuHourOpt,
-    WideOpt,
-    check_plot_target,
-    color_enabled,
-    emit_report,
-    input_file,
-    wrote,
-)
-
-
-class RecFormat(str, Enum):
-    table = "table"
-    json = "json"
-
+from . import completion, recommend_run
+from .options import AcceptanceOpt, LayoutsOpt, MaxGpusOpt, NodeOpt, SpecTokensOpt, UsdPerGpuHourOpt, WideOpt
+from .recommend_run import RecFormat
 
 RATE_HELP = (f"Load in requests/s, arriving at random: the GPUs each scheme needs (replicas x tensor parallel) with "
              f"at most {defaults.LOAD_WAIT_SHARE:.0%} of requests waiting for a slot, and ITL/TTFT at that load.")
@@ -128,69 +108,4 @@ def recommend_cmd(
 
     Example: quantadvise recommend --batch 64 --ctx 2048 --bench-plan
     """
-    from ..api.recommend import recommend
-    from ..catalog.resolve import load_workload
-    from ..inputs import engine_spec, names
-
-    engine, engine_version = engine_spec(engine, engine_version)  # NAME==VERSION, as every command reads it
-    input_file(workload, "workload", "a workload YAML file")
-    input_file(profile, "profile", "a profile YAML file (`quantadvise calibrate` writes one)")
-    base = load_workload(workload) if workload else {}
-    _known_keys(base, workload)
-    mode, task = _choice("mode", mode), _choice("task", task)
-    flags = {
-        "batch": batch, "ctx": ctx, "prompt": prompt, "output": output, "mode": mode, "task": task,
-        "accuracy_tolerance": tolerance, "model": model, "gpu": gpu, "gpus": gpus, "engine": engine,
-        "engine_version": engine_version, "kv_dtype": kv_dtype, "headroom": headroom,
-        "memory_utilization": memory_utilization, "reserve_gb": reserve_gb, "profile": profile, "ideal": ideal or None,
-        "candidates": list(names("candidates", candidates, "w4a16,fp8-dynamic") or ()) if candidates else None,
-        "ttft_ms": ttft_ms, "itl_ms": itl_ms, "e2e_ms": e2e_ms, "rate": rate, "users": users, "max_gpus": max_gpus,
-        "usd_per_gpu_hour": usd_per_gpu_hour, "spec_tokens": spec_tokens, "acceptance": acceptance, "node": node,
-        "layouts": layouts or None,
-    }
-    made = check_plot_target(plot) if plot is not None else None  # a bad --plot: one error line, before any work
-    result = recommend(base, frontier=plot is not None, bench_plan=bench_plan, **flags)
-    if plot is not None:
-        from ..report.recommend import write_plot
-
-        with writing(plot, "--plot"):
-            write_plot(result, plot)
-    kind = ("explain" if explain else "bench_plan" if bench_plan else "table") if fmt.value == "table" else fmt.value
-    emit_report("recommend", kind, result, wide=wide, **({"color": color_enabled()} if kind == "explain" else {}))
-    if plot is not None:
-        wrote(plot, made)
-
-
-def _choice(field: str, value: str | None) -> str | None:
-    """--mode / --task: a value or alias the workload accepts, else one error naming the flag with the
-    closest values (workload.py holds the values and aliases)."""
-    if value is None:
-        return None
-    from ..errors import UnknownNameError
-    from ..workload import MODE_ALIASES, TASK_ALIASES, Mode, Task
-
-    kind, aliases = (Mode, MODE_ALIASES) if field == "mode" else (Task, TASK_ALIASES)
-    allowed = [m.value for m in kind]
-    key = value.strip().lower()
-    if aliases.get(key, key) in allowed:
-        return value
-    err = UnknownNameError(f"--{field} value", value, [*allowed, *aliases], hint=f"one of {', '.join(allowed)}",
-                           ids=aliases)
-    err.field = field
-    raise err
-
-
-def _known_keys(doc: dict, path: str | None) -> None:
-    """A workload file's keys: an unknown one is one error naming the file and the closest key."""
-    from ..errors import ConfigError, UnknownNameError
-    from ..results import field_keys
-    from ..workload import Workload
-
-    known: list[str] = []
-    for name, (_, keys) in field_keys(Workload).items():
-        known += [name, *(k for k in keys if k != name)]
-    for key in doc:
-        if str(key).replace("-", "_") not in known:
-            err = UnknownNameError("key", str(key), known)
-            raise ConfigError(f"{path}: {err.message}", hint="the keys are the flags' names with _ "
-                              "(docs/recommend.md)")
+    recommend_run.run_recommend(**locals())

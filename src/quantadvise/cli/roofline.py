@@ -8,19 +8,8 @@ import typer
 from .. import defaults
 from ..files import writing
 from . import completion
-from .common import (
-    AcceptanceOpt,
-    KvOpt,
-    ModelOpt,
-    SpecTokensOpt,
-    TableJsonCsv,
-    UsdPerGpuHourOpt,
-    WideOpt,
-    check_plot_target,
-    emit_report,
-    input_file,
-    wrote,
-)
+from .common import TableJsonCsv, check_plot_target, emit_report, input_file, wrote
+from .options import AcceptanceOpt, KvOpt, ModelOpt, SpecTokensOpt, UsdPerGpuHourOpt, WideOpt
 
 CURVE_POINTS = 160
 

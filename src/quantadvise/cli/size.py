@@ -6,19 +6,8 @@ import typer
 
 from .. import defaults
 from . import completion
-from .common import (
-    BatchOpt,
-    CtxOpt,
-    Format,
-    FormatOpt,
-    GpuOpt,
-    GpusOpt,
-    KvOpt,
-    ModelArg,
-    WideOpt,
-    emit_report,
-    warn,
-)
+from .common import Format, emit_report, warn
+from .options import BatchOpt, CtxOpt, FormatOpt, GpuOpt, GpusOpt, KvOpt, ModelArg, WideOpt
 
 
 def size_cmd(

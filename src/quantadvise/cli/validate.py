@@ -9,7 +9,8 @@ import typer
 from .. import defaults
 from ..files import writing
 from . import completion
-from .common import Format, FormatOpt, WideOpt, check_plot_target, emit_report, wrote
+from .common import Format, check_plot_target, emit_report, wrote
+from .options import FormatOpt, WideOpt
 
 BENCH = "Workload of --bench files (what a file does not record)"
 
