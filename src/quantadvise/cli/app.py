@@ -3,8 +3,8 @@
 Errors are mapped here, once: a :class:`~quantadvise.errors.QuantAdviseError` or a usage error
 becomes one ``Error: ...`` line on stderr and exit code 2. Commands never catch.
 
-Start-up: a plain command line of ``recommend`` (declared options, plain values, none of their environment
-variables set) is parsed without importing typer (``fastpath.py``, held to typer's own parse by
+Start-up: a plain command line of ``recommend`` or ``size`` (declared options and arguments, plain values, none
+of their environment variables set) is parsed without importing typer (``fastpath.py``, held to typer's own parse by
 tests/cli/test_fastpath.py); every other line goes through typer (``typer_app.py``), which imports and
 registers only the invoked command's module (``quantadvise --help`` registers them all).
 """

@@ -2,15 +2,15 @@
 
 Importing typer (and the parser it carries) and building its adapters costs a cold ``recommend`` a fifth of
 its wall time, more than the command's own work beyond its imports. A command listed in :data:`BODIES` runs
-without typer when its line is *plain*: every word a declared option of the command, given once, as
-``--name VALUE``, ``--name=VALUE`` or a short ``-x VALUE``, its value unambiguous to every parser — a
-decimal integer (``64``), a decimal number (``0.5``), one of a choice's values as declared, or text of
-letters, digits and ``_ . / : , + @ = -`` that does not start with ``-`` — and none of the command's
-environment variables set. Such a line has one reading, the one typer gives it: the command's options
-(its declaration's defaults for the rest) go straight to the command's typer-free body. Anything else
-(``--help``, a short option joined to its value, a value typer would have to interpret, an option given
-twice, a variable set, a path option, shell completion) declines, and the line goes through typer as before
-(``typer_app.py``): same errors, same words.
+without typer when its line is *plain*: every word a declared option of the command, given once (``--name
+VALUE``, ``--name=VALUE``, a short ``-x VALUE``, a flag), or an argument in its place, each value unambiguous to
+every parser — a decimal integer (``64``), a decimal number (``0.5``), one of a choice's values as declared, or
+text of letters, digits and ``_ . / : , + @ = -`` that does not start with ``-`` — and none of the command's
+environment variables set. Such a line has one reading, the one typer gives it: the command's values (its
+declaration's defaults for the rest) and the names the line gave go straight to the command's typer-free
+body. Anything else (``--help``, a short option joined to its value, a value typer would have to interpret,
+an option given twice, an extra argument, a variable set, a path option, shell completion) declines, and the
+line goes through typer as before (``typer_app.py``): same errors, same words.
 
 The options come from ``fast_spec.py``, written from the typer declaration itself
 (``python tools/fast_spec.py``; tests/cli/test_fastpath.py fails when it is stale and holds every line
@@ -27,7 +27,10 @@ from typing import Any
 from .fast_spec import SPEC
 
 # command -> (module under quantadvise.cli, function): the command's body, its options by parameter name
-BODIES: dict[str, tuple[str, str]] = {"recommend": ("recommend_run", "run_recommend")}
+BODIES: dict[str, tuple[str, str]] = {
+    "recommend": ("recommend_run", "run_recommend"),
+    "size": ("size_run", "run_size"),
+}
 
 _INT = re.compile(r"(?:0|[1-9][0-9]{0,17})", re.ASCII)
 _FLOAT = re.compile(r"(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?", re.ASCII)
@@ -42,26 +45,28 @@ def fast_command(args: Sequence[str], env: Mapping[str, str]) -> Callable[[], in
     spec = SPEC.get(args[0])
     if spec is None:
         return None
-    values = parse(spec, args[1:], env)
-    if values is None:
+    parsed = parse(spec, args[1:], env)
+    if parsed is None:
         return None
     module, func = BODIES[args[0]]
     body = getattr(importlib.import_module(f"quantadvise.cli.{module}"), func)
-    return lambda: _call(body, values)
+    return lambda: _call(body, *parsed)
 
 
-def _call(body: Callable[..., Any], values: dict[str, Any]) -> int:
+def _call(body: Callable[..., Any], values: dict[str, Any], given: frozenset[str]) -> int:
     """The body run as typer runs a command: an end of input while it reads is ``Aborted.`` (exit 1)."""
     try:
-        body(**values)
+        body(given=given, **values)
     except EOFError:
         sys.stderr.write("\nAborted.\n")
         return 1
     return 0
 
 
-def parse(spec: Mapping[str, Any], words: Sequence[str], env: Mapping[str, str]) -> dict[str, Any] | None:
-    """Every parameter of the command by name (defaults where not given) for a plain line; None otherwise."""
+def parse(spec: Mapping[str, Any], words: Sequence[str],
+          env: Mapping[str, str]) -> tuple[dict[str, Any], frozenset[str]] | None:
+    """Every parameter of the command by name (defaults where not given) and the names the line gave, for a
+    plain line; None otherwise. Options and arguments may come in any order, as typer reads them."""
     params = spec["params"]
     if any(var in env for p in params for var in p["envvars"]):
         return None  # a variable's value is typer's to read and report
@@ -71,11 +76,23 @@ def parse(spec: Mapping[str, Any], words: Sequence[str], env: Mapping[str, str])
             by_opt[o] = (p, True)
         for o in p.get("off", ()):
             by_opt[o] = (p, False)
+    slots = [p for p in params if p.get("positional")]
     values = {p["name"]: _default(p) for p in params}
     given: set[str] = set()
     i = 0
     while i < len(words):
         word = words[i]
+        if not word.startswith("-"):  # the next argument
+            if not slots:
+                return None  # an extra argument: typer's error
+            p = slots.pop(0)
+            got = _value(p, word)
+            if got is _NO:
+                return None
+            values[p["name"]] = got
+            given.add(p["name"])
+            i += 1
+            continue
         name, joined, value = word.partition("=") if word.startswith("--") else (word, "", "")
         hit = by_opt.get(name)
         if hit is None or hit[0]["name"] in given:
@@ -97,7 +114,7 @@ def parse(spec: Mapping[str, Any], words: Sequence[str], env: Mapping[str, str])
         if got is _NO:
             return None
         values[p["name"]] = got
-    return values
+    return values, frozenset(given)
 
 
 def _value(p: Mapping[str, Any], text: str) -> Any:

@@ -3,7 +3,7 @@ help text each (the formats they take are in ``common.py``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -55,3 +55,10 @@ SpecTokensOpt = Annotated[int | None, typer.Option("--spec-tokens", help="Specul
                                                    "step (EAGLE / MTP head); needs --acceptance.")]
 AcceptanceOpt = Annotated[float | None, typer.Option("--acceptance", help="Mean fraction of drafted tokens accepted, "
                                                      "0..1.")]
+
+
+def line_given(ctx: Any) -> frozenset[str]:
+    """The parameters the command line gave (not a default, not an environment variable): what a command's
+    typer-free body is told, as ``fastpath.py`` tells it for a line it parses."""
+    return frozenset(name for name in ctx.params
+                     if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE")

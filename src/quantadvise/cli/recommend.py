@@ -7,7 +7,16 @@ import typer
 
 from .. import defaults
 from . import completion, recommend_run
-from .options import AcceptanceOpt, LayoutsOpt, MaxGpusOpt, NodeOpt, SpecTokensOpt, UsdPerGpuHourOpt, WideOpt
+from .options import (
+    AcceptanceOpt,
+    LayoutsOpt,
+    MaxGpusOpt,
+    NodeOpt,
+    SpecTokensOpt,
+    UsdPerGpuHourOpt,
+    WideOpt,
+    line_given,
+)
 from .recommend_run import RecFormat
 
 RATE_HELP = (f"Load in requests/s, arriving at random: the GPUs each scheme needs (replicas x tensor parallel) with "
@@ -21,6 +30,7 @@ BenchPlanOpt = Annotated[
 
 
 def recommend_cmd(
+    click_ctx: typer.Context,
     batch: Annotated[int | None, typer.Option("--batch", "-b", help="Max concurrent sequences [default: 1].")] = None,
     ctx: Annotated[int | None, typer.Option("--ctx", help="Tokens per sequence, prompt + output [default: 2048].")]
     = None,
@@ -108,4 +118,5 @@ def recommend_cmd(
 
     Example: quantadvise recommend --batch 64 --ctx 2048 --bench-plan
     """
-    recommend_run.run_recommend(**locals())
+    options = dict(locals())
+    recommend_run.run_recommend(given=line_given(options.pop("click_ctx")), **options)

@@ -2,6 +2,7 @@
 declaration in ``recommend.py`` passes them on; ``fastpath.py`` parses a plain command line straight to here
 without importing typer)."""
 
+from collections.abc import Set
 from enum import Enum
 from typing import Any
 
@@ -14,8 +15,9 @@ class RecFormat(str, Enum):
     json = "json"
 
 
-def run_recommend(**o: Any) -> None:
-    """The command, given every option by its parameter name (``recommend.recommend_cmd``'s)."""
+def run_recommend(*, given: Set[str], **o: Any) -> None:
+    """The command, given every option by its parameter name (``recommend.recommend_cmd``'s) and the names the
+    line gave (recommend reads its options' values alone)."""
     from ..api.recommend import recommend
     from ..catalog.resolve import load_workload
     from ..inputs import engine_spec, names

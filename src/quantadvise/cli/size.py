@@ -5,9 +5,9 @@ from typing import Annotated
 import typer
 
 from .. import defaults
-from . import completion
-from .common import Format, emit_report, warn
-from .options import BatchOpt, CtxOpt, FormatOpt, GpuOpt, GpusOpt, KvOpt, ModelArg, WideOpt
+from . import completion, size_run
+from .common import Format
+from .options import BatchOpt, CtxOpt, FormatOpt, GpuOpt, GpusOpt, KvOpt, ModelArg, WideOpt, line_given
 
 
 def size_cmd(
@@ -66,48 +66,5 @@ def size_cmd(
 
     Example: quantadvise size meta-llama/Llama-3-8B --bits 4 --group 128
     """
-    import os
-
-    from ..api.size import size
-    from ..inputs import check
-    from ..inputs import engine as check_engine
-
-    # `size` names no engine (its GPU share is the newest bundled vLLM's), but it reads its defaults from
-    # the same QUANTADVISE_* variables as recommend, roofline and check: a bad QUANTADVISE_ENGINE is the
-    # same error here, and a good one that size cannot follow is said, not silently dropped
-    if scheme is not None and "," in scheme:  # QUANTADVISE_SCHEME=bf16,w4a16 is roofline's comma list
-        from ..errors import InputError
-
-        raise InputError(f"--scheme takes one scheme in `size`, got {scheme!r} (a comma list is for roofline and "
-                         "recommend --candidates)", hint="give one, e.g. --scheme w4a16", field="scheme")
-    if model_opt is not None:
-        typed = getattr(click_ctx.get_parameter_source("model"), "name", None) == "COMMANDLINE"  # not a default
-        if typed and model_opt != model:
-            from ..errors import InputError
-
-            raise InputError(f"two models given: the MODEL argument '{model}' and --model '{model_opt}'",
-                             hint="give one of them", field="model")
-        model = model_opt
-    env_engine = check_engine(os.environ.get("QUANTADVISE_ENGINE") or None)
-    if env_engine not in (None, defaults.ENGINE) and gpu is not None and memory_utilization is None:
-        warn(f"QUANTADVISE_ENGINE={env_engine}: `size` names no engine and takes the newest bundled "
-             f"{defaults.ENGINE}'s share of each GPU (--memory-utilization to give {env_engine}'s)")
-    report = size(
-        model,
-        scheme,
-        bits=bits,
-        group=group,
-        symmetric=sym,
-        lm_head=lm_head,
-        embedding=embedding,
-        kv_dtype=kv_dtype,
-        ctx=ctx,
-        batch=batch,
-        gpu=gpu,
-        gpus=gpus,
-        include_mtp=mtp,
-        memory_utilization=memory_utilization,
-        reserve_bytes=int(check("reserve_gb", reserve_gb) * defaults.GiB),  # checked before it becomes bytes
-        profile=profile,
-    )
-    emit_report("size", fmt, report, wide=wide)
+    options = dict(locals())
+    size_run.run_size(given=line_given(options.pop("click_ctx")), **options)

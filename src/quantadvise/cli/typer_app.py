@@ -1,6 +1,6 @@
 """The typer side of the CLI: the app (every command's typer declaration, ``--help`` grouped), its run, and its
 usage errors as the house's one ``Error:`` line. Imported only when a command line goes through typer: a plain
-``recommend`` line is parsed without it (``fastpath.py``)."""
+``recommend`` or ``size`` line is parsed without it (``fastpath.py``)."""
 
 from __future__ import annotations
 
@@ -235,12 +235,16 @@ def fast_spec() -> dict[str, Any]:
         params = []
         for p in command.params:
             kind_of = p.type_descriptor.annotation
-            if (p.callback is not None or p.prompt or p.multiple or p.nargs != 1 or p.count or p.required
-                    or p.min is not None or p.max is not None or p.is_eager or not p.expose_value):
+            if (p.callback is not None or getattr(p, "prompt", None) or p.multiple or p.nargs != 1
+                    or getattr(p, "count", False) or p.required or getattr(p, "min", None) is not None
+                    or getattr(p, "max", None) is not None or p.is_eager or not p.expose_value):
                 raise ValueError(f"{name} {p.opts[0]}: typer does more with it than convert its value")
-            row: dict[str, Any] = {"name": p.name, "opts": list(p.opts), "default": p.default,
+            positional = p.param_type_name == "argument"
+            row: dict[str, Any] = {"name": p.name, "opts": [] if positional else list(p.opts), "default": p.default,
                                    "envvars": [p.envvar] if isinstance(p.envvar, str) else list(p.envvar or ())}
-            if p.is_flag:
+            if positional:
+                row["positional"] = True
+            if getattr(p, "is_flag", False):
                 row.update(kind="flag", off=list(p.secondary_opts))
             elif isinstance(kind_of, type) and issubclass(kind_of, Enum):
                 row.update(kind="enum", enum=f"{kind_of.__module__}:{kind_of.__qualname__}",
