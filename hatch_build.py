@@ -1,6 +1,6 @@
 """Wheel build hook: the shipped data, compiled (quantadvise/catalog/tables.py). Every YAML table outside the
 release families ships with its compiled JSON form beside it (``<table>.yaml.json``); each release family
-(``tables.BUNDLES``: data/engines, data/flags, data/kernels) ships as one folder of compiled members,
+(``tables.BUNDLES``: data/engines, data/flags, data/kernels, data/moe_configs) ships as one folder of compiled members,
 ``quantadvise/data/<family>-compiled/``, and none of its YAML. The gzipped kernel tables ship inflated
 (``tables.inflated_name``: ``<table>.csv``; the wheel's zip deflates them), each GEMM table with its cell index
 (``tables.cells_index``: ``<table>.csv.cells.json``). Other files (model configs, READMEs) ship as they are."""

@@ -44,7 +44,7 @@ def test_every_table_validates(monkeypatch):
     assert all(on for _, on in seen) and not trusted._CHECKING
     assert {"EngineData", "FormatLibrary", "KernelTable", "FlagVocabulary", "TableIndex", "Published", "GPU",
             "SchemePreset", "KvPreset", "LoopTable", "StartupTable", "AccuracyRule", "PriceRow", "ModelRow",
-            "KvIssue", "Speculator", "StreamFactors"} <= {name for name, _ in seen}
+            "KvIssue", "Speculator", "StreamFactors", "MoeConfigs"} <= {name for name, _ in seen}
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))

@@ -65,6 +65,7 @@ class Candidate:
     deploy: DeployHints
     efficiency: Efficiency
     checkpoint: CheckpointQuant | None = None
+    cautions: tuple[str, ...] = ()  # what the engine does with it that its figures do not show (default MoE tiles)
 
 
 @record(frozen=False)
@@ -325,7 +326,7 @@ def build_options(arch: ModelArch, gpu: GPU, workload: Workload, candidates: Seq
     kv_q = kv_options[quant_kv].kv
     for c in candidates:
         o = Option(scheme=c.scheme, deploy=c.deploy, efficiency=c.efficiency, family=family(c.scheme),
-                   checkpoint=c.checkpoint)
+                   checkpoint=c.checkpoint, cautions=list(c.cautions))
         key = (id(c), workload.gpus)
         try:
             hit = cache.get(key) if cache is not None else None

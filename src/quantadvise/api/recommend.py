@@ -450,14 +450,14 @@ def _parse(data: dict[str, Any]) -> Workload:
 
 def _candidates(w: Workload, arch: ModelArch, g: GPU,
                 native: Native | None = None) -> tuple[list[Candidate], list[str], list[str]]:
-    """The schemes to weigh (the workload's, else the default list; bf16 always, as the baseline;
-    the checkpoint as shipped first when the model ships quantized), each fitted to the model's group
-    constraints and priced by its efficiency curves. With a calibrated profile only the measured
-    kernels are weighed (the advice follows the measurement)."""
+    """The schemes to weigh (the workload's, else the default list; bf16 always, as the baseline; the checkpoint
+    as shipped first when the model ships quantized), each fitted to the model's group constraints, priced by its
+    efficiency curves and with what its engine does that the figures do not show (default MoE tiles). With a
+    calibrated profile only the measured kernels are weighed (the advice follows the measurement)."""
     from ..advisor.options import Candidate
     from ..checkpoint.native import requantization
     from ..perf.inputs import fit_weight_group
-    from .speed import efficiency
+    from .speed import efficiency, moe_cautions
 
     profiles = load_profiles(w.ideal, w.profile, g)
     names = [n for n in w.candidates if not _names_native(n, w.model, native)] if w.candidates \
@@ -469,7 +469,8 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
     notes: list[str] = []
     if native is not None:
         eff = efficiency(profiles, g, native.scheme, engine=w.engine, version=w.engine_version)
-        picks.append(Candidate(native.scheme, native.deploy, eff, checkpoint=native.checkpoint))
+        picks.append(Candidate(native.scheme, native.deploy, eff, native.checkpoint,
+                               moe_cautions(arch, g, native.scheme, eff, w)))
     for n in names:
         preset = catalog.scheme_preset(n)
         if preset.id in seen:
@@ -483,7 +484,7 @@ def _candidates(w: Workload, arch: ModelArch, g: GPU,
         if native is not None:  # a re-quantization keeps 16-bit what the shipped checkpoint keeps 16-bit
             scheme = requantization(scheme, native)
         eff = efficiency(profiles, g, scheme, engine=w.engine, version=w.engine_version)
-        picks.append(Candidate(scheme, deploy, eff))
+        picks.append(Candidate(scheme, deploy, eff, cautions=moe_cautions(arch, g, scheme, eff, w)))
     unmeasured: list[str] = []
     if not w.candidates and any(c.efficiency.model == "calibrated" and c.scheme.quantizes_weights for c in picks):
         unmeasured = [c.scheme.id for c in picks if c.efficiency.model != "calibrated" and c.scheme.id != "bf16"
@@ -584,8 +585,7 @@ def predict(workload: Workload | dict[str, Any] | None = None, scheme: str | Sch
     if kv is not None and not kv.is_quantized:
         kv = None
     eng = catalog.get_engine(w.engine, w.engine_version)
-    loop = None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=w.gpus,
-                                                    site=site_terms(w.profile))
+    loop = None if w.ideal else catalog.engine_loop(g, eng.engine, eng.version, tp=w.gpus, site=site_terms(w.profile))
     return price(arch, g, w, s, eff, kv=kv, kv_name=kv_name if kv_dtype is not None or w.kv_dtype else "kv-bf16",
                  loop=loop)
 

@@ -148,6 +148,11 @@ def roofline(
         engine, engine_version = eng.engine, eng.version
     effs = [efficiency(profiles, g, s, engine=engine, version=engine_version, quantization=quantization)
             for s in resolved]
+    if not ideal:  # a MoE model's experts that run the engine's Triton kernel with its default tiles, said once each
+        from .speed import moe_default_tiles
+
+        notes += [n for s, e in zip(resolved, effs, strict=True) if (n := moe_default_tiles(
+            arch, g, s, e, model=info.id, gpus=gpus, engine=engine, version=engine_version))]
     kv, kv_name = resolve_kv(kv_dtype)
     # what "fits" means: the engine's own share of each GPU (the named release's, else the newest vLLM's)
     share, reserve, _ = engine_share(g, gpus, arch=arch, engine=engine, version=engine_version)

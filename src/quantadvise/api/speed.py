@@ -15,9 +15,11 @@ from .. import catalog, defaults
 
 if TYPE_CHECKING:
     from ..hardware import GPU
+    from ..model.arch import ModelArch
     from ..perf.efficiency import Efficiency, KernelContext
     from ..perf.serving import Price
     from ..scheme.axes import Scheme
+    from ..workload import Workload
 
 
 def kernel_context(gpu: GPU, scheme: Scheme, engine: str | None = None, version: str | None = None,
@@ -59,6 +61,38 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
     tables = catalog.kernel_tables(gpu.id) if ctx is not None else None
     eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables)
     return eff if eff.ideal else replace(eff, bands=catalog.uncertainty_bands(gpu.id))
+
+
+def moe_cautions(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency, w: Workload) -> tuple[str, ...]:
+    """The caution of a MoE model whose routed experts, split over the workload's GPUs by tensor parallelism, run
+    the engine release's Triton fused-MoE kernel with its default tiles on ``gpu``: the release ships no tuned
+    configuration for them (``engines.moe_configs``). None: tuned, another kernel, or not known (no list on file
+    for this exact release, no device name on file for the GPU, a stand-in kernel)."""
+    got = moe_default_tiles(arch, gpu, scheme, eff, model=w.model, gpus=w.gpus, engine=w.engine,
+                             version=w.engine_version)
+    return (got,) if got else ()
+
+
+def moe_default_tiles(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency, *, model: str, gpus: int,
+                       engine: str | None, version: str | None) -> str | None:
+    from ..engines.moe_configs import default_tiles, moe_tuning
+    from ..perf.efficiency import STAND_IN_NAME
+
+    if not arch.is_moe or eff.kernels is None or gpu.device_name is None or not arch.moe_intermediate_size \
+            or arch.moe_intermediate_size % gpus:
+        return None
+    choice = eff.kernels.choose_moe(scheme.quantizes_weights, arch.architecture)
+    if choice is None or choice.kernel.name.startswith(STAND_IN_NAME):
+        return None
+    eng = catalog.get_engine(engine or defaults.ENGINE, version)
+    cfgs = catalog.moe_configs(eng.engine, eng.version)
+    if cfgs is None:
+        return None
+    tuning = moe_tuning(cfgs, choice.kernel.id, experts=arch.num_experts, inter=arch.moe_intermediate_size // gpus,
+                        device_name=gpu.device_name)
+    if tuning is None or tuning.found:
+        return None
+    return default_tiles(cfgs, tuning, model, gpu.name)
 
 
 def price_for(g: GPU, usd_per_gpu_hour: float | None) -> Price | None:

@@ -196,6 +196,21 @@ def kernel_table(engine: str, version: str) -> Any:
         raise DataError(f"{where}: {exc}") from None
 
 
+def moe_configs(engine: str, version: str) -> Any:
+    """The tuned fused-MoE Triton configurations ``engine`` ``version`` ships (an ``engines.moe_configs.MoeConfigs``,
+    data/moe_configs/<engine>-<version>.yaml); None when none is on file for exactly this release (another
+    release's list would judge the wrong files)."""
+    from ..engines.moe_configs import MoeConfigs
+
+    doc = loader.family_table("moe_configs", f"{engine}-{version}")
+    if doc is None:
+        return None
+    try:
+        return shipped(MoeConfigs, doc)
+    except (ValidationError, TypeError) as exc:
+        raise DataError(f"data/moe_configs/{engine}-{version}.yaml: {exc}") from None
+
+
 def kernel_caveat(engine: str, version: str) -> str | None:
     """Why ``engine`` ``version`` is priced with another release's kernel table (its carried record's caveat:
     which cited selection files changed), None when the release has its own table."""

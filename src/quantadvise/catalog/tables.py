@@ -36,7 +36,7 @@ from typing import Any
 
 SUFFIX = ".json"  # data/hardware.yaml -> data/hardware.yaml.json
 FORMAT = "quantadvise-table/1"
-BUNDLES = ("engines", "flags", "kernels")  # data/<family>/**/*.yaml -> data/<family>-compiled/**/*.json in a wheel
+BUNDLES = ("engines", "flags", "kernels", "moe_configs")  # data/<family>/**/*.yaml -> data/<family>-compiled/**/*.json in a wheel
 BUNDLE_SUFFIX = "-compiled"
 
 

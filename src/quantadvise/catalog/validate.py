@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import DataError
 from . import loader, profiles
 from .comm import comm_ids, comm_system, layout_measurements
-from .engines import engine_names, engine_versions, flag_vocabulary, stack_release, validate_engines
+from .engines import engine_names, engine_versions, flag_vocabulary, moe_configs, stack_release, validate_engines
 from .models import bundled_config, bundled_model_ids, find_bundled_model, get_gpu, gpu_ids
 from .pricing import gpu_price, price_ids
 from .profiles import accuracy_rules, default_perf_profile
@@ -150,6 +150,14 @@ def _validate_all() -> dict[str, int]:
             if row.engine_version not in engine_versions(row.engine):
                 raise DataError(f"{flags.where(stem, 'launchers')}: {row.repository} runs {row.engine} "
                                 f"{row.engine_version}, which is not on file (data/engines/)")
+    counts["moe_config_lists"] = 0
+    for stem in loader.family("moe_configs").stems():  # each a release on file, with a kernel table of its own
+        engine, _, version = stem.partition("-")
+        if engine not in engine_names() or version not in engine_versions(engine) \
+                or stem not in loader.family("kernels").stems():
+            raise DataError(f"data/moe_configs/{stem}.yaml: no release on file with a kernel table of its own")
+        moe_configs(engine, version)
+        counts["moe_config_lists"] += 1
     for sub, family in (("parser", flags), ("carried", loader.family("kernels"))):
         for stem in family.stems(sub):
             if stem.partition("-")[0] not in engine_names() or stem.partition("-")[2] not in engine_versions(
