@@ -64,17 +64,18 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
 
 
 def moe_cautions(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency, w: Workload) -> tuple[str, ...]:
-    """The caution of a MoE model whose routed experts, split over the workload's GPUs by tensor parallelism, run
-    the engine release's Triton fused-MoE kernel with its default tiles on ``gpu``: the release ships no tuned
-    configuration for them (``engines.moe_configs``). None: tuned, another kernel, or not known (no list on file
-    for this exact release, no device name on file for the GPU, a stand-in kernel)."""
+    """A candidate's cautions for workload ``w``: :func:`moe_default_tiles` at its GPUs and release (empty: none)."""
     got = moe_default_tiles(arch, gpu, scheme, eff, model=w.model, gpus=w.gpus, engine=w.engine,
-                             version=w.engine_version)
+                            version=w.engine_version)
     return (got,) if got else ()
 
 
 def moe_default_tiles(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency, *, model: str, gpus: int,
-                       engine: str | None, version: str | None) -> str | None:
+                      engine: str | None, version: str | None) -> str | None:
+    """The caution of a MoE model whose routed experts, split over ``gpus`` by tensor parallelism, run the engine
+    release's Triton fused-MoE kernel with its default tiles on ``gpu``: the release ships no tuned configuration
+    for them (``engines.moe_configs``). None: tuned, another kernel, or not known (no list on file for this exact
+    release, no device name on file for the GPU, a stand-in kernel)."""
     from ..engines.moe_configs import default_tiles, moe_tuning
     from ..perf.efficiency import STAND_IN_NAME
 

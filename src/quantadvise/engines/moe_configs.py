@@ -18,7 +18,6 @@ from ..results import Strict
 from ..results.records import record
 from .flags import engine_label
 
-MOE_CONFIG_DATA_VERSION = 1
 # the kernel ids (data/kernels moe_kernels) of the engines' Triton fused-MoE -> (dtype selector, block shape): bf16
 # experts name no dtype; block fp8 experts are fp8_w8a8 with 128 x 128 blocks (vLLM / SGLang get_config_dtype_str)
 TRITON_MOE: dict[str, tuple[str | None, tuple[int, int] | None]] = {
