@@ -45,7 +45,7 @@ def site(**kw) -> Site:
 
 def test_rule_ids_are_unique_stable_and_in_their_family():
     ids = [r.id for r in RULES]
-    assert len(ids) == len(set(ids)) == 32  # 28 + QA111, QA305, QA306 (issue 14) + QA112 (issue 13)
+    assert len(ids) == len(set(ids)) == 33  # 28 + QA111, QA305, QA306 (issue 14) + QA112 (issue 13) + QA205
     assert len({r.name for r in RULES}) == len(ids)
     for r in RULES:
         assert re.fullmatch(r"QA[1-5]\d\d", r.id)

@@ -95,3 +95,16 @@ def test_roofline_notes_it_once_per_scheme(cli):
     said = [n for n in r.json()["notes"] if "default tiles" in n]
     # bf16 (triton-moe) and fp8-block (triton-fp8-block-moe) find no H100 file; w4a16's experts run Humming (no file)
     assert [("dtype=fp8_w8a8" in n) for n in said] == [False, True], said
+
+
+@pytest.mark.parametrize(("gpu", "fires"), [("h100", True), ("h200", False)])
+def test_the_gate_warns_where_the_release_ships_no_tiles(cli, tmp_path, monkeypatch, gpu, fires):
+    (tmp_path / "serve.sh").write_text("vllm serve Qwen/Qwen3-30B-A3B --max-model-len 8192\n")
+    monkeypatch.chdir(tmp_path)
+    r = cli("check", ".", "--gpu", gpu, "--format", "json")
+    assert r.code in (0, 1), r.stderr
+    found = [f for f in r.json()["findings"] if f["rule_id"] == "QA205"]
+    assert bool(found) == fires
+    if fires:  # a warning at the model's line, in vLLM's words
+        assert (found[0]["severity"], found[0]["file"], found[0]["line"]) == ("warning", "serve.sh", 1)
+        assert "E=128,N=768,device_name=NVIDIA_H100_80GB_HBM3.json" in found[0]["message"]

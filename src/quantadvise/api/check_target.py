@@ -559,7 +559,7 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
     from ..catalog.resolve import load_profiles, load_site_terms
     from ..gate.target import perf_check
     from .recommend import recommend
-    from .speed import efficiency
+    from .speed import efficiency, moe_default_tiles
 
     # the user's own profile is read first and outside the pricing: a file that cannot be read or is not a
     # profile is a configuration error (exit 2, as `recommend --profile` and `roofline --profile` say), never a
@@ -571,6 +571,8 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
         release = catalog.get_engine(eng["engine"] or defaults.ENGINE, eng["version"])
         loop = catalog.engine_loop(g, release.engine, release.version, tp=workload.gpus, site=site)
         eff = efficiency(profiles, g, scheme, **eng, quantization=quantization)
+        tiles = moe_default_tiles(arch, g, scheme, eff, model=workload.model, gpus=workload.gpus,
+                                  engine=release.engine, version=release.version)
         dep = price(arch, g, workload, scheme, eff, kv=served.kv, kv_name=served.kv_id, loop=loop)
         bf16 = catalog.get_scheme("bf16")
         base = price(arch, g, workload, bf16, efficiency(profiles, g, bf16, **eng), kv=served.kv, kv_name=served.kv_id,
@@ -583,5 +585,6 @@ def _price(arch: Any, g: GPU, workload: Any, scheme: Scheme, scheme_id: str, ser
         rec = recommend(dict(wdata))
     except QuantAdviseError as exc:
         note = f"no recommendation for this workload: {exc}"
-    return perf_check(scheme_id=scheme_id, kv_id=served.kv_id, deployed=dep, bf16=base, recommended=rec), note
+    return perf_check(scheme_id=scheme_id, kv_id=served.kv_id, deployed=dep, bf16=base, recommended=rec,
+                      moe_tiles=tiles), note
 

@@ -127,6 +127,7 @@ class PerfCheck(Out):
     recommended_native: bool = False  # the recommendation is the checkpoint as shipped
     recommended_fits: bool | None = None
     bf16_unservable: str | None = None  # why bf16 cannot be served on these GPUs: no bf16 comparison (QA201)
+    moe_tiles: str | None = None  # the routed experts run the engine's default fused-MoE tiles (QA205), its words
 
 
 class TargetReport(Out):

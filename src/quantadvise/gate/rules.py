@@ -145,6 +145,13 @@ RULES: tuple[Rule, ...] = (
        "--quantization forces slower kernels than the checkpoint supports",
        "The checkpoint fits the Marlin kernels, but --quantization awq/gptq forces the plain kernels; drop the "
        "flag or pass the marlin variant."),
+    _r("QA205", "default-moe-tiles", "performance", "warning",
+       "The engine runs the model's routed experts on its default fused-MoE tiles",
+       "vLLM and SGLang read their Triton fused-MoE kernel's tiles from a file the release ships for the experts "
+       "per GPU, their intermediate size per GPU, the GPU and the quantization (data/moe_configs/); without one the "
+       "kernel runs its default tiles and the engine logs that performance might be sub-optimal. Tune the "
+       "configuration with the engine's fused-MoE benchmark, or deploy at a tensor-parallel size or on a GPU the "
+       "release ships one for."),
     _r("QA301", "weights-do-not-fit", "memory", "error",
        "The weights leave no memory for the KV cache: the engine refuses to start",
        "Per GPU, the weights plus the runtime the engine reserves fill the memory it may use: vLLM "

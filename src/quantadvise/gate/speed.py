@@ -37,10 +37,14 @@ UNMEASURED = ("roofline", "ideal")  # speed models with no measurement of the de
 
 def performance_findings(out: Findings, site: Site, perf: PerfCheck, *, max_slowdown: float | None,
                          mem: MemoryFit | None = None, shipped: bool = False) -> list[str]:
-    """QA201 / QA202 on one deployment; returns notes for the report (a comparison not made, and why).
+    """QA201 / QA202 / QA205 on one deployment; returns notes for the report (a comparison not made, and why).
     ``shipped``: the deployment serves a quantized checkpoint as its publisher ships it."""
     notes: list[str] = []
     where = site.at("quantization", "model")
+    out.ran_rules("QA205")
+    if perf.moe_tiles:
+        out.add("QA205", perf.moe_tiles, subject=f"{site.key}|default-moe-tiles", file=where[0], line=where[1],
+                target=site.label)
     note = perf.model_note
     seqs = plural(perf.batch, "concurrent sequence")
     unservable = perf.bf16_unservable or bf16_unservable(perf, mem)

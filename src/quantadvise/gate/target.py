@@ -527,7 +527,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
                 "free_bytes": None, "headroom": None, "max_concurrency": None})
         performance, speed_assumptions = None, []
         concurrency = cfg.workload.batch  # the declared workload, if any; nothing runs to price
-        for rid in ("QA201", "QA202"):
+        for rid in ("QA201", "QA202", "QA205"):
             out.skip(rid, why)
         notes.append(f"no speed verdict: {why}")
     elif f.performance is not None:
@@ -538,6 +538,7 @@ def judge(f: Facts, cfg: DeploymentConfig, declared_engine_version: str | None, 
     else:
         out.skip("QA201", "speed not predicted (no architecture or scheme preset)")
         out.skip("QA202", "speed not predicted")
+        out.skip("QA205", "speed not predicted")
     if f.speed_note and not stopped:
         notes.append(f.speed_note)
 
@@ -572,8 +573,9 @@ def kernel_names(res: EngineResolution) -> list[str] | None:
     return [f"{k.group}: {k.name.split(' (')[0] if k.name else 'no kernel on file'}" for k in res.kernels]
 
 
-def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommended: Any | None) -> PerfCheck:
-    """The deployed scheme's prediction next to bf16's and the recommendation's."""
+def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommended: Any | None,
+               moe_tiles: str | None = None) -> PerfCheck:
+    """The deployed scheme's prediction next to bf16's and the recommendation's (``moe_tiles``: QA205's words)."""
     rec_tps = recommended.performance.tokens_per_s if recommended is not None else None
     alts = list(getattr(recommended, "alternatives", None) or [])
     base = next((a for a in alts if a.scheme == "bf16"), None)
@@ -593,4 +595,5 @@ def perf_check(*, scheme_id: str, kv_id: str, deployed: Any, bf16: Any, recommen
         bf16_does_not_fit=base is not None and base.status == "does-not-fit",
         recommended_native=bool(recommended is not None and recommended.scheme.native),
         recommended_fits=top.fits if top is not None else None,
+        moe_tiles=moe_tiles,
     )
