@@ -50,9 +50,9 @@ def artifact(engine: str, version: str) -> Path | None:
     folder = os.environ.get("ENGINE_WHEELS_DIR")
     if not folder:
         return None
-    found = sorted(Path(folder).glob(f"{engine}-{version}[-.]*"), key=lambda p: not p.name.endswith(".whl"))
-    found = [p for p in found if p.name.startswith(f"{engine}-{version}-") or p.name == f"{engine}-{version}.tar.gz"]
-    return found[0] if found else None
+    found = [p for p in Path(folder).glob(f"{engine}-{version}*")
+             if p.name.startswith(f"{engine}-{version}-") or p.name == f"{engine}-{version}.tar.gz"]
+    return min(found, key=lambda p: not p.name.endswith(".whl"), default=None)  # a wheel before the sdist
 
 
 def release_doc(engine: str, version: str, path: Path) -> dict[str, Any]:
@@ -104,16 +104,9 @@ def dump(doc: dict[str, Any]) -> str:
     lines = []
     for k, v in doc.items():
         if k == "configs":
-            lines.append("configs:")
-            lines += [f"  - {json.dumps(c)}" for c in v]
-        elif isinstance(v, bool) or v is None:
-            lines.append(f"{k}: {json.dumps(v)}")
-        elif isinstance(v, int):
-            lines.append(f"{k}: {v}")
-        elif k == "as_of":
-            lines.append(f"{k}: {v}")
-        else:
-            lines.append(f"{k}: {json.dumps(v)}")
+            lines += ["configs:", *(f"  - {json.dumps(c)}" for c in v)]
+        else:  # JSON scalars are YAML's; the date unquoted, as YAML reads a date
+            lines.append(f"{k}: {v if k == 'as_of' else json.dumps(v)}")
     return head + "\n".join(lines) + "\n"
 
 

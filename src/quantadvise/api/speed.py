@@ -77,13 +77,13 @@ def moe_default_tiles(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency
     for them (``engines.moe_configs``). None: tuned, another kernel, or not known (no list on file for this exact
     release, no device name on file for the GPU, a stand-in kernel)."""
     from ..engines.moe_configs import default_tiles, moe_tuning
-    from ..perf.efficiency import STAND_IN_NAME
+    from ..perf.efficiency import is_stand_in
 
     if not arch.is_moe or eff.kernels is None or gpu.device_name is None or not arch.moe_intermediate_size \
             or arch.moe_intermediate_size % gpus:
         return None
     choice = eff.kernels.choose_moe(scheme.quantizes_weights, arch.architecture)
-    if choice is None or choice.kernel.name.startswith(STAND_IN_NAME):
+    if choice is None or is_stand_in(choice):
         return None
     eng = catalog.get_engine(engine or defaults.ENGINE, version)
     cfgs = catalog.moe_configs(eng.engine, eng.version)

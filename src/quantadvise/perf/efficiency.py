@@ -118,7 +118,7 @@ class KernelPricing:
 
             kid = choice.kernel.id
             curve = self.curve(choice)
-            stand_in = choice.kernel.name.startswith(STAND_IN_NAME)
+            stand_in = is_stand_in(choice)
             got = None
             if f"{choice.engine}/{kid}" not in self.overrides:
                 own = choose_moe_table(self.tables, choice.engine, kid, f"{kid} (stand-in)" if stand_in else None)
@@ -153,7 +153,7 @@ class KernelPricing:
             return None
         base = "cublas-bf16" if choice.kernel.id == "awq-dequant-cublas" else choice.kernel.id
         got = lookup(self.curves, choice.engine, base)
-        if got is None and choice.moe and not choice.kernel.name.startswith(STAND_IN_NAME):
+        if got is None and choice.moe and not is_stand_in(choice):
             key = f"{choice.engine}/{choice.kernel.id}"
             if key not in self._curve_memo:
                 cv = next((c for k in MOE_STAND_INS[_moe_kind(choice)]
@@ -232,6 +232,11 @@ MOE_STAND_INS = {"weight-only": ("marlin-moe",), "w+a": ("triton-fp8-block-moe",
 
 
 STAND_IN_NAME = "MoE kernel not on file"  # the name of a stand-in fused-MoE kernel (:func:`moe_stand_in`)
+
+
+def is_stand_in(choice: KernelChoice) -> bool:
+    """Whether ``choice`` is a stand-in fused-MoE kernel (the release's table has no row for the experts' route)."""
+    return choice.kernel.name.startswith(STAND_IN_NAME)
 
 
 def _moe_kind(choice: KernelChoice) -> str:
