@@ -316,8 +316,10 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             return
         values[canon] = _typed(flag, text, spelled, word, where, warnings)
 
+    vocab = _options(ctx.options, engine, version)  # the release's option list, once for every word
+
     def no_value(name: str) -> bool:
-        return takes_no_value(ctx.options, engine, version, name)
+        return takes_no_value(vocab, name)
 
     i = 0
     positional_seen = False
@@ -334,7 +336,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             if table.underscores and name.startswith("--"):  # vLLM: up to the first dot (argparse_utils.py)
                 head, dot, tail = name[2:].partition(".")
                 name = "--" + head.replace("_", "-") + dot + tail
-            flag = table.named(name) or _prefix_of(ctx.options, table, engine, version, name, w.line, where, warnings)
+            flag = table.named(name) or _prefix_of(vocab, table, name, w.line, where, warnings)
             base, dot, key = name.partition(".")
             parent = _json_parent(ctx.options, table, engine, version, base) if flag is None and dot else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
@@ -411,12 +413,11 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
     )
 
 
-def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | None, name: str) -> bool:
+def takes_no_value(vocab: FlagVocabulary | None, name: str) -> bool:
     """Whether an option outside the flag table is given without a value (so the next token is not
-    read as one): its kind in the release's option list (data/flags/; the newest release on file when
-    the image names none, or one not on file); an option no list registers falls back to
+    read as one): its kind in the release's option list ``vocab`` (:func:`_options`: data/flags/; the newest
+    release on file when the image names none, or one not on file); an option no list registers falls back to
     ``engines.flags.is_boolean`` (options of older releases: ``--use-v2-block-manager``)."""
-    vocab = _options(lists, engine, version)
     if vocab is not None:
         hit = vocab.lookup(name, suggest=False)
         if "." in name and hit.verdict in ("known", "misread") and hit.via is not None:
@@ -429,12 +430,11 @@ def takes_no_value(lists: OptionLists | None, engine: Engine, version: str | Non
     return is_boolean(name)
 
 
-def _prefix_of(lists: OptionLists | None, table: EngineFlags, engine: Engine, version: str | None, name: str, line: int, where: str,
+def _prefix_of(vocab: FlagVocabulary | None, table: EngineFlags, name: str, line: int, where: str,
                warnings: list[str]) -> Flag | None:
-    """The table flag a long option is a unique prefix of, as the release's argparse reads it
-    (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
-    vocab = _options(lists, engine, version) if name.startswith("--") else None
-    hit = vocab.lookup(name, suggest=False) if vocab is not None else None
+    """The table flag a long option is a unique prefix of, as the release's argparse reads it from its option
+    list ``vocab`` (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
+    hit = vocab.lookup(name, suggest=False) if vocab is not None and name.startswith("--") else None
     flag = table.named(hit.option) if hit is not None and hit.verdict == "abbreviation" and hit.option else None
     if flag is not None:
         warnings.append(f"{where}: line {line}: {name} is read as {flag.name} (a unique prefix of it, which "
