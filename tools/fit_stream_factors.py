@@ -1,5 +1,6 @@
-"""Write data/kernel_tables/stream_factors.yaml: how much more slowly a kernel priced by a same-math table
-streams its weights than the table's kernel, fitted to published end-to-end runs of the kernel itself.
+"""Write data/kernel_tables/stream_factors.yaml: how much more slowly a kernel priced by a same-math table (or a
+composition) streams its weights than the table's kernel, fitted to published end-to-end runs of the kernel
+itself or to its own published benchmark.
 
 A same-math table (docs/calibration.md §11) is another library's measured GEMM of the same math on the same
 GPU: TRT-LLM's weight-only int4 GEMM for Machete, its SmoothQuant int8 GEMM for vLLM's CUTLASS int8. At one
@@ -12,7 +13,15 @@ same-math table prices in the fitted S8 groups (those not in the points file's `
 one that makes the predicted per-token time plus X meet the measured one in the median over those runs
 (bisection; the factor multiplies the streamed bytes, so it acts where the call is memory-bound and fades
 once the math binds: ``perf.kernel_tables.composed``). A factor is written where it differs from 1 by more
-than ``NOISE`` (the tables' own two-collection noise, 5%, doubled for the cards' 0.1 s rounding).
+than ``NOISE`` (the tables' own two-collection noise, 5%, doubled for the cards' 0.1 s rounding). It goes to
+the kernel at any weight width and to the kernels built on its mainloop (``SAME_MAINLOOP``: vLLM's CUTLASS W4A8
+on Machete's), on every GPU of its architecture (``carried_from`` names the fitted row).
+
+A kernel no card runs but whose own benchmark is published (data/validation/kernel_benchmarks.yaml: Marlin and
+Humming on an H100) is fitted to that: its time over the 16-bit baseline timed in the same harness, times the
+shipped table of that baseline at the same shape, is what it takes on the tables' harness; the factor is the
+one with which its same-math table meets that at the benchmark's smallest M. It goes to the same kernel's other
+weight formats of that width (``also``) and to the GPUs of the same architecture.
 
     python tools/fit_stream_factors.py [--dry-run]
 
@@ -36,13 +45,6 @@ from quantadvise.perf.kernel_tables import StreamFactor
 from quantadvise.perf.loop import cycle
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "kernel_tables" / "stream_factors.yaml"
-# fitted but not shipped, and why (docs/calibration.md §9)
-HELD_BACK = {
-    ("h100-sxm", "machete"): "its 1.76 hands H100 recommendations (batch 1; Llama-3.1-70B under a 20 ms ITL) to NVFP4 "
-    "weight-only, which runs Humming on Hopper in vLLM 0.34.0 (Marlin before), priced by the same int4 table with no "
-    "end-to-end run of its own: one of the Hopper 4-bit kernels that table prices would be slowed on evidence the "
-    "others lack",
-}
 NOISE = 0.10
 SOURCE = "S8"
 
@@ -63,6 +65,103 @@ def _per_token(p: Any) -> tuple[float, float, Any]:
 def _measured_step(p: Any, prefill: float) -> float:
     latency = p.output / p.output_tok_s
     return (latency - prefill) / (p.output - 1)
+
+
+# kernels built on the same upstream mainloop as a kernel fitted here, which take its factor on the same architecture:
+# vLLM's Machete adapts CUTLASS's sm90 mixed-input collective (vllm 0.34.0
+# csrc/quantization/machete/machete_mainloop.cuh:124-127: "modified code from ...
+# sm90_mma_tma_gmma_rs_warpspecialized_mixed_input.hpp"); its CUTLASS W4A8 GEMM builds that collective for int4 x fp8
+# (csrc/quantization/cutlass_w4a8/w4a8_mm_entry.cu:99-104, :142-150: CollectiveBuilder on Sm90,
+# KernelTmaWarpSpecializedCooperative)
+SAME_MAINLOOP = {"machete": ("cutlass-w4a8",)}
+BENCHMARKS = OUT.parents[1] / "validation" / "kernel_benchmarks.yaml"
+
+
+def _row(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitted_on: list[str], source: str,
+         carried: str | None, fitted_to: str) -> dict[str, Any]:
+    return {"gpu": gpu, "kernel": kernel, **({"weight_bits": bits} if bits else {}), "factor": f,
+            **({"carried_from": carried} if carried else {}), "fitted_to": fitted_to, "note": note,
+            "fitted_on": fitted_on, "source": source, "as_of": date.today().isoformat()}
+
+
+def _same_arch(gpu: str) -> list[str]:
+    """``gpu`` and every other GPU with tables of the same architecture."""
+    cc = catalog.get_gpu(gpu).compute_capability
+    return [gpu, *(x for x in catalog.kernel_table_gpus() if x != gpu and catalog.get_gpu(x).compute_capability == cc)]
+
+
+def _priced(gpu: str, kernel: str, bits: int | None) -> list[tuple[str, int | None]]:
+    """The (kernel, weight bits) rows a same-math table or a composition prices on ``gpu`` for ``kernel``."""
+    idx = lookup_tables.kernel_tables(gpu).index
+    out: list[tuple[str, int | None]] = [(s.kernel, s.weight_bits) for s in idx.same_math
+                                         if s.kernel == kernel and (bits is None or s.weight_bits in (None, bits))]
+    return out + [(c.kernel, None) for c in idx.composed if c.kernel == kernel]
+
+
+def _e2e_rows(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitted_on: list[str]) -> list[dict[str, Any]]:
+    """A factor fitted to end-to-end runs of ``kernel`` (``bits``) on ``gpu``: the kernel itself there, the same kernel
+    at any weight width and the kernels on its mainloop (:data:`SAME_MAINLOOP`), on every GPU of its architecture."""
+    fitted = f"{kernel}{f' ({bits}-bit)' if bits else ''} on {gpu}"
+    arch = f"sm{catalog.get_gpu(gpu).compute_capability.replace('.', '')}"
+    source = "tools/fit_stream_factors.py on data/validation/e2e_points.yaml source S8 (Red Hat AI model cards, published)"
+    rows = []
+    for g in _same_arch(gpu):
+        for kern, why in ((kernel, "the same kernel"), *((k, f"built on {kernel}'s mainloop (CUTLASS's sm90 mixed-input "
+                                                          "collective)") for k in SAME_MAINLOOP.get(kernel, ()))):
+            for k2, b2 in _priced(g, kern, None):
+                own = (g, k2, b2) == (gpu, kernel, bits)
+                rows.append(_row(g, k2, b2, f, note if own else f"carried from {fitted} ({why}, {arch}): {note}",
+                                 fitted_on, source, None if own else fitted, "end-to-end runs"))
+    return rows
+
+
+def _bench_rows() -> list[dict[str, Any]]:
+    """Factors from published kernel benchmarks (data/validation/kernel_benchmarks.yaml): the kernel's time over its
+    harness's 16-bit baseline, times the shipped table of that baseline at the same shape, is the time it takes on the
+    tables' harness; the factor is the one its same-math table needs to meet that at the benchmark's smallest M."""
+    from quantadvise.catalog.loader import data_yaml
+    from quantadvise.perf.lookup import TableChoice, choose_table, op_series
+
+    doc = data_yaml(BENCHMARKS, "data/validation/kernel_benchmarks.yaml")
+    rows = []
+    for b in doc["benchmarks"]:
+        gpu, n, k, ms = b["gpu"], b["n"], b["k"], b["m"]
+        tabs = lookup_tables.kernel_tables(gpu)
+        flops = [2.0 * m * n * k for m in ms]
+        base_bench = [fl / (t * 1e12) for fl, t in zip(flops, b["baseline"]["tflops"], strict=True)]
+        base_table = tabs.get(b["baseline"]["table"]).series(n, k)
+        arch = f"sm{catalog.get_gpu(gpu).compute_capability.replace('.', '')}"
+        for col in b["kernels"]:
+            bits = col["weight_bits"]
+            choice = choose_table(tabs, "vllm", col["kernel"], bits)
+            t_bench = [fl / (t * 1e12) for fl, t in zip(flops, col["tflops"], strict=True)]
+            target = [tb / bb * base_table.at(m) for tb, bb, m in zip(t_bench, base_bench, ms, strict=True)]
+
+            def at(f: float, m: float, c: Any = choice, tabs: Any = tabs, n: int = n, k: int = k,
+                   bits: int = bits) -> float:
+                return op_series(TableChoice(c.basis, c.table, c.why, f), tabs, n, k, bits / 8).at(m)
+
+            lo, hi = 0.5, 4.0
+            for _ in range(40):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if at(mid, ms[0]) < target[0] else (lo, mid)
+            f = round((lo + hi) / 2, 3)
+            errs = ", ".join(f"M = {m}: {at(f, m) / t - 1:+.0%}" for m, t in zip(ms, target, strict=True))
+            note = (f"{col['column']} against {b['baseline']['column']} in one harness ({b['id']}: {n} x {k}), "
+                    f"{t_bench[0] / base_bench[0]:.3f} of its time at M = {ms[0]}, read on the shipped "
+                    f"{b['baseline']['table']} table: {target[0] * 1e6:.1f} us where {choice.table.meta.id} gives "
+                    f"{at(1.0, ms[0]) * 1e6:.1f} us; at factor {f} the lookup is off by {errs}")
+            fitted = f"{col['kernel']} ({bits}-bit) on {gpu}"
+            for g in _same_arch(gpu):
+                for kern in (col["kernel"], *col.get("also", ())):
+                    for k2, b2 in _priced(g, kern, bits if kern == col["kernel"] else None):
+                        own = (g, k2, b2) == (gpu, col["kernel"], bits)
+                        why = "the same measurement" if kern == col["kernel"] else \
+                            f"the same kernel on weights of the same width in another format, {arch}"
+                        rows.append(_row(g, k2, b2, f, note if own else f"carried from {fitted} ({why}): {note}",
+                                         [b["id"]], b["source"], None if own else fitted, "kernel benchmark"))
+            print(f"{gpu} {col['kernel']} {bits}: factor {f} from {b['id']} ({errs})")
+    return rows
 
 
 def main() -> None:
@@ -96,8 +195,8 @@ def main() -> None:
     for (gpu, kernel, bits), items in sorted(targets.items(), key=str):
         def residual(f: float, gpu: str = gpu, kernel: str = kernel, bits: int | None = bits,
                      items: list[tuple[Any, float]] = items) -> float:
-            trial = (StreamFactor(gpu=gpu, kernel=kernel, weight_bits=bits, factor=f, note="", fitted_on=(),
-                                  source="", as_of=date.today()),)
+            trial = (StreamFactor(gpu=gpu, kernel=kernel, weight_bits=bits, factor=f, fitted_to="end-to-end runs",
+                                  note="", fitted_on=(), source="", as_of=date.today()),)
             out = []
             with lookup_tables.stream_factors_as(trial):
                 for p, x in items:
@@ -120,24 +219,13 @@ def main() -> None:
         print(f"{gpu} {kernel} {bits}: factor {f} over {len(items)} runs (per-token time {before:+.1%} -> {after:+.1%})")
         if abs(f - 1.0) <= NOISE:
             continue
-        if (gpu, kernel) in HELD_BACK:
-            print(f"  held back: {HELD_BACK[(gpu, kernel)]}")
-            continue
         groups = sorted({p.group for p, _ in items})
         note = (f"{len(items)} single-stream runs of {', '.join(groups)} on {gpu} (vLLM "
                 f"{', '.join(sorted({p.engine_version for p, _ in items}))}): predicted per-token time "
                 f"{before:+.1%} at factor 1, {after:+.1%} at {f}")
-        cc = catalog.get_gpu(gpu).compute_capability
-        # the kernel's own design against the table's, so every GPU with tables of the same architecture
-        for g in [gpu, *(x for x in catalog.kernel_table_gpus() if x != gpu
-                         and catalog.get_gpu(x).compute_capability == cc)]:
-            rows.append({"gpu": g, "kernel": kernel, **({"weight_bits": bits} if bits else {}), "factor": f,
-                         "note": note if g == gpu else f"carried from {gpu} (the same kernel on the same "
-                         f"architecture, sm{cc.replace('.', '')}): {note}",
-                         "fitted_on": sorted(p.id for p, _ in items),
-                         "source": "tools/fit_stream_factors.py on data/validation/e2e_points.yaml source S8 "
-                                   "(Red Hat AI model cards, published)",
-                         "as_of": date.today().isoformat()})
+        rows += _e2e_rows(gpu, kernel, bits, f, note, sorted(p.id for p, _ in items))
+    with lookup_tables.stream_factors_as(()):
+        rows += _bench_rows()
     text = ("# Written by tools/fit_stream_factors.py: how much more slowly a kernel priced by a same-math table\n"
             "# streams its weights than the table's kernel (docs/calibration.md §11). Fitted to published\n"
             "# end-to-end runs of the kernel itself; `fitted_on` names them.\n"

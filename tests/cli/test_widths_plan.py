@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ELLIPSIS = "…"  # what a clipped table cell ends with (report/text.py)
 
 REC_B64 = ["recommend", "--batch", "64", "--ctx", "2048"]
-REC_70B_SLO = ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--itl-ms", "20", "--prompt", "1000",
+REC_70B_SLO = ["recommend", "-m", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "--itl-ms", "30", "--prompt", "1000",
                "--output", "200"]
 CASES: dict[str, list[str]] = {
     "recommend": REC_B64,
@@ -290,7 +290,7 @@ def test_chart_legend_wraps_with_the_chart(run):
 
 @pytest.mark.parametrize(
     ("argv", "stem"),
-    [(REC_B64, "recommend_default_b64"), (REC_70B_SLO, "recommend_70b_itl20"),
+    [(REC_B64, "recommend_default_b64"), (REC_70B_SLO, "recommend_70b_itl30"),
      ([*REC_B64, "--explain"], "recommend_default_b64_explain")],
 )
 @pytest.mark.parametrize("columns", [80, 200])
@@ -300,8 +300,8 @@ def test_golden_recommend(run, argv, stem, columns):
     #   for w in 80 200; do
     #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend --batch 64 --ctx 2048 \
     #       > tests/golden/recommend_default_b64_$w.txt
-    #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend -m meta-llama/Llama-3.1-70B --gpu h100 --itl-ms 20 \
-    #       --prompt 1000 --output 200 > tests/golden/recommend_70b_itl20_$w.txt
+    #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend -m meta-llama/Llama-3.1-70B --gpu h100 --itl-ms 30 \
+    #       --prompt 1000 --output 200 > tests/golden/recommend_70b_itl30_$w.txt
     #     COLUMNS=$w HF_HUB_OFFLINE=1 quantadvise recommend --batch 64 --ctx 2048 --explain \
     #       > tests/golden/recommend_default_b64_explain_$w.txt
     #   done

@@ -274,23 +274,21 @@ def bound_flag(w: Workload) -> str:
 
 @lru_cache(maxsize=256)
 def _crossover(m1: StepModel, m2: StepModel, ct: float) -> float | None:
-    """The batch where ``m2``'s (W+A) decode step overtakes ``m1``'s (weight-only): the first crossing
-    after which the W+A step is the faster one, as ``roofline`` prints it ("w4a16 -> w4a8-fp8 at B =
-    35.6"; a crossing the other way, where weight-only overtakes, is not it); 1 when W+A is faster at
-    every batch. Step models are immutable, so the answer is reused across walks."""
+    """The batch where ``m2``'s (W+A) decode step overtakes ``m1``'s (weight-only): where the first stretch of
+    batches over which the W+A step is the faster one begins — 1 when it is faster from the first batch on,
+    else the first crossing after which it is, as ``roofline`` prints it ("w4a16 -> w4a8-fp8 at B = 35.6"; a
+    crossing the other way, where weight-only overtakes, is not it); None when weight-only is faster at every
+    batch up to 4,096. Step models are immutable, so the answer is reused across walks."""
 
     def gap(b: float) -> float:  # relative step-time difference, weight-only minus W+A: > 0 where W+A is faster
         t1, t2 = m1.decode_time(b, ct), m2.decode_time(b, ct)
         return (t1 - t2) / max(t1, t2)
 
-    seen = False
+    if gap(1.0) > 0:
+        return 1.0
     # the crossovers `roofline` prints for the pair, in order; a grid 4x coarser than roofline's (each step 9%
     # in batch: smooth step curves do not cross twice within it), bisected to the same roots
-    for x in iter_crossings(gap, 1.0, 4096.0, steps=100):
-        seen = True
-        if gap(x) > 0:
-            return x
-    return 1.0 if not seen and gap(1.0) > 0 else None  # 1.0: faster at every batch
+    return next((x for x in iter_crossings(gap, 1.0, 4096.0, steps=100) if gap(x) > 0), None)
 
 
 def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: int) -> tuple[str, list[str]]:
@@ -321,7 +319,9 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: 
         steps = (f"decode step at batch {batch}: {best_wo.id} {t1 * 1e3:.2f} ms, {best_wa.id} {t2 * 1e3:.2f} ms"
                  + (" (a tie)" if abs(t1 - t2) <= defaults.TIE * max(t1, t2) else ""))
         ridge_txt = f"{best_wo.id}'s ridge ({ridge_wo:.0f})" if ridge_wo != math.inf else f"{best_wo.id}'s ridge (none)"
-        cross_txt = (f"the batch where {best_wa.id}'s decode step overtakes {best_wo.id}'s ({cross:.0f})" if cross
+        cross_txt = (f"the batch from which {best_wa.id}'s decode step is faster than {best_wo.id}'s (1: every "
+                     "batch)" if cross == 1.0 else
+                     f"the batch where {best_wa.id}'s decode step overtakes {best_wo.id}'s ({cross:.0f})" if cross
                      else f"any batch where {best_wa.id}'s decode step overtakes {best_wo.id}'s (none up to 4,096)")
         if batch < ridge_wo and (cross is None or batch < cross):
             regime = "memory-bound"
@@ -337,7 +337,8 @@ def _regime(ctx: Context, ranked: list[Option], numbers: dict[str, Any], batch: 
         else:
             regime = "in between"
             reasons.append(f"batch {batch} is {'below' if batch < ridge_wo else 'past'} {ridge_txt} and "
-                           f"{'past' if cross is not None and batch > cross else 'below'} {cross_txt} "
+                           f"{'below' if cross is None or batch < cross else 'at' if batch == cross else 'past'} "
+                           f"{cross_txt} "
                            f"-> the predicted output tokens/s decide (decode steps and prefill); {steps}")
     if regime == "unknown" and wo and (m := priced_model(ctx, wo[0])) is not None:
         wo[0].ridge = m.ridge_batch()

@@ -120,9 +120,11 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
         raise DataError(format_validation_error(exc, where)) from None
     factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
     if factors:
-        same = tuple(s.model_copy(update={"stream_factor": f.factor}) if (f := factors.get((s.kernel, s.weight_bits)))
-                     else s for s in index.same_math)
-        index = index.model_copy(update={"same_math": same})
+        same = tuple(s.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
+                     if (f := factors.get((s.kernel, s.weight_bits))) else s for s in index.same_math)
+        comp = tuple(c.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
+                     if (f := factors.get((c.kernel, None))) else c for c in index.composed)
+        index = index.model_copy(update={"same_math": same, "composed": comp})
     return ShippedTables(index)
 
 
@@ -149,7 +151,8 @@ def stream_factors_as(factors: tuple[StreamFactor, ...]) -> Iterator[None]:
 @cache
 def stream_factors() -> tuple[StreamFactor, ...]:
     """How much more slowly a kernel priced by a same-math table streams its weights than the table's kernel
-    (data/kernel_tables/stream_factors.yaml: fitted to published end-to-end runs of the kernel itself)."""
+    (data/kernel_tables/stream_factors.yaml: fitted to published end-to-end runs of the kernel itself, or to its own
+    published benchmark)."""
     from ..perf.kernel_tables import StreamFactors
 
     if _OVERRIDE is not None:

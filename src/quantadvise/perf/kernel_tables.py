@@ -90,6 +90,7 @@ class SameMath(Strict):
     # the kernel streams its weights this many times slower than the table's kernel at small M (fitted to
     # published end-to-end runs of the kernel itself: data/kernel_tables/stream_factors.yaml; 1: as fast)
     stream_factor: float = 1.0
+    stream_note: str = ""  # where the factor comes from (:meth:`StreamFactor.label`)
 
 
 class StreamFactor(Strict):
@@ -100,10 +101,22 @@ class StreamFactor(Strict):
     kernel: str
     weight_bits: int | None = None
     factor: float = Field(ge=0.5, le=4.0)
+    carried_from: str | None = None  # the kernel (and GPU) it was fitted for, where this one takes it as its class's
+    fitted_to: Literal["end-to-end runs", "kernel benchmark"]  # published runs of a model, or of the kernel alone
     note: str  # what it was fitted on, and the fit's own error
-    fitted_on: tuple[str, ...]  # the end-to-end points (data/validation/e2e_points.yaml ids)
+    # what it was fitted on: end-to-end points (data/validation/e2e_points.yaml ids) or a published kernel benchmark
+    # (data/validation/kernel_benchmarks.yaml ids)
+    fitted_on: tuple[str, ...]
     source: str
     as_of: date
+
+
+    def label(self) -> str:
+        """How a prediction names the factor's evidence: ``"end-to-end fit"``, ``"its published benchmark"``, or
+        ``"carried from machete (4-bit) on h100-sxm"``."""
+        if self.carried_from is not None:
+            return f"carried from {self.carried_from}"
+        return "end-to-end fit" if self.fitted_to == "end-to-end runs" else "its published benchmark"
 
 
 class StreamFactors(Strict):
@@ -121,6 +134,10 @@ class Composed(Strict):
     why: str
     source: str
     as_of: date
+    # as SameMath.stream_factor: the kernel streams its weights this many times slower than the math table's
+    # kernel (data/kernel_tables/stream_factors.yaml; 1: as fast)
+    stream_factor: float = 1.0
+    stream_note: str = ""
 
 
 class TableIndex(Strict):

@@ -51,7 +51,8 @@ class TableChoice:
     basis: str  # measured | same-math | composed
     table: GemmTable
     why: str
-    stream: float = 1.0  # the kernel's weight stream is this many times slower than the table's (same-math)
+    stream: float = 1.0  # the kernel's weight stream is this many times slower than the table's kernel
+    stream_note: str = ""  # the factor's evidence (:meth:`~.kernel_tables.StreamFactor.label`)
 
     @property
     def key(self) -> str:
@@ -61,7 +62,8 @@ class TableChoice:
         """``"measured table sglang/deepgemm-fp8-block (sglang 0.5.14)"`` and, for a stand-in, why."""
         m = self.table.meta
         what = {"measured": "measured table", "same-math": "same-math table", "composed": "composed from table"}
-        slower = f", its weight stream {self.stream:.2f}x slower (end-to-end fit)" if self.stream != 1.0 else ""
+        slower = (f", its weight stream {self.stream:.2f}x slower ({self.stream_note or 'end-to-end fit'})"
+                  if self.stream != 1.0 else "")
         return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version}{slower})"
 
 
@@ -86,12 +88,12 @@ def choose_table(tables: TableSet, engine: str, kernel: str, weight_bits: int | 
         if s.kernel == kernel and (s.weight_bits is None or s.weight_bits == weight_bits):
             got = tables.get(s.table)
             if got is not None:
-                return TableChoice("same-math", got, s.why, s.stream_factor)
+                return TableChoice("same-math", got, s.why, s.stream_factor, s.stream_note)
     for c in idx.composed:
         if c.kernel == kernel:
             base = choose_table(tables, engine, c.math_kernel)
             if base is not None and base.basis == "measured":
-                return TableChoice("composed", base.table, c.why)
+                return TableChoice("composed", base.table, c.why, c.stream_factor, c.stream_note)
     return None
 
 
