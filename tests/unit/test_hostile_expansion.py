@@ -68,6 +68,16 @@ def test_300000_distinct_unknown_flags_over_many_commands():
     assert cpu < 4 and any("100,000 words in the file" in w for w in warnings), (cpu, warnings)
 
 
+def test_past_the_file_s_words_the_rest_is_not_scanned():
+    # 100,000 words are read and the next is refused; the 40 lines after it are not scanned at all (they used to be
+    # walked character by character to drop every word: a quarter of the file above), so even an unterminated
+    # quote there is not met: the file reads with the one warning
+    text = "vllm serve m/m " + "".join(f"--a{i}\n" for i in range(99_997)) + "vllm serve m/m --x 1\n" * 40 + "echo '\n"
+    found, warnings, cpu = _parse(text, "shell", "long.sh")
+    assert any("100,000 words in the file" in w for w in warnings), warnings
+    assert [inv.line for inv in found] == [1]  # the 40 later commands were never read
+
+
 @pytest.mark.parametrize(("name", "text", "says"), [
     ("nested defaults", "echo " + "${X:-" * 5000 + "v" + "}" * 5000 + "\n", "nested more than 16 deep"),
     ("eval chain", "eval " * 20000 + "vllm serve m/m\n", "nested more than 16 deep"),

@@ -10,7 +10,8 @@ variable naming ten others ten levels deep is ten billion references, a line of 
   :data:`MAX_DEPTH` deep, and one file may expand :data:`MAX_REFERENCES` references producing
   :data:`MAX_EXPANDED_CHARS` characters in all. Past any of these the reference stays as written — a
   value only known at run time, as the gate treats ``$(cmd)`` — and the file gets one warning;
-- **words**: a command keeps its first :data:`MAX_WORDS` words, a file its first :data:`MAX_FILE_WORDS`;
+- **words**: a command keeps its first :data:`MAX_WORDS` words, a file its first :data:`MAX_FILE_WORDS`
+  (the shell reader stops at the first word past them: the rest of the file is not even scanned);
 - **time**: reading one file stops after :data:`MAX_SECONDS` of CPU (:class:`TimeUp`; the scan skips
   the file with a warning). CPU, not the clock: a loaded machine reads the same files.
 
@@ -54,6 +55,7 @@ class Budget:
     chars: int = MAX_EXPANDED_CHARS
     words_left: int = MAX_FILE_WORDS
     deadline: float = field(default_factory=lambda: time.process_time() + MAX_SECONDS)
+    full: bool = False  # a word was refused past MAX_FILE_WORDS: the readers stop (the rest of the file is not read)
     warnings: list[str] = field(default_factory=list)
     _steps: int = 0
     _said: set[str] = field(default_factory=set)
@@ -90,6 +92,7 @@ class Budget:
         if self.words_left <= 0:
             self.say("file words", f"{self.file}:{f' line {line}:' if line else ''} more than {MAX_FILE_WORDS:,} "
                      "words in the file: the rest of it is not read")
+            self.full = True
             return False
         self.words_left -= 1
         return True

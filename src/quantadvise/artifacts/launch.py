@@ -26,11 +26,10 @@ from ..engines.flags import (
     EngineFlags,
     Flag,
     engine_of_image,
-    is_boolean,
 )
 from ..engines.invocation import EngineInvocation, Source
 from ..engines.versions import release_in_tag
-from ..engines.vocabulary import FlagVocabulary
+from ..engines.vocabulary import FlagVocabulary, Lookup, takes_no_value
 from ..inputs import shown
 from .budget import MAX_WORDS, current
 from .shell import Word, split_shell
@@ -193,6 +192,7 @@ def _human_int(text: str, suffixes: bool) -> int:
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMERIC = frozenset("0123456789")  # the character after a leading '-' of a number
 MAX_ENGINE_INT = 2**63 - 1  # a count or a length past a 64-bit integer is no engine's
 
 
@@ -318,29 +318,29 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
 
     vocab = _options(ctx.options, engine, version)  # the release's option list, once for every word
 
-    def no_value(name: str) -> bool:
-        return takes_no_value(vocab, name)
-
     i = 0
     positional_seen = False
     tick = current(ctx.file).tick
-    while i < len(args):
+    named, underscores, n_args = table.named, table.underscores, len(args)  # once, not per word
+    while i < n_args:
         tick(16)  # a lookup is a few microseconds
         w = args[i]
         t = w.text
         if t == "--":
             i += 1
             continue
-        if t.startswith("-") and len(t) > 1 and not _is_number(t):
+        if t.startswith("-") and len(t) > 1 and not (t[1] in _NUMERIC and _is_number(t)):
             name, eq, val = t.partition("=")
-            if table.underscores and name.startswith("--"):  # vLLM: up to the first dot (argparse_utils.py)
+            if underscores and name.startswith("--"):  # vLLM: up to the first dot (argparse_utils.py)
                 head, dot, tail = name[2:].partition(".")
                 name = "--" + head.replace("_", "-") + dot + tail
-            flag = table.named(name) or _prefix_of(vocab, table, name, w.line, where, warnings)
+            flag = named(name)  # else the release's reading, once per word: a table flag's prefix? takes a value?
+            hit = vocab.lookup(name, suggest=False) if vocab is not None and flag is None else None
+            flag = flag or (_prefix_of(hit, table, name, w.line, where, warnings) if name.startswith("--") else None)
             base, dot, key = name.partition(".")
             parent = _json_parent(ctx.options, table, engine, version, base) if flag is None and dot else None
             if parent is not None and parent.type == "json":  # --speculative-config.method eagle3
-                if not eq and i + 1 < len(args):
+                if not eq and i + 1 < n_args:
                     val, i = args[i + 1].text, i + 1
                 spec = values.get(parent.field)
                 spec = dict(spec) if isinstance(spec, dict) else {}
@@ -353,7 +353,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
             if flag is not None:
                 if eq:
                     put(flag, val, w, name)
-                elif i + 1 < len(args):
+                elif i + 1 < n_args:
                     v = args[i + 1]
                     put(flag, v.text, Word(v.text, w.line, v.unresolved), name)
                     i += 1
@@ -362,8 +362,8 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
                 i += 1
                 continue
             # not understood: kept in `other`
-            nxt = args[i + 1].text if i + 1 < len(args) else ""
-            bare = not eq and no_value(name)
+            nxt = args[i + 1].text if i + 1 < n_args else ""
+            bare = not eq and takes_no_value(vocab, name, hit)
             if eq:
                 other[name] = val
             elif bare and nxt.lower() in ("true", "false"):
@@ -374,7 +374,7 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
                 i += 1
             elif bare:
                 other[name] = True
-            elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
+            elif i + 1 < n_args and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
                 other[name] = args[i + 1].text
                 i += 1
             else:
@@ -413,28 +413,11 @@ def _build(engine: Engine, args: Sequence[Word], positional: bool | str, ctx: La
     )
 
 
-def takes_no_value(vocab: FlagVocabulary | None, name: str) -> bool:
-    """Whether an option outside the flag table is given without a value (so the next token is not
-    read as one): its kind in the release's option list ``vocab`` (:func:`_options`: data/flags/; the newest
-    release on file when the image names none, or one not on file); an option no list registers falls back to
-    ``engines.flags.is_boolean`` (options of older releases: ``--use-v2-block-manager``)."""
-    if vocab is not None:
-        hit = vocab.lookup(name, suggest=False)
-        if "." in name and hit.verdict in ("known", "misread") and hit.via is not None:
-            return False  # -cc.mode 3: the launcher takes the next word as the key's value
-        if hit.verdict in ("known", "abbreviation") and hit.option is not None:
-            if not name.startswith("--") and hit.option != name and name != "-O":
-                return True  # -q8, -O3: the value is attached
-            row = vocab.registered.get(hit.option)
-            return row is None or row.kind != "value"
-    return is_boolean(name)
-
-
-def _prefix_of(vocab: FlagVocabulary | None, table: EngineFlags, name: str, line: int, where: str,
+def _prefix_of(hit: Lookup | None, table: EngineFlags, name: str, line: int, where: str,
                warnings: list[str]) -> Flag | None:
-    """The table flag a long option is a unique prefix of, as the release's argparse reads it from its option
-    list ``vocab`` (``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a warning that says so."""
-    hit = vocab.lookup(name, suggest=False) if vocab is not None and name.startswith("--") else None
+    """The table flag a long option ``name`` is a unique prefix of, as the release's argparse reads it from its
+    option list (``hit``, its lookup there: ``--mem-fraction`` is SGLang's ``--mem-fraction-static``), with a
+    warning that says so."""
     flag = table.named(hit.option) if hit is not None and hit.verdict == "abbreviation" and hit.option else None
     if flag is not None:
         warnings.append(f"{where}: line {line}: {name} is read as {flag.name} (a unique prefix of it, which "

@@ -185,12 +185,16 @@ class _Shell:
                 continue
             if c == "\n":
                 self._end_command()
+                if self.budget.full:
+                    break  # the file's words are spent: the rest of it is not read (every word would be dropped)
                 self.i += 1
                 self.phys += 1
                 self._read_heredoc_bodies()
                 continue
             if c in " \t\r":
                 self._finish()
+                if self.budget.full:
+                    break
                 self.i = _BLANKS.match(s, self.i).end()  # type: ignore[union-attr]  # c is one
                 continue
             if c == "#" and not self._started:
