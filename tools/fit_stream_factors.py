@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from statistics import median
@@ -75,6 +76,16 @@ def _measured_step(p: Any, prefill: float) -> float:
 # KernelTmaWarpSpecializedCooperative)
 SAME_MAINLOOP = {"machete": ("cutlass-w4a8",)}
 BENCHMARKS = OUT.parents[1] / "validation" / "kernel_benchmarks.yaml"
+
+
+def _factor(miss: Callable[[float], float]) -> float:
+    """The stream factor in [0.5, 4] where ``miss`` (the prediction's excess over the measurement, growing with the
+    factor) crosses 0, by bisection, to three decimals."""
+    lo, hi = 0.5, 4.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if miss(mid) < 0 else (lo, mid)
+    return round((lo + hi) / 2, 3)
 
 
 def _row(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitted_on: list[str], source: str,
@@ -141,11 +152,7 @@ def _bench_rows() -> list[dict[str, Any]]:
                    bits: int = bits) -> float:
                 return op_series(TableChoice(c.basis, c.table, c.why, f), tabs, n, k, bits / 8).at(m)
 
-            lo, hi = 0.5, 4.0
-            for _ in range(40):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if at(mid, ms[0]) < target[0] else (lo, mid)
-            f = round((lo + hi) / 2, 3)
+            f = _factor(lambda x, at=at, m=ms[0], t=target[0]: at(x, m) - t)
             errs = ", ".join(f"M = {m}: {at(f, m) / t - 1:+.0%}" for m, t in zip(ms, target, strict=True))
             note = (f"{col['column']} against {b['baseline']['column']} in one harness ({b['id']}: {n} x {k}), "
                     f"{t_bench[0] / base_bench[0]:.3f} of its time at M = {ms[0]}, read on the shipped "
@@ -204,17 +211,10 @@ def main() -> None:
                     out.append((step + x) / _measured_step(p, pre) - 1.0)
             return median(out)
 
-        lo, hi = 0.5, 4.0
         if residual(1.0) >= 0:  # the table's kernel is already as slow as the runs (or slower): no factor
             print(f"{gpu} {kernel} {bits}: runs no slower than the table ({residual(1.0):+.1%} at factor 1)")
             continue
-        for _ in range(30):
-            mid = (lo + hi) / 2
-            if residual(mid) < 0:
-                lo = mid
-            else:
-                hi = mid
-        f = round((lo + hi) / 2, 3)
+        f = _factor(residual)
         before, after = residual(1.0), residual(f)
         print(f"{gpu} {kernel} {bits}: factor {f} over {len(items)} runs (per-token time {before:+.1%} -> {after:+.1%})")
         if abs(f - 1.0) <= NOISE:

@@ -120,11 +120,10 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
         raise DataError(format_validation_error(exc, where)) from None
     factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
     if factors:
-        same = tuple(s.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
-                     if (f := factors.get((s.kernel, s.weight_bits))) else s for s in index.same_math)
-        comp = tuple(c.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
-                     if (f := factors.get((c.kernel, None))) else c for c in index.composed)
-        index = index.model_copy(update={"same_math": same, "composed": comp})
+        def streamed(rows: tuple[Any, ...]) -> tuple[Any, ...]:  # same-math rows and compositions alike
+            return tuple(r.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
+                         if (f := factors.get((r.kernel, getattr(r, "weight_bits", None)))) else r for r in rows)
+        index = index.model_copy(update={"same_math": streamed(index.same_math), "composed": streamed(index.composed)})
     return ShippedTables(index)
 
 

@@ -110,7 +110,6 @@ class StreamFactor(Strict):
     source: str
     as_of: date
 
-
     def label(self) -> str:
         """How a prediction names the factor's evidence: ``"end-to-end fit"``, ``"its published benchmark"``, or
         ``"carried from machete (4-bit) on h100-sxm"``."""

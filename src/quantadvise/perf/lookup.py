@@ -62,7 +62,7 @@ class TableChoice:
         """``"measured table sglang/deepgemm-fp8-block (sglang 0.5.14)"`` and, for a stand-in, why."""
         m = self.table.meta
         what = {"measured": "measured table", "same-math": "same-math table", "composed": "composed from table"}
-        slower = (f", its weight stream {self.stream:.2f}x slower ({self.stream_note or 'end-to-end fit'})"
+        slower = (f", its weight stream {self.stream:.2f}x slower" + (f" ({self.stream_note})" if self.stream_note else "")
                   if self.stream != 1.0 else "")
         return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version}{slower})"
 
