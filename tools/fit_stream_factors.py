@@ -109,9 +109,22 @@ def _priced(gpu: str, kernel: str, bits: int | None) -> list[tuple[str, int | No
     return out + [(c.kernel, None) for c in idx.composed if c.kernel == kernel]
 
 
-def _e2e_rows(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitted_on: list[str]) -> list[dict[str, Any]]:
+def _width_ratios(bench: list[dict[str, Any]]) -> tuple[float, str]:
+    """How a mixed-input kernel's factor changes from 4-bit to 8-bit weights where a benchmark measured both: the
+    median over those kernels of their 8-bit factor over their 4-bit one, and the words that say so."""
+    own = {(r["gpu"], r["kernel"], r.get("weight_bits")): r["factor"] for r in bench if "carried_from" not in r}
+    ratios = {k: own[(g, k, 8)] / f4 for (g, k, b), f4 in own.items() if b == 4 and (g, k, 8) in own}
+    if not ratios:
+        return 1.0, ""
+    words = ", ".join(f"{k} {r:.3f}" for k, r in sorted(ratios.items()))
+    return median(ratios.values()), f"8-bit / 4-bit factor as the benchmarked kernels show it ({words}: median)"
+
+
+def _e2e_rows(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitted_on: list[str],
+              width: tuple[float, str]) -> list[dict[str, Any]]:
     """A factor fitted to end-to-end runs of ``kernel`` (``bits``) on ``gpu``: the kernel itself there, the same kernel
-    at any weight width and the kernels on its mainloop (:data:`SAME_MAINLOOP`), on every GPU of its architecture."""
+    at the other weight width (4 <-> 8 bits, scaled by ``width``: :func:`_width_ratios`) and the kernels on its
+    mainloop (:data:`SAME_MAINLOOP`) at its width, on every GPU of its architecture."""
     fitted = f"{kernel}{f' ({bits}-bit)' if bits else ''} on {gpu}"
     arch = f"sm{catalog.get_gpu(gpu).compute_capability.replace('.', '')}"
     source = "tools/fit_stream_factors.py on data/validation/e2e_points.yaml source S8 (Red Hat AI model cards, published)"
@@ -121,7 +134,11 @@ def _e2e_rows(gpu: str, kernel: str, bits: int | None, f: float, note: str, fitt
                                                           "collective)") for k in SAME_MAINLOOP.get(kernel, ()))):
             for k2, b2 in _priced(g, kern, None):
                 own = (g, k2, b2) == (gpu, kernel, bits)
-                rows.append(_row(g, k2, b2, f, note if own else f"carried from {fitted} ({why}, {arch}): {note}",
+                f2, how = f, why
+                if bits in (4, 8) and b2 in (4, 8) and b2 != bits:  # the other width of the same kernel
+                    f2 = round(f * (width[0] if b2 == 8 else 1.0 / width[0]), 3)
+                    how = f"{why} at {b2} bits, x {width[0]:.3f}: the {width[1]}"
+                rows.append(_row(g, k2, b2, f2, note if own else f"carried from {fitted} ({how}, {arch}): {note}",
                                  fitted_on, source, None if own else fitted, "end-to-end runs"))
     return rows
 
@@ -198,7 +215,8 @@ def main() -> None:
                 bits = next((s.weight_bits for s in lookup_tables.kernel_tables(p.gpu).index.same_math
                              if s.kernel == choice.kernel.id and s.table == k.source_key), None)
                 targets[(p.gpu, choice.kernel.id, bits)].append((p, x))
-    rows = []
+    rows: list[dict[str, Any]] = []
+    fits: list[tuple[Any, ...]] = []
     for (gpu, kernel, bits), items in sorted(targets.items(), key=str):
         def residual(f: float, gpu: str = gpu, kernel: str = kernel, bits: int | None = bits,
                      items: list[tuple[Any, float]] = items) -> float:
@@ -223,9 +241,13 @@ def main() -> None:
         note = (f"{len(items)} single-stream runs of {', '.join(groups)} on {gpu} (vLLM "
                 f"{', '.join(sorted({p.engine_version for p, _ in items}))}): predicted per-token time "
                 f"{before:+.1%} at factor 1, {after:+.1%} at {f}")
-        rows += _e2e_rows(gpu, kernel, bits, f, note, sorted(p.id for p, _ in items))
+        fits.append((gpu, kernel, bits, f, note, sorted(p.id for p, _ in items)))
     with lookup_tables.stream_factors_as(()):
-        rows += _bench_rows()
+        bench = _bench_rows()
+    width = _width_ratios(bench)
+    for fit in fits:
+        rows += _e2e_rows(*fit, width)
+    rows += bench
     text = ("# Written by tools/fit_stream_factors.py: how much more slowly a kernel priced by a same-math table\n"
             "# streams its weights than the table's kernel (docs/calibration.md §11). Fitted to published\n"
             "# end-to-end runs of the kernel itself; `fitted_on` names them.\n"

@@ -308,6 +308,14 @@ def test_hopper_mixed_input_kernels_share_the_evidence_and_none_keeps_the_gemv_s
     t = op_series(choose_table(tabs, "vllm", "marlin", 4), tabs, 8192, 8192, 0.5).at(1)
     assert t == pytest.approx(2.30 / 4.98 * 51.64e-6, rel=0.01)
     assert not [r for r in lookup_tables.stream_factors() if r.gpu == "a100-80gb" and "marlin" in r.kernel]
+    # Machete's 8-bit weights (no card runs them): its 4-bit factor times the median 8-bit / 4-bit ratio of the two
+    # kernels benchmarked at both widths, e.g. 1.764 x median(1.253 / 1.537, 1.352 / 1.546) = 1.764 x 0.845 = 1.49
+    def factor(kernel, bits):
+        return rows[("h100-sxm", kernel, bits)].factor
+
+    width = statistics.median([factor("marlin", 8) / factor("marlin", 4), factor("humming", 8) / factor("humming", 4)])
+    assert factor("machete", 8) == pytest.approx(factor("machete", 4) * width, abs=0.002)
+    assert 1.0 < factor("machete", 8) < factor("machete", 4)
 
 
 def test_vllm_int8_s_stream_factor_is_shipped_and_meets_the_held_out_cards(report):
