@@ -188,10 +188,9 @@ def _bench_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dry-run", action="store_true")
-    a = ap.parse_args()
+def fit() -> list[dict[str, Any]]:
+    """Every row of the stream-factor file, fitted from the points and benchmarks on file (as written, but
+    ``as_of``)."""
     table = points_table()
     held = set(table.heldout)
     pts = [p for p in table.points if p.source == SOURCE and not p.skip and p.group not in held]
@@ -247,10 +246,17 @@ def main() -> None:
     width = _width_ratios(bench)
     for fit in fits:
         rows += _e2e_rows(*fit, width)
-    rows += bench
+    return rows + bench
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    rows = fit()
     text = ("# Written by tools/fit_stream_factors.py: how much more slowly a kernel priced by a same-math table\n"
-            "# streams its weights than the table's kernel (docs/calibration.md §11). Fitted to published\n"
-            "# end-to-end runs of the kernel itself; `fitted_on` names them.\n"
+            "# (or a composition) streams its weights than the table's kernel (docs/calibration.md §9, §11). Fitted to\n"
+            "# published end-to-end runs of the kernel itself, or to its own published benchmark; `fitted_on` names them.\n"
             f"schema_version: 1\nas_of: {date.today().isoformat()}\nfactors:\n"
             + "".join("  - {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in r.items()) + "}\n" for r in rows))
     if a.dry_run:

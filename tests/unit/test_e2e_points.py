@@ -362,3 +362,23 @@ def test_the_stream_factors_file_is_valid_and_every_row_names_its_runs():
             kernel, rest = r.carried_from.split(" ", 1)
             gpu = rest.rsplit(" on ", 1)[1]
             assert any(f[0] == gpu and f[1] == kernel for f in fitted), r.carried_from
+
+
+def test_the_stream_factors_file_is_what_the_tool_fits_today():
+    # data/kernel_tables/stream_factors.yaml is written by tools/fit_stream_factors.py from the points, the kernel
+    # benchmarks and the tables on file; a change to any of them (or to the lookup) not followed by a re-run would
+    # leave every factor stale: `python tools/fit_stream_factors.py` rewrites it
+    import sys as _sys
+    from pathlib import Path
+
+    from quantadvise.catalog.lookup_tables import stream_factors
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    try:
+        import fit_stream_factors
+    finally:
+        _sys.path.pop(0)
+    fitted = [{k: v for k, v in r.items() if k != "as_of"} for r in fit_stream_factors.fit()]
+    shipped = [{k: v for k, v in r.model_dump(mode="json", exclude_defaults=True).items() if k != "as_of"}
+               for r in stream_factors()]
+    assert fitted == shipped
