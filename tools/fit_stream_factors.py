@@ -75,7 +75,6 @@ def _measured_step(p: Any, prefill: float) -> float:
 # (csrc/quantization/cutlass_w4a8/w4a8_mm_entry.cu:99-104, :142-150: CollectiveBuilder on Sm90,
 # KernelTmaWarpSpecializedCooperative)
 SAME_MAINLOOP = {"machete": ("cutlass-w4a8",)}
-BENCHMARKS = OUT.parents[1] / "validation" / "kernel_benchmarks.yaml"
 
 
 def _factor(miss: Callable[[float], float]) -> float:
@@ -147,22 +146,20 @@ def _bench_rows() -> list[dict[str, Any]]:
     """Factors from published kernel benchmarks (data/validation/kernel_benchmarks.yaml): the kernel's time over its
     harness's 16-bit baseline, times the shipped table of that baseline at the same shape, is the time it takes on the
     tables' harness; the factor is the one its same-math table needs to meet that at the benchmark's smallest M."""
-    from quantadvise.catalog.loader import data_yaml
     from quantadvise.perf.lookup import TableChoice, choose_table, op_series
 
-    doc = data_yaml(BENCHMARKS, "data/validation/kernel_benchmarks.yaml")
     rows = []
-    for b in doc["benchmarks"]:
-        gpu, n, k, ms = b["gpu"], b["n"], b["k"], b["m"]
+    for b in lookup_tables.kernel_benchmarks():
+        gpu, n, k, ms = b.gpu, b.n, b.k, b.m
         tabs = lookup_tables.kernel_tables(gpu)
         flops = [2.0 * m * n * k for m in ms]
-        base_bench = [fl / (t * 1e12) for fl, t in zip(flops, b["baseline"]["tflops"], strict=True)]
-        base_table = tabs.get(b["baseline"]["table"]).series(n, k)
+        base_bench = [fl / (t * 1e12) for fl, t in zip(flops, b.baseline.tflops, strict=True)]
+        base_table = tabs.get(b.baseline.table).series(n, k)
         arch = f"sm{catalog.get_gpu(gpu).compute_capability.replace('.', '')}"
-        for col in b["kernels"]:
-            bits = col["weight_bits"]
-            choice = choose_table(tabs, "vllm", col["kernel"], bits)
-            t_bench = [fl / (t * 1e12) for fl, t in zip(flops, col["tflops"], strict=True)]
+        for col in b.kernels:
+            bits = col.weight_bits
+            choice = choose_table(tabs, "vllm", col.kernel, bits)
+            t_bench = [fl / (t * 1e12) for fl, t in zip(flops, col.tflops, strict=True)]
             target = [tb / bb * base_table.at(m) for tb, bb, m in zip(t_bench, base_bench, ms, strict=True)]
 
             def at(f: float, m: float, c: Any = choice, tabs: Any = tabs, n: int = n, k: int = k,
@@ -170,21 +167,21 @@ def _bench_rows() -> list[dict[str, Any]]:
                 return op_series(TableChoice(c.basis, c.table, c.why, f), tabs, n, k, bits / 8).at(m)
 
             f = _factor(lambda x, at=at, m=ms[0], t=target[0]: at(x, m) - t)
-            errs = ", ".join(f"M = {m}: {at(f, m) / t - 1:+.0%}" for m, t in zip(ms, target, strict=True))
-            note = (f"{col['column']} against {b['baseline']['column']} in one harness ({b['id']}: {n} x {k}), "
-                    f"{t_bench[0] / base_bench[0]:.3f} of its time at M = {ms[0]}, read on the shipped "
-                    f"{b['baseline']['table']} table: {target[0] * 1e6:.1f} us where {choice.table.meta.id} gives "
+            errs = ", ".join(f"M = {m:g}: {at(f, m) / t - 1:+.0%}" for m, t in zip(ms, target, strict=True))
+            note = (f"{col.column} against {b.baseline.column} in one harness ({b.id}: {n} x {k}), "
+                    f"{t_bench[0] / base_bench[0]:.3f} of its time at M = {ms[0]:g}, read on the shipped "
+                    f"{b.baseline.table} table: {target[0] * 1e6:.1f} us where {choice.table.meta.id} gives "
                     f"{at(1.0, ms[0]) * 1e6:.1f} us; at factor {f} the lookup is off by {errs}")
-            fitted = f"{col['kernel']} ({bits}-bit) on {gpu}"
+            fitted = f"{col.kernel} ({bits}-bit) on {gpu}"
             for g in _same_arch(gpu):
-                for kern in (col["kernel"], *col.get("also", ())):
-                    for k2, b2 in _priced(g, kern, bits if kern == col["kernel"] else None):
-                        own = (g, k2, b2) == (gpu, col["kernel"], bits)
-                        why = "the same measurement" if kern == col["kernel"] else \
+                for kern in (col.kernel, *col.also):
+                    for k2, b2 in _priced(g, kern, bits if kern == col.kernel else None):
+                        own = (g, k2, b2) == (gpu, col.kernel, bits)
+                        why = "the same measurement" if kern == col.kernel else \
                             f"the same kernel on weights of the same width in another format, {arch}"
                         rows.append(_row(g, k2, b2, f, note if own else f"carried from {fitted} ({why}): {note}",
-                                         [b["id"]], b["source"], None if own else fitted, "kernel benchmark"))
-            print(f"{gpu} {col['kernel']} {bits}: factor {f} from {b['id']} ({errs})")
+                                         [b.id], b.source, None if own else fitted, "kernel benchmark"))
+            print(f"{gpu} {col.kernel} {bits}: factor {f} from {b.id} ({errs})")
     return rows
 
 

@@ -344,18 +344,15 @@ def test_the_stream_factors_file_is_valid_and_every_row_names_its_runs():
 
     table = points_table()
     points = {p.id: p for p in table.points}
-    import yaml
+    from quantadvise.catalog.lookup_tables import kernel_benchmarks
 
-    from quantadvise.catalog import loader
-
-    bench = yaml.safe_load((loader.data_dir() / "validation" / "kernel_benchmarks.yaml").read_text())
-    benches = {b["id"]: b for b in bench["benchmarks"]}
-    assert all(b["source"] and b["as_of"] for b in benches.values())
+    benches = {b.id: b for b in kernel_benchmarks()}
+    assert benches and all(b.source and b.as_of for b in benches.values())
     fitted = {(r.gpu, r.kernel, r.weight_bits) for r in stream_factors() if r.carried_from is None}
     for r in stream_factors():  # fitted to the cards' runs, or to a published kernel benchmark; or carried from one
         assert r.source and r.as_of and r.note and r.fitted_on
         if r.fitted_on[0] in benches:
-            assert r.fitted_on == (r.fitted_on[0],) and r.source == benches[r.fitted_on[0]]["source"]
+            assert r.fitted_on == (r.fitted_on[0],) and r.source == benches[r.fitted_on[0]].source
         else:
             assert all(points[i].source == "S8" and points[i].group not in table.heldout for i in r.fitted_on)
         if r.carried_from is not None:  # "machete (4-bit) on h100-sxm": a fitted row's
@@ -382,3 +379,17 @@ def test_the_stream_factors_file_is_what_the_tool_fits_today():
     shipped = [{k: v for k, v in r.model_dump(mode="json", exclude_defaults=True).items() if k != "as_of"}
                for r in stream_factors()]
     assert fitted == shipped
+
+
+def test_a_kernel_benchmark_row_needs_one_figure_per_m():
+    # data/validation/kernel_benchmarks.yaml is read through a model: a column with fewer TFLOPS than Ms (a row cut
+    # short in transcription) is refused, naming the benchmark and the column
+    from quantadvise.perf.kernel_tables import KernelBenchmark
+
+    row = {"id": "x", "gpu": "h100-sxm", "source": "s", "as_of": "2026-12-07", "n": 8192, "k": 8192, "m": [1, 2],
+           "baseline": {"column": "torch", "table": "vllm/cublas-bf16", "tflops": [2.3, 4.6]},
+           "kernels": [{"column": "marlin-w4a16", "kernel": "marlin", "weight_bits": 4, "tflops": [4.98]}]}
+    with pytest.raises(ValueError, match="marlin-w4a16 needs one positive TFLOPS per M"):
+        KernelBenchmark.model_validate(row)
+    row["kernels"][0]["tflops"] = [4.98, 10.02]
+    assert KernelBenchmark.model_validate(row).kernels[0].tflops == (4.98, 10.02)

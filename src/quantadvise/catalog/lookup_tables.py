@@ -165,6 +165,23 @@ def stream_factors() -> tuple[StreamFactor, ...]:
         raise DataError(format_validation_error(exc, STREAM_FACTORS)) from None
 
 
+KERNEL_BENCHMARKS = "data/validation/kernel_benchmarks.yaml"
+
+
+def kernel_benchmarks() -> tuple[Any, ...]:
+    """Published benchmarks of kernels no table times, beside a 16-bit baseline of the same harness
+    (data/validation/kernel_benchmarks.yaml: what tools/fit_stream_factors.py fits Marlin's and Humming's factors to)."""
+    from ..perf.kernel_tables import KernelBenchmarks
+
+    path = loader.data_dir() / "validation" / "kernel_benchmarks.yaml"
+    if not path.is_file():
+        return ()
+    try:
+        return shipped(KernelBenchmarks, loader.data_yaml(path, KERNEL_BENCHMARKS)).benchmarks
+    except ValidationError as exc:
+        raise DataError(format_validation_error(exc, KERNEL_BENCHMARKS)) from None
+
+
 @cache
 def uncertainty_bands(gpu_id: str) -> dict[str, float]:
     """The bands that price a prediction's uncertainty on ``gpu_id`` (basis -> relative half-width, the 68th
@@ -219,6 +236,10 @@ def validate_kernel_tables() -> int:
         checks = kernel_table_checks(gid)
         if checks is None or not checks.get("source") or not checks.get("as_of"):
             raise DataError(f"data/kernel_tables/checks/{gid}.yaml is missing or has no source / as_of")
+    for b in kernel_benchmarks():  # each names a GPU with tables and its baseline's table there
+        tabs = kernel_tables(b.gpu)
+        if tabs is None or tabs.get(b.baseline.table) is None:
+            raise DataError(f"{KERNEL_BENCHMARKS}: {b.id} names no table '{b.baseline.table}' on {b.gpu}")
     bands = uncertainty_bands(kernel_table_gpus()[0]) if kernel_table_gpus() else {}
     if kernel_table_gpus() and "measured" not in bands:
         raise DataError("data/kernel_tables/bands.yaml holds no band of the measured tables")

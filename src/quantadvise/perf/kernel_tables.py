@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..errors import DataError
 from ..results import Strict, record
@@ -122,6 +122,55 @@ class StreamFactors(Strict):
     schema_version: Literal[1]
     as_of: date
     factors: tuple[StreamFactor, ...]
+
+
+class BenchColumn(Strict):
+    """One kernel's column of a published benchmark: the kernel it times (data/kernels id, weight bits), the same
+    kernel's other weight formats of that width, and its TFLOPS at the benchmark's Ms."""
+
+    column: str
+    kernel: str
+    weight_bits: int = Field(ge=1, le=8)
+    also: tuple[str, ...] = ()
+    tflops: tuple[float, ...]
+
+
+class BenchBaseline(Strict):
+    """The 16-bit GEMM timed in the same harness, and the shipped table of the same kernel."""
+
+    column: str
+    table: str
+    tflops: tuple[float, ...]
+
+
+class KernelBenchmark(Strict):
+    """A published measurement of kernels no aiconfigurator table times, beside a 16-bit baseline timed in the same
+    harness (a row of data/validation/kernel_benchmarks.yaml; tools/fit_stream_factors.py fits stream factors to it)."""
+
+    id: str
+    gpu: str
+    source: str
+    as_of: date
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    m: tuple[float, ...]
+    baseline: BenchBaseline
+    kernels: tuple[BenchColumn, ...]
+
+    @model_validator(mode="after")
+    def _lengths(self) -> "KernelBenchmark":
+        if not self.m or any(x <= 0 for x in self.m):
+            raise ValueError(f"{self.id}: m must be positive")
+        for name, vals in (("baseline", self.baseline.tflops), *((c.column, c.tflops) for c in self.kernels)):
+            if len(vals) != len(self.m) or any(v <= 0 for v in vals):
+                raise ValueError(f"{self.id}: {name} needs one positive TFLOPS per M ({len(self.m)})")
+        return self
+
+
+class KernelBenchmarks(Strict):
+    schema_version: Literal[1]
+    as_of: date
+    benchmarks: tuple[KernelBenchmark, ...]
 
 
 class Composed(Strict):
