@@ -21,7 +21,7 @@ from .trusted import shipped
 
 if TYPE_CHECKING:
     from ..perf.attention_tables import AttentionTable
-    from ..perf.kernel_tables import CellIndex, GemmTable, StreamFactor, TableIndex, TableMeta
+    from ..perf.kernel_tables import CellIndex, GemmTable, KernelBenchmark, StreamFactor, TableIndex, TableMeta
     from ..perf.moe_tables import MoeTable
 
 
@@ -168,7 +168,7 @@ def stream_factors() -> tuple[StreamFactor, ...]:
 KERNEL_BENCHMARKS = "data/validation/kernel_benchmarks.yaml"
 
 
-def kernel_benchmarks() -> tuple[Any, ...]:
+def kernel_benchmarks() -> tuple[KernelBenchmark, ...]:
     """Published benchmarks of kernels no table times, beside a 16-bit baseline of the same harness
     (data/validation/kernel_benchmarks.yaml: what tools/fit_stream_factors.py fits Marlin's and Humming's factors to)."""
     from ..perf.kernel_tables import KernelBenchmarks
