@@ -146,21 +146,19 @@ def _bench_rows() -> list[dict[str, Any]]:
     """Factors from published kernel benchmarks (data/validation/kernel_benchmarks.yaml): the kernel's time over its
     harness's 16-bit baseline, times the shipped table of that baseline at the same shape, is the time it takes on the
     tables' harness; the factor is the one its same-math table needs to meet that at the benchmark's smallest M."""
+    from quantadvise.calibration.lookup_checks import benchmark_times
     from quantadvise.perf.lookup import TableChoice, choose_table, op_series
 
     rows = []
     for b in lookup_tables.kernel_benchmarks():
         gpu, n, k, ms = b.gpu, b.n, b.k, b.m
         tabs = lookup_tables.kernel_tables(gpu)
-        flops = [2.0 * m * n * k for m in ms]
-        base_bench = [fl / (t * 1e12) for fl, t in zip(flops, b.baseline.tflops, strict=True)]
         base_table = tabs.get(b.baseline.table).series(n, k)
         arch = f"sm{catalog.get_gpu(gpu).compute_capability.replace('.', '')}"
         for col in b.kernels:
             bits = col.weight_bits
             choice = choose_table(tabs, "vllm", col.kernel, bits)
-            t_bench = [fl / (t * 1e12) for fl, t in zip(flops, col.tflops, strict=True)]
-            target = [tb / bb * base_table.at(m) for tb, bb, m in zip(t_bench, base_bench, ms, strict=True)]
+            target = benchmark_times(b, col, base_table)
 
             def at(f: float, m: float, c: Any = choice, tabs: Any = tabs, n: int = n, k: int = k,
                    bits: int = bits) -> float:
@@ -169,7 +167,7 @@ def _bench_rows() -> list[dict[str, Any]]:
             f = _factor(lambda x, at=at, m=ms[0], t=target[0]: at(x, m) - t)
             errs = ", ".join(f"M = {m:g}: {at(f, m) / t - 1:+.0%}" for m, t in zip(ms, target, strict=True))
             note = (f"{col.column} against {b.baseline.column} in one harness ({b.id}: {n} x {k}), "
-                    f"{t_bench[0] / base_bench[0]:.3f} of its time at M = {ms[0]:g}, read on the shipped "
+                    f"{b.baseline.tflops[0] / col.tflops[0]:.3f} of its time at M = {ms[0]:g}, read on the shipped "
                     f"{b.baseline.table} table: {target[0] * 1e6:.1f} us where {choice.table.meta.id} gives "
                     f"{at(1.0, ms[0]) * 1e6:.1f} us; at factor {f} the lookup is off by {errs}")
             fitted = f"{col.kernel} ({bits}-bit) on {gpu}"

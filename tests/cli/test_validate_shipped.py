@@ -161,3 +161,24 @@ def test_validating_again_reuses_the_lookup_checks_until_the_tables_change(monke
         assert kernel_tables("h200") is not None
         validate("h200")
     assert calls == ["h200", "h200"]
+
+
+def test_the_published_kernel_benchmarks_are_checked_against_the_lookup(cli):
+    # data/validation/kernel_benchmarks.yaml (humming pull request #2, H100, 8192 x 8192): each column against the
+    # lookup that prices its kernel, its stream factor in force. The benchmark read on the shipped cuBLAS table: at
+    # M = 2 marlin-w4a16 ran 10.02 TFLOPS against torch's 4.63, so 4.63 / 10.02 of the table's 45.79 us = 21.16 us;
+    # M = 1 is where the factor was fitted (within 1%); the H200 has no benchmark of its own
+    doc = cli("validate", "h100-sxm", "--max-error", "1000", "-f", "json").json()
+    got = {(b["kernel"], b["weight_bits"]): b for b in doc["benchmarks"]}
+    assert set(got) == {("marlin", 4), ("humming", 4), ("marlin", 8), ("humming", 8)}
+    marlin = got[("marlin", 4)]
+    (m1, m2, m4) = marlin["points"]
+    assert (m1["m"], m2["m"], m4["m"]) == (1, 2, 4) and marlin["stream"] > 1.2
+    assert m2["benchmark_s"] == pytest.approx(4.63 / 10.02 * 45.79e-6, rel=1e-3)
+    assert abs(m1["error"]) < 0.01
+    for p in marlin["points"]:
+        assert p["error"] == pytest.approx(p["predicted_s"] / p["benchmark_s"] - 1, rel=1e-9)
+    text = " ".join(cli("validate", "h100-sxm", "--max-error", "1000").stdout.split())
+    assert f"h100-sxm marlin-w4a16 (marlin, 8192 x 8192, humming-pr2-h100; weight stream x{marlin['stream']:.2f}): " \
+           f"M = 1 {m1['error']:+.0%}, M = 2 {m2['error']:+.0%}, M = 4 {m4['error']:+.0%}" in text
+    assert cli("validate", "h200", "-f", "json").json().get("benchmarks") == []

@@ -140,10 +140,19 @@ _LOOKUP_MEMO: dict[tuple[int, int, int], tuple[tuple[Any, Any, Any], tuple[tuple
 
 def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResult:
     """``result`` with the lookup tables' checks of ``gpu_ids`` (recomputed from the shipped tables)."""
-    from ..calibration.lookup_checks import ErrorStats, SubstituteCheck, TableCheck, gpu_checks, table_check
+    from ..calibration.lookup_checks import (
+        BenchmarkCheck,
+        ErrorStats,
+        SubstituteCheck,
+        TableCheck,
+        benchmark_checks,
+        gpu_checks,
+        table_check,
+    )
 
     lookup: list[TableCheck] = []
     subs: list[SubstituteCheck] = []
+    benches: list[BenchmarkCheck] = []
     bands: dict[str, dict[str, ErrorStats]] = {}
     for gid in gpu_ids:
         g = catalog.get_gpu(gid)
@@ -171,12 +180,13 @@ def _with_lookup(result: ValidationResult, gpu_ids: list[str]) -> ValidationResu
                 _LOOKUP_MEMO.clear()
             memo = _LOOKUP_MEMO[key] = ((tabs, g, prof), (tuple(gl), gs, gb))
         gl_, gs_, gb_ = memo[1]
+        benches += benchmark_checks(tabs, g.id, catalog.kernel_benchmarks())
         lookup += gl_
         subs += gs_
         bands[g.id] = dict(gb_)
     if not lookup:
         return result
-    return result.model_copy(update={"lookup": lookup, "substitutes": subs, "bands": bands})
+    return result.model_copy(update={"lookup": lookup, "substitutes": subs, "bands": bands, "benchmarks": benches})
 
 
 MEASURED_SUFFIX = "-measured"  # a shipped kernel profile's id is its GPU id and this (data/profiles/<gpu>.yaml)

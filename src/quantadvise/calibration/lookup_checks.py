@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from ..hardware import GPU
 from ..perf.kernel_tables import GemmTable, MSeries, composed, minus
-from ..perf.lookup import QUANT_TABLES, TableSet
+from ..perf.lookup import QUANT_TABLES, TableSet, choose_table, op_series
 from ..perf.moe_tables import MoeTable
 from ..perf.moe_tables import leave_one_out as moe_leave_one_out
 from ..results import Out, Result
@@ -83,6 +83,53 @@ class SubstituteCheck(Out):
     basis: str  # same-math | composed
     what: str
     steps: ErrorStats
+
+
+class BenchmarkPoint(Out):
+    m: float
+    predicted_s: float  # the lookup, the kernel's stream factor in force
+    benchmark_s: float  # the benchmark's time over its baseline's, times the shipped table of that baseline
+    error: float  # predicted / benchmark - 1
+
+
+class BenchmarkCheck(Out):
+    """A published benchmark of a kernel no table times (data/validation/kernel_benchmarks.yaml) against the lookup
+    that prices the kernel on that GPU."""
+
+    gpu: str
+    benchmark: str
+    column: str
+    kernel: str
+    weight_bits: int
+    n: int
+    k: int
+    stream: float  # the stream factor the lookup applies (1: none)
+    points: list[BenchmarkPoint]
+
+
+def benchmark_times(b: Any, col: Any, baseline: MSeries) -> list[float]:
+    """What a benchmark's column takes on the tables' harness at each of its Ms: its time over the baseline's in its
+    own harness (the baseline's TFLOPS over the column's, at the same FLOPs) times the shipped baseline table."""
+    return [tb / tc * baseline.at(m) for m, tb, tc in zip(b.m, b.baseline.tflops, col.tflops, strict=True)]
+
+
+def benchmark_checks(tables: TableSet, gpu_id: str, benchmarks: tuple[Any, ...]) -> list[BenchmarkCheck]:
+    """Each published benchmark column on ``gpu_id`` against the lookup that prices its kernel there."""
+    out: list[BenchmarkCheck] = []
+    for b in benchmarks:
+        base = tables.get(b.baseline.table) if b.gpu == gpu_id else None
+        if base is None:
+            continue
+        for col in b.kernels:
+            choice = choose_table(tables, "vllm", col.kernel, col.weight_bits)
+            if choice is None:
+                continue
+            pred = op_series(choice, tables, b.n, b.k, col.weight_bits / 8)
+            points = [BenchmarkPoint(m=m, predicted_s=pred.at(m), benchmark_s=t, error=pred.at(m) / t - 1)
+                      for m, t in zip(b.m, benchmark_times(b, col, base.series(b.n, b.k)), strict=True)]
+            out.append(BenchmarkCheck(gpu=gpu_id, benchmark=b.id, column=col.column, kernel=col.kernel,
+                                      weight_bits=col.weight_bits, n=b.n, k=b.k, stream=choice.stream, points=points))
+    return out
 
 
 class CensusRow(Out):

@@ -21,7 +21,7 @@ from ..results import Out, Result
 from ..scheme.axes import Scheme
 from .fit import fit_linear, ideal_model, with_fit
 from .heldout import heldout_errors, moe_errors, roofline_errors, step_floor
-from .lookup_checks import ErrorStats, SubstituteCheck, TableCheck
+from .lookup_checks import BenchmarkCheck, ErrorStats, SubstituteCheck, TableCheck
 from .run import MIN_BATCHES, decode_shapes
 
 CALIB_MODELS = tuple(m for m in MODELS if m != "measured-kernels")  # what a calibration is checked against
@@ -119,6 +119,7 @@ class ValidationResult(Result):
     lookup: list[TableCheck] = []
     substitutes: list[SubstituteCheck] = []
     bands: dict[str, dict[str, ErrorStats]] = {}  # gpu -> basis -> held-out step errors
+    benchmarks: list[BenchmarkCheck] = []  # published benchmarks of kernels no table times, against the lookup
     notes: list[str] = []
     warnings: list[str] = []
 

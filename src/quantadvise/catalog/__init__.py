@@ -24,7 +24,7 @@ _NAMES: dict[str, str] = {
     "kv_issues": "engines", "option_list": "engines", "option_names": "engines", "validate_engines": "engines",
     "kernel_caveat": "engines", "release": "engines", "release_dates": "engines", "stack_release": "engines",
     "kernel_table_checks": "lookup_tables", "kernel_table_gpus": "lookup_tables", "kernel_tables": "lookup_tables",
-    "uncertainty_bands": "lookup_tables",
+    "uncertainty_bands": "lookup_tables", "kernel_benchmarks": "lookup_tables",
     "comm_ids": "comm", "comm_system": "comm", "layout_measurements": "comm",
     "data_dir": "loader", "data_yaml": "loader", "load_yaml_file": "loader",
     "FoundConfig": "models", "ModelRow": "models", "bundled_config": "models", "bundled_source": "models", "bundled_model_ids": "models", "bundled_model_names": "models",
@@ -62,7 +62,13 @@ if TYPE_CHECKING:
         validate_engines,
     )
     from .loader import data_dir, data_yaml, load_yaml_file
-    from .lookup_tables import kernel_table_checks, kernel_table_gpus, kernel_tables, uncertainty_bands
+    from .lookup_tables import (
+        kernel_benchmarks,
+        kernel_table_checks,
+        kernel_table_gpus,
+        kernel_tables,
+        uncertainty_bands,
+    )
     from .models import (
         FoundConfig,
         ModelRow,
@@ -116,7 +122,7 @@ __all__ = [
     "bundled_model_names", "data_dir", "data_yaml", "default_perf_profile", "engine_names", "engine_startup",
     "engine_versions", "find_bundled_model", "flag_vocabulary", "option_list", "option_names", "format_library", "get_engine", "get_gpu", "get_kv", "get_scheme",
     "gpu_ids", "gpu_names", "kernel_caveat", "kernel_table", "kernel_table_checks", "kernel_table_gpus", "kernel_tables",
-    "uncertainty_bands", "release", "release_dates", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts", "moe_configs",
+    "uncertainty_bands", "kernel_benchmarks", "release", "release_dates", "stack_release", "kv_ids", "kv_issues", "kv_names_all", "kv_preset", "layouts", "moe_configs",
     "load_perf_profile",
     "load_yaml_file",
     "load_scheme_file", "measured_profile", "profile_heldout", "scheme_from_preset", "scheme_ids", "scheme_names",

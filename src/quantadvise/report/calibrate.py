@@ -209,6 +209,14 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
         for x in r.substitutes:
             lines += wrap(f"{x.gpu} {x.basis}: {x.what}: {x.steps.median:.1%} / {x.steps.p68:.1%} / {x.steps.max:.1%} "
                           f"({x.steps.n} steps)", width, indent="  ", subsequent="    ")
+    if r.benchmarks:
+        lines += ["", *wrap("published benchmarks of kernels no table times (data/validation/kernel_benchmarks.yaml), "
+                            "the lookup with its stream factor against the benchmark read on the shipped table of its "
+                            "16-bit baseline:", width)]
+        for bc in r.benchmarks:
+            errs = ", ".join(f"M = {p.m:g} {p.error:+.0%}" for p in bc.points)
+            lines += wrap(f"{bc.gpu} {bc.column} ({bc.kernel}, {bc.n} x {bc.k}, {bc.benchmark}; weight stream "
+                          f"x{bc.stream:.2f}): {errs}", width, indent="  ", subsequent="    ")
     for gid, bands in r.bands.items():
         lines += wrap(f"{gid} bands (68th percentile of held-out step errors, the ± a prediction carries per part): "
                       + ", ".join(f"{b} ±{v.p68:.0%}" for b, v in bands.items()), width, subsequent="  ")
