@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ..errors import DataError, format_validation_error
 from . import loader
 from .tables import CELLS_SUFFIX, inflated_name, read_cells_index
-from .trusted import shipped
+from .trusted import M, shipped
 
 if TYPE_CHECKING:
     from ..perf.attention_tables import AttentionTable
@@ -109,15 +109,9 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
     """The lookup tables shipped for a bundled GPU, or None (no tables for it)."""
     from ..perf.kernel_tables import TableIndex
 
-    path = loader.data_dir() / "kernel_tables" / f"{gpu_id}.yaml"
-    if not path.is_file():
+    index = _data_file(f"kernel_tables/{gpu_id}.yaml", TableIndex)
+    if index is None:
         return None
-    where = f"data/kernel_tables/{path.name}"
-    doc = loader.data_yaml(path, where)
-    try:
-        index = shipped(TableIndex, doc)
-    except ValidationError as exc:
-        raise DataError(format_validation_error(exc, where)) from None
     factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
     if factors:
         def streamed(rows: tuple[Any, ...]) -> tuple[Any, ...]:  # same-math rows and compositions alike
@@ -128,7 +122,6 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
 
 
 _OVERRIDE: tuple[StreamFactor, ...] | None = None  # set by stream_factors_as
-STREAM_FACTORS = "data/kernel_tables/stream_factors.yaml"
 
 
 @contextmanager
@@ -156,13 +149,8 @@ def stream_factors() -> tuple[StreamFactor, ...]:
 
     if _OVERRIDE is not None:
         return _OVERRIDE
-    path = loader.data_dir() / "kernel_tables" / "stream_factors.yaml"
-    if not path.is_file():
-        return ()
-    try:
-        return shipped(StreamFactors, loader.data_yaml(path, STREAM_FACTORS)).factors
-    except ValidationError as exc:
-        raise DataError(format_validation_error(exc, STREAM_FACTORS)) from None
+    got = _data_file("kernel_tables/stream_factors.yaml", StreamFactors)
+    return got.factors if got is not None else ()
 
 
 KERNEL_BENCHMARKS = "data/validation/kernel_benchmarks.yaml"
@@ -173,13 +161,20 @@ def kernel_benchmarks() -> tuple[KernelBenchmark, ...]:
     (data/validation/kernel_benchmarks.yaml: what tools/fit_stream_factors.py fits Marlin's and Humming's factors to)."""
     from ..perf.kernel_tables import KernelBenchmarks
 
-    path = loader.data_dir() / "validation" / "kernel_benchmarks.yaml"
+    got = _data_file("validation/kernel_benchmarks.yaml", KernelBenchmarks)
+    return got.benchmarks if got is not None else ()
+
+
+def _data_file(rel: str, model: type[M]) -> M | None:
+    """``data/<rel>`` read through ``model`` (None: not in this install); a row that does not validate is an error
+    naming the file."""
+    path = loader.data_dir() / rel
     if not path.is_file():
-        return ()
+        return None
     try:
-        return shipped(KernelBenchmarks, loader.data_yaml(path, KERNEL_BENCHMARKS)).benchmarks
+        return shipped(model, loader.data_yaml(path, f"data/{rel}"))
     except ValidationError as exc:
-        raise DataError(format_validation_error(exc, KERNEL_BENCHMARKS)) from None
+        raise DataError(format_validation_error(exc, f"data/{rel}")) from None
 
 
 @cache
