@@ -4,6 +4,7 @@
 Maintainer tool (never imported by ``quantadvise``)::
 
     python tools/carry_kernel_tables.py DIR vllm 0.29.0 0.28.0 ...    # releases in the order to carry them
+    python tools/carry_kernel_tables.py --quote-differences DIR vllm 0.9.2 ...  # quote the differences' lines
 
 ``DIR`` holds each release's artifact (the one ``data/engines/<engine>-<version>.yaml`` names) and the base
 table's. For each release, newest first, the nearest table on file (a newer one, else an older one; ones this
@@ -18,6 +19,11 @@ lines are in the release), and then:
   is priced with the nearest table, with a ``caveat`` naming the files whose code differs and how many
   citations were not found again. The package prices the release with that table and says the caveat
   (``catalog.kernel_table`` / ``catalog.kernel_caveat``).
+
+A carried record may also hold ``differences``: facts read by hand in the release's own source where it runs a
+route's kernel otherwise than the carried table says (another kernel, or its activations quantized by a separate
+kernel); a rerun keeps them, and ``--quote-differences`` copies the lines they cite to
+``tests/fixtures/kernel_quotes/carried/`` (the tests check each row against its quote).
 """
 
 from __future__ import annotations
@@ -106,11 +112,14 @@ def carry_one(folder: Path, engine: str, version: str) -> str:
               f"whose cited selection code differs in this release ({len(changed)} of {len(cited)} cited files "
               f"changed or absent, {len(review)} citations not found again"
               + (f", kernel messages {missing} not printed by this release" if missing else "") + ").")
+    kept = yaml.safe_load(pointer.read_text()).get("differences") if pointer.is_file() else None
     rec = {"schema_version": 1, "engine": engine, "version": version,
            "source": {"package": engine, "version": version, "artifact": artifact, "sha256": sha,
                       "read_by": "tools/carry_kernel_tables.py (files compared; no selection code read)"},
            "as_of": date.today(), "carried_from": base_path.stem, "caveat": caveat,
            "changed_files": changed, "citations_not_found": len(review)}
+    if kept:  # read by hand in the release's own source (quote_differences), not by this comparison: kept
+        rec["differences"] = kept
     pointer.write_text("# A release without a kernel table of its own: what it is priced with, and why that is a "
                        "stand-in.\n# Written by tools/carry_kernel_tables.py; read by quantadvise.catalog.kernel_table / kernel_caveat.\n"
                        + yaml.safe_dump(rec, sort_keys=False, width=110))
@@ -134,13 +143,43 @@ def _quotes(z: Any, names: list[str], doc: dict[str, Any], release: str, sha: st
                                                        sort_keys=True) + "\n")
 
 
+def quote_differences(folder: Path, engine: str, version: str) -> str:
+    """tests/fixtures/kernel_quotes/carried/<engine>-<version>.json: the lines the ``differences`` of a carried
+    record cite, verbatim from the release's own artifact (its sha256 checked against the record)."""
+    rec = yaml.safe_load((CARRIED / f"{engine}-{version}.yaml").read_text())
+    art = folder / rec["source"]["artifact"]
+    if hashlib.sha256(art.read_bytes()).hexdigest() != rec["source"]["sha256"]:
+        return f"{engine} {version}: {art.name}'s sha256 differs from the carried record's"
+    z = open_artifact(art)
+    names = [n for n in z.namelist() if n.endswith(".py")]
+    lines: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    for row in rec.get("differences") or []:
+        for path, start, end in spans(row["source"]):
+            full = _resolve(names, path)
+            if len(full) != 1:
+                return f"{engine} {version}: {path} is not one file of {art.name}"
+            paths[path] = full[0]
+            text = z.read(full[0]).decode().splitlines()
+            for i in range(start, end + 1):
+                lines[f"{path}:{i}"] = text[i - 1].strip()
+    out = STAGED / "carried" / f"{engine}-{version}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"sha256": rec["source"]["sha256"], "paths": paths, "lines": lines}, indent=1,
+                              sort_keys=True) + "\n")
+    return f"{engine} {version}: {len(lines)} lines quoted for {len(rec.get('differences') or [])} differences"
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
+    quotes = argv[0] == "--quote-differences"
+    if quotes:
+        argv = argv[1:]
     folder, engine, versions = Path(argv[0]), argv[1], argv[2:]
     for v in versions:
-        print(carry_one(folder, engine, v))
+        print(quote_differences(folder, engine, v) if quotes else carry_one(folder, engine, v))
     return 0
 
 

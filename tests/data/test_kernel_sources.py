@@ -212,3 +212,49 @@ def test_carry_moves_each_citation_to_where_its_lines_are_and_lists_the_rest(tmp
     assert 'source: "eng/kernels.py:7-10 (B), :8 (Marlin in B), :5; kernels.py:9-10"' in out
     assert "version: 1.0\n" in out and "  version: 1.0\n" in out and "  sha256: bb\n" in out
     assert len(review) == 1 and "kernels.py:9-10 not found again (kept)" in review[0]
+
+
+# Carried records (data/kernels/carried/) that hold differences read by hand in the release's own source: each row
+# cites lines of that release, quoted by `tools/carry_kernel_tables.py --quote-differences`
+_CARRIED = REPO / "data" / "kernels" / "carried"
+DIFFERENCES = sorted(p.stem for p in _CARRIED.glob("*.yaml") if yaml.safe_load(p.read_text()).get("differences"))
+
+
+def _carried(release: str) -> tuple[dict, dict]:
+    rec = yaml.safe_load((_CARRIED / f"{release}.yaml").read_text())
+    quotes = json.loads((REPO / "tests" / "fixtures" / "kernel_quotes" / "carried" / f"{release}.json").read_text())
+    assert quotes["sha256"] == rec["source"]["sha256"], "quotes and record were read from different artifacts"
+    return rec, quotes
+
+
+def test_some_releases_hold_differences():
+    assert {"vllm-0.8.5.post1", "vllm-0.9.2", "vllm-0.10.1", "vllm-0.10.2"} <= set(DIFFERENCES)
+
+
+@pytest.mark.parametrize("release", DIFFERENCES)
+def test_each_difference_cites_the_lines_that_make_it(release):
+    # a separate activation quantization cites the call that runs it (ops.scaled_fp8_quant, per_token_group_quant_fp8);
+    # another kernel cites the code that picks it (every one read so far is a CUTLASS one); a difference that takes
+    # DeepGEMM away cites why (VLLM_USE_DEEP_GEMM off by default), or an apply path with no DeepGEMM call at all
+    rec, quotes = _carried(release)
+    for d in rec["differences"]:
+        text = cited(quotes["lines"], d["source"])
+        if d.get("activation_quant") == "unfused":
+            assert "scaled_fp8_quant(" in text or "per_token_group_quant_fp8(" in text, (release, d["route"])
+        if d.get("runs"):
+            assert "cutlass" in text, (release, d["route"], d["runs"])
+        if d["kernel"] == "deepgemm-fp8-block":
+            assert "vllm_use_deep_gemm" in text or "deep" not in text, (release, d["route"])
+
+
+@pytest.mark.parametrize("release", DIFFERENCES)
+def test_difference_quotes_match_the_release(release):
+    """Offline by default: set ENGINE_WHEELS_DIR to a folder holding the release's artifact."""
+    rec, quotes = _carried(release)
+    art = wheel_or_skip(rec["source"]["artifact"])
+    from wheel_source import open_artifact  # tools/
+
+    z = open_artifact(art)
+    for key, text in quotes["lines"].items():
+        path, _, ln = key.rpartition(":")
+        assert z.read(quotes["paths"][path]).decode().splitlines()[int(ln) - 1].strip() == text, key

@@ -197,3 +197,55 @@ def test_a_condition_without_a_fallback_is_refused() -> None:
 
     with pytest.raises(ValidationError, match="available_when needs requires and otherwise"):
         KernelInfo(id="x", name="X", math="fp8", source="s", available_when="nvcc is found")
+
+
+# Releases priced with vLLM 0.30.0's table (data/kernels/carried/) whose own source runs a route otherwise: the
+# differences read there (each row's lines quoted in tests/fixtures/kernel_quotes/carried/). (release, scheme,
+# capability, kernel id, activation quantization, its kernel, a piece of the citation)
+OLD_VLLM_CASES = [
+    # 0.9.2 Fp8LinearOp.apply quantizes the input with ops.scaled_fp8_quant, then cutlass_scaled_mm
+    # (w8a8_utils.py:351-355): a kernel of its own, per token when dynamic; 0.30.0 fuses QuantFP8 into its producer
+    ("0.9.2", "fp8-dynamic", 90, "cutlass-fp8", "unfused", "per-token-quant", "w8a8_utils.py:351-355"),
+    ("0.8.5.post1", "fp8-dynamic", 90, "cutlass-fp8", "unfused", "per-token-quant", "w8a8_utils.py:350-354"),
+    ("0.9.2", "fp8-tensor", 90, "cutlass-fp8", "unfused", "static-quant", "w8a8_utils.py:351-355"),
+    # no FlashInfer FP8 GEMM in 0.9.2: dispatch_w8a8_scaled_mm returns CUTLASS wherever it is supported (:272-278)
+    ("0.9.2", "fp8-tensor", 100, "cutlass-fp8", "unfused", "static-quant", ":272-278"),
+    # 0.10.1 quantizes through QuantFP8 (w8a8_utils.py:355-360, the fused form) but has no FlashInfer FP8 GEMM yet
+    ("0.10.1", "fp8-dynamic", 90, "cutlass-fp8", "fused", None, "scaled_mm/cutlass.py:156-173"),
+    ("0.10.1", "fp8-tensor", 100, "cutlass-fp8", "fused", None, "w8a8_utils.py:355-360"),
+    # DeepGEMM only with VLLM_USE_DEEP_GEMM, which defaults to 0 up to 0.10.2 (envs.py:974-975); the CUTLASS block
+    # kernel after per_token_group_quant_fp8 (fp8_utils.py:159-174); 0.11.2 defaults it to 1 (no difference)
+    ("0.10.2", "fp8-block", 90, "cutlass-fp8-block", "unfused", "per-token-quant", "envs.py:974-975"),
+    ("0.8.5.post1", "fp8-block", 90, "cutlass-fp8-block", "unfused", "per-token-quant", "fp8_utils.py:60-68"),
+    ("0.11.2", "fp8-block", 90, "deepgemm-fp8-block", "fused", None, "scaled_mm/deep_gemm.py:47-67"),
+    # the int8 and weight-only routes are as 0.30.0's table says (no difference read)
+    ("0.9.2", "w8a8-int8", 90, "cutlass-int8", "unfused", "per-token-quant", "scaled_mm/cutlass.py:33-44"),
+]
+
+
+@pytest.mark.parametrize(("release", "sid", "cap", "kernel", "aq", "qk", "cite"), OLD_VLLM_CASES)
+def test_an_old_vllm_release_runs_what_its_own_source_says(release, sid, cap, kernel, aq, qk, cite) -> None:
+    table = catalog.kernel_table("vllm", release)
+    assert table.version == "0.30.0"  # priced with 0.30.0's table ...
+    c = resolve_kernel(table, scheme(sid), cap)
+    assert c is not None and c.kernel.id == kernel  # ... but what this release runs
+    assert (c.kernel.activation_quant, c.kernel.quant_kernel) == (aq, qk)
+    assert cite in c.source
+
+
+def test_a_dynamic_per_tensor_scale_is_quantized_apart_too() -> None:
+    # ops.scaled_fp8_quant with no scale computes one (a max reduction, then the quantization) in the same call
+    # (vllm 0.9.2 w8a8_utils.py:351-355): priced with the per-token quantization's table, the same bytes
+    s = scheme("fp8-tensor")
+    a = s.activation
+    dyn = s.model_copy(update={"activation": a.model_copy(update={"scale": a.scale.model_copy(update={"dynamic": True})})})
+    c = resolve_kernel(catalog.kernel_table("vllm", "0.9.2"), dyn, 90)
+    assert c is not None and (c.kernel.id, c.kernel.quant_kernel) == ("cutlass-fp8", "per-token-quant")
+
+
+def test_the_carried_caveat_names_what_was_read_in_the_release() -> None:
+    words = catalog.kernel_caveat("vllm", "0.9.2")
+    assert "priced with data/kernels/vllm-0.30.0.yaml" in words
+    assert "fp8-block runs CutlassFp8BlockScaledMMKernel where that table runs DeepGemmFp8BlockScaledMMKernel" in words
+    assert "fp8-channel, fp8-tensor, fp8-block layers are quantized by a separate kernel" in words
+    assert "quantized by a separate kernel" not in (catalog.kernel_caveat("vllm", "0.11.2") or "")

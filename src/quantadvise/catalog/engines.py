@@ -183,15 +183,19 @@ def kernel_table(engine: str, version: str) -> Any:
     files = {stem[len(engine) + 1:]: stem for stem in fam.stems() if stem.startswith(f"{engine}-")}
     if not files:
         return None
+    differences: list[Any] = []
     if version in files:
         stem = files[version]
     else:
         carried = _carried(engine, version)
         stem = carried["carried_from"] if carried is not None and carried["carried_from"] in files.values() else \
             files[nearest_version(files, version)]
-    where = f"data/kernels/{stem}.yaml"
+        differences = list(carried.get("differences") or []) if carried is not None else []
+    where = f"data/kernels/{stem}.yaml" + (f" with data/kernels/carried/{engine}-{version}.yaml's differences"
+                                           if differences else "")
+    doc = loader.family_table("kernels", stem)
     try:
-        return shipped(KernelTable, loader.family_table("kernels", stem))
+        return shipped(KernelTable, {**doc, "differences": differences} if differences else doc)
     except (ValidationError, TypeError) as exc:
         raise DataError(f"{where}: {exc}") from None
 
@@ -219,9 +223,23 @@ def kernel_caveat(engine: str, version: str) -> str | None:
         return None
     carried = _carried(engine, version)
     if carried is not None:
-        return str(carried["caveat"])
+        return str(carried["caveat"]) + _differences_words(table)
     return (f"Kernel selection not read for {engine} {version}: priced with data/kernels/{engine}-{table.version}.yaml "
             f"(no record says how its selection code differs)")
+
+
+def _differences_words(table: Any) -> str:
+    """The differences read from the release's own source, as one sentence ('' when none)."""
+    def short(kid: str) -> str:
+        return str(table.kernel(kid).name.split(" (")[0])
+
+    runs = dict.fromkeys(f"{d.route} runs {short(d.runs)} where that table runs {short(d.kernel)}"
+                         for d in table.differences if d.runs is not None)
+    unfused = dict.fromkeys(d.route for d in table.differences if d.activation_quant == "unfused")
+    parts = list(runs)
+    if unfused:
+        parts.append(f"the activations of {', '.join(unfused)} layers are quantized by a separate kernel")
+    return f" Read in this release's own source, and priced so: {'; '.join(parts)}." if parts else ""
 
 
 @cache

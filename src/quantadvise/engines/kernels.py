@@ -95,6 +95,43 @@ class KernelRoute(Strict):
         return self
 
 
+class KernelDifference(Strict):
+    """A release priced with another release's table (``data/kernels/carried/``) that runs one route's kernel
+    differently, read from its own source: another kernel of the table (``runs``), or the same one with its
+    activation quantized in a separate kernel where the table's release fuses it. Applied where the route
+    picks ``kernel`` (and, with ``activation_scales``, only for schemes whose activation scales are so)."""
+
+    route: str
+    kernel: str  # the table's kernel on that route
+    runs: str | None = None  # the kernel this release runs there instead (an id of the same table)
+    activation_scales: Literal["static", "dynamic"] | None = None
+    activation_quant: ActivationQuant | None = None
+    quant_kernel: str | None = None
+    source: str  # the release's own lines
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _difference(self) -> "KernelDifference":
+        if self.route not in ROUTES:
+            raise ValueError(f"unknown route '{self.route}' (use one of {', '.join(ROUTES)})")
+        if self.activation_quant is not None and (self.activation_quant == "unfused") != (self.quant_kernel is not None):
+            raise ValueError(f"{self.route} / {self.kernel}: quant_kernel is set exactly when activation_quant is "
+                             "'unfused'")
+        if self.runs is None and self.activation_quant is None:
+            raise ValueError(f"{self.route} / {self.kernel}: a difference names the kernel it runs or its "
+                             "activation quantization")
+        return self
+
+    def applies(self, route: str, kernel: str, scheme: Scheme | None) -> bool:
+        if (self.route, self.kernel) != (route, kernel):
+            return False
+        if self.activation_scales is None:
+            return True
+        a = scheme.activation if scheme is not None else None
+        dynamic = bool(a is not None and a.scale is not None and a.scale.dynamic)
+        return dynamic == (self.activation_scales == "dynamic")
+
+
 class KernelTable(Strict):
     """``data/kernels/<engine>-<version>.yaml``."""
 
@@ -110,6 +147,8 @@ class KernelTable(Strict):
     # fused-MoE backend, walked the same way (first row whose conditions hold)
     moe_kernels: tuple[KernelInfo, ...] = ()
     moe_routes: tuple[KernelRoute, ...] = ()
+    # set by ``catalog.kernel_table`` for a release priced with this table (its carried record's differences)
+    differences: tuple[KernelDifference, ...] = ()
 
     @model_validator(mode="after")
     def _refs(self) -> "KernelTable":
@@ -127,6 +166,11 @@ class KernelTable(Strict):
             for k in infos:
                 if k.otherwise is not None and k.otherwise not in ids:
                     raise ValueError(f"kernel {k.id}: otherwise names '{k.otherwise}', which is not in {what}")
+        ids = [k.id for k in self.kernels]
+        for d in self.differences:
+            for kid in (d.kernel, d.runs):
+                if kid is not None and kid not in ids:
+                    raise ValueError(f"difference {d.route} / {d.kernel}: kernel '{kid}' is not in kernels")
         return self
 
     def kernel(self, kid: str) -> KernelInfo:
@@ -285,9 +329,17 @@ def _walk(table: KernelTable, r: str, scheme: Scheme | None, capability: int | N
     for row in (table.moe_routes if moe else table.routes):
         if row.route == r and _matches(row, scheme, capability, shape, quantization, method, architecture):
             info = table.kernel(row.kernel)
+            source = row.source
+            d = None if moe else next((d for d in table.differences if d.applies(r, info.id, scheme)), None)
+            if d is not None:  # this release runs the route's kernel otherwise (its own source says how)
+                info = table.kernel(d.runs) if d.runs is not None else info
+                if d.activation_quant is not None:
+                    info = info.model_copy(update={"activation_quant": d.activation_quant,
+                                                   "quant_kernel": d.quant_kernel})
+                source = f"{row.source}; in this release: {d.source}"
             other = table.kernel(info.otherwise).name.split(" (")[0] if info.otherwise else None
             return KernelChoice(kernel=info, route=r, engine=table.engine, engine_version=table.version,
-                                capability=capability, source=row.source, moe=moe, otherwise=other)
+                                capability=capability, source=source, moe=moe, otherwise=other)
     return None
 
 
