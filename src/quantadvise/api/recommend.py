@@ -549,7 +549,7 @@ def _assumptions(w: Workload, explicit: set[str], model_id: str, gpu_name: str, 
         kernels = {sid: e for sid, e in effs.items() if e.model == "measured-kernels"}
         rest = {sid: e for sid, e in effs.items() if sid not in kernels}
         kp = next((e.kernels for e in kernels.values() if e.kernels is not None), None)
-        parts = ([f"kernel cost curves (profile {kp.profile_id}: the kernel {kp.context.table.label} runs for each "
+        parts = ([f"kernel cost curves ({kp.where}: the kernel {kp.context.table.label} runs for each "
                   f"layer): {provenance(kernels)}"] if kp is not None else []) + ([describe_models(rest)] if rest else [])
         out.append(f"speed: profile '{profile_id}': " + "; ".join(parts))
         if unmeasured:

@@ -59,8 +59,23 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
     from dataclasses import replace
 
     tables = catalog.kernel_tables(gpu.id) if ctx is not None else None
-    eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables)
+    eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables,
+                  borrowed_quants=sibling_quants(gpu.id) if tables is not None else None)
     return eff if eff.ideal else replace(eff, bands=catalog.uncertainty_bands(gpu.id))
+
+
+def sibling_quants(gpu_id: str) -> dict[str, Any] | None:
+    """The activation-quantization curves of the GPU whose tables price ``gpu_id`` (data/kernel_tables/siblings.yaml;
+    None: the GPU has tables of its own, or no sibling)."""
+    from ..catalog.lookup_tables import sibling_of
+
+    row = sibling_of(gpu_id)
+    prof = catalog.measured_profile(row.tables_of) if row is not None else None
+    if prof is None or row is None:
+        return None
+    sib = catalog.get_gpu(row.tables_of)
+    entry = prof.entry_for((sib.id, sib.name, *sib.aliases))
+    return dict(entry.quant_kernels) if entry is not None else None
 
 
 def moe_cautions(arch: ModelArch, gpu: GPU, scheme: Scheme, eff: Efficiency, w: Workload) -> tuple[str, ...]:

@@ -21,8 +21,17 @@ from .trusted import M, shipped
 
 if TYPE_CHECKING:
     from ..perf.attention_tables import AttentionTable
-    from ..perf.kernel_tables import CellIndex, GemmTable, KernelBenchmark, StreamFactor, TableIndex, TableMeta
+    from ..perf.kernel_tables import (
+        CellIndex,
+        GemmTable,
+        KernelBenchmark,
+        StreamFactor,
+        TableIndex,
+        TableMeta,
+    )
+    from ..perf.lookup import TableSet
     from ..perf.moe_tables import MoeTable
+    from ..perf.siblings import Sibling, Siblings
 
 
 class ShippedTables:
@@ -105,13 +114,14 @@ class ShippedTables:
 
 
 @cache
-def kernel_tables(gpu_id: str) -> ShippedTables | None:
-    """The lookup tables shipped for a bundled GPU, or None (no tables for it)."""
+def kernel_tables(gpu_id: str) -> TableSet | None:
+    """The lookup tables shipped for a bundled GPU; for a GPU with none, its sibling's moved to it
+    (data/kernel_tables/siblings.yaml: :class:`~quantadvise.perf.siblings.SiblingTables`); else None."""
     from ..perf.kernel_tables import TableIndex
 
     index = _data_file(f"kernel_tables/{gpu_id}.yaml", TableIndex)
     if index is None:
-        return None
+        return _sibling_tables(gpu_id)
     factors = {(f.kernel, f.weight_bits): f for f in stream_factors() if f.gpu == gpu_id}
     if factors:
         def streamed(rows: tuple[Any, ...]) -> tuple[Any, ...]:  # same-math rows and compositions alike
@@ -119,6 +129,33 @@ def kernel_tables(gpu_id: str) -> ShippedTables | None:
                          if (f := factors.get((r.kernel, getattr(r, "weight_bits", None)))) else r for r in rows)
         index = index.model_copy(update={"same_math": streamed(index.same_math), "composed": streamed(index.composed)})
     return ShippedTables(index)
+
+
+def sibling_of(gpu_id: str) -> Sibling | None:
+    """The row that prices ``gpu_id`` with another GPU's tables (data/kernel_tables/siblings.yaml), or None."""
+    got = siblings()
+    return next((r for r in got.siblings if r.gpu == gpu_id), None) if got is not None else None
+
+
+@cache
+def siblings() -> Siblings | None:
+    from ..perf.siblings import Siblings
+
+    return _data_file("kernel_tables/siblings.yaml", Siblings)
+
+
+def _sibling_tables(gpu_id: str) -> TableSet | None:
+    from ..perf.siblings import SiblingTables
+    from .models import get_gpu
+
+    row = sibling_of(gpu_id)
+    base = kernel_tables(row.tables_of) if row is not None else None
+    if row is None or base is None:
+        return None
+    mine, theirs = get_gpu(gpu_id), get_gpu(row.tables_of)
+    comp = {m: theirs.peak(m) / mine.peak(m) for m in ("bf16", "fp16", "fp8", "int8", "fp4")  # type: ignore[operator]
+            if mine.peak(m) and theirs.peak(m)}
+    return SiblingTables(base, row.tables_of, theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s, comp)
 
 
 _OVERRIDE: tuple[StreamFactor, ...] | None = None  # set by stream_factors_as
@@ -193,7 +230,18 @@ def uncertainty_bands(gpu_id: str) -> dict[str, float]:
         for b, v in bands.items():
             seen.setdefault(b, []).append(v)
     typical = {b: sorted(v)[len(v) // 2] for b, v in seen.items()}
+    row = sibling_of(gpu_id) if gpu_id not in per_gpu else None
+    got = siblings()
+    if row is not None and got is not None and row.tables_of in per_gpu:
+        # a sibling's tables, moved: their own band and the move's (held out where both GPUs have tables), in
+        # quadrature; the parts no moved table prices keep the typical bands
+        u = got.transfer.p68
+        moved = {b: (v * v + u * u) ** 0.5 for b, v in per_gpu[row.tables_of].items() if b in MOVED_BASES}
+        return {**typical, **moved}
     return {**typical, **per_gpu.get(gpu_id, {})}
+
+
+MOVED_BASES = ("measured", "same-math", "composed")  # the bases a sibling's GEMM tables price
 
 
 def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
@@ -207,7 +255,7 @@ def kernel_table_gpus() -> tuple[str, ...]:
     folder = loader.data_dir() / "kernel_tables"
     if not folder.is_dir():
         return ()
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors")))
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors", "siblings")))
 
 
 def validate_kernel_tables() -> int:
@@ -215,7 +263,7 @@ def validate_kernel_tables() -> int:
     n = 0
     for gid in kernel_table_gpus():
         tabs = kernel_tables(gid)
-        assert tabs is not None
+        assert isinstance(tabs, ShippedTables)
         idx = tabs.index
         if idx.gpu != gid:
             raise DataError(f"data/kernel_tables/{gid}.yaml: gpu is '{idx.gpu}'")
@@ -231,6 +279,7 @@ def validate_kernel_tables() -> int:
         checks = kernel_table_checks(gid)
         if checks is None or not checks.get("source") or not checks.get("as_of"):
             raise DataError(f"data/kernel_tables/checks/{gid}.yaml is missing or has no source / as_of")
+    _validate_siblings()
     for b in kernel_benchmarks():  # each names a GPU with tables and its baseline's table there
         tabs = kernel_tables(b.gpu)
         if tabs is None or tabs.get(b.baseline.table) is None:
@@ -239,3 +288,29 @@ def validate_kernel_tables() -> int:
     if kernel_table_gpus() and "measured" not in bands:
         raise DataError("data/kernel_tables/bands.yaml holds no band of the measured tables")
     return n
+
+
+def _validate_siblings() -> None:
+    """Each sibling row: a GPU on file with no tables of its own, priced with those of a GPU that has tables, of
+    the same compute capability, whose peak of every math both have is within ``SIBLING_PEAK_RANGE`` of its own
+    (the move is validated on bandwidth: compute stays near)."""
+    from ..perf.siblings import SIBLING_PEAK_RANGE
+    from .models import get_gpu
+
+    got = siblings()
+    where = "data/kernel_tables/siblings.yaml"
+    own = set(kernel_table_gpus())
+    lo, hi = SIBLING_PEAK_RANGE
+    for r in got.siblings if got is not None else ():
+        if r.gpu in own or r.tables_of not in own:
+            raise DataError(f"{where}: {r.gpu} must have no tables of its own and {r.tables_of} must have some")
+        mine, theirs = get_gpu(r.gpu), get_gpu(r.tables_of)
+        if mine.capability != theirs.capability:
+            raise DataError(f"{where}: {r.gpu} (sm{mine.capability}) and {r.tables_of} (sm{theirs.capability}) are not "
+                            "one architecture")
+        for m in ("bf16", "fp8", "int8", "fp4"):
+            a, b = mine.peak(m), theirs.peak(m)
+            if a and b and not lo <= b / a <= hi:
+                raise DataError(f"{where}: {r.tables_of}'s {m} peak is {b / a:.2f}x {r.gpu}'s (the move needs "
+                                f"{lo:.2f}-{hi:.2f}x)")
+

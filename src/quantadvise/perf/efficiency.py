@@ -5,7 +5,7 @@ Pure: the profiles (``profiles.py``) are values."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
@@ -62,6 +62,17 @@ class KernelPricing:
     _memo: dict[str, TableChoice | None] = field(default_factory=dict, compare=False, repr=False)
     _moe_memo: dict[str, MoeChoice | None] = field(default_factory=dict, compare=False, repr=False)
     _curve_memo: dict[str, KernelCurve | None] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def where(self) -> str:
+        """Whose measurements price the layers, in words: ``"profile h100-sxm-measured"``, or for a GPU priced with
+        another GPU's tables ``"the tables of h100-sxm, moved to this GPU"``."""
+        from .siblings import SiblingTables
+
+        if isinstance(self.tables, SiblingTables):
+            return f"the tables of {self.tables.sibling}, moved to this GPU" + (
+                f"; profile {self.profile_id}" if self.profile_id else "")
+        return f"profile {self.profile_id}" if self.profile_id else "the published tables"
 
     def choose(self, quantized: bool, n: int, k: int) -> KernelChoice | None:
         c = self.context
@@ -350,6 +361,7 @@ def resolve(
     *,
     kernels: KernelContext | None = None,
     tables: TableSet | None = None,
+    borrowed_quants: Mapping[str, QuantCurve] | None = None,
 ) -> Efficiency:
     """Flatten the profiles (later ones override earlier ones; inside each: defaults < the GPU's
     entry < that entry's scheme) into the settings one step model uses. A user ``--profile`` is
@@ -358,7 +370,9 @@ def resolve(
     With ``kernels`` (the engine release, GPU and scheme) the linear layers are priced kernel by
     kernel: the kernel the engine runs for each layer (:mod:`quantadvise.engines.kernels`) with that
     kernel's curve from the profiles' GPU entries (later profiles win per kernel). A calibrated
-    linear fit is used only for the kernel it timed (``LinearFit.kernel_id``)."""
+    linear fit is used only for the kernel it timed (``LinearFit.kernel_id``). ``borrowed_quants``: the
+    activation-quantization curves of the GPU whose tables ``tables`` moves here (a curve prices bytes at the
+    bandwidth it is given), where the profiles hold none of this GPU's own."""
     if not profiles:
         raise ValueError("resolve() needs at least one profile")
     ideal = any(p.ideal for p in profiles)
@@ -406,6 +420,7 @@ def resolve(
         others.extend(e.gpu for e in profile.gpus if e.calibration is not None and e is not entry)
     pricing = None
     notes: list[str] = []
+    quants = {**(borrowed_quants or {}), **quants}
     if kernels is not None and not ideal:
         pricing = _pricing(kernels, curves, quants, curve_profile, tables, frozenset(overrides))
         for name, fit in (("linear", linear), ("bf16", linear_bf16)):
@@ -495,7 +510,7 @@ def describe_models(effs: dict[str, Efficiency]) -> str:
         parts.append(f"calibrated (measured curves{where}{sim}) for " + ", ".join(by_model["calibrated"]))
     if "measured-kernels" in by_model:
         kp = next(e.kernels for e in effs.values() if e.model == "measured-kernels" and e.kernels is not None)
-        parts.append(f"measured kernel curves (profile {kp.profile_id}: the kernel {kp.context.table.label} runs for "
+        parts.append(f"measured kernel curves ({kp.where}: the kernel {kp.context.table.label} runs for "
                      "each layer) for " + ", ".join(by_model["measured-kernels"]))
     if "calibrated-ceilings" in by_model:
         parts.append("roofline with the measured ceilings (no measured curve) for "

@@ -454,7 +454,16 @@ def composed(s: MSeries, ratio: float, overhead_s: float = 0.0, knee: float = 4.
     ``comp(M)`` what the table's time holds beyond that stream at M, read through the same blend
     (``((t - o)^p - mem^p)^(1/p)``, 0 while the call is memory-bound). At the smallest M the time is the
     stream of the kernel's own bytes; once the math binds, the table's time."""
-    if ratio == 1.0:
+    return transferred(s, ratio, 1.0, overhead_s, knee)
+
+
+def transferred(s: MSeries, mem_ratio: float, comp_ratio: float, overhead_s: float = 0.0,
+                knee: float = 4.0) -> MSeries:
+    """``s`` with its streaming part (the time at the smallest M less the overhead) ``mem_ratio`` times as long
+    and its compute part (what the time holds beyond that stream, read through the blend) ``comp_ratio`` times
+    as long: :func:`composed` (``comp_ratio`` 1), and a table of another GPU of the same architecture moved to
+    this one (:class:`~.siblings.SiblingGemm`: the two GPUs' bandwidth and peak ratios)."""
+    if mem_ratio == 1.0 and comp_ratio == 1.0:
         return s
     o = min(overhead_s, 0.9 * s.ts[0])
     mem = s.ts[0] - o
@@ -463,7 +472,7 @@ def composed(s: MSeries, ratio: float, overhead_s: float = 0.0, knee: float = 4.
     def one(_m: float, t: float) -> float:
         x = max(t - o, 0.0)
         comp = max(x ** p - mem ** p, 0.0) ** (1.0 / p)
-        return o + ((ratio * mem) ** p + comp ** p) ** (1.0 / p)
+        return o + ((mem_ratio * mem) ** p + (comp_ratio * comp) ** p) ** (1.0 / p)
 
     return s.map(one)
 

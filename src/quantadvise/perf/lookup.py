@@ -64,7 +64,9 @@ class TableChoice:
         what = {"measured": "measured table", "same-math": "same-math table", "composed": "composed from table"}
         slower = (f", its weight stream {self.stream:.2f}x slower" + (f" ({self.stream_note})" if self.stream_note else "")
                   if self.stream != 1.0 else "")
-        return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version}{slower})"
+        sibling = getattr(self.table, "sibling", None)  # a sibling GPU's table moved here (perf.siblings.SiblingGemm)
+        moved = f", timed on {sibling} and moved to this GPU's bandwidth and peak" if sibling else ""
+        return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version}{slower}{moved})"
 
 
 def choose_table(tables: TableSet, engine: str, kernel: str, weight_bits: int | None = None) -> TableChoice | None:

@@ -344,7 +344,7 @@ def roofline(
          "curves (docs/calibration.md); every other operator is a roofline with the measured ceilings")
         if calibrated else
         ("linear layers priced by the published table (else the measured curve) of the kernel the engine runs for "
-         f"them (profile {efficiencies[0].kernels.profile_id if efficiencies[0].kernels else ''}, "
+         f"them ({efficiencies[0].kernels.where if efficiencies[0].kernels else 'profile'}, "
          "docs/calibration.md); decode attention by the engine's published attention table where it holds the "
          "model's heads; embedding rows and activations: a roofline with the measured streaming efficiency")
         if kerneled else

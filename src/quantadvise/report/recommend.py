@@ -392,6 +392,8 @@ def _basis(r: Recommendation) -> str:
     """What the predicted speed rests on, in a few words (``--explain`` has each scheme's curve)."""
     perf = r.performance
     basis = _BASIS.get(perf.speed_model, perf.speed_model)
+    if "moved to this GPU" in perf.model_note:  # a same-architecture GPU's tables (perf.siblings)
+        basis += ", timed on a GPU of the same architecture and moved to this one"
     loop = perf.serving_loop
     if r.workload.profile is not None and loop is not None and loop.terms:  # --profile: say whose terms priced it
         basis += f"; serving-loop terms {loop.terms.split(' (')[0]}"
