@@ -527,6 +527,8 @@ def test_a_gpu_priced_with_a_sibling_s_tables_says_so_and_carries_the_move_s_ban
     # other's tables, tools/fit_siblings.py) in quadrature: sqrt(0.0370^2 + 0.0658^2) = 7.55%
     bands = catalog.uncertainty_bands("h100-pcie")
     assert bands["measured"] == pytest.approx((0.0370 ** 2 + 0.0658 ** 2) ** 0.5, abs=2e-4)
+    # attention: H100 SXM's own attention band (3.21%) and the attention rule's (3.12%): sqrt(0.0321^2 + 0.0312^2)
+    assert bands["attention"] == pytest.approx((0.0321 ** 2 + 0.0312 ** 2) ** 0.5, abs=2e-4)
     r = api.roofline(L8, "bf16,fp8-dynamic", gpu="h100-pcie", batches="1", ctx=0, engine="vllm")
     s = _schemes(r)
     assert s["bf16"].curve == "vllm/cublas-bf16" and s["fp8-dynamic"].curve == "vllm/cutlass-fp8"
@@ -539,6 +541,22 @@ def test_a_gpu_priced_with_a_sibling_s_tables_says_so_and_carries_the_move_s_ban
     assert "the tables were timed on h100-sxm and moved to this GPU's bandwidth and peaks" in rec.performance.model_note
 
 
+def test_an_h100_pcie_attention_call_is_the_sxm_call_or_its_kv_read_at_pcie_bandwidth():
+    # vLLM's decode attention table on H100 SXM, Llama-3-8B's configuration (32 heads, 8 KV heads of 128, bf16): one
+    # layer at batch 64 and KV length kv reads 64 x kv x 2 (K and V) x 8 x 128 x 2 bytes; on the PCIe
+    # card that read takes at least bytes / (0.80 x 2.0 TB/s) (the default streaming efficiency, data/perf_profile.yaml)
+    sxm = catalog.kernel_tables("h100-sxm").attention("vllm")
+    pcie = catalog.kernel_tables("h100-pcie").attention("vllm")
+    key = (32, 8, 128, "bf16")
+    row, got = sxm.cells[key][64], pcie.cells[key][64]
+    for kv, t, p in zip(sxm.kvs, row, got, strict=True):
+        if t is not None:
+            assert p == pytest.approx(max(t, 64 * kv * 2 * 8 * 128 * 2 / (0.80 * 2.0e12)), rel=1e-9)
+    last = max(i for i, t in enumerate(row) if t is not None)
+    assert got[last] > row[last] * 1.2  # the longest KV timed: the PCIe card's cache read binds (1.675x less bandwidth)
+    assert catalog.kernel_tables("h100-pcie").attention("vllm", "mla-decode") is None  # the MLA rule is not checked
+
+
 def test_the_move_beats_the_roofline_where_both_gpus_are_measured():
     # H200 priced from H100 SXM's tables and back (4,008 decode steps each way): within 6.6% at the 68th percentile,
     # where the default roofline misses the same tables by 53-62% (bands.yaml roofline, h100-sxm / h200)
@@ -547,6 +565,10 @@ def test_the_move_beats_the_roofline_where_both_gpus_are_measured():
     t = siblings().transfer
     assert t.pairs == ("h100-sxm -> h200", "h200 -> h100-sxm") and t.n >= 8000
     assert t.p68 < 0.08 and t.median < 0.05
+    # decode attention: within 3.1% at the 68th percentile (131,768 calls) where the roofline with the launch floor
+    # misses the same tables by 42-47% (bands.yaml attention-roofline, h100-sxm / h200)
+    a = siblings().attention_transfer
+    assert a.n > 100_000 and a.p68 < 0.05
 
 
 def test_the_siblings_transfer_is_what_the_tool_computes_today():
@@ -560,7 +582,8 @@ def test_the_siblings_transfer_is_what_the_tool_computes_today():
         import fit_siblings
     finally:
         _sys.path.pop(0)
-    assert fit_siblings.transfer() == siblings().transfer.model_dump(mode="json")
+    got = siblings()
+    assert fit_siblings.transfer() == (got.transfer.model_dump(mode="json"), got.attention_transfer.model_dump(mode="json"))
 
 
 @pytest.mark.parametrize(("gpu", "tables_of", "says"), [

@@ -453,3 +453,22 @@ def sibling_steps(source: TableSet, target: TableSet, mem_ratio: float, comp_rat
         if where is not None:
             where += [f"{meta.id}: {w}" for w in here]
     return steps
+
+
+def sibling_attention_errors(source: TableSet, target: TableSet, bandwidth: float, efficiency: float) -> list[float]:
+    """The same move for the grouped-query decode-attention tables (:class:`~quantadvise.perf.siblings.SiblingAttention`:
+    ``bandwidth`` the target's, ``efficiency`` the default streaming efficiency): every (configuration, batch, KV
+    length) both GPUs' tables of one engine hold."""
+    from ..perf.siblings import SiblingAttention
+
+    errs: list[float] = []
+    for engine in sorted({t.engine for t in source.index.attention}):
+        a, b = source.attention(engine), target.attention(engine)
+        if a is None or b is None or a.kvs != b.kvs:
+            continue
+        moved = SiblingAttention(a, bandwidth, efficiency, "").cells
+        for key, by_b in b.cells.items():
+            mine = moved.get(key, {})
+            for batch, row in by_b.items():
+                errs += [abs(p / t - 1) for p, t in zip(mine.get(batch, ()), row, strict=False) if p is not None and t]
+    return errs

@@ -155,7 +155,16 @@ def _sibling_tables(gpu_id: str) -> TableSet | None:
     mine, theirs = get_gpu(gpu_id), get_gpu(row.tables_of)
     comp = {m: theirs.peak(m) / mine.peak(m) for m in ("bf16", "fp16", "fp8", "int8", "fp4")  # type: ignore[operator]
             if mine.peak(m) and theirs.peak(m)}
-    return SiblingTables(base, row.tables_of, theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s, comp)
+    return SiblingTables(base, row.tables_of, theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s, comp,
+                         mine.bandwidth_bytes_per_s, default_memory_efficiency())
+
+
+def default_memory_efficiency() -> float:
+    """The default profile's streaming efficiency (data/perf_profile.yaml: what the roofline reads bytes at)."""
+    from .profiles import default_perf_profile
+
+    d = default_perf_profile().defaults.memory_efficiency
+    return d if isinstance(d, float) else 0.8
 
 
 _OVERRIDE: tuple[StreamFactor, ...] | None = None  # set by stream_factors_as
@@ -235,8 +244,8 @@ def uncertainty_bands(gpu_id: str) -> dict[str, float]:
     if row is not None and got is not None and row.tables_of in per_gpu:
         # a sibling's tables, moved: their own band and the move's (held out where both GPUs have tables), in
         # quadrature; the parts no moved table prices keep the typical bands
-        u = got.transfer.p68
-        moved = {b: (v * v + u * u) ** 0.5 for b, v in per_gpu[row.tables_of].items() if b in MOVED_BASES}
+        move = {**dict.fromkeys(MOVED_BASES, got.transfer.p68), "attention": got.attention_transfer.p68}
+        moved = {b: (v * v + move[b] ** 2) ** 0.5 for b, v in per_gpu[row.tables_of].items() if b in move}
         return {**typical, **moved}
     return {**typical, **per_gpu.get(gpu_id, {})}
 

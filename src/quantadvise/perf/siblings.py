@@ -14,10 +14,10 @@ from datetime import date
 from typing import TYPE_CHECKING, Literal
 
 from ..results import Strict
+from .attention_tables import AttentionTable
 from .kernel_tables import GemmTable, TableIndex, own_points, transferred
 
 if TYPE_CHECKING:
-    from .attention_tables import AttentionTable
     from .lookup import TableSet
     from .moe_tables import MoeTable
 
@@ -56,6 +56,7 @@ class Siblings(Strict):
     source: str
     as_of: date
     transfer: TransferCheck
+    attention_transfer: TransferCheck
     siblings: tuple[Sibling, ...]
 
 
@@ -97,15 +98,54 @@ class SiblingGemm(GemmTable):
         return self.base.floor_s
 
 
+class SiblingAttention(AttentionTable):
+    """A sibling's decode-attention table (grouped-query: one layer's K and V of every sequence) on this GPU: each
+    measured time, but never less than reading the layer's KV cache at this GPU's bandwidth and the default
+    streaming efficiency. Between H100 SXM and H200 the kernel's time does not follow the bandwidth (the tables are
+    best matched unmoved, the faster memory unused at these sizes); where this GPU's memory is the slower, the
+    cache read bounds it (``data/kernel_tables/siblings.yaml``, ``attention_transfer``)."""
+
+    __slots__ = ("base", "bandwidth", "efficiency", "sibling")
+
+    def __init__(self, base: AttentionTable, bandwidth: float, efficiency: float, sibling: str):
+        super().__init__(base.meta, base.kvs, text="")
+        self.floor_s = base.floor_s
+        self.base, self.bandwidth, self.efficiency, self.sibling = base, bandwidth, efficiency, sibling
+
+    def _config(self, key: tuple[int, int, int, str]) -> dict[int, tuple[float | None, ...]] | None:
+        got = self._cells.get(key)
+        if got is None:
+            raw = self.base._config(key)
+            if raw is None:
+                return None
+            _h, kv_heads, head_dim, dt = key
+            per_token = 2 * kv_heads * head_dim * (1 if dt == "fp8" else 2)  # K and V, one layer
+            rate = self.efficiency * self.bandwidth
+            got = self._cells[key] = {
+                b: tuple(max(t, b * x * per_token / rate) if t is not None else None
+                         for x, t in zip(self.kvs, row, strict=True)) for b, row in raw.items()}
+        return got
+
+    @property
+    def cells(self) -> dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]]:
+        for key in self.base.cells:
+            self._config(key)
+        return self._cells
+
+
 class SiblingTables:
     """A GPU's stand-in table set (:class:`~.lookup.TableSet`): a GPU of the same architecture's GEMM and quantization
     tables, each moved to this GPU (:class:`SiblingGemm`: ``mem_ratio`` the sibling's bandwidth
-    over this GPU's, ``comp_ratio(math)`` its peak over this GPU's). Its attention and fused-MoE tables are
-    not moved (None: those parts are priced as on any GPU without tables)."""
+    over this GPU's, ``comp_ratio(math)`` its peak over this GPU's), and its grouped-query decode-attention tables
+    (:class:`SiblingAttention`: ``bandwidth`` this GPU's, ``efficiency`` the default streaming efficiency). Its MLA
+    attention and fused-MoE tables are not moved (None: those parts are priced as on any GPU without tables)."""
 
-    def __init__(self, base: "TableSet", sibling: str, mem_ratio: float, comp_ratio: dict[str, float]):
+    def __init__(self, base: "TableSet", sibling: str, mem_ratio: float, comp_ratio: dict[str, float],
+                 bandwidth: float, efficiency: float):
         self.base, self.sibling, self.mem_ratio, self.comp_ratio = base, sibling, mem_ratio, comp_ratio
+        self.bandwidth, self.efficiency = bandwidth, efficiency
         self._got: dict[str, GemmTable | None] = {}
+        self._attn: dict[str, AttentionTable | None] = {}
 
     @property
     def index(self) -> TableIndex:
@@ -118,8 +158,14 @@ class SiblingTables:
                 t, self.mem_ratio, self.comp_ratio.get(t.meta.math, 1.0), self.sibling)
         return self._got[table_id]
 
-    def attention(self, engine: str, kernel: str = "attention-decode") -> "AttentionTable | None":
-        return None
+    def attention(self, engine: str, kernel: str = "attention-decode") -> AttentionTable | None:
+        if kernel != "attention-decode":
+            return None
+        if engine not in self._attn:
+            a = self.base.attention(engine, kernel)
+            self._attn[engine] = None if a is None else SiblingAttention(a, self.bandwidth, self.efficiency,
+                                                                         self.sibling)
+        return self._attn[engine]
 
     def moe(self, table_id: str) -> "MoeTable | None":
         return None
