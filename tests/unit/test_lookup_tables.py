@@ -603,3 +603,17 @@ def test_a_sibling_row_outside_the_validated_class_is_refused(monkeypatch, gpu, 
     monkeypatch.setattr(lookup_tables, "siblings", lambda: real.model_copy(update={"siblings": (row,)}))
     with pytest.raises(DataError, match=says):
         lookup_tables._validate_siblings()
+
+
+def test_validate_on_a_sibling_priced_gpu_names_the_tables_it_is_priced_with():
+    # `quantadvise validate h100-pcie`: no profile ships for it (exit 2), and the error says what prices it and which
+    # command checks those tables; an L4 has neither
+    from quantadvise.api.calibrate import shipped_profile_name
+    from quantadvise.errors import InputError
+
+    with pytest.raises(InputError, match="priced with h100-sxm's published tables moved to its bandwidth and peaks") as e:
+        shipped_profile_name("h100-pcie")
+    assert "`quantadvise validate h100-sxm` checks" in str(e.value)
+    with pytest.raises(InputError) as e:
+        shipped_profile_name("l4")
+    assert "published tables moved" not in str(e.value)

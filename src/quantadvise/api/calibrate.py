@@ -218,7 +218,14 @@ def shipped_profile_name(profile: str | Path) -> str | Path:
     if gpu is not None:
         if gpu.id in shipped:
             return gpu.id
-        raise InputError(f"no shipped profile for {gpu.name} ({gpu.id}): profiles ship for {', '.join(ids)}",
+        from ..catalog.lookup_tables import sibling_of, siblings
+
+        row, got = sibling_of(gpu.id), siblings()
+        moved = (f"; it is priced with {row.tables_of}'s published tables moved to its bandwidth and peaks (their check "
+                 f"where both GPUs are measured: {got.transfer.median:.1%} median, {got.transfer.p68:.1%} at the 68th "
+                 f"percentile, data/kernel_tables/siblings.yaml), which `quantadvise validate {row.tables_of}` checks"
+                 if row is not None and got is not None else "")
+        raise InputError(f"no shipped profile for {gpu.name} ({gpu.id}){moved}: profiles ship for {', '.join(ids)}",
                          hint="give a profile file written by `quantadvise calibrate` on that GPU", field="profile")
     raise UnknownNameError("profile", str(profile), [*ids, *(i + MEASURED_SUFFIX for i in ids)],
                            hint="no such file either; give a profile file written by `quantadvise calibrate` or "
