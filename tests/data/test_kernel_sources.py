@@ -228,21 +228,27 @@ def _carried(release: str) -> tuple[dict, dict]:
 
 
 def test_some_releases_hold_differences():
+    # fp8 through 0.10.2; AWQ's Marlin through 0.18.1 (awq_marlin.py returns apply_awq_marlin_linear up to 0.18.1;
+    # 0.19.1's AWQMarlinLinearMethod asks choose_mp_linear_kernel)
     assert {"vllm-0.8.5.post1", "vllm-0.9.2", "vllm-0.10.1", "vllm-0.10.2"} <= set(DIFFERENCES)
+    assert {f"vllm-{v}" for v in ("0.11.2", "0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1")} \
+        <= set(DIFFERENCES)
+    assert "vllm-0.19.1" not in DIFFERENCES
 
 
 @pytest.mark.parametrize("release", DIFFERENCES)
 def test_each_difference_cites_the_lines_that_make_it(release):
     # a separate activation quantization cites the call that runs it (ops.scaled_fp8_quant, per_token_group_quant_fp8);
-    # another kernel cites the code that picks it (every one read so far is a CUTLASS one); a difference that takes
+    # another kernel cites the code that picks it (CUTLASS for fp8, Marlin for AWQ before 0.19.1); a difference that takes
     # DeepGEMM away cites why (VLLM_USE_DEEP_GEMM off by default), or an apply path with no DeepGEMM call at all
     rec, quotes = _carried(release)
     for d in rec["differences"]:
         text = cited(quotes["lines"], d["source"])
         if d.get("activation_quant") == "unfused":
             assert "scaled_fp8_quant(" in text or "per_token_group_quant_fp8(" in text, (release, d["route"])
-        if d.get("runs"):
-            assert "cutlass" in text, (release, d["route"], d["runs"])
+        if d.get("runs"):  # the code that picks it names it
+            assert {"cutlass-fp8": "cutlass", "cutlass-fp8-block": "cutlass", "marlin": "marlin"}[d["runs"]] in text, \
+                (release, d["route"], d["runs"])
         if d["kernel"] == "deepgemm-fp8-block":
             assert "vllm_use_deep_gemm" in text or "deep" not in text, (release, d["route"])
 

@@ -218,6 +218,11 @@ OLD_VLLM_CASES = [
     ("0.10.2", "fp8-block", 90, "cutlass-fp8-block", "unfused", "per-token-quant", "envs.py:974-975"),
     ("0.8.5.post1", "fp8-block", 90, "cutlass-fp8-block", "unfused", "per-token-quant", "fp8_utils.py:60-68"),
     ("0.11.2", "fp8-block", 90, "deepgemm-fp8-block", "fused", None, "scaled_mm/deep_gemm.py:47-67"),
+    # AWQ: up to 0.18.1 AWQMarlinLinearMethod.apply returns apply_awq_marlin_linear, Marlin on every GPU
+    # (awq_marlin.py:419, :425 in 0.18.1); 0.19.1 asks choose_mp_linear_kernel, Machete first on SM90 (no difference)
+    ("0.18.1", "awq", 90, "marlin", "none", None, "awq_marlin.py:419, :425"),
+    ("0.9.2", "awq", 90, "marlin", "none", None, "awq_marlin.py:302, :308"),
+    ("0.19.1", "awq", 90, "machete", "none", None, "auto_awq.py:260-283"),
     # the int8 and weight-only routes are as 0.30.0's table says (no difference read)
     ("0.9.2", "w8a8-int8", 90, "cutlass-int8", "unfused", "per-token-quant", "scaled_mm/cutlass.py:33-44"),
 ]
