@@ -60,7 +60,7 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
 
     tables = catalog.kernel_tables(gpu.id) if ctx is not None else None
     eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables,
-                  borrowed_quants=sibling_quants(gpu.id) if tables is not None else None)
+                  borrowed_quants=sibling_quants(gpu.id) if getattr(tables, "sibling", None) else None)
     return eff if eff.ideal else replace(eff, bands=catalog.uncertainty_bands(gpu.id))
 
 

@@ -240,7 +240,7 @@ def uncertainty_bands(gpu_id: str) -> dict[str, float]:
             seen.setdefault(b, []).append(v)
     typical = {b: sorted(v)[len(v) // 2] for b, v in seen.items()}
     row = sibling_of(gpu_id) if gpu_id not in per_gpu else None
-    got = siblings()
+    got = siblings() if row is not None else None
     if row is not None and got is not None and row.tables_of in per_gpu:
         # a sibling's tables, moved: their own band and the move's (held out where both GPUs have tables), in
         # quadrature; the parts no moved table prices keep the typical bands
