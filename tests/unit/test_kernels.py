@@ -254,3 +254,16 @@ def test_the_carried_caveat_names_what_was_read_in_the_release() -> None:
     assert "fp8-block runs CutlassFp8BlockScaledMMKernel where that table runs DeepGemmFp8BlockScaledMMKernel" in words
     assert "fp8-channel, fp8-tensor, fp8-block layers are quantized by a separate kernel" in words
     assert "quantized by a separate kernel" not in (catalog.kernel_caveat("vllm", "0.11.2") or "")
+
+
+@pytest.mark.parametrize(("release", "kernel", "cite"), [
+    # SGLang 0.4.2.post4: apply_w8a8_block_fp8_linear calls its Triton w8a8_block_fp8_matmul (fp8_utils.py:39, :53);
+    # 0.4.3.post4 the same unless SUPPORT_CUTLASS_BLOCK_FP8 is set (fp8_utils.py:46-48, :98); 0.4.4.post4 runs
+    # DeepGEMM on SM90 (SGL_ENABLE_JIT_DEEPGEMM defaults to true): as the 0.5.20 table it is priced with says
+    ("0.4.2.post4", "triton-fp8-block", "fp8_utils.py:39, :53"),
+    ("0.4.3.post4", "triton-fp8-block", "fp8_utils.py:46-48"),
+    ("0.4.4.post4", "deepgemm-fp8-block", "fp8_utils.py:809-810"),
+])
+def test_an_old_sglang_release_runs_its_own_block_fp8_gemm(release, kernel, cite) -> None:
+    c = resolve_kernel(catalog.kernel_table("sglang", release), scheme("fp8-block"), 90)
+    assert c is not None and c.kernel.id == kernel and cite in c.source
