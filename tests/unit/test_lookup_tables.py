@@ -617,3 +617,20 @@ def test_validate_on_a_sibling_priced_gpu_names_the_tables_it_is_priced_with():
     with pytest.raises(InputError) as e:
         shipped_profile_name("l4")
     assert "published tables moved" not in str(e.value)
+
+
+def test_the_reach_floor_says_which_worst_steps_no_interpolation_can_meet():
+    # H100 DeepGEMM (SGLang 0.5.14), Llama-3-8B tp4 at M = 512, each shape's N held out. The published cells (us):
+    # 1536x4096 13.27 between 1024x4096 12.02 and 2048x4096 14.74; 4096x1024 9.89 between 3584x1024 9.77 and
+    # 5120x1024 11.77; 7168x4096 35.57 between 6144x4096 88.32 and 8192x4096 94.97; 4096x3584 17.88 between
+    # 3584x3584 20.40 and 5120x3584 25.97. The closest reading between each pair: 13.27, 9.89, 88.32, 20.40 = 131.88
+    # against the measured 76.61 us: no interpolation between neighbours comes within 72.1% of that step
+    from quantadvise.calibration.lookup_checks import reach_floor, table_checks
+
+    t = catalog.kernel_tables("h100-sxm").get("sglang/deepgemm-fp8-block")
+    assert reach_floor(t, "n") >= (131.88 / 76.61 - 1) - 0.002
+    checks, _ = table_checks(t)
+    assert checks["floor"] > 0.2 and checks["steps"]["max"] > 0.2  # missed, and out of any interpolation's reach
+    # the H100 vLLM cuBLAS table's worst step (23.2%) is within reach (18.0%): its miss is the reading, not the data
+    b, _ = table_checks(catalog.kernel_tables("h100-sxm").get("vllm/cublas-bf16"))
+    assert b["floor"] < 0.2 < b["steps"]["max"]

@@ -74,6 +74,9 @@ class TableCheck(Out):
     worst: str  # the held-out step with the largest error: shape set and M
     within: bool  # steps median <= LOOKUP_MEDIAN_BAR and max <= LOOKUP_MAX_BAR
     kind: str = "gemm"  # gemm | fused-moe (steps: one MoE layer's experts at a held-out per-GPU size)
+    # the largest held-out step error that no reading between a shape's two neighbouring cells can avoid (each
+    # shape's time kept between its neighbours' at that M: :func:`reach_floor`); None: not computed (fused MoE)
+    floor: float | None = None
 
 
 class SubstituteCheck(Out):
@@ -219,6 +222,7 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     steps: list[float] = []
     calls: list[float] = []
     where: list[str] = []
+    floor = 0.0
     ways: tuple[tuple[Literal["n", "k"], str], ...] = (("n", "N"), ("k", "K"))
     for along, missing in ways:  # a model's shape misses the table by its N or by its K
         here: list[str] = []
@@ -226,11 +230,42 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
         steps += s
         calls += c
         where += [f"{w} ({missing} held out)" for w in here]
+        floor = max(floor, reach_floor(t, along))
     worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
     return ({"rows": stats(own, "the lookup at the table's own rows"),
              "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours in N "
                                    "at its K, and in K at its N"),
-             "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst}, steps)
+             "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst,
+             "floor": round(floor, 4)}, steps)
+
+
+def reach_floor(t: GemmTable, along: Literal["n", "k"]) -> float:
+    """The largest held-out step error (the steps of :func:`step_errors`, each shape missing the table ``along``)
+    that no reading between each shape's two neighbouring cells can avoid: per shape, the time closest to its own
+    that lies between its neighbours' at that M (:meth:`~quantadvise.perf.kernel_tables.GemmTable.neighbours`);
+    a step whose shape sits at the grid's edge is left out (read from one side, not between two). Where this
+    exceeds the bar, the cell is slower or faster than both neighbours: the library ran another configuration
+    for it, which interpolation cannot know."""
+    worst = 0.0
+    for shapes in HELD_OUT_SETS.values():
+        if not all(c in t.cells for c in shapes):
+            continue
+        rows = [t.row(*c) for c in shapes]
+        near = [t.neighbours(*c, along) for c in shapes]
+        if any(r is None for r in rows) or any(x is None for x in near):
+            continue
+        ms = set.intersection(*(set(r.ms) for r in rows if r is not None))
+        for m in ms:
+            if m > MAX_M:
+                continue
+            meas = best = 0.0
+            for r, nb in zip(rows, near, strict=True):
+                assert r is not None and nb is not None
+                v, a, b = r.at(m), nb[0].at(m), nb[1].at(m)
+                meas += v
+                best += min(max(v, min(a, b)), max(a, b))
+            worst = max(worst, abs(best / meas - 1))
+    return worst
 
 
 def moe_checks(t: MoeTable) -> tuple[dict[str, Any], list[float]]:
@@ -429,6 +464,7 @@ def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable,
     return TableCheck(gpu=gpu, table=table.id, kernel=table.meta.kernel, engine=table.meta.engine,
                       engine_version=meta_engine_version, rows=ErrorStats(**checks["rows"]), steps=ErrorStats(**st),
                       calls=ErrorStats(**checks["calls"]), worst=checks["worst"], kind="fused-moe" if moe else "gemm",
+                      floor=checks.get("floor"),
                       within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)
 
 

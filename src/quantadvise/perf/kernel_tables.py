@@ -341,6 +341,20 @@ class GemmTable:
             return self._along_n(k0, n, exclude)
         return _between(ks, k, lambda kk: self._along_n(kk, n, exclude))
 
+    def neighbours(self, n: int, k: int, along: Literal["n", "k"]) -> tuple[MSeries, MSeries] | None:
+        """The two cells a shape is read between with its own cell left out (:meth:`series`' ``exclude``): its
+        nearest N on either side at its K (``along="n"``), or its N read at the nearest K on either side
+        (``"k"``); None at the grid's edge (the shape is extended from one side there, not read between two)."""
+        if along == "n":
+            ns = [x for x in self._by_k.get(k, []) if x != n]
+            lo, hi = max((x for x in ns if x < n), default=None), min((x for x in ns if x > n), default=None)
+            return None if lo is None or hi is None else (self._full(lo, k), self._full(hi, k))
+        ks = [x for x in self._ks if x != k]
+        lo, hi = max((x for x in ks if x < k), default=None), min((x for x in ks if x > k), default=None)
+        if lo is None or hi is None:
+            return None
+        return self._along_n(lo, n, (n, k)), self._along_n(hi, n, (n, k))
+
     def _along_n(self, k: int, n: float, exclude: tuple[int, int] | None) -> MSeries:
         ns = self._by_k[k]
         if exclude is not None and exclude[1] == k:

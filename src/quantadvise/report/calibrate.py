@@ -192,18 +192,21 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
     """Per published table read by lookup: its own rows, and its leave-one-shape-out held-out decode steps
     (median / max against the bars of 5% / 20%), the worst one named; then the stand-ins where the true
     kernel is measured, and the bands per basis."""
-    t = Table(["gpu", "table", "measured with", "rows med", "steps", "step med", "step p68", "step max", "bars",
-               "worst step"], align="lllrrrrrll", drop=("gpu", "measured with", "rows med", "steps", "step p68",
-                                                          "worst step"))
+    t = Table(["gpu", "table", "measured with", "rows med", "steps", "step med", "step p68", "step max", "floor",
+               "bars", "worst step"], align="lllrrrrrrll",
+              drop=("gpu", "measured with", "rows med", "steps", "step p68", "floor", "worst step"))
     for c in r.lookup:
         t.add(c.gpu, c.table, f"{c.engine} {c.engine_version}", f"{c.rows.median:.1%}", str(c.steps.n),
-              f"{c.steps.median:.1%}", f"{c.steps.p68:.1%}", f"{c.steps.max:.1%}", "yes" if c.within else "NO", c.worst)
+              f"{c.steps.median:.1%}", f"{c.steps.p68:.1%}", f"{c.steps.max:.1%}",
+              f"{c.floor:.1%}" if c.floor is not None else "-", "yes" if c.within else "NO", c.worst)
     lines = [*wrap("published tables read by lookup (data/kernel_tables/): each table at its own rows, and "
                    "leave-one-shape-out — every shape of a decode step's shape set priced with its own cell left "
                    "out, both ways a model's shape misses a table (from its neighbours in N at its K, and in K at "
                    "its N), at every M (a fused-MoE table: every per-GPU expert size "
                    "from its neighbours, one MoE layer's call at every token count); bars: step median <= 5%, "
-                   "max <= 20%", width, subsequent="  "), t.render(width)]
+                   "max <= 20%; floor: the largest step error no reading between each shape's two neighbouring "
+                   "cells can avoid (above 20%: the table's own irregularity, beyond any interpolation)", width,
+                   subsequent="  "), t.render(width)]
     if r.substitutes:
         lines += ["", *wrap("stand-ins where the true kernel is measured (held-out steps: median / p68 / max):", width)]
         for x in r.substitutes:
