@@ -28,6 +28,7 @@ import yaml
 from quantadvise import catalog
 from quantadvise.calibration.lookup_checks import sibling_attention_errors, sibling_steps, stats
 from quantadvise.catalog import lookup_tables
+from quantadvise.perf.siblings import peak_ratios
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "kernel_tables" / "siblings.yaml"
 HEAD = ("# GPUs with no published tables of their own, priced with the tables of a GPU of the same architecture moved\n"
@@ -49,8 +50,7 @@ def transfer() -> tuple[dict[str, Any], dict[str, Any]]:
                 continue
             ta, tb = lookup_tables.kernel_tables(a.id), lookup_tables.kernel_tables(b.id)
             assert ta is not None and tb is not None
-            errs += sibling_steps(ta, tb, a.bandwidth_bytes_per_s / b.bandwidth_bytes_per_s,
-                                  lambda m, a=a, b=b: (a.peak(m) or 1.0) / (b.peak(m) or 1.0))
+            errs += sibling_steps(ta, tb, a.bandwidth_bytes_per_s / b.bandwidth_bytes_per_s, peak_ratios(a, b))
             attn += sibling_attention_errors(ta, tb, b.bandwidth_bytes_per_s, eta)
             pairs.append(f"{a.id} -> {b.id}")
 

@@ -220,7 +220,8 @@ def shipped_profile_name(profile: str | Path) -> str | Path:
             return gpu.id
         from ..catalog.lookup_tables import sibling_of, siblings
 
-        row, got = sibling_of(gpu.id), siblings()
+        row = sibling_of(gpu.id)
+        got = siblings() if row is not None else None
         moved = (f"; it is priced with {row.tables_of}'s published tables moved to its bandwidth and peaks (their check "
                  f"where both GPUs are measured: {got.transfer.median:.1%} median, {got.transfer.p68:.1%} at the 68th "
                  f"percentile, data/kernel_tables/siblings.yaml), which `quantadvise validate {row.tables_of}` checks"

@@ -468,11 +468,12 @@ def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable,
                       within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)
 
 
-def sibling_steps(source: TableSet, target: TableSet, mem_ratio: float, comp_ratio: Callable[[str], float],
+def sibling_steps(source: TableSet, target: TableSet, mem_ratio: float, comp_ratio: dict[str, float],
                   where: list[str] | None = None) -> list[float]:
     """How well ``source``'s tables, moved to another GPU of the same architecture
-    (:class:`~quantadvise.perf.kernel_tables.SiblingGemm`: ``mem_ratio`` the source's bandwidth over the
-    target's, ``comp_ratio(math)`` its peak over the target's), predict the target's own tables: the error of
+    (:class:`~quantadvise.perf.siblings.SiblingGemm`: ``mem_ratio`` the source's bandwidth over the target's,
+    ``comp_ratio`` its peak over the target's per math, :func:`~quantadvise.perf.siblings.peak_ratios`), predict
+    the target's own tables: the error of
     every decode step of :data:`~.heldout.HELD_OUT_SETS` both GPUs' tables of one kernel hold, at every M the
     target's table has (``where`` collects each step's table, set and M)."""
     from ..perf.siblings import SiblingGemm
@@ -482,7 +483,7 @@ def sibling_steps(source: TableSet, target: TableSet, mem_ratio: float, comp_rat
         a, b = source.get(meta.id), target.get(meta.id)
         if a is None or b is None:
             continue
-        moved = SiblingGemm(a, mem_ratio, comp_ratio(meta.math), "")
+        moved = SiblingGemm(a, mem_ratio, comp_ratio.get(meta.math, 1.0), "")
         here: list[str] = []
         got, _ = step_errors(moved.series, b.row, set(a.cells) & set(b.cells), here)
         steps += got

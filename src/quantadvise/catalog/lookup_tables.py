@@ -145,7 +145,7 @@ def siblings() -> Siblings | None:
 
 
 def _sibling_tables(gpu_id: str) -> TableSet | None:
-    from ..perf.siblings import SiblingTables
+    from ..perf.siblings import SiblingTables, peak_ratios
     from .models import get_gpu
 
     row = sibling_of(gpu_id)
@@ -153,10 +153,8 @@ def _sibling_tables(gpu_id: str) -> TableSet | None:
     if row is None or base is None:
         return None
     mine, theirs = get_gpu(gpu_id), get_gpu(row.tables_of)
-    comp = {m: theirs.peak(m) / mine.peak(m) for m in ("bf16", "fp16", "fp8", "int8", "fp4")  # type: ignore[operator]
-            if mine.peak(m) and theirs.peak(m)}
-    return SiblingTables(base, row.tables_of, theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s, comp,
-                         mine.bandwidth_bytes_per_s, default_memory_efficiency())
+    return SiblingTables(base, row.tables_of, theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s,
+                         peak_ratios(theirs, mine), mine.bandwidth_bytes_per_s, default_memory_efficiency())
 
 
 def default_memory_efficiency() -> float:
@@ -303,7 +301,7 @@ def _validate_siblings() -> None:
     """Each sibling row: a GPU on file with no tables of its own, priced with those of a GPU that has tables, of
     the same compute capability, whose peak of every math both have is within ``SIBLING_PEAK_RANGE`` of its own
     (the move is validated on bandwidth: compute stays near)."""
-    from ..perf.siblings import SIBLING_PEAK_RANGE
+    from ..perf.siblings import SIBLING_PEAK_RANGE, peak_ratios
     from .models import get_gpu
 
     got = siblings()
@@ -317,9 +315,8 @@ def _validate_siblings() -> None:
         if mine.capability != theirs.capability:
             raise DataError(f"{where}: {r.gpu} (sm{mine.capability}) and {r.tables_of} (sm{theirs.capability}) are not "
                             "one architecture")
-        for m in ("bf16", "fp8", "int8", "fp4"):
-            a, b = mine.peak(m), theirs.peak(m)
-            if a and b and not lo <= b / a <= hi:
-                raise DataError(f"{where}: {r.tables_of}'s {m} peak is {b / a:.2f}x {r.gpu}'s (the move needs "
+        for m, x in peak_ratios(theirs, mine).items():
+            if not lo <= x <= hi:
+                raise DataError(f"{where}: {r.tables_of}'s {m} peak is {x:.2f}x {r.gpu}'s (the move needs "
                                 f"{lo:.2f}-{hi:.2f}x)")
 

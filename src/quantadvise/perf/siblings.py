@@ -18,6 +18,7 @@ from .attention_tables import AttentionTable
 from .kernel_tables import GemmTable, TableIndex, own_points, transferred
 
 if TYPE_CHECKING:
+    from ..hardware import GPU
     from .lookup import TableSet
     from .moe_tables import MoeTable
 
@@ -47,6 +48,13 @@ class Sibling(Strict):
 
 
 SIBLING_PEAK_RANGE = (0.75, 1 / 0.75)  # the move is validated on bandwidth (one chip, two memories): compute stays near
+MATHS = ("bf16", "fp16", "fp8", "int8", "fp4")  # the datapaths a table's math can be
+
+
+def peak_ratios(source: "GPU", target: "GPU") -> dict[str, float]:
+    """``source``'s dense peak over ``target``'s for every math both have: how much longer a compute-bound call of a
+    table timed on ``source`` takes on ``target``."""
+    return {m: a / b for m in MATHS if (a := source.peak(m)) and (b := target.peak(m))}
 
 
 class Siblings(Strict):
