@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                          "error on H100 / H200 / B200, but it moves advisor decisions at batch 1 and 65: "
                          "docs/calibration.md §7); off for the shipped profiles")
     ap.add_argument("--tables", action="store_true",
-                    help="write the lookup tables (data/kernel_tables/<gpu>.yaml and <gpu>/*.csv.gz) of the five GPUs they "
+                    help="write the lookup tables (data/kernel_tables/<gpu>.yaml and <gpu>/*.csv.gz) of the GPUs they "
                          "cover, their held-out errors and uncertainty bands; needs --wheels for the TensorRT-LLM "
                          "weight-only / SmoothQuant tables of the older aiconfigurator wheels")
     ap.add_argument("--wheels", help="folder with aiconfigurator==0.7.0 and 0.10.0 wheels (pip download "

@@ -37,8 +37,9 @@ PACKAGE = "aiconfigurator-core"
 OLD_PACKAGE = "aiconfigurator"
 LICENSE = "Apache-2.0"
 MIN_SIDE = 128  # shapes with N or K below this are not shipped (no engine runs a dense GEMM that small)
-# aiconfigurator system folder -> quantadvise GPU id (the five GPUs the lookup tables cover)
-SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb", "l40s": "l40s", "b200_sxm": "b200"}
+# aiconfigurator system folder -> quantadvise GPU id (the GPUs the lookup tables cover)
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb", "l40s": "l40s", "b200_sxm": "b200",
+           "gb200": "gb200"}
 
 COLLECT = {
     "vllm": "collector/vllm/collect_gemm.py: vLLM RowParallelLinear.forward in a CUDA graph",
@@ -144,6 +145,7 @@ GEMM_SPECS: dict[str, list[Spec]] = {
         _core("trtllm", "1.3.0rc20", "torch_flow", "fp8", "fp8-cublaslt", "fp8", 1.0, "per-tensor-quant", _LT),
     ],
 }
+GEMM_SPECS["gb200"] = list(GEMM_SPECS["b200_sxm"])  # one Blackwell GPU of a GB200: the same engines' tables
 # activation-quantization tables (summed where two): id -> (engine folder, tables, what)
 QUANT_SPECS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "vllm/static-quant": ("vllm", ("scale_matrix",), "static per-tensor fp8 quantization (static_scaled_fp8_quant)"),
