@@ -125,3 +125,6 @@ def ms(seconds: float | None) -> str:
 def usd(value: float | None) -> str:
     """A $ figure (per million tokens, per hour): cents from $1, a tenth of a cent below it."""
     return "-" if value is None else f"{value:,.2f}" if value >= 1 else f"{value:,.3f}"
+
+
+MOVED = "moved to this GPU's bandwidth and peaks"  # what a model note says of a sibling's tables (perf.siblings)

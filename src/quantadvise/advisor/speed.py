@@ -27,7 +27,7 @@ from ..perf.serving import Lengths, ParetoPoint, ServePoint, largest_meeting, ma
 from ..perf.solve import iter_crossings
 from ..perf.step import StepModel
 from ..scheme.axes import Scheme, TensorQuant
-from ..wording import every, ms, plural
+from ..wording import MOVED, every, ms, plural
 from ..workload import Workload
 from .options import BF16_KV, Context, Option, family, family_kind, rank, ranked_after_native, ties
 from .result import Prediction, TraceNode, Uncertainty
@@ -52,20 +52,14 @@ def model_note(efficiency: Efficiency | dict[str, Efficiency]) -> str:
         return CALIBRATED_NOTE
     if "measured-kernels" not in models:
         return ROOFLINE_NOTE
-    moved = next((f"; {MOVED_WORDS.format(sibling=w)}" for e in effs.values() if (w := moved_from(e))), "")
+    moved = next((f"; the tables were timed on {w} and {MOVED}" for e in effs.values()
+                  if e.kernels is not None and (w := e.kernels.moved_from)), "")
     if {curve_basis(e) for e in effs.values()} == {"measured"}:
         return MEASURED_NOTE + moved
     return ("prediction from kernel cost curves, not a measurement of this deployment: " + provenance(effs, _BASIS_WORDS)
             + moved)
 
 
-MOVED_WORDS = "the tables were timed on {sibling} and moved to this GPU's bandwidth and peaks"
-
-
-def moved_from(efficiency: Efficiency) -> str | None:
-    """The GPU whose tables price ``efficiency``'s layers, moved here (None: this GPU's own, or none)."""
-    tables = efficiency.kernels.tables if efficiency.kernels is not None else None
-    return getattr(tables, "sibling", None)
 
 
 def provenance(effs: dict[str, Efficiency], words: dict[str, str] | None = None) -> str:

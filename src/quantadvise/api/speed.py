@@ -60,20 +60,17 @@ def efficiency(profiles: list[Any], gpu: GPU, scheme: Scheme, *, engine: str | N
 
     tables = catalog.kernel_tables(gpu.id) if ctx is not None else None
     eff = resolve(profiles, (gpu.id, gpu.name, *gpu.aliases), names, kernels=ctx, tables=tables,
-                  borrowed_quants=sibling_quants(gpu.id) if getattr(tables, "sibling", None) else None)
+                  borrowed_quants=sibling_quants(sib) if (sib := getattr(tables, "sibling", None)) else None)
     return eff if eff.ideal else replace(eff, bands=catalog.uncertainty_bands(gpu.id))
 
 
-def sibling_quants(gpu_id: str) -> dict[str, Any] | None:
-    """The activation-quantization curves of the GPU whose tables price ``gpu_id`` (data/kernel_tables/siblings.yaml;
-    None: the GPU has tables of its own, or no sibling)."""
-    from ..catalog.lookup_tables import sibling_of
-
-    row = sibling_of(gpu_id)
-    prof = catalog.measured_profile(row.tables_of) if row is not None else None
-    if prof is None or row is None:
+def sibling_quants(sibling: str) -> dict[str, Any] | None:
+    """The activation-quantization curves of ``sibling``, the GPU whose tables are moved to the one priced (its
+    measured profile's; None: it ships none)."""
+    prof = catalog.measured_profile(sibling)
+    if prof is None:
         return None
-    sib = catalog.get_gpu(row.tables_of)
+    sib = catalog.get_gpu(sibling)
     entry = prof.entry_for((sib.id, sib.name, *sib.aliases))
     return dict(entry.quant_kernels) if entry is not None else None
 

@@ -64,13 +64,16 @@ class KernelPricing:
     _curve_memo: dict[str, KernelCurve | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
+    def moved_from(self) -> str | None:
+        """The GPU whose tables, moved here, price the layers (:class:`~.siblings.SiblingTables`); None: this GPU's own."""
+        return getattr(self.tables, "sibling", None)
+
+    @property
     def where(self) -> str:
         """Whose measurements price the layers, in words: ``"profile h100-sxm-measured"``, or for a GPU priced with
         another GPU's tables ``"the tables of h100-sxm, moved to this GPU"``."""
-        from .siblings import SiblingTables
-
-        if isinstance(self.tables, SiblingTables):
-            return f"the tables of {self.tables.sibling}, moved to this GPU" + (
+        if self.moved_from is not None:
+            return f"the tables of {self.moved_from}, moved to this GPU" + (
                 f"; profile {self.profile_id}" if self.profile_id else "")
         return f"profile {self.profile_id}" if self.profile_id else "the published tables"
 

@@ -12,7 +12,7 @@ from .. import defaults
 from ..advisor.result import Recommendation, Uncertainty
 from ..perf.loop import LoopSummary
 from ..scheme.axes import SchemeAxes
-from ..wording import every, ms, plural, usd
+from ..wording import MOVED, every, ms, plural, usd
 from .text import Table, deployment_pm, gb, plus_minus, wrap, wrap_code, wrap_command
 
 NODE_LABELS = {
@@ -392,7 +392,7 @@ def _basis(r: Recommendation) -> str:
     """What the predicted speed rests on, in a few words (``--explain`` has each scheme's curve)."""
     perf = r.performance
     basis = _BASIS.get(perf.speed_model, perf.speed_model)
-    if "moved to this GPU" in perf.model_note:  # a same-architecture GPU's tables (perf.siblings)
+    if MOVED in perf.model_note:  # a same-architecture GPU's tables (perf.siblings)
         basis += ", timed on a GPU of the same architecture and moved to this one"
     loop = perf.serving_loop
     if r.workload.profile is not None and loop is not None and loop.terms:  # --profile: say whose terms priced it
