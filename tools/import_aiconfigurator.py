@@ -102,7 +102,7 @@ def tables(root: Path, version: str, wheels: Path | None, out: Path, as_of: date
 
     (out / "checks").mkdir(parents=True, exist_ok=True)
     for system, gid in aic_tables.iter_systems(wanted):
-        doc = aic_tables.export_gpu(root, version, wheels, system, out, as_of)
+        doc = aic_tables.export_gpu(root, version, wheels, system, out, as_of, catalog.get_gpu(gid).l2_cache_bytes)
         (out / f"{gid}.yaml").write_text(INDEX_HEADER + yaml.safe_dump(doc, sort_keys=False, width=120),
                                          encoding="utf-8")
         write_checks(out, gid, doc["source"], as_of)

@@ -269,3 +269,21 @@ def test_an_attention_tables_recorded_floor_and_its_configurations_read_alone_ar
             assert lazy._config(key) == rows, (meta.id, key)
         assert lazy.grid(7, 7, 7, "bf16") is None  # a configuration the table lacks
         assert lazy.cells == full.cells
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "gb200", "h100-sxm", "h200", "l40s"])
+def test_each_gemm_tables_recorded_stream_is_its_fastest_cell_too_large_to_stay_cached(gpu):
+    # stream_bytes_per_s (written by the exporter): the fastest weight stream at a cell's first timed M among the cells
+    # whose weight is at least twice the GPU's L2 (data/hardware.yaml), recomputed here from every cell of the file
+    tables = catalog.kernel_tables(gpu)
+    l2 = catalog.get_gpu(gpu).l2_cache_bytes
+    assert tables.index.tables
+    for meta in tables.index.tables:
+        t = tables.get(meta.id)
+        best = 0.0
+        for (n, k), row in t.cells.items():
+            w = n * k * meta.weight_bytes
+            if w >= 2 * l2:
+                best = max(best, w / next(x for x in row if x is not None))
+        assert meta.stream_bytes_per_s == pytest.approx(best, rel=5e-4), meta.id
+        assert meta.stream_bytes_per_s < catalog.get_gpu(gpu).bandwidth_bytes_per_s, meta.id  # below the datasheet

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..perf.attention_tables import parse_attention
-from ..perf.kernel_tables import TableMeta
+from ..perf.kernel_tables import TableMeta, dram_stream_rate, parse_gemm
 from .glitches import attention_groups, drop_glitches, gemm_groups, moe_groups
 
 PACKAGE = "aiconfigurator-core"
@@ -367,8 +367,9 @@ def _file_of(table_id: str) -> str:
 
 
 def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, out: Path, as_of: date,
-               log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Write one GPU's tables under ``out/<gpu>/`` and return its index document (``out/<gpu>.yaml``)."""
+               l2_bytes: int | None, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Write one GPU's tables under ``out/<gpu>/`` and return its index document (``out/<gpu>.yaml``);
+    ``l2_bytes``: the GPU's L2 (:func:`gemm_stream_rate`)."""
     gid = SYSTEMS[system]
     folder = out / gid
     metas: list[dict[str, Any]] = []
@@ -398,13 +399,15 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
         text, n = gemm_csv(rows, [f"{spec.id}: {ks} ({spec.dtype}), {spec.engine} {spec.version}, {device}",
                                   f"source: {source}", f"as_of: {as_of.isoformat()}",
                                   "unit: microseconds per call (blank: no row); columns: n, k, then one per M"])
-        _write_gz(folder / _file_of(spec.id), drop_glitches(text, 2, gemm_groups))
+        shipped = drop_glitches(text, 2, gemm_groups)
+        _write_gz(folder / _file_of(spec.id), shipped)
         metas.append({"id": spec.id, "file": _file_of(spec.id), "engine": spec.engine, "engine_version": spec.version,
                       "kernel": spec.kernel, "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
                       "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver,
                       "license": LICENSE, "table": rel, "device": device,
                       "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector], "rows": n, "note": spec.note,
                       "source": source, "as_of": as_of})
+        metas[-1] = {**metas[-1], **gemm_stream_rate(metas[-1], shipped, l2_bytes)}
     quants = _export_quant(root, core_version, system, folder, as_of)
     moes = _export_moe(root, core_version, system, folder, as_of)
     attn = _export_attention(root, core_version, system, folder, as_of) + _export_mla(root, core_version, system, folder,
@@ -499,6 +502,15 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
                         f"expert load {MOE_DISTRIBUTION}, no expert parallelism",
                         **_inter_align(kid, engine, ver), "source": source, "as_of": as_of})
     return out
+
+
+def gemm_stream_rate(row: dict[str, Any], text: str, l2_bytes: int | None) -> dict[str, Any]:
+    """A GEMM table's index fields past its row's: the weight stream it sustains from memory
+    (``stream_bytes_per_s``, :func:`~quantadvise.perf.kernel_tables.dram_stream_rate`), read from its shipped text
+    ({} where no cell is large enough)."""
+    meta = TableMeta.model_validate(row)
+    got = dram_stream_rate(parse_gemm(meta, text), l2_bytes)
+    return {} if got is None else {"stream_bytes_per_s": float(f"{got:.4g}")}
 
 
 def _inter_align(kid: str, engine: str, version: str) -> dict[str, Any]:

@@ -74,6 +74,10 @@ class TableMeta(Strict):
     # decode attention: the table's launch floor (:attr:`~quantadvise.perf.attention_tables.AttentionTable.floor_s`, microseconds), written with the
     # table so that a lookup reads only the head configuration it prices (tests/data/test_tables.py recomputes it)
     floor_us: float | None = Field(default=None, gt=0)
+    # GEMM: the weight stream the table sustains from memory, bytes per second (:func:`dram_stream_rate`, written with
+    # the table; tests/data/test_tables.py recomputes it): no call of a decode step is priced below its weight at this
+    # rate (:func:`from_dram`)
+    stream_bytes_per_s: float | None = Field(default=None, gt=0)
     source: str
     as_of: date
 
@@ -319,6 +323,11 @@ class GemmTable:
     def id(self) -> str:
         return self.meta.id
 
+    @property
+    def stream_rate(self) -> float | None:
+        """The weight stream the table sustains from memory (bytes/s, :attr:`TableMeta.stream_bytes_per_s`)."""
+        return self.meta.stream_bytes_per_s
+
     def row(self, n: int, k: int) -> MSeries | None:
         """The table's own rows of one cell (None: not in the table)."""
         got = self.cell(n, k)
@@ -489,6 +498,30 @@ def transferred(s: MSeries, mem_ratio: float, comp_ratio: float, overhead_s: flo
         return o + ((mem_ratio * mem) ** p + (comp_ratio * comp) ** p) ** (1.0 / p)
 
     return s.map(one)
+
+
+# a weight this many times the GPU's L2 cannot stay cached between a harness's repeated calls
+L2_MARGIN = 2.0
+
+
+def dram_stream_rate(t: GemmTable, l2_bytes: int | None) -> float | None:
+    """The weight stream ``t`` sustains from memory (bytes/s): its fastest call at the smallest M among the cells
+    whose weight is at least :data:`L2_MARGIN` times the GPU's L2 (``l2_bytes``). The collectors time a call
+    repeated in a CUDA graph, so a weight that fits the L2 is read from it after the first call — on the L40S
+    (96 MiB) cells under ~16 MB stream at up to 2.5 TB/s against 864 GB/s of memory — while a decode step
+    streams every layer's weight from memory once (the other layers' weights evict it between steps). None: no
+    cell that large."""
+    floor = L2_MARGIN * (l2_bytes or 0)
+    rates = [n * k * t.meta.weight_bytes / first for (n, k), row in t.cells.items()
+             if n * k * t.meta.weight_bytes >= floor and (first := next((x for x in row if x), None))]
+    return max(rates, default=None)
+
+
+def from_dram(s: MSeries, weight_bytes: float, rate: float) -> MSeries:
+    """``s`` never below streaming ``weight_bytes`` at ``rate`` (:func:`dram_stream_rate`): a call the table
+    timed from the L2 priced as a serving step runs it."""
+    bound = weight_bytes / rate
+    return s if min(s.ts) >= bound else s.map(lambda _m, t: max(t, bound))
 
 
 def minus(s: MSeries, q: Callable[[float], float]) -> MSeries:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from ..results import record
 from .attention_tables import AttentionTable
-from .kernel_tables import GemmTable, MSeries, TableIndex, bytes_adjusted, composed, minus
+from .kernel_tables import GemmTable, MSeries, TableIndex, bytes_adjusted, composed, from_dram, minus
 from .moe_tables import MoeChoice, MoeTable
 
 # the quantization inside a table's calls -> the table that prices it (to take it off where the engine fuses it)
@@ -124,7 +124,8 @@ def _op_series(choice: TableChoice, n: float, k: float, stored_bytes: float, q: 
     ratio = stored_bytes / t.meta.weight_bytes * choice.stream
     if abs(ratio - 1.0) > 1e-9:
         s = composed(s, ratio, t.floor_s) if choice.basis == "composed" else bytes_adjusted(s, ratio, t.floor_s)
-    return s
+    rate = t.stream_rate  # a decode step reads the weight from memory, however the harness cached it
+    return s if rate is None else from_dram(s, n * k * stored_bytes * choice.stream, rate)
 
 
 def quant_plan(table_quant: str | None, activation_quant: str, quant_kernel: str | None) -> tuple[str | None, bool]:

@@ -105,6 +105,12 @@ class SiblingGemm(GemmTable):
         """The sibling's launch floor: a per-call overhead, which the move keeps."""
         return self.base.floor_s
 
+    @property
+    def stream_rate(self) -> float | None:
+        """The sibling's sustained weight stream moved to this GPU's bandwidth."""
+        r = self.base.stream_rate
+        return None if r is None else r / self.mem_ratio
+
 
 class SiblingAttention(AttentionTable):
     """A sibling's decode-attention table (grouped-query: one layer's K and V of every sequence) on this GPU: each

@@ -1,0 +1,86 @@
+"""A decode step reads every weight from memory once: no call priced from a published table is faster than its
+weight streamed at the rate the table sustains from memory (perf.kernel_tables.dram_stream_rate / from_dram).
+
+The expected figures are read here from the shipped table files and the datasheet bandwidths in data/hardware.yaml,
+not from the speed model."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from quantadvise import catalog
+from quantadvise.perf.lookup import choose_table, op_series
+
+L40S_L2 = 96 * 2**20  # NVIDIA L40S: 96 MiB L2 (AD102, data/hardware.yaml l2_cache_bytes 100663296)
+L40S_BW = 864e9  # L40S datasheet: 864 GB/s GDDR6
+H100_L2 = 50 * 2**20  # H100 SXM: 50 MiB L2
+H100_BW = 3.35e12  # H100 SXM datasheet: 3.35 TB/s HBM3
+H100_PCIE_BW = 2.0e12  # H100 PCIe datasheet: 2.0 TB/s HBM2e
+
+
+def _first_times(gpu: str, table_id: str) -> tuple[float, dict[tuple[int, int], float]]:
+    """(bytes per stored weight, {(n, k): seconds at the cell's first timed M}) from the shipped file."""
+    meta = catalog.kernel_tables(gpu).index.find(table_id)
+    text = gzip.decompress((catalog.data_dir() / "kernel_tables" / gpu / meta.file).read_bytes()).decode()
+    lines = [ln.split(",") for ln in text.splitlines() if not ln.startswith("#")]
+    out = {}
+    for ln in lines[1:]:
+        first = next(float(v) for v in ln[2:] if v)
+        out[(int(ln[0]), int(ln[1]))] = first * 1e-6
+    return meta.weight_bytes, out
+
+
+def _sustained(wb: float, cells: dict[tuple[int, int], float], l2: int) -> float:
+    """The fastest weight stream among the cells at least twice the L2 (bytes / s): no repetition keeps them cached."""
+    return max(n * k * wb / t for (n, k), t in cells.items() if n * k * wb >= 2 * l2)
+
+
+def _priced(gpu: str, engine: str, kernel: str, n: int, k: int, stored: float):
+    tabs = catalog.kernel_tables(gpu)
+    return op_series(choose_table(tabs, engine, kernel), tabs, n, k, stored)
+
+
+def test_an_l40s_call_the_harness_timed_from_l2_is_priced_as_a_stream_from_memory():
+    # vLLM CUTLASS fp8 on the L40S, 4096 x 3072 (12,582,912 bytes of fp8 weight): the published call at M = 1 takes
+    # ~8.1 us, 1.55 TB/s — faster than the L40S's memory can deliver (864 GB/s), so the CUDA-graph harness read the
+    # weight from the 96 MiB L2. In a decode step the other layers' weights evict it: it streams from memory at the
+    # table's own sustained rate (its fastest cell of >= 192 MiB, ~697 GB/s): 12,582,912 / 696.8e9 = 18.1 us
+    wb, cells = _first_times("l40s", "vllm/cutlass-fp8")
+    w = 4096 * 3072 * wb
+    assert cells[(4096, 3072)] < w / L40S_BW  # the premise: the table's own call beats the memory
+    rate = _sustained(wb, cells, L40S_L2)
+    assert 0.6 * L40S_BW < rate < L40S_BW
+    s = _priced("l40s", "vllm", "cutlass-fp8", 4096, 3072, wb)
+    assert s.at(1) == pytest.approx(w / rate, rel=1e-3)
+    assert all(t >= w / rate * (1 - 1e-3) for t in s.ts)
+
+
+def test_a_weight_past_the_tables_largest_n_streams_no_faster_than_the_memory():
+    # Llama-3.1-70B's bf16 lm_head, 128,256 x 8,192 (2,101,346,304 bytes), is past the H100 table's largest N
+    # (65,536) and was extrapolated from the two largest cells to 443 us at M = 1: 4.7 TB/s on a 3.35 TB/s GPU.
+    # Now it is at least its bytes at the table's fastest measured stream, and so never beats the datasheet.
+    wb, cells = _first_times("h100-sxm", "vllm/cublas-bf16")
+    assert max(n for n, _k in cells) == 65536
+    w = 128256 * 8192 * wb
+    s = _priced("h100-sxm", "vllm", "cublas-bf16", 128256, 8192, wb)
+    assert s.at(1) >= w / H100_BW
+    assert s.at(1) >= w / _sustained(wb, cells, H100_L2) * (1 - 1e-3)
+
+
+@pytest.mark.parametrize(("gpu", "kernel", "table"), [("h100-sxm", "cublas-bf16", "vllm/cublas-bf16"),
+                                                       ("h100-sxm", "cutlass-fp8", "vllm/cutlass-fp8"),
+                                                       ("l40s", "cublas-bf16", "vllm/cublas-bf16")])
+def test_a_cell_already_streaming_from_memory_is_priced_as_published(gpu, kernel, table):
+    # a 70B-class layer's gate/up projection at tp4, 16384 x 8192 (268 MB of bf16, 134 MB of fp8): larger than every
+    # L2 here, its call at M = 1 is the published time (the bound does not bind)
+    wb, cells = _first_times(gpu, table)
+    assert _priced(gpu, "vllm", kernel, 16384, 8192, wb).at(1) == pytest.approx(cells[(16384, 8192)], rel=1e-9)
+
+
+def test_a_sibling_s_stream_is_moved_to_its_bandwidth():
+    # H100 PCIe is priced with the H100 SXM's tables moved to its memory: the sustained stream too, 2.0 / 3.35 of it
+    wb, cells = _first_times("h100-sxm", "vllm/cublas-bf16")
+    rate = catalog.kernel_tables("h100-pcie").get("vllm/cublas-bf16").stream_rate
+    assert rate == pytest.approx(_sustained(wb, cells, H100_L2) * H100_PCIE_BW / H100_BW, rel=1e-3)
