@@ -272,7 +272,7 @@ def test_an_attention_tables_recorded_floor_and_its_configurations_read_alone_ar
 
 
 @pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "gb200", "h100-sxm", "h200", "l40s"])
-def test_each_gemm_tables_recorded_stream_is_its_fastest_cell_too_large_to_stay_cached(gpu):
+def test_each_tables_recorded_stream_is_its_fastest_call_too_large_to_stay_cached(gpu):
     # stream_bytes_per_s (written by the exporter): the fastest weight stream at a cell's first timed M among the cells
     # whose weight is at least twice the GPU's L2 (data/hardware.yaml), recomputed here from every cell of the file
     tables = catalog.kernel_tables(gpu)
@@ -287,3 +287,18 @@ def test_each_gemm_tables_recorded_stream_is_its_fastest_cell_too_large_to_stay_
                 best = max(best, w / next(x for x in row if x is not None))
         assert meta.stream_bytes_per_s == pytest.approx(best, rel=5e-4), meta.id
         assert meta.stream_bytes_per_s < catalog.get_gpu(gpu).bandwidth_bytes_per_s, meta.id  # below the datasheet
+    # a grouped-query decode attention table: its fastest call whose cache (batch x KV length x K and V of kv_heads x
+    # head_dim at 2 bytes, 1 for fp8) is at least twice the L2; MLA tables carry none (one latent, no K and V)
+    for meta in tables.index.attention:
+        if meta.kernel != "attention-decode":
+            assert meta.stream_bytes_per_s is None, meta.id
+            continue
+        t = tables.attention(meta.engine)
+        best = 0.0
+        for (_h, kvh, d, dt), rows in t.cells.items():
+            per_token = 2 * kvh * d * (1 if dt == "fp8" else 2)
+            for b, row in rows.items():
+                for x, us in zip(t.kvs, row, strict=True):
+                    if us is not None and b * x * per_token >= 2 * l2:
+                        best = max(best, b * x * per_token / us)
+        assert meta.stream_bytes_per_s == pytest.approx(best, rel=5e-4), meta.id

@@ -107,3 +107,23 @@ def test_a_sibling_s_stream_is_moved_to_its_bandwidth():
     wb, cells = _first_times("h100-sxm", "vllm/cublas-bf16")
     rate = catalog.kernel_tables("h100-pcie").get("vllm/cublas-bf16").stream_rate
     assert rate == pytest.approx(_sustained(wb, cells, H100_L2) * H100_PCIE_BW / H100_BW, rel=1e-3)
+
+
+def test_an_l40s_decode_step_reads_its_kv_cache_from_memory():
+    # Llama-3-8B on one L40S under vLLM, 4 sequences of 4,096 cached tokens: each layer's cache is
+    # 4 x 4,096 x (K and V of 8 KV heads x 128 x 2 bytes = 4,096 B) = 67,108,864 bytes, under the 96 MiB L2, and the
+    # published call for it (32 heads, 8 KV heads, head dim 128, bf16) reads it at ~1.6 TB/s — faster than the
+    # L40S's 864 GB/s memory. A decode step reads it from memory: the 32 layers' attention is at least
+    # 32 x 67,108,864 B at the KV stream the table sustains (its rate on file, recomputed from the table by
+    # tests/data/test_tables.py)
+    import quantadvise as api
+
+    tables = catalog.kernel_tables("l40s")
+    table = tables.attention("vllm")
+    cache = 4 * 4096 * (2 * 8 * 128 * 2)
+    assert cache == 67_108_864
+    assert table.grid(32, 8, 128, "bf16").at(4, 4096) < cache / L40S_BW  # the premise: the table beats the memory
+    rate = table.meta.stream_bytes_per_s
+    assert 0.7 * L40S_BW < rate < 1.02 * L40S_BW
+    r = api.roofline("meta-llama/Meta-Llama-3-8B", "bf16", gpu="l40s", batches="4", ctx=4096, engine="vllm")
+    assert r.points[0].time.attention_s >= 32 * cache / rate * (1 - 1e-3)

@@ -29,7 +29,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..perf.attention_tables import parse_attention
+from ..perf.attention_tables import kv_stream_rate, parse_attention
 from ..perf.kernel_tables import TableMeta, dram_stream_rate, parse_gemm
 from .glitches import attention_groups, drop_glitches, gemm_groups, moe_groups
 
@@ -407,11 +407,12 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
                       "license": LICENSE, "table": rel, "device": device,
                       "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector], "rows": n, "note": spec.note,
                       "source": source, "as_of": as_of})
-        metas[-1] = {**metas[-1], **gemm_stream_rate(metas[-1], shipped, l2_bytes)}
+        metas[-1] = {**metas[-1], **stream_rate(metas[-1], shipped, l2_bytes)}
     quants = _export_quant(root, core_version, system, folder, as_of)
     moes = _export_moe(root, core_version, system, folder, as_of)
-    attn = _export_attention(root, core_version, system, folder, as_of) + _export_mla(root, core_version, system, folder,
-                                                                                      as_of)
+    attn = [{**a, **stream_rate(a, gzip.decompress((folder / a["file"]).read_bytes()).decode(), l2_bytes)}
+            for a in _export_attention(root, core_version, system, folder, as_of)]
+    attn += _export_mla(root, core_version, system, folder, as_of)
     have = {m["id"] for m in metas}
     same = [{"kernel": k, **({"weight_bits": b} if b else {}), "table": tid, "why": why,
              "source": "quantadvise calibration/aic_tables.py SAME_MATH", "as_of": as_of}
@@ -504,12 +505,13 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
     return out
 
 
-def gemm_stream_rate(row: dict[str, Any], text: str, l2_bytes: int | None) -> dict[str, Any]:
-    """A GEMM table's index fields past its row's: the weight stream it sustains from memory
-    (``stream_bytes_per_s``, :func:`~quantadvise.perf.kernel_tables.dram_stream_rate`), read from its shipped text
-    ({} where no cell is large enough)."""
+def stream_rate(row: dict[str, Any], text: str, l2_bytes: int | None) -> dict[str, Any]:
+    """A GEMM or grouped-query decode-attention table's index fields past its row's: the stream it sustains from
+    memory (``stream_bytes_per_s``: :func:`~quantadvise.perf.kernel_tables.dram_stream_rate`,
+    :func:`~quantadvise.perf.attention_tables.kv_stream_rate`), read from its shipped text ({}: no cell that large)."""
     meta = TableMeta.model_validate(row)
-    got = dram_stream_rate(parse_gemm(meta, text), l2_bytes)
+    got = (kv_stream_rate(parse_attention(meta, text), l2_bytes) if meta.kernel == "attention-decode"
+           else dram_stream_rate(parse_gemm(meta, text), l2_bytes))
     return {} if got is None else {"stream_bytes_per_s": float(f"{got:.4g}")}
 
 

@@ -21,7 +21,7 @@ from ..model.arch import ModelArch
 from ..results import record
 from ..scheme.axes import TensorQuant
 from ..scheme.formats import get_format
-from .attention_tables import AttentionGrid
+from .attention_tables import AttentionGrid, kv_token_bytes
 
 if TYPE_CHECKING:
     from .efficiency import Efficiency
@@ -38,6 +38,10 @@ class AttentionCost:
     sliding_layers: int
     window: int | None
     source: str  # the table id
+    # a grouped-query table's KV read from memory: one token's K and V in one layer on this GPU, and the rate the table
+    # sustains (None: no bound; :func:`~.attention_tables.kv_stream_rate`)
+    kv_token_bytes: float = 0.0
+    stream_rate: float | None = None
 
     @property
     def layers(self) -> int:
@@ -49,10 +53,16 @@ class AttentionCost:
         g = self.grid
         if g is None or batch <= 0:
             return None
-        t = self.full_layers * g.at(batch, kv_len)
+        t = self.full_layers * self._layer(g, batch, kv_len)
         if self.sliding_layers and self.window:
-            t += self.sliding_layers * g.at(batch, min(kv_len, float(self.window)))
+            t += self.sliding_layers * self._layer(g, batch, min(kv_len, float(self.window)))
         return t
+
+    def _layer(self, g: AttentionGrid, batch: float, kv: float) -> float:
+        """One layer's call: the table's, never below reading the layer's cache at the rate the table sustains
+        from memory (a decode step reads it from memory; the harness may have cached it in the L2)."""
+        t = g.at(batch, kv)
+        return t if self.stream_rate is None else max(t, batch * kv * self.kv_token_bytes / self.stream_rate)
 
     def floor(self) -> float:
         """The least a step's attention costs: one launch floor per attention layer."""
@@ -98,6 +108,7 @@ def attention_cost(eff: Efficiency, arch: ModelArch, kv: TensorQuant | None, tp:
     g = geometry(arch)
     grid = None
     dt = kv_dtype(kv)
+    per_token, rate = 0.0, None
     if dt is not None and arch.num_heads % tp == 0:
         heads = arch.num_heads // tp
         if arch.is_mla:
@@ -106,6 +117,8 @@ def attention_cost(eff: Efficiency, arch: ModelArch, kv: TensorQuant | None, tp:
             if grid is not None and mla is not None:
                 table = mla
         else:
-            grid = table.grid(heads, max(1, arch.num_kv_heads // tp), arch.head_dim, dt)
+            kv_heads = max(1, arch.num_kv_heads // tp)
+            grid = table.grid(heads, kv_heads, arch.head_dim, dt)
+            per_token, rate = kv_token_bytes(kv_heads, arch.head_dim, dt), table.stream_rate
     return AttentionCost(grid=grid, floor_s=table.floor_s, full_layers=g.full_layers, sliding_layers=g.sliding_layers,
-                         window=g.window, source=table.meta.id)
+                         window=g.window, source=table.meta.id, kv_token_bytes=per_token, stream_rate=rate)

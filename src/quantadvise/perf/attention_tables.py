@@ -7,7 +7,24 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..results import record
-from .kernel_tables import MSeries, TableMeta, cell_values, column_line
+from .kernel_tables import L2_MARGIN, MSeries, TableMeta, cell_values, column_line
+
+
+def kv_token_bytes(kv_heads: int, head_dim: int, kv_dtype: str) -> int:
+    """Bytes of one token's K and V in one layer of a grouped-query cache (``kv_dtype``: the tables' bf16 / fp8)."""
+    return 2 * kv_heads * head_dim * (1 if kv_dtype == "fp8" else 2)
+
+
+def kv_stream_rate(t: AttentionTable, l2_bytes: int | None) -> float | None:
+    """The KV read a grouped-query decode-attention table sustains from memory (bytes/s): its fastest call among those
+    whose cache (batch x KV length x :func:`kv_token_bytes`) is at least :data:`~.kernel_tables.L2_MARGIN` times the
+    GPU's L2 (``l2_bytes``). The collectors repeat the call, so a cache that fits the L2 is read from it (on the L40S,
+    caches up to ~64 MB at a median 1.6-1.8 TB/s against 864 GB/s of memory); a decode step reads each layer's cache
+    from memory, the weights of the other layers evicting it. None: no call that large."""
+    floor = L2_MARGIN * (l2_bytes or 0)
+    rates = [b * x * per / tt for (_h, kvh, d, dt), rows in t.cells.items() for per in (kv_token_bytes(kvh, d, dt),)
+             for b, row in rows.items() for x, tt in zip(t.kvs, row, strict=True) if tt and b * x * per >= floor]
+    return max(rates, default=None)
 
 
 class AttentionTable:
@@ -33,6 +50,12 @@ class AttentionTable:
         if text:
             self._split_all()
         self.floor_s = self.measured_floor()
+
+    @property
+    def stream_rate(self) -> float | None:
+        """The KV read the table sustains from memory (bytes/s, :attr:`TableMeta.stream_bytes_per_s`; None: no bound
+        on file)."""
+        return self.meta.stream_bytes_per_s
 
     def measured_floor(self) -> float:
         """The launch floor from the rows (seconds): the median over head configurations of one sequence at the

@@ -74,9 +74,9 @@ class TableMeta(Strict):
     # decode attention: the table's launch floor (:attr:`~quantadvise.perf.attention_tables.AttentionTable.floor_s`, microseconds), written with the
     # table so that a lookup reads only the head configuration it prices (tests/data/test_tables.py recomputes it)
     floor_us: float | None = Field(default=None, gt=0)
-    # GEMM: the weight stream the table sustains from memory, bytes per second (:func:`dram_stream_rate`, written with
-    # the table; tests/data/test_tables.py recomputes it): no call of a decode step is priced below its weight at this
-    # rate (:func:`from_dram`)
+    # GEMM / grouped-query decode attention: the weight / KV stream the table sustains from memory, bytes per second
+    # (:func:`dram_stream_rate`, :func:`.attention_tables.kv_stream_rate`; written with the table, recomputed by
+    # tests/data/test_tables.py): no call of a decode step is priced below its bytes at this rate
     stream_bytes_per_s: float | None = Field(default=None, gt=0)
     source: str
     as_of: date

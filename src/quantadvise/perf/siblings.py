@@ -14,7 +14,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Literal
 
 from ..results import Strict
-from .attention_tables import AttentionTable
+from .attention_tables import AttentionTable, kv_token_bytes
 from .kernel_tables import GemmTable, TableIndex, own_points, transferred
 
 if TYPE_CHECKING:
@@ -133,12 +133,17 @@ class SiblingAttention(AttentionTable):
             if raw is None:
                 return None
             _h, kv_heads, head_dim, dt = key
-            per_token = 2 * kv_heads * head_dim * (1 if dt == "fp8" else 2)  # K and V, one layer
+            per_token = kv_token_bytes(kv_heads, head_dim, dt)
             rate = self.efficiency * self.bandwidth
             got = self._cells[key] = {
                 b: tuple(max(t, b * x * per_token / rate) if t is not None else None
                          for x, t in zip(self.kvs, row, strict=True)) for b, row in raw.items()}
         return got
+
+    @property
+    def stream_rate(self) -> float | None:
+        """None: the KV read at this GPU's bandwidth already bounds every call (:meth:`_config`)."""
+        return None
 
     @property
     def cells(self) -> dict[tuple[int, int, int, str], dict[int, tuple[float | None, ...]]]:
