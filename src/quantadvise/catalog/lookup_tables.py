@@ -258,11 +258,12 @@ def kernel_table_checks(gpu_id: str) -> dict[str, Any] | None:
 
 
 def kernel_table_gpus() -> tuple[str, ...]:
-    """The GPUs with shipped lookup tables."""
+    """The GPUs with shipped lookup tables: each index ``<gpu>.yaml`` beside its folder of tables (the folder's other
+    files — bands, stream factors, siblings — have none)."""
     folder = loader.data_dir() / "kernel_tables"
     if not folder.is_dir():
         return ()
-    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in ("bands", "stream_factors", "siblings")))
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml") if (folder / p.stem).is_dir()))
 
 
 def validate_kernel_tables() -> int:
