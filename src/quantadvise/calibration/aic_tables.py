@@ -369,7 +369,7 @@ def _file_of(table_id: str) -> str:
 def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, out: Path, as_of: date,
                l2_bytes: int | None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Write one GPU's tables under ``out/<gpu>/`` and return its index document (``out/<gpu>.yaml``);
-    ``l2_bytes``: the GPU's L2 (:func:`gemm_stream_rate`)."""
+    ``l2_bytes``: the GPU's L2 (each GEMM and grouped-query attention table's sustained stream, :func:`_stream_field`)."""
     gid = SYSTEMS[system]
     folder = out / gid
     metas: list[dict[str, Any]] = []
@@ -401,17 +401,16 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
                                   "unit: microseconds per call (blank: no row); columns: n, k, then one per M"])
         shipped = drop_glitches(text, 2, gemm_groups)
         _write_gz(folder / _file_of(spec.id), shipped)
-        metas.append({"id": spec.id, "file": _file_of(spec.id), "engine": spec.engine, "engine_version": spec.version,
-                      "kernel": spec.kernel, "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
-                      "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver,
-                      "license": LICENSE, "table": rel, "device": device,
-                      "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector], "rows": n, "note": spec.note,
-                      "source": source, "as_of": as_of})
-        metas[-1] = {**metas[-1], **stream_rate(metas[-1], shipped, l2_bytes)}
+        row = {"id": spec.id, "file": _file_of(spec.id), "engine": spec.engine, "engine_version": spec.version,
+               "kernel": spec.kernel, "kernel_source": ks, "math": spec.math, "weight_bytes": spec.weight_bytes,
+               "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver, "license": LICENSE,
+               "table": rel, "device": device, "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector],
+               "rows": n, "note": spec.note, "source": source, "as_of": as_of}
+        rate = dram_stream_rate(parse_gemm(TableMeta.model_validate(row), shipped), l2_bytes)
+        metas.append({**row, **_stream_field(rate)})
     quants = _export_quant(root, core_version, system, folder, as_of)
     moes = _export_moe(root, core_version, system, folder, as_of)
-    attn = [{**a, **stream_rate(a, gzip.decompress((folder / a["file"]).read_bytes()).decode(), l2_bytes)}
-            for a in _export_attention(root, core_version, system, folder, as_of)]
+    attn = _export_attention(root, core_version, system, folder, as_of, l2_bytes)
     attn += _export_mla(root, core_version, system, folder, as_of)
     have = {m["id"] for m in metas}
     same = [{"kernel": k, **({"weight_bits": b} if b else {}), "table": tid, "why": why,
@@ -505,14 +504,10 @@ def _export_moe(root: Path, core_version: str, system: str, folder: Path, as_of:
     return out
 
 
-def stream_rate(row: dict[str, Any], text: str, l2_bytes: int | None) -> dict[str, Any]:
-    """A GEMM or grouped-query decode-attention table's index fields past its row's: the stream it sustains from
-    memory (``stream_bytes_per_s``: :func:`~quantadvise.perf.kernel_tables.dram_stream_rate`,
-    :func:`~quantadvise.perf.attention_tables.kv_stream_rate`), read from its shipped text ({}: no cell that large)."""
-    meta = TableMeta.model_validate(row)
-    got = (kv_stream_rate(parse_attention(meta, text), l2_bytes) if meta.kernel == "attention-decode"
-           else dram_stream_rate(parse_gemm(meta, text), l2_bytes))
-    return {} if got is None else {"stream_bytes_per_s": float(f"{got:.4g}")}
+def _stream_field(rate: float | None) -> dict[str, Any]:
+    """A table's ``stream_bytes_per_s`` index field (:func:`~quantadvise.perf.kernel_tables.dram_stream_rate`,
+    :func:`~quantadvise.perf.attention_tables.kv_stream_rate`; none: no call large enough)."""
+    return {} if rate is None else {"stream_bytes_per_s": float(f"{rate:.4g}")}
 
 
 def _inter_align(kid: str, engine: str, version: str) -> dict[str, Any]:
@@ -522,9 +517,10 @@ def _inter_align(kid: str, engine: str, version: str) -> dict[str, Any]:
 
 def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_of: date, *, op: str, name: str,
                    kernel: str, engines: tuple[str, ...], unit: str, collector: str, note: str,
-                   prepare: Callable[[Any], Any] | None = None) -> list[dict[str, Any]]:
+                   prepare: Callable[[Any], Any] | None = None, l2_bytes: int | None = None) -> list[dict[str, Any]]:
     """One decode-attention table per engine (``<engine>/<kernel>``) from the core's ``<op>/<engine>/*/<name>``:
-    the rows :func:`attention_csv` writes (``prepare`` first shapes a table that lacks its columns)."""
+    the rows :func:`attention_csv` writes (``prepare`` first shapes a table that lacks its columns), its launch
+    floor and, given the GPU's L2 (grouped-query tables), the KV read it sustains from memory."""
     out = []
     for engine in engines:
         got = core_table(root, system, op, engine, None, name)
@@ -547,20 +543,17 @@ def _export_decode(root: Path, core_version: str, system: str, folder: Path, as_
                                "collector": f"ai-dynamo/aiconfigurator collector/{engine}/{collector} (generation: "
                                "one new token per sequence attending isl + step cached tokens)",
                                "rows": n, "note": note}
-        meta = TableMeta.model_validate({**row, "source": source, "as_of": as_of})
-        out.append({**row, "floor_us": attention_floor_us(meta, shipped), "source": source, "as_of": as_of})
+        table = parse_attention(TableMeta.model_validate({**row, "source": source, "as_of": as_of}), shipped)
+        rate = kv_stream_rate(table, l2_bytes) if l2_bytes is not None else None
+        out.append({**row, "floor_us": round(table.measured_floor() * 1e6, 6), **_stream_field(rate),
+                    "source": source, "as_of": as_of})
     return out
 
 
-def attention_floor_us(meta: TableMeta, text: str) -> float:
-    """A decode attention table's launch floor as its index records it (``TableMeta.floor_us``, microseconds):
-    read from every row of its shipped text."""
-    return round(parse_attention(meta, text).measured_floor() * 1e6, 6)
-
-
-def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date) -> list[dict[str, Any]]:
+def _export_attention(root: Path, core_version: str, system: str, folder: Path, as_of: date,
+                      l2_bytes: int | None) -> list[dict[str, Any]]:
     return _export_decode(root, core_version, system, folder, as_of, op="attention", name="generation_attention_perf",
-                          kernel="attention-decode", engines=ATTENTION_ENGINES,
+                          kernel="attention-decode", engines=ATTENTION_ENGINES, l2_bytes=l2_bytes,
                           unit="unit: microseconds per call (one layer); columns: heads, kv_heads, head_dim, "
                                "kv_dtype, batch, then one per KV length (isl + step)",
                           collector="collect_attn.py",

@@ -15,8 +15,8 @@ cell's times along the table's M grid. :meth:`MSeries.at` then reads M the way t
   the smallest M's time (one row is never cheaper than the call's fixed cost).
 
 Past the table's largest N or K the largest cell's work is scaled to the shape, its per-call overhead kept
-(:func:`_past`; below the smallest, the smallest cell): the lookup never fits anything inside the table. Nothing is dropped: every row of the table, the +1 rows
-included, is a point of the series.
+(:func:`_past`; below the smallest, the smallest cell): the lookup never fits anything inside the table.
+Nothing is dropped: every row of the table, the +1 rows included, is a point of the series.
 
 Three transformations price kernels that have no table of their own from one that has (the kernel
 being priced is named in the table index, ``data/kernel_tables/<gpu>.yaml``):
