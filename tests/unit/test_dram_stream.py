@@ -127,3 +127,23 @@ def test_an_l40s_decode_step_reads_its_kv_cache_from_memory():
     assert 0.7 * L40S_BW < rate < 1.02 * L40S_BW
     r = api.roofline("meta-llama/Meta-Llama-3-8B", "bf16", gpu="l40s", batches="4", ctx=4096, engine="vllm")
     assert r.points[0].time.attention_s >= 32 * cache / rate * (1 - 1e-3)
+
+
+@pytest.mark.parametrize(("gpu", "expect_any"), [("l40s", True), ("h100-sxm", False)])
+def test_validate_counts_the_calls_each_table_timed_from_the_l2(gpu, expect_any):
+    # `quantadvise validate <gpu>` names, per GEMM table, the cells whose call at the smallest M streams the weight
+    # faster than the table's fastest cell of at least twice the L2 (recomputed here from the file): L40S CUTLASS
+    # fp8 has such cells (4096 x 3072: 1.55 TB/s against ~0.70), the H100's tables none
+    import quantadvise as api
+
+    l2 = {"l40s": L40S_L2, "h100-sxm": H100_L2}[gpu]
+    lookup = {c.table: c for c in api.validate(gpu).lookup}
+    for meta in catalog.kernel_tables(gpu).index.tables:
+        wb, cells = _first_times(gpu, meta.id)
+        rate = _sustained(wb, cells, l2)
+        fast = sum(1 for (n, k), t in cells.items() if n * k * wb / t > rate * (1 + 1e-3))
+        assert lookup[meta.id].from_l2 == pytest.approx(fast, abs=1), meta.id
+    counts = [lookup[m.id].from_l2 for m in catalog.kernel_tables(gpu).index.tables]
+    assert (sum(counts) > 0) == expect_any
+    if expect_any:
+        assert lookup["vllm/cutlass-fp8"].from_l2 > 40

@@ -77,6 +77,9 @@ class TableCheck(Out):
     # the largest held-out step error that no reading between a shape's two neighbouring cells can avoid (each
     # shape's time kept between its neighbours' at that M: :func:`reach_floor`); None: not computed (fused MoE)
     floor: float | None = None
+    # the cells whose call at the smallest M streams the weight faster than the table sustains from memory: timed
+    # from the L2, priced at that stream (:func:`~quantadvise.perf.kernel_tables.from_dram`); None: no rate on file
+    from_l2: int | None = None
 
 
 class SubstituteCheck(Out):
@@ -232,11 +235,14 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
         where += [f"{w} ({missing} held out)" for w in here]
         floor = max(floor, reach_floor(t, along))
     worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
+    rate = t.stream_rate  # on file to four significant digits: a cell within that rounding is the rate's own
+    fast = None if rate is None else sum(1 for (n, k), row in t.cells.items() if n * k * t.meta.weight_bytes
+                                         > rate * (1 + 5e-4) * next(x for x in row if x is not None))
     return ({"rows": stats(own, "the lookup at the table's own rows"),
              "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours in N "
                                    "at its K, and in K at its N"),
              "calls": stats(calls, "leave-one-shape-out: every call of those shapes"), "worst": worst,
-             "floor": round(floor, 4)}, steps)
+             "floor": round(floor, 4), **({} if fast is None else {"from_l2": fast})}, steps)
 
 
 def reach_floor(t: GemmTable, along: Literal["n", "k"]) -> float:
@@ -464,7 +470,7 @@ def table_check(gpu: str, meta_engine_version: str, table: GemmTable | MoeTable,
     return TableCheck(gpu=gpu, table=table.id, kernel=table.meta.kernel, engine=table.meta.engine,
                       engine_version=meta_engine_version, rows=ErrorStats(**checks["rows"]), steps=ErrorStats(**st),
                       calls=ErrorStats(**checks["calls"]), worst=checks["worst"], kind="fused-moe" if moe else "gemm",
-                      floor=checks.get("floor"),
+                      floor=checks.get("floor"), from_l2=checks.get("from_l2"),
                       within=st["n"] > 0 and st["median"] <= LOOKUP_MEDIAN_BAR and st["max"] <= LOOKUP_MAX_BAR)
 
 

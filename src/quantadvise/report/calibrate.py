@@ -207,6 +207,12 @@ def lookup_table(r: ValidationResult, width: int | None = None) -> str:
                    "max <= 20%; floor: the largest step error no reading between each shape's two neighbouring "
                    "cells can avoid (above 20%: the table's own irregularity, beyond any interpolation)", width,
                    subsequent="  "), t.render(width)]
+    fast = [c for c in r.lookup if c.from_l2]
+    if fast:
+        lines += wrap("cells timed from the L2, per table (their call at the smallest M streams the weight faster than "
+                      "the table sustains from memory; a decode step reads it from memory, so predictions price them "
+                      "at that stream, docs/calibration.md §11): " + ", ".join(f"{c.table} {c.from_l2}" for c in fast),
+                      width, subsequent="  ")
     if r.substitutes:
         lines += ["", *wrap("stand-ins where the true kernel is measured (held-out steps: median / p68 / max):", width)]
         for x in r.substitutes:
