@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..hardware import GPU
-from ..perf.kernel_tables import GemmTable, MSeries, composed, minus
+from ..perf.kernel_tables import GemmTable, MSeries, composed, first_call, minus
 from ..perf.lookup import QUANT_TABLES, TableSet, choose_table, op_series
 from ..perf.moe_tables import MoeTable
 from ..perf.moe_tables import leave_one_out as moe_leave_one_out
@@ -237,7 +237,7 @@ def table_checks(t: GemmTable) -> tuple[dict[str, Any], list[float]]:
     worst = where[max(range(len(steps)), key=steps.__getitem__)] if steps else ""
     rate = t.stream_rate  # on file to four significant digits: a cell within that rounding is the rate's own
     fast = None if rate is None else sum(1 for (n, k), row in t.cells.items() if n * k * t.meta.weight_bytes
-                                         > rate * (1 + 5e-4) * next(x for x in row if x is not None))
+                                         > rate * (1 + 5e-4) * (first_call(row) or 0.0))
     return ({"rows": stats(own, "the lookup at the table's own rows"),
              "steps": stats(steps, "leave-one-shape-out: decode-step shape sets, each shape from its neighbours in N "
                                    "at its K, and in K at its N"),

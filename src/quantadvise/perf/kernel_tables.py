@@ -316,7 +316,7 @@ class GemmTable:
             if not keys:
                 return 0.0
             got = self.cell(*min(keys, key=lambda c: (c[0] * c[1], c)))
-            self._floor = next((t for t in got or () if t is not None), 0.0)
+            self._floor = first_call(got or ()) or 0.0
         return self._floor
 
     @property
@@ -384,6 +384,11 @@ class GemmTable:
         assert got is not None
         done = self._filled[(n, k)] = filled(self.ms, got)
         return done
+
+
+def first_call(row: tuple[float | None, ...]) -> float | None:
+    """A cell's call at the smallest M it was timed at (None: no value)."""
+    return next((x for x in row if x is not None), None)
 
 
 def own_points(ms: tuple[float, ...], got: tuple[float | None, ...]) -> MSeries:
@@ -525,7 +530,7 @@ def dram_stream_rate(t: GemmTable, l2_bytes: int | None) -> float | None:
     cell that large."""
     floor = L2_MARGIN * (l2_bytes or 0)
     rates = [n * k * t.meta.weight_bytes / first for (n, k), row in t.cells.items()
-             if n * k * t.meta.weight_bytes >= floor and (first := next((x for x in row if x), None))]
+             if n * k * t.meta.weight_bytes >= floor and (first := first_call(row))]
     return max(rates, default=None)
 
 

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Mapping
 
 from ..results import record
-from .kernel_tables import MSeries, TableMeta, _extend, cell_values, filled, own_points
+from .kernel_tables import MSeries, TableMeta, _extend, cell_values, filled, first_call, own_points
 from .ops import expected_experts
 
 MoeKey = tuple[int, int, int, int, int]  # hidden, inter (whole model), top-k, experts, tp
@@ -82,7 +82,7 @@ class MoeTable:
         if self._floor is None:
             keys = [*self._cells, *self._raw]
             got = self.cell(min(keys, key=lambda c: (c[0] * c[1] // max(c[4], 1) * c[2], c))) if keys else None
-            self._floor = next((t for t in got or () if t is not None), 0.0)
+            self._floor = first_call(got or ()) or 0.0
         return self._floor
 
     def cell(self, key: MoeKey) -> tuple[float | None, ...] | None:
