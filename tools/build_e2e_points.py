@@ -57,7 +57,7 @@ KEPT = ("S8",)
 HELDOUT = ("S1", "S2/qwen3-32b", "S2/inferencex-2026-03-25", "S2/llama-3.1-8b-fp8-vllm", "S6", "S7",
            "S8/deepseek-r1-distill-llama-70b", "S8/deepseek-r1-distill-qwen-7b", "S8/deepseek-r1-distill-qwen-32b")
 
-GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "a100": "a100-80gb", "mi300x": "mi300x",
+GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "b300": "b300", "a100": "a100-80gb", "mi300x": "mi300x",
         "mi325x": "mi325x", "mi355x": "mi355x"}
 
 CONFIGS = {  # model as published -> the config.json priced: bundled id, or validation/models/<file>

@@ -33,7 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "aiconfigurator-core==0.12.0"
 # quantadvise GPU id -> aiconfigurator system
-SYSTEMS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200", "a100-80gb": "a100_sxm",
+SYSTEMS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200", "b300": "b300_sxm",
+           "gb300": "gb300", "a100-80gb": "a100_sxm",
            "h100-pcie": "h100_pcie", "rtx-pro-6000": "rtx_pro_6000_server", "l4": "l4"}
 # tables whose figures reflect one collection host's topology, not the GPU (kept out: node facts only)
 NO_CURVES = {"l4": "the package has no communication tables for l4"}

@@ -17,6 +17,7 @@ from quantadvise.errors import UnknownNameError
 @pytest.mark.parametrize(("name", "gid"), [
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H100 NVL", "h100-nvl"),
     ("NVIDIA H200", "h200"), ("NVIDIA H20", "h20"), ("NVIDIA B200", "b200"), ("NVIDIA GB200", "gb200"),
+    ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA GB300", "gb300"),
     ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A10", "a10"),
     ("NVIDIA A10G", "a10g"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
     ("NVIDIA GeForce RTX 5090", "rtx-5090"), ("NVIDIA RTX A6000", "rtx-a6000"), ("Tesla T4", "t4"),

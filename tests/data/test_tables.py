@@ -230,7 +230,7 @@ def test_a_bundled_family_reads_as_its_yaml_folder(tmp_path, monkeypatch):
         assert bundle.read(outside) is None, outside
 
 
-@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "h100-sxm", "h200", "l40s"])
+@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200", "l40s"])
 def test_the_recorded_bands_are_the_held_out_checks_of_the_tables_on_file(gpu):
     # data/kernel_tables/bands.yaml (what every prediction's ± reads) and checks/<gpu>.yaml are written by
     # tools/import_aiconfigurator.py (--tables, or --checks after a change to the lookup); a change to the lookup
@@ -248,7 +248,7 @@ def test_the_recorded_bands_are_the_held_out_checks_of_the_tables_on_file(gpu):
         assert {k: c["steps"][k] for k in keys} == {k: checks["kernels"][tid]["steps"][k] for k in keys}, tid
 
 
-@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "h100-sxm", "h200", "l40s"])
+@pytest.mark.parametrize("gpu", ["a100-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200", "l40s"])
 def test_an_attention_tables_recorded_floor_and_its_configurations_read_alone_are_its_rows(gpu):
     # the index records each decode attention table's launch floor (floor_us, written by the exporter) so that a
     # lookup splits only the head configuration it prices out of the text: the floor must be the one every row
@@ -302,3 +302,14 @@ def test_each_tables_recorded_stream_is_its_fastest_call_too_large_to_stay_cache
                     if us is not None and b * x * per_token >= 2 * l2:
                         best = max(best, b * x * per_token / us)
         assert meta.stream_bytes_per_s == pytest.approx(best, rel=5e-4), meta.id
+
+
+@pytest.mark.parametrize("gpu", ["b300", "gb300"])
+def test_a_gpu_whose_l2_is_not_on_file_records_no_stream(gpu):
+    # the stream a table sustains from memory is read among the cells at least twice the GPU's L2; B300 and GB300
+    # have no published L2 size (data/hardware.yaml: null), so no cell can be told cached from streamed and no table
+    # records a stream (the lookup reads the tables as published, as on B200, whose tables time none faster)
+    assert catalog.get_gpu(gpu).l2_cache_bytes is None
+    tables = catalog.kernel_tables(gpu)
+    assert tables.index.tables and tables.index.attention
+    assert all(m.stream_bytes_per_s is None for m in (*tables.index.tables, *tables.index.attention))

@@ -46,9 +46,11 @@ def test_the_census_is_mostly_measured_or_same_math():
     assert len(served) == 97
     assert r.measured_or_same_math >= 0.70 and r.passed
     assert not r.roofline_with_table
-    # by default every GPU with tables: GB200's as well (22 cells more, its W4A8 refused as on B200)
+    # by default every GPU with tables: GB200's, B300's and GB300's as well (22 cells more each, their W4A8 refused as
+    # on B200): 8 x 22 = 176
     every = api.census()
-    assert "gb200" in every.gpus and len(every.rows) == 132 and every.passed and not every.roofline_with_table
+    assert {"gb200", "b300", "gb300"} <= set(every.gpus) and len(every.rows) == 176
+    assert every.passed and not every.roofline_with_table
 
 
 @pytest.mark.parametrize("gpu", ("a100-80gb", "l40s"))
@@ -527,12 +529,13 @@ def test_an_h100_pcie_call_is_the_sxm_call_moved_to_its_bandwidth_and_peak():
 def test_a_gpu_priced_with_a_sibling_s_tables_says_so_and_carries_the_move_s_band():
     # before: H100 PCIe, H100 NVL and A100 40GB were priced by the default roofline (its band on the tables: 53% at the
     # 68th percentile on H100 SXM, data/kernel_tables/bands.yaml). Now by the SXM's / 80GB's tables, moved; the band is
-    # the sibling's own (H100 SXM measured: 3.70%) and the move's (7.73%: each of H100 SXM / H200 and B200 / GB200
-    # priced from the other's tables, tools/fit_siblings.py) in quadrature: sqrt(0.0370^2 + 0.0773^2) = 8.57%
+    # the sibling's own (H100 SXM measured: 3.70%) and the move's (7.38%: each of H100 SXM / H200, B200 / GB200 and
+    # B300 / GB300 priced from the other's tables, tools/fit_siblings.py) in quadrature: sqrt(0.0370^2 + 0.0738^2)
+    # = 8.26%
     bands = catalog.uncertainty_bands("h100-pcie")
-    assert bands["measured"] == pytest.approx((0.0370 ** 2 + 0.0773 ** 2) ** 0.5, abs=2e-4)
-    # attention: H100 SXM's own attention band (3.21%) and the attention rule's (4.41%): sqrt(0.0321^2 + 0.0441^2)
-    assert bands["attention"] == pytest.approx((0.0321 ** 2 + 0.0441 ** 2) ** 0.5, abs=2e-4)
+    assert bands["measured"] == pytest.approx((0.0370 ** 2 + 0.0738 ** 2) ** 0.5, abs=2e-4)
+    # attention: H100 SXM's own attention band (3.21%) and the attention rule's (4.57%): sqrt(0.0321^2 + 0.0457^2)
+    assert bands["attention"] == pytest.approx((0.0321 ** 2 + 0.0457 ** 2) ** 0.5, abs=2e-4)
     r = api.roofline(L8, "bf16,fp8-dynamic", gpu="h100-pcie", batches="1", ctx=0, engine="vllm")
     s = _schemes(r)
     assert s["bf16"].curve == "vllm/cublas-bf16" and s["fp8-dynamic"].curve == "vllm/cutlass-fp8"
@@ -562,14 +565,16 @@ def test_an_h100_pcie_attention_call_is_the_sxm_call_or_its_kv_read_at_pcie_band
 
 
 def test_the_move_beats_the_roofline_where_both_gpus_are_measured():
-    # H200 priced from H100 SXM's tables and back, and GB200 from B200's and back (17,344 decode steps): within 7.7% at
-    # the 68th percentile, where the default roofline misses the same tables by 53-75% (bands.yaml roofline)
+    # H200 priced from H100 SXM's tables and back, GB200 from B200's and GB300 from B300's and back (26,671 decode
+    # steps): within 7.4% at the 68th percentile, where the default roofline misses the same tables by 53-76%
+    # (bands.yaml roofline)
     from quantadvise.catalog.lookup_tables import siblings
 
     t = siblings().transfer
-    assert t.pairs == ("b200 -> gb200", "gb200 -> b200", "h100-sxm -> h200", "h200 -> h100-sxm") and t.n >= 17000
+    assert t.pairs == ("b200 -> gb200", "b300 -> gb300", "gb200 -> b200", "gb300 -> b300", "h100-sxm -> h200",
+                       "h200 -> h100-sxm") and t.n >= 26000
     assert t.p68 < 0.08 and t.median < 0.06
-    # decode attention: within 4.4% at the 68th percentile (262,912 calls) where the roofline with the launch floor
+    # decode attention: within 4.6% at the 68th percentile (394,052 calls) where the roofline with the launch floor
     # misses the same tables by 37-47% (bands.yaml attention-roofline)
     a = siblings().attention_transfer
     assert a.n > 200_000 and a.p68 < 0.05
@@ -638,3 +643,34 @@ def test_the_reach_floor_says_which_worst_steps_no_interpolation_can_meet():
     # the H100 vLLM cuBLAS table's worst step (23.2%) is within reach (18.0%): its miss is the reading, not the data
     b, _ = table_checks(catalog.kernel_tables("h100-sxm").get("vllm/cublas-bf16"))
     assert b["floor"] < 0.2 < b["steps"]["max"]
+
+
+@pytest.mark.parametrize(("gpu", "int8_peak"), [("b300", 153.5e12), ("gb300", 165e12)])
+def test_a_composition_computes_at_this_gpus_peak_of_its_own_math(gpu, int8_peak):
+    # Blackwell Ultra cut the int8 tensor-core rate to 153.5 / 165 TOPS dense against 4.5 / 5 PFLOPS of fp8
+    # (aiconfigurator-core 0.12.0 systems/b300_sxm.yaml:13-14, gb300.yaml:13-14). With no int8 table on the GPU the
+    # CUTLASS int8 kernel is composed from the measured CUTLASS fp8 table; read at the fp8 table's rate it was priced
+    # as fast as fp8 at every M. Llama-3-8B's gate_up (28,672 x 4,096) at M = 4,096 cannot take less than its math at
+    # the int8 peak: 2 x 4096 x 28672 x 4096 / 153.5e12 = 6.27 ms on B300 (5.83 ms on GB300), ~30x the fp8 table's
+    # ~0.3 ms; at M = 1 it streams the same bytes as the fp8 call (1 byte per weight both).
+    from quantadvise.perf.lookup import choose_table, op_series
+
+    tables = catalog.kernel_tables(gpu)
+    int8 = choose_table(tables, "vllm", "cutlass-int8")
+    fp8 = choose_table(tables, "vllm", "cutlass-fp8")
+    assert int8.basis == "composed" and "its math" in int8.words() and int8.compute == pytest.approx(
+        catalog.get_gpu(gpu).peak("fp8") / int8_peak)
+    i8 = op_series(int8, tables, 28672, 4096, 1.0, subtract="static-quant")
+    f8 = op_series(fp8, tables, 28672, 4096, 1.0, subtract="static-quant")
+    ideal = 2 * 4096 * 28672 * 4096 / int8_peak
+    assert ideal <= i8.at(4096) <= 2 * ideal
+    assert i8.at(4096) > 10 * f8.at(4096)
+    assert i8.at(1) == pytest.approx(f8.at(1), rel=1e-3)  # the stream, plus the math of one row
+    for m in (16, 64, 256):  # never below the math at the peak, at any batch
+        assert i8.at(m) >= 2 * m * 28672 * 4096 / int8_peak
+    # B200 runs int8 at its fp8 rate (4.5 POPS dense, data/hardware.yaml): the composition is the fp8 table's call
+    b200 = catalog.kernel_tables("b200")
+    c = choose_table(b200, "vllm", "cutlass-int8")
+    assert c.compute == 1.0
+    assert op_series(c, b200, 28672, 4096, 1.0, subtract="static-quant").at(4096) == pytest.approx(
+        op_series(choose_table(b200, "vllm", "cutlass-fp8"), b200, 28672, 4096, 1.0, subtract="static-quant").at(4096))

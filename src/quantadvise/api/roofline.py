@@ -169,6 +169,7 @@ def roofline(
         contexts=contexts,
         prompt=prompt,
         gpus=gpus,
+        nvlink_domain=(c.nvlink_domain_gpus or 8) if gpus > 8 and (c := catalog.comm_system(g.id)) is not None else 8,
         scope=scope,
         curve_points=curve_points,
         notes=notes,

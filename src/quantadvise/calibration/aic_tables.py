@@ -39,7 +39,7 @@ LICENSE = "Apache-2.0"
 MIN_SIDE = 128  # shapes with N or K below this are not shipped (no engine runs a dense GEMM that small)
 # aiconfigurator system folder -> quantadvise GPU id (the GPUs the lookup tables cover)
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb", "l40s": "l40s", "b200_sxm": "b200",
-           "gb200": "gb200"}
+           "gb200": "gb200", "b300_sxm": "b300", "gb300": "gb300"}
 
 COLLECT = {
     "vllm": "collector/vllm/collect_gemm.py: vLLM RowParallelLinear.forward in a CUDA graph",
@@ -146,6 +146,9 @@ GEMM_SPECS: dict[str, list[Spec]] = {
     ],
 }
 GEMM_SPECS["gb200"] = list(GEMM_SPECS["b200_sxm"])  # one Blackwell GPU of a GB200: the same engines' tables
+# Blackwell Ultra (B300, one GPU of a GB300): the same engine releases timed the same kernels
+GEMM_SPECS["b300_sxm"] = list(GEMM_SPECS["b200_sxm"])
+GEMM_SPECS["gb300"] = list(GEMM_SPECS["b200_sxm"])
 # activation-quantization tables (summed where two): id -> (engine folder, tables, what)
 QUANT_SPECS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "vllm/static-quant": ("vllm", ("scale_matrix",), "static per-tensor fp8 quantization (static_scaled_fp8_quant)"),
@@ -175,16 +178,18 @@ SAME_MATH: tuple[tuple[str, int | None, str, str], ...] = (
     ("flashinfer-mxfp4", None, "vllm/flashinfer-cutedsl-nvfp4", "fp4 weights and activations on the fp4 tensor cores: "
      "vLLM's measured FlashInfer NVFP4 GEMM (block scales of 16 against MXFP4's 32)"),
 )
-# kernels with neither: composed from the engine's table of the math they run (kernel, math kernel, why)
-COMPOSED: tuple[tuple[str, str, str], ...] = (
-    ("cutlass-w4a8", "cutlass-fp8", "no dense W4A8 table: the int4 weight stream at the measured CUTLASS fp8 GEMM's "
-     "streaming rate, its fp8 math once the math binds"),
-    ("marlin", "cublas-bf16", "no Marlin or int4 weight-only table on this GPU: the int4 weight stream at the measured "
-     "cuBLAS GEMM's streaming rate, its bf16 math once the math binds"),
-    ("cutlass-int8", "cutlass-fp8", "no int8 table on this GPU: the measured CUTLASS fp8 GEMM (same bytes, same "
-     "tensor-core rate)"),
-    ("sgl-int8-scaled-mm", "sgl-fp8-scaled-mm", "no int8 table on this GPU: SGLang's measured fp8 scaled_mm (same bytes, "
-     "same tensor-core rate)"),
+# kernels with neither: composed from the engine's table of the math they run (kernel, math kernel, the math the
+# kernel computes on, why); where the GPU's peak of that math differs from the table's (int8 on Blackwell Ultra: 153.5
+# TOPS against 4.5 PFLOPS of fp8) the compute part is scaled by the peaks' ratio where the tables are loaded
+COMPOSED: tuple[tuple[str, str, str, str], ...] = (
+    ("cutlass-w4a8", "cutlass-fp8", "fp8", "no dense W4A8 table: the int4 weight stream at the measured CUTLASS fp8 "
+     "GEMM's streaming rate, its fp8 math once the math binds"),
+    ("marlin", "cublas-bf16", "bf16", "no Marlin or int4 weight-only table on this GPU: the int4 weight stream at the "
+     "measured cuBLAS GEMM's streaming rate, its bf16 math once the math binds"),
+    ("cutlass-int8", "cutlass-fp8", "int8", "no int8 table on this GPU: the measured CUTLASS fp8 GEMM (same bytes; its "
+     "math at the GPU's int8 tensor-core rate)"),
+    ("sgl-int8-scaled-mm", "sgl-fp8-scaled-mm", "int8", "no int8 table on this GPU: SGLang's measured fp8 scaled_mm "
+     "(same bytes; its math at the GPU's int8 tensor-core rate)"),
 )
 ATTENTION_ENGINES = ("vllm", "sglang")
 # fused-MoE tables: kernel id -> per engine, the kernel_source names that time it (exact; the first a release has)
@@ -406,7 +411,8 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
                "includes_quant": spec.includes_quant, "package": pkg, "package_version": pkg_ver, "license": LICENSE,
                "table": rel, "device": device, "collector": "ai-dynamo/aiconfigurator " + COLLECT[spec.collector],
                "rows": n, "note": spec.note, "source": source, "as_of": as_of}
-        rate = dram_stream_rate(parse_gemm(TableMeta.model_validate(row), shipped), l2_bytes)
+        # no L2 on file (B300, GB300): no cell can be told cached from streamed, so no stream is recorded
+        rate = dram_stream_rate(parse_gemm(TableMeta.model_validate(row), shipped), l2_bytes) if l2_bytes else None
         metas.append({**row, **_stream_field(rate)})
     quants = _export_quant(root, core_version, system, folder, as_of)
     moes = _export_moe(root, core_version, system, folder, as_of)
@@ -417,7 +423,7 @@ def export_gpu(root: Path, core_version: str, wheels: Path | None, system: str, 
              "source": "quantadvise calibration/aic_tables.py SAME_MATH", "as_of": as_of}
             for k, b, tid, why in SAME_MATH if tid in have]
     comp = [{"kernel": k, "math_kernel": mk, "why": why, "source": "quantadvise calibration/aic_tables.py COMPOSED",
-             "as_of": as_of} for k, mk, why in COMPOSED
+             "as_of": as_of, "math": math} for k, mk, math, why in COMPOSED
             if not any(s["kernel"] == k for s in same) and any(m["kernel"] == mk for m in metas)]
     return {"schema_version": 1, "gpu": gid, "source": f"{PACKAGE} {core_version} and {OLD_PACKAGE} wheels ({LICENSE}); "
             "tools/import_aiconfigurator.py --tables", "license": LICENSE, "as_of": as_of,

@@ -36,7 +36,8 @@ PACKAGE = "aiconfigurator-core"
 LICENSE = "Apache-2.0"
 # aiconfigurator system folder -> quantadvise GPU id
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb", "l40s": "l40s",
-           "b200_sxm": "b200", "gb200": "gb200", "rtx_pro_6000_server": "rtx-pro-6000"}
+           "b200_sxm": "b200", "gb200": "gb200", "b300_sxm": "b300", "gb300": "gb300",
+           "rtx_pro_6000_server": "rtx-pro-6000"}
 # (engine, kernel_source) -> (kernel id, activation quant inside the measured call, bytes per weight element)
 GEMM_KERNELS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("vllm", "torch.nn.functional.linear"): ("cublas-bf16", None),

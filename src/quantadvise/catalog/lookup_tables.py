@@ -128,7 +128,22 @@ def kernel_tables(gpu_id: str) -> TableSet | None:
             return tuple(r.model_copy(update={"stream_factor": f.factor, "stream_note": f.label()})
                          if (f := factors.get((r.kernel, getattr(r, "weight_bits", None)))) else r for r in rows)
         index = index.model_copy(update={"same_math": streamed(index.same_math), "composed": streamed(index.composed)})
-    return ShippedTables(index)
+    return ShippedTables(_computing(index, gpu_id))
+
+
+def _computing(index: Any, gpu_id: str) -> Any:
+    """``index`` with each composition's compute factor: the GPU's peak of its math table's math over its peak of
+    the math the kernel computes on (data/hardware.yaml); 1 where either is unknown."""
+    from .models import get_gpu
+
+    gpu = get_gpu(gpu_id)
+    maths = {t.kernel: t.math for t in index.tables}
+    rows = []
+    for c in index.composed:
+        have, need = gpu.peak(maths.get(c.math_kernel, "")), gpu.peak(c.math) if c.math else None
+        factor = have / need if have and need else 1.0
+        rows.append(c.model_copy(update={"compute_factor": factor}) if abs(factor - 1.0) > 1e-9 else c)
+    return index.model_copy(update={"composed": tuple(rows)})
 
 
 def sibling_of(gpu_id: str) -> Sibling | None:

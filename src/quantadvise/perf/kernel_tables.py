@@ -190,6 +190,8 @@ class Composed(Strict):
     # kernel (data/kernel_tables/stream_factors.yaml; 1: as fast)
     stream_factor: float = 1.0
     stream_note: str = ""
+    math: str | None = None  # the datapath the kernel computes on (hardware.MATH_FORMATS; None: the table's)
+    compute_factor: float = 1.0  # this GPU's peak of the table's math over its peak of ``math`` (set at load)
 
 
 class TableIndex(Strict):

@@ -53,6 +53,7 @@ class TableChoice:
     why: str
     stream: float = 1.0  # the kernel's weight stream is this many times slower than the table's kernel
     stream_note: str = ""  # the factor's evidence (:meth:`~.kernel_tables.StreamFactor.label`)
+    compute: float = 1.0  # a composition's math runs this many times slower than the table's (the GPU's peaks)
 
     @property
     def key(self) -> str:
@@ -64,6 +65,8 @@ class TableChoice:
         what = {"measured": "measured table", "same-math": "same-math table", "composed": "composed from table"}
         slower = (f", its weight stream {self.stream:.2f}x slower" + (f" ({self.stream_note})" if self.stream_note else "")
                   if self.stream != 1.0 else "")
+        if self.compute != 1.0:
+            slower += f", its math {self.compute:.3g}x slower (this GPU's peaks)"
         sibling = getattr(self.table, "sibling", None)  # a sibling GPU's table moved here (perf.siblings.SiblingGemm)
         moved = f", timed on {sibling} and moved to this GPU's bandwidth and peak" if sibling else ""
         return f"{what[self.basis]} {m.id} ({m.engine} {m.engine_version}{slower}{moved})"
@@ -95,7 +98,7 @@ def choose_table(tables: TableSet, engine: str, kernel: str, weight_bits: int | 
         if c.kernel == kernel:
             base = choose_table(tables, engine, c.math_kernel)
             if base is not None and base.basis == "measured":
-                return TableChoice("composed", base.table, c.why, c.stream_factor, c.stream_note)
+                return TableChoice("composed", base.table, c.why, c.stream_factor, c.stream_note, c.compute_factor)
     return None
 
 
@@ -107,7 +110,7 @@ def op_series(choice: TableChoice, tables: TableSet, n: float, k: float, stored_
     and the engine does not run (fused away)."""
     t = choice.table
     q = tables.get(QUANT_TABLES.get(subtract, "")) if subtract is not None else None
-    key = (n, k, stored_bytes, q, choice.basis, choice.stream)  # q: the table object itself (its GPU's table set)
+    key = (n, k, stored_bytes, q, choice.basis, choice.stream, choice.compute)  # q: the table object itself (its GPU's table set)
     got = t.derived.get(key)
     if got is None:
         got = t.derived[key] = _op_series(choice, n, k, stored_bytes, q)
@@ -122,10 +125,25 @@ def _op_series(choice: TableChoice, n: float, k: float, stored_bytes: float, q: 
         s = minus(s, qs.at)
     # other bytes than the timed call streamed (scales, another weight width), or streamed more slowly
     ratio = stored_bytes / t.meta.weight_bytes * choice.stream
-    if abs(ratio - 1.0) > 1e-9:
+    if choice.compute != 1.0:  # a composition whose math this GPU runs at another rate than the table's
+        s = other_math(s, ratio, choice.compute, t.floor_s)
+    elif abs(ratio - 1.0) > 1e-9:
         s = composed(s, ratio, t.floor_s) if choice.basis == "composed" else bytes_adjusted(s, ratio, t.floor_s)
     rate = t.stream_rate  # a decode step reads the weight from memory, however the harness cached it
     return s if rate is None else from_dram(s, n * k * stored_bytes * choice.stream, rate)
+
+
+def other_math(s: MSeries, mem_ratio: float, compute: float, overhead_s: float = 0.0, knee: float = 4.0) -> MSeries:
+    """A composition whose math runs ``compute`` times slower than the table's (int8 on Blackwell Ultra: 153.5 TOPS
+    against 4.5 PFLOPS of fp8): its weight stream as :func:`.kernel_tables.composed` reads it, its math the table's
+    fastest compute per row where the math binds (what a call holds beyond its stream, read through the blend, at
+    least the stream itself) times ``compute``, linear in M — what the table's time holds beyond the stream at small
+    M is the noise of two memory-bound calls, which a factor of ~30 would turn into time."""
+    o = min(overhead_s, 0.9 * s.ts[0])
+    mem = s.ts[0] - o
+    comp = [(m, max((t - o) ** knee - mem ** knee, 0.0) ** (1.0 / knee)) for m, t in zip(s.ms, s.ts, strict=True)]
+    per_row = min((c / m for m, c in comp if c >= mem), default=comp[-1][1] / s.ms[-1])
+    return s.map(lambda m, _t: o + ((mem_ratio * mem) ** knee + (compute * per_row * m) ** knee) ** (1.0 / knee))
 
 
 def quant_plan(table_quant: str | None, activation_quant: str, quant_kernel: str | None) -> tuple[str | None, bool]:

@@ -185,6 +185,7 @@ def roofline(
     contexts: str | int | list[int] | tuple[int, ...] = defaults.ROOFLINE_CONTEXTS,
     prompt: int | None = None,
     gpus: int = 1,
+    nvlink_domain: int = 8,
     scope: str = "full",
     curve_points: int = 0,
     notes: list[str] | None = None,
@@ -199,7 +200,7 @@ def roofline(
     ridge batches and pairwise crossovers. ``efficiencies[i]`` belongs to ``schemes[i]``;
     ``batches`` and ``contexts`` as :func:`.inputs.parse_batches` / :func:`.inputs.parse_contexts`
     read them; ``model_info`` = where the model came from (:class:`ModelInfo`'s keys). ``price`` adds
-    $/Mtok per point; ``spec`` each scheme's ridge with a K+1-token verification step; ``pareto``
+    $/Mtok per point; ``nvlink_domain``: the GPUs one NVLink domain joins (a warning past it); ``spec`` each scheme's ridge with a K+1-token verification step; ``pareto``
     = (output tokens, latency budgets): the serving points of :func:`.serving.pareto_sweep`."""
     if not schemes:
         raise InputError("give at least one scheme", field="scheme")
@@ -389,7 +390,7 @@ def roofline(
         notes.append(f"speculative decoding (K = {spec.tokens}, A = {spec.acceptance:g}: {spec.tokens_per_step:.2f} "
                      "tokens per step) prices the ridge column" + (" and the Pareto points" if sweep is not None else "")
                      + "; the points table is one token per sequence per step")
-    if gpus > 8 and gpu.id != "gb200":
+    if gpus > nvlink_domain:  # 8 on most platforms; an NVL72 rack (GB200, GB300) spans 72 (data/comm.yaml)
         warnings.append(f"tensor parallel over {gpus} GPUs crosses the 8-GPU NVLink/Infinity Fabric domain of most "
                         "platforms; the model still uses the per-GPU interconnect bandwidth")
 
