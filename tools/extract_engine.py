@@ -280,7 +280,7 @@ def build(w: Wheel, base: dict[str, Any], base_name: str, as_of: date | None, re
 
     for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "config_readings", "method_spellings", "platform_lists",
                     "dtype_checks",
-                    "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible"):
+                    "shorthands", "auto_kv", "messages", "config_rules", "marlin_compatible", "kernel_refusals"):
         for row in list(doc.get(section) or []):
             lines = cites.get((section, row["id"]))
             label = f"{section}[{row['id']}]"

@@ -89,7 +89,7 @@ def test_every_engine_row_has_source_and_as_of():
         doc = yaml.load(path.read_text(), Loader=fast)  # noqa: S506
         assert doc["source"] and doc["as_of"]
         for section in ("methods", "kv_cache_dtypes", "overrides", "rewrites", "compatible", "platform_lists",
-                        "shorthands", "auto_kv", "messages", "presets", "config_rules"):
+                        "shorthands", "auto_kv", "messages", "presets", "config_rules", "kernel_refusals"):
             for row in doc.get(section) or []:
                 assert row.get("source") and row.get("as_of"), f"{path.name}:{section}:{row.get('id')}"
 

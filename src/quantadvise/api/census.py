@@ -45,6 +45,9 @@ def census(gpus: list[str] | None = None, schemes: list[str] | None = None, *,
                     continue
                 k = eff.kernels
                 ch = k.layer_choice if k is not None else None
+                if ch is not None and any(r.kernel == ch.kernel.id and r.on(g.capability, g.platform)
+                                          for r in eng.kernel_refusals):
+                    ch = None  # the release picks the kernel and stops on it at start-up (vLLM's int8 on SM100+)
                 rows.append(CensusRow(gpu=gid, engine=eng.engine, engine_version=eng.version, scheme=sid,
                                       kernel=ch.kernel.id if ch is not None else None,
                                       basis=(k.basis if ch is not None else "n/a") if k is not None else "roofline",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from ..results import Strict
+from .kernel_refusals import KernelRefusal
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..checkpoint.quant import QArgs
@@ -499,6 +500,7 @@ class EngineData(Strict):
     compressed_tensors: CompressedTensors | None = None
     config_rules: tuple[ConfigRule, ...] = ()
     messages: tuple[Message, ...]
+    kernel_refusals: tuple[KernelRefusal, ...] = ()  # kernels that raise at start-up on some GPUs
     history: dict[str, dict[str, int]] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
 

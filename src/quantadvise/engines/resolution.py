@@ -373,6 +373,13 @@ def resolve(
         groups = _check_ct(ctx, engine, ck, capability, platform)
     elif ck is not None and method.scheme_gates:
         groups = _check_gates(ctx, engine, ck, method, capability)
+    # 14. the layers' kernels at the first forward pass: a kernel the release has no build of for this GPU
+    for r in engine.kernel_refusals:
+        hit = next((s for g in groups if r.applies(s := g.scheme_class or g.label, capability, platform)), None)
+        if hit is not None:
+            ctx.add(r.message, "error", f"{hit} layers run a kernel {engine.label} has no build of for compute "
+                    f"capability {capability}: the model loads, then the engine stops at its first forward pass "
+                    f"(start-up); {r.note}", subject=hit, capability=capability)
 
     kv_res = check_kv(ctx, engine, ck, method, kv, capability, platform)
     return done(method, groups, kv_res)

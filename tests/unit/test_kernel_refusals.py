@@ -1,0 +1,77 @@
+"""vLLM picks its CUTLASS scaled_mm kernel for every int8 W8A8 layer on CUDA, and that kernel has no int8 build on
+SM100 and up: the model loads, then the start-up profile run stops at the first int8 GEMM. Read by hand from each
+release's C++ sources (data/engines/vllm-*.yaml ``kernel_refusals``)."""
+
+from __future__ import annotations
+
+import pytest
+
+import quantadvise as api
+from quantadvise import catalog
+from quantadvise.checkpoint.parse import parse_quantization_config
+from quantadvise.engines.resolution import resolve
+
+# llm-compressor's W8A8 int8 preset as compressed-tensors writes it: per-channel int8 weights, dynamic per-token
+# int8 activations (the CompressedTensorsW8A8Int8 scheme in every vLLM release on file)
+W8A8_INT8 = {
+    "quant_method": "compressed-tensors", "format": "int-quantized",
+    "config_groups": {"group_0": {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True, "dynamic": False},
+        "input_activations": {"num_bits": 8, "type": "int", "strategy": "token", "symmetric": True, "dynamic": True},
+    }},
+    "ignore": ["lm_head"],
+}
+# vllm 0.11.2 .. 0.34.0 csrc/.../w8a8/cutlass/c3x/scaled_mm_helper.hpp: STD_TORCH_CHECK(false, "Int8 not supported on
+# SM", version_num, ". Use FP8 quantization instead, or run on older arch (SM < 100).") — the SM number appended
+NEW = "Int8 not supported on SM{}. Use FP8 quantization instead, or run on older arch (SM < 100)."
+
+
+def _errors(version: str, capability: int, platform: str = "cuda") -> list:
+    eng = catalog.get_engine("vllm", version)
+    res = resolve(eng, parse_quantization_config(W8A8_INT8), capability=capability, platform=platform)
+    return [f for f in res.findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.24.0", "0.15.1", "0.11.2"])
+@pytest.mark.parametrize("capability", [100, 103, 120])  # B200 / GB200, B300 / GB300, RTX 5090 / RTX PRO 6000
+def test_vllm_refuses_int8_w8a8_on_sm100_and_up_with_its_own_message(version, capability):
+    errs = _errors(version, capability)
+    assert [f.kind for f in errs] == ["cutlass_int8_unsupported"]
+    assert errs[0].engine_message == NEW.format(capability)
+    assert errs[0].engine_exception == "RuntimeError" and "scaled_mm_helper.hpp" in errs[0].source
+
+
+@pytest.mark.parametrize("capability", [80, 89, 90])
+def test_vllm_runs_int8_w8a8_below_sm100(capability):
+    assert _errors("0.34.0", capability) == []
+
+
+def test_older_releases_refuse_in_their_own_words():
+    # vllm 0.9.2: SM100 dispatches with no int8 function ("Int8 not supported for this architecture",
+    # c3x/scaled_mm_helper.hpp:28); SM120 has its own fp8-only entry (scaled_mm_c3x_sm120.cu:29-30)
+    assert _errors("0.9.2", 100)[0].engine_message == "Int8 not supported for this architecture"
+    assert _errors("0.9.2", 120)[0].engine_message == "Currently, only fp8 gemm is implemented for Blackwell"
+    # vllm 0.8.5.post1: every capability from 100 reaches the fp8-only SM100 entry (scaled_mm_c3x_sm100.cu:29-30)
+    assert _errors("0.8.5.post1", 100)[0].engine_message == "Currently, only fp8 gemm is implemented for Blackwell"
+    assert _errors("0.10.2", 103)[0].engine_message == "Int8 not supported for this architecture"
+
+
+def test_sglang_and_rocm_are_not_this_kernel():
+    # the refusal is vLLM's CUTLASS kernel on CUDA: ROCm runs AITER / Triton int8 (capability 94 from gfx942 is below
+    # 100 anyway, so check a platform that is not CUDA at a capability that would be refused on CUDA)
+    assert all(f.kind != "cutlass_int8_unsupported" for f in _errors("0.34.0", 100, platform="rocm"))
+    eng = catalog.get_engine("sglang")
+    res = resolve(eng, parse_quantization_config(W8A8_INT8), capability=100)
+    assert all(f.kind != "cutlass_int8_unsupported" for f in res.findings)
+
+
+def test_recommend_on_b200_says_vllm_refuses_int8():
+    # before: w8a8-int8 was a tie with the winner on B200 under vLLM 0.34.0 (priced from the fp8 table), a scheme
+    # the engine stops on at start-up
+    r = api.recommend(gpu="b200", batch=64, ctx=2048, engine="vllm")
+    alt = {a.scheme: a for a in r.alternatives}
+    assert alt["w8a8-int8"].status == "not-supported"
+    assert alt["w8a8-int8"].reason == NEW.format(100)
+    r = api.recommend(gpu="h100", batch=64, ctx=2048, engine="vllm")
+    assert {a.scheme: a for a in r.alternatives}["w8a8-int8"].status != "not-supported"
