@@ -57,13 +57,10 @@ def test_older_releases_refuse_in_their_own_words():
     assert _errors("0.10.2", 103)[0].engine_message == "Int8 not supported for this architecture"
 
 
-def test_sglang_and_rocm_are_not_this_kernel():
+def test_rocm_is_not_this_kernel():
     # the refusal is vLLM's CUTLASS kernel on CUDA: ROCm runs AITER / Triton int8 (capability 94 from gfx942 is below
     # 100 anyway, so check a platform that is not CUDA at a capability that would be refused on CUDA)
     assert all(f.kind != "cutlass_int8_unsupported" for f in _errors("0.34.0", 100, platform="rocm"))
-    eng = catalog.get_engine("sglang")
-    res = resolve(eng, parse_quantization_config(W8A8_INT8), capability=100)
-    assert all(f.kind != "cutlass_int8_unsupported" for f in res.findings)
 
 
 def test_recommend_on_b200_says_vllm_refuses_int8():
@@ -75,3 +72,30 @@ def test_recommend_on_b200_says_vllm_refuses_int8():
     assert alt["w8a8-int8"].reason == NEW.format(100)
     r = api.recommend(gpu="h100", batch=64, ctx=2048, engine="vllm")
     assert {a.scheme: a for a in r.alternatives}["w8a8-int8"].status != "not-supported"
+    r = api.recommend(gpu="b300", batch=64, ctx=2048, engine="sglang")
+    alt = {a.scheme: a for a in r.alternatives}["w8a8-int8"]
+    assert alt.status == "not-supported" and alt.reason == "No implemented int8_scaled_mm for current compute capability."
+
+
+@pytest.mark.parametrize("version", ["0.5.3.post3", "0.5.9", "0.5.14", "0.5.20", "0.5.23"])
+def test_sglang_refuses_int8_w8a8_on_sm100_and_up(version):
+    # sglang 0.5.3.post3-0.5.23 compressed_tensors_w8a8_int8.py apply_weights call sgl_kernel.int8_scaled_mm (0.5.23:
+    # :170-178); the pinned kernel's SM100 build (sgl-kernel 0.3.15 .. sglang-kernel 0.4.10: the build sgl_kernel loads
+    # on every capability but 90) has only the sm80-sm90 dispatch shapes, and the dispatch ends in
+    # TORCH_CHECK_NOT_IMPLEMENTED(false, "No implemented int8_scaled_mm for current compute capability.")
+    eng = catalog.get_engine("sglang", version)
+    ck = parse_quantization_config(W8A8_INT8)
+    got = [f for f in resolve(eng, ck, capability=100).findings if f.severity == "error"]
+    assert [f.kind for f in got] == ["sgl_int8_scaled_mm_unsupported"]
+    assert got[0].engine_message == "No implemented int8_scaled_mm for current compute capability."
+    assert got[0].engine_exception == "NotImplementedError"
+    assert not [f for f in resolve(eng, ck, capability=90).findings if f.severity == "error"]
+
+
+def test_roofline_warns_where_the_release_stops_on_the_kernel_it_prices():
+    # roofline still prices the kernel the release picks (what it would cost), and says the release never gets there
+    r = api.roofline("meta-llama/Meta-Llama-3-8B", "fp8-dynamic,w8a8-int8", gpu="b300", batches="64", ctx=1)
+    hits = [w for w in r.warnings if "stops at start-up" in w]
+    assert len(hits) == 1 and hits[0].startswith("w8a8-int8: vLLM 0.34.0") and NEW.format(103) in hits[0]
+    r = api.roofline("meta-llama/Meta-Llama-3-8B", "w8a8-int8", gpu="h100", batches="64", ctx=1)
+    assert not [w for w in r.warnings if "stops at start-up" in w]

@@ -20,6 +20,7 @@ def census(gpus: list[str] | None = None, schemes: list[str] | None = None, *,
     ``gpus``) under each engine's newest release (``every_release``: under every release on file, which pinned
     releases run other kernels for), and the share priced by the kernel's own table or a same-math one against
     the bar (``CENSUS_BAR``)."""
+    from ..engines.kernel_refusals import refusal_of
     from ..perf.datapath import datapath
     from .speed import efficiency
 
@@ -45,9 +46,8 @@ def census(gpus: list[str] | None = None, schemes: list[str] | None = None, *,
                     continue
                 k = eff.kernels
                 ch = k.layer_choice if k is not None else None
-                if ch is not None and any(r.kernel == ch.kernel.id and r.on(g.capability, g.platform)
-                                          for r in eng.kernel_refusals):
-                    ch = None  # the release picks the kernel and stops on it at start-up (vLLM's int8 on SM100+)
+                if ch is not None and refusal_of(eng.kernel_refusals, ch.kernel.id, g.capability, g.platform):
+                    ch = None  # the release picks the kernel and stops on it at start-up (int8 GEMMs on SM100+)
                 rows.append(CensusRow(gpu=gid, engine=eng.engine, engine_version=eng.version, scheme=sid,
                                       kernel=ch.kernel.id if ch is not None else None,
                                       basis=(k.basis if ch is not None else "n/a") if k is not None else "roofline",

@@ -184,7 +184,23 @@ def roofline(
                 Slo(ttft_s=ttft_ms / 1e3 if ttft_ms else None, itl_s=itl_ms / 1e3 if itl_ms else None,
                     e2e_s=e2e_ms / 1e3 if e2e_ms else None)) if pareto else None,
     )
-    said = [*([stand_in] if stand_in else []), *result.warnings, *too_long]
+    said = [*([stand_in] if stand_in else []), *result.warnings, *too_long, *refused_kernels(resolved, effs, g, engine,
+                                                                                         engine_version)]
     return result.model_copy(update={"warnings": said}) if said != result.warnings else result
 
 
+def refused_kernels(schemes: list[Scheme], effs: list[Any], gpu: GPU, engine: str | None,
+                    version: str | None) -> list[str]:
+    """A warning per scheme whose kernel the engine release picks and stops on at start-up on this GPU (its own
+    message): the figures price a kernel the release never reaches."""
+    from ..engines.kernel_refusals import refusal_of
+
+    eng = catalog.get_engine(engine or defaults.ENGINE, version if engine else None)  # the release that priced them
+    out = []
+    for s, e in zip(schemes, effs, strict=True):
+        ch = e.kernels.layer_choice if e.kernels is not None else None
+        r = refusal_of(eng.kernel_refusals, ch.kernel.id, gpu.capability, gpu.platform) if ch is not None else None
+        if r is not None:
+            msg = next((m.render(capability=gpu.capability) for m in eng.messages if m.id == r.message), r.message)
+            out.append(f"{s.id}: {eng.label} stops at start-up on {gpu.name} — {msg} ({r.note})")
+    return out

@@ -31,3 +31,8 @@ class KernelRefusal(Strict):
     def applies(self, scheme_class: str | None, capability: int | None, platform: str) -> bool:
         return scheme_class in self.schemes and self.on(capability, platform)
 
+
+def refusal_of(refusals: tuple[KernelRefusal, ...], kernel: str, capability: int | None,
+               platform: str = "cuda") -> KernelRefusal | None:
+    """The refusal of the kernel ``kernel`` (an id of the release's kernel table) on this GPU, if any."""
+    return next((r for r in refusals if r.kernel == kernel and r.on(capability, platform)), None)
