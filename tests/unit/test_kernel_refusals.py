@@ -99,3 +99,18 @@ def test_roofline_warns_where_the_release_stops_on_the_kernel_it_prices():
     assert len(hits) == 1 and hits[0].startswith("w8a8-int8: vLLM 0.34.0") and NEW.format(103) in hits[0]
     r = api.roofline("meta-llama/Meta-Llama-3-8B", "w8a8-int8", gpu="h100", batches="64", ctx=1)
     assert not [w for w in r.warnings if "stops at start-up" in w]
+
+
+def test_the_gate_reports_it_as_qa103_in_the_engines_words():
+    # check maps each engine finding to a rule: a kernel the release has no build of for the GPU stops the server at
+    # start-up (QA103, a refusal), with the engine's own message
+    from quantadvise.gate.engine import engine_findings
+    from quantadvise.gate.findings import Findings, Site
+
+    eng = catalog.get_engine("vllm", "0.34.0")
+    res = resolve(eng, parse_quantization_config(W8A8_INT8), capability=100)
+    out = Findings()
+    site = Site(key="run.sh#vllm", label="run.sh:1", file="run.sh", line=1, flag_lines={"model": 1})
+    engine_findings(out, site, res.findings, eng.label)
+    assert [(f.rule_id, f.engine_message) for f in out.items] == [("QA103", NEW.format(100))]
+    assert out.refused("run.sh:1") == {"QA103": NEW.format(100)}

@@ -77,9 +77,11 @@ RULES: tuple[Rule, ...] = (
        "requantization: vLLM and SGLang raise at start-up. Drop the flag (the checkpoint is auto-detected) or "
        "pass the checkpoint's method."),
     _r("QA103", "gpu-capability-too-low", "engine", "error",
-       "The GPU is too old for the method, a scheme or the KV cache dtype",
+       "The GPU cannot run the method, a scheme or the KV cache dtype",
        "A method, a compressed-tensors scheme or a KV cache dtype needs a higher compute capability than the "
-       "GPU has; the engine refuses it (or, for schemes, finds no kernel)."),
+       "GPU has; the engine refuses it (or, for schemes, finds no kernel). Or the kernel the release picks has no "
+       "build for this GPU and stops the server at its first forward pass (vLLM's and SGLang's int8 W8A8 GEMMs on "
+       "SM100 and up)."),
     _r("QA104", "checkpoint-config-rejected", "engine", "error",
        "The engine rejects the checkpoint's quantization_config",
        "A config group matches no kernel scheme, uses an actorder, sparsity or activation combination the "
@@ -240,6 +242,9 @@ KIND_RULES: dict[str, str] = {
     "config_in_side_file": "QA101", "no_quant_method": "QA101",
     "method_mismatch": "QA102",
     "capability_too_low": "QA103", "scheme_capability_too_low": "QA103", "kv_dtype_capability": "QA103",
+    # a kernel the release picks but has no build of for the GPU (data/engines kernel_refusals: their message ids)
+    "cutlass_int8_unsupported": "QA103", "cutlass_int8_arch": "QA103", "cutlass_int8_blackwell": "QA103",
+    "sgl_int8_scaled_mm_unsupported": "QA103",
     "block_static_activations": "QA104", "act_dtype_unsupported": "QA104", "ct_no_scheme": "QA104",
     "ct_sparsity_rejected": "QA104", "ct_sparsity_24": "QA104", "ct_actorder_rejected": "QA104", "ct_nvfp4_activation_mismatch": "QA104",
     "kv_dtype_unknown": "QA105", "kv_dtype_platform": "QA105", "fp8_e5m2_with_fp8_checkpoint": "QA105",
