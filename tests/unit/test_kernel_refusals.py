@@ -114,3 +114,18 @@ def test_the_gate_reports_it_as_qa103_in_the_engines_words():
     engine_findings(out, site, res.findings, eng.label)
     assert [(f.rule_id, f.engine_message) for f in out.items] == [("QA103", NEW.format(100))]
     assert out.refused("run.sh:1") == {"QA103": NEW.format(100)}
+
+
+def test_quark_int8_layers_run_the_same_kernel_in_vllm():
+    # Quark W8A8-INT8 (vllm 0.34.0 quark/schemes/quark_w8a8_int8.py:88, init_int8_linear_kernel) builds its layer with
+    # the same int8 kernel list
+    # (CUTLASS first): refused on SM100 as the compressed-tensors one is, with the same message
+    qc = {"quant_method": "quark", "global_quant_config": {
+        "weight": {"dtype": "int8", "qscheme": "per_channel", "is_dynamic": False, "symmetric": True, "ch_axis": 0},
+        "input_tensors": {"dtype": "int8", "qscheme": "per_tensor", "is_dynamic": False, "symmetric": True},
+        "output_tensors": None, "bias": None}, "layer_quant_config": {}, "exclude": ["lm_head"]}
+    eng = catalog.get_engine("vllm", "0.34.0")
+    ck = parse_quantization_config(qc)
+    got = [f for f in resolve(eng, ck, capability=100).findings if f.severity == "error"]
+    assert [(f.kind, f.engine_message) for f in got] == [("cutlass_int8_unsupported", NEW.format(100))]
+    assert not [f for f in resolve(eng, ck, capability=90).findings if f.severity == "error"]
