@@ -676,3 +676,16 @@ def test_a_composition_computes_at_this_gpus_peak_of_its_own_math(gpu, int8_peak
     assert c.compute == 1.0
     assert op_series(c, b200, 28672, 4096, 1.0, subtract="static-quant").at(4096) == pytest.approx(
         op_series(choose_table(b200, "vllm", "cutlass-fp8"), b200, 28672, 4096, 1.0, subtract="static-quant").at(4096))
+
+
+def test_the_nvlink_domain_warning_reads_the_platforms_domain():
+    # GB200 / GB300 NVL72: NVLink joins 72 GPUs across the rack (aiconfigurator-core systems/gb300.yaml node:
+    # num_gpus_per_rack 72; data/comm.yaml nvlink_domain_gpus), 8 on an HGX node. DeepSeek-V3's 128 heads split 64
+    # and 128 ways
+    def crosses(gpu: str, n: int) -> list[str]:
+        r = api.roofline("deepseek-ai/DeepSeek-V3", "fp8-block", gpu=gpu, gpus=n, batches="8", ctx=1024)
+        return [w for w in r.warnings if "crosses" in w]
+
+    assert crosses("gb300", 64) == []
+    assert "72-GPU NVLink domain" in crosses("gb300", 128)[0]
+    assert "8-GPU NVLink/Infinity Fabric domain" in crosses("h100", 16)[0]

@@ -201,6 +201,7 @@ def refused_kernels(schemes: list[Scheme], effs: list[Any], gpu: GPU, engine: st
         ch = e.kernels.layer_choice if e.kernels is not None else None
         r = refusal_of(eng.kernel_refusals, ch.kernel.id, gpu.capability, gpu.platform) if ch is not None else None
         if r is not None:
-            msg = next((m.render(capability=gpu.capability) for m in eng.messages if m.id == r.message), r.message)
+            said = eng.message(r.message)
+            msg = said.render(capability=gpu.capability) if said is not None else r.message
             out.append(f"{s.id}: {eng.label} stops at start-up on {gpu.name} — {msg} ({r.note})")
     return out

@@ -200,8 +200,9 @@ def roofline(
     ridge batches and pairwise crossovers. ``efficiencies[i]`` belongs to ``schemes[i]``;
     ``batches`` and ``contexts`` as :func:`.inputs.parse_batches` / :func:`.inputs.parse_contexts`
     read them; ``model_info`` = where the model came from (:class:`ModelInfo`'s keys). ``price`` adds
-    $/Mtok per point; ``nvlink_domain``: the GPUs one NVLink domain joins (a warning past it); ``spec`` each scheme's ridge with a K+1-token verification step; ``pareto``
-    = (output tokens, latency budgets): the serving points of :func:`.serving.pareto_sweep`."""
+    $/Mtok per point; ``nvlink_domain``: the GPUs one NVLink domain joins (a warning past it); ``spec`` each
+    scheme's ridge with a K+1-token verification step; ``pareto`` = (output tokens, latency budgets): the serving
+    points of :func:`.serving.pareto_sweep`."""
     if not schemes:
         raise InputError("give at least one scheme", field="scheme")
     ids = [s.id for s in schemes]
@@ -391,8 +392,10 @@ def roofline(
                      "tokens per step) prices the ridge column" + (" and the Pareto points" if sweep is not None else "")
                      + "; the points table is one token per sequence per step")
     if gpus > nvlink_domain:  # 8 on most platforms; an NVL72 rack (GB200, GB300) spans 72 (data/comm.yaml)
-        warnings.append(f"tensor parallel over {gpus} GPUs crosses the 8-GPU NVLink/Infinity Fabric domain of most "
-                        "platforms; the model still uses the per-GPU interconnect bandwidth")
+        domain = ("the 8-GPU NVLink/Infinity Fabric domain of most platforms" if nvlink_domain == 8 else
+                  f"this platform's {nvlink_domain}-GPU NVLink domain")
+        warnings.append(f"tensor parallel over {gpus} GPUs crosses {domain}; the model still uses the per-GPU "
+                        "interconnect bandwidth")
 
     ic = gpu.interconnect
     return RooflineResult(
