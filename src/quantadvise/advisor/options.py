@@ -241,9 +241,12 @@ def clearly_slower(o: Option, winner: Option) -> bool:
 
 
 def tie_reason(winner: Option, other: Option) -> str:
-    """The first piece of evidence that puts ``winner`` ahead of ``other``."""
+    """The first piece of evidence that puts ``winner`` ahead of ``other``; where the evidence favours ``other``, it
+    ranks later because a candidate ahead of it delivers more beyond the uncertainty (ties are not transitive)."""
     a, b = evidence_key(winner), evidence_key(other)
     i = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), len(a) - 1)
+    if b < a:  # they first differ at i: the evidence there favours `other`
+        return f"a candidate ranked before {other.id} delivers more than it beyond the model's uncertainty"
     return _WHY[i]
 
 
@@ -268,7 +271,9 @@ def rank(options: list[Option]) -> list[Option]:
     checkpoint as shipped, whatever its speed — and only after it: among the other candidates it keeps
     its place by speed. A pure function of the candidates' numbers: the input order never matters."""
     rest = sorted(options, key=lambda o: (-ranking_throughput(o), evidence_key(o)))
-    beaten = {id(o): {id(x) for x in rest if beats(x, o)} for o in rest}  # who beats whom, asked once per pair
+    # who beats whom, asked once per pair; a re-quantization that ranks after the shipped checkpoint whatever its speed
+    # (``behind_native``) does not keep the checkpoint out of a place either
+    beaten = {id(o): {id(x) for x in rest if beats(x, o) and not (o.native and x.behind_native)} for o in rest}
     keys = {id(o): evidence_key(o) for o in rest}
     out: list[Option] = []
     while rest:

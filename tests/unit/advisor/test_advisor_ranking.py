@@ -11,7 +11,7 @@ import pytest
 
 import quantadvise as api
 from quantadvise import catalog, defaults
-from quantadvise.advisor.options import Option, evidence_key, rank
+from quantadvise.advisor.options import Option, beats, evidence_key, rank, tie_reason, ties
 from quantadvise.advisor.result import RANKED
 from quantadvise.perf.efficiency import resolve
 from quantadvise.perf.profiles import IDEAL
@@ -171,6 +171,27 @@ def test_only_the_shipped_checkpoint_outranks_a_faster_requantization():
     assert order.index("awq") < order.index("w8a16")
     # without a shipped checkpoint in the list the flag changes nothing: speed decides
     assert [o.id for o in rank([slow, risky2, plain, risky])] == ["w4a16", "fp8-dynamic", "awq", "w8a16"]
+
+
+def test_a_requantization_that_ranks_after_the_shipped_checkpoint_does_not_keep_it_out_of_first_place():
+    # DeepSeek-V3 on 8 x B300 under SGLang (batch 256 x 8,192): bf16 fits there (1.34 TB on 2.2 TB), and the shipped
+    # FP8 checkpoint (1,329 tok/s, credited its 15% margin: 1,528) tied with bf16 (1,533 +-26%) but was beaten beyond
+    # the uncertainty by nvfp4 (1,749 +-1.6%) — a re-quantization with an accuracy risk that ranks after the shipped
+    # checkpoint whatever its speed. That beat still kept the checkpoint out of first place, so bf16 (a checkpoint that
+    # does not exist for this model) won, its reason "it is the checkpoint as shipped". The same numbers here:
+    nat = _opt("fp8-block", 100.0, native=True)
+    bf16 = _opt("bf16", 116.0)
+    risky = _opt("nvfp4", 132.0, behind=True, drop=(0.0, 1.0))
+    nat.u_own, bf16.u_own, risky.u_own = 0.02, 0.26, 0.016
+    # 100 x 1.15 x 1.02 = 117.3 < 132 x 0.984 = 129.9: nvfp4 beats the checkpoint; 116 x 1.26 = 146.2 > 129.9 and
+    # 116 x 0.74 = 85.8 < 117.3: bf16 ties with both
+    assert beats(risky, nat) and not beats(risky, bf16) and ties(bf16, nat)
+    order = [o.id for o in rank([bf16, risky, nat])]
+    assert order == ["fp8-block", "bf16", "nvfp4"]
+    assert tie_reason(nat, bf16) == "it is the checkpoint as shipped"
+    # where the evidence favours the one ranked later, the reason says what put it there instead of naming evidence
+    # the winner does not have
+    assert tie_reason(bf16, nat) == "a candidate ranked before fp8-block delivers more than it beyond the model's uncertainty"
 
 
 def test_a_local_awq_checkpoint_runner_up_is_the_best_remaining(tmp_path):
