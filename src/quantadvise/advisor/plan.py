@@ -19,10 +19,13 @@ if TYPE_CHECKING:
 
 def checkpoint_path(ctx: Context, o: Option) -> str:
     """The model a candidate is served from: the published checkpoint (the native candidate, or 16-bit
-    weights), else the re-quantized copy's folder."""
+    weights of a 16-bit model), else the re-quantized copy's folder — and for 16-bit weights of a model that ships
+    quantized, a 16-bit copy's folder: served from the model's own id, the engines load the shipped quantized weights."""
     model_id = ctx.model_id or ctx.workload.model
     short = model_id.rsplit("/", 1)[-1]
-    return model_id if o.native or not o.scheme.quantizes_weights else f"./{short}-{o.scheme.id}"
+    if o.native or not o.scheme.quantizes_weights:
+        return f"./{short}-bf16" if not o.native and ctx.native is not None else model_id
+    return f"./{short}-{o.scheme.id}"
 
 
 def bench_command(ctx: Context, o: Option) -> str | None:
@@ -116,6 +119,10 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
         notes.append(f"{model_id} ships {nat.checkpoint.quant_method}: this re-quantization starts from 16-bit weights "
                      "(the publisher's 16-bit release, or the shipped checkpoint dequantized — its quantization error "
                      "then compounds)")
+    elif nat is not None:
+        notes.append(f"{model_id} ships {nat.checkpoint.quant_method}, which both engines load as shipped from that id: "
+                     f"16-bit weights are the publisher's 16-bit release, or the shipped checkpoint dequantized to bf16, "
+                     f"served from their own folder ({path})")
     if winner.published is not None and winner.scheme.quantizes_weights:
         return _serve_published(ctx, winner, winner.published, command, notes)
     d = winner.deploy
@@ -137,7 +144,9 @@ def deploy_plan(ctx: Context, winner: Option) -> tuple[dict[str, str | None], Ch
     plan = CheckpointPlan(
         format=d.checkpoint_format if winner.scheme.quantizes_weights else None,
         compressed_tensors_preset=d.compressed_tensors_preset,
-        summary=checkpoint_summary(winner.scheme, d),
+        summary=(checkpoint_summary(winner.scheme, d) if nat is None or winner.scheme.quantizes_weights else
+                 f"16-bit weights in {path}: the publisher's 16-bit release, or the shipped "
+                 f"{nat.checkpoint.quant_method} checkpoint dequantized to bf16"),
         alternatives=list(d.alternatives),
         recipe=recipe,
         quantization_config=quantization_config(winner.scheme, d, ctx.arch, kv),

@@ -252,3 +252,20 @@ def _faster_rows_say_why(r):
             assert f"ranks after {native}" in a.reason, (a.scheme, a.reason)
         elif passed:
             assert "comes first" in a.reason or "ranks after" in a.reason, (a.scheme, a.reason)
+
+
+def test_sixteen_bit_weights_of_a_model_that_ships_quantized_are_served_from_their_own_folder():
+    # served from the model's own id, both engines read its quantization_config and load the shipped quantized
+    # weights (deepseek-ai/DeepSeek-V3 is FP8 only): a bf16 candidate of such a model runs from a 16-bit copy's folder,
+    # the native candidate and a 16-bit model's bf16 from the id itself
+    from types import SimpleNamespace
+
+    from quantadvise.advisor.plan import checkpoint_path
+
+    shipped = SimpleNamespace(model_id="deepseek-ai/DeepSeek-V3", workload=None, native=object())
+    plain = SimpleNamespace(model_id="meta-llama/Meta-Llama-3-8B", workload=None, native=None)
+    bf16, nat, fp8 = _opt("bf16", 1.0), _opt("fp8-block", 1.0, native=True), _opt("fp8-dynamic", 1.0)
+    assert checkpoint_path(shipped, bf16) == "./DeepSeek-V3-bf16"
+    assert checkpoint_path(shipped, nat) == "deepseek-ai/DeepSeek-V3"
+    assert checkpoint_path(shipped, fp8) == "./DeepSeek-V3-fp8-dynamic"
+    assert checkpoint_path(plain, bf16) == "meta-llama/Meta-Llama-3-8B"
