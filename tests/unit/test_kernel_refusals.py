@@ -129,3 +129,17 @@ def test_quark_int8_layers_run_the_same_kernel_in_vllm():
     got = [f for f in resolve(eng, ck, capability=100).findings if f.severity == "error"]
     assert [(f.kind, f.engine_message) for f in got] == [("cutlass_int8_unsupported", NEW.format(100))]
     assert not [f for f in resolve(eng, ck, capability=90).findings if f.severity == "error"]
+
+
+def test_engines_diff_lists_a_refusal_that_changed_between_releases():
+    # vllm 0.9.2 refuses SM100-119 and SM120+ in two rows with two messages; 0.34.0 in one row with one
+    from quantadvise.engines.listing import fact_changes
+
+    got = {(c.section, c.subject, c.field) for c in fact_changes(catalog.get_engine("vllm", "0.9.2"),
+                                                                   catalog.get_engine("vllm", "0.34.0"))
+           if c.section == "kernel_refusals"}
+    assert got == {("kernel_refusals", "cutlass-int8-sm120", "row"),
+                   ("kernel_refusals", "cutlass-int8-sm100", "max_capability"),
+                   ("kernel_refusals", "cutlass-int8-sm100", "message")}
+    same = fact_changes(catalog.get_engine("vllm", "0.33.0"), catalog.get_engine("vllm", "0.34.0"))
+    assert not [c for c in same if c.section == "kernel_refusals"]

@@ -245,8 +245,8 @@ def _rows(section: str, a: list[Any], b: list[Any], fields: tuple[str, ...], out
 
 
 def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
-    """Every fact of the methods, KV cache dtypes, config rules, compressed-tensors dispatch and
-    messages that differs between two releases (rows only in one release are listed too)."""
+    """Every fact of the methods, KV cache dtypes, config rules, compressed-tensors dispatch, messages and kernel
+    refusals that differs between two releases (rows only in one release are listed too)."""
     out: list[FactChange] = []
     _rows("methods", list(a.methods), list(b.methods), _METHOD_FIELDS, out)
     _rows("kv_cache_dtypes", list(a.kv_cache_dtypes), list(b.kv_cache_dtypes), _KV_FIELDS, out)
@@ -254,13 +254,16 @@ def fact_changes(a: EngineData, b: EngineData) -> list[FactChange]:
     _rows("marlin_compatible", list(a.marlin_compatible), list(b.marlin_compatible), ("fields", "allowed"), out)
     _rows("rewrites", list(a.rewrites), list(b.rewrites), ("quant_algo", "becomes"), out)
     for section, xa, xb in (("config_rules", a.config_rules, b.config_rules), ("messages", a.messages, b.messages),
-                            ("overrides", a.overrides, b.overrides)):
+                            ("overrides", a.overrides, b.overrides),
+                            ("kernel_refusals", a.kernel_refusals, b.kernel_refusals)):
         ia, ib = [r.id for r in xa], [r.id for r in xb]
         out += [FactChange(section=section, subject=i, field="row", before="-", after="added") for i in ib
                 if i not in ia]
         out += [FactChange(section=section, subject=i, field="row", before="present", after="-") for i in ia
                 if i not in ib]
     _rows("messages", list(a.messages), list(b.messages), ("text", "parts", "exception"), out)
+    _rows("kernel_refusals", list(a.kernel_refusals), list(b.kernel_refusals),
+          ("schemes", "min_capability", "max_capability", "message"), out)
     if a.compressed_tensors is not None and b.compressed_tensors is not None:
         da, db = list(a.compressed_tensors.dispatch), list(b.compressed_tensors.dispatch)
         ia, ib = [r.id for r in da], [r.id for r in db]
