@@ -109,14 +109,22 @@ def test_profile_file_is_layered_over_the_default(cli, tmp_path):
     # the A10G has no measured kernel profile: every operator is the roofline with the profile's efficiencies
     prof = tmp_path / "slow.yaml"
     prof.write_text("schema_version: 1\nid: slow\nsource: test\nas_of: 2026-11-29\n"
-                    "gpus:\n  - gpu: a10g\n    memory_efficiency: 0.4\n")
+                    "gpus:\n  - gpu: a10g\n    memory_efficiency: 0.4\n"
+                    "    call_floor_s: {bf16: 0.0, quantized: 0.0}\n")
+    no_floor = tmp_path / "nofloor.yaml"
+    no_floor.write_text("schema_version: 1\nid: nofloor\nsource: test\nas_of: 2026-11-29\n"
+                        "gpus:\n  - gpu: a10g\n    call_floor_s: {bf16: 0.0, quantized: 0.0}\n")
     args = ("roofline", "--gpu", "a10g", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "-f", "json")
-    base = cli(*args).json()
+    base = cli(*args, "--profile", str(no_floor)).json()
     slow = cli(*args, "--profile", str(prof))
     assert slow.code == 0, slow.stderr
     # bf16 at batch 1 is memory-bound throughout: half the bandwidth efficiency (0.4 vs 0.8), twice the time
     assert slow.json()["points"][0]["step_time_s"] == pytest.approx(2 * base["points"][0]["step_time_s"], rel=1e-9)
     assert slow.json()["profile"]["id"] == "default+slow"
+    # the default profile's launch floor, 2.14 us a 16-bit GEMM call (data/perf_profile.yaml): Llama-3-8B runs
+    # 32 layers x 4 calls (q/k/v fused, o, gate/up fused, down) + the lm_head = 129 calls a step
+    floored = cli(*args).json()["points"][0]["step_time_s"]
+    assert floored - base["points"][0]["step_time_s"] == pytest.approx(129 * 2.14e-6, rel=1e-9)
     # on a GPU with a measured kernel profile, the linear layers follow the kernel's curve; a user
     # profile's efficiencies price what no curve covers
     h = cli("roofline", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "--profile", str(prof), "-f", "json").json()

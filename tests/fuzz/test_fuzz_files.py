@@ -62,7 +62,7 @@ def config_json(draw) -> str:
     return json.dumps(cfg, allow_nan=True).replace('"__DEEP__"', '{"a": ' * n + "1" + "}" * n)
 
 
-@budget(250)
+@budget(160)
 @given(text=config_json(), command=st.sampled_from(["size", "inspect", "check", "recommend", "roofline"]))
 def test_config_json(text, command):
     with tempfile.TemporaryDirectory() as d:
@@ -175,7 +175,7 @@ def deployment_file(draw) -> tuple[str, str]:
     return "notes.txt", draw(st.text(max_size=300)) + cmd
 
 
-@budget(200)
+@budget(120)
 @given(files=st.lists(deployment_file(), min_size=1, max_size=3), gpu=st.sampled_from(["h100", "l4", "a100", "b200"]))
 def test_deployment_files(files, gpu):
     with tempfile.TemporaryDirectory() as d:
@@ -210,7 +210,7 @@ def samples(draw) -> str:
     return "\n".join(rows) + "\n"
 
 
-@budget(200)
+@budget(130)
 @given(base=samples(), quant=samples(),
        extra=st.lists(st.sampled_from(["--metric", "acc", "--filter", "strict-match", "--max-delta", "1%",
                                        "--max-flips", "200%", "--max-kl", "nan", "--min-samples", "0", "--confidence",

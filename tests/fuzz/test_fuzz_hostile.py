@@ -247,7 +247,7 @@ def test_number_literals_in_every_reader(number, where):
 # -- expansion ---------------------------------------------------------------------------------------
 
 
-@budget(350)
+@budget(200)
 @given(case=bomb())
 def test_expansion_is_bounded_in_every_reader(case):
     from quantadvise.artifacts import budget as file_budget
@@ -374,7 +374,7 @@ def test_hostile_file_names_end_to_end(parts, fmt):
         _printable(r.stderr, fmt)
 
 
-@budget(150)
+@budget(100)
 @given(ignore=st.lists(layer_pattern, min_size=1, max_size=6), targets=st.lists(layer_pattern, min_size=1, max_size=3),
        model=st.sampled_from(["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B"]))
 def test_layer_patterns_in_a_quantization_config(ignore, targets, model):

@@ -356,8 +356,10 @@ def _plus(s: MSeries, q: MSeries) -> MSeries:
     return s.map(lambda m, t: t + q.at(m))
 
 
-def roofline_steps(t: GemmTable, gpu: GPU, memory_efficiency: float, compute_efficiency: float) -> list[float]:
-    """Step errors of the format-level roofline (one efficiency per format) on a table's shape sets."""
+def roofline_steps(t: GemmTable, gpu: GPU, memory_efficiency: float, compute_efficiency: float,
+                   floor_s: float = 0.0) -> list[float]:
+    """Step errors of the format-level roofline (one efficiency per format, ``floor_s`` a call: the profile's
+    launch floor, perf.profiles.CallFloor) on a table's shape sets."""
     peak = gpu.peak(t.meta.math) or 0.0
     bw = gpu.bandwidth_bytes_per_s
     wb = t.meta.weight_bytes
@@ -366,7 +368,7 @@ def roofline_steps(t: GemmTable, gpu: GPU, memory_efficiency: float, compute_eff
     def pred(n: int, k: int) -> MSeries:
         ms = t.ms
         return MSeries(ms, tuple(max((n * k * wb + m * k * act + m * n * 2.0) / (memory_efficiency * bw),
-                                     2.0 * m * n * k / (compute_efficiency * peak)) for m in ms))
+                                     2.0 * m * n * k / (compute_efficiency * peak)) + floor_s for m in ms))
 
     steps, _ = step_errors(pred, t.row, set(t.cells))
     return steps
@@ -422,6 +424,7 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     roof: list[float] = []
     d = default_profile.defaults
     mem_eff = d.memory_efficiency if isinstance(d.memory_efficiency, float) else 0.8
+    floors = next((k.call_floor_s for k in reversed(default_profile.layers((gpu.id,))) if k.call_floor_s), None)
     for meta in idx.tables:
         t = tables.get(meta.id)
         if t is None:
@@ -431,7 +434,8 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
         if meta.engine != "trtllm":
             measured.extend(steps)
         ce = d.compute_efficiency.get(meta.math, 0.65)
-        roof.extend(roofline_steps(t, gpu, mem_eff, ce if isinstance(ce, float) else 0.65))
+        floor = 0.0 if floors is None else floors.bf16 if meta.weight_bytes >= 2 else floors.quantized
+        roof.extend(roofline_steps(t, gpu, mem_eff, ce if isinstance(ce, float) else 0.65, floor))
     moe: list[float] = []
     for meta in idx.moe:
         mt = tables.moe(meta.id)

@@ -59,24 +59,41 @@ _MOE_ROLES = frozenset({"gate", "up", "down"})
 _FUSED_ROLES = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up", "q_a": "qkv_a", "kv_a": "qkv_a"}
 
 
+def fused_n(ops: list[LinearOp] | tuple[LinearOp, ...]) -> tuple[float, ...]:
+    """Per operator, the N of the GEMM call it runs in: the engines fuse q/k/v and gate/up into one call."""
+    fused: dict[tuple[str, str, float, int, bool, int], float] = {}
+    keys = [(o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts) for o in ops]
+    for o, key in zip(ops, keys, strict=True):
+        fused[key] = fused.get(key, 0.0) + o.n
+    return tuple(fused[key] for key in keys)
+
+
+def _moe_elems(ops: list[LinearOp] | tuple[LinearOp, ...]) -> dict[int, float]:
+    """Routed experts: one fused-MoE call per layer covers gate, up and down (its per-call cost is shared by the
+    operators in proportion to their weights): the layer's expert weight elements, by operator count."""
+    got: dict[int, float] = {}
+    for o in ops:
+        if o.experts:
+            got[o.count] = got.get(o.count, 0.0) + o.n * o.k
+    return got
+
+
+def calls_per_pass(ops: list[LinearOp] | tuple[LinearOp, ...]) -> tuple[float, ...]:
+    """Per operator, its share of the GEMM calls a forward pass makes (:func:`fused_n`: a fused member counts
+    its share of the call; routed experts, their share of one fused-MoE call per layer)."""
+    moe = _moe_elems(ops)
+    return tuple(o.count / o.experts * o.n * o.k / moe[o.count] if o.experts else
+                 o.count * (o.n / n_f if n_f else 1.0) for o, n_f in zip(ops, fused_n(ops), strict=True))
+
+
 def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing: KernelPricing,
                 gpu: GPU, architecture: str | None = None) -> tuple[KernelOp | None, ...]:
     """Per operator: the kernel the engine runs for its fused shape and that kernel's curve, or None
     (a calibrated fit prices it, or the kernel has no curve on this GPU). ``architecture``: the model's
     (the fused-MoE backend of some engines follows it)."""
-    fused: dict[tuple[str, str, float, int, bool, int], float] = {}
-    for o in ops:
-        key = (o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)
-        fused[key] = fused.get(key, 0.0) + o.n
-    # routed experts: one fused-MoE call per layer covers gate, up and down (the curve's overhead is
-    # per layer, shared by the operators in proportion to their weights)
-    moe_elems: dict[int, float] = {}
-    for o in ops:
-        if o.experts:
-            moe_elems[o.count] = moe_elems.get(o.count, 0.0) + o.n * o.k
+    widths, moe_elems = fused_n(ops), _moe_elems(ops)
     out: list[KernelOp | None] = []
-    for o, fit in zip(ops, fits, strict=True):
-        n_f = fused[(o.component, _FUSED_ROLES.get(o.role, o.name), o.k, o.count, o.quantized, o.experts)]
+    for o, fit, n_f in zip(ops, fits, widths, strict=True):
         if o.experts:  # the fused-MoE backend the engine runs, never a dense Linear kernel
             choice = pricing.choose_moe(o.quantized, architecture)
         else:

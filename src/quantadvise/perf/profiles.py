@@ -18,6 +18,7 @@ The format (docs/roofline.md documents every key)::
       dequant: {flops_per_weight: 2.0, m_tile: 64, efficiency: 1.0}
       allreduce: {latency_s: 1.0e-5, efficiency: 0.7}
       step_overhead_s: 0.0
+      call_floor_s: {bf16: 2.1e-6, quantized: 5.7e-6}   # per GEMM call the roofline prices
     gpus:
       - gpu: h100-sxm               # id or alias
         memory_efficiency: {batch: [1, 64, 512], value: [0.72, 0.80, 0.84]}   # a curve
@@ -176,6 +177,17 @@ class AllReduceCost(Strict):
         return v
 
 
+class CallFloor(Strict):
+    """Seconds every GEMM call the roofline prices costs beyond streaming its weights and doing its math (the
+    kernel's launch, ramp and tail): ``bf16`` a 16-bit weight's call, ``quantized`` a quantized one's (which also
+    reads scales and unpacks or quantizes). The shipped figures are the median launch floors of the published
+    GEMM tables (data/kernel_tables/, ``GemmTable.floor_s``: the smallest shape's first call); a call priced by
+    a table or a measured curve carries its own."""
+
+    bf16: float = Field(ge=0, le=1.0e-3)  # a millisecond a call: no kernel launch is slower
+    quantized: float = Field(ge=0, le=1.0e-3)
+
+
 class Knobs(Strict):
     """One layer of settings; any key left out falls through to the layer below."""
 
@@ -184,6 +196,7 @@ class Knobs(Strict):
     dequant: DequantCost | None = None
     allreduce: AllReduceCost | None = None
     step_overhead_s: float | None = Field(default=None, ge=0, le=1.0)  # a second a step: past any engine's
+    call_floor_s: CallFloor | None = None
 
     @field_validator("memory_efficiency")
     @classmethod

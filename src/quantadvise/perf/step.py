@@ -1,7 +1,7 @@
 """The performance model: what one decode step (and one prefill) costs, operator by operator.
 
-A step is a list of operators; each costs ``max(bytes / bandwidth, FLOPs / peak + dequant)`` on one
-GPU (a roofline per operator, summed), plus tensor-parallel communication and a fixed overhead.
+A step is a list of operators; each costs ``max(bytes / bandwidth, FLOPs / peak + dequant)`` on one GPU plus its
+GEMM calls' launch floor (a roofline per operator, summed), plus tensor-parallel communication and a fixed overhead.
 
 Operators of a decode step at batch B (sequences) and context C (tokens per sequence):
 - one **linear** per inventory group (q/k/v/o, gate/up/down, MLA projections, routers, shared
@@ -20,9 +20,8 @@ Operators of a decode step at batch B (sequences) and context C (tokens per sequ
   the bf16 logits B·V. Intra-layer intermediates (q/k/v, attention output, the MLP intermediate)
   are taken as fused / cache-resident and not counted: this is the accounting that gives the
   chapter's 0.002% at batch 1 (docs/roofline.md shows the alternatives and their shares).
-Scopes: ``full`` (everything above, what a server runs) and ``decoder`` (the chapter's accounting:
-the decoder linear matrices — 224 for Llama-3-8B — the KV cache and the residual stream; no
-embedding, lm_head, norms or logits).
+Scopes: ``full`` (everything above, what a server runs) and ``decoder`` (the chapter's accounting: the decoder
+linear matrices — 224 for Llama-3-8B — the KV cache and the residual stream; no embedding, lm_head, norms or logits).
 Tensor parallel over N GPUs splits linears, experts, the embedding and lm_head N ways, attention
 heads N ways (KV heads are replicated when N exceeds them; an MLA latent cache is replicated on
 every GPU), and adds two all-reduces of B·H·2 bytes per decoder layer (plus the vocab-parallel
@@ -48,7 +47,7 @@ from ..scheme.axes import Scheme, TensorQuant
 from .attention import AttentionCost, attention_cost, kv_len
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
-from .kernel_step import KernelOp, kernel_ops, kernel_time
+from .kernel_step import KernelOp, calls_per_pass, kernel_ops, kernel_time
 from .memo import per_model
 from .ops import REPLICATED_ROLES, LinearOp, expected_experts
 from .profiles import LinearFit
@@ -230,6 +229,9 @@ class StepModel:
         self._labels = tuple(("own:" if m else "") + ((ko.band or ko.basis) if ko is not None else "calibrated"
                                                       if f is not None else "ideal" if efficiency.ideal else "roofline")
                              for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
+        # a roofline-priced operator's launch floors a pass (perf.profiles.CallFloor); a table or a fit has its own
+        self._floors = tuple(0.0 if ko is not None or f is not None else efficiency.call_floor_s[o.quantized] * c
+                             for o, ko, f, c in zip(ops, self._kern, self._fits, calls_per_pass(ops), strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)
@@ -334,7 +336,7 @@ class StepModel:
                         dq *= rows * inv_tile if rows > self._dq_tile else 1.0
                     comp_t = comp_per_tok * n_tok + dq
                     compute = comp_t > mem_t
-                    op_t = comp_t if compute else mem_t
+                    op_t = (comp_t if compute else mem_t) + (self._floors[i] if n_tok > 0 else 0.0)
                     dq_total += dq
             t += op_t
             if by_basis is not None:
@@ -491,7 +493,7 @@ class StepModel:
         kv_comp = cached * self.attn_flops_decode * self._attn_inv_peak
         attn = kv_comp if kv_comp > kv_mem else kv_mem
         per_tok = attn + self._stream_per_token + (self.comm_per_token_s + self.comm_per_seq_s if self.tp > 1 else 0.0)
-        fixed = self._stream_fixed + self.overhead_s + (self.comm_fixed_s if self.tp > 1 else 0.0)
+        fixed = self._stream_fixed + self.overhead_s + sum(self._floors) + (self.comm_fixed_s if self.tp > 1 else 0.)
         out = []
         for b in batches:
             t = fixed + per_tok * b
