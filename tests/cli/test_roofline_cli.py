@@ -121,10 +121,11 @@ def test_profile_file_is_layered_over_the_default(cli, tmp_path):
     # bf16 at batch 1 is memory-bound throughout: half the bandwidth efficiency (0.4 vs 0.8), twice the time
     assert slow.json()["points"][0]["step_time_s"] == pytest.approx(2 * base["points"][0]["step_time_s"], rel=1e-9)
     assert slow.json()["profile"]["id"] == "default+slow"
-    # the default profile's launch floor, 2.14 us a 16-bit GEMM call (data/perf_profile.yaml): Llama-3-8B runs
-    # 32 layers x 4 calls (q/k/v fused, o, gate/up fused, down) + the lm_head = 129 calls a step
+    # the default profile's launch floors (data/perf_profile.yaml): 2.14 us a 16-bit GEMM call, Llama-3-8B running
+    # 32 layers x 4 calls (q/k/v fused, o, gate/up fused, down) + the lm_head = 129 calls a step; and 11.9 us a
+    # decode-attention layer (32 of them), over an attention of no KV at ctx 0
     floored = cli(*args).json()["points"][0]["step_time_s"]
-    assert floored - base["points"][0]["step_time_s"] == pytest.approx(129 * 2.14e-6, rel=1e-9)
+    assert floored - base["points"][0]["step_time_s"] == pytest.approx(129 * 2.14e-6 + 32 * 11.9e-6, rel=1e-9)
     # on a GPU with a measured kernel profile, the linear layers follow the kernel's curve; a user
     # profile's efficiencies price what no curve covers
     h = cli("roofline", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "--profile", str(prof), "-f", "json").json()

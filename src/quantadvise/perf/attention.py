@@ -101,11 +101,15 @@ def kv_dtype(kv: TensorQuant | None) -> str | None:
 def attention_cost(eff: Efficiency, arch: ModelArch, kv: TensorQuant | None, tp: int) -> AttentionCost | None:
     """The decode attention of ``arch`` with the KV cache ``kv`` on one of ``tp`` GPUs, from the engine's published
     table (``eff.attention``; an MLA model: the engine's MLA table where one is on file and holds its latent
-    dimensions); None when the engine has no attention table on this GPU (the roofline, no floor)."""
+    dimensions); with no attention table on this GPU, the roofline with the profile's attention launch floor
+    (``eff.call_floor_s``: the published tables' median), or None where the profile has none (``--ideal``)."""
     table = eff.attention
-    if table is None:
-        return None
     g = geometry(arch)
+    if table is None:
+        floor = eff.call_floor_s[2]
+        return None if floor <= 0 else AttentionCost(
+            grid=None, floor_s=floor, full_layers=g.full_layers, sliding_layers=g.sliding_layers, window=g.window,
+            source="profile call_floor_s.attention")
     grid = None
     dt = kv_dtype(kv)
     per_token, rate = 0.0, None

@@ -173,7 +173,7 @@ class StepModel:
         self.kv_share = kv_share
         self.kv_per_cached_token = self.kv_bytes_per_token_layer * kv_share
         self.geo = geo
-        # decode attention from the engine's published table (None: the roofline, no floor)
+        # decode attention from the engine's published table (else the roofline over the profile's launch floor)
         self._attn: AttentionCost | None = attention_cost(efficiency, arch, kv, gpus)
 
         layers = arch.num_layers
@@ -487,16 +487,16 @@ class StepModel:
         every batch-independent constant folded in :meth:`_prep_fast`)."""
         if not self._constant:
             return [self.decode(b, cached=cached).time_s for b in batches]
-        coefs = self._coef
-        tile = self._dq_tile
+        coefs, tile = self._coef, self._dq_tile
         kv_mem = cached * self.kv_per_cached_token * self._inv_bw
         kv_comp = cached * self.attn_flops_decode * self._attn_inv_peak
         attn = kv_comp if kv_comp > kv_mem else kv_mem
-        per_tok = attn + self._stream_per_token + (self.comm_per_token_s + self.comm_per_seq_s if self.tp > 1 else 0.0)
+        a_floor = self._attn.floor() if self._attn is not None else 0.0  # no table: the constant path
+        per_tok = self._stream_per_token + (self.comm_per_token_s + self.comm_per_seq_s if self.tp > 1 else 0.0)
         fixed = self._stream_fixed + self.overhead_s + sum(self._floors) + (self.comm_fixed_s if self.tp > 1 else 0.)
         out = []
         for b in batches:
-            t = fixed + per_tok * b
+            t = fixed + per_tok * b + (attn * b if attn * b > a_floor else a_floor)
             for mem_t, comp_tok, dq, e, k in coefs:
                 if e:
                     frac = expected_experts(e, k, b) / e
