@@ -21,7 +21,7 @@ from quantadvise.perf.profiles import parse_profile
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 NO_FLOOR = {"id": "nofloor", "source": "test", "as_of": "2026-12-08",
-            "defaults": {"call_floor_s": {"bf16": 0.0, "quantized": 0.0, "attention": 0.0}}}
+            "defaults": {"call_floor_s": {"bf16": 0.0, "quantized": 0.0, "attention": 0.0, "moe": 0.0}}}
 
 
 def _floors_of_tables() -> tuple[list[float], list[float]]:
@@ -79,6 +79,29 @@ def test_the_attention_floor_is_the_median_of_the_published_attention_tables():
     assert len(floors) >= 16
     floor = catalog.default_perf_profile().defaults.call_floor_s
     assert floor is not None and floor.attention == pytest.approx(statistics.median(floors), rel=5e-3)
+
+
+def test_the_moe_floor_is_the_median_of_the_published_fused_moe_tables():
+    floors = [t.floor_s for g in lookup_tables.kernel_table_gpus()
+              for tabs in (lookup_tables.kernel_tables(g),) if tabs is not None
+              for meta in tabs.index.moe if (t := tabs.moe(meta.id)) is not None]
+    assert len(floors) >= 60
+    floor = catalog.default_perf_profile().defaults.call_floor_s
+    assert floor is not None and floor.moe == pytest.approx(statistics.median(floors), rel=5e-3)
+
+
+def test_a_layer_of_routed_experts_pays_one_fused_moe_floor():
+    # Qwen3-30B-A3B on an L4 (no tables), bf16, ctx 0: 48 layers, each q/k/v (one fused call), o, the router
+    # (16-bit GEMMs: 3 x 2.14 us) and one fused-MoE call for its 128 experts (20.0 us), + the lm_head (2.14 us),
+    # and 48 attention layers at 11.9 us each (no KV at ctx 0)
+    import quantadvise as api
+
+    def step(floor: bool) -> float:
+        kw = {} if floor else {"profile": parse_profile(NO_FLOOR)}
+        return api.roofline("Qwen/Qwen3-30B-A3B", "bf16", gpu="l4", batches="1", ctx=0, engine="vllm",
+                            **kw).points[0].step_time_s
+
+    assert step(True) - step(False) == pytest.approx(48 * (3 * 2.14e-6 + 20.0e-6 + 11.9e-6) + 2.14e-6, rel=1e-9)
 
 
 def test_the_attention_floor_is_a_floor_not_a_surcharge():

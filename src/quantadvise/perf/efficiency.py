@@ -297,8 +297,8 @@ class Efficiency:
     dequant: DequantCost | None
     allreduce: AllReduceCost
     step_overhead_s: float
-    # (16-bit GEMM, quantized GEMM, decode-attention layer) launch floors of a roofline-priced call (CallFloor)
-    call_floor_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    # (16-bit GEMM, quantized GEMM, decode-attention layer, fused-MoE layer) launch floors of a roofline-priced call
+    call_floor_s: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     linear: LinearFit | None = None  # the scheme's measured linear layers
     linear_bf16: LinearFit | None = None  # bf16's, for the layers a scheme leaves unquantized
     calibration: Provenance | None = None  # the calibration that applies to this GPU, if any
@@ -386,7 +386,7 @@ def resolve(
     dequant: DequantCost | None = None
     allreduce = IDEAL_ALLREDUCE
     overhead = 0.0
-    floor = (0.0, 0.0, 0.0)
+    floor = (0.0, 0.0, 0.0, 0.0)
     linear: LinearFit | None = None
     linear_src: str | None = None
     linear_bf16: LinearFit | None = None
@@ -408,7 +408,8 @@ def resolve(
             if layer.step_overhead_s is not None:
                 overhead = layer.step_overhead_s
             if layer.call_floor_s is not None:
-                floor = (layer.call_floor_s.bf16, layer.call_floor_s.quantized, layer.call_floor_s.attention)
+                c = layer.call_floor_s
+                floor = (c.bf16, c.quantized, c.attention, c.moe)
         entry = profile.entry_for(gpu_names)
         if entry is not None:
             if entry.kernels:
@@ -448,7 +449,7 @@ def resolve(
         dequant=None if ideal else dequant,
         allreduce=allreduce,
         step_overhead_s=overhead,
-        call_floor_s=(0.0, 0.0, 0.0) if ideal else floor,
+        call_floor_s=(0.0, 0.0, 0.0, 0.0) if ideal else floor,
         linear=None if ideal else linear,
         linear_bf16=None if ideal else linear_bf16,
         calibration=None if ideal else calibration,

@@ -18,7 +18,7 @@ The format (docs/roofline.md documents every key)::
       dequant: {flops_per_weight: 2.0, m_tile: 64, efficiency: 1.0}
       allreduce: {latency_s: 1.0e-5, efficiency: 0.7}
       step_overhead_s: 0.0
-      call_floor_s: {bf16: 2.1e-6, quantized: 5.7e-6, attention: 1.2e-5}   # launch floors the roofline prices
+      call_floor_s: {bf16: 2.1e-6, quantized: 5.7e-6, attention: 1.2e-5, moe: 2.0e-5}  # launch floors
     gpus:
       - gpu: h100-sxm               # id or alias
         memory_efficiency: {batch: [1, 64, 512], value: [0.72, 0.80, 0.84]}   # a curve
@@ -189,6 +189,8 @@ class CallFloor(Strict):
     # the least one layer's decode-attention call costs where no attention table prices it (the published attention
     # tables' median launch floor, ``AttentionTable.floor_s``)
     attention: float = Field(default=0.0, ge=0, le=1.0e-3)
+    # a layer's fused-MoE call (the routed experts' gate, up and down: the published fused-MoE tables' median floor)
+    moe: float = Field(default=0.0, ge=0, le=1.0e-3)
 
 
 class Knobs(Strict):

@@ -219,9 +219,8 @@ class StepModel:
                 self._peaks.setdefault(o.math, self._peak(o.math))
         # measured kernels: each operator the kernel the engine runs for it prices (a calibrated fit
         # of the same kernel wins; operators whose kernel has no curve keep the roofline)
-        self._kern: tuple[KernelOp | None, ...] = tuple(None for _ in ops)
-        if efficiency.kernels is not None:
-            self._kern = kernel_ops(ops, self._fits, efficiency.kernels, gpu, arch.architecture)
+        self._kern: tuple[KernelOp | None, ...] = (tuple(None for _ in ops) if efficiency.kernels is None else
+                                                   kernel_ops(ops, self._fits, efficiency.kernels, gpu, arch.architecture))
         self.kernel_priced = any(x is not None for x in self._kern)
         # what priced each operator (the basis of its uncertainty band, perf.uncertainty); "own:" marks the
         # scheme's own layers (its quantized ones; every one of a 16-bit scheme), the rest every scheme shares
@@ -230,7 +229,8 @@ class StepModel:
                                                       if f is not None else "ideal" if efficiency.ideal else "roofline")
                              for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
         # a roofline-priced operator's launch floors a pass (perf.profiles.CallFloor); a table or a fit has its own
-        self._floors = tuple(0.0 if ko is not None or f is not None else efficiency.call_floor_s[o.quantized] * c
+        fl = efficiency.call_floor_s
+        self._floors = tuple(0.0 if ko is not None or f is not None else (fl[3] if o.experts else fl[o.quantized]) * c
                              for o, ko, f, c in zip(ops, self._kern, self._fits, calls_per_pass(ops), strict=True))
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
