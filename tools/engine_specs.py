@@ -249,10 +249,35 @@ def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, sch
             msg = next((m for m in base.get("messages") or [] if m["id"] == row["error"]), None)
             text = (msg or {}).get("text") or ""
             anchor = text.split("{")[0][:50]
+            undefined = re.fullmatch(r"name '(\w+)' is not defined", text) if (msg or {}).get("exception") == \
+                "NameError" else None
+            if undefined is not None:  # Python's own error: the name the function uses and the module never binds
+                name = undefined.group(1)
+                got = facts.attempt(f"compressed_tensors.{rid}", lambda name=name: unbound_use(w, ct_file, fn, name))
+                if got is not None:
+                    facts.anchor("compressed_tensors", rid, got, f"raises {row['error']}")
+                facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
+                continue
             got = facts.attempt(f"compressed_tensors.{rid}", lambda anchor=anchor: call_message(w, ct_file, anchor))
             if got is not None:
                 facts.anchor("compressed_tensors", rid, got, f"raises {row['error']}")
         facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
+
+
+def unbound_use(w: Wheel, rel: str, fn: ast.FunctionDef, name: str) -> Fact:
+    """Where ``fn`` loads ``name`` though the module binds it nowhere (no import, definition or assignment):
+    Python raises ``NameError: name '<name>' is not defined`` there."""
+    for node in ast.walk(w.tree(rel)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name).split(".")[0] == name or a.name == "*" for a in node.names):
+            raise NotFound(f"{rel}: {name} is imported")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or \
+                isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            raise NotFound(f"{rel}: {name} is defined")
+    use = next((n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name), None)
+    if use is None:
+        raise NotFound(f"{rel}: {fn.name} does not use {name}")
+    return Fact(f"name '{name}' is not defined", rel, use.lineno, use.end_lineno)
 
 
 def _quantization_names(test: ast.AST, shorthands: list[str]) -> tuple[set[str], set[str]]:

@@ -122,6 +122,11 @@ def test_kv_dtypes_and_messages_are_on_their_lines(release):
         pieces = [m["text"]] if m.get("text") else m.get("parts", [])
         for path, start, end, _ in cites(m):
             line = span(quotes, path, start, end)
+            unbound = re.fullmatch(r"name '(\w+)' is not defined", m.get("text") or "")
+            if m.get("exception") == "NameError" and unbound:  # Python's own: the line uses a name never bound
+                assert unbound.group(1) in line, (m["id"], line)
+                n += 1
+                continue
             # the longest literal run of the template (placeholders and quote-splitting removed)
             words = max(re.split(r"\{\w+\}|%s", pieces[0]), key=len).strip()[:25]
             assert words.split()[0] in line, (m["id"], words, line)

@@ -143,3 +143,27 @@ def test_engines_diff_lists_a_refusal_that_changed_between_releases():
                    ("kernel_refusals", "cutlass-int8-sm100", "message")}
     same = fact_changes(catalog.get_engine("vllm", "0.33.0"), catalog.get_engine("vllm", "0.34.0"))
     assert not [c for c in same if c.section == "kernel_refusals"]
+
+
+# sglang 0.4.4.post4 .. 0.5.2 compressed_tensors.py: _get_scheme_from_parts returns CompressedTensorsW8A8Int8(...) for a
+# static per-tensor or dynamic per-token int8 W8A8 group (0.5.2: lines 423 and 430), a name the module never imports
+# (its schemes import lists CompressedTensorsScheme, W8A8Fp8 and W8A16Fp8 only): Python raises NameError there.
+# 0.5.3.post3 imports it (compressed_tensors.py:424) and runs it from capability 89 on.
+@pytest.mark.parametrize("version", ["0.4.4.post4", "0.4.8.post1", "0.5.1.post3", "0.5.2"])
+@pytest.mark.parametrize("activations", [
+    {"num_bits": 8, "type": "int", "strategy": "token", "symmetric": True, "dynamic": True},
+    {"num_bits": 8, "type": "int", "strategy": "tensor", "symmetric": False, "dynamic": False},
+])
+def test_old_sglang_fails_int8_w8a8_with_pythons_name_error(version, activations):
+    cfg = {**W8A8_INT8, "config_groups": {"group_0": {**W8A8_INT8["config_groups"]["group_0"],
+                                                      "input_activations": activations}}}
+    res = resolve(catalog.get_engine("sglang", version), parse_quantization_config(cfg), capability=90)
+    errs = [f for f in res.findings if f.severity == "error"]
+    assert [f.kind for f in errs] == ["ct_int8_undefined"]
+    assert errs[0].engine_message == "name 'CompressedTensorsW8A8Int8' is not defined"
+    assert errs[0].engine_exception == "NameError"
+
+
+def test_sglang_runs_int8_w8a8_once_it_imports_the_scheme():
+    res = resolve(catalog.get_engine("sglang", "0.5.3.post3"), parse_quantization_config(W8A8_INT8), capability=90)
+    assert [f for f in res.findings if f.severity == "error"] == []
