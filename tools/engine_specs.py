@@ -249,16 +249,12 @@ def _ct_dispatch(w: Wheel, facts: Facts, base: dict[str, Any], ct_file: str, sch
             msg = next((m for m in base.get("messages") or [] if m["id"] == row["error"]), None)
             text = (msg or {}).get("text") or ""
             anchor = text.split("{")[0][:50]
-            undefined = re.fullmatch(r"name '(\w+)' is not defined", text) if (msg or {}).get("exception") == \
+            # Python's own NameError: no call prints it; the line that uses a name the module never binds raises it
+            unbound = re.fullmatch(r"name '(\w+)' is not defined", text) if (msg or {}).get("exception") == \
                 "NameError" else None
-            if undefined is not None:  # Python's own error: the name the function uses and the module never binds
-                name = undefined.group(1)
-                got = facts.attempt(f"compressed_tensors.{rid}", lambda name=name: unbound_use(w, ct_file, fn, name))
-                if got is not None:
-                    facts.anchor("compressed_tensors", rid, got, f"raises {row['error']}")
-                facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
-                continue
-            got = facts.attempt(f"compressed_tensors.{rid}", lambda anchor=anchor: call_message(w, ct_file, anchor))
+            name = unbound.group(1) if unbound else ""
+            got = facts.attempt(f"compressed_tensors.{rid}", lambda anchor=anchor, name=name: unbound_use(
+                w, ct_file, fn, name) if name else call_message(w, ct_file, anchor))
             if got is not None:
                 facts.anchor("compressed_tensors", rid, got, f"raises {row['error']}")
         facts.hand.append(f"compressed_tensors.{rid}: the weights/activations predicates are hand-written")
