@@ -110,10 +110,10 @@ def test_profile_file_is_layered_over_the_default(cli, tmp_path):
     prof = tmp_path / "slow.yaml"
     prof.write_text("schema_version: 1\nid: slow\nsource: test\nas_of: 2026-11-29\n"
                     "gpus:\n  - gpu: a10g\n    memory_efficiency: 0.4\n"
-                    "    call_floor_s: {bf16: 0.0, quantized: 0.0}\n")
+                    "    call_floor_s: {bf16: 0.0, quantized: 0.0, attention: 0.0, moe: 0.0}\n")
     no_floor = tmp_path / "nofloor.yaml"
     no_floor.write_text("schema_version: 1\nid: nofloor\nsource: test\nas_of: 2026-11-29\n"
-                        "gpus:\n  - gpu: a10g\n    call_floor_s: {bf16: 0.0, quantized: 0.0}\n")
+                        "gpus:\n  - gpu: a10g\n    call_floor_s: {bf16: 0.0, quantized: 0.0, attention: 0.0, moe: 0.0}\n")
     args = ("roofline", "--gpu", "a10g", "--scheme", "bf16", "--batch", "1", "--ctx", "0", "-f", "json")
     base = cli(*args, "--profile", str(no_floor)).json()
     slow = cli(*args, "--profile", str(prof))

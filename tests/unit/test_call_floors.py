@@ -170,3 +170,20 @@ def test_published_a6000_speedups_are_within_their_band():
     errs = [abs(s.error) for s in rep.speedups if gpu_of[s.ids[0]] == "rtx-a6000"]
     assert len(errs) >= 40
     assert statistics.median(errs) <= 0.12
+
+
+def test_a_profile_that_gives_one_floor_keeps_the_others():
+    # a user layer with only `quantized` (10 us): bf16's floor falls through to the shipped 2.14 us, so bf16's step is
+    # unchanged and w4a16's grows by its 128 quantized calls x (10 - 5.75) us = 544 us (Llama-3.1-8B on an A6000)
+    import quantadvise as api
+
+    mine = parse_profile({"id": "q", "source": "test", "as_of": "2026-12-08",
+                          "defaults": {"call_floor_s": {"quantized": 1.0e-5}}})
+
+    def step(scheme: str, profile=None) -> float:
+        kw = {} if profile is None else {"profile": profile}
+        return api.roofline(LLAMA, scheme, gpu="rtx-a6000", batches="1", ctx=0, engine="vllm",
+                            **kw).points[0].step_time_s
+
+    assert step("bf16", mine) == pytest.approx(step("bf16"), rel=1e-12)
+    assert step("w4a16", mine) - step("w4a16") == pytest.approx(128 * (1.0e-5 - 5.75e-6), rel=1e-9)

@@ -40,6 +40,7 @@ from ..perf.kernel_tables import GemmTable, MSeries, composed, first_call, minus
 from ..perf.lookup import QUANT_TABLES, TableSet, choose_table, op_series
 from ..perf.moe_tables import MoeTable
 from ..perf.moe_tables import leave_one_out as moe_leave_one_out
+from ..perf.profiles import NO_FLOORS, merged_floors
 from ..results import Out, Result
 from .heldout import HELD_OUT_SETS
 
@@ -424,7 +425,9 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
     roof: list[float] = []
     d = default_profile.defaults
     mem_eff = d.memory_efficiency if isinstance(d.memory_efficiency, float) else 0.8
-    floors = next((k.call_floor_s for k in reversed(default_profile.layers((gpu.id,))) if k.call_floor_s), None)
+    floors: tuple[float, ...] = NO_FLOORS  # the launch floors the roofline prices here (the profile's layers, in order)
+    for layer in default_profile.layers((gpu.id,)):
+        floors = merged_floors(floors, layer.call_floor_s)
     for meta in idx.tables:
         t = tables.get(meta.id)
         if t is None:
@@ -434,7 +437,7 @@ def gpu_checks(tables: TableSet, gpu: GPU, default_profile: Any, measured_profil
         if meta.engine != "trtllm":
             measured.extend(steps)
         ce = d.compute_efficiency.get(meta.math, 0.65)
-        floor = 0.0 if floors is None else floors.bf16 if meta.weight_bytes >= 2 else floors.quantized
+        floor = floors[0] if meta.weight_bytes >= 2 else floors[1]
         roof.extend(roofline_steps(t, gpu, mem_eff, ce if isinstance(ce, float) else 0.65, floor))
     moe: list[float] = []
     for meta in idx.moe:

@@ -14,7 +14,18 @@ from ..errors import norm_name
 from ..results import record
 from ..scheme.axes import Scheme
 from .kernel_curves import KernelCurve, QuantCurve, lookup
-from .profiles import AllReduceCost, Curve, DequantCost, GpuKnobs, LinearFit, PerfProfile, Provenance, Value
+from .profiles import (
+    NO_FLOORS,
+    AllReduceCost,
+    Curve,
+    DequantCost,
+    GpuKnobs,
+    LinearFit,
+    PerfProfile,
+    Provenance,
+    Value,
+    merged_floors,
+)
 
 if TYPE_CHECKING:
     from .attention_tables import AttentionTable
@@ -386,7 +397,7 @@ def resolve(
     dequant: DequantCost | None = None
     allreduce = IDEAL_ALLREDUCE
     overhead = 0.0
-    floor = (0.0, 0.0, 0.0, 0.0)
+    floor: tuple[float, ...] = NO_FLOORS
     linear: LinearFit | None = None
     linear_src: str | None = None
     linear_bf16: LinearFit | None = None
@@ -407,9 +418,7 @@ def resolve(
                 allreduce = layer.allreduce
             if layer.step_overhead_s is not None:
                 overhead = layer.step_overhead_s
-            if layer.call_floor_s is not None:
-                c = layer.call_floor_s
-                floor = (c.bf16, c.quantized, c.attention, c.moe)
+            floor = merged_floors(floor, layer.call_floor_s)
         entry = profile.entry_for(gpu_names)
         if entry is not None:
             if entry.kernels:
@@ -449,7 +458,7 @@ def resolve(
         dequant=None if ideal else dequant,
         allreduce=allreduce,
         step_overhead_s=overhead,
-        call_floor_s=(0.0, 0.0, 0.0, 0.0) if ideal else floor,
+        call_floor_s=NO_FLOORS if ideal else (floor[0], floor[1], floor[2], floor[3]),
         linear=None if ideal else linear,
         linear_bf16=None if ideal else linear_bf16,
         calibration=None if ideal else calibration,

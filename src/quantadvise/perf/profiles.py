@@ -182,15 +182,27 @@ class CallFloor(Strict):
     kernel's launch, ramp and tail): ``bf16`` a 16-bit weight's call, ``quantized`` a quantized one's (which also
     reads scales and unpacks or quantizes). The shipped figures are the median launch floors of the published
     GEMM tables (data/kernel_tables/, ``GemmTable.floor_s``: the smallest shape's first call); a call priced by
-    a table or a measured curve carries its own."""
+    a table or a measured curve carries its own. A key left out falls through to the layer below, as every knob's."""
 
-    bf16: float = Field(ge=0, le=1.0e-3)  # a millisecond a call: no kernel launch is slower
-    quantized: float = Field(ge=0, le=1.0e-3)
+    bf16: float | None = Field(default=None, ge=0, le=1.0e-3)  # a millisecond a call: no kernel launch is slower
+    quantized: float | None = Field(default=None, ge=0, le=1.0e-3)
     # the least one layer's decode-attention call costs where no attention table prices it (the published attention
     # tables' median launch floor, ``AttentionTable.floor_s``)
-    attention: float = Field(default=0.0, ge=0, le=1.0e-3)
+    attention: float | None = Field(default=None, ge=0, le=1.0e-3)
     # a layer's fused-MoE call (the routed experts' gate, up and down: the published fused-MoE tables' median floor)
-    moe: float = Field(default=0.0, ge=0, le=1.0e-3)
+    moe: float | None = Field(default=None, ge=0, le=1.0e-3)
+
+
+NO_FLOORS = (0.0, 0.0, 0.0, 0.0)  # (16-bit GEMM, quantized GEMM, attention layer, fused-MoE layer): --ideal
+
+
+def merged_floors(below: tuple[float, ...], floor: CallFloor | None) -> tuple[float, ...]:
+    """The launch floors ``below`` (16-bit GEMM, quantized GEMM, attention layer, fused-MoE layer) with each key
+    ``floor`` gives over them (a layer of a profile: the keys it leaves out fall through)."""
+    if floor is None:
+        return below
+    mine = (floor.bf16, floor.quantized, floor.attention, floor.moe)
+    return tuple(b if v is None else v for v, b in zip(mine, below, strict=True))
 
 
 class Knobs(Strict):
