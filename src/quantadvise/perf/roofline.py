@@ -59,6 +59,8 @@ class ProfileInfo(Out):
     dequant: DequantCost | None
     allreduce: AllReduceCost
     step_overhead_s: float
+    # the launch floors a roofline-priced call pays (perf.profiles.CallFloor): bf16, quantized, attention, moe
+    call_floor_s: dict[str, float]
     models: dict[str, str]  # scheme -> the performance model that priced it (efficiency.MODELS)
     calibration: Provenance | None  # the measurement behind a calibrated profile, on this GPU
 
@@ -425,6 +427,7 @@ def roofline(
             dequant=eff0.dequant,
             allreduce=eff0.allreduce,
             step_overhead_s=eff0.step_overhead_s,
+            call_floor_s=dict(zip(("bf16", "quantized", "attention", "moe"), eff0.call_floor_s, strict=True)),
             models={sid: e.model for sid, e in by_id.items()},
             calibration=calib,
         ),
