@@ -390,7 +390,10 @@ def _check(cls: type[Out], data: dict[str, Any], values: dict[str, Any], given: 
 
 def identical(a: Any, b: Any) -> bool:
     """The same value of the same types all the way down (``1 == 1.0`` and ``Enum.x == "x"`` are not enough):
-    pieces / models of one class with the same fields set, tuples / lists / dicts item by item."""
+    pieces / models of one class with the same fields set, tuples / lists / dicts item by item (a child passed
+    through validation as it is is the same object: already proven when it was made)."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     if isinstance(a, Out | BaseModel):
