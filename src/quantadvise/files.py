@@ -140,11 +140,15 @@ def check_yaml_nodes(roots: Iterable[Any], where: str) -> None:
                 continue
             if key in size:
                 continue
+            kids = _children(node)
+            if not kids:  # a scalar or an empty collection: one node, one level, nothing below to walk
+                size[key] = depth[key] = 1
+                continue
             if key in open_:
                 raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (recursive YAML)")
             open_.add(key)
             stack.append((node, True))
-            for k in _children(node):
+            for k in kids:
                 if id(k) in open_:
                     raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (recursive YAML)")
                 if id(k) not in size:
