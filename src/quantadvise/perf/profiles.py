@@ -193,16 +193,16 @@ class CallFloor(Strict):
     moe: float | None = Field(default=None, ge=0, le=1.0e-3)
 
 
-NO_FLOORS = (0.0, 0.0, 0.0, 0.0)  # (16-bit GEMM, quantized GEMM, attention layer, fused-MoE layer): --ideal
+FLOOR_KEYS = ("bf16", "quantized", "attention", "moe")  # the order a resolved tuple of launch floors holds them in
+NO_FLOORS = (0.0, 0.0, 0.0, 0.0)  # --ideal
 
 
 def merged_floors(below: tuple[float, ...], floor: CallFloor | None) -> tuple[float, ...]:
-    """The launch floors ``below`` (16-bit GEMM, quantized GEMM, attention layer, fused-MoE layer) with each key
-    ``floor`` gives over them (a layer of a profile: the keys it leaves out fall through)."""
+    """The launch floors ``below`` (:data:`FLOOR_KEYS`) with each key ``floor`` gives over them (a layer of a
+    profile: the keys it leaves out fall through)."""
     if floor is None:
         return below
-    mine = (floor.bf16, floor.quantized, floor.attention, floor.moe)
-    return tuple(b if v is None else v for v, b in zip(mine, below, strict=True))
+    return tuple(b if (v := getattr(floor, k)) is None else v for k, b in zip(FLOOR_KEYS, below, strict=True))
 
 
 class Knobs(Strict):

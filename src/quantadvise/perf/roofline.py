@@ -21,7 +21,7 @@ from .datapath import datapath
 from .efficiency import Efficiency, describe_models, profile_warnings
 from .inputs import parse_batches, parse_contexts
 from .loop import EngineLoop
-from .profiles import AllReduceCost, Curve, DequantCost, Provenance
+from .profiles import FLOOR_KEYS, AllReduceCost, Curve, DequantCost, Provenance
 from .serving import ParetoOut, Price, Slo, SpecInfo, Speculation, pareto_sweep, usd_per_mtok
 from .solve import Fn, crossings
 from .step import StepModel, check_tensor_parallel
@@ -427,7 +427,7 @@ def roofline(
             dequant=eff0.dequant,
             allreduce=eff0.allreduce,
             step_overhead_s=eff0.step_overhead_s,
-            call_floor_s=dict(zip(("bf16", "quantized", "attention", "moe"), eff0.call_floor_s, strict=True)),
+            call_floor_s=dict(zip(FLOOR_KEYS, eff0.call_floor_s, strict=True)),
             models={sid: e.model for sid, e in by_id.items()},
             calibration=calib,
         ),
