@@ -308,8 +308,9 @@ class Efficiency:
     dequant: DequantCost | None
     allreduce: AllReduceCost
     step_overhead_s: float
-    # (16-bit GEMM, quantized GEMM, decode-attention layer, fused-MoE layer) launch floors of a roofline-priced call
-    call_floor_s: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    # launch floors of a roofline-priced call (perf.profiles.FLOOR_KEYS: 16-bit GEMM, quantized GEMM, decode-attention
+    # layer, fused-MoE layer, separate activation quantization)
+    call_floor_s: tuple[float, ...] = NO_FLOORS
     linear: LinearFit | None = None  # the scheme's measured linear layers
     linear_bf16: LinearFit | None = None  # bf16's, for the layers a scheme leaves unquantized
     calibration: Provenance | None = None  # the calibration that applies to this GPU, if any
@@ -458,7 +459,7 @@ def resolve(
         dequant=None if ideal else dequant,
         allreduce=allreduce,
         step_overhead_s=overhead,
-        call_floor_s=NO_FLOORS if ideal else (floor[0], floor[1], floor[2], floor[3]),
+        call_floor_s=NO_FLOORS if ideal else tuple(floor),
         linear=None if ideal else linear,
         linear_bf16=None if ideal else linear_bf16,
         calibration=None if ideal else calibration,

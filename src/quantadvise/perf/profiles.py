@@ -18,7 +18,7 @@ The format (docs/roofline.md documents every key)::
       dequant: {flops_per_weight: 2.0, m_tile: 64, efficiency: 1.0}
       allreduce: {latency_s: 1.0e-5, efficiency: 0.7}
       step_overhead_s: 0.0
-      call_floor_s: {bf16: 2.1e-6, quantized: 5.7e-6, attention: 1.2e-5, moe: 2.0e-5}  # launch floors
+      call_floor_s: {bf16: 2.1e-6, quantized: 5.7e-6, attention: 1.2e-5, moe: 2.0e-5, quant: 2.2e-6}  # launch floors
     gpus:
       - gpu: h100-sxm               # id or alias
         memory_efficiency: {batch: [1, 64, 512], value: [0.72, 0.80, 0.84]}   # a curve
@@ -191,10 +191,13 @@ class CallFloor(Strict):
     attention: float | None = Field(default=None, ge=0, le=1.0e-3)
     # a layer's fused-MoE call (the routed experts' gate, up and down: the published fused-MoE tables' median floor)
     moe: float | None = Field(default=None, ge=0, le=1.0e-3)
+    # the separate activation-quantization call an engine runs before a quantized GEMM whose kernel does not fuse it
+    # (``activation_quant: unfused``, data/kernels/): the median floor of the engines' published quantization tables
+    quant: float | None = Field(default=None, ge=0, le=1.0e-3)
 
 
-FLOOR_KEYS = ("bf16", "quantized", "attention", "moe")  # the order a resolved tuple of launch floors holds them in
-NO_FLOORS = (0.0, 0.0, 0.0, 0.0)  # --ideal
+FLOOR_KEYS = ("bf16", "quantized", "attention", "moe", "quant")  # the order a resolved tuple of launch floors holds them in
+NO_FLOORS = (0.0, 0.0, 0.0, 0.0, 0.0)  # --ideal
 
 
 def merged_floors(below: tuple[float, ...], floor: CallFloor | None) -> tuple[float, ...]:

@@ -354,7 +354,8 @@ def roofline(
         if kerneled else
         "a roofline model, not a measurement: per-operator max(bytes/bandwidth, FLOPs/peak), summed"
         + (f", plus launch floors (a GEMM call {fl[0] * 1e6:.2f} µs 16-bit, {fl[1] * 1e6:.2f} µs quantized; a fused-MoE "
-           f"layer {fl[3] * 1e6:.1f} µs; an attention layer at least {fl[2] * 1e6:.1f} µs: the published tables' "
+           f"layer {fl[3] * 1e6:.1f} µs; an attention layer at least {fl[2] * 1e6:.1f} µs; a separate activation "
+           f"quantization {fl[4] * 1e6:.2f} µs: the published tables' "
            "medians)" if any(fl := efficiencies[0].call_floor_s) else ""),
         *(notes or []),
         *(f"kernel: {s.kernel_label}" for s in summaries if s.kernel_label),

@@ -16,8 +16,8 @@ Operators of a decode step at batch B (sequences) and context C (tokens per sequ
   scheme's bytes (``kvcache``: GQA heads, explicit head_dim, MLA latent, sliding windows; linear-
   attention layers cache nothing per token) and does 4·heads·head_dim FLOP per cached token-layer
   (MLA, absorbed as engines run decode: 2·heads·(2·kv_lora_rank + rope_dim)); it runs on bf16.
-- **activations**: the residual-stream hidden state every decoder layer reads, B·H at 2 bytes, and
-  the bf16 logits B·V. Intra-layer intermediates (q/k/v, attention output, the MLP intermediate)
+- **activations**: the residual-stream hidden state every decoder layer reads, B·H at 2 bytes, the bf16
+  logits B·V, and a separate activation quantization's 3 bytes per input element. Intra-layer intermediates (q/k/v, attention output, the MLP intermediate)
   are taken as fused / cache-resident and not counted: this is the accounting that gives the
   chapter's 0.002% at batch 1 (docs/roofline.md shows the alternatives and their shares).
 Scopes: ``full`` (everything above, what a server runs) and ``decoder`` (the chapter's accounting: the decoder
@@ -47,7 +47,7 @@ from ..scheme.axes import Scheme, TensorQuant
 from .attention import AttentionCost, attention_cost, kv_len
 from .datapath import Datapath, datapath
 from .efficiency import Efficiency
-from .kernel_step import KernelOp, calls_per_pass, kernel_ops, kernel_time
+from .kernel_step import KernelOp, kernel_ops, kernel_time, roofline_floors
 from .memo import per_model
 from .ops import REPLICATED_ROLES, LinearOp, expected_experts
 from .profiles import LinearFit
@@ -177,7 +177,7 @@ class StepModel:
         self._attn: AttentionCost | None = attention_cost(efficiency, arch, kv, gpus)
 
         layers = arch.num_layers
-        self.residual_bytes_per_token = layers * h * ACT_BYTES
+        self.residual_bytes_per_token = float(layers * h * ACT_BYTES)
         self.logit_bytes_per_seq = (v * ACT_BYTES / tp) if full else 0.0
 
         # tensor-parallel communication: c0 + c1·tokens (+ logits gather per sequence)
@@ -228,10 +228,10 @@ class StepModel:
         self._labels = tuple(("own:" if m else "") + ((ko.band or ko.basis) if ko is not None else "calibrated"
                                                       if f is not None else "ideal" if efficiency.ideal else "roofline")
                              for ko, f, m in zip(self._kern, self._fits, mine, strict=True))
-        # a roofline-priced operator's launch floors a pass (perf.profiles.CallFloor); a table or a fit has its own
-        fl = efficiency.call_floor_s
-        self._floors = tuple(0.0 if ko is not None or f is not None else (fl[3] if o.experts else fl[o.quantized]) * c
-                             for o, ko, f, c in zip(ops, self._kern, self._fits, calls_per_pass(ops), strict=True))
+        # a roofline-priced operator's launch floors a pass (a table or a fit has its own) and the bytes a token of the
+        # separate activation quantization the engine runs before it moves: activation traffic
+        self._floors, quant_bytes = roofline_floors(ops, self._kern, self._fits, efficiency)
+        self.residual_bytes_per_token += quant_bytes
         # every operator on a kernel curve: no per-step roofline coefficients to evaluate
         self._no_coefs = (tuple((0.0, 0.0, 0.0, 0, 0) for _ in ops)
                           if all(x is not None for x in self._kern) else None)
