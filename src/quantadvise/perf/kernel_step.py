@@ -90,33 +90,28 @@ def calls_per_pass(ops: list[LinearOp] | tuple[LinearOp, ...]) -> tuple[float, .
 QUANT_BYTES = 3.0
 
 
-def unfused_quant_calls(ops: list[LinearOp], kern: tuple[KernelOp | None, ...], fits: tuple[LinearFit | None, ...],
-                        pricing: KernelPricing | None) -> tuple[float, ...]:
-    """Per operator the roofline prices (no table, curve or fit), its share of the separate activation-quantization
-    calls a forward pass makes where the kernel the engine runs for its fused shape quantizes its input in a kernel
-    of its own (``activation_quant: unfused``, data/kernels/; the members of a fused call share its one input:
-    :func:`calls_per_pass`); 0 for every other operator, and for all without the engine's kernels (``pricing``)."""
-    if pricing is None:
-        return tuple(0.0 for _ in ops)
-    out: list[float] = []
-    for o, ko, fit, n_f, c in zip(ops, kern, fits, fused_n(ops), calls_per_pass(ops), strict=True):
-        choice = (None if ko is not None or fit is not None or o.experts or not o.quantized
-                  else pricing.choose(True, max(int(n_f), 1), max(int(o.k), 1)))
-        kin = None if choice is None else choice.kernel
-        out.append(c if kin is not None and kin.activation_quant == "unfused" and kin.quant_kernel else 0.0)
-    return tuple(out)
-
-
 def roofline_floors(ops: list[LinearOp], kern: tuple[KernelOp | None, ...], fits: tuple[LinearFit | None, ...],
                     eff: Efficiency) -> tuple[tuple[float, ...], float]:
-    """(per operator, the launch floors a forward pass of it pays where the roofline prices it: its GEMM calls'
-    (:func:`calls_per_pass`; a layer's routed experts, one fused-MoE call) and its separate activation quantization's
-    (:func:`unfused_quant_calls`); the bytes that quantization reads and writes a token, :data:`QUANT_BYTES` per
-    input element). A table, a curve or a fit prices its operator's own floors."""
-    fl, qc = eff.call_floor_s, unfused_quant_calls(ops, kern, fits, eff.kernels)
-    floors = tuple(0.0 if ko is not None or f is not None else (fl[3] if o.experts else fl[o.quantized]) * c + fl[4] * q
-                   for o, ko, f, c, q in zip(ops, kern, fits, calls_per_pass(ops), qc, strict=True))
-    return floors, QUANT_BYTES * sum(q * o.k for q, o in zip(qc, ops, strict=True))
+    """(per operator the roofline prices — no table, curve or fit, which price their own — the launch floors a forward
+    pass of it pays, and the bytes a token its separate activation quantizations read and write). Its GEMM calls
+    (:func:`calls_per_pass`; a layer's routed experts, one fused-MoE call) pay the GEMM floors; where the kernel the
+    engine runs for its fused shape quantizes its input in a kernel of its own (``activation_quant: unfused``,
+    data/kernels/), its share of those calls (the members of a fused call share its one input) pays the quantization
+    floor and moves :data:`QUANT_BYTES` per input element."""
+    fl, pricing = eff.call_floor_s, eff.kernels
+    floors: list[float] = []
+    quant_bytes = 0.0
+    for o, ko, fit, n_f, c in zip(ops, kern, fits, fused_n(ops), calls_per_pass(ops), strict=True):
+        if ko is not None or fit is not None:
+            floors.append(0.0)
+            continue
+        choice = (pricing.choose(True, max(int(n_f), 1), max(int(o.k), 1))
+                  if pricing is not None and o.quantized and not o.experts else None)
+        kin = None if choice is None else choice.kernel
+        q = c if kin is not None and kin.activation_quant == "unfused" and kin.quant_kernel else 0.0
+        floors.append((fl[3] if o.experts else fl[o.quantized]) * c + fl[4] * q)
+        quant_bytes += QUANT_BYTES * q * o.k
+    return tuple(floors), quant_bytes
 
 
 def kernel_ops(ops: list[LinearOp], fits: tuple[LinearFit | None, ...], pricing: KernelPricing,

@@ -16,10 +16,10 @@ Operators of a decode step at batch B (sequences) and context C (tokens per sequ
   scheme's bytes (``kvcache``: GQA heads, explicit head_dim, MLA latent, sliding windows; linear-
   attention layers cache nothing per token) and does 4·heads·head_dim FLOP per cached token-layer
   (MLA, absorbed as engines run decode: 2·heads·(2·kv_lora_rank + rope_dim)); it runs on bf16.
-- **activations**: the residual-stream hidden state every decoder layer reads, B·H at 2 bytes, the bf16
-  logits B·V, and a separate activation quantization's 3 bytes per input element. Intra-layer intermediates (q/k/v, attention output, the MLP intermediate)
-  are taken as fused / cache-resident and not counted: this is the accounting that gives the
-  chapter's 0.002% at batch 1 (docs/roofline.md shows the alternatives and their shares).
+- **activations**: the residual-stream hidden state every decoder layer reads, B·H at 2 bytes, the bf16 logits
+  B·V, and a separate activation quantization's 3 bytes per input element. Other intra-layer intermediates (q/k/v,
+  attention output, the MLP intermediate) are taken as fused / cache-resident and not counted: the accounting that
+  gives the chapter's 0.002% at batch 1 (docs/roofline.md shows the alternatives and their shares).
 Scopes: ``full`` (everything above, what a server runs) and ``decoder`` (the chapter's accounting: the decoder
 linear matrices — 224 for Llama-3-8B — the KV cache and the residual stream; no embedding, lm_head, norms or logits).
 Tensor parallel over N GPUs splits linears, experts, the embedding and lm_head N ways, attention
