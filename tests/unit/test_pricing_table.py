@@ -30,7 +30,16 @@ def test_the_datacenter_gpus_the_issue_named_have_a_price_now():
     assert {"h200", "l40s", "mi300x", "h100-sxm", "b200"} <= ids
     assert next(r for r in ROWS if r["id"] == "h200")["usd_per_gpu_hour"] == 3.50
     # no public list price read for these: left out, never made up
-    assert not ids & {"l4", "t4", "a10g", "h20", "rtx-4090"}
+    assert not ids & {"h20", "rtx-4090", "h100-nvl"}
+
+
+def test_l4_t4_a10g_are_priced_at_the_smallest_aws_instance_with_one():
+    # SkyPilot's AWS catalog (catalogs/v8/aws/vms.csv @ e385a0d), us-east-1 on-demand: g6.xlarge $0.8048 (1 x L4),
+    # g4dn.xlarge $0.526 (1 x T4), g5.xlarge $1.006 (1 x A10G); the price of the instance, one GPU in it
+    by_id = {r["id"]: r for r in ROWS}
+    assert by_id["l4"]["usd_per_gpu_hour"] == 0.8048 and "g6.xlarge" in by_id["l4"]["offer"]
+    assert by_id["t4"]["usd_per_gpu_hour"] == 0.526 and "g4dn.xlarge" in by_id["t4"]["offer"]
+    assert by_id["a10g"]["usd_per_gpu_hour"] == 1.006 and "g5.xlarge" in by_id["a10g"]["offer"]
 
 
 def test_a_priced_and_an_unpriced_gpu_through_the_api():
@@ -38,5 +47,6 @@ def test_a_priced_and_an_unpriced_gpu_through_the_api():
     from quantadvise.catalog import get_gpu
 
     assert price_for(get_gpu("h200"), None).usd_per_gpu_hour == 3.50
-    assert price_for(get_gpu("l4"), None) is None
-    assert price_for(get_gpu("l4"), 0.8).usd_per_gpu_hour == 0.8  # a given price always wins
+    assert price_for(get_gpu("h20"), None) is None
+    assert price_for(get_gpu("h20"), 0.8).usd_per_gpu_hour == 0.8  # a given price always wins
+    assert price_for(get_gpu("l4"), 0.5).usd_per_gpu_hour == 0.5  # over the shipped default too
