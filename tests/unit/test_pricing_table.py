@@ -30,7 +30,7 @@ def test_the_datacenter_gpus_the_issue_named_have_a_price_now():
     assert {"h200", "l40s", "mi300x", "h100-sxm", "b200"} <= ids
     assert next(r for r in ROWS if r["id"] == "h200")["usd_per_gpu_hour"] == 3.50
     # no public list price read for these: left out, never made up
-    assert not ids & {"h20", "rtx-4090", "h100-nvl"}
+    assert not ids & {"h20", "mi325x", "v100-sxm2-32gb"}
 
 
 def test_l4_t4_a10g_are_priced_at_the_smallest_aws_instance_with_one():
@@ -40,6 +40,15 @@ def test_l4_t4_a10g_are_priced_at_the_smallest_aws_instance_with_one():
     assert by_id["l4"]["usd_per_gpu_hour"] == 0.8048 and "g6.xlarge" in by_id["l4"]["offer"]
     assert by_id["t4"]["usd_per_gpu_hour"] == 0.526 and "g4dn.xlarge" in by_id["t4"]["offer"]
     assert by_id["a10g"]["usd_per_gpu_hour"] == 1.006 and "g5.xlarge" in by_id["a10g"]["offer"]
+
+
+def test_the_consumer_cards_and_h100_nvl_are_priced_at_runpods_one_gpu_pod():
+    # SkyPilot's RunPod catalog (catalogs/v8/runpod/vms.csv @ 46062ac), Secure Cloud on-demand `Price` of the 1x pods:
+    # 1x_RTX4090_SECURE 0.59, 1x_RTX5090_SECURE 0.89, 1x_RTX3090_SECURE 0.46, 1x_H100-NVL_SECURE 3.07
+    by_id = {r["id"]: r for r in ROWS}
+    want = {"rtx-4090": 0.59, "rtx-5090": 0.89, "rtx-3090": 0.46, "h100-nvl": 3.07}
+    assert {g: by_id[g]["usd_per_gpu_hour"] for g in want} == want
+    assert all("runpod" in by_id[g]["source"] for g in want)
 
 
 def test_a_priced_and_an_unpriced_gpu_through_the_api():
