@@ -73,6 +73,8 @@ class KernelPricing:
     _memo: dict[str, TableChoice | None] = field(default_factory=dict, compare=False, repr=False)
     _moe_memo: dict[str, MoeChoice | None] = field(default_factory=dict, compare=False, repr=False)
     _curve_memo: dict[str, KernelCurve | None] = field(default_factory=dict, compare=False, repr=False)
+    # a quantized layer shape's kernel, resolved once: the kernel curves and the roofline's launch floors both ask
+    _choose_memo: dict[tuple[int, int], KernelChoice | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def moved_from(self) -> str | None:
@@ -92,7 +94,10 @@ class KernelPricing:
         c = self.context
         if not quantized or not c.scheme.quantizes_weights:
             return self.choice_bf16
-        return resolve_kernel(c.table, c.scheme, c.capability, shape=(n, k), quantization=c.quantization)
+        if (n, k) not in self._choose_memo:
+            self._choose_memo[(n, k)] = resolve_kernel(c.table, c.scheme, c.capability, shape=(n, k),
+                                                       quantization=c.quantization)
+        return self._choose_memo[(n, k)]
 
     def choose_moe(self, quantized: bool, architecture: str | None = None) -> KernelChoice | None:
         """The fused-MoE backend the engine runs for routed experts — never a dense Linear kernel's
